@@ -1,0 +1,3 @@
+from attnprep.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""(placeholder: commands of this area are registered here)"""

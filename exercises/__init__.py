@@ -1,0 +1,223 @@
+"""The exercise registry: one folder per exercise, its data in ``exercise.toml``.
+
+Everything about an exercise (title, contract, hints, notes, named mistakes, graded sizes) is
+read from ``exercises/<id>/exercise.toml``; the stub template is ``exercises/<id>/stub.py.j2``
+and the reference solution is ``attnprep.solutions.<id>``. Paths are derived from the id and
+never listed twice. This module must stay torch-free: `list`, `new`, `hint` and `solution` use it.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import operator
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOLUTIONS_DIR = HERE.parent / "solutions"  # repo: solutions/; installed: attnprep/solutions/
+
+
+class UnknownExercise(KeyError):
+    """An id that is not in the registry; carries the closest known ids."""
+
+    def __init__(self, exercise_id: str, suggestions: list[str]):
+        super().__init__(exercise_id)
+        self.exercise_id = exercise_id
+        self.suggestions = suggestions
+
+    def __str__(self) -> str:
+        hint = f"; did you mean {' or '.join(repr(s) for s in self.suggestions)}?" if self.suggestions else ""
+        return f"unknown exercise {self.exercise_id!r}{hint} (see `attnprep list`)"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameterised layer of the contract, e.g. ``q_proj: Linear(d_model, d_model)``."""
+
+    name: str
+    type: str  # "linear" or "rmsnorm"
+    in_features: str  # expression of the constructor arguments ("" for rmsnorm)
+    out_features: str  # expression; for rmsnorm: the normalised size
+    bias: bool
+
+    def shapes(self, args: dict[str, int]) -> dict[str, tuple[int, ...]]:
+        """Parameter tensors of this layer, ``{"weight": (out, in), "bias": (out,)}``."""
+        out = evaluate(self.out_features, args)
+        if self.type == "rmsnorm":
+            return {"weight": (out,)}
+        shapes = {"weight": (out, evaluate(self.in_features, args))}
+        if self.bias:
+            shapes["bias"] = (out,)
+        return shapes
+
+    def describe(self) -> str:
+        if self.type == "rmsnorm":
+            return f"RMSNorm({self.out_features})"
+        bias = "" if self.bias else ", bias=False"
+        return f"Linear({self.in_features}, {self.out_features}{bias})"
+
+
+@dataclass(frozen=True)
+class Contract:
+    kind: str  # grader driver: "attention_module" or "causal_functions"
+    objects: tuple[str, ...]  # class or function names the user writes
+    constructor: str  # argument list as written in Python, "" for functions
+    forward: str  # forward / call signature as written in Python
+    returns: str
+    params: tuple[Param, ...]
+    details: str  # extra contract prose shown in the stub docstring
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    title: str
+    why: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class QA:
+    q: str
+    a: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    difficulty: str  # "easy", "medium", "hard"
+    minutes: int  # drill time budget
+    order: int
+    summary: str
+    contract: Contract
+    hints: tuple[str, ...]
+    key_points: tuple[str, ...]
+    qa: tuple[QA, ...]
+    mistakes: tuple[Mistake, ...]
+    grading: dict  # graded constructor configurations etc., read by the grader driver
+
+    @property
+    def folder(self) -> Path:
+        return HERE / self.id
+
+    @property
+    def stub_template(self) -> Path:
+        return self.folder / "stub.py.j2"
+
+    @property
+    def solution_path(self) -> Path:
+        return SOLUTIONS_DIR / f"{self.id}.py"
+
+    @property
+    def solution_module(self) -> str:
+        return f"attnprep.solutions.{self.id}"
+
+    @property
+    def filename(self) -> str:
+        """The file name of an attempt in a workspace."""
+        return f"{self.id}.py"
+
+    def mistake(self, mistake_id: str) -> Mistake:
+        for m in self.mistakes:
+            if m.id == mistake_id:
+                return m
+        return mistake_catalogue()[mistake_id]
+
+
+# --- safe arithmetic on constructor arguments -----------------------------------------------
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+
+
+def evaluate(expression: str, args: dict[str, int]) -> int:
+    """Evaluate ``"num_kv_heads * (d_model // num_heads)"`` with integer arguments (no eval)."""
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            return int(args[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        raise ValueError(f"unsupported expression {expression!r}")
+
+    return walk(ast.parse(expression, mode="eval"))
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+@functools.cache
+def mistake_catalogue() -> dict[str, Mistake]:
+    data = tomllib.loads((HERE / "mistakes.toml").read_text(encoding="utf-8"))
+    return {m["id"]: Mistake(**m) for m in data["mistake"]}
+
+
+def _load(folder: Path) -> Exercise:
+    data = tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8"))
+    c = data["contract"]
+    contract = Contract(
+        kind=c["kind"],
+        objects=tuple(c["objects"]),
+        constructor=c.get("constructor", ""),
+        forward=c["forward"],
+        returns=c["returns"],
+        params=tuple(
+            Param(
+                name=p["name"],
+                type=p.get("type", "linear"),
+                in_features=p.get("in", ""),
+                out_features=p["out"],
+                bias=p.get("bias", True),
+            )
+            for p in c.get("params", [])
+        ),
+        details=c.get("details", "").strip(),
+    )
+    catalogue = mistake_catalogue()
+    notes = data.get("notes", {})
+    return Exercise(
+        id=folder.name,
+        title=data["title"],
+        difficulty=data["difficulty"],
+        minutes=int(data["minutes"]),
+        order=int(data["order"]),
+        summary=data["summary"].strip(),
+        contract=contract,
+        hints=tuple(data["hints"]),
+        key_points=tuple(notes.get("key_points", [])),
+        qa=tuple(QA(q["q"], q["a"]) for q in notes.get("qa", [])),
+        mistakes=tuple(catalogue[m] for m in data.get("mistakes", [])),
+        grading=data.get("grading", {}),
+    )
+
+
+@functools.cache
+def registry() -> dict[str, Exercise]:
+    """All exercises by id, in teaching order."""
+    found = [_load(p.parent) for p in HERE.glob("*/exercise.toml")]
+    return {e.id: e for e in sorted(found, key=lambda e: (e.order, e.id))}
+
+
+def get(exercise_id: str) -> Exercise:
+    """The exercise with this id, or :class:`UnknownExercise` with suggestions."""
+    exercises = registry()
+    key = exercise_id.strip().lower().replace("-", "_")
+    if key in exercises:
+        return exercises[key]
+    raise UnknownExercise(exercise_id, difflib.get_close_matches(key, list(exercises), n=3, cutoff=0.4))
+
+
+def detect(source: str) -> str | None:
+    """The exercise id named on the ``# attnprep: <id>`` line at the top of a file, if any."""
+    for line in source.splitlines()[:5]:
+        line = line.strip()
+        if line.startswith("# attnprep:"):
+            return line.split(":", 1)[1].strip().split()[0] if line.split(":", 1)[1].strip() else None
+    return None
