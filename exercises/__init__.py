@@ -221,3 +221,24 @@ def detect(source: str) -> str | None:
         if line.startswith("# attnprep:"):
             return line.split(":", 1)[1].strip().split()[0] if line.split(":", 1)[1].strip() else None
     return None
+
+
+# --- stubs -------------------------------------------------------------------------------------
+
+
+def solution_region(exercise: Exercise, name: str) -> str:
+    """The text between ``# region <name>`` and ``# endregion <name>`` in the reference solution,
+    so a stub can ship ready-made helpers (mla's RoPE) without a second copy of them."""
+    lines = exercise.solution_path.read_text(encoding="utf-8").splitlines()
+    start = lines.index(f"# region {name}") + 1
+    end = lines.index(f"# endregion {name}")
+    return "\n".join(lines[start:end]).strip("\n")
+
+
+def render_stub(exercise: Exercise) -> str:
+    """The blank exercise file, rendered with jinja2 from ``exercises/<id>/stub.py.j2``."""
+    import jinja2
+
+    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)
+    template = env.from_string(exercise.stub_template.read_text(encoding="utf-8"))
+    return template.render(ex=exercise, solution_region=functools.partial(solution_region, exercise))
