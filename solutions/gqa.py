@@ -1,0 +1,54 @@
+"""Grouped-query attention (Ainslie et al. 2023; Llama 2 70B, Llama 3, Mistral).
+
+The num_heads query heads are split into num_kv_heads groups of consecutive heads; each group shares
+one key/value head, so query head h reads KV head h // (num_heads // num_kv_heads). num_kv_heads =
+num_heads is multi-head attention, num_kv_heads = 1 is multi-query attention. The KV heads are
+expanded to the query heads with repeat_interleave (Llama's repeat_kv), never with repeat (tiling).
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, dropout: float = 0.0):
+        super().__init__()
+        assert d_model % num_heads == 0, "d_model must be divisible by num_heads"
+        assert num_heads % num_kv_heads == 0, "num_heads must be divisible by num_kv_heads"
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = d_model // num_heads
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.head_dim)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.head_dim)
+        self.o_proj = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)  # on the attention probabilities; eval() turns it off
+
+    def forward(
+        self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, is_causal: bool = False
+    ) -> torch.Tensor:
+        B, T, C = x.shape
+        H, KV, D = self.num_heads, self.num_kv_heads, self.head_dim
+        group = H // KV  # query heads per KV head
+
+        q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        k = self.k_proj(x).view(B, T, KV, D).transpose(1, 2)  # (B, KV, T, D)
+        v = self.v_proj(x).view(B, T, KV, D).transpose(1, 2)  # (B, KV, T, D)
+        k = k.repeat_interleave(group, dim=1)  # (B, H, T, D): heads [k0, k0, k1, k1, ...]
+        v = v.repeat_interleave(group, dim=1)  # (B, H, T, D)
+
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, D) @ (B, H, D, T) -> (B, H, T, T)
+        if attention_mask is not None:  # (B, T), True = real token: padded keys get no attention
+            scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))  # (B, 1, 1, T)
+        if is_causal:  # query i sees keys j <= i
+            allowed = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))  # (T, T)
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        attn = F.softmax(scores, dim=-1)  # (B, H, T, T), each row sums to 1 over the keys
+        attn = self.dropout(attn)
+
+        out = attn @ v  # (B, H, T, T) @ (B, H, T, D) -> (B, H, T, D)
+        out = out.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, H, D) -> (B, T, C)
+        return self.o_proj(out)  # (B, T, C)

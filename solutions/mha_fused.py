@@ -1,0 +1,48 @@
+"""Multi-head self-attention with one fused QKV projection (GPT-2 / nanoGPT's c_attn).
+
+A single Linear(d_model, 3·d_model) computes queries, keys and values in one matmul; its output
+features are laid out [q; k; v], each d_model wide with the heads contiguous inside it, so
+.split(d_model, dim=-1) recovers them. The rest is ordinary multi-head attention.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class FusedMultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
+        super().__init__()
+        assert d_model % num_heads == 0, "d_model must be divisible by num_heads"
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.head_dim = d_model // num_heads
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model)  # out features [q; k; v]
+        self.o_proj = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)  # on the attention probabilities; eval() turns it off
+
+    def forward(
+        self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, is_causal: bool = False
+    ) -> torch.Tensor:
+        B, T, C = x.shape
+        H, D = self.num_heads, self.head_dim
+
+        q, k, v = self.qkv_proj(x).split(self.d_model, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
+        q = q.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        k = k.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        v = v.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, D) @ (B, H, D, T) -> (B, H, T, T)
+        if attention_mask is not None:  # (B, T), True = real token: padded keys get no attention
+            scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))  # (B, 1, 1, T)
+        if is_causal:  # query i sees keys j <= i
+            allowed = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))  # (T, T)
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        attn = F.softmax(scores, dim=-1)  # (B, H, T, T), each row sums to 1 over the keys
+        attn = self.dropout(attn)
+
+        out = attn @ v  # (B, H, T, T) @ (B, H, T, D) -> (B, H, T, D)
+        out = out.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, H, D) -> (B, T, C)
+        return self.o_proj(out)  # (B, T, C)
