@@ -1,1 +1,220 @@
-"""(placeholder: commands of this area are registered here)"""
+"""The torch-free commands: ``list``, ``new``, ``solution``, ``hint``.
+
+They parse and render; the work is in :mod:`attnprep.workspace`, :mod:`attnprep.hints` and the
+registry. Nothing here (nor anything it imports) may import torch: the tests prove it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from attnprep import hints, workspace
+from attnprep.app import app, console, get_exercise, usage_error
+from attnprep.workspace import ExerciseRow, Status
+
+STATUS_STYLE = {
+    Status.NOT_STARTED: "dim",
+    Status.BLANK: "yellow",
+    Status.IN_PROGRESS: "cyan",
+    Status.UNREADABLE: "red",
+}
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the current folder when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _bullets(items, marker: str = "•") -> Table:
+    """A list with hanging indentation that wraps cleanly at 80 columns."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for item in items:
+        grid.add_row(marker, item if isinstance(item, Text) else Text(item))
+    return grid
+
+
+# --- list ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Callable[[ExerciseRow], Text | str]
+    options: dict
+
+
+# One entry per column of `attnprep list`; history columns (passed?, best drill) are appended here.
+COLUMNS: list[Column] = [
+    Column("id", lambda r: Text(r.id, style="bold"), {"no_wrap": True}),
+    Column("title", lambda r: r.title, {"ratio": 1}),
+    Column("difficulty", lambda r: r.difficulty, {"no_wrap": True}),
+    Column("drill", lambda r: f"{r.minutes} min", {"no_wrap": True, "justify": "right"}),
+    Column("status", lambda r: Text(r.status.value, style=STATUS_STYLE.get(r.status, "")), {"no_wrap": True}),
+]
+
+
+def rows_table(rows: list[ExerciseRow]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+    for column in COLUMNS:
+        table.add_column(column.header, **column.options)
+    for row in rows:
+        table.add_row(*(column.cell(row) for column in COLUMNS))
+    return table
+
+
+@app.command("list")
+def list_(
+    as_json: bool = typer.Option(False, "--json", help="A JSON list of the exercises on stdout."),
+) -> None:
+    """List the exercises with their status in the current folder."""
+    rows = workspace.exercise_rows(Path.cwd())
+    if as_json:
+        typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
+        return
+    out = console()
+    out.print(rows_table(rows))
+    out.print()
+    out.print(Text(f"status: the file <id>.py in {Path.cwd()}", style="dim"), soft_wrap=True)
+    todo = next((r for r in rows if r.status is Status.NOT_STARTED), None)
+    if todo is not None:
+        out.print(Text.assemble("start one: ", (f"`attnprep new {todo.id}`", "bold")))
+
+
+# --- new -------------------------------------------------------------------------------------
+
+
+@app.command("new")
+def new(
+    exercise_id: str = typer.Argument(..., metavar="ID", help="Exercise id, e.g. mha (see `attnprep list`)."),
+    folder: Optional[Path] = typer.Option(
+        None, "--dir", "-d", help="Folder to write ID.py in (default: the current folder; created if missing)."
+    ),
+    force: bool = typer.Option(False, "--force", "-f", help="Replace an existing file, keeping it as ID.py.bak first."),
+) -> None:
+    """Write the blank exercise file ID.py."""
+    exercise = get_exercise(exercise_id)
+    target = folder if folder is not None else Path(".")
+    try:
+        written = workspace.write_stub(exercise, target, force=force)
+    except workspace.WorkspaceError as exc:
+        usage_error(escape(str(exc)))
+    out = console()
+    out.print(
+        Text.assemble(
+            "wrote ",
+            (_shown(written.path), "bold"),
+            f"  ({exercise.title} · {exercise.difficulty} · drill budget {exercise.minutes} min)",
+        )
+    )
+    if written.backup is not None:
+        out.print(Text.assemble("kept the old file as ", (_shown(written.backup), "bold")))
+    in_cwd = written.path.parent.resolve() == Path.cwd().resolve()
+    check = f"attnprep check {exercise.id}" if in_cwd else f"attnprep check {shlex.quote(_shown(written.path))}"
+    out.print(Text.assemble("next: write it in your editor, then run ", (f"`{check}`", "bold")))
+
+
+# --- solution --------------------------------------------------------------------------------
+
+
+@app.command("solution")
+def solution(
+    exercise_id: str = typer.Argument(..., metavar="ID", help="Exercise id, e.g. mha."),
+    code: bool = typer.Option(False, "--code", help="Only the bare source on stdout, ready to pipe into a file."),
+) -> None:
+    """Show the reference solution with notes, interview Q&A and the classic mistakes."""
+    from rich.rule import Rule
+    from rich.syntax import Syntax
+
+    exercise = get_exercise(exercise_id)
+    try:
+        source = exercise.solution_path.read_text(encoding="utf-8")
+    except OSError:
+        usage_error(escape(f"no reference solution for {exercise.id!r} is installed ({exercise.solution_path})"))
+    if code:
+        typer.echo(source, nl=False)
+        return
+
+    out = console()
+    out.print(Rule(Text(f"{exercise.id} · {exercise.title} · reference solution", style="bold"), align="left"))
+    out.print(
+        Syntax(source.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True)
+    )
+    if exercise.key_points:
+        out.print()
+        out.print(Text("Key points", style="bold underline"))
+        out.print(_bullets(exercise.key_points))
+    if exercise.qa:
+        out.print()
+        out.print(Text("Interview Q&A", style="bold underline"))
+        for qa in exercise.qa:
+            out.print(_bullets([Text(qa.q, style="bold")], marker="Q:"))
+            out.print(_bullets([qa.a], marker="A:"))
+    if exercise.mistakes:
+        out.print()
+        out.print(Text("Classic mistakes the grader names", style="bold underline"))
+        out.print(
+            _bullets(Text.assemble((m.title, "bold"), "\n", ("fix: ", "green"), m.fix) for m in exercise.mistakes)
+        )
+    out.print()
+    out.print(Text(f"bare source: `attnprep solution {exercise.id} --code > {exercise.id}_ref.py`", style="dim"))
+
+
+# --- hint ------------------------------------------------------------------------------------
+
+
+@app.command("hint")
+def hint(
+    exercise_id: str = typer.Argument(..., metavar="ID", help="Exercise id, e.g. mha."),
+    reset: bool = typer.Option(False, "--reset", help="Start over: the next call shows hint 1 again."),
+) -> None:
+    """Show the next hint of an exercise (each call reveals one more)."""
+    exercise = get_exercise(exercise_id)
+    out = console()
+    if reset:
+        hints.reset(exercise.id)
+        out.print(Text.assemble(f"hints of {exercise.id} reset; ", (f"`attnprep hint {exercise.id}`", "bold"), " shows hint 1 again"))
+        return
+    step = hints.next_hint(exercise)
+    if step.total == 0:
+        out.print(f"{exercise.id} has no hints; `attnprep solution {exercise.id}` shows the reference")
+        return
+    if step.exhausted:
+        out.print(Text(f"No more hints for {exercise.id}: all {step.total} are below.", style="bold"))
+        out.print(_numbered(step.revealed))
+        out.print(
+            Text.assemble(
+                (f"`attnprep solution {exercise.id}`", "bold"), " shows the reference; ",
+                (f"`attnprep hint {exercise.id} --reset`", "bold"), " starts over",
+            )
+        )
+        return
+    out.print(Text(f"{exercise.id} · {exercise.title} · {step.label}", style="bold"))
+    out.print(_bullets([step.text], marker=" "))
+    if step.number < step.total:
+        out.print(Text.assemble("next: ", (f"`attnprep hint {exercise.id}`", "bold"), f" for hint {step.number + 1}/{step.total}"), style="dim")
+    else:
+        out.print(Text(f"that was the last hint; `attnprep solution {exercise.id}` shows the reference", style="dim"))
+
+
+def _numbered(items) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, justify="right")
+    grid.add_column(overflow="fold")
+    for i, item in enumerate(items, 1):
+        grid.add_row(f"{i}.", Text(item))
+    return grid
+

@@ -1,0 +1,111 @@
+"""Progressive hints: each ``attnprep hint ID`` shows the next one.
+
+How many hints of each exercise the user has seen is kept in the user data folder
+(:func:`attnprep.paths.state_file`, JSON ``{"hints": {"<id>": <level>}}``), written atomically so
+a kill mid-write leaves the old state. Other top-level keys of that file are preserved.
+Torch-free, prints nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnprep import paths
+from attnprep.exercises import Exercise
+
+_KEY = "hints"
+
+
+@dataclass(frozen=True)
+class HintStep:
+    """What to show for one ``hint`` call.
+
+    ``number`` is the 1-based hint just revealed (``"hint 2/4"``); when every hint was already
+    shown, ``exhausted`` is true, ``number`` is ``total`` and ``revealed`` holds them all.
+    """
+
+    exercise_id: str
+    number: int
+    total: int
+    text: str
+    exhausted: bool
+    revealed: tuple[str, ...]  # hints 1..number
+
+    @property
+    def label(self) -> str:
+        return f"hint {self.number}/{self.total}"
+
+
+# --- state file ------------------------------------------------------------------------------
+
+
+def load_state(path: Path | None = None) -> dict:
+    """The state document; an absent or damaged file reads as empty (it only holds hint levels)."""
+    path = path or paths.state_file()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_state(state: dict, path: Path | None = None) -> None:
+    """Write the state document atomically: a temporary file in the same folder, then os.replace."""
+    path = path or paths.state_file()
+    fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(state, f, indent=2, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def level(exercise_id: str) -> int:
+    """How many hints of this exercise the user has seen (0 = none)."""
+    levels = load_state().get(_KEY, {})
+    value = levels.get(exercise_id, 0) if isinstance(levels, dict) else 0
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _set_level(exercise_id: str, value: int | None) -> None:
+    state = load_state()
+    levels = state.get(_KEY)
+    if not isinstance(levels, dict):
+        levels = {}
+    if value is None:
+        levels.pop(exercise_id, None)
+    else:
+        levels[exercise_id] = value
+    state[_KEY] = levels
+    save_state(state)
+
+
+# --- the progression -------------------------------------------------------------------------
+
+
+def next_hint(exercise: Exercise) -> HintStep:
+    """Reveal the next hint and remember it. After the last one, every call returns all of them
+    with ``exhausted=True`` (and the level stays at the end)."""
+    total = len(exercise.hints)
+    if total == 0:
+        return HintStep(exercise.id, 0, 0, "", True, ())
+    seen = min(level(exercise.id), total)
+    if seen >= total:
+        return HintStep(exercise.id, total, total, exercise.hints[-1], True, tuple(exercise.hints))
+    number = seen + 1
+    _set_level(exercise.id, number)
+    return HintStep(exercise.id, number, total, exercise.hints[number - 1], False, tuple(exercise.hints[:number]))
+
+
+def reset(exercise_id: str) -> None:
+    """Start over: the next call shows hint 1 again."""
+    _set_level(exercise_id, None)

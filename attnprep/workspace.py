@@ -1,0 +1,213 @@
+"""The user's workspace: the folder where attempts live as ``<id>.py``.
+
+Library side of ``attnprep list`` and ``attnprep new``: the commands only render what these
+functions return. Torch-free (``list`` and ``new`` must not import torch), prints nothing.
+
+User data is safe: :func:`write_stub` never replaces a file it has not first kept as a backup,
+and every write goes to a temporary file in the same folder that is then moved into place.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnprep import exercises
+from attnprep.exercises import Exercise
+
+
+class WorkspaceError(Exception):
+    """A user-facing problem with the workspace (file exists, folder not writable …); the message
+    is one line meant for the user."""
+
+
+class Status(str, enum.Enum):
+    NOT_STARTED = "not started"  # no <id>.py in the folder
+    BLANK = "blank"  # <id>.py is exactly the rendered stub
+    IN_PROGRESS = "in progress"  # <id>.py was edited
+    UNREADABLE = "unreadable"  # <id>.py exists but cannot be read (a folder, no permission …)
+
+
+@dataclass(frozen=True)
+class ExerciseRow:
+    """One row of ``attnprep list``.
+
+    History columns (passed?, best drill time) slot in as extra fields with defaults, filled by
+    :func:`exercise_rows` from ``attnprep.history.exercise_summaries()``, plus a key in
+    :meth:`to_json` and a column in the command's column list.
+    """
+
+    id: str
+    title: str
+    difficulty: str
+    minutes: int
+    status: Status
+    path: Path
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "difficulty": self.difficulty,
+            "minutes": self.minutes,
+            "status": self.status.value,
+        }
+
+
+def _normalise(text: str) -> str:
+    return text.replace("\r\n", "\n")
+
+
+def status_of(exercise: Exercise, folder: Path) -> Status:
+    """Whether ``folder/<id>.py`` is missing, the untouched stub, or edited."""
+    path = Path(folder) / exercise.filename
+    if not path.exists():
+        return Status.NOT_STARTED
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return Status.IN_PROGRESS  # not the stub, whatever it is
+    except OSError:
+        return Status.UNREADABLE
+    return Status.BLANK if _normalise(source) == _normalise(exercises.render_stub(exercise)) else Status.IN_PROGRESS
+
+
+def exercise_rows(folder: str | Path) -> list[ExerciseRow]:
+    """Every exercise in registry (teaching) order with its status in ``folder``."""
+    folder = Path(folder)
+    return [
+        ExerciseRow(
+            id=ex.id,
+            title=ex.title,
+            difficulty=ex.difficulty,
+            minutes=ex.minutes,
+            status=status_of(ex, folder),
+            path=folder / ex.filename,
+        )
+        for ex in exercises.registry().values()
+    ]
+
+
+# --- writing stubs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    """What :func:`write_stub` did: the file written and, with ``force``, where the old one went."""
+
+    path: Path
+    backup: Path | None = None
+
+
+def _describe(exc: OSError) -> str:
+    return exc.strerror.lower() if exc.strerror else type(exc).__name__
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_temp(folder: Path, name: str, text: str) -> Path:
+    """``text`` in a new temporary file next to its destination (same file system, so it can be
+    moved into place atomically)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a user's file gets the usual mode
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def _link_no_clobber(src: Path, dst: Path) -> bool:
+    """Give ``src`` the second name ``dst`` unless ``dst`` exists (atomic check-and-create).
+    Returns False if ``dst`` exists. Falls back to copying where hard links are not supported."""
+    try:
+        os.link(src, dst)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+            raise
+    # No hard links here (some network or FAT file systems): exclusive create, then copy.
+    try:
+        with open(dst, "xb") as out:
+            out.write(src.read_bytes())
+            out.flush()
+            os.fsync(out.fileno())
+        return True
+    except FileExistsError:
+        return False
+
+
+def backup_path(path: Path) -> Path:
+    """The first free name among ``<file>.bak``, ``<file>.bak.1``, ``<file>.bak.2`` …"""
+    candidate = path.with_name(path.name + ".bak")
+    n = 0
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = path.with_name(f"{path.name}.bak.{n}")
+    return candidate
+
+
+def _keep_backup(path: Path) -> Path:
+    """Keep the current content of ``path`` under the first free backup name; never overwrites."""
+    while True:
+        candidate = backup_path(path)
+        if _link_no_clobber(path, candidate):
+            return candidate
+        # someone took that name between the look and the link: try the next one
+
+
+def write_stub(exercise: Exercise, folder: str | Path, *, force: bool = False) -> Written:
+    """Write the blank stub of ``exercise`` to ``folder/<id>.py`` (``folder`` is created).
+
+    Without ``force`` an existing file is left untouched and :class:`WorkspaceError` is raised.
+    With ``force`` the old file is first kept as ``<id>.py.bak`` (or ``.bak.1``, ``.bak.2`` …,
+    never over an existing backup), then replaced atomically.
+    """
+    folder = Path(folder)
+    path = folder / exercise.filename
+    text = exercises.render_stub(exercise)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise WorkspaceError(f"cannot create folder {folder}: a file of that name exists") from None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot create folder {folder}: {_describe(exc)}") from None
+    if not folder.is_dir():
+        raise WorkspaceError(f"{folder} is not a folder")
+    if path.is_dir():
+        raise WorkspaceError(f"{path} is a folder; move it away first")
+    if path.exists() and not force:
+        raise WorkspaceError(f"{path} already exists; nothing written (--force keeps it as a backup and writes a fresh stub)")
+
+    try:
+        tmp = _write_temp(folder, exercise.filename, text)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot write to {folder}: {_describe(exc)}") from None
+    try:
+        backup = None
+        if path.exists() or path.is_symlink():
+            if not force:  # appeared since the check above
+                raise WorkspaceError(f"{path} already exists; nothing written")
+            backup = _keep_backup(path)
+            os.replace(tmp, path)
+        elif not _link_no_clobber(tmp, path):  # created by someone else meanwhile: leave it alone
+            raise WorkspaceError(f"{path} already exists; nothing written")
+    except OSError as exc:
+        raise WorkspaceError(f"cannot write {path}: {_describe(exc)}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return Written(path=path, backup=backup)
