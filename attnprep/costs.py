@@ -1,0 +1,315 @@
+"""What each attention variant costs: parameters, forward FLOPs and KV cache (`attnprep compare`).
+
+The numbers are measured, not typed in: every variant is the project's own reference solution
+(``attnprep.solutions``), constructed on the ``meta`` device (shapes only, so a 7168-wide model
+allocates nothing) and run once in ``eval()`` mode with ``is_causal=True`` under
+``torch.utils.flop_counter.FlopCounterMode``. FlopCounterMode counts every matmul in full
+(2·m·n·k per matmul, the bias add of a Linear and the elementwise work — softmax, RMSNorm, RoPE,
+masking — not counted), so the causal flag does not change the count: the reference computes the
+whole (T, T) score matrix and masks it, as a naive implementation does.
+
+Per variant (one attention layer):
+
+- ``params``: ``sum(p.numel())`` of the module.
+- ``flops``: forward FLOPs for ``batch`` sequences of ``seq`` tokens (a prefill).
+- ``kv_elements_per_token``: the numbers a decoder caches per token, read from the module's layer
+  sizes: MHA/MQA/GQA ``k_proj.out_features + v_proj.out_features`` (2·H·d_h, 2·d_h, 2·G·d_h); MLA
+  naive caches the decompressed keys and values, ``H·(nope+rope) + H·v``; MLA absorbed caches the
+  compressed latent and the shared RoPE key, ``kv_lora_rank + rope`` (``wkv_a.out_features``).
+- bytes = elements × the size of ``dtype``; totals = per token × batch × seq. ``dtype`` changes
+  only the bytes: the modules are measured in float32 on ``meta``.
+
+Presets (every field filled; explicit sizes override any of them):
+
+============  =====  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
+preset        d      H    G    q_lora   kv_lora   nope  rope  v    batch  seq  dtype
+============  =====  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
+llama2-7b     4096   32   8    1536     512       128   64    128  1      4096 bf16
+llama3-8b     4096   32   8    1536     512       128   64    128  1      4096 bf16
+deepseek-v3   7168   128  8    1536     512       128   64    128  1      4096 bf16
+seed          256    8    4    128      64        32    16    32   2      10   fp32
+============  =====  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
+
+H = num_heads, G = num_kv_heads (the GQA row). ``llama3-8b`` is the default: it is the shape most
+people have in mind and its GQA row is the real model. The MLA sizes of the Llama presets are
+DeepSeek-V3's own (Llama's head_dim is 128 like DeepSeek's nope/v head dims: nope = v = 128,
+rope = 64, kv_lora_rank = 4·128, q_lora_rank = 12·128); the GQA row of ``llama2-7b`` and
+``deepseek-v3`` uses 8 KV heads as Llama-2-70B and Llama-3 do. The ``seed`` preset is the seed
+notes' 256-wide, 8-head example (head_dim 32) with MLA scaled down the same way but with ranks
+below d_model so the bottlenecks still compress: nope = v = 32, rope = 16, kv_lora_rank = 64,
+q_lora_rank = 128.
+
+This module prints nothing and imports torch only inside :func:`measure` (and the helpers it
+calls), so the preset data can be read without torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+JSON_VERSION = 1
+
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+IS_CAUSAL = True  # the forward that is counted; FlopCounterMode counts full matmuls either way
+
+
+class CompareError(ValueError):
+    """A preset, dtype or size that cannot be compared; ``str()`` is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One model shape: every size any of the five variants needs, plus the workload."""
+
+    d_model: int
+    num_heads: int
+    num_kv_heads: int  # the GQA row
+    q_lora_rank: int  # the MLA rows from here on
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    batch: int
+    seq: int
+    dtype: str  # a key of DTYPE_BYTES
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq
+
+    def problems(self) -> list[str]:
+        """Why these sizes cannot be built (empty when they can)."""
+        found = [f"{f.name} must be a positive integer (got {getattr(self, f.name)})"
+                 for f in dataclasses.fields(self)
+                 if f.name != "dtype" and not (isinstance(getattr(self, f.name), int) and getattr(self, f.name) > 0)]
+        if found:
+            return found
+        if self.dtype not in DTYPE_BYTES:
+            found.append(f"unknown dtype {self.dtype!r} (choose from {', '.join(DTYPE_BYTES)})")
+        if self.d_model % self.num_heads:
+            found.append(f"d_model {self.d_model} is not divisible by num_heads {self.num_heads}")
+        if self.num_heads % self.num_kv_heads:
+            found.append(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.num_kv_heads}")
+        if self.qk_rope_head_dim % 2:
+            found.append(f"qk_rope_head_dim {self.qk_rope_head_dim} must be even (RoPE rotates pairs)")
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "head_dim": self.head_dim, "dtype_bytes": self.dtype_bytes}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    shape: Shape
+
+
+def _deepseek_like_mla(head_dim: int) -> dict[str, int]:
+    """DeepSeek-V3's MLA head sizes, expressed in its head_dim of 128."""
+    return dict(q_lora_rank=12 * head_dim, kv_lora_rank=4 * head_dim, qk_nope_head_dim=head_dim,
+                qk_rope_head_dim=head_dim // 2, v_head_dim=head_dim)
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset("llama2-7b", "Llama-2-7B-like: MHA, d_model 4096, 32 heads",
+               Shape(d_model=4096, num_heads=32, num_kv_heads=8, **_deepseek_like_mla(128),
+                     batch=1, seq=4096, dtype="bf16")),
+        Preset("llama3-8b", "Llama-3-8B-like: GQA, d_model 4096, 32 heads, 8 KV heads",
+               Shape(d_model=4096, num_heads=32, num_kv_heads=8, **_deepseek_like_mla(128),
+                     batch=1, seq=4096, dtype="bf16")),
+        Preset("deepseek-v3", "DeepSeek-V3-like: MLA, d_model 7168, 128 heads, kv_lora_rank 512",
+               Shape(d_model=7168, num_heads=128, num_kv_heads=8, q_lora_rank=1536, kv_lora_rank=512,
+                     qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+                     batch=1, seq=4096, dtype="bf16")),
+        Preset("seed", "the seed notes' example: d_model 256, 8 heads, GQA with 4 KV heads",
+               Shape(d_model=256, num_heads=8, num_kv_heads=4, q_lora_rank=128, kv_lora_rank=64,
+                     qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
+                     batch=2, seq=10, dtype="fp32")),
+    )
+}
+
+DEFAULT_PRESET = "llama3-8b"
+
+
+def resolve(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Shape:
+    """The preset's shape with the given fields replaced (``None`` = keep the preset's value).
+
+    Raises :class:`CompareError` for an unknown preset, an unknown field or sizes that cannot be built.
+    """
+    key = preset.strip().lower()
+    if key not in PRESETS:
+        close = difflib.get_close_matches(key, list(PRESETS), n=2, cutoff=0.4)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise CompareError(f"unknown preset {preset!r}{hint} (choose from {', '.join(PRESETS)})")
+    names = {f.name for f in dataclasses.fields(Shape)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise CompareError(f"unknown size {unknown[0]!r} (known: {', '.join(sorted(names))})")
+    shape = dataclasses.replace(PRESETS[key].shape, **{k: v for k, v in overrides.items() if v is not None})
+    if isinstance(shape.dtype, str):
+        shape = dataclasses.replace(shape, dtype=shape.dtype.strip().lower())
+    problems = shape.problems()
+    if problems:
+        raise CompareError("; ".join(problems))
+    return shape
+
+
+# --- the five variants -------------------------------------------------------------------------
+
+
+def _attention_cache(module) -> int:
+    """MHA, MQA, GQA: the key and value heads, as projected."""
+    return module.k_proj.out_features + module.v_proj.out_features
+
+
+def _mla_naive_cache(module) -> int:
+    """Naive MLA caches the decompressed per-head keys [k_nope; k_pe] and values."""
+    rope = module.wkv_a.out_features - module.kv_norm.weight.numel()  # the shared k_pe
+    return module.wkv_b.out_features + module.num_heads * rope  # H·(nope+v) + H·rope
+
+
+def _mla_absorbed_cache(module) -> int:
+    """Absorbed MLA caches kv_norm(c_kv) and the roped k_pe: all of wkv_a's output."""
+    return module.wkv_a.out_features  # kv_lora_rank + rope
+
+
+def _mla_args(s: Shape) -> dict[str, int]:
+    return dict(d_model=s.d_model, num_heads=s.num_heads, q_lora_rank=s.q_lora_rank,
+                kv_lora_rank=s.kv_lora_rank, qk_nope_head_dim=s.qk_nope_head_dim,
+                qk_rope_head_dim=s.qk_rope_head_dim, v_head_dim=s.v_head_dim)
+
+
+@dataclass(frozen=True)
+class Variant:
+    key: str  # the id in the JSON ("mla_absorbed")
+    label: str  # the row name in the table
+    solution: str  # module under attnprep.solutions
+    cls: str
+    args: Callable[[Shape], dict[str, int]]
+    cache: Callable[[Any], int]  # cached elements per token per layer, from the built module
+    cached: str  # what is cached, for the reader
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("mha", "MHA", "mha", "MultiHeadAttention",
+            lambda s: dict(d_model=s.d_model, num_heads=s.num_heads),
+            _attention_cache, "K, V: H heads"),
+    Variant("mqa", "MQA", "mqa", "MultiQueryAttention",
+            lambda s: dict(d_model=s.d_model, num_heads=s.num_heads),
+            _attention_cache, "K, V: 1 head"),
+    Variant("gqa", "GQA", "gqa", "GroupedQueryAttention",
+            lambda s: dict(d_model=s.d_model, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads),
+            _attention_cache, "K, V: G heads"),
+    Variant("mla", "MLA (naive)", "mla", "MultiHeadLatentAttention",
+            _mla_args, _mla_naive_cache, "decompressed K, V: H heads"),
+    Variant("mla_absorbed", "MLA (absorbed)", "mla_absorbed", "AbsorbedMultiHeadLatentAttention",
+            _mla_args, _mla_absorbed_cache, "c_kv + k_pe"),
+)
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    variant: str
+    label: str
+    cached: str
+    params: int
+    flops: int
+    kv_elements_per_token: int
+    kv_bytes_per_token: int
+    kv_elements_total: int
+    kv_bytes_total: int
+    relative: dict[str, float]  # to the MHA row: params, flops, kv_cache
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    preset: str
+    shape: Shape
+    rows: tuple[Row, ...]
+    is_causal: bool = IS_CAUSAL
+
+    def row(self, variant: str) -> Row:
+        return next(r for r in self.rows if r.variant == variant)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": JSON_VERSION, "preset": self.preset, "config": self.shape.to_dict(),
+                "is_causal": self.is_causal, "rows": [r.to_dict() for r in self.rows]}
+
+
+# --- measurement (torch from here on) -----------------------------------------------------------
+
+
+def build(variant: Variant, shape: Shape, device: str = "meta"):
+    """The reference module of ``variant`` for ``shape``, in eval mode, on ``device``."""
+    import torch
+
+    cls = getattr(importlib.import_module(f"attnprep.solutions.{variant.solution}"), variant.cls)
+    with torch.device(device):
+        module = cls(**variant.args(shape))
+    return module.eval()
+
+
+@dataclass(frozen=True)
+class Measured:
+    params: int
+    flops: int
+    kv_elements_per_token: int
+
+
+def measure_variant(variant: Variant, shape: Shape) -> Measured:
+    """Parameters, forward FLOPs (batch × seq tokens) and cache size of one variant, on meta."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    module = build(variant, shape)
+    x = torch.empty(shape.batch, shape.seq, shape.d_model, device="meta")  # (B, T, C)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        module(x, is_causal=IS_CAUSAL)
+    return Measured(params=sum(p.numel() for p in module.parameters()),
+                    flops=int(counter.get_total_flops()),
+                    kv_elements_per_token=int(variant.cache(module)))
+
+
+def measure(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Comparison:
+    """Every variant of :data:`VARIANTS` for the preset's shape (with overrides), relative to MHA."""
+    shape = resolve(preset, **overrides)
+    measured = [(v, measure_variant(v, shape)) for v in VARIANTS]
+    base = measured[0][1]  # MHA
+
+    def ratio(a: int, b: int) -> float:
+        return a / b if b else float("nan")
+
+    rows = tuple(
+        Row(variant=v.key, label=v.label, cached=v.cached, params=m.params, flops=m.flops,
+            kv_elements_per_token=m.kv_elements_per_token,
+            kv_bytes_per_token=m.kv_elements_per_token * shape.dtype_bytes,
+            kv_elements_total=m.kv_elements_per_token * shape.tokens,
+            kv_bytes_total=m.kv_elements_per_token * shape.dtype_bytes * shape.tokens,
+            relative={"params": ratio(m.params, base.params), "flops": ratio(m.flops, base.flops),
+                      "kv_cache": ratio(m.kv_elements_per_token, base.kv_elements_per_token)})
+        for v, m in measured
+    )
+    return Comparison(preset=preset.strip().lower(), shape=shape, rows=rows)
