@@ -1,0 +1,457 @@
+"""The Rich report of `attnprep check`: it only reads :class:`~attnprep.grader.result.Result` values.
+
+Public API::
+
+    render_result(result, console, full=True)   # the report of one attempt
+    render_summary(results, console)            # one line per file and a total
+    verdict_line(result) -> rich.text.Text      # one line, also used by the drill's live display
+
+The report reads top-down in the order people read a failure (like ``torch.testing.assert_close``):
+the verdict, what broke (error, named mistakes), then the detail (checks, shapes, the attention
+heat-map, softmax row sums, the output difference, the weight mapping) and where to go next.
+Each part is printed only when the result has data for it.
+
+Everything that comes from the attempt or the grader (messages, tracebacks, details) is built as
+:class:`rich.text.Text`, never parsed as console markup, so ``[`` in a message stays literal.
+No torch here: this module renders plain data. Colours come from the console (Rich honours
+``NO_COLOR`` and non-terminals); nothing is forced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from attnprep.grader.result import Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
+
+LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
+ROW_SUM_TOL = 1e-4  # |row sum - 1| allowed
+HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
+SHADES = " ░▒▓█"  # level 0 (negligible) … 4 (the largest probability shown)
+
+OK, FAIL, NA = "✓", "✗", "–"
+
+_ERROR_KINDS = {
+    "exception": "your code raised an exception",
+    "syntax": "syntax error",
+    "exit": "the attempt exited (sys.exit / exit)",
+    "crash": "the process running the attempt crashed",
+    "memory": "memory limit exceeded",
+    "timeout": "time limit exceeded",
+    "internal": "attnprep internal error",
+}
+
+
+# --- small helpers -----------------------------------------------------------------------------
+
+
+def _seconds(duration_s: float) -> str:
+    return f"{duration_s:.2f} s" if duration_s < 10 else f"{duration_s:.1f} s"
+
+
+def _file_name(result: Result) -> str:
+    return Path(result.file).name if result.file else "(no file)"
+
+
+def _exercise_title(exercise_id: str) -> str | None:
+    """The registry title of an exercise, or None (unknown id, registry unavailable)."""
+    if not exercise_id:
+        return None
+    try:
+        from attnprep import exercises
+
+        return exercises.get(exercise_id).title
+    except Exception:  # the report must render whatever the registry says
+        return None
+
+
+def _mark(passed: bool | None) -> Text:
+    if passed is None:
+        return Text(NA, style="dim")
+    return Text(OK, style="bold green") if passed else Text(FAIL, style="bold red")
+
+
+def _symbol(result: Result) -> Text:
+    if result.internal:
+        return Text("!", style="bold yellow")
+    return _mark(result.passed)
+
+
+def _verdict_style(result: Result) -> str:
+    if result.internal:
+        return "bold yellow"
+    return "bold green" if result.passed else "bold red"
+
+
+def _reason(result: Result) -> str:
+    """What broke first, in a few words: the named mistake, the error, or the first failed check."""
+    if result.internal:
+        message = result.error.message if result.error else ""
+        return "attnprep internal error" + (f": {message}" if message else "")
+    if result.diagnoses:
+        more = len(result.diagnoses) - 1
+        return result.diagnoses[0].title + (f" (+{more} more)" if more else "")
+    if result.error is not None and result.error.message:
+        return result.error.message
+    for check in result.checks:
+        if check.passed is False:
+            if not check.detail:
+                return f"{check.name} failed"
+            return check.detail if check.name == result.verdict.value else f"{check.name}: {check.detail}"
+    return ""
+
+
+# --- 1. verdict ----------------------------------------------------------------------------------
+
+
+def verdict_line(result: Result) -> Text:
+    """One line: ``✗ gqa.py  wrong output — GQA heads tiled …`` or ``✓ mha.py  passed in 0.21 s``.
+
+    The Text is marked ``no_wrap`` with an ellipsis, which applies inside a Group, Table or Live.
+    ``console.print`` joins the Texts it is given into a new one and drops that, so print it alone
+    with ``console.print(line, no_wrap=True, overflow="ellipsis")`` to keep it on one line."""
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append_text(_symbol(result))
+    line.append(" ")
+    line.append(_file_name(result), style="bold")
+    line.append("  ")
+    if result.passed:
+        line.append(f"passed in {_seconds(result.duration_s)}", style="bold green")
+        return line
+    line.append("not judged" if result.internal else result.verdict.value, style=_verdict_style(result))
+    reason = _reason(result)
+    if reason:
+        line.append(" — ")
+        line.append(reason)
+    return line
+
+
+def _header(result: Result) -> Group:
+    details = Text(style="dim", overflow="fold")
+    title = _exercise_title(result.exercise)
+    details.append("  exercise ")
+    details.append(result.exercise or "?")
+    if title:
+        details.append(f" ({title})")
+    details.append(" · file ")
+    details.append(result.file or "?")
+    details.append(f" · {_seconds(result.duration_s)}")
+    headline = verdict_line(result)
+    headline.no_wrap, headline.overflow = False, "fold"  # the full report shows the whole reason
+    return Group(headline, details)
+
+
+# --- 2. error ------------------------------------------------------------------------------------
+
+
+def _error_panel(result: Result, error: ErrorInfo) -> Panel:
+    parts: list[RenderableType] = []
+    if result.internal or error.kind == "internal":
+        parts.append(
+            Text(
+                "attnprep itself failed: your attempt was NOT judged. This is a bug in attnprep, "
+                "not in your code; please report it with the traceback below.",
+                style="bold yellow",
+            )
+        )
+    message = Text(overflow="fold")
+    message.append(_ERROR_KINDS.get(error.kind, error.kind), style="bold")
+    if error.message:
+        message.append(": ")
+        message.append(error.message)
+    parts.append(message)
+    if error.kind == "timeout":
+        parts.append(Text("Look for a loop that never ends, or work that grows much faster than T.", style="dim"))
+    if error.traceback.strip():
+        parts.append(Text(""))
+        parts.append(
+            Syntax(
+                error.traceback.rstrip("\n"),
+                "pytb",
+                theme="ansi_dark",
+                background_color="default",
+                word_wrap=True,
+            )
+        )
+    internal = result.internal or error.kind == "internal"
+    return Panel(
+        Group(*parts),
+        title="attnprep error" if internal else "error",
+        title_align="left",
+        border_style="yellow" if internal else "red",
+        box=box.ROUNDED,
+    )
+
+
+# --- 3. diagnoses --------------------------------------------------------------------------------
+
+
+def _diagnosis_panel(diagnosis: Diagnosis, index: int, count: int) -> Panel:
+    body = Table.grid(padding=(0, 1))
+    body.add_column(style="bold", no_wrap=True)
+    body.add_column(overflow="fold")
+    body.add_row(Text("why"), Text(diagnosis.why))
+    body.add_row(Text("fix"), Text(diagnosis.fix, style="bold green"))
+    parts: list[RenderableType] = [Text(diagnosis.title, style="bold"), body]
+    if diagnosis.evidence:
+        parts.append(Text("evidence: " + diagnosis.evidence, style="dim", overflow="fold"))
+    label = "mistake" if count == 1 else f"mistake {index}/{count}"
+    return Panel(Group(*parts), title=label, title_align="left", border_style="magenta", box=box.ROUNDED)
+
+
+# --- 4. checks -----------------------------------------------------------------------------------
+
+
+def _checks_panel(checks: Sequence[Check], *, failed_only: bool = False) -> Panel:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("check", no_wrap=True)
+    table.add_column("", no_wrap=True, justify="center")
+    table.add_column("detail", overflow="fold")
+    for check in checks:
+        if failed_only and check.passed is not False:
+            continue
+        style = "red" if check.passed is False else ("dim" if check.passed is None else "")
+        table.add_row(Text(check.name), _mark(check.passed), Text(check.detail), style=style)
+    failed = sum(c.passed is False for c in checks)
+    title = f"checks ({failed} failed)" if failed else "checks"
+    return Panel(table, title=title, title_align="left", border_style="red" if failed else "dim", box=box.ROUNDED)
+
+
+# --- 5. shapes -----------------------------------------------------------------------------------
+
+
+def _shapes_panel(shapes: Sequence[ShapeRow]) -> Panel:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("stage", no_wrap=True)
+    table.add_column("expected", overflow="fold")
+    table.add_column("got", overflow="fold")
+    table.add_column("", no_wrap=True)
+    for row in shapes:
+        got = Text(row.got) if row.got else Text("(not observed)", style="dim")
+        mark = _mark(row.ok) if row.got else Text(NA, style="dim")
+        table.add_row(Text(row.stage), Text(row.expected), got, mark, style="" if row.ok else "bold red")
+    mismatches = sum(not r.ok for r in shapes)
+    title = f"shapes ({mismatches} mismatch{'es' if mismatches != 1 else ''})" if mismatches else "shapes"
+    return Panel(table, title=title, title_align="left", border_style="red" if mismatches else "dim", box=box.ROUNDED)
+
+
+# --- 6. attention heat-map -----------------------------------------------------------------------
+
+
+def _finite(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _allowed(heatmap: Heatmap, i: int, j: int) -> bool:
+    rows = heatmap.allowed
+    return not (i < len(rows) and j < len(rows[i])) or bool(rows[i][j])
+
+
+def leaks(heatmap: Heatmap) -> list[tuple[int, int, float]]:
+    """``(query, key, mass)`` of every masked cell where the attempt puts more than
+    :data:`LEAK_THRESHOLD` probability, largest first."""
+    if heatmap.got is None:
+        return []
+    found = [
+        (i, j, p)
+        for i, row in enumerate(heatmap.got)
+        for j, p in enumerate(row)
+        if not _allowed(heatmap, i, j) and (not _finite(p) or p > LEAK_THRESHOLD)
+    ]
+    return sorted(found, key=lambda c: -c[2] if _finite(c[2]) else -math.inf)
+
+
+def _grid(values: list[list[float]], heatmap: Heatmap, n: int, vmax: float, *, is_got: bool) -> Text:
+    """One grid, 2 columns per cell: a column header of key indices (mod 10), then one row per query."""
+    cols = min(n, max((len(r) for r in values), default=0))
+    text = Text(no_wrap=True)
+    text.append("   " + "".join(f"{j % 10:>2}" for j in range(cols)), style="dim")
+    for i, row in enumerate(values[:n]):
+        text.append("\n")
+        text.append(f"{i:>2} ", style="dim")
+        for j, p in enumerate(row[:cols]):
+            masked = not _allowed(heatmap, i, j)
+            if not _finite(p):
+                if masked and not is_got:
+                    text.append(" ·", style="dim")
+                else:
+                    text.append("??", style="bold yellow")
+            elif masked:
+                if is_got and p > LEAK_THRESHOLD:
+                    text.append("××", style="bold white on red")
+                else:
+                    text.append(" ·", style="dim")
+            else:
+                level = 0 if p <= 1e-3 else max(1, min(4, math.ceil(4 * p / vmax)))
+                text.append(SHADES[level] * 2, style="cyan")
+    return text
+
+
+def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
+    # panel border + padding 4, row labels 3 per grid, gap 4: each cell is 2 columns per grid
+    n = max(2, min(HEATMAP_MAX, (width - 4 - 6 - 4) // 4))
+    grids = [heatmap.expected] + ([heatmap.got] if heatmap.got is not None else [])
+    finite = [p for g in grids for row in g[:n] for p in row[:n] if _finite(p)]
+    vmax = max(finite, default=1.0) or 1.0
+    nan_seen = any(not _finite(p) for g in grids for row in g[:n] for p in row[:n])
+    size = max((len(heatmap.expected), *(len(r) for r in heatmap.expected)), default=0)
+    if heatmap.got is not None:
+        size = max(size, len(heatmap.got), *(len(r) for r in heatmap.got))
+
+    side = Table.grid(padding=(0, 4))
+    side.add_column(no_wrap=True)
+    side.add_column(no_wrap=True)
+    expected = Group(Text("expected", style="bold"), _grid(heatmap.expected, heatmap, n, vmax, is_got=False))
+    if heatmap.got is None:
+        got: RenderableType = Group(Text("your attempt", style="bold"), Text("(not observed)", style="dim"))
+    else:
+        got = Group(Text("your attempt", style="bold"), _grid(heatmap.got, heatmap, n, vmax, is_got=True))
+    side.add_row(expected, got)
+
+    legend = Text(style="dim", overflow="fold")
+    legend.append(f"rows=queries cols=keys · ░▒▓█ up to p={vmax:.2f} · ·=masked")
+    found = leaks(heatmap)
+    if found:
+        legend.append(" · ")
+        legend.append("××", style="bold white on red")
+        legend.append(f"=leak (p>{LEAK_THRESHOLD:g})")
+    if nan_seen:
+        legend.append(" · ??=not finite")
+    parts: list[RenderableType] = [side, legend]
+    if size > n:
+        parts.append(Text(f"showing queries and keys 0–{n - 1} of {size}", style="dim"))
+    if found:
+        cells = ", ".join(f"q{i}→k{j} {p:.2f}" if _finite(p) else f"q{i}→k{j} {p}" for i, j, p in found[:3])
+        count = f"{len(found)} masked cell{'s' if len(found) != 1 else ''}"
+        largest = "largest " if len(found) > 1 else ""
+        parts.append(Text(f"leaked mass: {count} with p > {LEAK_THRESHOLD:g}, {largest}{cells}", style="bold red"))
+    title = "attention" + (f": {heatmap.title}" if heatmap.title else "")
+    return Panel(Group(*parts), title=title, title_align="left", border_style="red" if found else "dim", box=box.ROUNDED)
+
+
+# --- 7. softmax row sums -------------------------------------------------------------------------
+
+
+def _row_sums_line(row_sums: tuple[float, float]) -> Text:
+    low, high = row_sums
+    ok = all(_finite(v) and abs(v - 1.0) <= ROW_SUM_TOL for v in (low, high))
+    line = Text(no_wrap=False, overflow="fold")
+    line.append("softmax row sums  ", style="bold")
+    line.append(f"min {low:.6f}  max {high:.6f}  ")
+    line.append_text(_mark(ok))
+    if not ok:
+        line.append("  each query's row must sum to 1 over the keys", style="red")
+    return line
+
+
+# --- 9. weight mapping ---------------------------------------------------------------------------
+
+
+def _mapping_panel(result: Result) -> Panel | None:
+    """Only when the grader did not map by name. ``mapping`` is contract role → the user's layer."""
+    renamed = [(role, name) for role, name in result.mapping.items() if role != name]
+    if not renamed and not result.mapping_notes:
+        return None
+    parts: list[RenderableType] = []
+    if renamed:
+        table = Table.grid(padding=(0, 1))
+        table.add_column(no_wrap=True)
+        table.add_column(no_wrap=True, style="dim")
+        table.add_column(overflow="fold")
+        for role, name in renamed:
+            table.add_row(Text(role, style="bold"), Text("←"), Text(f"your {name}"))
+        parts.append(table)
+    for note in result.mapping_notes:
+        parts.append(Text("- " + note, style="dim", overflow="fold"))
+    return Panel(Group(*parts), title="weight mapping (not by name)", title_align="left", border_style="dim", box=box.ROUNDED)
+
+
+# --- 10. footer ----------------------------------------------------------------------------------
+
+
+def _footer(result: Result) -> Text | None:
+    if result.passed:
+        return None
+    if result.internal:
+        return Text("Re-run with ATTNPREP_DEBUG=1 for more detail; the attempt itself was not graded.", style="dim")
+    if not result.exercise:
+        return None
+    footer = Text(overflow="fold")
+    footer.append("stuck? ", style="dim")
+    footer.append(f"attnprep hint {result.exercise}", style="bold")
+    footer.append(" · ", style="dim")
+    footer.append(f"attnprep solution {result.exercise}", style="bold")
+    return footer
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def render_result(result: Result, console: Console, *, full: bool = True) -> None:
+    """Print the report of one attempt.
+
+    ``full=False`` is the compact form (the drill re-checks on every save): verdict, error,
+    named mistakes, failed checks and the footer; shapes, heat-map, row sums, output diff and
+    mapping are left out."""
+    console.print(_header(result))
+    if result.error is not None:
+        console.print(_error_panel(result, result.error))
+    for index, diagnosis in enumerate(result.diagnoses, 1):
+        console.print(_diagnosis_panel(diagnosis, index, len(result.diagnoses)))
+    if result.checks and (full or any(c.passed is False for c in result.checks)):
+        console.print(_checks_panel(result.checks, failed_only=not full))
+    if full:
+        if result.shapes:
+            console.print(_shapes_panel(result.shapes))
+        if result.heatmap is not None:
+            console.print(_heatmap_panel(result.heatmap, console.width))
+        if result.row_sums is not None:
+            console.print(_row_sums_line(result.row_sums))
+        if result.output_diff.strip():
+            diff = Text(result.output_diff.rstrip("\n"), overflow="fold")
+            console.print(Panel(diff, title="output vs reference", title_align="left", border_style="red", box=box.ROUNDED))
+        mapping = _mapping_panel(result)
+        if mapping is not None:
+            console.print(mapping)
+    footer = _footer(result)
+    if footer is not None:
+        console.print(footer)
+
+
+def render_summary(results: list[Result], console: Console) -> None:
+    """One line per checked file (verdict, exercise, file, duration) and a total line."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("exercise", no_wrap=True)
+    table.add_column("file", overflow="fold")
+    table.add_column("time", justify="right", no_wrap=True)
+    for r in results:
+        verdict = Text("not judged" if r.internal else r.verdict.value, style=_verdict_style(r))
+        table.add_row(_symbol(r), verdict, Text(r.exercise or "?"), Text(r.file or "?"), Text(_seconds(r.duration_s)))
+    console.print(table)
+
+    passed = sum(r.passed for r in results)
+    internal = sum(r.internal for r in results)
+    failed = len(results) - passed - internal
+    total = Text()
+    total.append(f"{len(results)} file{'s' if len(results) != 1 else ''}: ", style="bold")
+    total.append(f"{passed} passed", style="bold green" if passed else "dim")
+    total.append(", ")
+    total.append(f"{failed} failed", style="bold red" if failed else "dim")
+    if internal:
+        total.append(", ")
+        total.append(f"{internal} not judged (attnprep error)", style="bold yellow")
+    total.append(f" in {_seconds(sum(r.duration_s for r in results))}", style="dim")
+    console.print(total)
+
+
+__all__ = ["render_result", "render_summary", "verdict_line", "leaks"]
