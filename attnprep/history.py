@@ -1,0 +1,457 @@
+"""The local history: every `check` and every drill, in SQLite, and what it says about progress.
+
+One row per run (a `check` of one file, or one whole drill) in ``paths.history_db()``
+(``$ATTNPREP_HOME/history.sqlite3`` when set, read at call time). Durability rules:
+
+- WAL journal, one short transaction per :func:`record`: a process killed at any moment (even
+  SIGKILL mid-commit) loses at most the run it was recording; every committed run survives.
+- The schema grows by small named migrations (:data:`migrations`), applied in order and recorded
+  in the ``migrations`` table; a migration is applied in the same transaction as its record.
+- A corrupt or unreadable database file is moved aside (``history.sqlite3.corrupt-<timestamp>``,
+  with its ``-wal``/``-shm`` companions), one line says so on stderr, and a fresh database is
+  started. A database that is only *busy* (another attnprep writing) is waited for, and if it
+  stays unusable the run is not recorded (one line on stderr) — the command itself never fails
+  because of its history.
+
+Torch-free: `stats` and `list` read the history without importing torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from attnprep import paths
+
+if TYPE_CHECKING:
+    from attnprep.exercises import Exercise
+    from attnprep.grader.result import Result
+
+Kind = Literal["check", "drill"]
+OUTCOMES = ("passed", "timeout", "abandoned")
+RECENT = 12  # drill times kept for the sparkline
+TOP_MISTAKES = 3
+BUSY_TIMEOUT_S = 5.0
+
+# Named schema migrations, applied in order; never edit a published one, append a new one.
+migrations: list[tuple[str, str]] = [
+    (
+        "0001_create_runs",
+        """
+        CREATE TABLE runs (
+            id          INTEGER PRIMARY KEY,
+            exercise    TEXT    NOT NULL,
+            file        TEXT    NOT NULL,
+            kind        TEXT    NOT NULL CHECK (kind IN ('check', 'drill')),
+            started_at  REAL    NOT NULL,          -- unix time
+            duration_s  REAL    NOT NULL,
+            verdict     TEXT    NOT NULL,          -- Verdict value: 'passed', 'wrong output' ...
+            diagnoses   TEXT    NOT NULL DEFAULT '[]',  -- JSON list of mistake ids
+            passed      INTEGER NOT NULL CHECK (passed IN (0, 1)),
+            outcome     TEXT    CHECK (outcome IS NULL OR outcome IN ('passed', 'timeout', 'abandoned'))
+        );
+        """,
+    ),
+    (
+        "0002_index_runs_by_exercise",
+        "CREATE INDEX runs_by_exercise ON runs (exercise, started_at);",
+    ),
+]
+
+# SQLite primary result codes that mean "this file is not a usable database".
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+class HistoryUnavailable(Exception):
+    """The database could not be used (busy for too long, no permission …); not corruption."""
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One recorded run, as stored."""
+
+    id: int
+    exercise: str
+    file: str
+    kind: Kind
+    started_at: float
+    duration_s: float
+    verdict: str
+    diagnoses: tuple[str, ...]
+    passed: bool
+    outcome: str | None
+
+
+@dataclass(frozen=True)
+class ExerciseSummary:
+    """What the history says about one exercise (every field is plain data, JSON-ready)."""
+
+    exercise: str
+    attempts: int  # checks + drills
+    passes: int
+    drills: int  # drills that ended (passed / timeout / abandoned)
+    drill_passes: int
+    best_drill_s: float | None  # fastest passed drill
+    median_drill_s: float | None  # median of the passed drills
+    recent_drills: tuple[tuple[float, str], ...]  # (duration_s, outcome) of the last drills, oldest first
+    top_mistakes: tuple[tuple[str, int], ...]  # (mistake id, count), most frequent first
+    last_verdict: str | None
+    last_at: float | None  # unix time of the last run's start
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passes / self.attempts if self.attempts else 0.0
+
+    @property
+    def status(self) -> str:
+        """'passed', 'attempted' or 'new'."""
+        return "passed" if self.passes else "attempted" if self.attempts else "new"
+
+    @property
+    def recent_drill_s(self) -> tuple[float, ...]:
+        """Durations of the recent passed drills, oldest first."""
+        return tuple(d for d, outcome in self.recent_drills if outcome == "passed")
+
+    def to_json(self) -> dict:
+        return {
+            "exercise": self.exercise,
+            "status": self.status,
+            "attempts": self.attempts,
+            "passes": self.passes,
+            "pass_rate": round(self.pass_rate, 4),
+            "drills": self.drills,
+            "drill_passes": self.drill_passes,
+            "best_drill_s": _round(self.best_drill_s),
+            "median_drill_s": _round(self.median_drill_s),
+            "recent_drills": [{"duration_s": round(d, 2), "outcome": o} for d, o in self.recent_drills],
+            "top_mistakes": [{"id": m, "count": n} for m, n in self.top_mistakes],
+            "last_verdict": self.last_verdict,
+            "last_at": self.last_at,
+        }
+
+
+def empty_summary(exercise_id: str) -> ExerciseSummary:
+    return ExerciseSummary(exercise_id, 0, 0, 0, 0, None, None, (), (), None, None)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+# --- the database --------------------------------------------------------------------------------
+
+
+def _warn(message: str) -> None:
+    """The one line the user sees about the history (never a traceback)."""
+    sys.stderr.write(f"attnprep: {message}\n")
+    sys.stderr.flush()
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text
+
+
+def _statements(sql: str) -> Iterator[str]:
+    """Split a migration's SQL into complete statements."""
+    buffer = ""
+    for piece in sql.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \n\t;"):
+                yield buffer.strip()
+            buffer = ""
+
+
+def _open(db: Path) -> sqlite3.Connection:
+    """Connect, switch to WAL, check the file is sound and apply pending migrations."""
+    conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)  # explicit transactions
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL is durable against a killed process in WAL mode (only power loss can drop the last
+        # commits, and it never corrupts); FULL would fsync every record for no gain here.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        check = conn.execute("PRAGMA quick_check").fetchone()
+        if not check or check[0] != "ok":
+            raise sqlite3.DatabaseError(f"database disk image is malformed ({check[0] if check else 'no answer'})")
+        _migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    applied = {name for (name,) in conn.execute("SELECT name FROM migrations")}
+    if all(name in applied for name, _ in migrations):
+        return
+    conn.execute("BEGIN IMMEDIATE")  # another process may be migrating: re-read under the lock
+    try:
+        applied = {name for (name,) in conn.execute("SELECT name FROM migrations")}
+        for name, sql in migrations:
+            if name in applied:
+                continue
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def _move_aside(db: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = db.with_name(f"{db.name}.corrupt-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = db.with_name(f"{db.name}.corrupt-{stamp}-{n}")
+    db.replace(aside)
+    for suffix in ("-wal", "-shm"):  # a stale WAL must not be replayed into the fresh database
+        companion = db.with_name(db.name + suffix)
+        if companion.exists():
+            companion.replace(aside.with_name(aside.name + suffix))
+    return aside
+
+
+def connect(db: Path | None = None) -> sqlite3.Connection:
+    """An open, migrated connection to the history; a corrupt file is moved aside first.
+
+    Raises :class:`HistoryUnavailable` when the database cannot be used for another reason
+    (locked for longer than the busy timeout, folder not writable …)."""
+    db = paths.history_db() if db is None else db
+    try:
+        if db.is_file() and not os.access(db, os.R_OK | os.W_OK):
+            raise sqlite3.DatabaseError("file is not readable and writable: not a database we can use")
+        return _open(db)
+    except sqlite3.DatabaseError as exc:
+        if not _is_corruption(exc):
+            raise HistoryUnavailable(f"history database {db} is unusable: {exc}") from None
+        try:
+            aside = _move_aside(db)
+        except OSError as move_error:
+            raise HistoryUnavailable(f"history database {db} is corrupt and could not be moved aside: {move_error}") from None
+        _warn(f"history database was unreadable ({exc}); kept it as {aside} and started a fresh one")
+    try:
+        return _open(db)
+    except sqlite3.DatabaseError as exc:
+        raise HistoryUnavailable(f"history database {db} is unusable: {exc}") from None
+
+
+@contextlib.contextmanager
+def _database() -> Iterator[sqlite3.Connection]:
+    conn = connect()
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def record(
+    result: Result,
+    *,
+    kind: Kind,
+    started_at: float,
+    duration_s: float,
+    outcome: str | None = None,
+    mistakes: Iterable[str] = (),
+) -> int | None:
+    """Record one run in its own transaction; returns its row id, or None if the history is
+    unusable (said on stderr; the caller's command goes on).
+
+    ``outcome`` is for drills: 'passed', 'timeout' or 'abandoned'. ``mistakes``: mistake ids seen
+    earlier in the run (a drill's intermediate saves), stored with the final result's diagnoses so
+    that `stats` counts the mistakes a drill fixed on the way."""
+    if kind not in ("check", "drill"):
+        raise ValueError(f"kind must be 'check' or 'drill', not {kind!r}")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
+    ids = list(dict.fromkeys([*mistakes, *(d.id for d in result.diagnoses)]))
+    row = (
+        result.exercise,
+        str(result.file),
+        kind,
+        float(started_at),
+        float(duration_s),
+        result.verdict.value if hasattr(result.verdict, "value") else str(result.verdict),
+        json.dumps(ids),
+        int(result.passed),
+        outcome,
+    )
+    try:
+        with _database() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = conn.execute(
+                    "INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+            return cursor.lastrowid
+    except (HistoryUnavailable, sqlite3.Error, OSError) as exc:
+        _warn(f"this run was not recorded in the history: {exc}")
+        return None
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def runs(exercise: str | None = None) -> list[Run]:
+    """Every recorded run (of one exercise), oldest first. An unusable history reads as empty."""
+    query = "SELECT id, exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome FROM runs"
+    args: tuple = ()
+    if exercise is not None:
+        query += " WHERE exercise = ?"
+        args = (exercise,)
+    query += " ORDER BY started_at, id"
+    try:
+        with _database() as conn:
+            rows = conn.execute(query, args).fetchall()
+    except (HistoryUnavailable, sqlite3.Error, OSError) as exc:
+        _warn(f"history not available: {exc}")
+        return []
+    return [
+        Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(_load_ids(r[7])), bool(r[8]), r[9])
+        for r in rows
+    ]
+
+
+def _load_ids(text: str) -> list[str]:
+    try:
+        ids = json.loads(text)
+    except ValueError:
+        return []
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+
+def summarize(exercise_id: str, exercise_runs: list[Run]) -> ExerciseSummary:
+    """The summary of one exercise's runs (oldest first)."""
+    if not exercise_runs:
+        return empty_summary(exercise_id)
+    drills = [r for r in exercise_runs if r.kind == "drill"]
+    passed_times = [r.duration_s for r in drills if r.outcome == "passed"]
+    finished = [(r.duration_s, r.outcome or "") for r in drills if r.outcome in ("passed", "timeout")]
+    mistakes = Counter(m for r in exercise_runs for m in r.diagnoses)
+    last = exercise_runs[-1]
+    return ExerciseSummary(
+        exercise=exercise_id,
+        attempts=len(exercise_runs),
+        passes=sum(r.passed for r in exercise_runs),
+        drills=len(drills),
+        drill_passes=len(passed_times),
+        best_drill_s=min(passed_times) if passed_times else None,
+        median_drill_s=statistics.median(passed_times) if passed_times else None,
+        recent_drills=tuple(finished[-RECENT:]),
+        top_mistakes=tuple(sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_MISTAKES]),
+        last_verdict=last.verdict,
+        last_at=last.started_at,
+    )
+
+
+def exercise_summaries() -> dict[str, ExerciseSummary]:
+    """A summary per exercise that has at least one recorded run (exercise ids as recorded)."""
+    by_exercise: dict[str, list[Run]] = {}
+    for run in runs():
+        by_exercise.setdefault(run.exercise, []).append(run)
+    return {ex: summarize(ex, rs) for ex, rs in by_exercise.items()}
+
+
+# --- what to practise next -----------------------------------------------------------------------
+
+
+def format_duration(seconds: float) -> str:
+    """``m:ss`` (``h:mm:ss`` past an hour)."""
+    total = int(round(seconds))
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return "just now"
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return "just now"
+
+
+def pick_weakest(
+    exercises: Iterable[Exercise],
+    summaries: dict[str, ExerciseSummary] | None = None,
+    *,
+    now: float | None = None,
+) -> tuple[str, str]:
+    """The exercise to drill next and why, in this order:
+
+    1. never passed (by a check or a drill), in the order given (teaching order);
+    2. the worst best-drill-time / budget ratio (passed, but never inside a drill counts as worst);
+    3. on a tie, the one practised longest ago.
+    """
+    exercises = list(exercises)
+    if not exercises:
+        raise ValueError("no exercises to pick from")
+    summaries = exercise_summaries() if summaries is None else summaries
+    now = time.time() if now is None else now
+
+    def summary(ex: Exercise) -> ExerciseSummary:
+        return summaries.get(ex.id) or empty_summary(ex.id)
+
+    for ex in exercises:
+        s = summary(ex)
+        if not s.passes:
+            if not s.attempts:
+                return ex.id, f"{ex.id} has never been attempted (first unpassed exercise in teaching order)"
+            tries = f"{s.attempts} attempt{'s' if s.attempts != 1 else ''}"
+            return ex.id, f"{ex.id} has never passed ({tries}, last verdict: {s.last_verdict})"
+
+    def ratio(ex: Exercise) -> float:
+        best = summary(ex).best_drill_s
+        return float("inf") if best is None else best / (ex.minutes * 60)
+
+    weakest = max(exercises, key=lambda ex: (ratio(ex), -(summary(ex).last_at or 0.0)))
+    s = summary(weakest)
+    budget = format_duration(weakest.minutes * 60)
+    if s.best_drill_s is None:
+        why = f"{weakest.id} has passed a check but never a timed drill (budget {budget})"
+    else:
+        r = ratio(weakest)
+        why = (
+            f"{weakest.id} has the worst best drill time against its budget: "
+            f"{format_duration(s.best_drill_s)} of {budget} ({r:.0%})"
+        )
+    ties = [ex for ex in exercises if ex is not weakest and ratio(ex) == ratio(weakest)]
+    if ties and s.last_at is not None:
+        why += f"; of those tied, practised longest ago ({_ago(now - s.last_at)})"
+    return weakest.id, why
