@@ -204,22 +204,29 @@ class Variant:
     args: Callable[[Shape], dict[str, int]]
     cache: Callable[[Any], int]  # cached elements per token per layer, from the built module
     cached: str  # what is cached, for the reader
+    formula: Callable[[Shape], str]  # the cache per token as the interview answer, with numbers
 
 
 VARIANTS: tuple[Variant, ...] = (
     Variant("mha", "MHA", "mha", "MultiHeadAttention",
             lambda s: dict(d_model=s.d_model, num_heads=s.num_heads),
-            _attention_cache, "K, V: H heads"),
+            _attention_cache, "K, V: H heads",
+            lambda s: f"2·H·d_h = 2·{s.num_heads}·{s.head_dim}"),
     Variant("mqa", "MQA", "mqa", "MultiQueryAttention",
             lambda s: dict(d_model=s.d_model, num_heads=s.num_heads),
-            _attention_cache, "K, V: 1 head"),
+            _attention_cache, "K, V: 1 head",
+            lambda s: f"2·d_h = 2·{s.head_dim}"),
     Variant("gqa", "GQA", "gqa", "GroupedQueryAttention",
             lambda s: dict(d_model=s.d_model, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads),
-            _attention_cache, "K, V: G heads"),
+            _attention_cache, "K, V: G heads",
+            lambda s: f"2·G·d_h = 2·{s.num_kv_heads}·{s.head_dim}"),
     Variant("mla", "MLA (naive)", "mla", "MultiHeadLatentAttention",
-            _mla_args, _mla_naive_cache, "decompressed K, V: H heads"),
+            _mla_args, _mla_naive_cache, "decompressed K, V",
+            lambda s: (f"H·(nope+rope) + H·v = {s.num_heads}·{s.qk_nope_head_dim + s.qk_rope_head_dim}"
+                       f" + {s.num_heads}·{s.v_head_dim}")),
     Variant("mla_absorbed", "MLA (absorbed)", "mla_absorbed", "AbsorbedMultiHeadLatentAttention",
-            _mla_args, _mla_absorbed_cache, "c_kv + k_pe"),
+            _mla_args, _mla_absorbed_cache, "c_kv + k_pe",
+            lambda s: f"kv_lora_rank + rope = {s.kv_lora_rank} + {s.qk_rope_head_dim}"),
 )
 
 
@@ -231,6 +238,7 @@ class Row:
     variant: str
     label: str
     cached: str
+    kv_formula: str
     params: int
     flops: int
     kv_elements_per_token: int
@@ -303,7 +311,7 @@ def measure(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Comp
         return a / b if b else float("nan")
 
     rows = tuple(
-        Row(variant=v.key, label=v.label, cached=v.cached, params=m.params, flops=m.flops,
+        Row(variant=v.key, label=v.label, cached=v.cached, kv_formula=v.formula(shape), params=m.params, flops=m.flops,
             kv_elements_per_token=m.kv_elements_per_token,
             kv_bytes_per_token=m.kv_elements_per_token * shape.dtype_bytes,
             kv_elements_total=m.kv_elements_per_token * shape.tokens,
