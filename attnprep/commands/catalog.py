@@ -21,10 +21,12 @@ from attnprep import hints, workspace
 from attnprep.app import app, console, get_exercise, usage_error
 from attnprep.workspace import ExerciseRow, Status
 
+CMD = "bold cyan"  # a command the user can type next
+
 STATUS_STYLE = {
     Status.NOT_STARTED: "dim",
     Status.BLANK: "yellow",
-    Status.IN_PROGRESS: "cyan",
+    Status.IN_PROGRESS: "magenta",
     Status.UNREADABLE: "red",
 }
 
@@ -60,7 +62,7 @@ class Column:
 # One entry per column of `attnprep list`; history columns (passed?, best drill) are appended here.
 COLUMNS: list[Column] = [
     Column("id", lambda r: Text(r.id, style="bold"), {"no_wrap": True}),
-    Column("title", lambda r: r.title, {"ratio": 1}),
+    Column("title", lambda r: r.title, {}),
     Column("difficulty", lambda r: r.difficulty, {"no_wrap": True}),
     Column("drill", lambda r: f"{r.minutes} min", {"no_wrap": True, "justify": "right"}),
     Column("status", lambda r: Text(r.status.value, style=STATUS_STYLE.get(r.status, "")), {"no_wrap": True}),
@@ -88,10 +90,10 @@ def list_(
     out = console()
     out.print(rows_table(rows))
     out.print()
-    out.print(Text(f"status: the file <id>.py in {Path.cwd()}", style="dim"), soft_wrap=True)
+    out.print(Text("status: of <id>.py in the current folder", style="dim"))
     todo = next((r for r in rows if r.status is Status.NOT_STARTED), None)
     if todo is not None:
-        out.print(Text.assemble("start one: ", (f"`attnprep new {todo.id}`", "bold")))
+        out.print(Text.assemble("start one: ", (f"`attnprep new {todo.id}`", CMD)))
 
 
 # --- new -------------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def new(
         out.print(Text.assemble("kept the old file as ", (_shown(written.backup), "bold")))
     in_cwd = written.path.parent.resolve() == Path.cwd().resolve()
     check = f"attnprep check {exercise.id}" if in_cwd else f"attnprep check {shlex.quote(_shown(written.path))}"
-    out.print(Text.assemble("next: write it in your editor, then run ", (f"`{check}`", "bold")))
+    out.print(Text.assemble("next: write it in your editor, then run ", (f"`{check}`", CMD)))
 
 
 # --- solution --------------------------------------------------------------------------------
@@ -151,7 +153,9 @@ def solution(
     out = console()
     out.print(Rule(Text(f"{exercise.id} · {exercise.title} · reference solution", style="bold"), align="left"))
     out.print(
-        Syntax(source.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True)
+        Syntax(
+            source.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True, line_numbers=True
+        )
     )
     if exercise.key_points:
         out.print()
@@ -160,7 +164,9 @@ def solution(
     if exercise.qa:
         out.print()
         out.print(Text("Interview Q&A", style="bold underline"))
-        for qa in exercise.qa:
+        for i, qa in enumerate(exercise.qa):
+            if i:
+                out.print()
             out.print(_bullets([Text(qa.q, style="bold")], marker="Q:"))
             out.print(_bullets([qa.a], marker="A:"))
     if exercise.mistakes:
@@ -186,26 +192,26 @@ def hint(
     out = console()
     if reset:
         hints.reset(exercise.id)
-        out.print(Text.assemble(f"hints of {exercise.id} reset; ", (f"`attnprep hint {exercise.id}`", "bold"), " shows hint 1 again"))
+        out.print(Text.assemble(f"hints of {exercise.id} reset; ", (f"`attnprep hint {exercise.id}`", CMD), " shows hint 1 again"))
         return
     step = hints.next_hint(exercise)
     if step.total == 0:
-        out.print(f"{exercise.id} has no hints; `attnprep solution {exercise.id}` shows the reference")
+        out.print(Text(f"{exercise.id} has no hints; `attnprep solution {exercise.id}` shows the reference"))
         return
     if step.exhausted:
         out.print(Text(f"No more hints for {exercise.id}: all {step.total} are below.", style="bold"))
         out.print(_numbered(step.revealed))
         out.print(
             Text.assemble(
-                (f"`attnprep solution {exercise.id}`", "bold"), " shows the reference; ",
-                (f"`attnprep hint {exercise.id} --reset`", "bold"), " starts over",
+                (f"`attnprep solution {exercise.id}`", CMD), " shows the reference; ",
+                (f"`attnprep hint {exercise.id} --reset`", CMD), " starts over",
             )
         )
         return
     out.print(Text(f"{exercise.id} · {exercise.title} · {step.label}", style="bold"))
     out.print(_bullets([step.text], marker=" "))
     if step.number < step.total:
-        out.print(Text.assemble("next: ", (f"`attnprep hint {exercise.id}`", "bold"), f" for hint {step.number + 1}/{step.total}"), style="dim")
+        out.print(Text.assemble("next: ", (f"`attnprep hint {exercise.id}`", CMD), f" for hint {step.number + 1}/{step.total}"), style="dim")
     else:
         out.print(Text(f"that was the last hint; `attnprep solution {exercise.id}` shows the reference", style="dim"))
 
