@@ -46,10 +46,11 @@ class ShapeRow:
     stage: str  # "q", "scores", "attn", "out" …
     expected: str
     got: str  # "" when not observed
+    equivalent: bool = False  # another layout of the same numbers, e.g. (B*H, T, T) for (B, H, T, T)
 
     @property
     def ok(self) -> bool:
-        return not self.got or self.got == self.expected
+        return not self.got or self.got == self.expected or self.equivalent
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,109 @@
+"""Watch what an attempt computes: softmax calls, the matmuls around them, built-ins.
+
+A :class:`Observer` is a ``TorchFunctionMode``: every torch function the attempt calls passes
+through it, including ``F.softmax``, ``Tensor.softmax``, ``nn.Softmax``, ``@``, ``einsum`` and
+``F.scaled_dot_product_attention``. From the calls it keeps what the report needs:
+
+- the scores (the softmax input) and the attention probabilities: the left operand of the
+  probabilities @ V product, which also covers a hand-written exp/sum softmax;
+- the shapes of q, kᵀ, scores, probabilities and context at the first attention;
+- softmax ``dim`` arguments, dropout calls made with ``training=True``;
+- use of built-ins that do the attention for you, and of attnprep's own solutions (any frame
+  running code from the solutions folder).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
+
+_SOFTMAX = {torch.softmax, torch.Tensor.softmax, F.softmax, torch.nn.functional.softmax}
+_MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm, torch.Tensor.bmm, torch.einsum}
+_BUILTINS = {F.scaled_dot_product_attention: "F.scaled_dot_product_attention", F.multi_head_attention_forward: "nn.MultiheadAttention"}
+try:  # flex_attention is not in every build
+    from torch.nn.attention.flex_attention import flex_attention as _flex
+
+    _BUILTINS[_flex] = "flex_attention"
+except Exception:  # pragma: no cover
+    pass
+_DROPOUT = {F.dropout, torch.dropout, torch.nn.functional.dropout}
+
+
+@dataclass
+class Observation:
+    softmax_dims: list = field(default_factory=list)  # the dim argument of each softmax call
+    scores: torch.Tensor | None = None  # the first softmax input with trailing (T, S)
+    probs: torch.Tensor | None = None  # left operand of the first probs @ V
+    shapes: dict = field(default_factory=dict)  # stage -> shape tuple
+    builtins: set = field(default_factory=set)
+    dropout_in_eval: bool = False
+
+
+class Observer(TorchFunctionMode):
+    def __init__(self, seq_q: int, seq_k: int, training: bool = False):
+        super().__init__()
+        self.seq_q, self.seq_k = seq_q, seq_k
+        self.training = training
+        self.obs = Observation()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _BUILTINS:
+            self.obs.builtins.add(_BUILTINS[func])
+        if _called_from_solutions():
+            self.obs.builtins.add("attnprep's reference solution")
+        out = func(*args, **kwargs)
+        try:
+            self._record(func, args, kwargs, out)
+        except Exception:  # observation must never change what the attempt computes
+            pass
+        return out
+
+    def _square(self, t) -> bool:
+        return isinstance(t, torch.Tensor) and t.dim() >= 2 and tuple(t.shape[-2:]) == (self.seq_q, self.seq_k)
+
+    def _record(self, func, args, kwargs, out) -> None:
+        obs = self.obs
+        if func in _SOFTMAX:
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            obs.softmax_dims.append((dim, args[0].dim() if isinstance(args[0], torch.Tensor) else None))
+            if obs.scores is None and self._square(args[0]):
+                obs.scores = args[0].detach()
+                obs.shapes.setdefault("scores", tuple(args[0].shape))
+        elif func in _DROPOUT:
+            training = kwargs.get("training", args[2] if len(args) > 2 else True)
+            p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+            if training and not self.training and p:
+                obs.dropout_in_eval = True
+        elif func in _MATMUL:
+            operands = list(args[1:]) if func is torch.einsum else list(args[:2])
+            if func is torch.einsum and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+                operands = list(operands[0])
+            if len(operands) != 2 or not all(isinstance(o, torch.Tensor) for o in operands):
+                return
+            a, b = operands
+            if self._square(out) and "scores" not in obs.shapes:  # q @ k^T
+                obs.shapes["q"] = tuple(a.shape)
+                obs.shapes["k^T"] = tuple(b.shape)
+                obs.shapes["scores"] = tuple(out.shape)
+            elif obs.probs is None and (self._square(a) or self._square(b)) and not self._square(out):
+                probs = a if self._square(a) else b
+                obs.probs = probs.detach()
+                obs.shapes["attn"] = tuple(probs.shape)
+                obs.shapes["attn @ v"] = tuple(out.shape)
+
+
+def _called_from_solutions() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(SOLUTIONS_DIR):
+            return True
+        frame = frame.f_back
+    return False

@@ -1,0 +1,176 @@
+"""Mistaken variants of the references: each classic mistake, reproduced on purpose.
+
+A functional re-implementation of each exercise with one knob per named mistake (SPEC §3). With no
+knob it is the reference (the tests check it against ``solutions/``); with a knob it computes what
+an attempt with exactly that bug computes. The diagnosis keeps the knobs whose outputs the attempt
+reproduces. A knob may carry a sub-variant after a colon (``mla_norm_skipped:kv``); the part before
+the colon is the mistake id. Masks can be filled with ``-inf`` or a large negative: both are tried,
+since they differ on fully masked rows, which several mistakes create.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+FILLS = (float("-inf"), -1e9)
+
+MHA_FAMILY = (
+    "missing_scale", "scale_d_model", "softmax_wrong_dim", "split_heads_no_transpose",
+    "merge_heads_no_transpose", "mask_after_softmax", "padding_mask_inverted", "padding_mask_ignored",
+    "padding_mask_on_queries", "causal_masks_diagonal", "causal_leaks_next", "causal_ignored",
+    "output_proj_skipped", "fused_qkv_layout", "gqa_heads_tiled",
+)
+MLA = (
+    "missing_scale", "mla_scale_sum_sqrt", "softmax_wrong_dim", "merge_heads_no_transpose",
+    "mask_after_softmax", "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries",
+    "causal_masks_diagonal", "causal_leaks_next", "causal_ignored", "rope_cos_sin_swapped",
+    "rope_rotate_half", "rope_skipped", "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv",
+)
+CAUSAL = (
+    "missing_scale", "softmax_wrong_dim", "mask_after_softmax", "padding_mask_inverted",
+    "padding_mask_ignored", "padding_mask_on_queries", "causal_masks_diagonal", "causal_leaks_next",
+    "causal_ignored",
+)
+
+
+def knobs(exercise) -> list[str]:
+    """The variant knobs that apply to an exercise (its listed mistakes that have a variant)."""
+    table = {"mla": MLA, "causal": CAUSAL}.get(exercise.id, MHA_FAMILY)
+    ids = {m.id for m in exercise.mistakes}
+    return [k for k in table if k.split(":")[0] in ids]
+
+
+def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf")):
+    """Scaled dot-product attention on (B, H, T, D) with the masking mistakes as knobs."""
+    T, S = q.shape[-2], k.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, S)
+    allowed = torch.ones(T, S, dtype=torch.bool, device=q.device)
+    if is_causal and mistake != "causal_ignored":
+        diagonal = {"causal_masks_diagonal": -1, "causal_leaks_next": 1}.get(mistake, 0)
+        allowed = torch.tril(allowed, diagonal=diagonal)
+    allowed = allowed[None, None]  # (1, 1, T, S)
+    if attention_mask is not None and mistake != "padding_mask_ignored":
+        real = ~attention_mask if mistake == "padding_mask_inverted" else attention_mask
+        if mistake == "padding_mask_on_queries":
+            allowed = allowed & real[:, None, :, None]
+        else:
+            allowed = allowed & real[:, None, None, :]
+    dim = -2 if mistake == "softmax_wrong_dim" else -1
+    if mistake == "mask_after_softmax":
+        probs = scores.softmax(dim=dim).masked_fill(~allowed, 0.0)
+    else:
+        probs = scores.masked_fill(~allowed, fill).softmax(dim=dim)
+    return probs @ v  # (B, H, T, Dv)
+
+
+def _linear(weights, role, x):
+    w = weights[role]
+    return F.linear(x, w["weight"], w.get("bias"))
+
+
+def mha_family(exercise_id, config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+    B, T, C = x.shape
+    H = config["num_heads"]
+    D = C // H
+    G = {"mha": H, "mha_fused": H, "mqa": 1}.get(exercise_id) or config["num_kv_heads"]
+    if exercise_id == "mha_fused":
+        qkv = _linear(weights, "qkv_proj", x)  # (B, T, 3C)
+        if mistake == "fused_qkv_layout":
+            q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
+            q, k, v = (t.reshape(B, T, C) for t in (q, k, v))
+        else:
+            q, k, v = qkv.split(C, dim=-1)
+    else:
+        q, k, v = (_linear(weights, r, x) for r in ("q_proj", "k_proj", "v_proj"))
+
+    def split(t, n):
+        if mistake == "split_heads_no_transpose":
+            return t.reshape(B, n, T, D)
+        return t.view(B, T, n, D).transpose(1, 2)  # (B, n, T, D)
+
+    q, k, v = split(q, H), split(k, G), split(v, G)
+    if G != H:
+        if mistake == "gqa_heads_tiled":
+            k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
+        else:
+            k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
+    scale = {"missing_scale": 1.0, "scale_d_model": 1 / math.sqrt(C)}.get(mistake, 1 / math.sqrt(D))
+    out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
+    if mistake == "merge_heads_no_transpose":
+        out = out.reshape(B, T, C)
+    else:
+        out = out.transpose(1, 2).reshape(B, T, C)
+    return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
+
+
+def _rms(weights, role, x, skip):
+    if skip:
+        return x
+    y = x.float()
+    y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (y * weights[role]["weight"].float()).to(x.dtype)
+
+
+def rope(x, theta, mistake=""):
+    """Rotate x (B, T, *, r) by position; DeepSeek's adjacent pairs unless a knob says otherwise."""
+    if mistake == "rope_skipped":
+        return x
+    T, r = x.shape[1], x.shape[-1]
+    freqs = theta ** (-torch.arange(0, r, 2, dtype=torch.float32, device=x.device) / r)  # (r/2,)
+    angles = torch.outer(torch.arange(T, dtype=torch.float32, device=x.device), freqs)  # (T, r/2)
+    shape = (1, T) + (1,) * (x.dim() - 3) + (r // 2,)
+    cos, sin = angles.cos().view(shape), angles.sin().view(shape)
+    if mistake == "rope_cos_sin_swapped":
+        cos, sin = sin, cos
+    xf = x.float()
+    if mistake == "rope_rotate_half":
+        x1, x2 = xf[..., : r // 2], xf[..., r // 2 :]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+    x1, x2 = xf[..., 0::2], xf[..., 1::2]
+    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., r/2, 2)
+    return out.flatten(-2).to(x.dtype)
+
+
+def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+    B, T, _ = x.shape
+    H = config["num_heads"]
+    nope, r, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
+    kv_rank = config["kv_lora_rank"]
+    theta = config.get("rope_theta", 10000.0)
+    skip_q = mistake in ("mla_norm_skipped", "mla_norm_skipped:q")
+    skip_kv = mistake in ("mla_norm_skipped", "mla_norm_skipped:kv")
+    q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q))
+    q = q.view(B, T, H, nope + r)
+    q_nope, q_pe = q.split([nope, r], dim=-1)
+    q_pe = rope(q_pe, theta, mistake)  # (B, T, H, r)
+    c_kv, k_pe = _linear(weights, "wkv_a", x).split([kv_rank, r], dim=-1)
+    k_pe = rope(k_pe.unsqueeze(2), theta, mistake)  # (B, T, 1, r)
+    kv = _linear(weights, "wkv_b", _rms(weights, "kv_norm", c_kv, skip_kv)).view(B, T, H, nope + dv)
+    k_nope, v = kv.split([nope, dv], dim=-1)
+    q = torch.cat([q_nope, q_pe], dim=-1).transpose(1, 2)  # (B, H, T, nope+r)
+    k = torch.cat([k_nope, k_pe.expand(B, T, H, r)], dim=-1).transpose(1, 2)
+    v = v.transpose(1, 2)  # (B, H, T, dv)
+    scale = {"missing_scale": 1.0, "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r))}.get(mistake, (nope + r) ** -0.5)
+    out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, dv)
+    if mistake == "merge_heads_no_transpose":
+        out = out.reshape(B, T, H * dv)
+    else:
+        out = out.transpose(1, 2).reshape(B, T, H * dv)
+    return _linear(weights, "wo", out)
+
+
+def causal(q, k, v, attention_mask, mistake="", fill=float("-inf")):
+    scale = 1.0 if mistake == "missing_scale" else 1 / math.sqrt(q.shape[-1])
+    return attend(q, k, v, attention_mask, True, scale, mistake, fill)
+
+
+def make_call(exercise_id: str, config: dict, weights: dict, mistake: str = "", fill=float("-inf")):
+    """A function case -> output computing the variant; ``mistake=""`` is the reference."""
+    if exercise_id == "causal":
+        return lambda case: causal(case.inputs["q"], case.inputs["k"], case.inputs["v"], case.attention_mask, mistake, fill)
+    if exercise_id == "mla":
+        return lambda case: mla(config, weights, case.inputs["x"], case.attention_mask, case.is_causal, mistake, fill)
+    return lambda case: mha_family(exercise_id, config, weights, case.inputs["x"], case.attention_mask, case.is_causal, mistake, fill)

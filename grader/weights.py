@@ -1,0 +1,184 @@
+"""Seeded weights for the contract's roles, and the map from the attempt's layers to those roles.
+
+Every role of the contract (``q_proj``, ``wkv_a``, ``q_norm`` …) gets weights from a generator
+seeded by (seed, config, role), so the attempt and the reference see the same numbers whatever
+the attempt calls its layers. The attempt's layers are matched to roles by name first; the rest
+by shape, trying every assignment among same-shaped layers (ordered by how much the names look
+alike), and the caller keeps the first assignment whose output matches the reference.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+
+import torch
+
+MAX_CANDIDATES = 720  # 6! same-shaped layers; beyond that only the name-ordered guess is tried
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A module of the attempt that owns parameters directly: ``weight`` and maybe ``bias``."""
+
+    name: str
+    weight: tuple[int, ...]
+    bias: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    kind: str  # "linear" or "rmsnorm"
+    weight: tuple[int, ...]
+    bias: tuple[int, ...] | None
+
+
+@dataclass
+class Mapping:
+    layers: dict[str, str]  # role -> attempt layer name
+    by_name: bool
+    notes: list[str] = field(default_factory=list)
+    zero_bias: set[str] = field(default_factory=set)  # roles whose attempt layer has no bias
+
+
+def roles_for(exercise, args: dict[str, int]) -> list[Role]:
+    roles = []
+    for p in exercise.contract.params:
+        shapes = p.shapes(args)
+        roles.append(Role(p.name, p.type, shapes["weight"], shapes.get("bias")))
+    return roles
+
+
+def role_tensors(roles: list[Role], seed: int, config_index: int, dtype=torch.float32) -> dict[str, dict[str, torch.Tensor]]:
+    """Seeded weights per role. Linear: U(-1/sqrt(in), 1/sqrt(in)) like nn.Linear, a non-zero
+    bias; RMSNorm: 1 ± 0.5 so that a skipped norm or a forgotten weight shows."""
+    out = {}
+    for role in roles:
+        g = torch.Generator().manual_seed(_mix(seed, config_index, role.name))
+        if role.kind == "rmsnorm":
+            out[role.name] = {"weight": (1 + (torch.rand(role.weight, generator=g) - 0.5)).to(dtype)}
+            continue
+        bound = 1 / math.sqrt(role.weight[1])
+        tensors = {"weight": ((torch.rand(role.weight, generator=g) * 2 - 1) * bound).to(dtype)}
+        if role.bias is not None:
+            tensors["bias"] = ((torch.rand(role.bias, generator=g) * 2 - 1) * 0.5).to(dtype)
+        out[role.name] = tensors
+    return out
+
+
+def _mix(seed: int, config_index: int, name: str) -> int:
+    return zlib.crc32(f"{seed}:{config_index}:{name}".encode()) & 0x7FFFFFFF
+
+
+def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
+    """The attempt's parameter-owning layers, and parameters that do not fit a layer."""
+    layers, stray = [], []
+    for prefix, sub in module.named_modules():
+        params = dict(sub.named_parameters(recurse=False))
+        if not params:
+            continue
+        weight = params.pop("weight", None)
+        bias = params.pop("bias", None)
+        if weight is None:
+            stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
+            if bias is not None:
+                stray.append(f"{prefix}.bias".lstrip("."))
+            continue
+        layers.append(Layer(prefix, tuple(weight.shape), tuple(bias.shape) if bias is not None else None))
+        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
+    return layers, stray
+
+
+def _key(name: str) -> str:
+    """A role-ish key of a layer name: 'self.wq' -> 'q', 'query' -> 'q', 'out_proj' -> 'o'."""
+    last = name.split(".")[-1].lower()
+    for pattern, key in ((r"qkv", "qkv"), (r"(^|_)(o|out|wo|proj_out|c_proj|output|dense)($|_)", "o"),
+                         (r"(^|_|w)q($|_|uery)|query", "q"), (r"(^|_|w)k($|_|ey)|key", "k"),
+                         (r"(^|_|w)v($|_|alue)|value", "v"), (r"^wo$|^o", "o")):
+        if re.search(pattern, last):
+            return key
+    return last
+
+
+def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], str]:
+    """Assignments role -> layer to try, best guess first; or ([], why none fits)."""
+    by_name = {l.name: l for l in layers}
+    fixed: dict[str, str] = {}
+    for role in roles:
+        layer = by_name.get(role.name)
+        if layer is not None and layer.weight == role.weight:
+            fixed[role.name] = role.name
+    if len(fixed) == len(roles):
+        return [_finish(roles, by_name, fixed, True)], ""
+    free_layers = [l for l in layers if l.name not in fixed.values()]
+    groups: dict[tuple, tuple[list[Role], list[Layer]]] = {}
+    for role in roles:
+        if role.name in fixed:
+            continue
+        groups.setdefault(role.weight, ([], []))[0].append(role)
+    for layer in free_layers:
+        if layer.weight in groups:
+            groups[layer.weight][1].append(layer)
+    for shape, (rs, ls) in groups.items():
+        if len(ls) < len(rs):
+            names = ", ".join(r.name for r in rs)
+            return [], f"no layer with a weight of shape {tuple(shape)} for {names} (found {len(ls)} of {len(rs)})"
+    per_group = []
+    for shape, (rs, ls) in groups.items():
+        options = list(itertools.permutations(ls, len(rs)))
+        options.sort(key=lambda perm: -sum(_key(l.name) == _key(r.name) for r, l in zip(rs, perm)))
+        per_group.append([{r.name: l.name for r, l in zip(rs, perm)} for perm in options])
+    mappings = []
+    for combo in itertools.product(*per_group):
+        chosen = dict(fixed)
+        for part in combo:
+            chosen.update(part)
+        mappings.append(_finish(roles, by_name, chosen, False))
+        if len(mappings) >= MAX_CANDIDATES:
+            break
+    return mappings, ""
+
+
+def _finish(roles: list[Role], by_name: dict[str, Layer], chosen: dict[str, str], named: bool) -> Mapping:
+    mapping = Mapping(layers={r.name: chosen[r.name] for r in roles}, by_name=named)
+    for role in roles:
+        layer = by_name[chosen[role.name]]
+        if role.bias is not None and layer.bias is None:
+            mapping.zero_bias.add(role.name)
+            mapping.notes.append(f"{layer.name} has no bias where the contract's {role.name} has one: graded with a zero bias")
+        elif role.bias is None and layer.bias is not None:
+            mapping.notes.append(f"{layer.name} has a bias the contract's {role.name} does not: set to zero")
+    return mapping
+
+
+@torch.no_grad()
+def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str, torch.Tensor]]) -> None:
+    """Copy the role weights into the attempt's layers; other parameters get seeded values."""
+    subs = dict(module.named_modules())
+    used = set()
+    for role, layer_name in mapping.layers.items():
+        sub = subs[layer_name]
+        sub.weight.copy_(weights[role]["weight"])
+        used.add(f"{layer_name}.weight".lstrip("."))
+        bias = getattr(sub, "bias", None)
+        if isinstance(bias, torch.nn.Parameter):
+            bias.copy_(weights[role].get("bias", torch.zeros_like(bias)))
+            used.add(f"{layer_name}.bias".lstrip("."))
+    g = torch.Generator().manual_seed(12345)
+    for name, p in module.named_parameters():
+        if name not in used:
+            p.copy_(torch.rand(p.shape, generator=g).to(p.dtype) - 0.5)
+
+
+def reference_weights(weights: dict[str, dict[str, torch.Tensor]], mapping: Mapping) -> dict[str, dict[str, torch.Tensor]]:
+    """The role weights as the reference should see them: zero bias where the attempt has none."""
+    out = {}
+    for role, tensors in weights.items():
+        out[role] = dict(tensors)
+        if role in mapping.zero_bias:
+            out[role]["bias"] = torch.zeros_like(tensors["bias"])
+    return out
