@@ -1,1 +1,254 @@
-"""(placeholder: commands of this area are registered here)"""
+"""Practice commands: ``drill`` (timed, re-checked on every save) and ``stats`` (the history).
+
+They parse and render; the work is in :mod:`attnprep.drill` and :mod:`attnprep.history`.
+Torch-free at import (``attnprep --help`` loads this module): the drill imports the grader, and
+with it torch, only when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from attnprep import exercises, history
+from attnprep.app import app, console, err_console, get_exercise, is_interactive, usage_error
+
+SPARKS = "▁▂▃▄▅▆▇█"
+STATS_VERSION = 1
+
+
+# --- drill -----------------------------------------------------------------------------------
+
+
+@app.command("drill")
+def drill(
+    exercise_id: Optional[str] = typer.Argument(
+        None, metavar="ID", help="Exercise id (default: the weakest one according to your history)."
+    ),
+    minutes: Optional[float] = typer.Option(
+        None, "--minutes", "-m", help="Time budget in minutes (default: the exercise's budget; fractions allowed)."
+    ),
+    folder: Optional[Path] = typer.Option(
+        None, "--dir", "-d", help="Workspace folder; the stub is written to DIR/drills/ (default: the current folder)."
+    ),
+    edit: bool = typer.Option(False, "--edit", help="Open the stub in $VISUAL / $EDITOR (a graphical editor)."),
+    seconds: Optional[float] = typer.Option(None, "--seconds", hidden=True, help="Time budget in seconds (tests)."),
+) -> None:
+    """Timed drill on a fresh stub: countdown, re-check on every save, recorded in the history.
+
+    Ends on the first passing save (exit 0) or when the time is up (a final check, exit 1);
+    Ctrl-C gives up (recorded as abandoned, exit 130).
+    """
+    from attnprep import drill as drills
+
+    if exercise_id is not None:
+        exercise = get_exercise(exercise_id)
+        reason = None
+    else:
+        picked, reason = history.pick_weakest(exercises.registry().values())
+        exercise = exercises.get(picked)
+    if seconds is not None:
+        budget_s = seconds
+    elif minutes is not None:
+        budget_s = minutes * 60
+    else:
+        budget_s = exercise.minutes * 60.0
+    if not budget_s > 0 or math.isinf(budget_s):
+        usage_error("the time budget must be a positive number of minutes")
+
+    try:
+        path = drills.new_drill_file(exercise, folder if folder is not None else Path.cwd())
+    except OSError as exc:
+        usage_error(escape(f"cannot write the drill file: {exc}"))
+
+    out = console()
+    if reason is not None:
+        out.print(Text.assemble("no ID given: drilling ", (exercise.id, "bold"), f" — {reason}"), soft_wrap=True)
+    out.print(
+        Text.assemble(
+            "wrote ", (_shown(path), "bold"),
+            f"  ({exercise.title} · budget {history.format_duration(budget_s)})",
+        ),
+        soft_wrap=True,
+    )
+    if edit:
+        _start_editor(drills, path)
+
+    from attnprep import grader
+
+    if is_interactive():
+        with out.status("loading torch …"):
+            grader.warm_up()
+    else:
+        grader.warm_up()
+
+    title = f"{exercise.id} drill · {_shown(path)}"
+    if is_interactive():
+        with drills.LiveView(out, budget_s, title) as view:
+            run = drills.run_drill(exercise, path, budget_s, view)
+    else:
+        run = drills.run_drill(exercise, path, budget_s, drills.PlainView(out, budget_s))
+    _render_ending(run, exercise)
+    raise typer.Exit(run.ending.exit_code)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _start_editor(drills, path: Path) -> None:
+    command = drills.editor_command()
+    note = err_console()
+    if command is None:
+        note.print(Text("--edit: set $VISUAL or $EDITOR to open the file; open it yourself meanwhile"))
+    elif drills.is_terminal_editor(command):
+        shown = " ".join([*command, _shown(path)])
+        note.print(Text(f"--edit: {command[0]} runs in a terminal; open the file in another one: {shown}"), soft_wrap=True)
+    else:
+        try:
+            drills.open_editor(command, path)
+        except OSError as exc:
+            note.print(Text(f"--edit: could not start {command[0]}: {exc}"), soft_wrap=True)
+
+
+def _render_ending(run, exercise) -> None:
+    from attnprep.report import render_result
+
+    out = console()
+    ending = run.ending
+    budget = history.format_duration(run.budget_s)
+    took = history.format_duration(ending.elapsed_s)
+    if ending.result is not None:
+        out.print()
+        render_result(ending.result, out, full=ending.outcome != "abandoned")
+        out.print()
+    if ending.outcome == "passed":
+        line = Text.assemble(("✓ passed", "bold green"), f" in {took} (budget {budget})")
+        summary = history.exercise_summaries().get(exercise.id)
+        if run.recorded is not None and summary is not None and summary.drill_passes > 1:
+            if summary.best_drill_s is not None and ending.elapsed_s <= summary.best_drill_s:
+                line.append(" — a new best", style="bold")
+            else:
+                line.append(f" — best {history.format_duration(summary.best_drill_s)}", style="dim")
+    elif ending.outcome == "timeout":
+        line = Text.assemble(("✗ time is up", "bold red"), f" after {budget}: not passing yet")
+    else:
+        line = Text.assemble(("abandoned", "bold yellow"), f" after {took}")
+    if run.recorded is not None:
+        line.append("  (recorded: `attnprep stats`)", style="dim")
+    out.print(line, soft_wrap=True)
+
+
+# --- stats -----------------------------------------------------------------------------------
+
+
+def sparkline(recent: tuple[tuple[float, str], ...], budget_s: float) -> Text:
+    """One glyph per recent drill, oldest first: ▁ (fast) … █ (the whole budget); ✗ a time-out."""
+    line = Text()
+    for duration, outcome in recent:
+        if outcome != "passed":
+            line.append("✗", style="red")
+            continue
+        ratio = duration / budget_s if budget_s > 0 else 1.0
+        level = min(len(SPARKS) - 1, max(0, int(ratio * len(SPARKS))))
+        line.append(SPARKS[level], style="green" if ratio <= 1 else "yellow")
+    return line
+
+
+def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) -> dict:
+    """The data of `attnprep stats`: every exercise of the registry (then any other id found in the
+    history), its summary, its budget and the times relative to it, the mistakes with titles."""
+    summaries = history.exercise_summaries() if summaries is None else summaries
+    registry = exercises.registry()
+    catalogue = exercises.mistake_catalogue()
+    rows = []
+    for exercise_id in [*registry, *sorted(set(summaries) - set(registry))]:
+        s = summaries.get(exercise_id) or history.empty_summary(exercise_id)
+        ex = registry.get(exercise_id)
+        budget_s = ex.minutes * 60.0 if ex is not None else None
+        row = s.to_json()
+        row["title"] = ex.title if ex is not None else None
+        row["budget_s"] = budget_s
+        for key, value in (("best_vs_budget", s.best_drill_s), ("median_vs_budget", s.median_drill_s)):
+            row[key] = round(value / budget_s, 3) if value is not None and budget_s else None
+        for mistake in row["top_mistakes"]:
+            known = catalogue.get(mistake["id"])
+            mistake["title"] = known.title if known is not None else mistake["id"]
+        rows.append(row)
+    totals = {
+        "attempts": sum(r["attempts"] for r in rows),
+        "passes": sum(r["passes"] for r in rows),
+        "drills": sum(r["drills"] for r in rows),
+        "drill_passes": sum(r["drill_passes"] for r in rows),
+    }
+    return {"version": STATS_VERSION, "exercises": rows, "totals": totals}
+
+
+def _vs_budget(seconds: float | None, budget_s: float | None) -> Text:
+    if seconds is None:
+        return Text("—", style="dim")
+    text = Text(history.format_duration(seconds), style="green" if budget_s and seconds <= budget_s else "yellow")
+    if budget_s:
+        text.append(f" / {history.format_duration(budget_s)}", style="dim")
+    return text
+
+
+@app.command("stats")
+def stats(
+    as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout with the same data."),
+) -> None:
+    """Your history: attempts, pass rate, best and median drill times, the mistakes you make most."""
+    document = stats_document()
+    if as_json:
+        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    out = console()
+    practised = [r for r in document["exercises"] if r["attempts"]]
+    if not practised:
+        out.print(Text.assemble("no runs recorded yet — ", ("`attnprep drill`", "bold"), " starts a timed one"))
+        return
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    table.add_column("exercise", no_wrap=True, style="bold")
+    table.add_column("runs", justify="right", no_wrap=True)
+    table.add_column("passed", justify="right", no_wrap=True)
+    table.add_column("best drill", justify="right", no_wrap=True)
+    table.add_column("median", justify="right", no_wrap=True)
+    table.add_column("recent", no_wrap=True)
+    table.add_column("most frequent mistakes", overflow="fold", ratio=1)
+    for r in practised:
+        mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"]) or "—"
+        recent = tuple((d["duration_s"], d["outcome"]) for d in r["recent_drills"])
+        table.add_row(
+            r["exercise"],
+            str(r["attempts"]),
+            f"{r['pass_rate']:.0%}",
+            _vs_budget(r["best_drill_s"], r["budget_s"]),
+            _vs_budget(r["median_drill_s"], r["budget_s"]),
+            sparkline(recent, r["budget_s"] or 0.0) if recent else Text("—", style="dim"),
+            Text(mistakes),
+        )
+    out.print(table)
+    totals = document["totals"]
+    out.print(
+        Text(
+            f"{totals['attempts']} runs, {totals['passes']} passed; "
+            f"{totals['drill_passes']} of {totals['drills']} drills passed in time. "
+            "recent: ▁ fast … █ the whole budget, ✗ timed out",
+            style="dim",
+        ),
+        soft_wrap=True,
+    )
+    untouched = [r["exercise"] for r in document["exercises"] if not r["attempts"]]
+    if untouched:
+        out.print(Text(f"not practised yet: {', '.join(untouched)}", style="dim"), soft_wrap=True)
