@@ -35,7 +35,8 @@ def apply_rotary_emb(x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
     by freqs_cis[t, i] (from precompute_freqs_cis(dim, T)), i.e. [x1·cos − x2·sin, x1·sin + x2·cos]
     written back in place. freqs_cis broadcasts over batch and heads; returns x's shape and dtype.
     """
-    pairs = x.to(torch.float64).unflatten(-1, (-1, 2)).contiguous()  # (B, T, H, dim/2, 2)
+    pairs = x.to(torch.float64).unflatten(-1, (-1, 2))  # (B, T, H, dim/2, 2)
+    pairs = pairs.clone(memory_format=torch.contiguous_format)  # view_as_complex needs even offsets
     x_c = torch.view_as_complex(pairs)  # (B, T, H, dim/2) complex
     y = x_c * freqs_cis[:, None, :]  # (B, T, H, dim/2) * (T, 1, dim/2)
     return torch.view_as_real(y).flatten(-2).to(x.dtype)  # (B, T, H, dim/2, 2) -> (B, T, H, dim)
