@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+
 # region rope-helpers
 def precompute_freqs_cis(
     dim: int, seq_len: int, theta: float = 10000.0, device: torch.device | str | None = None
