@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -303,12 +304,14 @@ def measure_variant(variant: Variant, shape: Shape) -> Measured:
 
 def measure(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Comparison:
     """Every variant of :data:`VARIANTS` for the preset's shape (with overrides), relative to MHA."""
-    shape = resolve(preset, **overrides)
-    measured = [(v, measure_variant(v, shape)) for v in VARIANTS]
-    base = measured[0][1]  # MHA
+    return compare_shape(resolve(preset, **overrides), preset=preset)
 
-    def ratio(a: int, b: int) -> float:
-        return a / b if b else float("nan")
+
+def compare_shape(shape: Shape, preset: str = "") -> Comparison:
+    """Every variant of :data:`VARIANTS` for a resolved shape, relative to MHA."""
+    measured = [(v, measure_variant(v, shape)) for v in VARIANTS]
+    base = measured[0][1]  # MHA: every count is positive for a shape that passed resolve()
+    ratio = operator.truediv
 
     rows = tuple(
         Row(variant=v.key, label=v.label, cached=v.cached, kv_formula=v.formula(shape), params=m.params, flops=m.flops,

@@ -143,7 +143,7 @@ def compare(
         shape = costs.resolve(preset, **overrides)  # usage errors before torch is imported
     except costs.CompareError as e:
         usage_error(str(e))
-    comparison = costs.measure(preset, **{k: getattr(shape, k) for k in overrides})
+    comparison = costs.compare_shape(shape, preset=preset)
     if as_json:
         typer.echo(json.dumps(comparison.to_dict(), indent=2))
     else:
