@@ -226,6 +226,7 @@ class PlainView:
     console: Console
     budget_s: float
     _minute: int = 0
+    _final: bool = False
 
     def _line(self, elapsed: float, *parts: str | Text) -> None:
         text = Text.assemble(f"[{clock_text(elapsed)}] ", *parts)
@@ -241,13 +242,13 @@ class PlainView:
             self._line(elapsed, f"{history.format_duration(remaining)} left")
 
     def grading(self, elapsed: float, final: bool) -> None:
-        pass
+        self._final = final
 
     def graded(self, elapsed: float, result: Result) -> None:
-        self._line(elapsed, "saved → ", short_verdict(result))
+        self._line(elapsed, "final check → " if self._final else "saved → ", short_verdict(result))
 
     def time_up(self, elapsed: float) -> None:
-        self._line(elapsed, "time is up: final check")
+        self._line(elapsed, "time is up")
 
     def interrupted(self, elapsed: float) -> None:
         self._line(elapsed, "interrupted")
