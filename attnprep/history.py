@@ -70,6 +70,7 @@ migrations: list[tuple[str, str]] = [
 
 # SQLite primary result codes that mean "this file is not a usable database".
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+_HEADER = b"SQLite format 3\x00"
 
 
 class HistoryUnavailable(Exception):
@@ -165,7 +166,7 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
     if code is not None:
         return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
     text = str(exc).lower()
-    return "not a database" in text or "malformed" in text
+    return "not a database" in text or "malformed" in text or "not readable" in text
 
 
 def _statements(sql: str) -> Iterator[str]:
@@ -237,6 +238,19 @@ def _move_aside(db: Path) -> Path:
     return aside
 
 
+def _precheck(db: Path) -> None:
+    """Refuse a file that is plainly not a database before SQLite opens it (opening would delete
+    or replay its ``-wal`` companion, which should be kept aside as found)."""
+    if not db.is_file():
+        return
+    if not os.access(db, os.R_OK | os.W_OK):
+        raise sqlite3.DatabaseError("file is not readable and writable")
+    with open(db, "rb") as f:
+        header = f.read(len(_HEADER))
+    if header and header != _HEADER:
+        raise sqlite3.DatabaseError("file is not a database")
+
+
 def connect(db: Path | None = None) -> sqlite3.Connection:
     """An open, migrated connection to the history; a corrupt file is moved aside first.
 
@@ -244,8 +258,7 @@ def connect(db: Path | None = None) -> sqlite3.Connection:
     (locked for longer than the busy timeout, folder not writable …)."""
     db = paths.history_db() if db is None else db
     try:
-        if db.is_file() and not os.access(db, os.R_OK | os.W_OK):
-            raise sqlite3.DatabaseError("file is not readable and writable: not a database we can use")
+        _precheck(db)
         return _open(db)
     except sqlite3.DatabaseError as exc:
         if not _is_corruption(exc):
