@@ -196,12 +196,14 @@ def test_write_stub_library(tmp_path):
     assert not list(folder.glob(".*.tmp"))
 
 
-@pytest.mark.parametrize("where", ["a-file/sub", "a-file"])
-def test_new_into_an_unwritable_folder_is_a_usage_error(ws, where):
-    (ws / "a-file").write_text("not a folder\n", encoding="utf-8")
+@pytest.mark.parametrize(
+    "blocker, where", [("a-file", "a-file/sub"), ("a-file", "a-file"), ("[y]", "[y]/[/b]")]  # the last looks like markup
+)
+def test_new_into_an_unwritable_folder_is_a_usage_error(ws, blocker, where):
+    (ws / blocker).write_text("not a folder\n", encoding="utf-8")
     result = run("new", "mha", "--dir", where)
-    assert_usage_error(result, "a-file")
-    assert (ws / "a-file").read_text(encoding="utf-8") == "not a folder\n"
+    assert_usage_error(result, where)
+    assert (ws / blocker).read_text(encoding="utf-8") == "not a folder\n"
 
 
 def test_new_over_a_folder_named_like_the_file_is_a_usage_error(ws):
