@@ -35,7 +35,9 @@ def err_console() -> Console:
 
 def usage_error(message: str) -> NoReturn:
     """One clear line on stderr and exit code 2."""
-    err_console().print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    from rich.text import Text
+
+    err_console().print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.drivers import ContractError
-from attnprep.grader.observe import SOLUTIONS_DIR, Observer
+from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer
 
 # Saved before the attempt is imported: an attempt may monkeypatch torch to fake agreement.
 _tolist = torch.Tensor.tolist
@@ -175,7 +175,7 @@ def _run_config(driver, ci: int, attempt, device: str, guard: Guard, builtins: s
         with guard.armed():
             result["extra"] = extra(attempt)
     if device == "cpu":
-        result["meta"] = _meta(driver, attempt, cases, guard)
+        result["device"] = _device(driver, attempt, cases, guard, sys.modules["attnprep_attempt"].__file__)
     return result
 
 
@@ -231,26 +231,24 @@ def _grads(driver, call, attempt, cases, guard) -> dict:
     return {"ok": not missing, "missing": missing}
 
 
-def _meta(driver, attempt, cases, guard) -> dict:
-    """Run the observed case on the `meta` device: a tensor made on the CPU fails like on CUDA."""
+def _device(driver, attempt, cases, guard, attempt_file: str) -> dict:
+    """Run the observed case with device placement emulated (see observe.DeviceTracker)."""
     case = next(c for c in cases if c.observe)
-    case.inputs = {k: v.detach().to("meta") for k, v in case.inputs.items()}
-    if case.attention_mask is not None:
-        case.attention_mask = case.attention_mask.to("meta")
+    inputs = {k: v.detach().clone() for k, v in case.inputs.items()}
+    mask = None if case.attention_mask is None else case.attention_mask.clone()
+    owned = list(inputs.values()) + ([mask] if mask is not None else [])
+    if isinstance(attempt, torch.nn.Module):
+        owned += list(attempt.parameters()) + list(attempt.buffers())
+    case.inputs, case.attention_mask = inputs, mask
+    tracker = DeviceTracker(owned, attempt_file)
     try:
-        if isinstance(attempt, torch.nn.Module):
-            attempt = attempt.to("meta")
-        call = driver.attempt_call(attempt)
-        with guard.armed(), torch.no_grad():
-            out = call(case)
-        out = out[0] if isinstance(out, tuple) else out
-        device = out.device.type if isinstance(out, torch.Tensor) else "?"
-        if device != "meta":
-            return {"ok": False, "message": f"the output is on {device}, not on the input's device"}
-        return {"ok": True, "message": ""}
+        with guard.armed(), torch.no_grad(), tracker:
+            out = driver.attempt_call(attempt)(case)
     except BaseException as exc:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        where = [f for f in traceback.extract_tb(exc.__traceback__) if "attnprep_attempt" in f.filename or f.filename == getattr(sys.modules.get("attnprep_attempt"), "__file__", None)]
-        line = f" (line {where[-1].lineno}: {where[-1].line})" if where else ""
-        device_error = "device" in text and ("expected" in text.lower() or "same device" in text)
-        return {"ok": False if device_error else None, "message": text[:300] + line}
+        return {"ok": None, "message": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    if tracker.problem:
+        return {"ok": False, "message": tracker.problem}
+    out = out[0] if isinstance(out, tuple) else out
+    if isinstance(out, torch.Tensor) and id(out) not in tracker.on_device:
+        return {"ok": False, "message": "the output is not on the input's device"}
+    return {"ok": True, "message": ""}

@@ -107,3 +107,68 @@ def _called_from_solutions() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+# --- device placement without a GPU --------------------------------------------------------------
+
+_NO_MIX = {"__getitem__", "__setitem__", "to", "type_as", "copy_", "__get__", "__set__", "expand_as",
+           "view_as", "reshape_as", "size", "dim", "numel", "cuda", "cpu"}
+_MOVES = {"to", "cuda", "type_as", "new_tensor", "new_ones", "new_zeros", "new_empty", "new_full"}
+
+
+def _tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+
+
+class DeviceTracker(TorchFunctionMode):
+    """Emulate a second device on the CPU: which tensors would live on the input's device?
+
+    The inputs, parameters and buffers are on "the device"; so is everything computed from them,
+    everything created with an explicit ``device=`` and everything moved with ``.to(x)`` /
+    ``.to(device)``. Anything else (``torch.ones(T, T)``, a plain tensor attribute set in
+    ``__init__``) stays on the CPU. An op that mixes the two with a tensor of one or more dims is
+    exactly what raises "Expected all tensors to be on the same device" on a GPU. (Running on the
+    `meta` device shows the same, but its first use imports torch._dynamo: seconds.)
+    """
+
+    def __init__(self, device_tensors, attempt_file: str):
+        super().__init__()
+        self.keep = list(device_tensors)
+        self.on_device = {id(t) for t in self.keep}
+        self.attempt_file = attempt_file
+        self.problem: str | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        tensors = list(_tensors((args, kwargs)))
+        on_device = [t for t in tensors if id(t) in self.on_device]
+        stray = [t for t in tensors if id(t) not in self.on_device and t.dim() > 0]
+        if on_device and stray and name not in _NO_MIX and self.problem is None:
+            self.problem = f"{name}() mixes a tensor on the input's device with one created on the CPU{self._where()}"
+        out = func(*args, **kwargs)
+        explicit = kwargs.get("device") is not None
+        moved = name in _MOVES and (explicit or any(isinstance(a, (torch.device, str)) for a in args[1:]) or len(on_device) > 0)
+        if on_device and name not in ("to", "cpu") or explicit or moved:
+            for t in _tensors(out):
+                self.on_device.add(id(t))
+                self.keep.append(t)
+        return out
+
+    def _where(self) -> str:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == self.attempt_file:
+                import linecache
+
+                line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+                return f" (line {frame.f_lineno}: {line})"
+            frame = frame.f_back
+        return ""
