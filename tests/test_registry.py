@@ -1,0 +1,553 @@
+"""Self-check of the exercise registry (rustlings' maintainer check, for data and stubs).
+
+Every exercise's TOML is held against SPEC §2 written out independently below, against the mistake
+catalogue, against its rendered stub (parsed and executed) and against its reference solution.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import math
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from attnprep import exercises
+from attnprep.exercises import evaluate, mistake_catalogue, registry, render_stub
+
+# --- SPEC §2, written out by hand (not read from the TOML) ------------------------------------
+
+MODULE_FORWARD = "x, attention_mask=None, is_causal=False"
+
+SPEC = {
+    "causal": {
+        "kind": "causal_functions",
+        "objects": ("causal_mask", "causal_attention"),
+        "signatures": {"causal_mask": "seq_len, device=None", "causal_attention": "q, k, v, attention_mask=None"},
+    },
+    "mha": {
+        "kind": "attention_module",
+        "objects": ("MultiHeadAttention",),
+        "constructor": "d_model, num_heads, dropout=0.0",
+    },
+    "mha_fused": {
+        "kind": "attention_module",
+        "objects": ("FusedMultiHeadAttention",),
+        "constructor": "d_model, num_heads, dropout=0.0",
+    },
+    "mqa": {
+        "kind": "attention_module",
+        "objects": ("MultiQueryAttention",),
+        "constructor": "d_model, num_heads, dropout=0.0",
+    },
+    "gqa": {
+        "kind": "attention_module",
+        "objects": ("GroupedQueryAttention",),
+        "constructor": "d_model, num_heads, num_kv_heads, dropout=0.0",
+    },
+    "mla": {
+        "kind": "attention_module",
+        "objects": ("MultiHeadLatentAttention",),
+        "constructor": "d_model, num_heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, "
+        "qk_rope_head_dim, v_head_dim, rope_theta=10000.0",
+    },
+}
+
+ORDER = {"causal": 0, "mha": 1, "mha_fused": 2, "mqa": 3, "gqa": 4, "mla": 5}
+
+
+def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
+    shapes = {f"{name}.weight": (fan_out, fan_in)}
+    if bias:
+        shapes[f"{name}.bias"] = (fan_out,)
+    return shapes
+
+
+def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
+    """Parameter shapes of SPEC §2's table for constructor arguments ``a``."""
+    if exercise_id == "causal":
+        return {}
+    d, h = a["d_model"], a["num_heads"]
+    hd = d // h
+    if exercise_id == "mha":
+        return {**_linear("q_proj", d, d), **_linear("k_proj", d, d), **_linear("v_proj", d, d), **_linear("o_proj", d, d)}
+    if exercise_id == "mha_fused":
+        return {**_linear("qkv_proj", d, 3 * d), **_linear("o_proj", d, d)}
+    if exercise_id == "mqa":
+        return {**_linear("q_proj", d, d), **_linear("k_proj", d, hd), **_linear("v_proj", d, hd), **_linear("o_proj", d, d)}
+    if exercise_id == "gqa":
+        g = a["num_kv_heads"]
+        return {
+            **_linear("q_proj", d, d), **_linear("k_proj", d, g * hd),
+            **_linear("v_proj", d, g * hd), **_linear("o_proj", d, d),
+        }
+    if exercise_id == "mla":
+        ql, kvl = a["q_lora_rank"], a["kv_lora_rank"]
+        nope, rope, v = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"]
+        return {
+            **_linear("wq_a", d, ql, bias=False),
+            "q_norm.weight": (ql,),
+            **_linear("wq_b", ql, h * (nope + rope), bias=False),
+            **_linear("wkv_a", d, kvl + rope, bias=False),
+            "kv_norm.weight": (kvl,),
+            **_linear("wkv_b", kvl, h * (nope + v), bias=False),
+            **_linear("wo", h * v, d, bias=False),
+        }
+    raise AssertionError(f"no SPEC entry for {exercise_id}")
+
+
+# Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
+_MODULE = lambda ex: ex.contract.kind == "attention_module"  # noqa: E731
+_HEAD_DIM_SCALED = lambda ex: ex.id in {"mha", "mha_fused", "mqa", "gqa"}  # noqa: E731
+MISTAKE_APPLIES = {
+    "missing_scale": lambda ex: True,
+    "scale_d_model": _HEAD_DIM_SCALED,
+    "softmax_wrong_dim": lambda ex: True,
+    "split_heads_no_transpose": _MODULE,
+    "merge_heads_no_transpose": _MODULE,
+    "mask_after_softmax": lambda ex: True,
+    "padding_mask_inverted": lambda ex: True,
+    "padding_mask_ignored": lambda ex: True,
+    "padding_mask_on_queries": lambda ex: True,
+    "causal_masks_diagonal": lambda ex: True,
+    "causal_leaks_next": lambda ex: True,
+    "causal_ignored": lambda ex: True,
+    "causal_mask_inverted": lambda ex: ex.contract.kind == "causal_functions",
+    "output_proj_skipped": _MODULE,
+    "dropout_in_eval": lambda ex: "dropout" in _arg_names(ex.contract.constructor),
+    "fused_qkv_layout": lambda ex: ex.id == "mha_fused",
+    "gqa_heads_tiled": lambda ex: ex.id == "gqa",
+    "mla_scale_sum_sqrt": lambda ex: ex.id == "mla",
+    "mla_norm_skipped": lambda ex: ex.id == "mla",
+    "mla_split_order": lambda ex: ex.id == "mla",
+    "rope_skipped": lambda ex: ex.id == "mla",
+    "rope_cos_sin_swapped": lambda ex: ex.id == "mla",
+    "rope_rotate_half": lambda ex: ex.id == "mla",
+    "used_builtin": lambda ex: True,
+}
+
+IDS = sorted(SPEC)
+MODULE_IDS = [i for i in IDS if SPEC[i]["kind"] == "attention_module"]
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _args(signature: str) -> ast.arguments:
+    return ast.parse(f"def f({signature}): pass").body[0].args
+
+
+def _arg_names(signature: str) -> list[str]:
+    return [a.arg for a in _args(signature).args]
+
+
+def _defaults(args: ast.arguments) -> dict[str, object]:
+    names = [a.arg for a in args.args]
+    return dict(zip(names[len(names) - len(args.defaults):], (ast.literal_eval(d) for d in args.defaults)))
+
+
+def _same_signature(got: ast.arguments, expected: str, *, annotations: bool) -> None:
+    """got (from a parsed def, without self) against an argument list written as Python."""
+    want = _args(expected)
+    assert [a.arg for a in got.args] == [a.arg for a in want.args]
+    assert _defaults(got) == _defaults(want)
+    assert not got.vararg and not got.kwarg and not got.kwonlyargs, "no *args/**kwargs in a contract"
+    if annotations:
+        assert [ast.unparse(a.annotation) if a.annotation else None for a in got.args] == [
+            ast.unparse(a.annotation) if a.annotation else None for a in want.args
+        ]
+
+
+def _without_self(args: ast.arguments) -> ast.arguments:
+    assert args.args and args.args[0].arg == "self"
+    return ast.arguments(
+        posonlyargs=[], args=args.args[1:], vararg=args.vararg, kwonlyargs=args.kwonlyargs,
+        kw_defaults=args.kw_defaults, kwarg=args.kwarg, defaults=args.defaults,
+    )
+
+
+def _contract_shapes(ex, config: dict) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for p in ex.contract.params:
+        for tensor, shape in p.shapes(config).items():
+            shapes[f"{p.name}.{tensor}"] = shape
+    return shapes
+
+
+def _configs():
+    return [(i, c) for i in IDS for c in registry()[i].grading["configs"]]
+
+
+def _needs_solution_regions(ex) -> None:
+    if "solution_region(" in ex.stub_template.read_text(encoding="utf-8") and not ex.solution_path.exists():
+        pytest.skip(f"{ex.solution_path.name} (source of the stub's ready-made helpers) does not exist yet")
+
+
+def _exec_stub(ex) -> dict:
+    _needs_solution_regions(ex)
+    namespace = {"__name__": f"attnprep_stub_{ex.id}"}
+    exec(compile(render_stub(ex), f"{ex.id}.py", "exec"), namespace)  # our own template, not user code
+    return namespace
+
+
+# --- the registry as a whole -------------------------------------------------------------------
+
+
+def test_registry_holds_the_six_exercises_in_teaching_order():
+    assert list(registry()) == sorted(ORDER, key=ORDER.get)
+    assert {i: e.order for i, e in registry().items()} == ORDER
+
+
+def test_orders_and_titles_are_unique():
+    exs = list(registry().values())
+    assert len({e.order for e in exs}) == len(exs)
+    assert len({e.title for e in exs}) == len(exs)
+    assert len({o for e in exs for o in e.contract.objects}) == sum(len(e.contract.objects) for e in exs)
+
+
+def test_mistake_catalogue_ids_are_unique_and_complete():
+    raw = tomllib.loads((exercises.HERE / "mistakes.toml").read_text(encoding="utf-8"))["mistake"]
+    ids = [m["id"] for m in raw]
+    assert len(ids) == len(set(ids))
+    for m in raw:
+        assert set(m) == {"id", "title", "why", "fix"} and all(m[k].strip() for k in m), m["id"]
+        assert re.fullmatch(r"[a-z][a-z0-9_]*", m["id"]), m["id"]
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_referenced_mistakes_exist_once(exercise_id):
+    raw = tomllib.loads((exercises.HERE / exercise_id / "exercise.toml").read_text(encoding="utf-8"))
+    ids = raw.get("mistakes", [])
+    missing = [m for m in ids if m not in mistake_catalogue()]
+    assert not missing, f"{exercise_id} names mistakes that are not in mistakes.toml: {missing}"
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_listed_mistakes_are_exactly_those_that_can_happen(exercise_id):
+    ex = registry()[exercise_id]
+    listed = {m.id for m in ex.mistakes}
+    judged = {m for m in mistake_catalogue() if m in MISTAKE_APPLIES}
+    expected = {m for m in judged if MISTAKE_APPLIES[m](ex)}
+    assert listed & judged == expected, (
+        f"missing: {sorted(expected - listed)}, cannot happen here: {sorted((listed & judged) - expected)}"
+    )
+
+
+def test_every_catalogued_mistake_is_used_by_some_exercise():
+    used = {m.id for e in registry().values() for m in e.mistakes}
+    assert set(mistake_catalogue()) <= used, sorted(set(mistake_catalogue()) - used)
+
+
+def test_registry_and_rendering_do_not_import_torch():
+    code = (
+        "import sys\n"
+        "from attnprep.exercises import registry, render_stub\n"
+        "for e in registry().values():\n"
+        "    if e.solution_path.exists() or 'solution_region(' not in e.stub_template.read_text():\n"
+        "        render_stub(e)\n"
+        "assert 'torch' not in sys.modules, 'the registry imported torch'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# --- one exercise's data -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_metadata(exercise_id):
+    ex = registry()[exercise_id]
+    assert ex.title.strip() and ex.summary.strip()
+    assert ex.difficulty in {"easy", "medium", "hard"}
+    assert 1 <= ex.minutes <= 30
+    assert len(ex.hints) >= 3 and all(h.strip() for h in ex.hints)
+    assert len(set(ex.hints)) == len(ex.hints)
+    assert 3 <= len(ex.key_points) <= 6
+    assert len(ex.qa) >= 5
+    for qa in ex.qa:
+        assert "?" in qa.q, qa.q
+        assert len(qa.a.split()) >= 8, qa.a
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_contract_matches_spec(exercise_id):
+    ex, spec = registry()[exercise_id], SPEC[exercise_id]
+    assert ex.contract.kind == spec["kind"]
+    assert ex.contract.objects == spec["objects"]
+    assert ex.contract.details
+    if spec["kind"] == "attention_module":
+        _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
+        _same_signature(_args(ex.contract.forward), MODULE_FORWARD, annotations=False)
+        assert ex.contract.returns == "(B, T, d_model)"
+    else:
+        assert ex.contract.constructor == "" and ex.contract.params == ()
+        # the contract's forward is causal_attention's argument list
+        _same_signature(_args(ex.contract.forward), spec["signatures"]["causal_attention"], annotations=False)
+        assert ex.contract.returns == "(B, H, T, D)"
+
+
+@pytest.mark.parametrize("exercise_id", MODULE_IDS)
+def test_grading_configs_cover_the_interesting_sizes(exercise_id):
+    ex = registry()[exercise_id]
+    configs = ex.grading["configs"]
+    names = _arg_names(ex.contract.constructor)
+    required = set(names) - set(_defaults(_args(ex.contract.constructor)))
+    assert len(configs) >= 3
+    for c in configs:
+        assert required <= set(c) <= set(names), c
+        assert c["d_model"] <= 24, c
+        if exercise_id != "mla":  # head_dim = d_model // num_heads
+            assert c["d_model"] % c["num_heads"] == 0, c
+    assert sum(c["num_heads"] != 1 for c in configs) > len(configs) / 2
+    assert any(c["num_heads"] % 2 == 1 and c["num_heads"] > 1 for c in configs), "an odd head count > 1"
+    if "dropout" in names:
+        assert any(c.get("dropout", 0.0) > 0 for c in configs), "eval() must be shown to switch dropout off"
+    if exercise_id == "gqa":
+        for c in configs:
+            assert c["num_heads"] % c["num_kv_heads"] == 0, c
+        grouped = [c for c in configs if 1 < c["num_kv_heads"] < c["num_heads"]]
+        assert len(grouped) >= 2 and all(c["num_heads"] // c["num_kv_heads"] >= 2 for c in grouped)
+        # a tiled (repeat) mapping must differ from the grouped one in at least one config
+        assert any(
+            [h // (c["num_heads"] // c["num_kv_heads"]) for h in range(c["num_heads"])]
+            != [h % c["num_kv_heads"] for h in range(c["num_heads"])]
+            for c in grouped
+        )
+    if exercise_id == "mla":
+        for c in configs:
+            assert c["qk_rope_head_dim"] % 2 == 0 and c["qk_rope_head_dim"] >= 4, c
+        assert any(c["v_head_dim"] != c["qk_nope_head_dim"] for c in configs)
+        assert any(c["kv_lora_rank"] != c["q_lora_rank"] for c in configs)
+
+
+def test_causal_grading_configs():
+    configs = registry()["causal"].grading["configs"]
+    assert len(configs) >= 3
+    for c in configs:
+        assert set(c) == {"batch", "heads", "seq", "dim"} and all(v >= 1 for v in c.values()), c
+    assert any(c["seq"] == 1 for c in configs) and any(c["seq"] > 4 and c["seq"] % 2 for c in configs)
+    assert any(c["batch"] > 1 and c["heads"] > 1 for c in configs)
+
+
+@pytest.mark.parametrize(("exercise_id", "config"), _configs())
+def test_param_shapes_match_spec(exercise_id, config):
+    ex = registry()[exercise_id]
+    assert _contract_shapes(ex, config) == spec_params(exercise_id, config)
+    for p in ex.contract.params:  # every expression evaluates to a positive size
+        for expr in (p.in_features, p.out_features):
+            if expr:
+                assert evaluate(expr, config) > 0
+
+
+# --- stubs ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_stub_renders_to_python_stating_the_contract(exercise_id):
+    ex = registry()[exercise_id]
+    _needs_solution_regions(ex)
+    source = render_stub(ex)
+    assert source.splitlines()[0] == f"# attnprep: {exercise_id}"
+    assert exercises.detect(source) == exercise_id
+    tree = ast.parse(compile(source, f"{exercise_id}.py", "exec", flags=ast.PyCF_ONLY_AST))
+    doc = ast.get_docstring(tree)
+    assert doc and f"attnprep hint {exercise_id}" in doc and "scaled_dot_product_attention" in doc
+    assert ex.contract.details.splitlines()[0] in doc
+    assert "True = real token" in doc
+    for p in ex.contract.params:
+        assert f"self.{p.name} = " in doc, p.name
+    imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    assert {"math", "torch", "nn", "F"} <= imported
+    assert "{{" not in source and "{%" not in source
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_stub_signatures_match_the_contract(exercise_id):
+    ex = registry()[exercise_id]
+    _needs_solution_regions(ex)
+    tree = ast.parse(render_stub(ex))
+    top = {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    for name in ex.contract.objects:
+        assert name in top, f"stub does not define {name}"
+    if ex.contract.kind == "attention_module":
+        (cls,) = [top[n] for n in ex.contract.objects]
+        assert any(isinstance(b, ast.Attribute) and b.attr == "Module" for b in cls.bases)
+        methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+        _same_signature(_without_self(methods["__init__"].args), ex.contract.constructor, annotations=True)
+        _same_signature(_without_self(methods["forward"].args), ex.contract.forward, annotations=True)
+        _same_signature(_without_self(methods["__init__"].args), SPEC[exercise_id]["constructor"], annotations=False)
+    else:
+        for name, signature in SPEC[exercise_id]["signatures"].items():
+            assert isinstance(top[name], ast.FunctionDef)
+            _same_signature(top[name].args, signature, annotations=False)
+        _same_signature(top["causal_attention"].args, ex.contract.forward, annotations=True)
+
+
+@pytest.mark.parametrize("exercise_id", MODULE_IDS)
+def test_blank_module_stub_raises_not_implemented(exercise_id):
+    import torch
+    import torch.nn as nn
+
+    ex = registry()[exercise_id]
+    cls = _exec_stub(ex)[ex.contract.objects[0]]
+    config = ex.grading["configs"][0]
+    with pytest.raises(NotImplementedError, match=f"attnprep hint {exercise_id}"):
+        cls(**config)
+    blank = cls.__new__(cls)  # forward must not pass silently either
+    nn.Module.__init__(blank)
+    with pytest.raises(NotImplementedError, match=f"attnprep hint {exercise_id}"):
+        blank(torch.zeros(2, 3, config["d_model"]))
+
+
+def test_blank_causal_stub_raises_not_implemented():
+    import torch
+
+    ns = _exec_stub(registry()["causal"])
+    c = registry()["causal"].grading["configs"][0]
+    q = torch.zeros(c["batch"], c["heads"], c["seq"], c["dim"])
+    with pytest.raises(NotImplementedError, match="attnprep hint causal"):
+        ns["causal_mask"](c["seq"])
+    with pytest.raises(NotImplementedError, match="attnprep hint causal"):
+        ns["causal_attention"](q, q, q)
+
+
+def test_mla_stub_ready_made_rope_helpers_rotate_adjacent_pairs():
+    import torch
+
+    ns = _exec_stub(registry()["mla"])
+    B, T, H, r, theta = 2, 5, 3, 6, 500.0
+    freqs_cis = ns["precompute_freqs_cis"](r, T, theta)
+    assert tuple(freqs_cis.shape) == (T, r // 2) and freqs_cis.is_complex()
+    x = torch.randn(B, T, H, r, generator=torch.Generator().manual_seed(0))
+    y = ns["apply_rotary_emb"](x, freqs_cis)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    expected = torch.empty_like(x)
+    for t in range(T):
+        for i in range(r // 2):
+            angle = t * theta ** (-2 * i / r)
+            x1, x2 = x[:, t, :, 2 * i], x[:, t, :, 2 * i + 1]
+            expected[:, t, :, 2 * i] = x1 * math.cos(angle) - x2 * math.sin(angle)
+            expected[:, t, :, 2 * i + 1] = x1 * math.sin(angle) + x2 * math.cos(angle)
+    torch.testing.assert_close(y, expected)
+    torch.testing.assert_close(y[:, 0], x[:, 0])  # position 0 is not rotated
+    # k_pe's shape in the hints: one head, broadcast later
+    assert ns["apply_rotary_emb"](x[:, :, :1], freqs_cis).shape == (B, T, 1, r)
+
+
+def test_mla_stub_rmsnorm_is_a_parameterised_rmsnorm():
+    import torch
+
+    ns = _exec_stub(registry()["mla"])
+    norm = ns["RMSNorm"](6, eps=1e-6)
+    assert [(n, tuple(p.shape)) for n, p in norm.named_parameters()] == [("weight", (6,))]
+    with torch.no_grad():
+        norm.weight.copy_(torch.arange(1.0, 7.0))
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
+    expected = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * torch.arange(1.0, 7.0)
+    torch.testing.assert_close(norm(x), expected)
+
+
+# --- against the reference solutions --------------------------------------------------------------
+
+
+def _solution(exercise_id):
+    name = registry()[exercise_id].solution_module
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} does not exist yet")
+    return importlib.import_module(name)
+
+
+@pytest.mark.parametrize(("exercise_id", "config"), [(i, c) for i, c in _configs() if i in MODULE_IDS])
+def test_contract_params_are_the_reference_solutions_params(exercise_id, config):
+    ex = registry()[exercise_id]
+    model = getattr(_solution(exercise_id), ex.contract.objects[0])(**config)
+    got = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    assert got == _contract_shapes(ex, config)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_reference_solution_signatures_match_the_contract(exercise_id):
+    import inspect
+
+    ex = registry()[exercise_id]
+    module = _solution(exercise_id)
+    if ex.contract.kind == "attention_module":
+        cls = getattr(module, ex.contract.objects[0])
+        pairs = [(cls.__init__, ex.contract.constructor), (cls.forward, ex.contract.forward)]
+    else:
+        pairs = [(getattr(module, n), SPEC[exercise_id]["signatures"][n]) for n in ex.contract.objects]
+    for fn, expected in pairs:
+        params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        want = _args(expected)
+        assert [p.name for p in params] == [a.arg for a in want.args], fn.__qualname__
+        assert {p.name: p.default for p in params if p.default is not p.empty} == _defaults(want), fn.__qualname__
+
+
+@pytest.mark.parametrize(("exercise_id", "config"), [(i, c) for i, c in _configs() if i in MODULE_IDS])
+def test_reference_solution_runs_on_every_grading_config(exercise_id, config):
+    import torch
+
+    ex = registry()[exercise_id]
+    model = getattr(_solution(exercise_id), ex.contract.objects[0])(**config).eval()
+    x = torch.randn(2, 5, config["d_model"], generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    out = model(x, attention_mask=mask, is_causal=True)
+    out = out[0] if isinstance(out, tuple) else out
+    assert out.shape == x.shape and torch.isfinite(out[mask]).all()
+
+
+# --- numbers quoted in the notes ------------------------------------------------------------------
+
+KIB = 1024
+
+
+def _agrees(written: str, value: float) -> bool:
+    """'68.6' agrees with 68.625, '57' with 56.9 only if written as '~57' (rounded to the digits shown)."""
+    decimals = len(written.partition(".")[2])
+    return abs(float(written.replace(",", "")) - value) <= 0.5 * 10**-decimals + 1e-9
+
+
+# (exercise, closed-form value, how it is written in the answers)
+QUOTED_NUMBERS = [
+    ("mha", 2 * 4096, "8,192 elements"),  # Llama-2-7B, 2·d_model per token per layer
+    ("mha", 2 * 4096 * 2 // KIB, "16 KiB per token per layer"),
+    ("mha", 2 * 4096 * 2 * 32 // KIB, "512 KiB per token"),
+    ("mha", 2 * 4096 * 2 * 32 * 4096 // KIB**3, "2 GiB for a 4,096-token"),
+    ("mha", 4 * 4096**2 / 1e6, "67.1M"),
+    ("mqa", 2 * 128, "256 elements = 512 bytes"),
+    ("mqa", (2 * 4096 * 2) // (2 * 128 * 2), "32x less"),
+    ("mqa", 2 * 64 * 32, "4,096 elements = 8 KiB"),  # Falcon-7B
+    ("gqa", 2 * 8 * 128, "2,048 elements = 4 KiB per token per layer"),  # Llama-3-8B
+    ("gqa", 2 * 8 * 128 * 2 * 32 // KIB, "128 KiB per token"),
+    ("gqa", 2 * 8 * 128 * 2 * 32 * 8192 // KIB**3, "1 GiB for 8,192 tokens"),
+    ("gqa", 2 * 8 * 128 * 80, "163,840 elements = 320 KiB"),  # Llama-2-70B
+    ("gqa", 2 * 8 * 128 * 80 * 2 // KIB, "320 KiB"),
+    ("gqa", 2 * 8192 * 80 * 2 / KIB**2, "2.5 MiB"),
+    ("mla", 128 * 192 + 128 * 128, "40,960 elements"),  # DeepSeek-V3 naive K + V
+    ("mla", 512 + 64, "576 elements (1,152 bytes"),
+    ("mla", 576 * 61, "35,136 elements ≈ 68.6 KiB"),
+    ("mla", 576 * 61 * 2 / KIB, "68.6 KiB"),
+    ("mla", 2 * 128 * 128, "32,768 per layer, ~57x"),
+    ("mla", 2 * 128 * 128 / 576, "~57x more"),
+    ("gqa", (2 * 4096) / (2 * 8 * 128), "4x less than Llama-2-7B"),
+    ("gqa", (2 * 8192) / (2 * 8 * 128), "(8x less)"),
+    ("mla", 576 / (2 * 128), "2.25 groups"),
+    ("mla", (7168 * 1536 + 1536 * 24576) / 1e6, "48.8M"),
+    ("mla", 7168 * 24576 / 1e6, "176.2M"),
+    ("mla", 1 / 192**-0.5, "1/13.9"),
+    ("mla", 128**0.5 + 64**0.5, "1/19.3"),
+    ("mla", 128 * 64, "(8,192 in V3)"),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "value", "quoted"), QUOTED_NUMBERS)
+def test_numbers_in_the_answers_agree_with_the_formulas(exercise_id, value, quoted):
+    answers = " ".join(qa.a for qa in registry()[exercise_id].qa)
+    assert quoted in answers, f"{quoted!r} not found in {exercise_id}'s answers"
+    numbers = [n.rstrip(",") for n in re.findall(r"\d[\d,]*(?:\.\d+)?", quoted)]
+    assert any(_agrees(n, value) for n in numbers), f"{quoted!r} does not agree with {value}"
