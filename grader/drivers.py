@@ -196,6 +196,48 @@ class CausalFunctionsDriver:
     def attempt_call(self, functions) -> Call:
         return lambda case: self.call(functions, case)
 
+    MASK_SIZES = (1, 4, 7)
+
+    def extra_child(self, functions) -> dict:
+        """causal_mask on its own: values for a few sizes, and whether it honours ``device``."""
+        from attnprep.grader.observe import DeviceTracker
+
+        out = {}
+        for T in self.MASK_SIZES:
+            m = functions["causal_mask"](T)
+            out[str(T)] = {"type": type(m).__name__, "shape": list(getattr(m, "shape", [])),
+                           "dtype": str(getattr(m, "dtype", "")), "values": m.int().tolist() if isinstance(m, torch.Tensor) else None}
+        tracker = DeviceTracker([], "")
+        with tracker:
+            m = functions["causal_mask"](5, device=torch.device("cpu"))
+        out["device_ok"] = isinstance(m, torch.Tensor) and id(m) in tracker.on_device
+        return out
+
+    def extra_checks(self, data: dict):
+        from attnprep.grader.result import Check
+
+        problems = []
+        for T in self.MASK_SIZES:
+            got = data.get(str(T), {})
+            want = torch.tril(torch.ones(T, T, dtype=torch.int64)).tolist()
+            if got.get("type") != "Tensor" or got.get("shape") != [T, T]:
+                problems.append(f"causal_mask({T}) returned {got.get('type')} of shape {tuple(got.get('shape') or ())}, expected a ({T}, {T}) bool tensor")
+            elif got.get("dtype") != "torch.bool":
+                problems.append(f"causal_mask({T}) has dtype {got['dtype']}, expected torch.bool")
+            elif got.get("values") != want:
+                problems.append(f"causal_mask({T}) is not True exactly where j <= i")
+        checks = [Check("causal_mask", not problems, problems[0] if problems else "bool (T, T), True where j <= i")]
+        checks.append(Check("causal_mask device", bool(data.get("device_ok")),
+                            "honours its device argument" if data.get("device_ok") else "ignores its device argument: pass device=device to the factory"))
+        return checks
+
+    def extra_diagnoses(self, data: dict) -> list[tuple[str, str]]:
+        got = data.get(str(max(self.MASK_SIZES)), {})
+        T = max(self.MASK_SIZES)
+        if got.get("values") == torch.triu(torch.ones(T, T, dtype=torch.int64), diagonal=1).tolist():
+            return [("causal_mask_inverted", f"causal_mask({T}) is True above the diagonal (the blocked positions)")]
+        return []
+
 
 def _first(out):
     return out[0] if isinstance(out, tuple) and out else out

@@ -367,6 +367,11 @@ class Judge:
             if eval_failed:
                 bits.append("two eval() runs gave different outputs")
             found.append(self._diagnosis("dropout_in_eval", "; ".join(bits)))
+        extra = getattr(self.driver, "extra_diagnoses", None)
+        if extra is not None and configs and "extra" in configs[0]:
+            for mistake_id, evidence in extra(configs[0]["extra"]):
+                if mistake_id in ids:
+                    found.append(self._diagnosis(mistake_id, evidence))
         obs = (configs[0].get("observed") or {}) if configs else {}
         dims = obs.get("softmax_dims") or []
         if "softmax_wrong_dim" in ids and dims:
