@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from attnprep.grader.result import Result
 
 TICK_S = 0.2  # how often the loop wakes up when nothing is saved (countdown, time-up)
-STEP_MS = 30  # watchfiles: a save is reported once the file has been quiet this long
+STEP_MS = 20  # watchfiles: a save is reported once the file has been quiet this long
 DEBOUNCE_MS = 400  # watchfiles: ... or at most this long after the first change
 EXIT_PASSED, EXIT_TIMEOUT, EXIT_ABANDONED = 0, 1, 130
 EXIT_CODES = {"passed": EXIT_PASSED, "timeout": EXIT_TIMEOUT, "abandoned": EXIT_ABANDONED}
