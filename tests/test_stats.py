@@ -1,0 +1,113 @@
+"""`attnprep stats` (table and --json) and the history columns of `attnprep list`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import attnprep.cli  # noqa: F401  (registers the commands on the app)
+from attnprep import exercises, history
+from attnprep.app import app
+from attnprep.commands.practice import sparkline, stats_document
+from attnprep.grader.result import Diagnosis, Result, Verdict
+
+
+@pytest.fixture(autouse=True)
+def plain_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def record(exercise: str, verdict: Verdict, *mistakes: str, kind="drill", at=0.0, took=0.0, outcome=None):
+    r = Result(exercise, f"{exercise}.py", verdict, diagnoses=tuple(Diagnosis(m, m, "w", "f") for m in mistakes))
+    history.record(r, kind=kind, started_at=at, duration_s=took, outcome=outcome)
+
+
+@pytest.fixture
+def practised():
+    """mha: a check with a mistake, four drills (pass, time-out, pass, abandoned); gqa: one check."""
+    record("mha", Verdict.WRONG_OUTPUT, "missing_scale", kind="check", at=1, took=0.2)
+    record("mha", Verdict.PASSED, kind="drill", at=2, took=240, outcome="passed")
+    record("mha", Verdict.MASK_LEAK, "causal_ignored", "missing_scale", at=3, took=300, outcome="timeout")
+    record("mha", Verdict.PASSED, at=4, took=120, outcome="passed")
+    record("mha", Verdict.ERROR, at=5, took=30, outcome="abandoned")
+    record("gqa", Verdict.WRONG_OUTPUT, "gqa_repeat_tiled", kind="check", at=6, took=0.3)
+
+
+def test_sparkline_scales_against_the_budget_and_marks_timeouts():
+    line = sparkline(((30, "passed"), (150, "passed"), (300, "timeout"), (299, "passed"), (400, "passed")), 300)
+    assert line.plain == "▁▅✗██"
+    assert sparkline((), 300).plain == ""
+
+
+def test_stats_json_has_every_exercise_with_the_summary(practised):
+    result = run("stats", "--json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["version"] == 1
+    assert [r["exercise"] for r in doc["exercises"]] == list(exercises.registry())
+    mha = next(r for r in doc["exercises"] if r["exercise"] == "mha")
+    assert mha == {
+        "exercise": "mha",
+        "title": exercises.get("mha").title,
+        "status": "passed",
+        "attempts": 5,
+        "passes": 2,
+        "pass_rate": 0.4,
+        "drills": 4,
+        "drill_passes": 2,
+        "budget_s": exercises.get("mha").minutes * 60.0,
+        "best_drill_s": 120,
+        "median_drill_s": 180,
+        "best_vs_budget": round(120 / (exercises.get("mha").minutes * 60), 3),
+        "median_vs_budget": round(180 / (exercises.get("mha").minutes * 60), 3),
+        "recent_drills": [
+            {"duration_s": 240, "outcome": "passed"},
+            {"duration_s": 300, "outcome": "timeout"},
+            {"duration_s": 120, "outcome": "passed"},
+        ],
+        "top_mistakes": [
+            {"id": "missing_scale", "count": 2, "title": "missing 1/sqrt(d) scale"},
+            {"id": "causal_ignored", "count": 1, "title": exercises.mistake_catalogue()["causal_ignored"].title},
+        ],
+        "last_verdict": "error",
+        "last_at": 5.0,
+    }
+    gqa = next(r for r in doc["exercises"] if r["exercise"] == "gqa")
+    assert (gqa["status"], gqa["attempts"], gqa["best_drill_s"], gqa["recent_drills"]) == ("attempted", 1, None, [])
+    untouched = [r for r in doc["exercises"] if r["exercise"] not in ("mha", "gqa")]
+    assert all(r["attempts"] == 0 and r["status"] == "new" for r in untouched)
+    assert doc["totals"] == {"attempts": 6, "passes": 2, "drills": 4, "drill_passes": 2}
+
+
+def test_stats_keeps_exercises_the_registry_no_longer_has():
+    record("retired", Verdict.PASSED, kind="check", at=1, took=0.1)
+    rows = stats_document()["exercises"]
+    assert rows[-1]["exercise"] == "retired" and rows[-1]["budget_s"] is None and rows[-1]["title"] is None
+
+
+def test_stats_table(practised):
+    result = run("stats")
+    assert result.exit_code == 0
+    out = result.stdout
+    budget = history.format_duration(exercises.get("mha").minutes * 60)
+    (mha_line,) = [line for line in out.splitlines() if line.startswith("mha ")]
+    assert mha_line.split()[:3] == ["mha", "5", "40%"]
+    assert f"2:00 / {budget}" in mha_line and f"3:00 / {budget}" in mha_line
+    assert sparkline(((240, "passed"), (300, "timeout"), (120, "passed")), exercises.get("mha").minutes * 60).plain in mha_line
+    assert "missing 1/sqrt(d) scale ×2" in mha_line
+    assert "5 runs" not in out and "6 runs, 2 passed; 2 of 4 drills passed in time." in out
+    assert "not practised yet: " in out and "mha_fused" in out.split("not practised yet: ")[1]
+
+
+def test_stats_with_an_empty_history():
+    result = run("stats")
+    assert result.exit_code == 0
+    assert "no runs recorded yet" in result.stdout
