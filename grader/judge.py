@@ -263,11 +263,16 @@ class Judge:
             allowed = allowed & case.attention_mask[sample][None, :]
         heatmap = None
         if ref.probs is not None:
-            expected = ref.probs.reshape(B, -1, T, T)[sample, 0]
+            expected_all = ref.probs.reshape(B, -1, T, T)[sample].double()
             got_probs = self._probs(data)
-            got = got_probs[sample, 0] if got_probs is not None else None
+            head = 0
+            if got_probs is not None and got_probs.shape[1] == expected_all.shape[0]:
+                # show the head where the attempt differs most from the reference
+                head = int((got_probs[sample] - expected_all).abs().nan_to_num(nan=9.0).flatten(1).max(1).values.argmax())
+            expected = expected_all[head]
+            got = got_probs[sample, head] if got_probs is not None and head < got_probs.shape[1] else None
             heatmap = Heatmap(
-                title=f"sample {sample + 1}, head 1, {case.name} (rows: queries, columns: keys)",
+                title=f"sample {sample + 1}, head {head + 1}, {case.name} (rows: queries, columns: keys)",
                 expected=[[round(float(v), 4) for v in row] for row in expected],
                 got=None if got is None else [[round(float(v), 4) for v in row] for row in got],
                 allowed=[[bool(v) for v in row] for row in allowed],

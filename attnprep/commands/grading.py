@@ -1,1 +1,165 @@
-"""(placeholder: commands of this area are registered here)"""
+"""Grading commands: ``check`` (grade attempt files) and ``demo`` (grade a bundled buggy attempt).
+
+They parse arguments and render; the grading is :func:`attnprep.grader.grade`. Torch is imported
+only when a command runs (``attnprep --help`` loads this module).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from attnprep import exercises
+from attnprep.app import EXIT_FAIL, EXIT_OK, app, console, get_exercise, usage_error
+
+DEFAULT_TIMEOUT = 10.0  # seconds per attempt; the same as attnprep.grader.DEFAULT_TIMEOUT
+
+
+def exercise_files(folder: Path) -> list[Path]:
+    """Every exercise file of a folder: ``<id>.py`` for a known id, or a file whose first lines
+    carry ``# attnprep: <id>``, in registry order then by name."""
+    known = exercises.registry()
+    found: dict[Path, int] = {}
+    for path in sorted(folder.glob("*.py")):
+        order = list(known).index(path.stem) if path.stem in known else None
+        if order is None:
+            try:
+                head = path.read_bytes()[:300].decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            named = exercises.detect(head)
+            if named is None:
+                continue
+            order = list(known).index(named) if named in known else len(known)
+        found[path] = order
+    return sorted(found, key=lambda p: (found[p], p.name))
+
+
+def resolve_targets(targets: list[str], folder: Path) -> list[Path]:
+    """Turn TARGET arguments into files; a usage error for anything that is not there."""
+    if not targets:
+        files = exercise_files(folder)
+        if not files:
+            usage_error("no exercise files in this folder: start one with `attnprep new mha` (or name a file)")
+        return files
+    files: list[Path] = []
+    for target in targets:
+        path = Path(target)
+        if path.is_dir():
+            inside = exercise_files(path)
+            if not inside:
+                usage_error(f"no exercise files in {target}")
+            files.extend(inside)
+        elif path.is_file():
+            files.append(path)
+        elif path.suffix == ".py" or "/" in target or "\\" in target:
+            usage_error(f"no such file: {target}")
+        else:
+            exercise = get_exercise(target)
+            candidate = folder / exercise.filename
+            if not candidate.is_file():
+                usage_error(f"no {exercise.filename} here: write one with `attnprep new {exercise.id}` first")
+            files.append(candidate)
+    return files
+
+
+def _exercise_for(path: Path, exercise_id: str | None) -> str:
+    """The exercise id a file will be graded as, or a usage error saying how to name it."""
+    from attnprep.grader.engine import exercise_of
+
+    try:
+        source = path.read_bytes()[:2000].decode("utf-8", errors="replace")
+        return exercise_of(path, source, exercise_id).id
+    except exercises.UnknownExercise as exc:
+        if exercise_id or exercises.detect(source):
+            usage_error(str(exc))
+        usage_error(f"can't tell which exercise {path.name} is: add `# attnprep: <id>` as its first line, or pass -e ID")
+    except OSError as exc:
+        usage_error(f"can't read {path}: {exc.strerror}")
+
+
+@app.command("check")
+def check(
+    targets: Optional[List[str]] = typer.Argument(None, metavar="[TARGET]...", help="Exercise ids (file ID.py here) or paths; none: every exercise file here."),
+    exercise_id: Optional[str] = typer.Option(None, "--exercise", "-e", help="Grade the files as this exercise."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout, nothing else."),
+    device: str = typer.Option("cpu", "--device", help="cpu, or cuda to run the attempt on a GPU."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the weights and inputs."),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help="Seconds an attempt may run."),
+) -> None:
+    """Grade attempts against the reference: shapes, masks, softmax rows, output, and the mistake's name."""
+    if device not in ("cpu", "cuda"):
+        usage_error(f"--device must be cpu or cuda, not {device!r}")
+    if timeout <= 0:
+        usage_error("--timeout must be positive")
+    if exercise_id is not None:
+        exercise_id = get_exercise(exercise_id).id
+    files = resolve_targets(list(targets or []), Path.cwd())
+    plan = [(path, _exercise_for(path, exercise_id)) for path in files]
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            usage_error("--device cuda: no CUDA device is available here")
+    results = run_checks(plan, seed=seed, device=device, timeout=timeout)
+    if as_json:
+        from attnprep.grader.result import results_to_json
+
+        typer.echo(json.dumps(results_to_json(results), indent=2))
+    else:
+        from attnprep.report import render_result, render_summary
+
+        out = console()
+        for result in results:
+            render_result(result, out)
+            out.print()
+        if len(results) > 1:
+            render_summary(results, out)
+    raise typer.Exit(EXIT_OK if all(r.passed for r in results) else EXIT_FAIL)
+
+
+def run_checks(plan: list[tuple[Path, str]], *, seed: int, device: str, timeout: float, record: bool = True):
+    """Grade each (file, exercise id) and record it in the history."""
+    from attnprep import history
+    from attnprep.grader import grade
+
+    results = []
+    for path, exercise_id in plan:
+        started = time.time()
+        result = grade(path, exercise_id, seed=seed, device=device, timeout=timeout)
+        if record and not result.internal:
+            history.record(result, kind="check", started_at=started, duration_s=result.duration_s)
+        results.append(result)
+    return results
+
+
+DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_gqa.py"
+
+
+@app.command("demo")
+def demo() -> None:
+    """First-run tour: grade a bundled GQA attempt that has a classic bug, and show the report."""
+    from rich.markdown import Markdown
+    from rich.syntax import Syntax
+
+    from attnprep.report import render_result
+
+    out = console()
+    out.print(Markdown(
+        "**attnprep demo** — grading a bundled attempt at grouped-query attention (`gqa`). "
+        "It runs and its shapes are right; the grader compares it with the reference on seeded "
+        "weights and inputs, and names what is wrong."
+    ))
+    source = DEMO.read_text(encoding="utf-8")
+    focus = [i + 1 for i, line in enumerate(source.splitlines()) if ".repeat(" in line]
+    if focus:
+        out.print(Syntax(source, "python", line_numbers=True, line_range=(focus[0] - 4, focus[-1] + 1), theme="ansi_dark"))
+    result = run_checks([(DEMO, "gqa")], seed=0, device="cpu", timeout=DEFAULT_TIMEOUT, record=False)[0]
+    render_result(result, out)
+    out.print()
+    out.print("Your turn: [bold cyan]attnprep new gqa[/], edit gqa.py, then [bold cyan]attnprep check gqa[/].")
+    raise typer.Exit(EXIT_OK if not result.passed and not result.internal else EXIT_FAIL)
