@@ -347,6 +347,8 @@ def runs(exercise: str | None = None) -> list[Run]:
         query += " WHERE exercise = ?"
         args = (exercise,)
     query += " ORDER BY started_at, id"
+    if not paths.history_db().exists():  # reading never creates the database
+        return []
     try:
         with _database() as conn:
             rows = conn.execute(query, args).fetchall()

@@ -111,3 +111,31 @@ def test_stats_with_an_empty_history():
     result = run("stats")
     assert result.exit_code == 0
     assert "no runs recorded yet" in result.stdout
+
+
+# --- `attnprep list` shows the history -----------------------------------------------------------
+
+
+def test_list_shows_record_and_best_drill_time(practised, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    result = run("list")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[-2:] == ["record", "best"]
+    by_id = {line.split()[0]: line for line in lines[1:] if line and not line[0].isspace()}
+    assert by_id["mha"].split()[-3:] == ["started", "passed", "2:00"]
+    assert by_id["gqa"].split()[-3:] == ["not", "started", "attempted"]
+    assert by_id["mqa"].rstrip().endswith("not started")  # no history: nothing shown
+    assert all(len(line) <= 80 for line in lines)
+    assert "record, best: from your history" in result.stdout
+
+    data = {d["id"]: d for d in json.loads(run("list", "--json").stdout)}
+    assert data["mha"]["history"] == {"status": "passed", "attempts": 5, "passes": 2, "best_drill_s": 120}
+    assert data["gqa"]["history"] == {"status": "attempted", "attempts": 1, "passes": 0, "best_drill_s": None}
+    assert "history" not in data["mqa"]
+
+
+def test_reading_an_empty_history_creates_no_database(attnprep_home):
+    assert run("stats").exit_code == 0 and run("list").exit_code == 0
+    assert not (attnprep_home / "history.sqlite3").exists()

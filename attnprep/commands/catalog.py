@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from attnprep import hints, workspace
+from attnprep import hints, history, workspace
 from attnprep.app import app, console, get_exercise, usage_error
 from attnprep.workspace import ExerciseRow, Status
 
@@ -69,13 +69,28 @@ COLUMNS: list[Column] = [
 ]
 
 
-def rows_table(rows: list[ExerciseRow]) -> Table:
+# History columns: the record from `attnprep.history` (blank when the exercise has no runs).
+HISTORY_STYLE = {"passed": "green", "attempted": "yellow"}
+HISTORY_COLUMNS: list[Column] = [
+    Column("record", lambda s: Text(s.status, style=HISTORY_STYLE.get(s.status, "")) if s.attempts else "", {"no_wrap": True}),
+    Column("best", lambda s: history.format_duration(s.best_drill_s) if s.best_drill_s is not None else "", {"no_wrap": True, "justify": "right"}),
+]
+
+
+def rows_table(rows: list[ExerciseRow], summaries: dict[str, history.ExerciseSummary] | None = None) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
-    for column in COLUMNS:
+    history_columns = HISTORY_COLUMNS if summaries is not None else []
+    for column in [*COLUMNS, *history_columns]:
         table.add_column(column.header, **column.options)
     for row in rows:
-        table.add_row(*(column.cell(row) for column in COLUMNS))
+        summary = (summaries or {}).get(row.id) or history.empty_summary(row.id)
+        table.add_row(*(column.cell(row) for column in COLUMNS), *(column.cell(summary) for column in history_columns))
     return table
+
+
+def _history_json(summary: history.ExerciseSummary) -> dict:
+    return {"status": summary.status, "attempts": summary.attempts, "passes": summary.passes,
+            "best_drill_s": None if summary.best_drill_s is None else round(summary.best_drill_s, 2)}
 
 
 @app.command("list")
@@ -84,13 +99,17 @@ def list_(
 ) -> None:
     """List the exercises with their status in the current folder."""
     rows = workspace.exercise_rows(Path.cwd())
-    if as_json:
-        typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
+    summaries = history.exercise_summaries()
+    if as_json:  # "history" only for exercises with recorded runs
+        data = [{**r.to_json(), **({"history": _history_json(summaries[r.id])} if r.id in summaries else {})} for r in rows]
+        typer.echo(json.dumps(data, indent=2))
         return
     out = console()
-    out.print(rows_table(rows))
+    out.print(rows_table(rows, summaries))
     out.print()
     out.print(Text("status: of <id>.py in the current folder", style="dim"))
+    if summaries:
+        out.print(Text("record, best: from your history (best: fastest passing drill; `attnprep stats`)", style="dim"))
     todo = next((r for r in rows if r.status is Status.NOT_STARTED), None)
     if todo is not None:
         out.print(Text.assemble("start one: ", (f"`attnprep new {todo.id}`", CMD)))
