@@ -1,6 +1,6 @@
 # attnprep: mha
 # expect: passed
-"""Correct: additive -inf mask built with torch.where, F.dropout(..., training=self.training), unflatten/flatten."""
+"""Correct: additive -inf mask via torch.where, F.dropout(training=self.training), unflatten/flatten."""
 
 import math
 

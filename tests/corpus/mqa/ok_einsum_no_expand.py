@@ -1,6 +1,6 @@
 # attnprep: mqa
 # expect: passed
-"""Correct: einsum against the single K/V head without expanding, additive -inf mask, F.dropout(training=...)."""
+"""Correct: einsum against the single K/V head (no expand), additive -inf mask, F.dropout(training=...)."""
 
 import math
 

@@ -1,6 +1,6 @@
 # attnprep: mqa
 # expect: passed
-"""Correct: own names wq/wk/wv/wo, K/V tiled with repeat, finfo.min fill, nn.Softmax, returns (out, weights)."""
+"""Correct: own names wq/wk/wv/wo, K/V tiled with repeat, finfo.min, nn.Softmax, returns (out, weights)."""
 
 import math
 

@@ -32,5 +32,6 @@ class MultiQueryAttention(nn.Module):
         mask = mask[None, None]
         if attention_mask is not None:
             mask = mask & attention_mask[:, None, None, :]
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0)
+        p = self.dropout if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, D)
         return self.o_proj(out.transpose(1, 2).reshape(B, T, C))
