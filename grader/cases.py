@@ -35,7 +35,8 @@ def _lengths_mask(lengths: list[int], T: int) -> torch.Tensor:
     return torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (B, T)
 
 
-def make_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: int, dtype=torch.float32) -> list[Case]:
+def make_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: int, dtype=torch.float32,
+               left_padding: bool = False) -> list[Case]:
     """Cases for inputs of the given per-token shapes, e.g. {"x": (16,)} or {"q": (H, D), …}.
 
     ``shapes`` gives each input's shape without (B, T); functions take (B, H, T, D), which the
@@ -83,4 +84,12 @@ def make_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: int,
         Case("plain again (new dropout seed)", main, None, False, every(2, T), base="plain",
              unchanged=every(2, T), check="eval"),
     ]
+    if left_padding:
+        left = torch.arange(T)[None, :] >= torch.tensor([0, 3, 6])[:, None]  # (B, T) pads first
+        lpadded = draw(3, T)
+        cases += [
+            Case("left-padded+causal", lpadded, left, True, left),
+            Case("left-padded+causal, padding changed", replace(lpadded, ~left), left, True, left,
+                 base="left-padded+causal", unchanged=left, check="padding"),
+        ]
     return cases

@@ -154,7 +154,7 @@ class CausalFunctionsDriver:
         c = self.configs[ci]
         shape = (c["heads"], c["dim"])
         # causal_attention is causal by definition: only the causal cases (and their perturbations)
-        cases = [c for c in make_cases({"q": shape, "k": shape, "v": shape}, self.seed, ci) if c.is_causal]
+        cases = [c for c in make_cases({"q": shape, "k": shape, "v": shape}, self.seed, ci, left_padding=True) if c.is_causal]
         for case in cases:  # the functions take (B, H, T, D)
             case.inputs = {k: v.transpose(1, 2).contiguous() for k, v in case.inputs.items()}
         return cases

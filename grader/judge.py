@@ -325,17 +325,12 @@ class Judge:
                         return False
             return True
 
-        matched = []
-        for knob in variants.knobs(self.ex):
-            for fill in variants.FILLS:
-                if reproduces(knob, fill):
-                    matched.append((knob, fill))
-                    break
+        matched = [k for k in variants.knobs(self.ex) if any(reproduces(k, f) for f in variants.FILLS)]
         if len(matched) > 1:  # ties on the graded positions: the padded rows decide
-            strict = [(k, f) for k, f in matched if reproduces(k, f, all_positions=True)]
+            strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in variants.FILLS)]
             matched = strict or matched
         seen = set()
-        for knob, _ in matched:
+        for knob in matched:
             mistake_id = knob.split(":")[0]
             if mistake_id in seen:
                 continue

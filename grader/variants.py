@@ -28,6 +28,7 @@ MLA = (
     "mask_after_softmax", "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries",
     "causal_masks_diagonal", "causal_leaks_next", "causal_ignored", "rope_cos_sin_swapped",
     "rope_rotate_half", "rope_skipped", "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv",
+    "mla_split_order:q", "mla_split_order:kv_a", "mla_split_order:kv_b",
 )
 CAUSAL = (
     "missing_scale", "softmax_wrong_dim", "mask_after_softmax", "padding_mask_inverted",
@@ -144,12 +145,21 @@ def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-
     skip_kv = mistake in ("mla_norm_skipped", "mla_norm_skipped:kv")
     q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q))
     q = q.view(B, T, H, nope + r)
-    q_nope, q_pe = q.split([nope, r], dim=-1)
+    if mistake == "mla_split_order:q":
+        q_pe, q_nope = q.split([r, nope], dim=-1)
+    else:
+        q_nope, q_pe = q.split([nope, r], dim=-1)
     q_pe = rope(q_pe, theta, mistake)  # (B, T, H, r)
-    c_kv, k_pe = _linear(weights, "wkv_a", x).split([kv_rank, r], dim=-1)
+    if mistake == "mla_split_order:kv_a":
+        k_pe, c_kv = _linear(weights, "wkv_a", x).split([r, kv_rank], dim=-1)
+    else:
+        c_kv, k_pe = _linear(weights, "wkv_a", x).split([kv_rank, r], dim=-1)
     k_pe = rope(k_pe.unsqueeze(2), theta, mistake)  # (B, T, 1, r)
     kv = _linear(weights, "wkv_b", _rms(weights, "kv_norm", c_kv, skip_kv)).view(B, T, H, nope + dv)
-    k_nope, v = kv.split([nope, dv], dim=-1)
+    if mistake == "mla_split_order:kv_b":
+        v, k_nope = kv.split([dv, nope], dim=-1)
+    else:
+        k_nope, v = kv.split([nope, dv], dim=-1)
     q = torch.cat([q_nope, q_pe], dim=-1).transpose(1, 2)  # (B, H, T, nope+r)
     k = torch.cat([k_nope, k_pe.expand(B, T, H, r)], dim=-1).transpose(1, 2)
     v = v.transpose(1, 2)  # (B, H, T, dv)
