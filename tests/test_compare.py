@@ -286,6 +286,7 @@ def test_render_helpers():
     assert compare_cmd.si(67125248) == "67.1M"
     assert compare_cmd.si(824633720832) == "825G"
     assert compare_cmd.si(512) == "512"
+    assert compare_cmd.si(41953280) == "42.0M"
     assert compare_cmd.binary_bytes(224) == "224 B"
     assert compare_cmd.binary_bytes(16384) == "16 KiB"
     assert compare_cmd.binary_bytes(1152) == "1.12 KiB"

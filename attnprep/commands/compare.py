@@ -30,7 +30,7 @@ def si(n: float, unit: str = "") -> str:
     """``67125248`` → ``67.1M``: three significant digits, decimal prefixes."""
     for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= factor:
-            return f"{n / factor:.3g}{prefix}{unit}" if n / factor < 100 else f"{n / factor:.0f}{prefix}{unit}"
+            return f"{n / factor:#.3g}{prefix}{unit}" if n / factor < 100 else f"{n / factor:.0f}{prefix}{unit}"
     return f"{n:g}{unit}"
 
 
