@@ -25,6 +25,7 @@ Views render the same events two ways: :class:`LiveView` (a Rich live display on
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import subprocess
@@ -198,6 +199,8 @@ def short_verdict(result: Result) -> Text:
     once): ``wrong output — missing 1/sqrt(d) scale``."""
     from attnprep.report import verdict_line
 
+    if result.passed:  # the report's "passed in 0.12 s" is the grading time, not the drill's
+        return Text("passed", style="bold green")
     line = verdict_line(result)
     prefix = f"{line.plain[:1]} {Path(result.file).name}  " if result.file else ""
     if prefix and line.plain.startswith(prefix):
@@ -279,7 +282,7 @@ class LiveView:
         self._live.stop()
 
     def _render(self) -> Group:
-        remaining = max(0.0, self.budget_s - self.elapsed)
+        remaining = math.ceil(max(0.0, self.budget_s - self.elapsed))  # a countdown shows 0:00 only at the end
         width = 30
         done = int(width * min(1.0, self.elapsed / self.budget_s)) if self.budget_s else width
         style = "bold red" if remaining < 60 else "bold yellow" if remaining < 0.3 * self.budget_s else "bold green"
@@ -288,7 +291,7 @@ class LiveView:
             "  ",
             ("█" * done, style),
             ("░" * (width - done), "dim"),
-            (f"  {history.format_duration(self.elapsed)} / {history.format_duration(self.budget_s)}", "dim"),
+            (f"  {history.format_duration(int(self.elapsed))} / {history.format_duration(self.budget_s)}", "dim"),
         )
         lines = [Text(self.title, style="bold"), clock, Text.assemble(("last save  ", "dim"), self.status, no_wrap=True, overflow="ellipsis")]
         if self.detail is not None:

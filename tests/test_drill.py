@@ -315,6 +315,8 @@ def read_until(proc: subprocess.Popen, marker: str, lines: list[str], deadline: 
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
+            proc.wait(timeout=10)
+            lines.append(f"<exit {proc.returncode}; stderr: {proc.stderr.read()}>")
             break
         lines.append(line)
         if marker in line:
