@@ -117,6 +117,7 @@ class View(Protocol):
     def tick(self, elapsed: float, remaining: float) -> None: ...
     def grading(self, elapsed: float, final: bool) -> None: ...
     def graded(self, elapsed: float, result: Result) -> None: ...
+    def unreadable(self, elapsed: float, error: OSError) -> None: ...
     def time_up(self, elapsed: float) -> None: ...
     def interrupted(self, elapsed: float) -> None: ...
 
@@ -140,10 +141,14 @@ def run_loop(
     def ending(outcome: str, elapsed: float, result: Result | None) -> Ending:
         return Ending(outcome, elapsed, result, started, grades, tuple(mistakes))
 
-    def graded(elapsed: float, final: bool = False) -> Result:
+    def graded(elapsed: float, final: bool = False) -> Result | None:
         nonlocal last, grades
         view.grading(elapsed, final)
-        result = grade()
+        try:
+            result = grade()
+        except OSError as exc:  # the file vanished or is unreadable mid-save: wait for the next one
+            view.unreadable(elapsed, exc)
+            return None
         grades += 1
         last = result
         if not result.internal:
@@ -159,7 +164,8 @@ def run_loop(
                 view.ready()
             elapsed = now - started
             if isinstance(event, Saved) and elapsed < budget_s:
-                if graded(elapsed).passed:
+                result = graded(elapsed)
+                if result is not None and result.passed:
                     return ending("passed", elapsed, last)
                 now = clock()  # grading took a while
                 elapsed = now - started
@@ -167,9 +173,9 @@ def run_loop(
                 view.time_up(budget_s)
                 final = graded(budget_s, final=True)
                 modified = saved_at()
-                if final.passed and modified is not None and modified - started <= budget_s:
+                if final is not None and final.passed and modified is not None and modified - started <= budget_s:
                     return ending("passed", max(0.0, modified - started), final)
-                return ending("timeout", budget_s, final)
+                return ending("timeout", budget_s, last)
             view.tick(elapsed, budget_s - elapsed)
         raise RuntimeError("the file watcher stopped before the drill ended")
     except KeyboardInterrupt:
@@ -250,6 +256,9 @@ class PlainView:
     def graded(self, elapsed: float, result: Result) -> None:
         self._line(elapsed, "final check → " if self._final else "saved → ", short_verdict(result))
 
+    def unreadable(self, elapsed: float, error: OSError) -> None:
+        self._line(elapsed, f"saved → could not read the file ({error.strerror or error}); waiting for the next save")
+
     def time_up(self, elapsed: float) -> None:
         self._line(elapsed, "time is up")
 
@@ -318,6 +327,10 @@ class LiveView:
         self.saves += 1
         self.status = Text.assemble(f"[{clock_text(elapsed)}] ", short_verdict(result))
         self.detail = diagnosis_text(result)
+        self._refresh()
+
+    def unreadable(self, elapsed: float, error: OSError) -> None:
+        self.status = Text(f"[{clock_text(elapsed)}] could not read the file ({error.strerror or error})", style="yellow")
         self._refresh()
 
     def time_up(self, elapsed: float) -> None:

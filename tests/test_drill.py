@@ -67,6 +67,9 @@ class RecordingView:
     def graded(self, elapsed, result):
         self.log.append(("graded", round(elapsed, 2), result.verdict.value))
 
+    def unreadable(self, elapsed, error):
+        self.log.append(("unreadable", round(elapsed, 2)))
+
     def time_up(self, elapsed):
         self.log.append(("time_up", elapsed))
 
@@ -176,6 +179,21 @@ def test_ctrl_c_before_the_watcher_is_ready_never_started():
     clock = FakeClock()
     ending = drill.run_loop(script(clock, (0, KeyboardInterrupt)), grade=FakeGrader(clock), view=RecordingView(), budget_s=60, clock=clock)
     assert ending.outcome == "abandoned" and ending.started is None and ending.result is None
+
+
+def test_a_file_missing_mid_save_is_skipped_until_the_next_save():
+    clock, view = FakeClock(), RecordingView()
+    outcomes = [FileNotFoundError(2, "No such file or directory"), result(Verdict.PASSED)]
+
+    def grade():
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    ending = drill.run_loop(script(clock, (0, T), (1, S), (1.1, S)), grade=grade, view=view, budget_s=60, clock=clock)
+    assert ending.outcome == "passed" and ending.grades == 1 and ending.elapsed_s == pytest.approx(1.1)
+    assert ("unreadable", 1.0) in view.log
 
 
 def test_internal_grader_failures_are_not_counted_as_mistakes():
