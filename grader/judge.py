@@ -107,10 +107,8 @@ class Judge:
         verdict = self._compare_all(configs)
         heatmap, shapes, row_sums = self._observed(configs[0])
         diagnoses: tuple[Diagnosis, ...] = ()
-        if verdict is not Verdict.PASSED and verdict is not Verdict.WRONG_SHAPE:
+        if verdict is not Verdict.PASSED:
             diagnoses = tuple(self._diagnose(configs))
-        elif verdict is Verdict.WRONG_SHAPE:
-            diagnoses = tuple(self._evidence_only(configs))
         output_diff = ""
         if self.failed_cases:
             c = self.failed_cases[0]

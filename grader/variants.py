@@ -28,7 +28,8 @@ MLA = (
     "mask_after_softmax", "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries",
     "causal_masks_diagonal", "causal_leaks_next", "causal_ignored", "rope_cos_sin_swapped",
     "rope_rotate_half", "rope_skipped", "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv",
-    "mla_split_order:q", "mla_split_order:kv_a", "mla_split_order:kv_b",
+    "mla_split_order:q", "mla_split_order:kv_a", "mla_split_order:kv_b", "split_heads_no_transpose",
+    "output_proj_skipped",
 )
 CAUSAL = (
     "missing_scale", "softmax_wrong_dim", "mask_after_softmax", "padding_mask_inverted",
@@ -160,16 +161,19 @@ def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-
         v, k_nope = kv.split([dv, nope], dim=-1)
     else:
         k_nope, v = kv.split([nope, dv], dim=-1)
-    q = torch.cat([q_nope, q_pe], dim=-1).transpose(1, 2)  # (B, H, T, nope+r)
-    k = torch.cat([k_nope, k_pe.expand(B, T, H, r)], dim=-1).transpose(1, 2)
-    v = v.transpose(1, 2)  # (B, H, T, dv)
+    q = torch.cat([q_nope, q_pe], dim=-1)  # (B, T, H, nope+r)
+    k = torch.cat([k_nope, k_pe.expand(B, T, H, r)], dim=-1)
+    if mistake == "split_heads_no_transpose":
+        q, k, v = (t.reshape(B, H, T, t.shape[-1]) for t in (q, k, v))
+    else:
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, ·)
     scale = {"missing_scale": 1.0, "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r))}.get(mistake, (nope + r) ** -0.5)
     out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, dv)
     if mistake == "merge_heads_no_transpose":
         out = out.reshape(B, T, H * dv)
     else:
         out = out.transpose(1, 2).reshape(B, T, H * dv)
-    return _linear(weights, "wo", out)
+    return out if mistake == "output_proj_skipped" else _linear(weights, "wo", out)
 
 
 def causal(q, k, v, attention_mask, mistake="", fill=float("-inf")):
