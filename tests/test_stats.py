@@ -139,3 +139,16 @@ def test_list_shows_record_and_best_drill_time(practised, tmp_path, monkeypatch)
 def test_reading_an_empty_history_creates_no_database(attnprep_home):
     assert run("stats").exit_code == 0 and run("list").exit_code == 0
     assert not (attnprep_home / "history.sqlite3").exists()
+
+
+def test_stats_and_list_do_not_import_torch(practised):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from typer.testing import CliRunner; from attnprep.cli import app\n"
+        "for args in (['stats'], ['stats', '--json'], ['list'], ['drill', '--help']):\n"
+        "    assert CliRunner().invoke(app, args).exit_code == 0, args\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
