@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -132,7 +131,7 @@ def new(
     try:
         written = workspace.write_stub(exercise, target, force=force)
     except workspace.WorkspaceError as exc:
-        usage_error(escape(str(exc)))
+        usage_error(str(exc))
     out = console()
     out.print(
         Text.assemble(
@@ -164,7 +163,7 @@ def solution(
     try:
         source = exercise.solution_path.read_text(encoding="utf-8")
     except OSError:
-        usage_error(escape(f"no reference solution for {exercise.id!r} is installed ({exercise.solution_path})"))
+        usage_error(f"no reference solution for {exercise.id!r} is installed ({exercise.solution_path})")
     if code:
         typer.echo(source, nl=False)
         return

@@ -14,7 +14,6 @@ from typing import Optional
 
 import typer
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -67,7 +66,7 @@ def drill(
     try:
         path = drills.new_drill_file(exercise, folder if folder is not None else Path.cwd())
     except OSError as exc:
-        usage_error(escape(f"cannot write the drill file: {exc}"))
+        usage_error(f"cannot write the drill file: {exc}")
 
     out = console()
     if reason is not None:
