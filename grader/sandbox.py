@@ -46,7 +46,7 @@ def _vm_size() -> int:
     return 0
 
 
-def _child(work: Callable[[], dict], write_fd: int, token: str) -> None:
+def _child(work: Callable[[], dict], write_fd: int, token: str, timeout: float) -> None:
     """Child side: limits, silence, do the work, send one framed JSON reply, exit hard."""
     code = 0
     try:
@@ -62,6 +62,8 @@ def _child(work: Callable[[], dict], write_fd: int, token: str) -> None:
         if vm:
             limit = vm + MEMORY_HEADROOM
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        cpu = int(timeout) + 2  # a backstop should the parent die before it kills us
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         try:
             data = work()
         except BaseException as exc:  # the worker reports attempt errors itself; this is ours
@@ -88,7 +90,7 @@ def run(work: Callable[[], dict], timeout: float) -> Outcome:
     pid = os.fork()
     if pid == 0:  # child
         os.close(read_fd)
-        _child(work, write_fd, token)
+        _child(work, write_fd, token, timeout)
     os.close(write_fd)
     chunks: list[bytes] = []
     deadline = start + timeout
@@ -106,6 +108,10 @@ def run(work: Callable[[], dict], timeout: float) -> Outcome:
             if not chunk:
                 break
             chunks.append(chunk)
+    except BaseException:  # Ctrl-C in a drill: the child is in its own session, end it too
+        _kill(pid)
+        os.waitpid(pid, 0)
+        raise
     finally:
         os.close(read_fd)
     if timed_out:
