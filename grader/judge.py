@@ -99,8 +99,7 @@ class Judge:
         notes = tuple(first.get("info", {}).get("notes", []))
         if reply.get("error"):
             e = reply["error"]
-            checks = [Check("contract", True, "")] if configs or e.get("config") else []
-            checks.append(Check("runs", False, e["message"]))
+            checks = [Check("runs", False, e["message"])]
             return Result(**base, verdict=Verdict.ERROR, checks=tuple(checks), error=ErrorInfo(e["kind"], e["message"], e.get("traceback", "")),
                           mapping=mapping, mapping_notes=notes)
         self.checks.append(Check("contract", True, "by name" if first.get("info", {}).get("by_name", True) else "mapped by shape"))
