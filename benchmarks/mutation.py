@@ -414,10 +414,12 @@ def _edits(node: ast.AST, scope: Scope | None, parent: ast.AST):
                 alts.append(value / 10)
         else:
             alts = [value + 1, value - 1]
+        kw = f"{parent.arg}=" if isinstance(parent, ast.keyword) else ""
         for alt in dict.fromkeys(alts):
-            yield "constant", f"{value!r} → {alt!r}", _lit(alt)
+            yield "constant", f"{kw}{value!r} → {kw}{alt!r}", _lit(alt)
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-        yield "constant", f"{node.value} → {not node.value}", ast.Constant(not node.value)
+        kw = f"{parent.arg}=" if isinstance(parent, ast.keyword) else ""
+        yield "constant", f"{kw}{node.value} → {kw}{not node.value}", ast.Constant(not node.value)
 
     # statements
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.Expr, ast.If, ast.Return)):
@@ -539,6 +541,7 @@ class Oracle:
         if self.exercise.contract.kind == "causal_functions":
             return {n: namespace[n] for n in self.exercise.contract.objects}
         module = namespace[d.object](*d.args(ci)).eval()
+        copied = set()
         with torch.no_grad():
             for role, tensors in d.role_weights(ci).items():
                 sub = module.get_submodule(role)
@@ -547,6 +550,12 @@ class Oracle:
                     if p.shape != t.shape:
                         raise ValueError(f"{role}.{key} has shape {tuple(p.shape)}, the contract {tuple(t.shape)}")
                     p.copy_(t)
+                    copied.add(f"{role}.{key}")
+            # SPEC §1: every other parameter gets seeded, non-zero values "so bias bugs show"
+            g = torch.Generator().manual_seed(4321)
+            for name, p in module.named_parameters():
+                if name not in copied:
+                    p.copy_(torch.rand(p.shape, generator=g) - 0.5)
         return module
 
     def compare(self, namespace: dict, configs) -> tuple[float, bool, str]:
@@ -713,7 +722,7 @@ def run(exercise_ids: list[str], limit: int | None = None, keep: Path | None = N
             if grade:
                 grade_all(mutants, folder)
             report["exercises"].append(summarise(ex_id, mutants))
-            report["mutants"] += [asdict(m) for m in mutants]
+            report["mutants"] += [{k: v for k, v in asdict(m).items() if k != "source"} for m in mutants]
     report["duration_s"] = round(time.perf_counter() - start, 1)
     return report
 
@@ -767,7 +776,7 @@ def details(report: dict) -> str:
             extra = m["blind_spot"] or m["internal"] or m["detail"]
             diags = f" [{', '.join(m['diagnoses'])}]" if m["diagnoses"] else ""
             out.append(f"  {i} (line {m['line']}, {m['op']}): {m['description']} → {m['verdict']}{diags}; {extra}")
-            out += ["    " + l for l in m["diff"].splitlines()[2:]]
+            out += ["    " + l for l in m["diff"].splitlines()[2:] if not l.startswith("@@")]
     return "\n".join(out)
 
 
