@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import time
+import tokenize
 from pathlib import Path
 
 from attnprep import exercises
@@ -41,7 +43,16 @@ def grade(path: Path, exercise_id: str | None, *, seed: int, device: str, timeou
     source = raw.decode("utf-8", errors="replace")
     exercise = exercise_of(path, source, exercise_id)
     try:
-        compile(raw, str(path), "exec", dont_inherit=True)
+        # Decode strictly first: compile() and importlib accept invalid UTF-8 inside a comment,
+        # `python file.py` does not.
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        text = raw.decode(encoding)
+        compile(text, str(path), "exec", dont_inherit=True)
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        message = f"SyntaxError: the file is not valid {encoding} (byte {exc.object[exc.start]:#x} at line {line})"
+        return Result(exercise.id, str(path), Verdict.SYNTAX, checks=(Check("syntax", False, message),),
+                      error=ErrorInfo("syntax", message), duration_s=time.perf_counter() - start)
     except (SyntaxError, ValueError) as exc:
         where = f" ({path.name}, line {exc.lineno})" if getattr(exc, "lineno", None) else ""
         message = f"{type(exc).__name__}: {getattr(exc, 'msg', None) or exc}{where}"

@@ -22,7 +22,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-MEMORY_HEADROOM = 2 << 30  # bytes of address space the child may add to what it inherits
+MEMORY_HEADROOM = 1 << 30  # bytes of address space the child may add to what it inherits
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,15 @@ def _child(work: Callable[[], dict], write_fd: int, token: str, timeout: float) 
             os.dup2(devnull, fd)
         # Move the reply pipe to a high descriptor the attempt is unlikely to poke at.
         high = os.dup2(write_fd, 1000 + secrets.randbelow(500))
-        os.close(write_fd)
+        # Close everything else the parent had open (a drill's watcher, the history database,
+        # whatever stdout of `check --json` is): the attempt may only write to /dev/null.
+        os.closerange(3, high)
+        os.closerange(high + 1, 1 << 16)
         write_fd = high
+        # Python-level streams may be wrappers of other descriptors (pytest's capture): rebind.
+        sys.stdin = sys.__stdin__ = open(0, closefd=False)
+        sys.stdout = sys.__stdout__ = open(1, "w", closefd=False, encoding="utf-8", errors="replace")
+        sys.stderr = sys.__stderr__ = open(2, "w", closefd=False, encoding="utf-8", errors="replace")
         vm = _vm_size()
         if vm:
             limit = vm + MEMORY_HEADROOM

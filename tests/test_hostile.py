@@ -1,0 +1,53 @@
+"""Hostile attempts (SPEC §5): each ends in its verdict, the grader never hangs, crashes or passes
+what it should not. tests/corpus/hostile/EXPECT.toml says what each file must get."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from attnprep.grader import grade
+
+HOSTILE = Path(__file__).parent / "corpus" / "hostile"
+EXPECT = tomllib.loads((HOSTILE / "EXPECT.toml").read_text(encoding="utf-8")) if (HOSTILE / "EXPECT.toml").exists() else {}
+TIMEOUT = 3.0
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_hostile_attempt(name):
+    spec = EXPECT[name]
+    start = time.monotonic()
+    result = grade(HOSTILE / name, spec.get("exercise", "mha"), timeout=TIMEOUT)
+    elapsed = time.monotonic() - start
+    assert not result.internal, result.error
+    assert result.verdict.value == spec["expect"], (result.verdict, result.checks, result.error)
+    assert elapsed < TIMEOUT + 5, "the grader must end a runaway attempt within its time limit"
+    if spec["expect"] != "passed":
+        assert not result.passed
+    if spec.get("detail_contains"):
+        text = " ".join([c.detail for c in result.checks] + ([result.error.message] if result.error else []))
+        assert spec["detail_contains"] in text
+
+
+def test_every_hostile_file_has_an_expectation():
+    files = {p.name for p in HOSTILE.iterdir() if p.is_file() and p.name != "EXPECT.toml" and not p.name.startswith(".")}
+    assert files, "no hostile corpus"
+    assert files == set(EXPECT)
+
+
+def test_json_stays_clean_when_the_attempt_prints(tmp_path):
+    """`check --json` in a real process: stdout is one JSON document whatever the attempt prints."""
+    target = HOSTILE / "prints_megabytes.py"
+    env = dict(os.environ, ATTNPREP_HOME=str(tmp_path / "home"))
+    proc = subprocess.run([sys.executable, "-m", "attnprep", "check", str(target), "-e", "mha", "--json"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    doc = json.loads(proc.stdout)
+    assert doc["results"][0]["verdict"] == "passed"
+    assert proc.returncode == 0
