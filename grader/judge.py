@@ -196,7 +196,7 @@ class Judge:
             add(Check(name, not problems, f"{bad} ({problems[0]})" if problems else good))
         add(Check("gradients", not grads_missing, f"no gradient reaches {', '.join(sorted(set(grads_missing)))}" if grads_missing else "every parameter receives a gradient"))
         if meta_fail:
-            add(Check("device", False, f"would fail on a GPU: {meta_fail[0]} — create tensors with device=x.device"))
+            add(Check("device", False, f"would fail on a GPU: {meta_fail[0]}"))
         elif meta_skip:
             add(Check("device", None, f"device placement not checked: {meta_skip[0]}"))
         elif configs and "device" in configs[0]:
@@ -364,6 +364,9 @@ class Judge:
             if eval_failed:
                 bits.append("two eval() runs gave different outputs")
             found.append(self._diagnosis("dropout_in_eval", "; ".join(bits)))
+        device = next((c for c in self.checks if c.name == "device" and c.passed is False), None)
+        if device is not None and "tensor_without_device" in ids:
+            found.append(self._diagnosis("tensor_without_device", device.detail))
         extra = getattr(self.driver, "extra_diagnoses", None)
         if extra is not None and configs and "extra" in configs[0]:
             for mistake_id, evidence in extra(configs[0]["extra"]):

@@ -143,6 +143,7 @@ class DeviceTracker(TorchFunctionMode):
         self.keep = list(device_tensors)
         self.on_device = {id(t) for t in self.keep}
         self.attempt_file = attempt_file
+        self.origin: dict[int, str] = {}  # id of a CPU-only tensor -> where the attempt made it
         self.problem: str | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -152,7 +153,9 @@ class DeviceTracker(TorchFunctionMode):
         on_device = [t for t in tensors if id(t) in self.on_device]
         stray = [t for t in tensors if id(t) not in self.on_device and t.dim() > 0]
         if on_device and stray and name not in _NO_MIX and self.problem is None:
-            self.problem = f"{name}() mixes a tensor on the input's device with one created on the CPU{self._where()}"
+            origin = next((self.origin[id(t)] for t in stray if id(t) in self.origin), "")
+            made = f"the tensor made at {origin} is on the CPU" if origin else "a tensor made without a device is on the CPU"
+            self.problem = f"{made}, and {name}() mixes it with the input's device at {self._where() or 'a line of yours'}"
         out = func(*args, **kwargs)
         explicit = kwargs.get("device") is not None
         moved = name in _MOVES and (explicit or any(isinstance(a, (torch.device, str)) for a in args[1:]) or len(on_device) > 0)
@@ -160,15 +163,21 @@ class DeviceTracker(TorchFunctionMode):
             for t in _tensors(out):
                 self.on_device.add(id(t))
                 self.keep.append(t)
+        else:
+            where = self._where()
+            for t in _tensors(out):
+                self.origin.setdefault(id(t), self.origin.get(id(stray[0]), where) if stray else where)
+                self.keep.append(t)
         return out
 
     def _where(self) -> str:
+        """``line N (`code`)`` of the innermost frame in the attempt's file, or ""."""
         frame = sys._getframe(2)
         while frame is not None:
             if frame.f_code.co_filename == self.attempt_file:
                 import linecache
 
                 line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-                return f" (line {frame.f_lineno}: {line})"
+                return f"line {frame.f_lineno} (`{line}`)"
             frame = frame.f_back
         return ""

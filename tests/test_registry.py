@@ -128,6 +128,7 @@ MISTAKE_APPLIES = {
     "rope_skipped": lambda ex: ex.id == "mla",
     "rope_cos_sin_swapped": lambda ex: ex.id == "mla",
     "rope_rotate_half": lambda ex: ex.id == "mla",
+    "tensor_without_device": lambda ex: True,
     "used_builtin": lambda ex: True,
 }
 
