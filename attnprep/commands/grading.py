@@ -101,6 +101,10 @@ def check(
     files = resolve_targets(list(targets or []), Path.cwd())
     plan = [(path, _exercise_for(path, exercise_id)) for path in files]
     if device == "cuda":
+        import os
+
+        # NVML-based check: asking the driver here would make CUDA unusable in forked children.
+        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         import torch
 
         if not torch.cuda.is_available():
