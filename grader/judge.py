@@ -252,6 +252,7 @@ class Judge:
         with observer, torch.no_grad():
             ref_out = self.driver.reference(0, set(data.get("info", {}).get("zero_bias", [])))(case)
         ref = observer.obs
+        self._ref_scores = ref.scores
         sample = 1 if B > 1 else 0
         allowed = torch.ones(T, T, dtype=torch.bool)
         if case.is_causal:
@@ -346,10 +347,29 @@ class Judge:
         if mistake_id == "softmax_wrong_dim" and obs.get("softmax_dims"):
             dim, ndim = obs["softmax_dims"][0]
             text += f"; softmax(dim={dim}) observed on a {ndim}-d score tensor"
+        if mistake_id in ("missing_scale", "scale_d_model", "mla_scale_sum_sqrt"):
+            ratio = self._score_ratio(obs)
+            if ratio is not None:
+                text += f"; your scores are {ratio:.3g}× the reference's before the softmax"
         sums = self._row_sums(configs[0]) if configs else None
         if sums and mistake_id in ("softmax_wrong_dim", "mask_after_softmax"):
             text += f"; attention rows sum to {sums[0]:.3g}..{sums[1]:.3g}"
         return text
+
+    def _score_ratio(self, obs: dict) -> float | None:
+        """Median ratio of the attempt's softmax input to the reference's, where both are real."""
+        ref = getattr(self, "_ref_scores", None)
+        if ref is None or not obs.get("scores"):
+            return None
+        got = torch.tensor(obs["scores"], dtype=torch.float64)
+        ref = ref.double()
+        if got.numel() != ref.numel():
+            return None
+        got = got.reshape(ref.shape)
+        usable = torch.isfinite(got) & torch.isfinite(ref) & (ref.abs() > 1e-3) & (got.abs() < 1e8)
+        if not usable.any():
+            return None
+        return float((got[usable] / ref[usable]).median())
 
     def _evidence_only(self, configs: list[dict]) -> list[Diagnosis]:
         """Mistakes named from what was observed, without an output variant."""
