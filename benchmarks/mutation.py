@@ -484,6 +484,8 @@ def generate(exercise_id: str, source: str) -> list[Mutant]:
     mutants: list[Mutant] = []
     for node, parent, fld, idx, scope in list(_walk(tree)):
         for op, description, new in _edits(node, scope, parent):
+            if isinstance(parent, ast.arguments):  # a default value: say whose
+                description = f"default of {parent.args[len(parent.args) - len(parent.defaults) + idx].arg}: {description}"
             original = getattr(parent, fld)
             if idx is None:
                 setattr(parent, fld, new)
@@ -753,6 +755,25 @@ def table(report: dict) -> str:
     return "\n".join(out)
 
 
+def families(report: dict) -> str:
+    """Mutants by mutation family over all exercises: how each kind of change ended."""
+    rows = {}
+    for m in report["mutants"]:
+        r = rows.setdefault(m["op"], Counter())
+        r["mutants"] += 1
+        r[m["status"]] += 1
+        if m["status"] == "output-changing" and m["passed"] is False and not m["internal"]:
+            r["killed"] += 1
+            r["named"] += bool(m["diagnoses"])
+    head = ("family", "mutants", "equivalent", "crashing", "within tol.", "output-changing", "killed", "named")
+    keys = ("mutants", "equivalent", "crashing", "within tolerance", "output-changing", "killed", "named")
+    body = [(op, *(r[k] for k in keys)) for op, r in sorted(rows.items(), key=lambda kv: -kv[1]["mutants"])]
+    widths = [max(len(str(x[i])) for x in body + [head]) for i in range(len(head))]
+    fmt = lambda r: "| " + " | ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths))) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"
+    return "\n".join([fmt(head), sep] + [fmt(r) for r in body])
+
+
 def details(report: dict) -> str:
     by_id = {m["id"]: m for m in report["mutants"]}
     out = []
@@ -798,6 +819,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=1))
     else:
         print(table(report))
+        print()
+        print(families(report))
         print()
         print(details(report))
         print(f"\n{sum(s['mutants'] for s in report['exercises'])} mutants in {report['duration_s']} s")
