@@ -355,7 +355,7 @@ def _edits(node: ast.AST, scope: Scope | None, parent: ast.AST):
 
     elif isinstance(node, ast.BinOp):
         L, R = node.left, node.right
-        scaley = lambda n: isinstance(n, ast.Call) and _fname(n) in SQRT or "scale" in _text(n)  # noqa: E731
+        scaley = lambda n: isinstance(n, ast.Call) and _fname(n) in SQRT or "scale" in _text(n)
         if isinstance(node.op, ast.Div) and scaley(R):
             yield "scale", f"drop `/ {_text(R)}`", C(L)
             yield "scale", f"`/ {_text(R)}` → `* {_text(R)}`", ast.BinOp(C(L), ast.Mult(), C(R))
@@ -517,10 +517,11 @@ class Oracle:
 
     def __init__(self, exercise, seed: int = 0, probes: bool = False):
         import torch
-
+        from attnprep.grader import judge
         from attnprep.grader.drivers import driver_for
 
         self.torch = torch
+        self.rtol, self.atol = judge.RTOL, judge.ATOL  # the grader's tolerance
         self.exercise = exercise
         self.driver = driver_for(exercise, seed)
         self.graded = len(self.driver.configs)
@@ -583,7 +584,7 @@ class Oracle:
                 if torch.isclose(g, w, rtol=0.0, atol=EQUIV_ATOL, equal_nan=True).all():
                     continue
                 err = (g - w).abs().nan_to_num(nan=float("inf")).max().item()
-                outside = not bool(torch.isclose(g, w, rtol=RTOL, atol=ATOL).all())  # the grader's measure
+                outside = not bool(torch.isclose(g, w, rtol=self.rtol, atol=self.atol).all())
                 if (outside and not beyond) or (outside == beyond and err > worst):
                     where_worst = label
                 worst, beyond = max(worst, err), beyond or outside
@@ -601,22 +602,15 @@ def _first(out):
     return out[0] if isinstance(out, tuple) and out else out
 
 
-RTOL = ATOL = None  # set from the grader's judge on first use
-
-
 def _load(source: str, name: str, filename: str) -> dict:
     namespace = {"__name__": name, "__file__": filename}
-    exec(compile(source, filename, "exec"), namespace)  # our own mutated reference, not user code
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 — our own mutated reference, not user code
     return namespace
 
 
-def evaluate(mutant: Mutant, oracle: Oracle, probe: Oracle | None = None) -> None:
-    """Set ``mutant.status``: crashing, equivalent, within tolerance or output-changing."""
-    global RTOL, ATOL
-    if RTOL is None:
-        from attnprep.grader import judge
-
-        RTOL, ATOL = judge.RTOL, judge.ATOL
+def evaluate(mutant: Mutant, oracle: Oracle, probe: dict[str, Oracle] | None = None) -> None:
+    """Set ``mutant.status``: crashing, equivalent, within tolerance or output-changing. ``probe``
+    ({"seed": …, "config": …}) re-checks an equivalent mutant for blind spots."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -705,8 +699,9 @@ def sample(items: list, limit: int | None) -> list:
 
 
 def run(exercise_ids: list[str], limit: int | None = None, keep: Path | None = None, grade: bool = True) -> dict:
-    from attnprep import exercises
     from attnprep.grader import warm_up
+
+    from attnprep import exercises
 
     warm_up()
     start = time.perf_counter()
@@ -749,7 +744,7 @@ def table(report: dict) -> str:
         rows.append(("total", total["mutants"], total["equivalent"], total["crashing"], total["within_tolerance"],
                      total["output_changing"], total["killed"], rate, f"{total['named']}/{total['killed']}"))
     widths = [max(len(str(r[i])) for r in rows + [COLUMNS]) for i in range(len(COLUMNS))]
-    line = lambda r: "| " + " | ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths))) + " |"  # noqa: E731
+    line = lambda r: "| " + " | ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths))) + " |"
     out = [line(COLUMNS), "|" + "|".join(("-" * (w + 1)).ljust(w + 2, "-") if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"]
     out += [line(r) for r in rows]
     return "\n".join(out)
@@ -769,7 +764,7 @@ def families(report: dict) -> str:
     keys = ("mutants", "equivalent", "crashing", "within tolerance", "output-changing", "killed", "named")
     body = [(op, *(r[k] for k in keys)) for op, r in sorted(rows.items(), key=lambda kv: -kv[1]["mutants"])]
     widths = [max(len(str(x[i])) for x in body + [head]) for i in range(len(head))]
-    fmt = lambda r: "| " + " | ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths))) + " |"  # noqa: E731
+    fmt = lambda r: "| " + " | ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths))) + " |"
     sep = "|" + "|".join("-" * (w + 2) if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"
     return "\n".join([fmt(head), sep] + [fmt(r) for r in body])
 
@@ -813,7 +808,10 @@ def main(argv: list[str] | None = None) -> int:
 
     ids = args.exercise or list(exercises.registry())
     for i in ids:
-        exercises.get(i)  # unknown id: a usage error before any work
+        try:
+            exercises.get(i)
+        except exercises.UnknownExercise as exc:  # a usage error, before any work
+            parser.error(str(exc))
     report = run(ids, args.limit, args.keep)
     if args.json:
         print(json.dumps(report, indent=1))

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from attnprep import exercises
 from attnprep.grader import grade
 from attnprep.grader.result import Verdict
+
+from attnprep import exercises
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("attnprep_bench_mutation", ROOT / "benchmarks" / "mutation.py")
@@ -46,7 +46,7 @@ KNOWN_BLIND_SPOTS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def evaluated(exercise_id: str) -> tuple:
     """Every mutant of the exercise, classified in-process (seed 0, plus seed 1 and a probe config
     for the equivalent ones)."""
