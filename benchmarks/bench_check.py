@@ -1,0 +1,262 @@
+"""What one `attnprep check` costs, relative to a bare `python -c "import torch"` (issue 3: ≤ 1.5×).
+
+Every figure is a ratio to a baseline measured in the same run: the baseline and the subject run
+alternately (baseline, subject, baseline, subject …) in fresh interpreters, so a background load
+hits both alike, and the medians are compared. Each command runs once untimed first (file cache,
+bytecode) and that run's ``--json`` is checked, so a fast crash can never pass for a fast check.
+
+Rows (``measure_*`` return one plain dict each; ``benchmarks/run.py`` prints them as a table):
+
+- ``check``: a correct MHA (``solutions/mha.py`` copied as ``mha.py``) vs bare ``import torch``;
+- ``check-fail``: a failing GQA attempt (``tests/corpus/gqa/gqa_heads_tiled.py`` as ``gqa.py``):
+  the same plus variant search and diagnosis;
+- ``check-all``: the six reference solutions as ``<id>.py`` in one folder, one ``attnprep check``;
+- ``memory``: peak RSS of one correct check (the attnprep process and its forked grading child,
+  read with ``getrusage``) vs the peak RSS of bare ``import torch``.
+
+    python benchmarks/bench_check.py [--repeat 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISE_IDS = ("causal", "mha", "mha_fused", "mqa", "gqa", "mla")
+CHECK_TARGET = 1.5  # issue 3 / issue 5: one check ≤ 1.5× bare `import torch`
+TORCH = [sys.executable, "-c", "import torch"]
+
+# Runs attnprep's entry point in this very interpreter (what the console script does), then writes
+# the process's own peak RSS and its reaped children's (the forked grading child) to a file.
+_RUSAGE_WRAPPER = """\
+import json, os, resource, sys
+sys.argv[0] = "attnprep"
+from attnprep.cli import main
+try:
+    main()
+finally:
+    with open(os.environ["ATTNPREP_BENCH_RUSAGE"], "w") as f:
+        json.dump({"self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                   "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}, f)
+"""
+
+
+def attnprep_command() -> list[str]:
+    """The installed console script next to this interpreter (no pyenv shim in between), else
+    ``python -m attnprep``."""
+    script = Path(sys.executable).parent / "attnprep"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-m", "attnprep"]
+
+
+def _mib(maxrss: int) -> float:
+    """ru_maxrss in MiB (Linux reports KiB, macOS bytes)."""
+    return maxrss / (1 << 20) if sys.platform == "darwin" else maxrss / 1024
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    peak_mib: float  # max RSS over the process and every descendant it reaped (wait4)
+    code: int
+
+
+def run_once(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None, ok: tuple[int, ...] = (0,)) -> Run:
+    """Wall time and peak RSS of one command in a fresh process; stdout is discarded."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code not in ok:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{' '.join(cmd)} exited with {code} (expected {ok}): {tail}")
+    return Run(seconds, _mib(usage.ru_maxrss), code)
+
+
+def interleaved(baseline: Callable[[], Run], subject: Callable[[], Run], repeat: int) -> tuple[list[Run], list[Run]]:
+    """baseline, subject, baseline, subject … ``repeat`` times each."""
+    base: list[Run] = []
+    subj: list[Run] = []
+    for _ in range(repeat):
+        base.append(baseline())
+        subj.append(subject())
+    return base, subj
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def timing_row(name: str, what: str, baseline_name: str, base: list[Run], subj: list[Run], target: float | None, **extra) -> dict:
+    """One table row from interleaved runs: medians, their ratio, the target and every sample."""
+    b = median([r.seconds for r in base])
+    s = median([r.seconds for r in subj])
+    ratio = s / b
+    return {
+        "name": name,
+        "what": what,
+        "unit": "s",
+        "subject_median": round(s, 3),
+        "baseline": baseline_name,
+        "baseline_median": round(b, 3),
+        "ratio": round(ratio, 3),
+        "target": target,
+        "target_kind": "ratio" if target is not None else "info",
+        "ok": (ratio <= target) if target is not None else None,
+        "runs": len(subj),
+        "samples": {"subject": [round(r.seconds, 3) for r in subj], "baseline": [round(r.seconds, 3) for r in base]},
+        "peak_rss_mib": {"subject": round(median([r.peak_mib for r in subj]), 1),
+                         "baseline": round(median([r.peak_mib for r in base]), 1)},
+        **extra,
+    }
+
+
+class Workspace:
+    """Temporary folders: a user data home and one folder of attempts per scenario."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="attnprep-bench-")
+        self.root = Path(self._tmp.name)
+        home = self.root / "home"
+        home.mkdir()
+        self.env = {**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "100"}
+
+    def folder(self, name: str, files: dict[str, Path]) -> Path:
+        """A folder holding ``files`` (name in the folder → source file)."""
+        where = self.root / name
+        where.mkdir()
+        for target, source in files.items():
+            shutil.copyfile(source, where / target)
+        return where
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _verdicts(cmd: list[str], cwd: Path, env: dict) -> list[dict]:
+    """Run ``check --json`` once (untimed) and return exercise, verdict and diagnosis ids per file."""
+    proc = subprocess.run([*cmd, "--json"], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"attnprep check failed to run (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    doc = json.loads(proc.stdout)
+    return [{"exercise": r["exercise"], "verdict": r["verdict"], "diagnoses": [d["id"] for d in r.get("diagnoses", [])]}
+            for r in doc["results"]]
+
+
+def _check_row(ws: Workspace, name: str, what: str, files: dict[str, Path], args: list[str], expect_pass: bool,
+               target: float | None, repeat: int) -> dict:
+    folder = ws.folder(name, files)
+    cmd = [*attnprep_command(), "check", *args]
+    graded = _verdicts(cmd, folder, ws.env)  # also the untimed warm-up
+    if len(graded) != len(files) or any((g["verdict"] == "passed") != expect_pass for g in graded):
+        raise RuntimeError(f"{name}: unexpected verdicts {graded}")
+    code = 0 if expect_pass else 1
+    run_once(TORCH)  # warm-up of the baseline
+    base, subj = interleaved(lambda: run_once(TORCH),
+                             lambda: run_once(cmd, cwd=folder, env=ws.env, ok=(code,)), repeat)
+    return timing_row(name, what, "python -c 'import torch'", base, subj, target,
+                      command=" ".join(["attnprep", "check", *args]), graded=graded)
+
+
+def measure_check(ws: Workspace, repeat: int) -> dict:
+    return _check_row(ws, "check", "one `attnprep check` of a correct MHA (solutions/mha.py as mha.py)",
+                      {"mha.py": ROOT / "solutions" / "mha.py"}, ["mha"], True, CHECK_TARGET, repeat)
+
+
+def measure_check_fail(ws: Workspace, repeat: int) -> dict:
+    return _check_row(ws, "check-fail", "one `attnprep check` of a failing GQA (tests/corpus/gqa/gqa_heads_tiled.py as gqa.py): diagnosis included",
+                      {"gqa.py": ROOT / "tests" / "corpus" / "gqa" / "gqa_heads_tiled.py"}, ["gqa"], False, CHECK_TARGET, repeat)
+
+
+def measure_check_all(ws: Workspace, repeat: int) -> dict:
+    files = {f"{e}.py": ROOT / "solutions" / f"{e}.py" for e in EXERCISE_IDS}
+    return _check_row(ws, "check-all", "one `attnprep check` of the six reference solutions as <id>.py in one folder",
+                      files, [], True, None, repeat)
+
+
+def measure_memory(ws: Workspace, repeat: int) -> dict:
+    """Peak RSS of one correct MHA check: the attnprep process, its grading child, and the larger
+    of the two (the process tree's peak) against bare ``import torch``'s peak RSS."""
+    folder = ws.folder("memory", {"mha.py": ROOT / "solutions" / "mha.py"})
+    out = ws.root / "rusage.json"
+    env = {**ws.env, "ATTNPREP_BENCH_RUSAGE": str(out)}
+    cmd = [sys.executable, "-c", _RUSAGE_WRAPPER, "check", "mha"]
+    parts: list[dict] = []
+
+    def subject() -> Run:
+        run = run_once(cmd, cwd=folder, env=env)
+        parts.append(json.loads(out.read_text()))
+        return run
+
+    subject()  # warm-up
+    parts.clear()
+    base, subj = interleaved(lambda: run_once(TORCH), subject, repeat)
+    b = median([r.peak_mib for r in base])
+    s = median([r.peak_mib for r in subj])
+    return {
+        "name": "memory",
+        "what": "peak RSS of one correct MHA check (max of the attnprep process and its grading child) vs bare `import torch`",
+        "unit": "MiB",
+        "subject_median": round(s, 1),
+        "baseline": "python -c 'import torch'",
+        "baseline_median": round(b, 1),
+        "ratio": round(s / b, 3),
+        "target": None,
+        "target_kind": "info",
+        "ok": None,
+        "runs": len(subj),
+        "samples": {"subject": [round(r.peak_mib, 1) for r in subj], "baseline": [round(r.peak_mib, 1) for r in base]},
+        "attnprep_process_mib": round(median([_mib(p["self"]) for p in parts]), 1),
+        "grading_child_mib": round(median([_mib(p["children"]) for p in parts]), 1),
+    }
+
+
+MEASURES: dict[str, Callable[[Workspace, int], dict]] = {
+    "check": measure_check,
+    "check-fail": measure_check_fail,
+    "check-all": measure_check_all,
+    "memory": measure_memory,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each command (default 5)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args(argv)
+    with Workspace() as ws:
+        rows = [measure(ws, args.repeat) for measure in MEASURES.values()]
+    if args.json:
+        print(json.dumps({"rows": rows}, indent=2, ensure_ascii=False))
+    else:
+        for row in rows:
+            target = f"≤ {row['target']}×" if row["target"] is not None else "info"
+            print(f"{row['name']:11s} {row['subject_median']:8.3f} {row['unit']:3s} vs {row['baseline_median']:8.3f}  "
+                  f"{row['ratio']:.2f}×  ({target})")
+    return 0 if all(row["ok"] is not False for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""Smoke tests of `python benchmarks/run.py`: it runs and its --json has the documented shape.
+
+These assert nothing about speed (the figures belong to benchmarks/README.md, not to a timed
+test on a shared machine); they keep the one benchmark command from rotting.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "benchmarks" / "run.py"
+ROWS = ["list", "check", "check-fail", "check-all", "drill", "memory", "compare"]
+ROW_KEYS = {"name", "what", "unit", "subject_median", "baseline", "baseline_median", "ratio",
+            "target", "target_kind", "ok", "runs", "samples"}
+
+
+def bench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def assert_row(row: dict, name: str) -> None:
+    assert ROW_KEYS <= row.keys(), f"{name}: missing {ROW_KEYS - row.keys()}"
+    assert row["name"] == name
+    assert row["subject_median"] > 0
+    assert row["target_kind"] in ("ratio", "seconds", "info")
+    if row["target_kind"] == "ratio":
+        assert row["ratio"] > 0 and row["baseline_median"] > 0
+        assert row["ok"] == (row["ratio"] <= row["target"])
+    elif row["target_kind"] == "seconds":
+        assert row["ok"] == (row["subject_median"] <= row["target"])
+    else:
+        assert row["target"] is None and row["ok"] is None
+
+
+def test_list_row_json_has_the_documented_keys():
+    proc = bench("--repeat", "1", "--json", "--only", "list")
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["version"] == 1 and doc["repeat"] == 1
+    assert {"date", "cpus", "python", "torch", "attnprep_command"} <= doc["machine"].keys()
+    assert [row["name"] for row in doc["rows"]] == ["list"]
+    row = doc["rows"][0]
+    assert_row(row, "list")
+    assert row["target"] == 1.6 and row["runs"] == 1
+    assert len(row["samples"]["subject"]) == len(row["samples"]["baseline"]) == 1
+    assert proc.returncode == (0 if row["ok"] else 1)
+
+
+def test_table_has_a_line_per_row():
+    proc = bench("--repeat", "1", "--only", "list")
+    assert proc.returncode in (0, 1), proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("| name") and "ratio" in line and "target" in line for line in lines)
+    list_line = next(line for line in lines if line.startswith("| list "))
+    assert "≤ 1.6×" in list_line and ("yes" in list_line or "NO" in list_line)
+    assert "torch" in lines[1] and "Python" in lines[1]
+
+
+def test_unknown_row_is_a_usage_error():
+    proc = bench("--only", "nope")
+    assert proc.returncode == 2
+    assert "unknown row nope" in proc.stderr
+
+
+@pytest.mark.slow
+def test_every_row_runs_once():
+    proc = bench("--repeat", "1", "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    rows = {row["name"]: row for row in json.loads(proc.stdout)["rows"]}
+    assert list(rows) == ROWS
+    for name, row in rows.items():
+        assert_row(row, name)
+    assert all(g["verdict"] == "passed" for g in rows["check"]["graded"])
+    assert rows["check-fail"]["graded"][0]["diagnoses"] == ["gqa_heads_tiled"]
+    assert [g["exercise"] for g in rows["check-all"]["graded"]] == ["causal", "mha", "mha_fused", "mqa", "gqa", "mla"]
+    assert rows["drill"]["p90"] >= rows["drill"]["subject_median"] > 0
+    assert rows["memory"]["attnprep_process_mib"] > 0 and rows["memory"]["grading_child_mib"] > 0
