@@ -130,6 +130,11 @@ class AttentionModuleDriver:
                 if matches(got, want):
                     chosen = mapping
                     break
+        extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]
+        if extra:
+            r = extra[0]
+            p = next(p for p in self.exercise.contract.params if p.name == r.name)
+            raise ContractError(f"{chosen.layers[r.name]} has a bias, but the contract's {r.name} is {p.describe()}: pass bias=False")
         W.load(module, chosen, weights)
         notes = list(chosen.notes) + [f"{p} has no role in the contract: given seeded values" for p in stray]
         if not chosen.by_name:

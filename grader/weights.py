@@ -93,6 +93,10 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     return layers, stray
 
 
+def layer_named(layers: list[Layer], name: str) -> Layer:
+    return next(l for l in layers if l.name == name)
+
+
 def _key(name: str) -> str:
     """A role-ish key of a layer name: 'self.wq' -> 'q', 'query' -> 'q', 'out_proj' -> 'o'."""
     last = name.split(".")[-1].lower()
@@ -150,8 +154,6 @@ def _finish(roles: list[Role], by_name: dict[str, Layer], chosen: dict[str, str]
         if role.bias is not None and layer.bias is None:
             mapping.zero_bias.add(role.name)
             mapping.notes.append(f"{layer.name} has no bias where the contract's {role.name} has one: graded with a zero bias")
-        elif role.bias is None and layer.bias is not None:
-            mapping.notes.append(f"{layer.name} has a bias the contract's {role.name} does not: set to zero")
     return mapping
 
 
@@ -165,8 +167,8 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
         sub.weight.copy_(weights[role]["weight"])
         used.add(f"{layer_name}.weight".lstrip("."))
         bias = getattr(sub, "bias", None)
-        if isinstance(bias, torch.nn.Parameter):
-            bias.copy_(weights[role].get("bias", torch.zeros_like(bias)))
+        if isinstance(bias, torch.nn.Parameter) and "bias" in weights[role]:
+            bias.copy_(weights[role]["bias"])
             used.add(f"{layer_name}.bias".lstrip("."))
     g = torch.Generator().manual_seed(12345)
     for name, p in module.named_parameters():
