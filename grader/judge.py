@@ -337,17 +337,19 @@ class Judge:
         for d in self._evidence_only(configs):
             if d.id not in seen:
                 found.append(d)
-        return found
+        made = {d.id for d in found}
+        return [d for d in found if variants.SUPERSEDED_BY.get(d.id) not in made]
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[dict]) -> str:
         text = "outputs match the reference with exactly this mistake"
-        if ":" in knob:
-            text += f" ({knob.split(':')[1]} only)"
+        if variants.note(knob):
+            text += f" ({variants.note(knob)})"
         obs = (configs[0].get("observed") or {}) if configs else {}
         if mistake_id == "softmax_wrong_dim" and obs.get("softmax_dims"):
             dim, ndim = obs["softmax_dims"][0]
             text += f"; softmax(dim={dim}) observed on a {ndim}-d score tensor"
-        if mistake_id in ("missing_scale", "scale_d_model", "mla_scale_sum_sqrt"):
+        if mistake_id in ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
+                          "mla_scale_partial"):
             ratio = self._score_ratio(obs)
             if ratio is not None:
                 text += f"; your scores are {ratio:.3g}× the reference's before the softmax"

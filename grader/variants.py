@@ -6,6 +6,9 @@ an attempt with exactly that bug computes. The diagnosis keeps the knobs whose o
 reproduces. A knob may carry a sub-variant after a colon (``mla_norm_skipped:kv``); the part before
 the colon is the mistake id. Masks can be filled with ``-inf`` or a large negative: both are tried,
 since they differ on fully masked rows, which several mistakes create.
+
+Where the references fill two masks one after the other (the modules: padding first, then causal),
+the sub-variants that touch one of them follow that order: the later fill wins where both mask.
 """
 
 from __future__ import annotations
@@ -17,25 +20,48 @@ import torch.nn.functional as F
 
 FILLS = (float("-inf"), -1e9)
 
+_MASKING = (
+    "mask_after_softmax", "mask_fill_zero", "mask_fill_zero:padding", "mask_fill_zero:causal",
+    "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries", "causal_masks_diagonal",
+    "causal_leaks_next", "causal_inverted", "causal_inverted:strict", "causal_ignored",
+)
 MHA_FAMILY = (
-    "missing_scale", "scale_d_model", "softmax_wrong_dim", "split_heads_no_transpose",
-    "merge_heads_no_transpose", "mask_after_softmax", "padding_mask_inverted", "padding_mask_ignored",
-    "padding_mask_on_queries", "causal_masks_diagonal", "causal_leaks_next", "causal_ignored",
+    "missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "softmax_wrong_dim",
+    "split_heads_no_transpose", "merge_heads_no_transpose", *_MASKING, "causal_flag_inverted",
     "output_proj_skipped", "fused_qkv_layout", "gqa_heads_tiled",
 )
 MLA = (
-    "missing_scale", "mla_scale_sum_sqrt", "softmax_wrong_dim", "merge_heads_no_transpose",
-    "mask_after_softmax", "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries",
-    "causal_masks_diagonal", "causal_leaks_next", "causal_ignored", "rope_cos_sin_swapped",
-    "rope_rotate_half", "rope_skipped", "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv",
-    "mla_split_order:q", "mla_split_order:kv_a", "mla_split_order:kv_b", "split_heads_no_transpose",
-    "output_proj_skipped",
+    "missing_scale", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt", "mla_scale_partial:nope",
+    "mla_scale_partial:rope", "mla_scale_partial:v", "softmax_wrong_dim", "merge_heads_no_transpose",
+    *_MASKING, "causal_flag_inverted", "rope_cos_sin_swapped", "rope_rotate_half", "rope_skipped",
+    "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv", "mla_split_order:q",
+    "mla_split_order:kv_a", "mla_split_order:kv_b", "split_heads_no_transpose", "output_proj_skipped",
 )
+# causal_attention fills one combined mask: filling where it is True inverts the padding with it.
 CAUSAL = (
-    "missing_scale", "softmax_wrong_dim", "mask_after_softmax", "padding_mask_inverted",
-    "padding_mask_ignored", "padding_mask_on_queries", "causal_masks_diagonal", "causal_leaks_next",
-    "causal_ignored",
+    "missing_scale", "scale_inverted", "scale_by_dim", "softmax_wrong_dim", *_MASKING,
+    "causal_inverted:padding",
 )
+
+# What a sub-variant's evidence says instead of "(<sub-variant> only)".
+NOTES = {
+    "mla_scale_partial:nope": "1/sqrt(qk_nope_head_dim)",
+    "mla_scale_partial:rope": "1/sqrt(qk_rope_head_dim)",
+    "mla_scale_partial:v": "1/sqrt(v_head_dim)",
+    "causal_inverted:strict": "the diagonal blocked as well: only keys j > i kept",
+    "causal_inverted:padding": "the padding mask inverted with it: the fill used the allowed mask",
+}
+
+# A diagnosis dropped when the other one is made: causal_mask's own return value explains the
+# inverted outputs better than the variant does.
+SUPERSEDED_BY = {"causal_inverted": "causal_mask_inverted"}
+
+
+def note(knob: str) -> str:
+    """The evidence's words for a knob's sub-variant, "" for a whole mistake."""
+    if ":" not in knob:
+        return ""
+    return NOTES.get(knob, f"{knob.split(':')[1]} only")
 
 
 def knobs(exercise) -> list[str]:
@@ -49,23 +75,43 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
     """Scaled dot-product attention on (B, H, T, D) with the masking mistakes as knobs."""
     T, S = q.shape[-2], k.shape[-2]
     scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, S)
-    allowed = torch.ones(T, S, dtype=torch.bool, device=q.device)
+    if mistake == "causal_flag_inverted":
+        is_causal = not is_causal
+    ones = torch.ones(T, S, dtype=torch.bool, device=q.device)
+    causal = ones  # True where the causal mask allows
     if is_causal and mistake != "causal_ignored":
-        diagonal = {"causal_masks_diagonal": -1, "causal_leaks_next": 1}.get(mistake, 0)
-        allowed = torch.tril(allowed, diagonal=diagonal)
-    allowed = allowed[None, None]  # (1, 1, T, S)
-    if attention_mask is not None and mistake != "padding_mask_ignored":
-        real = ~attention_mask if mistake == "padding_mask_inverted" else attention_mask
-        if mistake == "padding_mask_on_queries":
-            allowed = allowed & real[:, None, :, None]
+        if mistake == "causal_inverted":
+            causal = torch.triu(ones)  # j >= i: the future and the diagonal
+        elif mistake == "causal_inverted:strict":
+            causal = torch.triu(ones, diagonal=1)  # j > i: masked_fill(tril, ...)
         else:
-            allowed = allowed & real[:, None, None, :]
+            diagonal = {"causal_masks_diagonal": -1, "causal_leaks_next": 1}.get(mistake, 0)
+            causal = torch.tril(ones, diagonal=diagonal)
+    real = ones[None, None]  # (1, 1, T, S): True where the padding mask allows
+    if attention_mask is not None and mistake != "padding_mask_ignored":
+        keep = ~attention_mask if mistake == "padding_mask_inverted" else attention_mask
+        real = keep[:, None, :, None] if mistake == "padding_mask_on_queries" else keep[:, None, None, :]
+    allowed = causal[None, None] & real  # (B, 1, T, S)
+    if mistake == "causal_inverted:padding" and is_causal:
+        allowed = ~allowed
     dim = -2 if mistake == "softmax_wrong_dim" else -1
     if mistake == "mask_after_softmax":
-        probs = scores.softmax(dim=dim).masked_fill(~allowed, 0.0)
-    else:
-        probs = scores.masked_fill(~allowed, fill).softmax(dim=dim)
-    return probs @ v  # (B, H, T, Dv)
+        return scores.softmax(dim=dim).masked_fill(~allowed, 0.0) @ v
+    scores = scores.masked_fill(~allowed, fill)
+    zeroed = {  # filled with 0.0: padding is filled first, the causal fill overwrites it
+        "mask_fill_zero": ~allowed,
+        "mask_fill_zero:padding": ~real & causal,
+        "mask_fill_zero:causal": ~causal[None, None],
+    }.get(mistake)
+    if zeroed is not None:
+        scores = scores.masked_fill(zeroed, 0.0)
+    return scores.softmax(dim=dim) @ v  # (B, H, T, Dv)
+
+
+def head_scale(d, mistake="", own=None):
+    """1/sqrt(d) for a head of d features, or what a scale mistake uses instead."""
+    wrong = {"missing_scale": 1.0, "scale_inverted": math.sqrt(d), "scale_by_dim": 1 / d, **(own or {})}
+    return wrong.get(mistake, 1 / math.sqrt(d))
 
 
 def _linear(weights, role, x):
@@ -99,7 +145,7 @@ def mha_family(exercise_id, config, weights, x, attention_mask, is_causal, mista
             k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
         else:
             k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
-    scale = {"missing_scale": 1.0, "scale_d_model": 1 / math.sqrt(C)}.get(mistake, 1 / math.sqrt(D))
+    scale = head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
     out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
     if mistake == "merge_heads_no_transpose":
         out = out.reshape(B, T, C)
@@ -167,7 +213,12 @@ def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-
         q, k, v = (t.reshape(B, H, T, t.shape[-1]) for t in (q, k, v))
     else:
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, ·)
-    scale = {"missing_scale": 1.0, "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r))}.get(mistake, (nope + r) ** -0.5)
+    scale = head_scale(nope + r, mistake, {
+        "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r)),
+        "mla_scale_partial:nope": nope ** -0.5,
+        "mla_scale_partial:rope": r ** -0.5,
+        "mla_scale_partial:v": dv ** -0.5,
+    })
     out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, dv)
     if mistake == "merge_heads_no_transpose":
         out = out.reshape(B, T, H * dv)
@@ -177,7 +228,7 @@ def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-
 
 
 def causal(q, k, v, attention_mask, mistake="", fill=float("-inf")):
-    scale = 1.0 if mistake == "missing_scale" else 1 / math.sqrt(q.shape[-1])
+    scale = head_scale(q.shape[-1], mistake)
     return attend(q, k, v, attention_mask, True, scale, mistake, fill)
 
 
