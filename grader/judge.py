@@ -78,6 +78,17 @@ class Judge:
         self.duration = duration
         self.checks: list[Check] = []
         self.failed_cases: list[Compared] = []
+        self._cases: dict[int, list[Case]] = {}
+
+    def cases(self, ci: int) -> list[Case]:
+        """The driver's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
+        if ci not in self._cases:
+            self._cases[ci] = self.driver.cases(ci)
+        return self._cases[ci]
+
+    @property
+    def observed_case(self) -> Case:
+        return next(c for c in self.cases(0) if c.observe)
 
     # --- entry --------------------------------------------------------------------------------
 
@@ -127,7 +138,7 @@ class Judge:
             runs = data["runs"]
             info = data.get("info", {})
             reference = self.driver.reference(ci, set(info.get("zero_bias", [])))
-            cases = self.driver.cases(ci)
+            cases = self.cases(ci)
             outputs = {}
             for case in cases:
                 run = runs.get(case.name, {})
@@ -225,7 +236,7 @@ class Judge:
         obs = (data or {}).get("observed") or {}
         if not obs.get("probs"):
             return None
-        case = next(c for c in self.driver.cases(0) if c.observe)
+        case = self.observed_case
         B, T = case.graded.shape
         probs = torch.tensor(obs["probs"], dtype=torch.float64)
         if probs.dim() < 2 or probs.numel() % (B * T * T):
@@ -236,7 +247,7 @@ class Judge:
         probs = self._probs(data)
         if probs is None:
             return None
-        case = next(c for c in self.driver.cases(0) if c.observe)
+        case = self.observed_case
         sums = probs.sum(-1)  # (B, H, T)
         graded = case.graded[:, None, :].expand(sums.shape)
         values = sums[graded]
@@ -246,7 +257,7 @@ class Judge:
     # --- observation: heat-map, shapes --------------------------------------------------------
 
     def _observed(self, data: dict):
-        case = next(c for c in self.driver.cases(0) if c.observe)
+        case = self.observed_case
         B, T = case.graded.shape
         observer = Observer(T, T)
         with observer, torch.no_grad():
@@ -298,14 +309,14 @@ class Judge:
         found: list[Diagnosis] = []
         outputs = []
         for ci, data in enumerate(configs):
-            outputs.append({c.name: (c, tensor_of(data["runs"][c.name])) for c in self.driver.cases(ci) if c.name in data["runs"]})
+            outputs.append({c.name: (c, tensor_of(data["runs"][c.name])) for c in self.cases(ci) if c.name in data["runs"]})
         weights = []
         for ci, data in enumerate(configs):
             w = self.driver.role_weights(ci) if hasattr(self.driver, "role_weights") else {}
             for role in data.get("info", {}).get("zero_bias", []):
                 w[role]["bias"] = torch.zeros_like(w[role]["bias"])
             weights.append(w)
-        observed_case = next(c for c in self.driver.cases(0) if c.observe)
+        observed_case = self.observed_case
 
         def reproduces(knob, fill, all_positions=False) -> bool:
             for ci, cases in enumerate(outputs):
