@@ -118,6 +118,7 @@ class AttentionModuleDriver:
         weights = self.role_weights(ci)
         probe = self.cases(ci)[0]
         chosen = options[0]
+        wanted: dict[frozenset, Any] = {}  # the reference's probe output per set of zero biases
         if len(options) > 1:
             for mapping in options:
                 W.load(module, mapping, weights)
@@ -126,8 +127,10 @@ class AttentionModuleDriver:
                         got = _first(self.call(module, probe))
                 except Exception:
                     continue
-                want = self.reference(ci, mapping.zero_bias)(probe)
-                if matches(got, want):
+                key = frozenset(mapping.zero_bias)
+                if key not in wanted:
+                    wanted[key] = self.reference(ci, key)(probe)
+                if matches(got, wanted[key]):
                     chosen = mapping
                     break
         extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]
