@@ -5,6 +5,7 @@ functions return. Torch-free (``list`` and ``new`` must not import torch), print
 
 User data is safe: :func:`write_stub` never replaces a file it has not first kept as a backup,
 and every write goes to a temporary file in the same folder that is then moved into place.
+Its records are NamedTuples, cheap to define (see :mod:`attnprep.exercises`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import enum
 import errno
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from attnprep import exercises
 from attnprep.exercises import Exercise
@@ -32,8 +33,7 @@ class Status(str, enum.Enum):
     UNREADABLE = "unreadable"  # <id>.py exists but cannot be read (a folder, no permission …)
 
 
-@dataclass(frozen=True)
-class ExerciseRow:
+class ExerciseRow(NamedTuple):
     """One row of ``attnprep list``.
 
     History columns (passed?, best drill time) slot in as extra fields with defaults, filled by
@@ -62,8 +62,9 @@ def _normalise(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
-def status_of(exercise: Exercise, folder: Path) -> Status:
-    """Whether ``folder/<id>.py`` is missing, the untouched stub, or edited."""
+def status_of(exercise: Exercise | exercises.Listing, folder: Path) -> Status:
+    """Whether ``folder/<id>.py`` is missing, the untouched stub, or edited (the full exercise is
+    loaded only when the file exists)."""
     path = Path(folder) / exercise.filename
     if not path.exists():
         return Status.NOT_STARTED
@@ -73,7 +74,8 @@ def status_of(exercise: Exercise, folder: Path) -> Status:
         return Status.IN_PROGRESS  # not the stub, whatever it is
     except OSError:
         return Status.UNREADABLE
-    return Status.BLANK if _normalise(source) == _normalise(exercises.render_stub(exercise)) else Status.IN_PROGRESS
+    stub = exercises.render_stub(exercises.get(exercise.id))
+    return Status.BLANK if _normalise(source) == _normalise(stub) else Status.IN_PROGRESS
 
 
 def exercise_rows(folder: str | Path) -> list[ExerciseRow]:
@@ -88,15 +90,14 @@ def exercise_rows(folder: str | Path) -> list[ExerciseRow]:
             status=status_of(ex, folder),
             path=folder / ex.filename,
         )
-        for ex in exercises.registry().values()
+        for ex in exercises.listing().values()
     ]
 
 
 # --- writing stubs ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(NamedTuple):
     """What :func:`write_stub` did: the file written and, with ``force``, where the old one went."""
 
     path: Path

@@ -127,8 +127,31 @@ def timing_row(name: str, what: str, baseline_name: str, base: list[Run], subj: 
     }
 
 
+def compile_bytecode() -> list[str]:
+    """Compile attnprep's modules to bytecode, as ``pip install`` does for a package (typer's and
+    rich's, the baselines', are compiled). Without it an editable install run with
+    PYTHONDONTWRITEBYTECODE=1 (this machine sets it) compiles every attnprep module from source in
+    every process, which no installed copy does. Returns the folders compiled."""
+    import compileall
+    import importlib.util
+
+    folders = []
+    for package in ("attnprep", "attnprep.exercises", "attnprep.solutions", "attnprep.grader"):
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            if folder not in folders:
+                compileall.compile_dir(folder, quiet=1, workers=1)
+                folders.append(folder)
+    return folders
+
+
 class Workspace:
-    """Temporary folders: a user data home and one folder of attempts per scenario."""
+    """Temporary folders: a user data home and one folder of attempts per scenario.
+
+    ``env`` points attnprep at an empty data folder with ATTNPREP_HOME; ``user_env`` does not set
+    it, as most users don't, so attnprep finds its data folder the platform's way (platformdirs)
+    under a temporary HOME and XDG_DATA_HOME.
+    """
 
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="attnprep-bench-")
@@ -136,6 +159,11 @@ class Workspace:
         home = self.root / "home"
         home.mkdir()
         self.env = {**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "100"}
+        user_home = self.root / "user"
+        user_home.mkdir()
+        self.user_env = {k: v for k, v in self.env.items() if k != "ATTNPREP_HOME"}
+        self.user_env.update(HOME=str(user_home), XDG_DATA_HOME=str(user_home / ".local" / "share"))
+        compile_bytecode()
 
     def folder(self, name: str, files: dict[str, Path]) -> Path:
         """A folder holding ``files`` (name in the folder → source file)."""

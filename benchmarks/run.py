@@ -35,14 +35,16 @@ COMPARE_PRESET = "deepseek-v3"
 
 
 def measure_list(ws: Workspace, repeat: int) -> dict:
-    """Cold `attnprep list` (fresh interpreter, empty folder and history) vs bare `import typer, rich`."""
+    """Cold `attnprep list` (fresh interpreter, empty folder, no history, no ATTNPREP_HOME: the data
+    folder found as a user's is) vs bare `import typer, rich`, both in the same environment."""
     folder = ws.folder("list", {})
     cmd = [*attnprep_command(), "list"]
     baseline = [sys.executable, "-c", "import typer, rich"]
-    run_once(cmd, cwd=folder, env=ws.env)  # warm-ups, not counted
-    run_once(baseline)
-    base, subj = interleaved(lambda: run_once(baseline), lambda: run_once(cmd, cwd=folder, env=ws.env), repeat)
-    return timing_row("list", "cold `attnprep list` in an empty folder with an empty history",
+    env = ws.user_env
+    run_once(cmd, cwd=folder, env=env)  # warm-ups, not counted
+    run_once(baseline, cwd=folder, env=env)
+    base, subj = interleaved(lambda: run_once(baseline, cwd=folder, env=env), lambda: run_once(cmd, cwd=folder, env=env), repeat)
+    return timing_row("list", "cold `attnprep list` in an empty folder with no history",
                       "python -c 'import typer, rich'", base, subj, LIST_TARGET, command="attnprep list")
 
 

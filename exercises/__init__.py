@@ -4,15 +4,19 @@ Everything about an exercise (title, contract, hints, notes, named mistakes, gra
 read from ``exercises/<id>/exercise.toml``; the stub template is ``exercises/<id>/stub.py.j2``
 and the reference solution is ``attnprep.solutions.<id>``. Paths are derived from the id and
 never listed twice. This module must stay torch-free: `list`, `new`, `hint` and `solution` use it.
+
+The records are immutable ``NamedTuple``s rather than frozen dataclasses: every command imports
+this module, and on Python 3.11 a dataclass costs ~0.6 ms to define against ~0.08 ms.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 SOLUTIONS_DIR = HERE.parent / "solutions"  # repo: solutions/; installed: attnprep/solutions/
@@ -31,8 +35,7 @@ class UnknownExercise(KeyError):
         return f"unknown exercise {self.exercise_id!r}{hint} (see `attnprep list`)"
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One parameterised layer of the contract, e.g. ``q_proj: Linear(d_model, d_model)``."""
 
     name: str
@@ -58,8 +61,7 @@ class Param:
         return f"Linear({self.in_features}, {self.out_features}{bias})"
 
 
-@dataclass(frozen=True)
-class Contract:
+class Contract(NamedTuple):
     kind: str  # grader driver: "attention_module" or "causal_functions"
     objects: tuple[str, ...]  # class or function names the user writes
     constructor: str  # argument list as written in Python, "" for functions
@@ -69,22 +71,19 @@ class Contract:
     details: str  # extra contract prose shown in the stub docstring
 
 
-@dataclass(frozen=True)
-class Mistake:
+class Mistake(NamedTuple):
     id: str
     title: str
     why: str
     fix: str
 
 
-@dataclass(frozen=True)
-class QA:
+class QA(NamedTuple):
     q: str
     a: str
 
 
-@dataclass(frozen=True)
-class Exercise:
+class Exercise(NamedTuple):
     id: str
     title: str
     difficulty: str  # "easy", "medium", "hard"
@@ -200,6 +199,45 @@ def _load(folder: Path) -> Exercise:
 def registry() -> dict[str, Exercise]:
     """All exercises by id, in teaching order."""
     found = [_load(p.parent) for p in HERE.glob("*/exercise.toml")]
+    return {e.id: e for e in sorted(found, key=lambda e: (e.order, e.id))}
+
+
+class Listing(NamedTuple):
+    """What ``attnprep list`` shows of an exercise."""
+
+    id: str
+    title: str
+    difficulty: str
+    minutes: int
+    order: int
+
+    @property
+    def filename(self) -> str:
+        return f"{self.id}.py"
+
+
+LISTED = ("title", "difficulty", "minutes", "order")
+
+
+def _listing(path: Path) -> Listing:
+    """The listing of one exercise.toml, parsed from its first block of lines (where the files keep
+    title, difficulty, minutes and order) instead of the whole file: `attnprep list` needs no
+    hints, notes, contract nor mistake catalogue. Falls back to the whole file when the head does
+    not hold the four keys."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads("\n".join(itertools.takewhile(str.strip, text.splitlines())))
+    except tomllib.TOMLDecodeError:
+        data = {}
+    if not all(key in data for key in LISTED):
+        data = tomllib.loads(text)
+    return Listing(path.parent.name, data["title"], data["difficulty"], int(data["minutes"]), int(data["order"]))
+
+
+@functools.cache
+def listing() -> dict[str, Listing]:
+    """Every exercise's listing by id, in teaching order (the order of :func:`registry`)."""
+    found = [_listing(p) for p in HERE.glob("*/exercise.toml")]
     return {e.id: e for e in sorted(found, key=lambda e: (e.order, e.id))}
 
 

@@ -316,7 +316,7 @@ def test_help_and_usage_errors_do_not_import_torch():
     script = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from attnprep.cli import app\n"
+        "from attnprep.app import app\n"
         "r = CliRunner().invoke(app, ['compare', '--help'])\n"
         "assert r.exit_code == 0, r.output\n"
         "print(r.output)\n"

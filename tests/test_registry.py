@@ -217,6 +217,32 @@ def test_orders_and_titles_are_unique():
     assert len({o for e in exs for o in e.contract.objects}) == sum(len(e.contract.objects) for e in exs)
 
 
+def test_listing_agrees_with_the_registry_and_reads_only_the_head(monkeypatch):
+    """`attnprep list` reads each exercise.toml's first block of lines; what it gets is what the
+    full registry holds, and every shipped file keeps the listed keys in that block."""
+    assert list(exercises.listing()) == list(registry())
+    for ex in registry().values():
+        listed = exercises.listing()[ex.id]
+        assert (listed.title, listed.difficulty, listed.minutes, listed.order, listed.filename) == (
+            ex.title, ex.difficulty, ex.minutes, ex.order, ex.filename)
+        head = (ex.folder / "exercise.toml").read_text(encoding="utf-8").split("\n\n", 1)[0]
+        assert set(exercises.LISTED) <= set(tomllib.loads(head)), ex.id
+
+
+@pytest.mark.parametrize("layout", ["keys in the first block", "keys after a blank line", "head is not TOML alone"])
+def test_listing_reads_any_layout_falling_back_to_the_whole_file(tmp_path, layout):
+    text = {
+        "keys in the first block": 'title = "T"\ndifficulty = "easy"\nsummary = "s"\nminutes = 3\norder = 9\n\n[contract]\nkind = "x"\n',
+        "keys after a blank line": 'summary = "s"\n\ntitle = "T"\ndifficulty = "easy"\nminutes = 3\norder = 9\n',
+        "head is not TOML alone": 'title = """T\n\n"""\ndifficulty = "easy"\nminutes = 3\norder = 9\n',
+    }[layout]
+    path = tmp_path / "demo" / "exercise.toml"
+    path.parent.mkdir()
+    path.write_text(text, encoding="utf-8")
+    listed = exercises._listing(path)
+    assert listed == exercises.Listing("demo", "T\n\n" if layout == "head is not TOML alone" else "T", "easy", 3, 9)
+
+
 def test_mistake_catalogue_ids_are_unique_and_complete():
     raw = tomllib.loads((exercises.HERE / "mistakes.toml").read_text(encoding="utf-8"))["mistake"]
     ids = [m["id"] for m in raw]

@@ -146,7 +146,7 @@ def test_stats_and_list_do_not_import_torch(practised):
     import sys
 
     code = (
-        "import sys; from typer.testing import CliRunner; from attnprep.cli import app\n"
+        "import sys; from typer.testing import CliRunner; from attnprep.app import app\n"
         "for args in (['stats'], ['stats', '--json'], ['list'], ['drill', '--help']):\n"
         "    assert CliRunner().invoke(app, args).exit_code == 0, args\n"
         "assert 'torch' not in sys.modules\n"

@@ -1,24 +1,27 @@
 """The torch-free commands: ``list``, ``new``, ``solution``, ``hint``.
 
 They parse and render; the work is in :mod:`attnprep.workspace`, :mod:`attnprep.hints` and the
-registry. Nothing here (nor anything it imports) may import torch: the tests prove it.
+registry. Nothing here (nor anything it imports) may import torch: the tests prove it. `list` is
+the command people run most: what only other commands need is imported inside them.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from attnprep import hints, history, workspace
-from attnprep.app import app, console, get_exercise, usage_error
+from attnprep import paths, workspace
+from attnprep.app import command_app, console, get_exercise, usage_error
 from attnprep.workspace import ExerciseRow, Status
+
+if TYPE_CHECKING:
+    from attnprep.history import ExerciseSummary
+
+app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
 CMD = "bold cyan"  # a command the user can type next
 
@@ -51,8 +54,7 @@ def _bullets(items, marker: str = "•") -> Table:
 # --- list ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
     header: str
     cell: Callable[[ExerciseRow], Text | str]
     options: dict
@@ -70,24 +72,40 @@ COLUMNS: list[Column] = [
 
 # History columns: the record from `attnprep.history` (blank when the exercise has no runs).
 HISTORY_STYLE = {"passed": "green", "attempted": "yellow"}
+# A cell gets None for an exercise with no runs.
 HISTORY_COLUMNS: list[Column] = [
-    Column("record", lambda s: Text(s.status, style=HISTORY_STYLE.get(s.status, "")) if s.attempts else "", {"no_wrap": True}),
-    Column("best", lambda s: history.format_duration(s.best_drill_s) if s.best_drill_s is not None else "", {"no_wrap": True, "justify": "right"}),
+    Column("record", lambda s: Text(s.status, style=HISTORY_STYLE.get(s.status, "")) if s and s.attempts else "", {"no_wrap": True}),
+    Column("best", lambda s: _duration(s.best_drill_s) if s and s.best_drill_s is not None else "", {"no_wrap": True, "justify": "right"}),
 ]
 
 
-def rows_table(rows: list[ExerciseRow], summaries: dict[str, history.ExerciseSummary] | None = None) -> Table:
+def _duration(seconds: float) -> str:
+    from attnprep.history import format_duration
+
+    return format_duration(seconds)
+
+
+def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | None = None) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
     history_columns = HISTORY_COLUMNS if summaries is not None else []
     for column in [*COLUMNS, *history_columns]:
         table.add_column(column.header, **column.options)
     for row in rows:
-        summary = (summaries or {}).get(row.id) or history.empty_summary(row.id)
+        summary = (summaries or {}).get(row.id)
         table.add_row(*(column.cell(row) for column in COLUMNS), *(column.cell(summary) for column in history_columns))
     return table
 
 
-def _history_json(summary: history.ExerciseSummary) -> dict:
+def exercise_summaries() -> dict[str, ExerciseSummary]:
+    """The history's summaries; with no history file yet there is nothing to read (nor SQLite to load)."""
+    if not paths.history_db().exists():
+        return {}
+    from attnprep import history
+
+    return history.exercise_summaries()
+
+
+def _history_json(summary: ExerciseSummary) -> dict:
     return {"status": summary.status, "attempts": summary.attempts, "passes": summary.passes,
             "best_drill_s": None if summary.best_drill_s is None else round(summary.best_drill_s, 2)}
 
@@ -98,13 +116,15 @@ def list_(
 ) -> None:
     """List the exercises with their status in the current folder."""
     rows = workspace.exercise_rows(Path.cwd())
-    summaries = history.exercise_summaries()
+    summaries = exercise_summaries()
     if as_json:  # "history" only for exercises with recorded runs
+        import json
+
         data = [{**r.to_json(), **({"history": _history_json(summaries[r.id])} if r.id in summaries else {})} for r in rows]
         typer.echo(json.dumps(data, indent=2))
         return
     out = console()
-    out.print(rows_table(rows, summaries))
+    out.print(rows_table(rows, summaries or None))  # the history's columns once there is a history
     out.print()
     out.print(Text("status: of <id>.py in the current folder", style="dim"))
     if summaries:
@@ -142,6 +162,8 @@ def new(
     )
     if written.backup is not None:
         out.print(Text.assemble("kept the old file as ", (_shown(written.backup), "bold")))
+    import shlex
+
     in_cwd = written.path.parent.resolve() == Path.cwd().resolve()
     check = f"attnprep check {exercise.id}" if in_cwd else f"attnprep check {shlex.quote(_shown(written.path))}"
     out.print(Text.assemble("next: write it in your editor, then run ", (f"`{check}`", CMD)))
@@ -206,6 +228,8 @@ def hint(
     reset: bool = typer.Option(False, "--reset", help="Start over: the next call shows hint 1 again."),
 ) -> None:
     """Show the next hint of an exercise (each call reveals one more)."""
+    from attnprep import hints
+
     exercise = get_exercise(exercise_id)
     out = console()
     if reset:

@@ -14,7 +14,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from attnprep.app import EXIT_OK, app, console, usage_error
+from attnprep.app import EXIT_OK, command_app, console, usage_error
+
+app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
 if TYPE_CHECKING:
     from attnprep.costs import Comparison

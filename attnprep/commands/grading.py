@@ -14,7 +14,9 @@ from typing import List, Optional
 import typer
 
 from attnprep import exercises
-from attnprep.app import EXIT_FAIL, EXIT_OK, app, console, get_exercise, usage_error
+from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, get_exercise, usage_error
+
+app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
 DEFAULT_TIMEOUT = 10.0  # seconds per attempt; the same as attnprep.grader.DEFAULT_TIMEOUT
 

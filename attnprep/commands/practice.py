@@ -18,7 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep import exercises, history
-from attnprep.app import app, console, err_console, get_exercise, is_interactive, usage_error
+from attnprep.app import command_app, console, err_console, get_exercise, is_interactive, usage_error
+
+app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
 SPARKS = "▁▂▃▄▅▆▇█"
 STATS_VERSION = 1
