@@ -13,7 +13,8 @@ One row per run (a `check` of one file, or one whole drill) in ``paths.history_d
   stays unusable the run is not recorded (one line on stderr) — the command itself never fails
   because of its history.
 
-Torch-free: `stats` and `list` read the history without importing torch.
+Torch-free: `stats` and `list` read the history without importing torch. Its records are
+NamedTuples, cheap to define (see :mod:`attnprep.exercises`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,12 @@ import contextlib
 import json
 import os
 import sqlite3
-import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from attnprep import paths
 
@@ -80,8 +79,7 @@ class HistoryUnavailable(Exception):
 # --- values --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     """One recorded run, as stored."""
 
     id: int
@@ -96,8 +94,7 @@ class Run:
     outcome: str | None
 
 
-@dataclass(frozen=True)
-class ExerciseSummary:
+class ExerciseSummary(NamedTuple):
     """What the history says about one exercise (every field is plain data, JSON-ready)."""
 
     exercise: str
@@ -373,6 +370,8 @@ def summarize(exercise_id: str, exercise_runs: list[Run]) -> ExerciseSummary:
     """The summary of one exercise's runs (oldest first)."""
     if not exercise_runs:
         return empty_summary(exercise_id)
+    import statistics  # here: `attnprep list` reads the history too, and should not wait for it
+
     drills = [r for r in exercise_runs if r.kind == "drill"]
     passed_times = [r.duration_s for r in drills if r.outcome == "passed"]
     finished = [(r.duration_s, r.outcome or "") for r in drills if r.outcome in ("passed", "timeout")]

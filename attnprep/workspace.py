@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from attnprep import exercises
+import attnprep
+from attnprep import exercises, paths
 from attnprep.exercises import Exercise
 
 
@@ -74,8 +75,35 @@ def status_of(exercise: Exercise | exercises.Listing, folder: Path) -> Status:
         return Status.IN_PROGRESS  # not the stub, whatever it is
     except OSError:
         return Status.UNREADABLE
-    stub = exercises.render_stub(exercises.get(exercise.id))
-    return Status.BLANK if _normalise(source) == _normalise(stub) else Status.IN_PROGRESS
+    return Status.BLANK if _normalise(source) == _normalise(blank_stub(exercise.id)) else Status.IN_PROGRESS
+
+
+def blank_stub(exercise_id: str) -> str:
+    """The rendered stub, kept in the data folder's cache under a key of the size and modification
+    time of every file it is rendered from (as Python keys its bytecode): telling a blank file
+    from an edited one then needs neither jinja2 nor the whole registry. The cache is only an
+    optimisation: any problem with it means rendering afresh."""
+    key = f"{attnprep.__version__} " + " ".join(
+        f"{st.st_mtime_ns}:{st.st_size}" for st in (p.stat() for p in exercises.stub_sources(exercise_id)))
+    cached = None
+    try:
+        cached = paths.data_home() / "cache" / f"stub-{exercise_id}.py"
+        head, _, text = cached.read_text(encoding="utf-8").partition("\n")
+        if head == f"# key: {key}":
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = exercises.render_stub(exercises.get(exercise_id))
+    if cached is not None:
+        tmp = None
+        try:
+            cached.parent.mkdir(exist_ok=True)
+            tmp = _write_temp(cached.parent, cached.name, f"# key: {key}\n{text}")
+            os.replace(tmp, cached)
+        except OSError:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+    return text
 
 
 def exercise_rows(folder: str | Path) -> list[ExerciseRow]:

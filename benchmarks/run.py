@@ -6,7 +6,7 @@ drill row is an absolute latency. See benchmarks/README.md for what each row mea
 
     python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]]
 
-Rows: list, check, check-fail, check-all, drill, memory, compare. Exit code 1 when a row misses
+Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare. Exit code 1 when a row misses
 its target.
 """
 
@@ -45,6 +45,24 @@ def measure_list(ws: Workspace, repeat: int) -> dict:
     run_once(baseline, cwd=folder, env=env)
     base, subj = interleaved(lambda: run_once(baseline, cwd=folder, env=env), lambda: run_once(cmd, cwd=folder, env=env), repeat)
     return timing_row("list", "cold `attnprep list` in an empty folder with no history",
+                      "python -c 'import typer, rich'", base, subj, LIST_TARGET, command="attnprep list")
+
+
+def measure_list_practised(ws: Workspace, repeat: int) -> dict:
+    """`attnprep list` where someone has practised: a blank mha.py, a failing gqa.py that was checked
+    once (so there is a history to read), the data folder found as a user's is. The set-up check
+    and the untimed first list (which caches the rendered stubs) are not counted."""
+    root = bench_check.ROOT
+    folder = ws.folder("list-practised", {"gqa.py": root / "tests" / "corpus" / "gqa" / "gqa_heads_tiled.py"})
+    env = ws.user_env
+    run_once([*attnprep_command(), "new", "mha"], cwd=folder, env=env)
+    run_once([*attnprep_command(), "check", "gqa"], cwd=folder, env=env, ok=(1,))
+    cmd = [*attnprep_command(), "list"]
+    baseline = [sys.executable, "-c", "import typer, rich"]
+    run_once(cmd, cwd=folder, env=env)
+    run_once(baseline, cwd=folder, env=env)
+    base, subj = interleaved(lambda: run_once(baseline, cwd=folder, env=env), lambda: run_once(cmd, cwd=folder, env=env), repeat)
+    return timing_row("list-practised", "`attnprep list` with a blank and a checked attempt and a history",
                       "python -c 'import typer, rich'", base, subj, LIST_TARGET, command="attnprep list")
 
 
@@ -98,6 +116,7 @@ def measure_compare(ws: Workspace, repeat: int) -> dict:
 
 MEASURES = {
     "list": measure_list,
+    "list-practised": measure_list_practised,
     "check": bench_check.measure_check,
     "check-fail": bench_check.measure_check_fail,
     "check-all": bench_check.measure_check_all,

@@ -273,6 +273,12 @@ def solution_region(exercise: Exercise, name: str) -> str:
     return "\n".join(lines[start:end]).strip("\n")
 
 
+def stub_sources(exercise_id: str) -> list[Path]:
+    """Every file :func:`render_stub` reads for this exercise (this module is the renderer)."""
+    return [HERE / exercise_id / "exercise.toml", HERE / exercise_id / "stub.py.j2", HERE / "mistakes.toml",
+            SOLUTIONS_DIR / f"{exercise_id}.py", Path(__file__)]
+
+
 def render_stub(exercise: Exercise) -> str:
     """The blank exercise file, rendered with jinja2 from ``exercises/<id>/stub.py.j2``."""
     import jinja2

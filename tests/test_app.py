@@ -69,6 +69,17 @@ def test_list_loads_its_own_module_only(tmp_path):
     assert not (home / "history.sqlite3").exists()
 
 
+def test_list_with_attempts_needs_no_jinja2_once_the_stubs_are_cached(tmp_path):
+    home = tmp_path / "home"
+    env = {"ATTNPREP_HOME": str(home)}
+    assert probe(["new", "mha"], tmp_path, env)["code"] in (0, None)
+    (tmp_path / "mha.py").write_text("# attnprep: mha\n# started\n", encoding="utf-8")
+    first = probe(["list"], tmp_path, env)  # may render the stub (and cache it)
+    second = probe(["list"], tmp_path, env)
+    assert first["code"] in (0, None) and second["code"] in (0, None)
+    assert not {"jinja2", "attnprep.hints", "attnprep.grader"} & set(second["modules"])
+
+
 def test_list_loads_the_history_once_there_is_one(tmp_path, monkeypatch):
     from attnprep import history
 

@@ -123,6 +123,33 @@ def test_exercise_rows_library(ws, tmp_path):
     assert workspace.status_of(MHA, ws) is Status.NOT_STARTED
 
 
+def test_blank_stub_is_cached_under_the_key_of_its_sources(attnprep_home, tmp_path, monkeypatch):
+    """status_of compares with the rendered stub kept in the data folder's cache; a cache whose key
+    no longer matches its sources is rendered afresh; an unusable cache only costs a render."""
+    cached = attnprep_home / "cache" / "stub-mha.py"
+    assert workspace.blank_stub("mha") == exercises.render_stub(MHA)
+    key, _, text = cached.read_text(encoding="utf-8").partition("\n")
+    assert key.startswith("# key: ") and text == exercises.render_stub(MHA)
+
+    cached.write_text(key + "\nstale", encoding="utf-8")  # same key: the cache is trusted
+    assert workspace.blank_stub("mha") == "stale"
+
+    source = tmp_path / "source.txt"  # a source file changes: a new key, a fresh render
+    source.write_text("v1", encoding="utf-8")
+    monkeypatch.setattr(exercises, "stub_sources", lambda exercise_id: [source])
+    assert workspace.blank_stub("mha") == exercises.render_stub(MHA)
+    assert cached.read_text(encoding="utf-8").partition("\n")[2] == exercises.render_stub(MHA)
+    cached.write_text(cached.read_text(encoding="utf-8").partition("\n")[0] + "\nstale", encoding="utf-8")
+    source.write_text("v22", encoding="utf-8")  # another size
+    assert workspace.blank_stub("mha") == exercises.render_stub(MHA)
+
+    cached.unlink()
+    cached.parent.rmdir()
+    cached.parent.write_text("not a folder", encoding="utf-8")  # the cache cannot be written
+    assert workspace.blank_stub("mha") == exercises.render_stub(MHA)
+    assert [p.name for p in attnprep_home.iterdir()] == ["cache"]  # no temporary file left behind
+
+
 # --- new -------------------------------------------------------------------------------------
 
 
