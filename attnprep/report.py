@@ -255,14 +255,21 @@ def _allowed(heatmap: Heatmap, i: int, j: int) -> bool:
     return not (i < len(rows) and j < len(rows[i])) or bool(rows[i][j])
 
 
+def _graded(heatmap: Heatmap, i: int) -> bool:
+    """Whether query row ``i`` is graded (not a padded query)."""
+    rows = heatmap.graded
+    return rows is None or i >= len(rows) or bool(rows[i])
+
+
 def leaks(heatmap: Heatmap) -> list[tuple[int, int, float]]:
-    """``(query, key, mass)`` of every masked cell where the attempt puts more than
-    :data:`LEAK_THRESHOLD` probability, largest first."""
+    """``(query, key, mass)`` of every masked cell of a graded query row where the attempt puts
+    more than :data:`LEAK_THRESHOLD` probability, largest first."""
     if heatmap.got is None:
         return []
     found = [
         (i, j, p)
         for i, row in enumerate(heatmap.got)
+        if _graded(heatmap, i)
         for j, p in enumerate(row)
         if not _allowed(heatmap, i, j) and (not _finite(p) or p > LEAK_THRESHOLD)
     ]
@@ -277,6 +284,9 @@ def _grid(values: list[list[float]], heatmap: Heatmap, n: int, vmax: float, *, i
     for i, row in enumerate(values[:n]):
         text.append("\n")
         text.append(f"{i:>2} ", style="dim")
+        if not _graded(heatmap, i):  # a padded query: its output is not graded, whatever it holds
+            text.append(" -" * len(row[:cols]), style="dim")
+            continue
         for j, p in enumerate(row[:cols]):
             masked = not _allowed(heatmap, i, j)
             if not _finite(p):
@@ -299,9 +309,10 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
     # panel border + padding 4, row labels 3 per grid, gap 4: each cell is 2 columns per grid
     n = max(2, min(HEATMAP_MAX, (width - 4 - 6 - 4) // 4))
     grids = [heatmap.expected] + ([heatmap.got] if heatmap.got is not None else [])
-    finite = [p for g in grids for row in g[:n] for p in row[:n] if _finite(p)]
+    finite = [p for g in grids for i, row in enumerate(g[:n]) if _graded(heatmap, i) for p in row[:n] if _finite(p)]
     vmax = max(finite, default=1.0) or 1.0
-    nan_seen = any(not _finite(p) for g in grids for row in g[:n] for p in row[:n])
+    nan_seen = any(not _finite(p) for g in grids for i, row in enumerate(g[:n]) if _graded(heatmap, i) for p in row[:n])
+    ungraded = any(not _graded(heatmap, i) for i in range(min(n, len(heatmap.expected))))
     size = max((len(heatmap.expected), *(len(r) for r in heatmap.expected)), default=0)
     if heatmap.got is not None:
         size = max(size, len(heatmap.got), *(len(r) for r in heatmap.got))
@@ -325,6 +336,8 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
         legend.append(f"=leak (p>{LEAK_THRESHOLD:g})")
     if nan_seen:
         legend.append(" · ??=not finite")
+    if ungraded:
+        legend.append(" · -=padded query (not graded)")
     parts: list[RenderableType] = [side, legend]
     if size > n:
         parts.append(Text(f"showing queries and keys 0–{n - 1} of {size}", style="dim"))

@@ -29,6 +29,7 @@ class Case:
     base_rows: tuple[int, int] | None = None  # compare with these samples of the base case
     check: str = ""  # which check the perturbation belongs to: causality, padding, batch, eval
     observe: bool = False  # record softmax / matmuls on this case (heat-map, shapes, row sums)
+    picture: bool = False  # record the attention probabilities: a candidate for the heat-map
 
 
 def _lengths_mask(lengths: list[int], T: int) -> torch.Tensor:
@@ -66,8 +67,10 @@ def make_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: int,
     cases = [
         Case("plain", main, None, False, every(2, T)),
         Case("causal", main, None, True, every(2, T)),
-        Case("padded", padded, pad_mask, False, pad_mask),
-        Case("padded+causal", padded, pad_mask, True, pad_mask, observe=True),
+        # The heat-map shows whichever of these two shows the attempt's error best: with right
+        # padding a causal query never sees a padded key, so padding bugs show only without causal.
+        Case("padded", padded, pad_mask, False, pad_mask, picture=True),
+        Case("padded+causal", padded, pad_mask, True, pad_mask, observe=True, picture=True),
         Case("T=1", draw(1, 1), None, False, every(1, 1)),
         Case("T=1 causal+mask", draw(1, 1), torch.ones(1, 1, dtype=torch.bool), True, every(1, 1)),
         Case("B=1 T=5 causal", short, None, True, every(1, 5)),

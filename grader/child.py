@@ -150,7 +150,7 @@ def _finish(reply: dict, builtins: set, guard: Guard) -> dict:
 
 def _run_config(driver, ci: int, attempt, device: str, guard: Guard, builtins: set) -> dict:
     call = driver.attempt_call(_to(attempt, device))
-    runs, observed = {}, None
+    runs, observed, pictures = {}, None, {}
     cases = driver.cases(ci)
     for case in cases:
         _move(case, device)
@@ -168,7 +168,9 @@ def _run_config(driver, ci: int, attempt, device: str, guard: Guard, builtins: s
         runs[case.name] = encode(out, device)
         if case.observe:
             observed = _observed(observer.obs)
-    result = {"runs": runs, "observed": observed}
+        if case.picture and observer.obs.probs is not None:
+            pictures[case.name] = _tolist(observer.obs.probs.to("cpu", torch.float64))
+    result = {"runs": runs, "observed": observed, "pictures": pictures}
     result["grads"] = _grads(driver, call, attempt, cases, guard)
     extra = getattr(driver, "extra_child", None)
     if extra is not None:

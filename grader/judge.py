@@ -256,36 +256,60 @@ class Judge:
 
     # --- observation: heat-map, shapes --------------------------------------------------------
 
-    def _observed(self, data: dict):
-        case = self.observed_case
-        B, T = case.graded.shape
-        observer = Observer(T, T)
-        with observer, torch.no_grad():
-            ref_out = self.driver.reference(0, set(data.get("info", {}).get("zero_bias", [])))(case)
-        ref = observer.obs
-        self._ref_scores = ref.scores
-        sample = 1 if B > 1 else 0
+    def _heatmap(self, data: dict, zero_bias: set) -> Heatmap | None:
+        """One sample and head of the attention, from the case (among those with ``picture``) where
+        the attempt's probabilities differ most from the reference's at graded query rows; the
+        observed case on a tie. Sample 2 of the padded cases has both padded keys and padded queries."""
+        pictures = data.get("pictures") or {}
+        best = None
+        for case in sorted((c for c in self.cases(0) if c.picture), key=lambda c: not c.observe):
+            B, T = case.graded.shape
+            observer = Observer(T, T)
+            with observer, torch.no_grad():
+                self.driver.reference(0, zero_bias)(case)
+            if observer.obs.probs is None:
+                continue
+            sample = 1 if B > 1 else 0
+            expected = observer.obs.probs.reshape(B, -1, T, T)[sample].double()  # (H, T, T)
+            got = None
+            if pictures.get(case.name):
+                flat = torch.tensor(pictures[case.name], dtype=torch.float64)
+                if flat.dim() >= 2 and flat.numel() % (B * T * T) == 0:
+                    got = flat.reshape(B, -1, T, T)[sample]
+            head, score = 0, -1.0
+            if got is not None and got.shape[0] == expected.shape[0]:
+                rows = case.graded[sample]
+                per_head = (got - expected)[:, rows].abs().nan_to_num(nan=9.0).flatten(1).max(1).values
+                head, score = int(per_head.argmax()), float(per_head.max())
+            if best is None or score > best[0]:
+                best = (score, case, sample, head, expected[head], None if got is None or head >= got.shape[0] else got[head])
+        if best is None:
+            return None
+        _, case, sample, head, expected, got = best
+        T = case.graded.shape[1]
         allowed = torch.ones(T, T, dtype=torch.bool)
         if case.is_causal:
             allowed = torch.tril(allowed)
         if case.attention_mask is not None:
             allowed = allowed & case.attention_mask[sample][None, :]
-        heatmap = None
-        if ref.probs is not None:
-            expected_all = ref.probs.reshape(B, -1, T, T)[sample].double()
-            got_probs = self._probs(data)
-            head = 0
-            if got_probs is not None and got_probs.shape[1] == expected_all.shape[0]:
-                # show the head where the attempt differs most from the reference
-                head = int((got_probs[sample] - expected_all).abs().nan_to_num(nan=9.0).flatten(1).max(1).values.argmax())
-            expected = expected_all[head]
-            got = got_probs[sample, head] if got_probs is not None and head < got_probs.shape[1] else None
-            heatmap = Heatmap(
-                title=f"sample {sample + 1}, head {head + 1}, {case.name} (rows: queries, columns: keys)",
-                expected=[[round(float(v), 4) for v in row] for row in expected],
-                got=None if got is None else [[round(float(v), 4) for v in row] for row in got],
-                allowed=[[bool(v) for v in row] for row in allowed],
-            )
+        return Heatmap(
+            title=f"sample {sample + 1}, head {head + 1}, {case.name} (rows: queries, columns: keys)",
+            expected=[[round(float(v), 4) for v in row] for row in expected],
+            got=None if got is None else [[round(float(v), 4) for v in row] for row in got],
+            allowed=[[bool(v) for v in row] for row in allowed],
+            graded=[bool(v) for v in case.graded[sample]],
+        )
+
+    def _observed(self, data: dict):
+        case = self.observed_case
+        zero_bias = set(data.get("info", {}).get("zero_bias", []))
+        T = case.graded.shape[1]
+        observer = Observer(T, T)
+        with observer, torch.no_grad():
+            ref_out = self.driver.reference(0, zero_bias)(case)
+        ref = observer.obs
+        self._ref_scores = ref.scores
+        heatmap = self._heatmap(data, zero_bias)
         got_shapes = ((data.get("observed") or {}).get("shapes")) or {}
         rows = []
         for stage in ("q", "k^T", "scores", "attn", "attn @ v"):

@@ -61,6 +61,7 @@ class Heatmap:
     expected: list[list[float]]
     got: list[list[float]] | None
     allowed: list[list[bool]]  # False where the reference masks the cell
+    graded: list[bool] | None = None  # per query row: False at a padded query (not graded); None: all
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,23 @@ def test_seed_changes_weights_but_not_verdicts(tmp_path):
     assert [d.id for d in a.diagnoses] == [d.id for d in b.diagnoses] == ["missing_scale"]
 
 
+@pytest.mark.parametrize(("attempt", "case", "leaking"), [
+    ("ok_textbook", "padded+causal", False),
+    ("causal_leaks_next", "padded+causal", True),
+    ("padding_mask_ignored", "padded", True),  # right padding hides it from a causal picture
+    ("padding_mask_on_queries", "padded", True),
+])
+def test_heatmap_shows_the_case_where_the_attempt_goes_wrong(attempt, case, leaking):
+    from attnprep.report import leaks
+
+    heatmap = grade(CORPUS / "mha" / f"{attempt}.py").heatmap
+    assert heatmap is not None and heatmap.got is not None
+    assert heatmap.title.split(", ")[2].split(" (")[0] == case
+    assert heatmap.graded == [True] * 4 + [False] * 3  # sample 2: 4 real tokens of 7
+    assert bool(leaks(heatmap)) is leaking
+    assert all(i < 4 for i, _, _ in leaks(heatmap))
+
+
 def test_mapping_by_shape_is_reported():
     result = grade(CORPUS / "mha" / "ok_einsum_own_names.py")
     assert result.passed

@@ -305,6 +305,26 @@ def test_heatmap_shrinks_on_a_narrow_console():
     assert max(cell_len(line) for line in text.splitlines()) <= 50
 
 
+def test_padded_query_rows_are_drawn_as_not_graded_and_never_leak():
+    """Rows of padded queries are not graded (SPEC §1): whatever the attempt holds there (NaN from
+    masking the queries, mass on padded keys) is drawn as '-' and is no leak; a real row still is."""
+    t, length = 5, 3
+    allowed = [[j < length for j in range(t)] for _ in range(t)]
+    expected = [[1 / length if j < length else 0.0 for j in range(t)] for _ in range(t)]
+    got = [[float("nan")] * t if i >= length else [0.25, 0.25, 0.25, 0.25, 0.0] for i in range(t)]
+    heatmap = Heatmap("sample 2, head 1, padded", expected, got, allowed, graded=[i < length for i in range(t)])
+    assert leaks(heatmap) == [(0, 3, 0.25), (1, 3, 0.25), (2, 3, 0.25)]
+    text = render(Result("mha", "mha.py", Verdict.MASK_LEAK, heatmap=heatmap))
+    header = next(line for line in text.splitlines() if line.count("0 1 2 3 4") == 2)
+    rows = {int(line.split()[1]): line for line in text.splitlines() if re.match(r"│\s+\d+ ", line)}
+    for i in (3, 4):
+        assert [cell(rows[i], header, grid, j) for grid in (0, 1) for j in range(t)] == [" -"] * (2 * t)
+    assert cell(rows[0], header, grid=1, key=3) == "××"
+    body = flat(text)
+    assert "-=padded query (not graded)" in body and "??" not in text
+    assert "leaked mass: 3 masked cells" in body
+
+
 def test_heatmap_without_observed_attention():
     text = render(Result("mha", "mha.py", Verdict.WRONG_OUTPUT, heatmap=causal_heatmap(4, got=False)))
     assert lines_with(text, "expected", "your attempt")
