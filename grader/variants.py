@@ -27,20 +27,23 @@ _MASKING = (
 )
 MHA_FAMILY = (
     "missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "softmax_wrong_dim",
-    "split_heads_no_transpose", "merge_heads_no_transpose", *_MASKING, "causal_flag_inverted",
-    "output_proj_skipped", "fused_qkv_layout", "gqa_heads_tiled",
+    "scores_k_q_swapped", "attn_times_k", "split_heads_no_transpose", "merge_heads_no_transpose",
+    *_MASKING, "causal_flag_inverted", "output_proj_skipped", "fused_qkv_layout", "gqa_heads_tiled",
 )
+# No attn_times_k: k has nope + rope features and v has v_head_dim, which differ in every graded
+# config, so attn @ k raises (an error) instead of computing something to name.
 MLA = (
-    "missing_scale", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt", "mla_scale_partial:nope",
-    "mla_scale_partial:rope", "mla_scale_partial:v", "softmax_wrong_dim", "merge_heads_no_transpose",
+    "missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
+    "mla_scale_partial:nope", "mla_scale_partial:rope", "mla_scale_partial:v", "softmax_wrong_dim",
+    "scores_k_q_swapped", "merge_heads_no_transpose",
     *_MASKING, "causal_flag_inverted", "rope_cos_sin_swapped", "rope_rotate_half", "rope_skipped",
     "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv", "mla_split_order:q",
     "mla_split_order:kv_a", "mla_split_order:kv_b", "split_heads_no_transpose", "output_proj_skipped",
 )
 # causal_attention fills one combined mask: filling where it is True inverts the padding with it.
 CAUSAL = (
-    "missing_scale", "scale_inverted", "scale_by_dim", "softmax_wrong_dim", *_MASKING,
-    "causal_inverted:padding",
+    "missing_scale", "scale_inverted", "scale_by_dim", "softmax_wrong_dim", "scores_k_q_swapped",
+    "attn_times_k", *_MASKING, "causal_inverted:padding", "masks_combined_or",
 )
 
 # What a sub-variant's evidence says instead of "(<sub-variant> only)".
@@ -72,9 +75,12 @@ def knobs(exercise) -> list[str]:
 
 
 def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf")):
-    """Scaled dot-product attention on (B, H, T, D) with the masking mistakes as knobs."""
+    """Scaled dot-product attention on (B, H, T, D) with the masking, scores and output mistakes as knobs."""
     T, S = q.shape[-2], k.shape[-2]
-    scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, S)
+    if mistake == "scores_k_q_swapped":
+        scores = (k @ q.transpose(-2, -1)) * scale  # (B, H, S, T): the transposed scores (T == S)
+    else:
+        scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, S)
     if mistake == "causal_flag_inverted":
         is_causal = not is_causal
     ones = torch.ones(T, S, dtype=torch.bool, device=q.device)
@@ -91,10 +97,15 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
     if attention_mask is not None and mistake != "padding_mask_ignored":
         keep = ~attention_mask if mistake == "padding_mask_inverted" else attention_mask
         real = keep[:, None, :, None] if mistake == "padding_mask_on_queries" else keep[:, None, None, :]
-    allowed = causal[None, None] & real  # (B, 1, T, S)
+    if mistake == "masks_combined_or" and attention_mask is not None:
+        allowed = causal[None, None] | real  # either mask lets the key through
+    else:
+        allowed = causal[None, None] & real  # (B, 1, T, S)
     if mistake == "causal_inverted:padding" and is_causal:
         allowed = ~allowed
     dim = -2 if mistake == "softmax_wrong_dim" else -1
+    if mistake == "attn_times_k":
+        v = k  # the keys mixed instead of the values
     if mistake == "mask_after_softmax":
         return scores.softmax(dim=dim).masked_fill(~allowed, 0.0) @ v
     scores = scores.masked_fill(~allowed, fill)
@@ -214,6 +225,7 @@ def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-
     else:
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, ·)
     scale = head_scale(nope + r, mistake, {
+        "scale_d_model": x.shape[-1] ** -0.5,
         "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r)),
         "mla_scale_partial:nope": nope ** -0.5,
         "mla_scale_partial:rope": r ** -0.5,

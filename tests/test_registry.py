@@ -103,13 +103,25 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
 
 # Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
 _MODULE = lambda ex: ex.contract.kind == "attention_module"  # noqa: E731
-_HEAD_DIM_SCALED = lambda ex: ex.id in {"mha", "mha_fused", "mqa", "gqa"}  # noqa: E731
+_CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "causal_functions"  # noqa: E731
+
+
+def _k_as_wide_as_v(ex) -> bool:
+    """attn @ k computes a wrong output, rather than crashing, only if a key is as wide as a value in
+    every graded config; in mla a key has nope + rope features and a value v_head_dim."""
+    if ex.id != "mla":
+        return True
+    return all(c["qk_nope_head_dim"] + c["qk_rope_head_dim"] == c["v_head_dim"] for c in ex.grading["configs"])
+
+
 MISTAKE_APPLIES = {
     "missing_scale": lambda ex: True,
-    "scale_d_model": _HEAD_DIM_SCALED,
+    "scale_d_model": _MODULE,
     "scale_inverted": lambda ex: True,
     "scale_by_dim": lambda ex: True,
     "softmax_wrong_dim": lambda ex: True,
+    "scores_k_q_swapped": lambda ex: True,
+    "attn_times_k": _k_as_wide_as_v,
     "split_heads_no_transpose": _MODULE,
     "merge_heads_no_transpose": _MODULE,
     "mask_after_softmax": lambda ex: True,
@@ -117,12 +129,14 @@ MISTAKE_APPLIES = {
     "padding_mask_inverted": lambda ex: True,
     "padding_mask_ignored": lambda ex: True,
     "padding_mask_on_queries": lambda ex: True,
+    # the modules' references fill the padding and the causal mask one after the other: no & to get wrong
+    "masks_combined_or": _CAUSAL_FUNCTIONS,
     "causal_masks_diagonal": lambda ex: True,
     "causal_leaks_next": lambda ex: True,
     "causal_inverted": lambda ex: True,
     "causal_ignored": lambda ex: True,
     "causal_flag_inverted": _MODULE,
-    "causal_mask_inverted": lambda ex: ex.contract.kind == "causal_functions",
+    "causal_mask_inverted": _CAUSAL_FUNCTIONS,
     "output_proj_skipped": _MODULE,
     "dropout_in_eval": lambda ex: "dropout" in _arg_names(ex.contract.constructor),
     "fused_qkv_layout": lambda ex: ex.id == "mha_fused",

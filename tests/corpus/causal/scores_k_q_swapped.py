@@ -1,0 +1,24 @@
+# attnprep: causal
+# expect: wrong output
+# diagnosis: scores_k_q_swapped
+"""tril mask and masked_fill -inf as in the textbook, but the scores are k @ q^T: the transposed attention matrix."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def causal_mask(seq_len, device=None):
+    # True where query i may attend key j, i.e. j <= i
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool, device=device))
+
+
+def causal_attention(q, k, v, attention_mask=None):
+    B, H, T, D = q.shape
+    scores = k @ q.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, T), but rows are keys
+    scores = scores.masked_fill(~causal_mask(T, q.device), float("-inf"))
+    if attention_mask is not None:
+        scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
+    attn = F.softmax(scores, dim=-1)
+    return attn @ v  # (B, H, T, D)

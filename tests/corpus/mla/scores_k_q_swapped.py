@@ -1,0 +1,78 @@
+# attnprep: mla
+# expect: wrong output
+# diagnosis: scores_k_q_swapped
+"""DeepSeek-V3's einsum form, but the scores einsum takes k for the query index: k @ q^T, the transposed attention."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def precompute_freqs_cis(dim: int, seqlen: int, theta: float = 10000.0) -> torch.Tensor:
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    t = torch.arange(seqlen)
+    freqs = torch.outer(t, freqs)
+    freqs_cis = torch.polar(torch.ones_like(freqs), freqs)
+    return freqs_cis
+
+
+def apply_rotary_emb(x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
+    dtype = x.dtype
+    x = torch.complex(x[..., 0::2].float(), x[..., 1::2].float())  # adjacent pairs (x[2i], x[2i+1]) as complex numbers
+    freqs_cis = freqs_cis.view(1, x.size(1), 1, x.size(-1))
+    y = torch.view_as_real(x * freqs_cis).flatten(3)
+    return y.to(dtype)
+
+
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model, num_heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, rope_theta=10000.0):
+        super().__init__()
+        self.n_heads = num_heads
+        self.q_lora_rank = q_lora_rank
+        self.kv_lora_rank = kv_lora_rank
+        self.qk_nope_head_dim = qk_nope_head_dim
+        self.qk_rope_head_dim = qk_rope_head_dim
+        self.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
+        self.v_head_dim = v_head_dim
+        self.rope_theta = rope_theta
+
+        self.wq_a = nn.Linear(d_model, self.q_lora_rank, bias=False)
+        self.q_norm = nn.RMSNorm(self.q_lora_rank, eps=1e-6)
+        self.wq_b = nn.Linear(self.q_lora_rank, self.n_heads * self.qk_head_dim, bias=False)
+        self.wkv_a = nn.Linear(d_model, self.kv_lora_rank + self.qk_rope_head_dim, bias=False)
+        self.kv_norm = nn.RMSNorm(self.kv_lora_rank, eps=1e-6)
+        self.wkv_b = nn.Linear(self.kv_lora_rank, self.n_heads * (self.qk_nope_head_dim + self.v_head_dim), bias=False)
+        self.wo = nn.Linear(self.n_heads * self.v_head_dim, d_model, bias=False)
+        self.softmax_scale = self.qk_head_dim ** -0.5
+
+    def forward(self, x, attention_mask=None, is_causal=False):
+        bsz, seqlen, _ = x.size()
+        freqs_cis = precompute_freqs_cis(self.qk_rope_head_dim, seqlen, self.rope_theta).to(x.device)
+
+        q = self.wq_b(self.q_norm(self.wq_a(x)))
+        q = q.view(bsz, seqlen, self.n_heads, self.qk_head_dim)
+        q_nope, q_pe = torch.split(q, [self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
+        q_pe = apply_rotary_emb(q_pe, freqs_cis)
+        kv = self.wkv_a(x)
+        kv, k_pe = torch.split(kv, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        k_pe = apply_rotary_emb(k_pe.unsqueeze(2), freqs_cis)
+
+        q = torch.cat([q_nope, q_pe], dim=-1)  # (bsz, s, h, nope+rope)
+        kv = self.wkv_b(self.kv_norm(kv))
+        kv = kv.view(bsz, seqlen, self.n_heads, self.qk_nope_head_dim + self.v_head_dim)
+        k_nope, v = torch.split(kv, [self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+        k = torch.cat([k_nope, k_pe.expand(-1, -1, self.n_heads, -1)], dim=-1)  # (bsz, t, h, nope+rope)
+
+        scores = torch.einsum("bshd,bthd->bsht", k, q) * self.softmax_scale
+        if is_causal:
+            mask = torch.full((seqlen, seqlen), float("-inf"), device=x.device).triu_(1)
+            scores = scores + mask.unsqueeze(1)  # (s, 1, t)
+        if attention_mask is not None:
+            scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))  # (bsz, 1, 1, t)
+        scores = scores.softmax(dim=-1, dtype=torch.float32).type_as(x)
+
+        x = torch.einsum("bsht,bthd->bshd", scores, v)
+        x = self.wo(x.flatten(2))
+        return x
