@@ -22,7 +22,7 @@ FILLS = (float("-inf"), -1e9)
 
 _MASKING = (
     "mask_after_softmax", "mask_fill_zero", "mask_fill_zero:padding", "mask_fill_zero:causal",
-    "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries", "causal_masks_diagonal",
+    "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries", "masks_combined_or", "causal_masks_diagonal",
     "causal_leaks_next", "causal_inverted", "causal_inverted:strict", "causal_ignored",
 )
 MHA_FAMILY = (
@@ -43,7 +43,7 @@ MLA = (
 # causal_attention fills one combined mask: filling where it is True inverts the padding with it.
 CAUSAL = (
     "missing_scale", "scale_inverted", "scale_by_dim", "softmax_wrong_dim", "scores_k_q_swapped",
-    "attn_times_k", *_MASKING, "causal_inverted:padding", "masks_combined_or",
+    "attn_times_k", *_MASKING, "causal_inverted:padding",
 )
 
 # What a sub-variant's evidence says instead of "(<sub-variant> only)".
@@ -98,7 +98,9 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
         keep = ~attention_mask if mistake == "padding_mask_inverted" else attention_mask
         real = keep[:, None, :, None] if mistake == "padding_mask_on_queries" else keep[:, None, None, :]
     if mistake == "masks_combined_or" and attention_mask is not None:
-        allowed = causal[None, None] | real  # either mask lets the key through
+        # either mask lets the key through; without is_causal the causal mask is all True, so the
+        # padding is ignored altogether (an attempt that starts from ones(T, T) and ORs the padding)
+        allowed = causal[None, None] | real
     else:
         allowed = causal[None, None] & real  # (B, 1, T, S)
     if mistake == "causal_inverted:padding" and is_causal:

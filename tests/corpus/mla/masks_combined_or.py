@@ -1,0 +1,109 @@
+# attnprep: mla
+# expect: mask leak
+# diagnosis: masks_combined_or
+"""One combined boolean mask, but causal and padding are combined with | : a key passes if either mask allows it."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# --- ready-made: RoPE helpers (DeepSeek's interleaved-pair form) ------------------------------
+
+def precompute_freqs_cis(
+    dim: int, seq_len: int, theta: float = 10000.0, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """RoPE rotations of DeepSeek's inference/model.py: a complex tensor (seq_len, dim // 2).
+
+    Entry [t, i] is e^(j·t·theta^(-2i/dim)): the rotation of the pair (x[2i], x[2i+1]) at position t,
+    for positions t = 0 .. seq_len-1. Computed in float64 (complex128), so the angles stay exact for
+    long sequences; apply_rotary_emb casts its result back to the input's dtype.
+    """
+    freqs = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim)  # (dim/2,)
+    t = torch.arange(seq_len, dtype=torch.float64, device=device)  # (seq_len,)
+    angles = torch.outer(t, freqs)  # (seq_len, dim/2)
+    return torch.polar(torch.ones_like(angles), angles)  # (seq_len, dim/2), cos + j·sin
+
+
+def apply_rotary_emb(x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
+    """Rotate x (B, T, H, dim) by position with DeepSeek's interleaved-pair RoPE.
+
+    Adjacent pairs (x[2i], x[2i+1]) are read as the complex number x[2i] + j·x[2i+1] and multiplied
+    by freqs_cis[t, i] (from precompute_freqs_cis(dim, T)), i.e. [x1·cos − x2·sin, x1·sin + x2·cos]
+    written back in place. freqs_cis broadcasts over batch and heads; returns x's shape and dtype.
+    """
+    pairs = x.to(torch.float64).unflatten(-1, (-1, 2))  # (B, T, H, dim/2, 2)
+    pairs = pairs.clone(memory_format=torch.contiguous_format)  # view_as_complex needs even offsets
+    x_c = torch.view_as_complex(pairs)  # (B, T, H, dim/2) complex
+    y = x_c * freqs_cis[:, None, :]  # (B, T, H, dim/2) * (T, 1, dim/2)
+    return torch.view_as_real(y).flatten(-2).to(x.dtype)  # (B, T, H, dim/2, 2) -> (B, T, H, dim)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dim (no mean subtraction, no bias),
+    computed in at least float32 and cast back."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.to(torch.promote_types(x.dtype, torch.float32))
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+# --- your part ----------------------------------------------------------------------------------
+
+
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, q_lora_rank: int, kv_lora_rank: int, qk_nope_head_dim: int, qk_rope_head_dim: int, v_head_dim: int, rope_theta: float = 10000.0):
+        super().__init__()
+        self.num_heads = num_heads
+        self.kv_lora_rank = kv_lora_rank
+        self.qk_nope_head_dim = qk_nope_head_dim
+        self.qk_rope_head_dim = qk_rope_head_dim
+        self.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
+        self.v_head_dim = v_head_dim
+        self.rope_theta = rope_theta
+        self.softmax_scale = self.qk_head_dim ** -0.5
+
+        self.wq_a = nn.Linear(d_model, q_lora_rank, bias=False)
+        self.q_norm = RMSNorm(q_lora_rank, eps=1e-6)
+        self.wq_b = nn.Linear(q_lora_rank, num_heads * self.qk_head_dim, bias=False)
+        self.wkv_a = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=False)
+        self.kv_norm = RMSNorm(kv_lora_rank, eps=1e-6)
+        self.wkv_b = nn.Linear(kv_lora_rank, num_heads * (qk_nope_head_dim + v_head_dim), bias=False)
+        self.wo = nn.Linear(num_heads * v_head_dim, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+        B, T, _ = x.shape
+        H, nope, rope, dv = self.num_heads, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim
+        freqs_cis = precompute_freqs_cis(rope, T, self.rope_theta, device=x.device)  # (T, rope/2)
+
+        q = self.wq_b(self.q_norm(self.wq_a(x))).view(B, T, H, nope + rope)  # (B, T, H, nope+rope)
+        q_nope, q_pe = q.split([nope, rope], dim=-1)
+        q_pe = apply_rotary_emb(q_pe, freqs_cis)  # (B, T, H, rope)
+
+        c_kv, k_pe = self.wkv_a(x).split([self.kv_lora_rank, rope], dim=-1)  # (B, T, c), (B, T, rope)
+        k_pe = apply_rotary_emb(k_pe.unsqueeze(2), freqs_cis)  # (B, T, 1, rope), one rope key shared by all heads
+        kv = self.wkv_b(self.kv_norm(c_kv)).view(B, T, H, nope + dv)
+        k_nope, v = kv.split([nope, dv], dim=-1)  # (B, T, H, nope), (B, T, H, dv)
+
+        q = torch.cat([q_nope, q_pe], dim=-1).transpose(1, 2)  # (B, H, T, nope+rope)
+        k = torch.cat([k_nope, k_pe.expand(B, T, H, rope)], dim=-1).transpose(1, 2)  # (B, H, T, nope+rope)
+        v = v.transpose(1, 2)  # (B, H, T, dv)
+
+        scores = q @ k.transpose(-2, -1) * self.softmax_scale  # (B, H, T, T)
+        allowed = torch.ones(T, T, dtype=torch.bool, device=x.device)  # True = may attend
+        if is_causal:
+            allowed = allowed.tril()
+        if attention_mask is not None:
+            allowed = allowed | attention_mask[:, None, None, :]  # (B, 1, T, T)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        attn = scores.softmax(dim=-1)
+        out = attn @ v  # (B, H, T, dv)
+        out = out.transpose(1, 2).reshape(B, T, H * dv)  # (B, T, H*dv)
+        return self.wo(out)
