@@ -10,10 +10,11 @@ import sys
 
 
 def main() -> None:
-    # Startup (importing Typer, Rich and the command's module, building the command) creates only
-    # objects that live as long as the process: the cyclic collector would scan them again and again
-    # and find nothing (~14 ms of a 95 ms `attnprep list` on the machine of benchmarks/). It is paused here and resumed, with those
-    # objects frozen out of later collections, by the app's callback just before the command runs.
+    # Start-up (importing Typer, Rich and the command's module, building the command) creates only
+    # objects that live as long as the process: the cyclic collector would scan them again and
+    # again and find nothing (~14 ms of a 95 ms `attnprep list` on the machine of benchmarks/). It
+    # is paused here and resumed, with those objects frozen out of later collections, by the app's
+    # callback just before the command runs.
     gc.disable()
     from attnprep.app import app
 

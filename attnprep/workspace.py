@@ -83,10 +83,10 @@ def blank_stub(exercise_id: str) -> str:
     time of every file it is rendered from (as Python keys its bytecode): telling a blank file
     from an edited one then needs neither jinja2 nor the whole registry. The cache is only an
     optimisation: any problem with it means rendering afresh."""
-    key = f"{attnprep.__version__} " + " ".join(
-        f"{st.st_mtime_ns}:{st.st_size}" for st in (p.stat() for p in exercises.stub_sources(exercise_id)))
     cached = None
     try:
+        key = f"{attnprep.__version__} " + " ".join(
+            f"{st.st_mtime_ns}:{st.st_size}" for st in (p.stat() for p in exercises.stub_sources(exercise_id)))
         cached = paths.data_home() / "cache" / f"stub-{exercise_id}.py"
         head, _, text = cached.read_text(encoding="utf-8").partition("\n")
         if head == f"# key: {key}":
@@ -94,7 +94,7 @@ def blank_stub(exercise_id: str) -> str:
     except (OSError, UnicodeDecodeError):
         pass
     text = exercises.render_stub(exercises.get(exercise_id))
-    if cached is not None:
+    if cached is not None:  # set only once the key is known
         tmp = None
         try:
             cached.parent.mkdir(exist_ok=True)
