@@ -8,6 +8,8 @@ import gc
 import os
 import sys
 
+from attnprep.paths import DataFolderError
+
 
 def main() -> None:
     # Start-up (importing Typer, Rich and the command's module, building the command) creates only
@@ -23,6 +25,9 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         raise SystemExit(130) from None
+    except DataFolderError as exc:  # $ATTNPREP_HOME (or the platform's folder) is unusable
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
     except Exception as exc:  # a bug in attnprep itself: one line, the traceback on request
         if os.environ.get("ATTNPREP_DEBUG"):
             raise

@@ -9,8 +9,12 @@ import os
 from pathlib import Path
 
 
+class DataFolderError(OSError):
+    """The data folder cannot be created or is not a folder; the message is one line for the user."""
+
+
 def data_home() -> Path:
-    """The user data folder, created on first use."""
+    """The user data folder, created on first use (:class:`DataFolderError` if it cannot be)."""
     override = os.environ.get("ATTNPREP_HOME")
     if override:
         home = Path(override).expanduser()
@@ -18,7 +22,12 @@ def data_home() -> Path:
         import platformdirs
 
         home = Path(platformdirs.user_data_dir("attnprep", appauthor=False))
-    home.mkdir(parents=True, exist_ok=True)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = f"{home} ($ATTNPREP_HOME)" if override else str(home)
+        reason = exc.strerror.lower() if exc.strerror else type(exc).__name__
+        raise DataFolderError(f"cannot use the data folder {where}: {reason}") from None
     return home
 
 

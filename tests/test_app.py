@@ -126,3 +126,24 @@ def test_a_mistyped_command_gets_a_suggestion():
     assert "No such command 'lsit'; did you mean 'list'?" in result.output
     result = runner.invoke(app, ["zzz"], env={"NO_COLOR": "1"})
     assert result.exit_code == 2 and "No such command 'zzz'." in result.output
+
+
+def run_main(args: list[str], cwd, env_extra: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "import sys; from attnprep.cli import main; sys.argv[0] = 'attnprep'; main()", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100", **env_extra})
+
+
+def test_an_unusable_data_folder_is_one_clear_line(tmp_path):
+    """$ATTNPREP_HOME under a file: `list` still lists (without history), commands that need the
+    folder stop with one line and exit 2, never an 'internal error'."""
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    env = {"ATTNPREP_HOME": str(tmp_path / "a-file" / "home")}
+    listed = run_main(["list"], tmp_path, env)
+    assert listed.returncode == 0 and "Multi-head attention" in listed.stdout
+    assert listed.stderr.count("\n") == 1 and "cannot use the data folder" in listed.stderr
+    for args in (["hint", "mha"], ["stats"]):
+        proc = run_main(args, tmp_path, env)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith("error: cannot use the data folder") and proc.stderr.count("\n") == 1
+        assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr

@@ -7,6 +7,7 @@ the command people run most: what only other commands need is imported inside th
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
@@ -97,8 +98,13 @@ def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | 
 
 
 def exercise_summaries() -> dict[str, ExerciseSummary]:
-    """The history's summaries; with no history file yet there is nothing to read (nor SQLite to load)."""
-    if not paths.history_db().exists():
+    """The history's summaries; with no history file yet there is nothing to read (nor SQLite to
+    load), and an unusable data folder is said in one line: the list is shown without history."""
+    try:
+        if not paths.history_db().exists():
+            return {}
+    except paths.DataFolderError as exc:
+        sys.stderr.write(f"attnprep: {exc}; the history is not shown\n")
         return {}
     from attnprep import history
 
