@@ -168,7 +168,8 @@ def _run_config(driver, ci: int, attempt, device: str, guard: Guard, builtins: s
         runs[case.name] = encode(out, device)
         if case.observe:
             observed = _observed(observer.obs)
-        if case.picture and observer.obs.probs is not None:
+        # (the observed case's probabilities already travel in "observed")
+        if case.picture and not case.observe and observer.obs.probs is not None:
             pictures[case.name] = _tolist(observer.obs.probs.to("cpu", torch.float64))
     result = {"runs": runs, "observed": observed, "pictures": pictures}
     result["grads"] = _grads(driver, call, attempt, cases, guard)

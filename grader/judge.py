@@ -232,13 +232,18 @@ class Judge:
         ok = abs(lo - 1) <= ROW_SUM_TOL and abs(hi - 1) <= ROW_SUM_TOL
         return Check("softmax rows", ok, f"rows sum to {lo:.4g}..{hi:.4g} over the keys" + ("" if ok else " (should be 1)"))
 
-    def _probs(self, data: dict) -> torch.Tensor | None:
-        obs = (data or {}).get("observed") or {}
-        if not obs.get("probs"):
+    def _probs(self, data: dict, case: Case | None = None) -> torch.Tensor | None:
+        """The attempt's attention probabilities on ``case`` (default: the observed case) as
+        (B, H, T, T), or None when they were not recorded or have another size."""
+        case = case or self.observed_case
+        if case.observe:
+            raw = ((data or {}).get("observed") or {}).get("probs")
+        else:
+            raw = ((data or {}).get("pictures") or {}).get(case.name)
+        if not raw:
             return None
-        case = self.observed_case
         B, T = case.graded.shape
-        probs = torch.tensor(obs["probs"], dtype=torch.float64)
+        probs = torch.tensor(raw, dtype=torch.float64)
         if probs.dim() < 2 or probs.numel() % (B * T * T):
             return None
         return probs.reshape(B, -1, T, T)
@@ -256,26 +261,26 @@ class Judge:
 
     # --- observation: heat-map, shapes --------------------------------------------------------
 
-    def _heatmap(self, data: dict, zero_bias: set) -> Heatmap | None:
+    def _heatmap(self, data: dict, zero_bias: set, observed_ref) -> Heatmap | None:
         """One sample and head of the attention, from the case (among those with ``picture``) where
         the attempt's probabilities differ most from the reference's at graded query rows; the
-        observed case on a tie. Sample 2 of the padded cases has both padded keys and padded queries."""
-        pictures = data.get("pictures") or {}
+        observed case on a tie. Sample 2 of the padded cases has both padded keys and padded queries.
+        ``observed_ref`` is the reference's observation on the observed case, already made."""
         best = None
         for case in sorted((c for c in self.cases(0) if c.picture), key=lambda c: not c.observe):
             B, T = case.graded.shape
-            observer = Observer(T, T)
-            with observer, torch.no_grad():
-                self.driver.reference(0, zero_bias)(case)
-            if observer.obs.probs is None:
+            ref = observed_ref
+            if not case.observe:
+                observer = Observer(T, T)
+                with observer, torch.no_grad():
+                    self.driver.reference(0, zero_bias)(case)
+                ref = observer.obs
+            if ref.probs is None:
                 continue
             sample = 1 if B > 1 else 0
-            expected = observer.obs.probs.reshape(B, -1, T, T)[sample].double()  # (H, T, T)
-            got = None
-            if pictures.get(case.name):
-                flat = torch.tensor(pictures[case.name], dtype=torch.float64)
-                if flat.dim() >= 2 and flat.numel() % (B * T * T) == 0:
-                    got = flat.reshape(B, -1, T, T)[sample]
+            expected = ref.probs.reshape(B, -1, T, T)[sample].double()  # (H, T, T)
+            got_all = self._probs(data, case)
+            got = None if got_all is None else got_all[sample]
             head, score = 0, -1.0
             if got is not None and got.shape[0] == expected.shape[0]:
                 rows = case.graded[sample]
@@ -309,7 +314,7 @@ class Judge:
             ref_out = self.driver.reference(0, zero_bias)(case)
         ref = observer.obs
         self._ref_scores = ref.scores
-        heatmap = self._heatmap(data, zero_bias)
+        heatmap = self._heatmap(data, zero_bias, ref)
         got_shapes = ((data.get("observed") or {}).get("shapes")) or {}
         rows = []
         for stage in ("q", "k^T", "scores", "attn", "attn @ v"):
