@@ -309,9 +309,9 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
     # panel border + padding 4, row labels 3 per grid, gap 4: each cell is 2 columns per grid
     n = max(2, min(HEATMAP_MAX, (width - 4 - 6 - 4) // 4))
     grids = [heatmap.expected] + ([heatmap.got] if heatmap.got is not None else [])
-    finite = [p for g in grids for i, row in enumerate(g[:n]) if _graded(heatmap, i) for p in row[:n] if _finite(p)]
-    vmax = max(finite, default=1.0) or 1.0
-    nan_seen = any(not _finite(p) for g in grids for i, row in enumerate(g[:n]) if _graded(heatmap, i) for p in row[:n])
+    shown = [p for g in grids for i, row in enumerate(g[:n]) if _graded(heatmap, i) for p in row[:n]]
+    vmax = max((p for p in shown if _finite(p)), default=1.0) or 1.0
+    nan_seen = not all(_finite(p) for p in shown)
     ungraded = any(not _graded(heatmap, i) for i in range(min(n, len(heatmap.expected))))
     size = max((len(heatmap.expected), *(len(r) for r in heatmap.expected)), default=0)
     if heatmap.got is not None:

@@ -6,8 +6,8 @@ drill row is an absolute latency. See benchmarks/README.md for what each row mea
 
     python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]]
 
-Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare. Exit code 1 when a row misses
-its target.
+Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare. Exit code 1
+when a row misses its target.
 """
 
 from __future__ import annotations
@@ -34,36 +34,32 @@ DRILL_TARGET_S = 0.5
 COMPARE_PRESET = "deepseek-v3"
 
 
-def measure_list(ws: Workspace, repeat: int) -> dict:
-    """Cold `attnprep list` (fresh interpreter, empty folder, no history, no ATTNPREP_HOME: the data
-    folder found as a user's is) vs bare `import typer, rich`, both in the same environment."""
-    folder = ws.folder("list", {})
+def _list_row(name: str, what: str, folder, env: dict, repeat: int) -> dict:
+    """`attnprep list` in ``folder`` vs bare `import typer, rich`, both in ``env``; one untimed run
+    of each first."""
     cmd = [*attnprep_command(), "list"]
     baseline = [sys.executable, "-c", "import typer, rich"]
-    env = ws.user_env
     run_once(cmd, cwd=folder, env=env)  # warm-ups, not counted
     run_once(baseline, cwd=folder, env=env)
     base, subj = interleaved(lambda: run_once(baseline, cwd=folder, env=env), lambda: run_once(cmd, cwd=folder, env=env), repeat)
-    return timing_row("list", "cold `attnprep list` in an empty folder with no history",
-                      "python -c 'import typer, rich'", base, subj, LIST_TARGET, command="attnprep list")
+    return timing_row(name, what, "python -c 'import typer, rich'", base, subj, LIST_TARGET, command="attnprep list")
+
+
+def measure_list(ws: Workspace, repeat: int) -> dict:
+    """Cold `attnprep list` (fresh interpreter, empty folder, no history, no ATTNPREP_HOME: the data
+    folder found as a user's is) vs bare `import typer, rich`, both in the same environment."""
+    return _list_row("list", "cold `attnprep list` in an empty folder with no history", ws.folder("list", {}), ws.user_env, repeat)
 
 
 def measure_list_practised(ws: Workspace, repeat: int) -> dict:
     """`attnprep list` where someone has practised: a blank mha.py, a failing gqa.py that was checked
     once (so there is a history to read), the data folder found as a user's is. The set-up check
     and the untimed first list (which caches the rendered stubs) are not counted."""
-    root = bench_check.ROOT
-    folder = ws.folder("list-practised", {"gqa.py": root / "tests" / "corpus" / "gqa" / "gqa_heads_tiled.py"})
-    env = ws.user_env
-    run_once([*attnprep_command(), "new", "mha"], cwd=folder, env=env)
-    run_once([*attnprep_command(), "check", "gqa"], cwd=folder, env=env, ok=(1,))
-    cmd = [*attnprep_command(), "list"]
-    baseline = [sys.executable, "-c", "import typer, rich"]
-    run_once(cmd, cwd=folder, env=env)
-    run_once(baseline, cwd=folder, env=env)
-    base, subj = interleaved(lambda: run_once(baseline, cwd=folder, env=env), lambda: run_once(cmd, cwd=folder, env=env), repeat)
-    return timing_row("list-practised", "`attnprep list` with a blank and a checked attempt and a history",
-                      "python -c 'import typer, rich'", base, subj, LIST_TARGET, command="attnprep list")
+    folder = ws.folder("list-practised", {"gqa.py": bench_check.ROOT / "tests" / "corpus" / "gqa" / "gqa_heads_tiled.py"})
+    run_once([*attnprep_command(), "new", "mha"], cwd=folder, env=ws.user_env)
+    run_once([*attnprep_command(), "check", "gqa"], cwd=folder, env=ws.user_env, ok=(1,))
+    return _list_row("list-practised", "`attnprep list` with a blank and a checked attempt and a history",
+                     folder, ws.user_env, repeat)
 
 
 def measure_drill(ws: Workspace, repeat: int) -> dict:
