@@ -54,7 +54,7 @@ migrations: list[tuple[str, str]] = [
             kind        TEXT    NOT NULL CHECK (kind IN ('check', 'drill')),
             started_at  REAL    NOT NULL,          -- unix time
             duration_s  REAL    NOT NULL,
-            verdict     TEXT    NOT NULL,          -- Verdict value: 'passed', 'wrong output' ...
+            verdict     TEXT    NOT NULL,          -- Verdict value (0003: the token, 'wrong_output' ...)
             diagnoses   TEXT    NOT NULL DEFAULT '[]',  -- JSON list of mistake ids
             passed      INTEGER NOT NULL CHECK (passed IN (0, 1)),
             outcome     TEXT    CHECK (outcome IS NULL OR outcome IN ('passed', 'timeout', 'abandoned'))
@@ -64,6 +64,20 @@ migrations: list[tuple[str, str]] = [
     (
         "0002_index_runs_by_exercise",
         "CREATE INDEX runs_by_exercise ON runs (exercise, started_at);",
+    ),
+    (
+        # Verdicts were stored as their English label ('wrong output'); from here on as the token
+        # of `check --json` ('wrong_output'), whose words depend on the language.
+        "0003_verdict_tokens",
+        """
+        UPDATE runs SET verdict = CASE verdict
+            WHEN 'wrong output' THEN 'wrong_output'
+            WHEN 'wrong shape' THEN 'wrong_shape'
+            WHEN 'mask leak' THEN 'mask_leak'
+            WHEN 'used a built-in' THEN 'used_builtin'
+            WHEN 'syntax error' THEN 'syntax_error'
+            ELSE verdict END;
+        """,
     ),
 ]
 
@@ -309,7 +323,7 @@ def record(
         kind,
         float(started_at),
         float(duration_s),
-        result.verdict.value if hasattr(result.verdict, "value") else str(result.verdict),
+        result.verdict.value,
         json.dumps(ids),
         int(result.passed),
         outcome,
@@ -448,7 +462,9 @@ def pick_weakest(
             if not s.attempts:
                 return ex.id, f"{ex.id} has never been attempted (first unpassed exercise in teaching order)"
             tries = f"{s.attempts} attempt{'s' if s.attempts != 1 else ''}"
-            return ex.id, f"{ex.id} has never passed ({tries}, last verdict: {s.last_verdict})"
+            from attnprep import texts
+
+            return ex.id, f"{ex.id} has never passed ({tries}, last verdict: {texts.t(f'verdict.{s.last_verdict}')})"
 
     def ratio(ex: Exercise) -> float:
         best = summary(ex).best_drill_s

@@ -20,58 +20,12 @@ import torch.nn.functional as F
 
 FILLS = (float("-inf"), -1e9)
 
-_MASKING = (
-    "mask_after_softmax", "mask_fill_zero", "mask_fill_zero:padding", "mask_fill_zero:causal",
-    "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries", "masks_combined_or", "causal_masks_diagonal",
-    "causal_leaks_next", "causal_inverted", "causal_inverted:strict", "causal_ignored",
-)
-MHA_FAMILY = (
-    "missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "softmax_wrong_dim",
-    "scores_k_q_swapped", "attn_times_k", "split_heads_no_transpose", "merge_heads_no_transpose",
-    *_MASKING, "causal_flag_inverted", "output_proj_skipped", "fused_qkv_layout", "gqa_heads_tiled",
-)
-# No attn_times_k: k has nope + rope features and v has v_head_dim, which differ in every graded
-# config, so attn @ k raises (an error) instead of computing something to name.
-MLA = (
-    "missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
-    "mla_scale_partial:nope", "mla_scale_partial:rope", "mla_scale_partial:v", "softmax_wrong_dim",
-    "scores_k_q_swapped", "merge_heads_no_transpose",
-    *_MASKING, "causal_flag_inverted", "rope_cos_sin_swapped", "rope_rotate_half", "rope_skipped",
-    "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv", "mla_split_order:q",
-    "mla_split_order:kv_a", "mla_split_order:kv_b", "split_heads_no_transpose", "output_proj_skipped",
-)
-# causal_attention fills one combined mask: filling where it is True inverts the padding with it.
-CAUSAL = (
-    "missing_scale", "scale_inverted", "scale_by_dim", "softmax_wrong_dim", "scores_k_q_swapped",
-    "attn_times_k", *_MASKING, "causal_inverted:padding",
-)
-
-# What a sub-variant's evidence says instead of "(<sub-variant> only)".
-NOTES = {
-    "mla_scale_partial:nope": "1/sqrt(qk_nope_head_dim)",
-    "mla_scale_partial:rope": "1/sqrt(qk_rope_head_dim)",
-    "mla_scale_partial:v": "1/sqrt(v_head_dim)",
-    "causal_inverted:strict": "the diagonal blocked as well: only keys j > i kept",
-    "causal_inverted:padding": "the padding mask inverted with it: the fill used the allowed mask",
-}
+# What a sub-variant's evidence says instead of "(<sub-variant> only)": the text key
+# "variant.<knob>" (attnprep/texts); a knob without one is described by its part after the colon.
 
 # A diagnosis dropped when the other one is made: causal_mask's own return value explains the
 # inverted outputs better than the variant does.
 SUPERSEDED_BY = {"causal_inverted": "causal_mask_inverted"}
-
-
-def note(knob: str) -> str:
-    """The evidence's words for a knob's sub-variant, "" for a whole mistake."""
-    if ":" not in knob:
-        return ""
-    return NOTES.get(knob, f"{knob.split(':')[1]} only")
-
-
-def knobs(exercise) -> list[str]:
-    """The variant knobs that apply to an exercise (its listed mistakes that have a variant)."""
-    table = {"mla": MLA, "causal": CAUSAL}.get(exercise.id, MHA_FAMILY)
-    ids = {m.id for m in exercise.mistakes}
-    return [k for k in table if k.split(":")[0] in ids]
 
 
 def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf")):
@@ -132,12 +86,13 @@ def _linear(weights, role, x):
     return F.linear(x, w["weight"], w.get("bias"))
 
 
-def mha_family(exercise_id, config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf"), *, kv_heads, fused=False):
+    """MHA, MQA, GQA and fused-QKV MHA: ``kv_heads`` K/V heads, Q/K/V from one fused layer or three."""
     B, T, C = x.shape
     H = config["num_heads"]
     D = C // H
-    G = {"mha": H, "mha_fused": H, "mqa": 1}.get(exercise_id) or config["num_kv_heads"]
-    if exercise_id == "mha_fused":
+    G = kv_heads
+    if fused:
         qkv = _linear(weights, "qkv_proj", x)  # (B, T, 3C)
         if mistake == "fused_qkv_layout":
             q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
@@ -195,7 +150,8 @@ def rope(x, theta, mistake=""):
     return out.flatten(-2).to(x.dtype)
 
 
-def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+    """MLA in the naive form of DeepSeek-V2/V3, with its mistakes as knobs."""
     B, T, _ = x.shape
     H = config["num_heads"]
     nope, r, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
@@ -241,15 +197,7 @@ def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-
     return out if mistake == "output_proj_skipped" else _linear(weights, "wo", out)
 
 
-def causal(q, k, v, attention_mask, mistake="", fill=float("-inf")):
+def masked(q, k, v, attention_mask, mistake="", fill=float("-inf")):
+    """Causal attention on (B, H, T, D) with a key padding mask."""
     scale = head_scale(q.shape[-1], mistake)
     return attend(q, k, v, attention_mask, True, scale, mistake, fill)
-
-
-def make_call(exercise_id: str, config: dict, weights: dict, mistake: str = "", fill=float("-inf")):
-    """A function case -> output computing the variant; ``mistake=""`` is the reference."""
-    if exercise_id == "causal":
-        return lambda case: causal(case.inputs["q"], case.inputs["k"], case.inputs["v"], case.attention_mask, mistake, fill)
-    if exercise_id == "mla":
-        return lambda case: mla(config, weights, case.inputs["x"], case.attention_mask, case.is_causal, mistake, fill)
-    return lambda case: mha_family(exercise_id, config, weights, case.inputs["x"], case.attention_mask, case.is_causal, mistake, fill)
