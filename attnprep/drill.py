@@ -220,8 +220,10 @@ def diagnosis_text(result: Result) -> Text | None:
     if result.passed or result.internal:
         return None
     if result.diagnoses:
-        d = result.diagnoses[0]
-        return Text.assemble(("fix: ", "green"), d.fix, no_wrap=True, overflow="ellipsis")
+        from attnprep import wording
+
+        fix = wording.mistake(result.exercise, result.diagnoses[0]).fix
+        return Text.assemble(("fix: ", "green"), fix, no_wrap=True, overflow="ellipsis")
     if result.error is not None and result.error.traceback:
         where = result.error.traceback.strip().splitlines()[-1].strip()
         return Text(where, style="dim", no_wrap=True, overflow="ellipsis")

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -340,7 +341,10 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
         cells = ", ".join(f"q{i}→k{j} {p:.2f}" if _finite(p) else f"q{i}→k{j} {texts.t('report.not_finite')}" for i, j, p in found[:3])
         key = "report.leaked_many" if len(found) > 1 else "report.leaked_one"
         parts.append(Text(texts.t(key, count=len(found), threshold=LEAK_THRESHOLD, cells=cells), style="bold red"))
-    title = texts.t("report.attention_title", sample=heatmap.sample, head=heatmap.head, case=heatmap.case)
+    title: str | None = texts.t("report.attention_title", sample=heatmap.sample, head=heatmap.head, case=heatmap.case)
+    if cell_len(title) + 6 > width:  # Rich would cut a long panel title silently: it opens the body instead
+        parts.insert(0, Text(title, style="bold", overflow="fold"))
+        title = None
     return Panel(Group(*parts), title=title, title_align="left", border_style="red" if found else "dim", box=box.ROUNDED)
 
 

@@ -114,7 +114,7 @@ def sequence_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: 
     S = SequenceCase
     return [
         S("plain", main, None, False, every(2, T)),
-        S("causal", main, None, True, every(2, T)),
+        S("plain+causal", main, None, True, every(2, T)),
         # The heat-map shows whichever of these shows the attempt's error best: with right padding a
         # causal query never sees a padded key, so padding bugs show only without causal or with
         # left padding.
@@ -126,8 +126,8 @@ def sequence_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: 
         S("T=1 causal+mask", draw(1, 1), torch.ones(1, 1, dtype=torch.bool), True, every(1, 1)),
         S("B=1 T=5 causal", short, None, True, every(1, 5)),
         # perturbations
-        S("causal, future changed", replace(main, future), None, True, every(2, T),
-          base="causal", unchanged=~future, check="causality"),
+        S("plain+causal, future changed", replace(main, future), None, True, every(2, T),
+          base="plain+causal", unchanged=~future, check="causality"),
         S("padded, padding changed", replace(padded, ~pad_mask), pad_mask, False, pad_mask,
           base="padded", unchanged=pad_mask, check="padding"),
         S("padded+causal, padding changed", replace(padded, ~pad_mask), pad_mask, True, pad_mask,

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from attnprep import drill, exercises, history
+from attnprep.grader.result import msg
 from attnprep.grader.result import Diagnosis, ErrorInfo, Result, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,7 @@ def result(verdict: Verdict, *mistakes: str) -> Result:
         exercise="mha",
         file="drills/mha-x.py",
         verdict=verdict,
-        diagnoses=tuple(Diagnosis(m, m.replace("_", " "), "why", "fix it") for m in mistakes),
+        diagnoses=tuple(Diagnosis(m) for m in mistakes),
     )
 
 
@@ -104,7 +105,7 @@ def test_first_pass_ends_the_drill_with_the_time_of_that_save():
     assert ending.mistakes == ("missing_scale",)
     assert view.log == [
         ("ready",), ("tick", 0.0), ("tick", 1.0),
-        ("grading", 12.0, False), ("graded", 12.0, "wrong output"), ("tick", 12.3), ("tick", 13.0),
+        ("grading", 12.0, False), ("graded", 12.0, "wrong_output"), ("tick", 12.3), ("tick", 13.0),
         ("grading", 40.0, False), ("graded", 40.0, "passed"),
     ]
 
@@ -118,7 +119,7 @@ def test_time_up_gives_one_final_grade_and_exit_1():
     assert (ending.outcome, ending.exit_code, ending.elapsed_s) == ("timeout", 1, 10)
     assert grade.calls == 2 and ending.result.verdict is Verdict.MASK_LEAK
     assert ending.mistakes == ("causal_ignored",)
-    assert view.log[-3:] == [("time_up", 10), ("grading", 10, True), ("graded", 10, "mask leak")]
+    assert view.log[-3:] == [("time_up", 10), ("grading", 10, True), ("graded", 10, "mask_leak")]
 
 
 def test_a_save_arriving_after_the_deadline_is_only_the_final_grade():
@@ -198,7 +199,7 @@ def test_a_file_missing_mid_save_is_skipped_until_the_next_save():
 
 def test_internal_grader_failures_are_not_counted_as_mistakes():
     clock = FakeClock()
-    broken = Result("mha", "x.py", Verdict.ERROR, diagnoses=(Diagnosis("missing_scale", "t", "w", "f"),), internal=True)
+    broken = Result("mha", "x.py", Verdict.ERROR, diagnoses=(Diagnosis("missing_scale"),), internal=True)
     grade = FakeGrader(clock, broken, result(Verdict.PASSED))
     ending = drill.run_loop(script(clock, (0, T), (1, S), (2, S)), grade=grade, view=RecordingView(), budget_s=60, clock=clock)
     assert ending.outcome == "passed" and ending.mistakes == ()
@@ -231,14 +232,14 @@ def test_plain_view_prints_one_progress_line_per_save(capsys):
     view.ready()
     view.tick(59.0, 241.0)  # nothing yet
     view.graded(12.4, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT,
-                             diagnoses=(Diagnosis("missing_scale", "missing 1/sqrt(d) scale", "w", "f"),)))
+                             diagnoses=(Diagnosis("missing_scale"),)))
     view.tick(61.0, 239.0)
-    view.graded(75.0, Result("mha", "drills/mha-x.py", Verdict.ERROR, error=ErrorInfo("exception", "NotImplementedError: write forward")))
+    view.graded(75.0, Result("mha", "drills/mha-x.py", Verdict.ERROR, error=ErrorInfo("exception", msg("error.raised_no_frame", type="NotImplementedError", text="write forward", stage="forward"))))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("[00:00] go: 5:00 on the clock")
     assert lines[1] == "[00:12] saved → wrong output — missing 1/sqrt(d) scale"
     assert lines[2] == "[01:01] 3:59 left"
-    assert lines[3] == "[01:15] saved → error — NotImplementedError: write forward"
+    assert lines[3] == "[01:15] saved → error — NotImplementedError: write forward during forward"
     assert len(lines) == 4
 
 
@@ -249,12 +250,12 @@ def test_live_view_renders_countdown_verdict_and_fix():
     with drill.LiveView(console, 300, "mha drill · drills/mha-x.py") as view:
         view.ready()
         view.graded(30.0, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT,
-                                 diagnoses=(Diagnosis("missing_scale", "missing 1/sqrt(d) scale", "w", "divide by sqrt(head_dim)"),)))
+                                 diagnoses=(Diagnosis("missing_scale"),)))
         view.tick(42.0, 258.0)
         text = console.export_text(clear=False)
     assert "4:18 left" in text and "0:42 / 5:00" in text
     assert "[00:30] wrong output — missing 1/sqrt(d) scale" in text
-    assert "fix: divide by sqrt(head_dim)" in text
+    assert "fix: Divide the scores by math.sqrt(head_dim)" in text
 
 
 # --- the stub ------------------------------------------------------------------------------------

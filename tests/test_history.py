@@ -23,7 +23,7 @@ def result(verdict: Verdict = Verdict.PASSED, *mistakes: str, exercise: str = "m
         exercise=exercise,
         file=f"{exercise}.py",
         verdict=verdict,
-        diagnoses=tuple(Diagnosis(m, m, "why", "fix") for m in mistakes),
+        diagnoses=tuple(Diagnosis(m) for m in mistakes),
     )
 
 
@@ -38,7 +38,7 @@ def test_a_run_is_stored_with_every_field():
     (run,) = history.runs()
     assert run == history.Run(
         id=rid, exercise="mha", file="mha.py", kind="drill", started_at=1000.5, duration_s=42.25,
-        verdict="wrong output", diagnoses=("softmax_wrong_dim", "missing_scale", "scale_d_model"),
+        verdict="wrong_output", diagnoses=("softmax_wrong_dim", "missing_scale", "scale_d_model"),
         passed=False, outcome="timeout",
     )
 
@@ -231,7 +231,7 @@ def test_pick_weakest_never_passed_first_in_teaching_order():
     exercises = [ex("mha"), ex("mqa"), ex("gqa")]
     summaries = {
         "mha": summary("mha", best=400),  # passed, slow
-        "mqa": summary("mqa", attempts=3, passes=0, last_verdict="mask leak"),
+        "mqa": summary("mqa", attempts=3, passes=0, last_verdict="mask_leak"),
         # gqa: never attempted, but after mqa in teaching order
     }
     picked, why = history.pick_weakest(exercises, summaries, now=NOW)
@@ -277,3 +277,29 @@ def test_pick_weakest_reads_the_history_by_default():
     assert history.pick_weakest([ex("mha"), ex("mqa")]) == (
         "mha", "mha has the worst best drill time against its budget: 3:20 of 5:00 (67%)"
     )
+
+
+def test_a_history_of_labels_is_migrated_to_tokens(attnprep_home):
+    """Before the JSON's version 2 the history stored English labels ('wrong output'); migration
+    0003 turns them into tokens, and stats and list read the old rows."""
+    attnprep_home.mkdir(parents=True, exist_ok=True)
+    db = attnprep_home / "history.sqlite3"
+    with sqlite3.connect(db) as conn:  # the schema as migrations 0001 and 0002 left it
+        conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        for name, sql in history.migrations[:2]:
+            for statement in history._statements(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO migrations VALUES (?, 0)", (name,))
+        labels = ["wrong output", "mask leak", "used a built-in", "syntax error", "wrong shape", "passed", "timeout"]
+        conn.executemany(
+            "INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed)"
+            " VALUES ('mqa', 'mqa.py', 'check', ?, 0.1, ?, '[]', ?)",
+            [(float(i), v, int(v == "passed")) for i, v in enumerate(labels)],
+        )
+    assert [r.verdict for r in history.runs()] == [
+        "wrong_output", "mask_leak", "used_builtin", "syntax_error", "wrong_shape", "passed", "timeout"]
+    from attnprep.grader.result import Verdict
+
+    assert all(Verdict(r.verdict) for r in history.runs())
+    summary = history.exercise_summaries()["mqa"]
+    assert summary.attempts == 7 and summary.last_verdict == "timeout"

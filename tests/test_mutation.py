@@ -160,4 +160,6 @@ def test_mla_extra_bias_is_not_passed(tmp_path):
     assert m.status == "output-changing"
     result = graded(m, tmp_path)
     assert result.verdict.value == "contract"
-    assert "bias=False" in result.checks[0].detail
+    from attnprep import texts
+
+    assert "bias=False" in texts.render(result.checks[0].message)

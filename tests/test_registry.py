@@ -26,7 +26,7 @@ MODULE_FORWARD = "x, attention_mask=None, is_causal=False"
 
 SPEC = {
     "causal": {
-        "kind": "causal_functions",
+        "kind": "attention_functions",
         "objects": ("causal_mask", "causal_attention"),
         "signatures": {"causal_mask": "seq_len, device=None", "causal_attention": "q, k, v, attention_mask=None"},
     },
@@ -103,7 +103,7 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
 
 # Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
 _MODULE = lambda ex: ex.contract.kind == "attention_module"  # noqa: E731
-_CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "causal_functions"  # noqa: E731
+_CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa: E731
 
 
 def _k_as_wide_as_v(ex) -> bool:
