@@ -76,6 +76,8 @@ class Mistake(NamedTuple):
     title: str
     why: str
     fix: str
+    category: str = ""  # the verdict it headlines when named: "wrong_output", "mask_leak" … ("": the checks decide)
+    named_by: str = "variant"  # "variant": a knob of the kind reproduces it; "evidence": named from what is observed
 
 
 class QA(NamedTuple):
@@ -152,8 +154,14 @@ def evaluate(expression: str, args: dict[str, int]) -> int:
 
 @functools.cache
 def mistake_catalogue() -> dict[str, Mistake]:
-    data = tomllib.loads((HERE / "mistakes.toml").read_text(encoding="utf-8"))
-    return {m["id"]: Mistake(**m) for m in data["mistake"]}
+    """Every named mistake: the shared ``mistakes.toml`` and each exercise folder's own
+    ``mistakes.toml`` (mistakes that only one exercise can make)."""
+    files = [HERE / "mistakes.toml", *sorted(HERE.glob("*/mistakes.toml"))]
+    out: dict[str, Mistake] = {}
+    for path in files:
+        for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
+            out[m["id"]] = Mistake(**m)
+    return out
 
 
 def _load(folder: Path) -> Exercise:

@@ -23,6 +23,7 @@ from attnprep.grader.wire import ConfigReply, Reply
 
 ROW_SUM_TOL = 1e-4
 LEAK_CHECKS = ("causality", "padding", "batch")
+STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
                   "mla_scale_partial")
 
@@ -239,15 +240,22 @@ class Judge:
             add(Check("device", None, msg("check.device.not_run", detail=device_skip[0])))
         elif configs and configs[0].device is not None:
             add(Check("device", True, msg("check.device.ok")))
-        self.checks.extend(extra_checks)
+        merged: dict[str, Check] = {}  # one row per check id: the first failure, else the first
+        for check in extra_checks:
+            if check.id not in merged or (merged[check.id].passed is not False and check.passed is False):
+                merged[check.id] = check
+        self.checks.extend(merged.values())
         if "softmax_rows" in kind.probes:
             add(self._row_sum_check(configs[0]))
         if leaks["causality"] or leaks["padding"] or leaks["batch"]:
             return Verdict.MASK_LEAK
         if device_fail:
             return Verdict.ERROR
-        if any(c.passed is False for c in self.checks):
+        failed = [c for c in self.checks if c.passed is False]
+        if any(not c.id.startswith(STRUCTURE) for c in failed):
             return Verdict.WRONG_OUTPUT
+        if failed:  # right outputs, wrong structure (a score matrix in flash, a re-projected prefix …)
+            return Verdict.STRUCTURE
         return Verdict.PASSED
 
     def _row_sum_check(self, data: ConfigReply) -> Check:

@@ -462,7 +462,7 @@ def test_row_sums_outside_tolerance_fail():
 
 def test_output_diff_and_mapping():
     text = render(wrong_output())
-    assert lines_with(text, "case 'padded' (B=2, T=7):")
+    assert lines_with(text, "case 'padded', output out (B=2, T=7):")
     assert lines_with(text, "Mismatched elements: 812 / 1792 (45.3%)")
     assert lines_with(text, "Greatest absolute difference: 0.41 at index (0, 3, 17) (up to 1e-05 allowed)")
     assert lines_with(text, "Greatest relative difference: 2.5 at index (1, 0, 4) (up to 1.3e-06 allowed)")
