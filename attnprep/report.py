@@ -32,10 +32,9 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep import texts, wording
-from attnprep.grader.result import Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
+from attnprep.grader.result import ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
 
 LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
-ROW_SUM_TOL = 1e-4  # |row sum - 1| allowed
 HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
 SHADES = " ░▒▓█"  # level 0 (negligible) … 4 (the largest probability shown)
 

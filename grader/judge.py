@@ -16,12 +16,11 @@ import torch
 from attnprep.grader import variants
 from attnprep.grader.cases import Case
 from attnprep.grader.observe import Observer
-from attnprep.grader.result import (Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message, OutputDiff, Result,
-                                    ShapeRow, Verdict, msg)
+from attnprep.grader.result import (ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message,
+                                    OutputDiff, Result, ShapeRow, Verdict, msg)
 from attnprep.grader.tensors import ATOL, RTOL, decode_tensor
 from attnprep.grader.wire import ConfigReply, Reply
 
-ROW_SUM_TOL = 1e-4
 LEAK_CHECKS = ("causality", "padding", "batch")
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 JSON_VERSION = 2
+ROW_SUM_TOL = 1e-4  # |softmax row sum - 1| allowed, by the judge and the report alike
 
 
 class Verdict(str, enum.Enum):

@@ -1,6 +1,6 @@
 """Mistaken variants of the references: each classic mistake, reproduced on purpose.
 
-A functional re-implementation of each exercise with one knob per named mistake (SPEC §3). With no
+A functional re-implementation of each exercise with one knob per named mistake (the named-mistake list). With no
 knob it is the reference (the tests check it against ``solutions/``); with a knob it computes what
 an attempt with exactly that bug computes. The diagnosis keeps the knobs whose outputs the attempt
 reproduces. A knob may carry a sub-variant after a colon (``mla_norm_skipped:kv``); the part before

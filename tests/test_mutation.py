@@ -149,7 +149,7 @@ def test_equivalent_mutants_are_really_equal(exercise_id, tmp_path):
         else:
             assert not m.blind_spot, (m.id, m.description, m.blind_spot)
     assert known <= {m.description for m in equivalent}
-    fill = next(m for m in equivalent if "-1000000000.0" in m.description)  # SPEC §1: -1e9 is correct
+    fill = next(m for m in equivalent if "-1000000000.0" in m.description)  # the shared exercise conventions: -1e9 is correct
     result = graded(fill, tmp_path)
     assert result.passed, (fill.id, result.checks)
 

@@ -1,4 +1,4 @@
-"""`--help`, `list`, `new`, `hint` and `solution` never import torch (SPEC §4).
+"""`--help`, `list`, `new`, `hint` and `solution` never import torch (the CLI contract).
 
 Each command runs in a fresh interpreter whose ``sys.meta_path`` starts with a finder that
 records every attempt to import ``torch`` (or a submodule) and makes it fail. Recording, not only

@@ -1,6 +1,6 @@
 """Self-check of the exercise registry (rustlings' maintainer check, for data and stubs).
 
-Every exercise's TOML is held against SPEC §2 written out independently below, against the mistake
+Every exercise's TOML is held against the exercise contracts written out independently below, against the mistake
 catalogue, against its rendered stub (parsed and executed) and against its reference solution.
 """
 
@@ -20,7 +20,7 @@ import pytest
 from attnprep import exercises
 from attnprep.exercises import evaluate, mistake_catalogue, registry, render_stub
 
-# --- SPEC §2, written out by hand (not read from the TOML) ------------------------------------
+# --- the exercise contracts, written out by hand (not read from the TOML) ------------------------------------
 
 MODULE_FORWARD = "x, attention_mask=None, is_causal=False"
 
@@ -69,7 +69,7 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
-    """Parameter shapes of SPEC §2's table for constructor arguments ``a``."""
+    """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
     if exercise_id == "causal":
         return {}
     d, h = a["d_model"], a["num_heads"]
