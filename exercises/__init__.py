@@ -78,7 +78,9 @@ class Mistake(NamedTuple):
     why: str
     fix: str
     category: str = ""  # the verdict it headlines when named: "wrong_output", "mask_leak" … ("": the checks decide)
-    named_by: str = "variant"  # "variant": a knob of the kind reproduces it; "evidence": named from what is observed
+    named_by: str = "variant"  # "variant": a knob of the kind reproduces it; "evidence": named from what is observed;
+    # "pair": the two knobs of ``pair`` together reproduce it
+    pair: tuple[str, ...] = ()
 
 
 class QA(NamedTuple):
@@ -163,7 +165,7 @@ def mistake_catalogue() -> dict[str, Mistake]:
     out: dict[str, Mistake] = {}
     for path in files:
         for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
-            out[m["id"]] = Mistake(**m)
+            out[m["id"]] = Mistake(**{**m, "pair": tuple(m.get("pair", ()))})
     return out
 
 

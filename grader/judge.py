@@ -22,6 +22,8 @@ from attnprep.grader.tensors import ATOL, RTOL, decode_tensor
 from attnprep.grader.wire import ConfigReply, Reply
 
 LEAK_CHECKS = ("causality", "padding", "batch")
+PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
+PAIR_FIRST = ("mask", "causal", "padding", "scale")  # knobs tried first in pairs
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
                   "mla_scale_partial")
@@ -395,6 +397,11 @@ class Judge:
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()
+        if not matched:
+            pair = next((p for p in self._pairs() if any(reproduces(p, f) for f in variants.FILLS)), None)
+            if pair is not None:
+                found.extend(self._pair_diagnoses(pair))
+                seen.update(d.id for d in found)
         for knob in matched:
             mistake_id = knob.split(":")[0]
             if mistake_id in seen:
@@ -406,6 +413,26 @@ class Judge:
                 found.append(d)
         made = {d.id for d in found}
         return [d for d in found if variants.SUPERSEDED_BY.get(d.id) not in made]
+
+    def _pairs(self) -> list[tuple[str, str]]:
+        """Two knobs at once, masks and scales first, at most :data:`PAIR_LIMIT` of them; the
+        pairs the catalogue names come first of all."""
+        knobs = self.kind.knobs()
+        whole = {k.split(":")[0] for k in knobs}
+        named = [tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole]
+        first = [k for k in knobs if any(word in k for word in PAIR_FIRST)]
+        rest = [k for k in knobs if k not in first]
+        ordered = first + rest
+        pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
+        return (named + [p for p in pairs if p not in named])[:PAIR_LIMIT]
+
+    def _pair_diagnoses(self, pair: tuple[str, str]) -> list[Diagnosis]:
+        ids = tuple(k.split(":")[0] for k in pair)
+        for m in self.ex.mistakes:  # a known slip that makes both at once
+            if tuple(m.pair) == ids or tuple(reversed(m.pair)) == ids:
+                return [Diagnosis(m.id, (msg("evidence.pair_named", first=ids[0], second=ids[1]),))]
+        return [Diagnosis(ids[0], (msg("evidence.pair", other=ids[1]),)),
+                Diagnosis(ids[1], (msg("evidence.pair", other=ids[0]),))]
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[ConfigReply]) -> tuple[Message, ...]:
         evidence = [msg("evidence.variant")]

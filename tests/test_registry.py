@@ -264,11 +264,12 @@ def test_mistake_catalogue_ids_are_unique_and_complete():
     ids = [m["id"] for m in raw]
     assert len(ids) == len(set(ids))
     for m in raw:
-        assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by"}, m["id"]
+        assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by", "pair"}, m["id"]
         assert all(m[k].strip() for k in ("id", "title", "why", "fix")), m["id"]
         assert re.fullmatch(r"[a-z][a-z0-9_]*", m["id"]), m["id"]
         assert m.get("category", "wrong_output") in {"wrong_output", "mask_leak", "structure", "wrong_shape", "error"}
-        assert m.get("named_by", "variant") in {"variant", "evidence"}
+        assert m.get("named_by", "variant") in {"variant", "evidence", "pair"}
+        assert (m.get("named_by") == "pair") == ("pair" in m) and len(m.get("pair", [1, 2])) == 2, m["id"]
 
 
 @pytest.mark.parametrize("exercise_id", ALL_IDS)
@@ -279,8 +280,12 @@ def test_every_listed_mistake_has_a_knob_or_is_named_by_evidence(exercise_id):
     knobs = ex.grading.get("knobs", [])
     listed = {m.id for m in ex.mistakes}
     assert {k.split(":")[0] for k in knobs} <= listed, sorted({k.split(":")[0] for k in knobs} - listed)
+    whole = {k.split(":")[0] for k in knobs}
     for m in ex.mistakes:
-        assert m.named_by == "evidence" or any(k.split(":")[0] == m.id for k in knobs), m.id
+        if m.named_by == "pair":
+            assert set(m.pair) <= whole, (m.id, m.pair)
+        else:
+            assert m.named_by == "evidence" or m.id in whole, m.id
 
 
 @pytest.mark.parametrize("exercise_id", ALL_IDS)
