@@ -526,7 +526,7 @@ class Session:
 
     events: Iterator[Event]
     view: View
-    grade: Callable[[Path, Exercise], Result] = _default_grade
+    grade: Callable[[Path, Exercise], Result] | None = None  # None: the real grader
     clock: Callable[[], float] = time.time
     registry: dict[str, Exercise] = field(default_factory=exercises.registry)
     questions: int = DEFAULT_QUESTIONS
@@ -722,7 +722,7 @@ class Session:
         elapsed = self._elapsed()
         self.view.grading(elapsed)
         try:
-            result = self.grade(Path(st.file), exercise)
+            result = (self.grade or _default_grade)(Path(st.file), exercise)
         except OSError as exc:
             self.view.not_graded(exc.strerror or str(exc), internal=False)
             self._update(answered=request, answer={"error": str(exc)})

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 OPTION = "--attnprep"
+WIDTH = 100
 
 # Every word the plugin shows, in one place (str.format templates).
 WORDS = {
@@ -68,7 +69,11 @@ class AttemptFile(pytest.File):
 
 
 class AttemptFailed(Exception):
-    """The attempt did not pass; the message is the failure text."""
+    """The attempt did not pass: its result, or a message (an unknown exercise)."""
+
+    def __init__(self, result=None, message: str = "") -> None:
+        super().__init__(message)
+        self.result, self.message = result, message
 
 
 class AttemptItem(pytest.Item):
@@ -83,21 +88,28 @@ class AttemptItem(pytest.Item):
         try:
             exercise = exercises.get(self.exercise_id)
         except exercises.UnknownExercise as exc:
-            raise AttemptFailed(_w("unknown", file=self.path.name, error=exc)) from None
+            raise AttemptFailed(message=_w("unknown", file=self.path.name, error=exc)) from None
         result = grade_attempt(self.path, exercise, record=True)
         if not result.passed:
-            raise AttemptFailed(failure_text(result))
+            raise AttemptFailed(result)
 
     def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, AttemptFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+        failure = excinfo.value
+        if not isinstance(failure, AttemptFailed):
+            return super().repr_failure(excinfo, style=style)
+        if failure.result is None:
+            return failure.message
+        try:
+            width = self.config.get_terminal_writer().fullwidth
+        except Exception:  # no terminal writer (a plugin replaced it): the report's usual width
+            width = WIDTH
+        return failure_text(failure.result, width=width)
 
     def reportinfo(self):
         return self.path, 0, _w("location", file=self.path.name, id=self.exercise_id)
 
 
-def failure_text(result) -> str:
+def failure_text(result, *, width: int = 100) -> str:
     """The compact report (verdict, error, named mistakes, failed checks) as plain text, and the
     divergence when the result has one."""
     from rich.console import Console
@@ -105,7 +117,7 @@ def failure_text(result) -> str:
     from attnprep.report import render_result
 
     buffer = io.StringIO()
-    render_result(result, Console(file=buffer, width=100, no_color=True, force_terminal=False, highlight=False, emoji=False), full=False)
+    render_result(result, Console(file=buffer, width=width, no_color=True, force_terminal=False, highlight=False, emoji=False), full=False)
     text = buffer.getvalue().rstrip()
     divergence = getattr(result, "divergence", None)  # SPEC §8: {line, code, detail}, when the grader has it
     if divergence is not None:

@@ -394,6 +394,87 @@ def test_an_unknown_id_is_a_usage_error(tmp_path, monkeypatch):
 CORPUS = ROOT / "tests" / "corpus" / "mha"
 
 
+@pytest.fixture
+def fake_grading(monkeypatch):
+    """The command with a fake grader (passes every file whose text says so) and no torch."""
+    from attnprep.commands import rehearse
+
+    graded = []
+
+    def grade(path, exercise):
+        graded.append((Path(path).name, exercise.id))
+        return result("passes" in Path(path).read_text(encoding="utf-8"), exercise=exercise.id)
+
+    monkeypatch.setattr(iv, "_default_grade", grade)
+    monkeypatch.setattr(rehearse, "_warm_up", lambda out, live: None)
+    return graded
+
+
+def answers(tmp_path, *lines: str) -> str:
+    script = tmp_path / "answers.txt"
+    script.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(script)
+
+
+def test_without_an_id_the_first_of_today_is_asked(tmp_path, monkeypatch, fake_grading):
+    monkeypatch.chdir(tmp_path)
+    first = next(iter(exercises.listing()))
+    out = runner.invoke(app, ["interview", "--answers", answers(tmp_path, "", "n"), "--questions", "0"], env=ENV)
+    assert out.exit_code == 1, out.output
+    assert f"no ID given: {first} — not practised yet" in out.stdout
+    assert [ex for _, ex in fake_grading] == [first]
+    assert [r.exercise for r in history.runs()] == [first]
+
+
+def test_an_interview_left_open_is_resumed(tmp_path, monkeypatch, fake_grading):
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    clock.t = time.time() - 60
+    s, _ = session(tmp_path, clock, FakeGrader(clock))
+    state = s.open(MHA, workspace(tmp_path), budget_s=300)
+    iv.write_state(state._replace(owner=dead_pid()))
+    Path(state.file).write_text("passes", encoding="utf-8")
+    out = runner.invoke(app, ["interview", "--answers", answers(tmp_path, ""), "--questions", "0"], env=ENV)
+    assert out.exit_code == 0, out.output
+    assert "resuming the open interview of mha" in out.stdout and "resumed: the clock kept running" in out.stdout
+    (run,) = history.runs()
+    assert (run.interview, run.first_try) == (state.interview, True)
+    assert fake_grading == [(Path(state.file).name, "mha")]
+    assert run.duration_s >= 60
+    assert len(history.interviews()) == 1
+
+
+def test_an_interview_left_open_is_given_up_when_another_starts(tmp_path, monkeypatch, fake_grading):
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    s, _ = session(tmp_path, clock, FakeGrader(clock))
+    state = s.open(MHA, workspace(tmp_path), budget_s=300)
+    iv.write_state(state._replace(owner=dead_pid()))
+    out = runner.invoke(app, ["interview", "gqa", "--answers", answers(tmp_path, "q")], env=ENV)
+    assert out.exit_code == 130, out.output
+    assert "the interview of mha left open" in out.stdout
+    assert [(i.exercise, i.outcome) for i in history.interviews()] == [("mha", "abandoned"), ("gqa", "abandoned")]
+    assert Path(state.file).is_file()  # the user's file stays
+
+
+def test_submit_with_an_id_is_a_usage_error(tmp_path, fake_grading):
+    clock = FakeClock()
+    s, _ = session(tmp_path, clock, FakeGrader(clock))
+    s.open(MHA, workspace(tmp_path), budget_s=300)
+    out = runner.invoke(app, ["interview", "--submit", "gqa"], env=ENV)
+    assert out.exit_code == 2 and "--submit takes no ID" in out.output
+    assert fake_grading == []
+
+
+def test_a_bad_budget_or_answers_file_is_a_usage_error(tmp_path, monkeypatch, fake_grading):
+    monkeypatch.chdir(tmp_path)
+    out = runner.invoke(app, ["interview", "mha", "--minutes", "0"], env=ENV)
+    assert out.exit_code == 2 and "positive number of minutes" in out.output
+    out = runner.invoke(app, ["interview", "mha", "--answers", str(tmp_path / "missing.txt")], env=ENV)
+    assert out.exit_code == 2 and "cannot read the answers file" in out.output
+    assert not (tmp_path / "interviews").exists() and history.interviews() == []
+
+
 @pytest.mark.slow
 def test_scripted_answers_file_end_to_end(tmp_path, monkeypatch):
     """`attnprep interview mha --answers FILE` with the real grader: the untouched stub is

@@ -114,8 +114,10 @@ def interview(
     if state is not None:
         if iv.owner_alive(state.owner):
             usage_error(_w("running", id=state.exercise, pid=state.owner, file=iv.shown(Path(state.file))))
-        if not Path(state.file).is_file():
-            iv.clear_state()
+        from attnprep import exercises
+
+        if not Path(state.file).is_file() or state.exercise not in exercises.registry():
+            iv.clear_state()  # nothing left to resume
         elif exercise_id is None or get_exercise(exercise_id).id == state.exercise:
             out.print(Text(_w("resume", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"), soft_wrap=True)
             _warm_up(out, live)
