@@ -1,9 +1,12 @@
-"""The local history: every `check` and every drill, in SQLite, and what it says about progress.
+"""The local history: every `check`, drill and interview, in SQLite, and what it says about progress.
 
 One row per run (a `check` of one file, or one whole drill) in ``paths.history_db()``
-(``$ATTNPREP_HOME/history.sqlite3`` when set, read at call time). Durability rules:
+(``$ATTNPREP_HOME/history.sqlite3`` when set, read at call time); an interview round is a row of
+``interviews`` whose submissions are runs (the first with ``first_try``), and each Q&A card marked
+known / not known a row of ``qa_marks``. Durability rules:
 
-- WAL journal, one short transaction per :func:`record`: a process killed at any moment (even
+- WAL journal, one short transaction per write (:func:`record`, :func:`open_interview`,
+  :func:`mark_card` …): a process killed at any moment (even
   SIGKILL mid-commit) loses at most the run it was recording; every committed run survives.
 - The schema grows by small named migrations (:data:`migrations`), applied in order and recorded
   in the ``migrations`` table; a migration is applied in the same transaction as its record.

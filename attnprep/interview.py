@@ -378,6 +378,7 @@ class ConsoleView:
     _minute: int = 0
     _time_up: bool = False
     _clock_drawn: bool = False
+    _clock_text: str = ""
 
     def _print(self, *parts, style: str | None = None) -> None:
         if self._clock_drawn:  # the clock line: cleared (Enter already moved below it)
@@ -399,6 +400,9 @@ class ConsoleView:
             style = "bold green" if elapsed < 0.7 * budget_s else "bold yellow" if over < 0 else "bold red"
             text = (_w("clock_over", elapsed=clock(elapsed), budget=clock(budget_s), over=clock(over)) if over > 0
                     else _w("clock", elapsed=clock(elapsed), budget=clock(budget_s)))
+            if self._clock_drawn and text == self._clock_text:
+                return  # the same second: nothing to redraw
+            self._clock_text = text
             self.console.file.write("\r\x1b[2K")
             self.console.print(Text.assemble((text, style), (_w("clock_hint"), "dim")), end="")
             self.console.file.flush()
