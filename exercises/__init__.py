@@ -101,6 +101,9 @@ class Exercise(NamedTuple):
     qa: tuple[QA, ...]
     mistakes: tuple[Mistake, ...]
     grading: dict  # graded constructor configurations etc., read by the grader driver
+    # the interview's follow-up (toml ``next``): ids of the exercises an interviewer chains after
+    # this one, in order; the first one the bank has is asked (ids not in the registry are skipped)
+    follow_ups: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -205,6 +208,7 @@ def _load(folder: Path) -> Exercise:
         qa=tuple(QA(q["q"], q["a"]) for q in notes.get("qa", [])),
         mistakes=tuple(catalogue[m] for m in data.get("mistakes", [])),
         grading=data.get("grading", {}),
+        follow_ups=tuple(data.get("next", [])),
     )
 
 
