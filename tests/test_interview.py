@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from attnprep import exercises, history
 from attnprep import interview as iv
 from attnprep.app import app
-from attnprep.grader.result import Diagnosis, ErrorInfo, Result, Verdict
+from attnprep.grader.result import Diagnosis, ErrorInfo, Result, Verdict, msg
 
 ROOT = Path(__file__).resolve().parent.parent
 MHA = exercises.get("mha")
@@ -42,8 +42,8 @@ def result(passed: bool, *mistakes: str, exercise: str = "mha", internal: bool =
     verdict = Verdict.PASSED if passed else Verdict.ERROR if internal else Verdict.WRONG_OUTPUT
     return Result(
         exercise=exercise, file=f"{exercise}.py", verdict=verdict,
-        diagnoses=tuple(Diagnosis(m, m.replace("_", " "), "why", "fix") for m in mistakes),
-        error=ErrorInfo("internal", "the grader broke") if internal else None, internal=internal,
+        diagnoses=tuple(Diagnosis(m) for m in mistakes),
+        error=ErrorInfo("internal", msg("error.internal_child", text="the grader broke")) if internal else None, internal=internal,
     )
 
 
@@ -227,7 +227,7 @@ def test_an_internal_error_is_not_the_first_try(tmp_path):
     s, out = session(tmp_path, clock, grader, enter(), enter(), enter("n"), questions=0)
     s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
     assert [(r.first_try, r.passed) for r in history.runs()] == [(True, False)]
-    assert "attnprep could not grade this submission (not counted): the grader broke" in out.getvalue()
+    assert "attnprep could not grade this submission (not counted): attnprep failed while grading: the grader broke" in out.getvalue()
 
 
 def test_when_the_input_ends_the_interview_waits_for_a_submit_request(tmp_path):
@@ -256,7 +256,7 @@ def test_a_submit_request_is_answered_in_the_state_file(tmp_path):
         enter(), enter("y"),
     )
     s.run(state)
-    assert seen[0] == {"passed": False, "first_try": True, "line": "wrong output — missing scale"}
+    assert seen[0] == {"passed": False, "first_try": True, "line": "wrong output — missing 1/sqrt(d) scale"}
     assert seen[1] == ("again", {"passed": True, "first_try": False, "line": "passed"})
     assert [(r.first_try, r.passed) for r in history.runs()] == [(True, False), (False, True)]
 
@@ -489,7 +489,7 @@ def test_scripted_answers_file_end_to_end(tmp_path, monkeypatch):
     assert [m.known for m in history.qa_marks()] == [True, False]
     (stub,) = (tmp_path / "interviews").glob("mha-*.py")
     assert run.file == str(stub.resolve())
-    assert "NotImplementedError" in out.stdout and "first try failed" in out.stdout
+    assert "nothing written yet" in out.stdout and "first try failed" in out.stdout
 
 
 class Owner:

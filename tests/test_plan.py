@@ -260,7 +260,7 @@ def test_the_plan_as_json():
 
 def result(exercise: str, passed: bool, *mistakes: str) -> Result:
     return Result(exercise=exercise, file=f"{exercise}.py", verdict=Verdict.PASSED if passed else Verdict.WRONG_OUTPUT,
-                  diagnoses=tuple(Diagnosis(m, m, "why", "fix") for m in mistakes))
+                  diagnoses=tuple(Diagnosis(m) for m in mistakes))
 
 
 def test_today_reads_the_history():
