@@ -122,6 +122,21 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
+class Divergence:
+    """Where the attempt first goes wrong: a line of the user's file and the tensor it made."""
+
+    line: int
+    code: str
+    name: str  # the variable the line assigns ("q"), "" when none
+    shape: tuple[int, ...]
+    named: str  # the shape in axis names, "(B, T, H, D)"
+    reason: str  # "layout" (the right numbers, a wrong layout), "incomplete", "values", "short", "raised"
+    ref_name: str = ""  # the reference's counterpart
+    ref_named: str = ""
+    ref_code: str = ""  # the reference's line, where it helps ("incomplete")
+
+
+@dataclass(frozen=True)
 class MappingNote:
     """How the grader matched one of the attempt's layers to a contract role."""
 
@@ -144,6 +159,7 @@ class Result:
     row_sums: tuple[float, float] | None = None  # (min, max) of observed softmax row sums
     output_diff: OutputDiff | None = None
     error: ErrorInfo | None = None
+    divergence: Divergence | None = None  # failing attempts only
     notes: tuple[Message, ...] = ()  # things worth saying that are no failure (a header that disagrees)
     stdout: str = ""  # what the attempt printed (bounded)
     internal: bool = False  # True: attnprep itself failed, not the attempt
