@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import time
 import tokenize
+from dataclasses import replace
 from pathlib import Path
 
 from attnprep import exercises
@@ -67,9 +68,9 @@ def grade(path: Path, exercise_id: str | None, *, seed: int, device: str, timeou
 
     driver = driver_for(exercise, seed)
     driver.solution()  # imported here so the child inherits it, never reads it
-    outcome = sandbox.run(lambda: child.run_attempt(path, driver, device), timeout)
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, driver, device), timeout)
     if outcome.data is None:
-        return _ended(exercise.id, path, outcome, timeout, time.perf_counter() - start)
+        return replace(_ended(exercise.id, path, outcome, timeout, time.perf_counter() - start), stdout=outcome.stdout)
     try:
         result = judge.Judge(exercise, driver, outcome.data, path, 0.0).result()
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
@@ -77,7 +78,7 @@ def grade(path: Path, exercise_id: str | None, *, seed: int, device: str, timeou
 
         result = Result(exercise.id, str(path), Verdict.ERROR, internal=True,
                         error=ErrorInfo("internal", f"attnprep failed while judging: {type(exc).__name__}: {exc}", traceback.format_exc()))
-    return _with_duration(result, time.perf_counter() - start)
+    return replace(result, duration_s=time.perf_counter() - start, stdout=outcome.stdout)
 
 
 def _ended(exercise_id: str, path: Path, outcome, timeout: float, duration: float) -> Result:
@@ -85,6 +86,14 @@ def _ended(exercise_id: str, path: Path, outcome, timeout: float, duration: floa
         message = f"the attempt was still running after {timeout:g} s (an infinite loop or a very slow forward?)"
         return Result(exercise_id, str(path), Verdict.TIMEOUT, checks=(Check("runs", False, message),),
                       error=ErrorInfo("timeout", message), duration_s=duration)
+    if outcome.failure in ("malformed", "reply_too_large"):
+        what = "a malformed reply" if outcome.failure == "malformed" else "too much data"
+        message = f"the attempt's process sent the grader {what} ({outcome.detail}): something in the attempt wrote over the grader's channel"
+        return Result(exercise_id, str(path), Verdict.ERROR, checks=(Check("runs", False, message),),
+                      error=ErrorInfo("reply", message), duration_s=duration)
+    if outcome.failure == "answer_error":
+        message = f"attnprep failed while answering the attempt's process: {outcome.detail}"
+        return Result(exercise_id, str(path), Verdict.ERROR, internal=True, error=ErrorInfo("internal", message), duration_s=duration)
     if outcome.failure == "signal":
         message = f"the attempt crashed the Python process ({outcome.detail})"
         kind = "memory" if outcome.detail == "SIGKILL" else "crash"
@@ -94,8 +103,3 @@ def _ended(exercise_id: str, path: Path, outcome, timeout: float, duration: floa
     return Result(exercise_id, str(path), Verdict.ERROR, checks=(Check("runs", False, message),),
                   error=ErrorInfo(kind, message), duration_s=duration)
 
-
-def _with_duration(result: Result, duration: float) -> Result:
-    from dataclasses import replace
-
-    return replace(result, duration_s=duration)

@@ -66,7 +66,7 @@ class Heatmap:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "internal"
+    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "reply", "internal"
     message: str  # one line
     traceback: str = ""  # the user's own frames only
 
@@ -87,6 +87,7 @@ class Result:
     error: ErrorInfo | None = None
     internal: bool = False  # True: attnprep itself failed, not the attempt
     duration_s: float = 0.0
+    stdout: str = ""  # what the attempt printed (stdout and stderr), bounded; not in the JSON yet
 
     @property
     def passed(self) -> bool:
