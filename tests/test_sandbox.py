@@ -582,9 +582,9 @@ def test_cli_a_process_that_escapes_the_session_cannot_touch_the_history(tmp_pat
     pids = _pids(tmp_path / "pids")
     assert len(pids) == 1
     time.sleep(1.5)  # the escaped process would write 0.2 s after the CLI is gone
-    assert [pid for pid in pids if _exists(pid)] == []
-    assert _snapshot(attnprep_home) == after_exit
     assert not (attnprep_home / "forged.txt").exists()
+    assert _snapshot(attnprep_home) == after_exit
+    assert [pid for pid in pids if _exists(pid)] == []
 
 
 @needs_linux
@@ -619,3 +619,24 @@ def test_cli_a_flooded_reply_pipe_is_an_error_and_the_grader_stays_small(tmp_pat
     assert "too much data" in result["error"]["message"]
     assert small and peak, "peak RSS measured"
     assert peak - small < 100 * 1024, (small, peak)  # KiB: not the 400 MiB written
+
+
+# --- through the engine: Result.stdout ----------------------------------------------------------
+
+
+def test_the_engine_keeps_what_the_attempt_printed(tmp_path):
+    from attnprep.grader import grade
+
+    flood = grade(HOSTILE / "prints_megabytes.py", "mha", timeout=20)
+    assert flood.passed
+    assert flood.stdout.startswith("debug: xxx")
+    assert flood.stdout.endswith(" more lines\n") and len(flood.stdout.encode()) <= sandbox.CAPTURE_BYTES + 100
+
+    source = (HOSTILE / "raises_in_forward.py").read_text(encoding="utf-8")
+    attempt = tmp_path / "mha.py"
+    attempt.write_text(source.replace("    def forward(self, x, attention_mask=None, is_causal=False):\n",
+                                      "    def forward(self, x, attention_mask=None, is_causal=False):\n"
+                                      "        print('x.shape =', tuple(x.shape))\n", 1), encoding="utf-8")
+    failed = grade(attempt, "mha", timeout=20)
+    assert failed.verdict.value == "error"
+    assert failed.stdout.splitlines()[0].startswith("x.shape = (")

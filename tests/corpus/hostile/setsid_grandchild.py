@@ -1,6 +1,6 @@
 # attnprep: mha
 # expect: passed
-"""A correct MHA that, at import, forks a grandchild which calls setsid, waits until the grading process is gone, then writes fake drills into $ATTNPREP_HOME."""
+"""A correct MHA that, at import, forks a grandchild which calls setsid, closes its descriptors but stdout and stderr, waits until the grading process is gone, then writes fake drills into $ATTNPREP_HOME."""
 
 import os
 import time
@@ -45,6 +45,7 @@ def _vandalise(grader: int) -> None:
 _grader = os.getppid()
 if os.fork() == 0:
     os.setsid()  # out of the child's session and process group: a killpg no longer reaches it
+    os.closerange(3, 1 << 16)  # the reply pipe too: the check ends normally; stdout stays open
     try:
         _note_pid()
         _vandalise(_grader)
