@@ -10,9 +10,9 @@ knows nothing about exercises; it promises (SPEC §5):
   stray descriptors (even to the pipe itself) are skipped, not read as a reply.
 - The child may ask questions mid-run (``Channel.ask``); ``answer`` runs in the parent and its time
   is not counted: the timeout is the child's time only.
-- Replies are bounded and validated: each message at most ``max_reply`` bytes, everything read at
-  most ``max_total``; a reply too deep, not JSON, not an object or badly framed is a failure
-  (``malformed``), never an exception here. Reading stops at the final frame, so a grandchild that
+- Replies are bounded and validated: each message at most ``max_reply`` bytes and ``MAX_VALUES``
+  values, everything read at most ``max_total`` (failure ``reply_too_large``); a reply too deep,
+  not JSON, not an object or badly framed is failure ``malformed``, never an exception here. Reading stops at the final frame, so a grandchild that
   keeps the pipe open cannot turn a reply into a timeout.
 - The attempt's stdout and stderr go to a pipe the parent drains into a bounded capture
   (``Outcome.stdout``: the first lines, then "… N more lines"), never to our own stdout.
@@ -26,6 +26,7 @@ knows nothing about exercises; it promises (SPEC §5):
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -40,7 +41,11 @@ from typing import Any, Callable
 
 MEMORY_HEADROOM = 1 << 30  # bytes of address space the child may add to what it inherits
 MAX_REPLY = 64 << 20  # default cap on one message, in bytes
-MAX_CONTAINERS = 1_000_000  # lists and objects in one message: JSON "[]," becomes a 56-byte list
+# Values in one message (commas, lists and objects counted): parsed, JSON's "0," becomes a
+# 32-byte float and "[]," a 64-byte list, so this bounds what a message costs once decoded (with
+# MAX_REPLY: about 64 MiB of bytes + 64 MiB of text + 128 MiB of objects). Replies today carry
+# ~20,000 values.
+MAX_VALUES = 2_000_000
 CAPTURE_BYTES = 8 << 10  # the attempt's output kept: at most this many bytes …
 CAPTURE_LINES = 40  # … and this many lines
 KILL_GRACE = 2.0  # seconds spent killing a tree that keeps forking before giving up
@@ -76,31 +81,33 @@ class Outcome:
 # --- what this system offers ------------------------------------------------------------------
 
 
-def _load_prctl():
+class _Prctl:
+    """Linux's prctl(2) through libc (ctypes: no new dependency)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, option: int, arg: int = 0) -> int:
+        return self.function(option, ctypes.c_ulong(arg), 0, 0, 0)
+
+    def subreaper(self) -> int:
+        value = ctypes.c_int(0)
+        self.function(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)
+        return value.value
+
+
+def _load_prctl() -> _Prctl | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-        prctl.restype = ctypes.c_int
-        value = ctypes.c_int(-1)
-        if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) != 0:
-            return None
-    except (OSError, AttributeError, ImportError):
+        function = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
         return None
-
-    def call(option: int, arg: int = 0) -> int:
-        return prctl(option, ctypes.c_ulong(arg), 0, 0, 0)
-
-    def subreaper() -> int:
-        value = ctypes.c_int(0)
-        prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)
-        return value.value
-
-    call.subreaper = subreaper  # type: ignore[attr-defined]
-    return call
+    function.restype = ctypes.c_int
+    value = ctypes.c_int(-1)
+    if function(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) != 0:
+        return None  # a kernel without it (before 3.4), or a sandbox that forbids prctl
+    return _Prctl(function)
 
 
 _prctl = _load_prctl()
@@ -306,9 +313,9 @@ class _Frames:
             return None
         if buf[end : end + len(token)] != token:
             raise _Failure("malformed", "a frame that does not end where its length says")
-        containers = buf.count(b"[", _HEADER, end) + buf.count(b"{", _HEADER, end)
-        if containers > MAX_CONTAINERS:
-            raise _Failure("reply_too_large", f"{containers:,} lists and objects in one message (at most {MAX_CONTAINERS:,})")
+        values = sum(buf.count(mark, _HEADER, end) for mark in (b",", b"[", b"{"))
+        if values > MAX_VALUES:
+            raise _Failure("reply_too_large", f"{values:,} values in one message (at most {MAX_VALUES:,})")
         view = memoryview(buf)
         try:
             text = str(view[_HEADER:end], "utf-8")
@@ -513,6 +520,9 @@ def run(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict]
     raise ``Malformed`` for a question it rejects (failure ``malformed``); any other exception
     from it is failure ``answer_error``. ``max_total`` (default 4 × ``max_reply``) bounds every
     byte read from the child's pipe, frames and stray bytes alike.
+
+    One run at a time per process: while it runs, every process that comes back to this one as an
+    orphan is taken for the attempt's and killed with its tree.
     """
     token = secrets.token_hex(_TOKEN_BYTES).encode()
     max_total = max_total if max_total is not None else 4 * max_reply

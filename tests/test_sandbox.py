@@ -241,11 +241,15 @@ def test_the_total_read_is_capped_stray_bytes_included():
     assert sandbox.run(work, 20, max_reply=1 << 20, max_total=16 << 20).data == {}
 
 
-def test_a_reply_of_millions_of_empty_lists_is_too_large():
-    """JSON "[]," is 3 bytes and a 56-byte list once parsed: the number of containers is capped."""
-    outcome = sandbox.run(_sends(b'{"a": [' + b"[]," * 1_100_000 + b"[]]}"), 20)
+@pytest.mark.parametrize("many", [b"[],", b"0,", b"{},"])
+def test_a_reply_of_millions_of_tiny_values_is_too_large(many):
+    """JSON "[]," is 3 bytes and a 64-byte list once parsed: the number of values is capped, so
+    a message under the byte cap cannot grow the parent tenfold when decoded."""
+    n = sandbox.MAX_VALUES
+    assert sandbox.run(_sends(b'{"a": [' + many * (n // 3) + b"0]}"), 20).failure == ""
+    outcome = sandbox.run(_sends(b'{"a": [' + many * (n + 1) + b"0]}"), 20)
     assert outcome.failure == "reply_too_large"
-    assert "lists and objects" in outcome.detail
+    assert "values in one message" in outcome.detail
 
 
 MEMORY_SCRIPT = r"""
