@@ -184,10 +184,14 @@ def _vm_size() -> int:
     return 0
 
 
+def _descriptor_limit() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
 def _high_descriptors(keep: set[int]) -> tuple[int, int]:
     """Two distinct random descriptors in the upper half of what this process may open."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    top = min(soft if soft != resource.RLIM_INFINITY else 1 << 16, 1 << 16)
+    top = min(_descriptor_limit(), 1 << 16)
     low = max(top // 2, 10)
     picks: list[int] = []
     while len(picks) < 2:
@@ -225,7 +229,7 @@ def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, outpu
         first, second = sorted((high_send, high_receive))
         os.closerange(3, first)
         os.closerange(first + 1, second)
-        os.closerange(second + 1, 1 << 16)
+        os.closerange(second + 1, max(_descriptor_limit(), 1 << 16))
         # Python-level streams may be wrappers of other descriptors (pytest's capture): rebind.
         # Line-buffered, so what was printed before a crash or a timeout's SIGKILL is kept.
         sys.stdin = sys.__stdin__ = open(0, closefd=False)
@@ -586,7 +590,7 @@ class _Session:
             while data is None:
                 now = time.monotonic()
                 if now >= deadline:
-                    return self._outcome(None, "timeout", f"still running after {timeout:g} s", now - start - paused)
+                    return None, "timeout", f"still running after {timeout:g} s", now - start - paused
                 poller = select.poll()
                 if self.up >= 0:
                     poller.register(self.up, select.POLLIN)
@@ -618,20 +622,16 @@ class _Session:
                     if data is None:
                         return self._ended(time.monotonic() - start - paused)
         except _Failure as failure:
-            return self._outcome(None, failure.failure, failure.detail, time.monotonic() - start - paused)
-        return self._outcome(data, "", "", time.monotonic() - start - paused)
-
-    @staticmethod
-    def _outcome(data, failure, detail, elapsed) -> tuple[dict | None, str, str, float]:
-        return data, failure, detail, elapsed
+            return None, failure.failure, failure.detail, time.monotonic() - start - paused
+        return data, "", "", time.monotonic() - start - paused
 
     def _ended(self, elapsed: float) -> tuple[dict | None, str, str, float]:
         status = self.status or 0
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            return self._outcome(None, "signal", name, elapsed)
-        return self._outcome(None, "exit", str(os.WEXITSTATUS(status)), elapsed)
+            return None, "signal", name, elapsed
+        return None, "exit", str(os.WEXITSTATUS(status)), elapsed
 
     def _read_frames(self) -> list[tuple[bytes, Any]]:
         frames = []
@@ -645,9 +645,7 @@ class _Session:
                 self.up = -1
                 return frames
             frames += self.frames.feed(chunk)
-            if frames and frames[-1][0] == REPLY:
-                return frames
-            if frames:  # a question: answer it before reading on
+            if frames:  # the reply, or questions to answer before reading on
                 return frames
 
     def _last_frames(self) -> dict | None:
