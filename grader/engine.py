@@ -102,13 +102,10 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     from attnprep.grader.wire import Reply, WireError
 
     kind = kind_for(exercise, seed)
-    kind_solution = getattr(kind, "solution", None)
-    if kind_solution is not None:
-        kind_solution()  # TODO(sandbox channel): imported before the fork while the channel is local
-    channel = _LocalChannel(kind)
-    outcome = sandbox.run(lambda: child.run_attempt(path, kind, device, channel), timeout)
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel), timeout, answer=_answerer(kind))
+    stdout = _printable(outcome.stdout)
     if outcome.data is None:
-        return done(_ended(exercise.id, path, outcome, timeout))
+        return replace(done(_ended(exercise.id, path, outcome, timeout)), stdout=stdout)
     try:
         reply = Reply.decode(outcome.data)
         reply.check_complete(kind)
@@ -120,14 +117,14 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         result = judged.result()
         if _worth_tracing(result):
             where = _clearest(kind, judged.failures) if judged.failures else _raised_in(kind, reply)
-            result = replace(result, divergence=_divergence(path, exercise, kind, reply, channel, timeout, where))
+            result = replace(result, divergence=_divergence(path, exercise, kind, reply, timeout, where))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
         result = Result(exercise.id, str(path), Verdict.ERROR, internal=True,
                         error=ErrorInfo("internal", msg("error.internal_judge", type=type(exc).__name__, text=str(exc)),
                                         traceback.format_exc()))
-    return done(result)
+    return replace(done(result), stdout=stdout)
 
 
 def _worth_tracing(result: Result) -> bool:
@@ -155,7 +152,7 @@ def _raised_in(kind, reply) -> tuple[int, int]:
     return ci, next((i for i, c in enumerate(cases) if c.name not in done), 0)
 
 
-def _divergence(path: Path, exercise, kind, reply, channel, timeout: float, where: tuple[int, int]):
+def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[int, int]):
     """Trace the attempt on the case where it first fails, in a second child (failures only), and
     the reference here; compare."""
     import torch
@@ -164,7 +161,7 @@ def _divergence(path: Path, exercise, kind, reply, channel, timeout: float, wher
     from attnprep.grader.trace import Step, Tracer
 
     ci, ni = where
-    outcome = sandbox.run(lambda: child.trace_attempt(path, kind, ci, ni, channel), timeout)
+    outcome = sandbox.run(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
     if not isinstance(outcome.data, dict):
         return None
     try:
@@ -187,14 +184,26 @@ def _divergence(path: Path, exercise, kind, reply, channel, timeout: float, wher
                       found.ref_named, found.ref_code)
 
 
-class _LocalChannel:
-    """The child's questions answered by the kind directly (same process)."""
+def _answerer(kind):
+    """The grading process's answers to the child's questions (the weight-mapping probe): a
+    question that is not what a child of this grader asks is the attempt's doing (malformed)."""
+    from attnprep.grader import sandbox
 
-    def __init__(self, kind):
-        self.kind = kind
+    def answer(question: dict) -> dict:
+        try:
+            return kind.answer(question)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise sandbox.Malformed(f"unexpected question: {type(exc).__name__}") from exc
 
-    def ask(self, question: dict) -> dict:
-        return self.kind.answer(question)
+    return answer
+
+
+def _printable(text: str) -> str:
+    """The attempt's output without terminal control sequences (colours stay out of our report)."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", text or "")
+    return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
 
 
 def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:
@@ -202,6 +211,13 @@ def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:
         message = msg("error.timeout", seconds=timeout)
         return Result(exercise_id, str(path), Verdict.TIMEOUT, checks=(Check("runs", False, message),),
                       error=ErrorInfo("timeout", message))
+    if outcome.failure in ("malformed", "reply_too_large"):
+        message = msg(f"error.{outcome.failure}", detail=outcome.detail)
+        return Result(exercise_id, str(path), Verdict.ERROR, checks=(Check("runs", False, message),),
+                      error=ErrorInfo("reply", message))
+    if outcome.failure == "answer_error":
+        return Result(exercise_id, str(path), Verdict.ERROR, internal=True,
+                      error=ErrorInfo("internal", msg("error.answer_error", detail=outcome.detail)))
     if outcome.failure == "signal":
         message = msg("error.signal", signal=outcome.detail)
         kind = "memory" if outcome.detail == "SIGKILL" else "crash"

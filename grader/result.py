@@ -116,7 +116,7 @@ class OutputDiff:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "blank", "internal"
+    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "blank", "reply", "internal"
     message: Message  # one line
     traceback: str = ""  # the user's own frames only
 
@@ -164,6 +164,7 @@ class Result:
     stdout: str = ""  # what the attempt printed (bounded)
     internal: bool = False  # True: attnprep itself failed, not the attempt
     duration_s: float = 0.0
+    stdout: str = ""  # what the attempt printed (stdout and stderr), bounded; not in the JSON yet
 
     @property
     def passed(self) -> bool:
