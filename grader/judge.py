@@ -38,7 +38,7 @@ BUILTIN_OPS = {
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
-PAIR_FIRST = ("mask", "causal", "padding", "scale")  # knobs tried first in pairs
+PAIR_FIRST = ("mask", "causal_", "padding", "scale")  # knobs tried first in pairs
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
                   "mla_scale_partial")

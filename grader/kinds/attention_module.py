@@ -146,7 +146,7 @@ class AttentionModule:
             choice = answer.get("choice")
             if isinstance(choice, int) and 0 <= choice < len(options):
                 chosen = options[choice]
-        extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]
+        extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]  # noqa: E501
         if extra:
             r = extra[0]
             p = next(p for p in self.exercise.contract.params if p.name == r.name)
@@ -155,7 +155,7 @@ class AttentionModule:
         notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray]
         if not chosen.by_name:
             notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items() if role != layer] + notes
-        return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias))
+        return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed))
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         return {"out": first(self.call(attempt, case))}
@@ -163,7 +163,7 @@ class AttentionModule:
     def grad_leaves(self, attempt, case: Case, built: Built):
         """The parameters, named by their contract role where mapped (``q_proj.weight``)."""
         attempt.zero_grad(set_to_none=True)
-        role_of = {layer: role for role, layer in built.mapping.items()}
+        role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed}
         leaves = {}
         for name, p in attempt.named_parameters():
             layer, _, leaf = name.rpartition(".")

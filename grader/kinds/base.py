@@ -62,6 +62,7 @@ class Built:
     by_name: bool = True
     notes: list[MappingNote] = field(default_factory=list)
     zero_bias: list[str] = field(default_factory=list)  # roles graded with a zero bias
+    transposed: list[str] = field(default_factory=list)  # roles whose layer stores (in, out)
 
 
 class Kind(Protocol):
