@@ -248,6 +248,13 @@ def _precheck(db: Path) -> None:
         raise sqlite3.DatabaseError("file is not a database")
 
 
+def _why(exc: sqlite3.DatabaseError, db: Path) -> str:
+    """SQLite's reason, or the plainer one behind its "unable to open database file"."""
+    if not os.access(db.parent, os.W_OK):
+        return f"the data folder {db.parent} is not writable"
+    return str(exc)
+
+
 def connect(db: Path | None = None) -> sqlite3.Connection:
     """An open, migrated connection to the history; a corrupt file is moved aside first.
 
@@ -259,7 +266,7 @@ def connect(db: Path | None = None) -> sqlite3.Connection:
         return _open(db)
     except sqlite3.DatabaseError as exc:
         if not _is_corruption(exc):
-            raise HistoryUnavailable(f"history database {db} is unusable: {exc}") from None
+            raise HistoryUnavailable(f"history database {db} is unusable: {_why(exc, db)}") from None
         try:
             aside = _move_aside(db)
         except OSError as move_error:

@@ -135,17 +135,19 @@ def run_main(args: list[str], cwd, env_extra: dict) -> subprocess.CompletedProce
 
 
 def test_an_unusable_data_folder_is_one_clear_line(tmp_path):
-    """$ATTNPREP_HOME under a file: `list` still lists (without history), commands that need the
-    folder stop with one line and exit 2, never an 'internal error'."""
+    """$ATTNPREP_HOME under a file: `list` still lists (without history), `hint` still hints (without
+    remembering it, tests/test_terminal.py), commands that need the folder stop with one line and
+    exit 2, never an 'internal error'."""
     (tmp_path / "a-file").write_text("", encoding="utf-8")
     env = {"ATTNPREP_HOME": str(tmp_path / "a-file" / "home")}
     listed = run_main(["list"], tmp_path, env)
     assert listed.returncode == 0 and "Multi-head attention" in listed.stdout
     assert listed.stderr.count("\n") == 1 and "cannot use the data folder" in listed.stderr
-    for args in (["hint", "mha"], ["stats"]):
+    for args in (["hint", "mha", "--reset"], ["stats"]):
         proc = run_main(args, tmp_path, env)
         assert proc.returncode == 2, (args, proc.stderr)
-        assert proc.stderr.startswith("error: cannot use the data folder") and proc.stderr.count("\n") == 1
+        assert proc.stderr.startswith("error: ") and "cannot use the data folder" in proc.stderr
+        assert proc.stderr.count("\n") == 1
         assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
 
 

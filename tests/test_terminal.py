@@ -79,3 +79,61 @@ def test_head_dash_1_on_a_passing_check(workspace, attnprep_home):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("✓ gqa.py") and lines[-1] == "status 0", proc.stdout
     assert proc.stderr == ""
+
+
+# --- a data folder that cannot be written ----------------------------------------------------------
+
+
+def unwritable_homes(tmp_path: Path) -> dict[str, Path]:
+    """Data folders that exist but where state.json cannot be written, for any user (root too)."""
+    blocked = tmp_path / "blocked"
+    (blocked / "state.json").mkdir(parents=True)  # a folder where the file should be
+    homes = {"state.json is a folder": blocked}
+    if os.geteuid() != 0:  # root writes through permission bits
+        readonly = tmp_path / "readonly"
+        readonly.mkdir()
+        readonly.chmod(0o555)
+        homes["read-only folder"] = readonly
+    return homes
+
+
+def test_hint_with_an_unwritable_data_folder_still_shows_the_hint(tmp_path):
+    from attnprep import exercises
+
+    mha = exercises.get("mha")
+    for what, home in unwritable_homes(tmp_path).items():
+        for _ in range(2):  # nothing is remembered: hint 1 both times
+            proc = attnprep(["hint", "mha"], tmp_path, home)
+            assert proc.returncode == 0, (what, proc.stderr)
+            assert f"hint 1/{len(mha.hints)}" in proc.stdout and mha.hints[0].split()[0] in proc.stdout
+            assert "next:" not in proc.stdout  # it would show hint 1 again
+            (line,) = proc.stderr.splitlines()
+            assert line.startswith("attnprep: cannot write state.json in the data folder ") and line.endswith(
+                "; hint 1 is shown but not remembered"), (what, line)
+        reset = attnprep(["hint", "mha", "--reset"], tmp_path, home)
+        assert reset.returncode == 2 and reset.stdout == ""
+        (line,) = reset.stderr.splitlines()
+        assert line.startswith("error: cannot reset the hints of mha: cannot write state.json"), line
+
+
+def test_hint_without_any_data_folder_still_shows_the_hint(tmp_path):
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    proc = attnprep(["hint", "gqa"], tmp_path, tmp_path / "a-file" / "home")
+    assert proc.returncode == 0 and "hint 1/" in proc.stdout
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("attnprep: cannot use the data folder ") and "not remembered" in line
+
+
+def test_the_history_says_plainly_that_the_folder_is_not_writable(tmp_path, monkeypatch):
+    from attnprep import history
+    from attnprep.grader.result import Result, Verdict
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("ATTNPREP_HOME", str(home))
+    real_access = os.access
+    monkeypatch.setattr(history.os, "access", lambda p, mode: False if Path(p) == home else real_access(p, mode))
+    (home / "history.sqlite3").mkdir()  # SQLite: "unable to open database file"
+    with pytest.raises(history.HistoryUnavailable, match=f"the data folder {home} is not writable"):
+        history.connect()
+    assert history.record(Result("mha", "mha.py", Verdict.PASSED), kind="check", started_at=0.0, duration_s=1.0) is None

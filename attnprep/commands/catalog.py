@@ -239,10 +239,15 @@ def hint(
     exercise = get_exercise(exercise_id)
     out = console()
     if reset:
-        hints.reset(exercise.id)
+        try:
+            hints.reset(exercise.id)
+        except OSError as exc:  # StateNotSaved, DataFolderError: one line, said as such
+            usage_error(f"cannot reset the hints of {exercise.id}: {exc}")
         out.print(Text.assemble(f"hints of {exercise.id} reset; ", (f"`attnprep hint {exercise.id}`", CMD), " shows hint 1 again"))
         return
     step = hints.next_hint(exercise)
+    if step.not_saved:  # the hint is still shown; the next call will show it again
+        sys.stderr.write(f"attnprep: {step.not_saved}; hint {step.number} is shown but not remembered\n")
     if step.total == 0:
         out.print(Text(f"{exercise.id} has no hints; `attnprep solution {exercise.id}` shows the reference"))
         return
@@ -258,7 +263,9 @@ def hint(
         return
     out.print(Text(f"{exercise.id} · {exercise.title} · {step.label}", style="bold"))
     out.print(_bullets([step.text], marker=" "))
-    if step.number < step.total:
+    if step.not_saved:
+        pass  # the next call shows this hint again: no "next" line
+    elif step.number < step.total:
         out.print(Text.assemble("next: ", (f"`attnprep hint {exercise.id}`", CMD), f" for hint {step.number + 1}/{step.total}"), style="dim")
     else:
         out.print(Text(f"that was the last hint; `attnprep solution {exercise.id}` shows the reference", style="dim"))
