@@ -426,5 +426,6 @@ def run_drill(
             duration_s=ending.elapsed_s,
             outcome=ending.outcome,
             mistakes=ending.mistakes,
+            budget_s=budget_s,
         )
     return DrillRun(exercise.id, path, budget_s, ending, started_at, recorded)

@@ -215,7 +215,7 @@ def test_run_drill_records_the_drill_in_the_history(tmp_path):
     )
     assert run.ending.outcome == "passed" and run.recorded is not None
     (row,) = history.runs("mha")
-    assert (row.kind, row.outcome, row.passed, row.verdict) == ("drill", "passed", True, "passed")
+    assert (row.kind, row.outcome, row.passed, row.verdict, row.budget_s) == ("drill", "passed", True, "passed", 300)
     assert row.diagnoses == ("missing_scale", "scale_d_model")
     assert 0 <= row.duration_s < 5 and abs(row.started_at - time.time()) < 30
 

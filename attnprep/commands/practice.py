@@ -23,6 +23,7 @@ from attnprep.app import command_app, console, err_console, get_exercise, is_int
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
 SPARKS = "▁▂▃▄▅▆▇█"
+ABANDONED = "—"  # a drill given up (Ctrl-C): it has no time
 STATS_VERSION = 1
 
 
@@ -154,14 +155,20 @@ def _render_ending(run, exercise) -> None:
 # --- stats -----------------------------------------------------------------------------------
 
 
-def sparkline(recent: tuple[tuple[float, str], ...], budget_s: float) -> Text:
-    """One glyph per recent drill, oldest first: ▁ (fast) … █ (the whole budget); ✗ a time-out."""
+def sparkline(recent, budget_s: float) -> Text:
+    """One glyph per recent drill, oldest first: ▁ (fast) … █ (the whole budget); ✗ a time-out;
+    — abandoned. ``recent``: (duration_s, outcome[, its own budget_s]); ``budget_s`` is the budget of
+    a drill that has none of its own."""
     line = Text()
-    for duration, outcome in recent:
+    for duration, outcome, *own in recent:
+        if outcome == "abandoned":
+            line.append(ABANDONED, style="yellow")
+            continue
         if outcome != "passed":
             line.append("✗", style="red")
             continue
-        ratio = duration / budget_s if budget_s > 0 else 1.0
+        budget = own[0] if own and own[0] else budget_s
+        ratio = duration / budget if budget > 0 else 1.0
         level = min(len(SPARKS) - 1, max(0, int(ratio * len(SPARKS))))
         line.append(SPARKS[level], style="green" if ratio <= 1 else "yellow")
     return line
@@ -170,19 +177,17 @@ def sparkline(recent: tuple[tuple[float, str], ...], budget_s: float) -> Text:
 def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) -> dict:
     """The data of `attnprep stats`: every exercise of the registry (then any other id found in the
     history), its summary, its budget and the times relative to it, the mistakes with titles."""
-    summaries = history.exercise_summaries() if summaries is None else summaries
     registry = exercises.registry()
+    if summaries is None:  # each drill is measured against its own budget; an older one, the exercise's
+        summaries = history.exercise_summaries({ex.id: ex.minutes * 60.0 for ex in registry.values()})
     catalogue = exercises.mistake_catalogue()
     rows = []
     for exercise_id in [*registry, *sorted(set(summaries) - set(registry))]:
         s = summaries.get(exercise_id) or history.empty_summary(exercise_id)
         ex = registry.get(exercise_id)
-        budget_s = ex.minutes * 60.0 if ex is not None else None
         row = s.to_json()
         row["title"] = ex.title if ex is not None else None
-        row["budget_s"] = budget_s
-        for key, value in (("best_vs_budget", s.best_drill_s), ("median_vs_budget", s.median_drill_s)):
-            row[key] = round(value / budget_s, 3) if value is not None and budget_s else None
+        row["budget_s"] = ex.minutes * 60.0 if ex is not None else None  # the exercise's default
         for mistake in row["top_mistakes"]:
             known = catalogue.get(mistake["id"])
             mistake["title"] = known.title if known is not None else mistake["id"]
@@ -196,10 +201,11 @@ def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) 
     return {"version": STATS_VERSION, "exercises": rows, "totals": totals}
 
 
-def _vs_budget(seconds: float | None, budget_s: float | None) -> Text:
+def _vs_budget(seconds: float | None, ratio: float | None, budget_s: float | None) -> Text:
+    """``2:00 / 5:00``: a time, green within its budget, and that budget when there is one to show."""
     if seconds is None:
-        return Text("—", style="dim")
-    text = Text(history.format_duration(seconds), style="green" if budget_s and seconds <= budget_s else "yellow")
+        return Text("")
+    text = Text(history.format_duration(seconds), style="green" if ratio is not None and ratio <= 1 else "yellow")
     if budget_s:
         text.append(f" / {history.format_duration(budget_s)}", style="dim")
     return text
@@ -228,15 +234,15 @@ def stats(
     table.add_column("recent", no_wrap=True)
     table.add_column("most frequent mistakes", overflow="fold", ratio=1)
     for r in practised:
-        mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"]) or "—"
-        recent = tuple((d["duration_s"], d["outcome"]) for d in r["recent_drills"])
+        mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
+        recent = tuple((d["duration_s"], d["outcome"], d["budget_s"]) for d in r["recent_drills"])
         table.add_row(
             r["exercise"],
             str(r["attempts"]),
             f"{r['pass_rate']:.0%}",
-            _vs_budget(r["best_drill_s"], r["budget_s"]),
-            _vs_budget(r["median_drill_s"], r["budget_s"]),
-            sparkline(recent, r["budget_s"] or 0.0) if recent else Text("—", style="dim"),
+            _vs_budget(r["best_drill_s"], r["best_vs_budget"], r["best_drill_budget_s"]),
+            _vs_budget(r["median_drill_s"], r["median_vs_budget"], r["median_drill_budget_s"]),
+            sparkline(recent, r["budget_s"] or 0.0),
             Text(mistakes),
         )
     out.print(table)
@@ -244,12 +250,17 @@ def stats(
     out.print(
         Text(
             f"{totals['attempts']} runs, {totals['passes']} passed; "
-            f"{totals['drill_passes']} of {totals['drills']} drills passed in time. "
-            "recent: ▁ fast … █ the whole budget, ✗ timed out",
+            f"{totals['drill_passes']} of {totals['drills']} drills passed in time.",
             style="dim",
-        ),
-        soft_wrap=True,
+        )
+    )
+    out.print(
+        Text(
+            "best, median: passed drills, each against its own budget; "
+            f"recent drills: ▁ fast … █ the whole budget, ✗ timed out, {ABANDONED} abandoned",
+            style="dim",
+        )
     )
     untouched = [r["exercise"] for r in document["exercises"] if not r["attempts"]]
     if untouched:
-        out.print(Text(f"not practised yet: {', '.join(untouched)}", style="dim"), soft_wrap=True)
+        out.print(Text(f"not practised yet: {', '.join(untouched)}", style="dim"))
