@@ -5,10 +5,19 @@ enough."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import re
+import select
 import shutil
+import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -137,3 +146,198 @@ def test_the_history_says_plainly_that_the_folder_is_not_writable(tmp_path, monk
     with pytest.raises(history.HistoryUnavailable, match=f"the data folder {home} is not writable"):
         history.connect()
     assert history.record(Result("mha", "mha.py", Verdict.PASSED), kind="check", started_at=0.0, duration_s=1.0) is None
+
+
+# --- narrow and wide terminals -----------------------------------------------------------------------
+
+def ids() -> list[str]:
+    from attnprep import exercises
+
+    return list(exercises.registry())
+
+
+def practise(home: Path, monkeypatch) -> None:
+    """A history with long mistake titles, drills of several budgets, an abandoned drill."""
+    from attnprep import history
+    from attnprep.grader.result import Diagnosis, Result, Verdict
+
+    monkeypatch.setenv("ATTNPREP_HOME", str(home))
+
+    def rec(ex, verdict, *mistakes, kind="drill", took=0.0, outcome=None, budget=None):
+        r = Result(ex, f"{ex}.py", verdict, diagnoses=tuple(Diagnosis(m, m, "w", "f") for m in mistakes))
+        history.record(r, kind=kind, started_at=1.0, duration_s=took, outcome=outcome, budget_s=budget)
+
+    rec("mha", Verdict.WRONG_OUTPUT, "missing_scale", kind="check", took=0.2)
+    rec("mha", Verdict.PASSED, took=240, outcome="passed", budget=300)
+    rec("mha", Verdict.MASK_LEAK, "causal_ignored", took=300, outcome="timeout", budget=300)
+    rec("mha_fused", Verdict.ERROR, took=30, outcome="abandoned", budget=300)
+    rec("gqa", Verdict.WRONG_OUTPUT, "gqa_heads_tiled", "scale_d_model", took=480, outcome="timeout", budget=480)
+    rec("mla", Verdict.PASSED, took=700, outcome="passed", budget=900)
+
+
+def cli(args: list[str], width: int):
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep.app import app
+
+    return CliRunner().invoke(app, args, env={"COLUMNS": str(width), "NO_COLOR": "1"}, catch_exceptions=False)
+
+
+def table_rows(out: str) -> dict[str, list[str]]:
+    """The lines of each exercise's row (a row's first line starts with its id)."""
+    rows: dict[str, list[str]] = {}
+    current = None
+    for line in out.splitlines():
+        first = line.split(" ", 1)[0]
+        if first in ids():
+            current = first
+            rows[current] = [line]
+        elif current is not None and line.startswith(" ") and line.strip():
+            rows[current].append(line)
+        else:
+            current = None
+    return rows
+
+
+@pytest.mark.parametrize("width", [40, 50, 80, 120])
+@pytest.mark.parametrize("with_history", [False, True], ids=["new", "practised"])
+def test_list_never_cuts_an_id_and_keeps_rows_short(width, with_history, tmp_path, monkeypatch, attnprep_home):
+    monkeypatch.chdir(tmp_path)
+    if with_history:
+        practise(attnprep_home, monkeypatch)
+    result = cli(["list"], width)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "…" not in out
+    assert all(len(line.rstrip()) <= width for line in out.splitlines()), out
+    rows = table_rows(out)
+    assert list(rows) == ids(), out  # every id, whole, first on its line
+    lines = sum(len(r) for r in rows.values())
+    if width >= 80:  # one line per row, but for a long title
+        assert lines <= len(rows) + 1, out
+    if width >= 120:  # every column
+        assert {"difficulty", "drill"} <= set(out.splitlines()[0].split())
+    if with_history and width >= 50:
+        assert "record" in out.splitlines()[0] and "attempted" in rows["gqa"][0]
+    if width <= 80 and (with_history or width < 80):
+        assert "not shown at this width: " in out
+
+
+def test_list_at_80_columns_keeps_the_difficulty_until_a_history_needs_the_room(tmp_path, monkeypatch, attnprep_home):
+    monkeypatch.chdir(tmp_path)
+    head = cli(["list"], 80).stdout.splitlines()[0].split()
+    assert head == ["id", "title", "difficulty", "drill", "status"]
+    practise(attnprep_home, monkeypatch)
+    head = cli(["list"], 80).stdout.splitlines()[0].split()
+    assert head == ["id", "title", "status", "record", "best"]
+
+
+@pytest.mark.parametrize("width", [50, 80, 120])
+def test_stats_never_breaks_a_word(width, monkeypatch, attnprep_home):
+    from attnprep.commands.practice import stats_document
+
+    practise(attnprep_home, monkeypatch)
+    result = cli(["stats"], width)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    table = out[:out.index(" runs, ")]  # the legend below has a "…" of its own
+    assert "…" not in table and all(len(line.rstrip()) <= width for line in out.splitlines()), out
+    tokens = set(out.replace(",", " ").split())
+    for row in stats_document()["exercises"]:
+        for mistake in row["top_mistakes"]:
+            for word in f"{mistake['title']} ×{mistake['count']}".split():
+                assert word.rstrip(",") in tokens, (word, out)
+    assert [line.split()[0] for line in out.splitlines() if line.split() and line.split()[0] in ids()][:4] == [
+        "mha", "mha_fused", "gqa", "mla"]
+    if width >= 120:
+        assert "median" in out.splitlines()[0] and "most frequent mistakes" in out.splitlines()[0]
+    if width == 50:  # the mistakes below the table, one block per exercise
+        assert "most frequent mistakes" not in out.splitlines()[0] and "\nmost frequent mistakes\n" in out
+
+
+def test_the_layout_counts_wrapped_lines_as_rich_wraps_them():
+    from rich.console import Console
+    from rich.text import Text
+
+    from attnprep import exercises, layout
+
+    console = Console(width=200)
+    texts = [ex.title for ex in exercises.registry().values()]
+    texts += [m.title for m in exercises.mistake_catalogue().values()]
+    for text in texts:
+        for width in range(max(len(w) for w in text.split()), 60, 3):
+            assert layout.wrapped_lines(text, width) == len(Text(text).wrap(console, width)), (text, width)
+
+
+# --- a real terminal ---------------------------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+def in_a_terminal(args: list[str], cwd: Path, home: Path, *, columns: int, rows: int = 40, timeout: float = 60,
+                  env: dict | None = None, interact: Callable[[Callable[[str, float], str], int], None] | None = None
+                  ) -> tuple[int, str]:
+    """Run ``python -m attnprep ARGS`` on a pseudo-terminal of the given size; its exit code and
+    everything it wrote (raw, escape sequences included). ``interact(wait_for, master_fd)`` may
+    drive it meanwhile: ``wait_for(text, timeout)`` returns the output once ``text`` appeared."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    clean = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
+    proc = subprocess.Popen([sys.executable, "-m", "attnprep", *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave,
+                            env={**clean, "ATTNPREP_HOME": str(home), "TERM": "xterm-256color", **(env or {})},
+                            start_new_session=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def pump(until: float) -> bool:
+        """Read what is there until ``until``; False once the terminal is closed."""
+        while time.monotonic() < until:
+            ready, _, _ = select.select([master], [], [], max(0.0, min(0.05, until - time.monotonic())))
+            if ready:
+                try:
+                    data = os.read(master, 1 << 16)
+                except OSError:  # EIO: the other side is closed
+                    return False
+                if not data:
+                    return False
+                chunks.append(data)
+        return True
+
+    def wait_for(text: str, wait: float) -> str:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            seen = b"".join(chunks).decode("utf-8", errors="replace")
+            if text in ANSI.sub("", seen):
+                return seen
+            if not pump(min(deadline, time.monotonic() + 0.1)):
+                break
+        raise AssertionError(f"no {text!r} within {wait} s in:\n{ANSI.sub('', b''.join(chunks).decode(errors='replace'))}")
+
+    try:
+        if interact is not None:
+            interact(wait_for, master)
+        deadline = time.monotonic() + timeout
+        while pump(min(deadline, time.monotonic() + 0.2)) and proc.poll() is None and time.monotonic() < deadline:
+            pass
+        pump(time.monotonic() + 0.2)
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        os.close(master)
+    return code, b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def screen_lines(raw: str) -> list[str]:
+    return [ANSI.sub("", line) for line in raw.split("\n")]
+
+
+def test_list_in_a_50_column_terminal(tmp_path, attnprep_home):
+    code, raw = in_a_terminal(["list"], tmp_path, attnprep_home, columns=50)
+    lines = screen_lines(raw)
+    assert code == 0, raw
+    assert all(len(line.rstrip()) <= 50 for line in lines), lines
+    assert [line.split()[0] for line in lines if line.split() and line.split()[0] in ids()] == ids()
+    assert "…" not in raw

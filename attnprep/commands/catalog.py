@@ -62,9 +62,11 @@ class Column(NamedTuple):
 
 
 # One entry per column of `attnprep list`; history columns (passed?, best drill) are appended here.
+# Only the title wraps (between words, and only down to TITLE_MIN: narrower, it is left out).
+TITLE_MIN = 24
 COLUMNS: list[Column] = [
     Column("id", lambda r: Text(r.id, style="bold"), {"no_wrap": True}),
-    Column("title", lambda r: r.title, {}),
+    Column("title", lambda r: r.title, {"min_width": TITLE_MIN, "overflow": "fold"}),
     Column("difficulty", lambda r: r.difficulty, {"no_wrap": True}),
     Column("drill", lambda r: f"{r.minutes} min", {"no_wrap": True, "justify": "right"}),
     Column("status", lambda r: Text(r.status.value, style=STATUS_STYLE.get(r.status, "")), {"no_wrap": True}),
@@ -86,15 +88,54 @@ def _duration(seconds: float) -> str:
     return format_duration(seconds)
 
 
-def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | None = None) -> Table:
-    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
-    history_columns = HISTORY_COLUMNS if summaries is not None else []
-    for column in [*COLUMNS, *history_columns]:
-        table.add_column(column.header, **column.options)
-    for row in rows:
-        summary = (summaries or {}).get(row.id)
-        table.add_row(*(column.cell(row) for column in COLUMNS), *(column.cell(summary) for column in history_columns))
-    return table
+# What a narrower terminal leaves out, in turn (the id, the status and the history never): the
+# difficulty, the drill budget, then the title. See attnprep.layout.
+DROPPED_IN_TURN = ("difficulty", "drill", "title")
+
+
+def layouts(history: bool) -> tuple[list[tuple[str, ...]], int]:
+    """The column sets of `list`, widest first (the last is the id alone), and the index of the
+    first without a title: taken only when no layout with titles fits (attnprep.layout.choose)."""
+    every = [c.header for c in COLUMNS] + ([c.header for c in HISTORY_COLUMNS] if history else [])
+    found = [tuple(h for h in every if h not in DROPPED_IN_TURN[:n]) for n in range(len(DROPPED_IN_TURN) + 1)]
+    return [*found, ("id", "status"), ("id",)], len(DROPPED_IN_TURN)
+
+
+GAP = 2  # the table's padding between two columns
+
+
+def cells(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | None) -> dict[str, list[Text | str]]:
+    """Every column's cells by header (the history's only with a history), in table order."""
+    found = {c.header: [c.cell(row) for row in rows] for c in COLUMNS}
+    if summaries is not None:
+        found.update({c.header: [c.cell(summaries.get(row.id)) for row in rows] for c in HISTORY_COLUMNS})
+    return found
+
+
+def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | None = None,
+               shown: tuple[str, ...] | None = None, width: int | None = None) -> tuple[Table, tuple[str, ...]]:
+    """The table of `list` and the columns it shows: those ``shown``, else those that fit ``width``
+    (attnprep.layout.choose; None: every one)."""
+    from attnprep import layout
+
+    by_header = cells(rows, summaries)
+    options = {c.header: c.options for c in [*COLUMNS, *HISTORY_COLUMNS]}
+    if shown is None and width is not None:
+        candidates, without_titles = layouts(summaries is not None)
+
+        def columns(headers: tuple[str, ...]) -> list[layout.Col]:
+            return [layout.Col([h, *(c if isinstance(c, str) else c.plain for c in by_header[h])],
+                               wrap=not options[h].get("no_wrap", False), min_width=options[h].get("min_width", 0))
+                    for h in headers]
+
+        shown = layout.choose(width, candidates, columns, gap=GAP, fallback_from=without_titles)
+    shown = tuple(by_header) if shown is None else shown
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, GAP, 0, 0))
+    for header in shown:
+        table.add_column(header, **options[header])
+    for i in range(len(rows)):
+        table.add_row(*(by_header[h][i] for h in shown))
+    return table, shown
 
 
 def exercise_summaries() -> dict[str, ExerciseSummary]:
@@ -130,10 +171,15 @@ def list_(
         typer.echo(json.dumps(data, indent=2))
         return
     out = console()
-    out.print(rows_table(rows, summaries or None))  # the history's columns once there is a history
+    history = summaries or None  # the history's columns once there is a history
+    table, shown = rows_table(rows, history, width=out.width)
+    out.print(table)
+    left_out = [header for header in layouts(history is not None)[0][0] if header not in shown]
+    if left_out:
+        out.print(Text(f"not shown at this width: {', '.join(left_out)}", style="dim"))
     out.print()
     out.print(Text("status: of <id>.py in the current folder", style="dim"))
-    if summaries:
+    if summaries and "record" in shown:
         out.print(Text("record, best: from your history (best: fastest passing drill; `attnprep stats`)", style="dim"))
     todo = next((r for r in rows if r.status is Status.NOT_STARTED), None)
     if todo is not None:

@@ -201,6 +201,56 @@ def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) 
     return {"version": STATS_VERSION, "exercises": rows, "totals": totals}
 
 
+# The columns of `stats`; the mistakes wrap between words, down to MISTAKES_MIN wide: narrower, the
+# median then the recent drills are left out, then the mistakes move below the table, then columns
+# go from the right (see attnprep.layout).
+MISTAKES = "most frequent mistakes"
+MISTAKES_MIN = 20
+STATS_COLUMNS: dict[str, dict] = {
+    "exercise": {"no_wrap": True, "style": "bold"},
+    "runs": {"justify": "right", "no_wrap": True},
+    "passed": {"justify": "right", "no_wrap": True},
+    "best drill": {"justify": "right", "no_wrap": True},
+    "median": {"justify": "right", "no_wrap": True},
+    "recent": {"no_wrap": True},
+    MISTAKES: {"min_width": MISTAKES_MIN},
+}
+STATS_LAYOUTS: list[tuple[str, ...]] = [
+    ("exercise", "runs", "passed", "best drill", "median", "recent", MISTAKES),
+    ("exercise", "runs", "passed", "best drill", "recent", MISTAKES),
+    ("exercise", "runs", "passed", "best drill", MISTAKES),
+    ("exercise", "runs", "passed", "best drill", "median", "recent"),
+    ("exercise", "runs", "passed", "best drill", "recent"),
+    ("exercise", "runs", "passed", "best drill"),
+    ("exercise", "passed", "best drill"),
+    ("exercise",),
+]
+STATS_FALLBACK = 3  # the first layout without the mistakes column
+STATS_GAP = 3  # SIMPLE_HEAD: padding on both sides and a (blank) rule between two columns
+
+
+def _stats_cells(r: dict) -> dict[str, Text]:
+    """One row of the `stats` table, every column."""
+    mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
+    recent = tuple((d["duration_s"], d["outcome"], d["budget_s"]) for d in r["recent_drills"])
+    return {
+        "exercise": Text(r["exercise"]),
+        "runs": Text(str(r["attempts"])),
+        "passed": Text(f"{r['pass_rate']:.0%}"),
+        "best drill": _vs_budget(r["best_drill_s"], r["best_vs_budget"], r["best_drill_budget_s"]),
+        "median": _vs_budget(r["median_drill_s"], r["median_vs_budget"], r["median_drill_budget_s"]),
+        "recent": sparkline(recent, r["budget_s"] or 0.0),
+        MISTAKES: Text(mistakes),
+    }
+
+
+def _stats_columns(headers: tuple[str, ...], rows: list[dict[str, Text]]):
+    from attnprep import layout
+
+    return [layout.Col([h, *(cells[h].plain for cells in rows)], wrap=h == MISTAKES,
+                       min_width=STATS_COLUMNS[h].get("min_width", 0)) for h in headers]
+
+
 def _vs_budget(seconds: float | None, ratio: float | None, budget_s: float | None) -> Text:
     """``2:00 / 5:00``: a time, green within its budget, and that budget when there is one to show."""
     if seconds is None:
@@ -220,32 +270,34 @@ def stats(
     if as_json:
         typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
+    from attnprep import layout
+
     out = console()
     practised = [r for r in document["exercises"] if r["attempts"]]
     if not practised:
         out.print(Text.assemble("no runs recorded yet — ", ("`attnprep drill`", "bold"), " starts a timed one"))
         return
+    rows = [_stats_cells(r) for r in practised]
+    shown = layout.choose(out.width, STATS_LAYOUTS, lambda headers: _stats_columns(headers, rows), gap=STATS_GAP,
+                          slack=None, fallback_from=STATS_FALLBACK)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("exercise", no_wrap=True, style="bold")
-    table.add_column("runs", justify="right", no_wrap=True)
-    table.add_column("passed", justify="right", no_wrap=True)
-    table.add_column("best drill", justify="right", no_wrap=True)
-    table.add_column("median", justify="right", no_wrap=True)
-    table.add_column("recent", no_wrap=True)
-    table.add_column("most frequent mistakes", overflow="fold", ratio=1)
-    for r in practised:
-        mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
-        recent = tuple((d["duration_s"], d["outcome"], d["budget_s"]) for d in r["recent_drills"])
-        table.add_row(
-            r["exercise"],
-            str(r["attempts"]),
-            f"{r['pass_rate']:.0%}",
-            _vs_budget(r["best_drill_s"], r["best_vs_budget"], r["best_drill_budget_s"]),
-            _vs_budget(r["median_drill_s"], r["median_vs_budget"], r["median_drill_budget_s"]),
-            sparkline(recent, r["budget_s"] or 0.0),
-            Text(mistakes),
-        )
+    for header in shown:
+        table.add_column(header, **STATS_COLUMNS[header])
+    for cells in rows:
+        table.add_row(*(cells[h] for h in shown))
     out.print(table)
+    if MISTAKES not in shown and any(cells[MISTAKES].plain for cells in rows):  # below the table instead
+        out.print(Text(MISTAKES, style="bold"))
+        below = Table.grid(padding=(0, 2))
+        below.add_column(no_wrap=True, style="bold")
+        below.add_column()
+        for cells in rows:
+            if cells[MISTAKES].plain:
+                below.add_row(cells["exercise"], cells[MISTAKES])
+        out.print(below)
+    left_out = [h for h in STATS_LAYOUTS[0] if h not in shown and h != MISTAKES]
+    if left_out:
+        out.print(Text(f"not shown at this width: {', '.join(left_out)} (`attnprep stats --json` has them)", style="dim"))
     totals = document["totals"]
     out.print(
         Text(
