@@ -278,15 +278,17 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 def in_a_terminal(args: list[str], cwd: Path, home: Path, *, columns: int, rows: int = 40, timeout: float = 60,
                   env: dict | None = None, interact: Callable[[Callable[[str, float], str], int], None] | None = None
                   ) -> tuple[int, str]:
-    """Run ``python -m attnprep ARGS`` on a pseudo-terminal of the given size; its exit code and
-    everything it wrote (raw, escape sequences included). ``interact(wait_for, master_fd)`` may
+    """Run ``python -m attnprep ARGS`` on a pseudo-terminal of the given size (``env``: variables to
+    set, None to unset); its exit code and everything it wrote (raw, escape sequences included). ``interact(wait_for, master_fd)`` may
     drive it meanwhile: ``wait_for(text, timeout)`` returns the output once ``text`` appeared."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     clean = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
+    clean.update({"ATTNPREP_HOME": str(home), "TERM": "xterm-256color"})
+    for name, value in (env or {}).items():  # None: unset
+        clean.pop(name, None) if value is None else clean.__setitem__(name, value)
     proc = subprocess.Popen([sys.executable, "-m", "attnprep", *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave,
-                            env={**clean, "ATTNPREP_HOME": str(home), "TERM": "xterm-256color", **(env or {})},
-                            start_new_session=True)
+                            env=clean, start_new_session=True)
     os.close(slave)
     chunks: list[bytes] = []
 
@@ -341,3 +343,63 @@ def test_list_in_a_50_column_terminal(tmp_path, attnprep_home):
     assert all(len(line.rstrip()) <= 50 for line in lines), lines
     assert [line.split()[0] for line in lines if line.split() and line.split()[0] in ids()] == ids()
     assert "…" not in raw
+
+
+# --- long output: a pager in a terminal, plain in a pipe; source readable at 80 columns ---------------
+
+
+def words(text: str) -> list[str]:
+    return sorted(w for w in text.split() if w != "#")
+
+
+@pytest.mark.parametrize("exercise_id", ["causal", "mha", "gqa", "mla"])
+def test_solution_source_is_laid_out_for_the_width_without_losing_a_word(exercise_id):
+    from attnprep import exercises
+    from attnprep.commands.catalog import readable_source
+
+    source = exercises.get(exercise_id).solution_path.read_text(encoding="utf-8")
+    shown, numbered = readable_source(source, 80)
+    assert not numbered and any(len(line) > 80 - 5 for line in source.splitlines())
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    assert words(shown) == words(source)  # moved and wrapped, nothing dropped or added
+    wide, numbered = readable_source(source, 200)
+    assert numbered and wide == source
+
+
+def test_solution_mla_at_80_columns_has_no_line_over_80(tmp_path):
+    result = cli(["solution", "mla"], 80)
+    assert result.exit_code == 0
+    assert max(len(line.rstrip()) for line in result.stdout.splitlines()) <= 80
+    assert "class MultiHeadLatentAttention(nn.Module):" in result.stdout
+
+
+PAGER = 'echo "LESS=$LESS" > less.txt; cat > paged.txt'  # a pager that keeps what it was given
+
+
+def test_a_long_solution_is_paged_in_a_terminal(tmp_path, attnprep_home):
+    code, raw = in_a_terminal(["solution", "mla"], tmp_path, attnprep_home, columns=80, rows=24,
+                              env={"PAGER": PAGER, "LESS": "", "MANPAGER": None})
+    assert code == 0, raw
+    paged = (tmp_path / "paged.txt").read_text(encoding="utf-8")
+    assert "class MultiHeadLatentAttention" in ANSI.sub("", paged) and "Key points" in ANSI.sub("", paged)
+    assert "\x1b[" in paged  # styled: the pager gets colours (less with -R)
+    assert "class MultiHeadLatentAttention" not in ANSI.sub("", raw)  # not printed beside the pager
+    # LESS is set by the user here (empty): left alone
+    assert (tmp_path / "less.txt").read_text().strip() == "LESS="
+
+
+def test_less_gets_colours_when_less_is_not_configured(tmp_path, attnprep_home):
+    code, _ = in_a_terminal(["solution", "mla"], tmp_path, attnprep_home, columns=80, rows=24,
+                            env={"PAGER": PAGER, "LESS": None, "MANPAGER": None})
+    assert code == 0
+    assert (tmp_path / "less.txt").read_text().strip() == "LESS=FRX"  # as git sets it
+
+
+def test_short_output_and_pipes_are_not_paged(tmp_path, attnprep_home):
+    code, raw = in_a_terminal(["solution", "causal"], tmp_path, attnprep_home, columns=120, rows=500,
+                              env={"PAGER": PAGER, "MANPAGER": None})
+    assert code == 0 and "def causal_mask" in ANSI.sub("", raw)
+    assert not (tmp_path / "paged.txt").exists()
+    piped = attnprep(["solution", "mla"], tmp_path, attnprep_home, env={"PAGER": PAGER})
+    assert piped.returncode == 0 and "class MultiHeadLatentAttention" in piped.stdout and "\x1b[" not in piped.stdout
+    assert not (tmp_path / "paged.txt").exists()

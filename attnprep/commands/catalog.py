@@ -7,6 +7,7 @@ the command people run most: what only other commands need is imported inside th
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
@@ -243,12 +244,105 @@ def solution(
         return
 
     out = console()
-    out.print(Rule(Text(f"{exercise.id} · {exercise.title} · reference solution", style="bold"), align="left"))
-    out.print(
-        Syntax(
-            source.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True, line_numbers=True
+    with paged(out):
+        out.print(Rule(Text(f"{exercise.id} · {exercise.title} · reference solution", style="bold"), align="left"))
+        shown, numbered = readable_source(source, out.width)
+        out.print(
+            Syntax(
+                shown.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True,
+                line_numbers=numbered,
+            )
         )
-    )
+        _solution_notes(out, exercise)
+
+
+def readable_source(source: str, width: int) -> tuple[str, bool]:
+    """The source to show at ``width`` and whether with line numbers: as it is, numbered, when every
+    line fits beside the numbers. Else without numbers, and a line still too long is laid out for
+    the eye (`solution --code` is the exact file): its trailing comment goes on its own line above
+    it, then it is wrapped between words under its own indentation (code continues 4 further in,
+    a comment goes on as a comment, docstring prose at its indent)."""
+    import io
+    import textwrap
+    import tokenize
+
+    lines = source.splitlines()
+    gutter = len(str(len(lines))) + 2  # Syntax's line numbers and their padding
+    if max(map(len, lines), default=0) <= width - gutter:
+        return source, True
+    trailing: dict[int, int] = {}  # line number -> column of a comment that follows code
+    comment_only: set[int] = set()
+    prose: set[int] = set()  # lines of multi-line strings (docstrings)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            (row, col), (end_row, _) = token.start, token.end
+            if token.type == tokenize.COMMENT:
+                (trailing.__setitem__(row, col) if lines[row - 1][:col].strip() else comment_only.add(row))
+            elif token.type == tokenize.STRING and end_row > row:
+                prose.update(range(row if not lines[row - 1][:col].strip() else row + 1, end_row + 1))
+    except (tokenize.TokenError, SyntaxError, IndexError):
+        pass  # not valid Python: wrap it as prose
+
+    def wrap(line: str, kind: str) -> list[str]:
+        if len(line) <= width:
+            return [line]
+        indent = line[: len(line) - len(line.lstrip())]
+        follow = {"code": indent + "    ", "comment": indent + "# ", "moved": indent + "# ", "prose": indent}[kind]
+        return textwrap.wrap(line, width, initial_indent="", subsequent_indent=follow, break_long_words=False,
+                             break_on_hyphens=False, drop_whitespace=True) or [line]
+
+    laid: list[tuple[str, str]] = []  # (line, kind) once trailing comments are above their code
+    for number, line in enumerate(lines, 1):
+        col = trailing.get(number)
+        if col is not None and len(line) > width:
+            indent = line[: len(line) - len(line.lstrip())]
+            laid.append((indent + line[col:].strip(), "moved"))  # a paragraph of its own
+            line = line[:col].rstrip()
+        laid.append((line, "comment" if number in comment_only else "prose" if number in prose else "code"))
+    shown: list[str] = []
+    i = 0
+    while i < len(laid):
+        line, kind = laid[i]
+        indent = line[: len(line) - len(line.lstrip())]
+        j = i + 1
+        if kind in ("comment", "prose") and line.strip():  # a paragraph: the lines of the same kind and indent
+            while j < len(laid) and laid[j][1] == kind and laid[j][0].strip() and laid[j][0].startswith(indent) \
+                    and not laid[j][0][len(indent):len(indent) + 1].isspace():
+                j += 1
+        block = [text for text, _ in laid[i:j]]
+        if j - i > 1 and any(len(text) > width for text in block):  # reflowed as one paragraph
+            words = " ".join(text.strip().removeprefix("# ") if kind == "comment" else text.strip() for text in block)
+            start = indent + "# " if kind == "comment" else indent
+            shown += wrap(start + words, kind)
+        else:
+            shown += [wrapped for text in block for wrapped in wrap(text, kind)]
+        i = j
+    return "\n".join(shown) + "\n", False
+
+
+@contextlib.contextmanager
+def paged(out):
+    """Output longer than the terminal goes through the pager ($PAGER, else less; with LESS unset,
+    less gets -FRX: colours, and it quits at once on a screenful); piped, or short, it is printed."""
+    if not out.is_terminal:
+        yield
+        return
+    with out.capture() as captured:
+        yield
+    text = captured.get()
+    if text.count("\n") < out.height:
+        out.file.write(text)
+        out.file.flush()
+        return
+    import os
+
+    from rich.pager import SystemPager
+
+    os.environ.setdefault("LESS", "FRX")  # as git does: colours pass through, a short text just prints
+    SystemPager().show(text)
+
+
+def _solution_notes(out, exercise) -> None:
     if exercise.key_points:
         out.print()
         out.print(Text("Key points", style="bold underline"))
