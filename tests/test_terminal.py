@@ -403,3 +403,100 @@ def test_short_output_and_pipes_are_not_paged(tmp_path, attnprep_home):
     piped = attnprep(["solution", "mla"], tmp_path, attnprep_home, env={"PAGER": PAGER})
     assert piped.returncode == 0 and "class MultiHeadLatentAttention" in piped.stdout and "\x1b[" not in piped.stdout
     assert not (tmp_path / "paged.txt").exists()
+
+
+# --- the drill in a real terminal ----------------------------------------------------------------
+
+
+def screen(raw: str, columns: int) -> list[str]:
+    """What a terminal shows after ``raw``: the cursor moves and erasures Rich's live display uses
+    (CR, LF, ESC[nA, ESC[2K, ESC[nG), styles dropped, lines wrapped at ``columns``."""
+    lines: list[list[str]] = [[]]
+    row = col = 0
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\x1b":
+            m = re.match(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07]*\x07", raw[i:])
+            if m is None:
+                i += 1
+                continue
+            i += len(m.group(0))
+            arg, cmd = m.group(1) or "", m.group(2)
+            n = int(arg) if arg.isdigit() else 1
+            if cmd == "A":
+                row = max(0, row - n)
+            elif cmd == "B":
+                row += n
+            elif cmd == "K" and arg == "2":
+                if row < len(lines):
+                    lines[row] = []
+            elif cmd == "G":
+                col = n - 1
+            continue
+        i += 1
+        if ch == "\r":
+            col = 0
+        elif ch == "\n":
+            row += 1
+        elif ch >= " ":
+            if col >= columns:
+                row, col = row + 1, 0
+            while len(lines) <= row:
+                lines.append([])
+            line = lines[row]
+            line.extend(" " * (col + 1 - len(line)))
+            line[col] = ch
+            col += 1
+        while len(lines) <= row:
+            lines.append([])
+    return ["".join(line).rstrip() for line in lines]
+
+
+def correct_mha() -> str:
+    from test_drill import correct_attempt
+
+    return correct_attempt()
+
+
+HANG = """
+def _hang(self, *args, **kwargs):
+    while True:
+        pass
+
+
+MultiHeadAttention.forward = _hang
+"""
+
+
+@pytest.mark.slow
+def test_a_hanging_save_then_a_fixed_one_in_a_real_terminal(tmp_path, attnprep_home):
+    """The drill's live display in a pty: a save whose forward never returns, then the fix. The
+    countdown keeps running during the hang, the fix cancels the hung check and passes well within
+    the grader's 10 s time limit, and the per-save log stays on the screen once the display ends."""
+    drills = tmp_path / "drills"
+    fixed_at: list[float] = []
+
+    def interact(wait_for, master):
+        wait_for("waiting for your first save", 90)
+        (path,) = drills.glob("mha-*.py")
+        path.write_text(correct_mha() + HANG, encoding="utf-8")
+        wait_for("checking the save at", 20)
+        seen = wait_for("… 2 s", 20)  # the check has run 2 s and the display is still being redrawn
+        after = ANSI.sub("", seen)[ANSI.sub("", seen).index("checking the save at"):]
+        assert len(set(re.findall(r"(\d+:\d\d) left", after))) >= 2, after  # the countdown went on
+        path.write_text(correct_mha(), encoding="utf-8")
+        fixed_at.append(time.monotonic())
+
+    code, raw = in_a_terminal(["drill", "mha", "--seconds", "120", "--dir", str(tmp_path)], tmp_path, attnprep_home,
+                              columns=100, rows=50, timeout=60, env={"NO_COLOR": "1"}, interact=interact)
+    passed_within = time.monotonic() - fixed_at[0]
+    shown = screen(raw, 100)
+    assert code == 0, "\n".join(shown)
+    assert passed_within < 8, passed_within  # not after the hang's own 10 s time limit
+    text = "\n".join(shown)
+    log = [line for line in shown if re.match(r"\[\d\d:\d\d\] saved → ", line)]
+    assert len(log) == 2, text
+    assert "not checked: superseded by the save at" in log[0] and log[1].endswith("saved → passed"), log
+    assert "✓ passed in 0:" in text
+    assert "Ctrl-C gives up" not in text  # the live display itself is gone
