@@ -500,3 +500,12 @@ def test_a_hanging_save_then_a_fixed_one_in_a_real_terminal(tmp_path, attnprep_h
     assert "not checked: superseded by the save at" in log[0] and log[1].endswith("saved → passed"), log
     assert "✓ passed in 0:" in text
     assert "Ctrl-C gives up" not in text  # the live display itself is gone
+
+
+def test_a_drill_without_a_data_folder_still_runs_and_says_so_once(tmp_path):
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    proc = attnprep(["drill", "--seconds", "0.5"], tmp_path, tmp_path / "a-file" / "home")
+    assert proc.returncode == 1, proc.stderr  # timed out: the drill ran
+    assert "no ID given: drilling causal" in proc.stdout and "time is up" in proc.stdout
+    (line,) = proc.stderr.splitlines()
+    assert "not recorded" in line and "cannot use the data folder" in line and "internal error" not in line

@@ -55,7 +55,12 @@ def drill(
         exercise = get_exercise(exercise_id)
         reason = None
     else:
-        picked, reason = history.pick_weakest(exercises.registry().values())
+        from attnprep.paths import DataFolderError
+
+        try:
+            picked, reason = history.pick_weakest(exercises.registry().values())
+        except DataFolderError:  # no history to read: the first exercise (recording it will say why not)
+            picked, reason = next(iter(exercises.registry())), "the first exercise (no history to choose from)"
         exercise = exercises.get(picked)
     if seconds is not None:
         budget_s = seconds
