@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     "stats": "practice",
     "demo": "grading",
     "compare": "compare",
+    "interview": "rehearse",
+    "today": "rehearse",
 }
 
 

@@ -24,30 +24,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from attnprep.grader.result import Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
+from attnprep import texts, wording
+from attnprep.grader.result import ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
 
 LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
-ROW_SUM_TOL = 1e-4  # |row sum - 1| allowed
 HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
 SHADES = " ░▒▓█"  # level 0 (negligible) … 4 (the largest probability shown)
 
 OK, FAIL, NA = "✓", "✗", "–"
 
-_ERROR_KINDS = {
-    "exception": "your code raised an exception",
-    "syntax": "syntax error",
-    "exit": "the attempt exited (sys.exit / exit)",
-    "crash": "the process running the attempt crashed",
-    "memory": "memory limit exceeded",
-    "timeout": "time limit exceeded",
-    "internal": "attnprep internal error",
-}
 
 
 # --- small helpers -----------------------------------------------------------------------------
@@ -61,8 +53,10 @@ def _file_name(result: Result) -> str:
     return Path(result.file).name if result.file else "(no file)"
 
 
-def _exercise_title(exercise_id: str) -> str | None:
-    """The registry title of an exercise, or None (unknown id, registry unavailable)."""
+def _exercise_title(exercise_id: str, exercise=None) -> str | None:
+    """The title of the exercise (the resolved one when given), or None (unknown id)."""
+    if exercise is not None:
+        return exercise.title
     if not exercise_id:
         return None
     try:
@@ -94,18 +88,20 @@ def _verdict_style(result: Result) -> str:
 def _reason(result: Result) -> str:
     """What broke first, in a few words: the named mistake, the error, or the first failed check."""
     if result.internal:
-        message = result.error.message if result.error else ""
-        return "attnprep internal error" + (f": {message}" if message else "")
+        message = wording.error_line(result.error) if result.error else ""
+        return texts.t("report.internal_reason", message=message) if message else texts.t("error_kind.internal")
     if result.diagnoses:
         more = len(result.diagnoses) - 1
-        return result.diagnoses[0].title + (f" (+{more} more)" if more else "")
-    if result.error is not None and result.error.message:
-        return result.error.message
+        title = wording.mistake(result.exercise, result.diagnoses[0]).title
+        return texts.t("report.reason_more", title=title, more=more) if more else title
+    if result.error is not None:
+        return wording.error_line(result.error)
     for check in result.checks:
         if check.passed is False:
-            if not check.detail:
-                return f"{check.name} failed"
-            return check.detail if check.name == result.verdict.value else f"{check.name}: {check.detail}"
+            detail = wording.check_detail(check)
+            if not detail:
+                return texts.t("report.check_failed", name=wording.check_name(check))
+            return detail if check.id in ("runs", "contract", "syntax") else f"{wording.check_name(check)}: {detail}"
     return ""
 
 
@@ -124,9 +120,9 @@ def verdict_line(result: Result) -> Text:
     line.append(_file_name(result), style="bold")
     line.append("  ")
     if result.passed:
-        line.append(f"passed in {_seconds(result.duration_s)}", style="bold green")
+        line.append(texts.t("report.passed_in", seconds=_seconds(result.duration_s)), style="bold green")
         return line
-    line.append("not judged" if result.internal else result.verdict.value, style=_verdict_style(result))
+    line.append(wording.verdict_label(result), style=_verdict_style(result))
     reason = _reason(result)
     if reason:
         line.append(" — ")
@@ -134,19 +130,22 @@ def verdict_line(result: Result) -> Text:
     return line
 
 
-def _header(result: Result) -> Group:
+def _header(result: Result, exercise=None) -> Group:
     details = Text(style="dim", overflow="fold")
-    title = _exercise_title(result.exercise)
-    details.append("  exercise ")
+    title = _exercise_title(result.exercise, exercise)
+    details.append("  " + texts.t("report.exercise") + " ")
     details.append(result.exercise or "?")
     if title:
         details.append(f" ({title})")
-    details.append(" · file ")
+    details.append(" · " + texts.t("report.file") + " ")
     details.append(result.file or "?")
     details.append(f" · {_seconds(result.duration_s)}")
     headline = verdict_line(result)
     headline.no_wrap, headline.overflow = False, "fold"  # the full report shows the whole reason
-    return Group(headline, details)
+    parts: list[RenderableType] = [headline, details]
+    for note in result.notes:
+        parts.append(Text("  " + texts.render(note), style="yellow", overflow="fold"))
+    return Group(*parts)
 
 
 # --- 2. error ------------------------------------------------------------------------------------
@@ -155,21 +154,16 @@ def _header(result: Result) -> Group:
 def _error_panel(result: Result, error: ErrorInfo) -> Panel:
     parts: list[RenderableType] = []
     if result.internal or error.kind == "internal":
-        parts.append(
-            Text(
-                "attnprep itself failed: your attempt was NOT judged. This is a bug in attnprep, "
-                "not in your code; please report it with the traceback below.",
-                style="bold yellow",
-            )
-        )
+        parts.append(Text(texts.t("report.internal_banner"), style="bold yellow"))
     message = Text(overflow="fold")
-    message.append(_ERROR_KINDS.get(error.kind, error.kind), style="bold")
-    if error.message:
+    message.append(wording.error_kind(error), style="bold")
+    line = wording.error_line(error)
+    if line:
         message.append(": ")
-        message.append(error.message)
+        message.append(line)
     parts.append(message)
     if error.kind == "timeout":
-        parts.append(Text("Look for a loop that never ends, or work that grows much faster than T.", style="dim"))
+        parts.append(Text(texts.t("report.timeout_hint"), style="dim"))
     if error.traceback.strip():
         parts.append(Text(""))
         parts.append(
@@ -184,7 +178,7 @@ def _error_panel(result: Result, error: ErrorInfo) -> Panel:
     internal = result.internal or error.kind == "internal"
     return Panel(
         Group(*parts),
-        title="attnprep error" if internal else "error",
+        title=texts.t("report.attnprep_error") if internal else texts.t("report.error"),
         title_align="left",
         border_style="yellow" if internal else "red",
         box=box.ROUNDED,
@@ -194,16 +188,17 @@ def _error_panel(result: Result, error: ErrorInfo) -> Panel:
 # --- 3. diagnoses --------------------------------------------------------------------------------
 
 
-def _diagnosis_panel(diagnosis: Diagnosis, index: int, count: int) -> Panel:
+def _diagnosis_panel(exercise_id: str, diagnosis: Diagnosis, index: int, count: int) -> Panel:
+    words = wording.mistake(exercise_id, diagnosis)
     body = Table.grid(padding=(0, 1))
     body.add_column(style="bold", no_wrap=True)
     body.add_column(overflow="fold")
-    body.add_row(Text("why"), Text(diagnosis.why))
-    body.add_row(Text("fix"), Text(diagnosis.fix, style="bold green"))
-    parts: list[RenderableType] = [Text(diagnosis.title, style="bold"), body]
-    if diagnosis.evidence:
-        parts.append(Text("evidence: " + diagnosis.evidence, style="dim", overflow="fold"))
-    label = "mistake" if count == 1 else f"mistake {index}/{count}"
+    body.add_row(Text(texts.t("report.why")), Text(words.why))
+    body.add_row(Text(texts.t("report.fix")), Text(words.fix, style="bold green"))
+    parts: list[RenderableType] = [Text(words.title, style="bold"), body]
+    if words.evidence:
+        parts.append(Text(texts.t("report.evidence", text=words.evidence), style="dim", overflow="fold"))
+    label = texts.t("report.mistake") if count == 1 else texts.t("report.mistake_n", index=index, count=count)
     return Panel(Group(*parts), title=label, title_align="left", border_style="magenta", box=box.ROUNDED)
 
 
@@ -212,16 +207,16 @@ def _diagnosis_panel(diagnosis: Diagnosis, index: int, count: int) -> Panel:
 
 def _checks_panel(checks: Sequence[Check], *, failed_only: bool = False) -> Panel:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
-    table.add_column("check", no_wrap=True)
+    table.add_column(texts.t("report.check"), no_wrap=True)
     table.add_column("", no_wrap=True, justify="center")
-    table.add_column("detail", overflow="fold")
+    table.add_column(texts.t("report.detail"), overflow="fold")
     for check in checks:
         if failed_only and check.passed is not False:
             continue
         style = "red" if check.passed is False else ("dim" if check.passed is None else "")
-        table.add_row(Text(check.name), _mark(check.passed), Text(check.detail), style=style)
+        table.add_row(Text(wording.check_name(check)), _mark(check.passed), Text(wording.check_detail(check)), style=style)
     failed = sum(c.passed is False for c in checks)
-    title = f"checks ({failed} failed)" if failed else "checks"
+    title = texts.t("report.checks_failed", failed=failed) if failed else texts.t("report.checks")
     return Panel(table, title=title, title_align="left", border_style="red" if failed else "dim", box=box.ROUNDED)
 
 
@@ -230,16 +225,16 @@ def _checks_panel(checks: Sequence[Check], *, failed_only: bool = False) -> Pane
 
 def _shapes_panel(shapes: Sequence[ShapeRow]) -> Panel:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
-    table.add_column("stage", no_wrap=True)
-    table.add_column("expected", overflow="fold")
-    table.add_column("got", overflow="fold")
+    table.add_column(texts.t("report.stage"), no_wrap=True)
+    table.add_column(texts.t("report.expected"), overflow="fold")
+    table.add_column(texts.t("report.got"), overflow="fold")
     table.add_column("", no_wrap=True)
     for row in shapes:
-        got = Text(row.got) if row.got else Text("(not observed)", style="dim")
-        mark = _mark(row.ok) if row.got else Text(NA, style="dim")
-        table.add_row(Text(row.stage), Text(row.expected), got, mark, style="" if row.ok else "bold red")
+        got = Text(str(row.got)) if row.got is not None else Text(texts.t("report.not_observed"), style="dim")
+        mark = _mark(row.ok) if row.got is not None else Text(NA, style="dim")
+        table.add_row(Text(row.stage), Text(str(row.expected)), got, mark, style="" if row.ok else "bold red")
     mismatches = sum(not r.ok for r in shapes)
-    title = f"shapes ({mismatches} mismatch{'es' if mismatches != 1 else ''})" if mismatches else "shapes"
+    title = texts.t("report.shapes_mismatch", count=mismatches) if mismatches else texts.t("report.shapes")
     return Panel(table, title=title, title_align="left", border_style="red" if mismatches else "dim", box=box.ROUNDED)
 
 
@@ -320,33 +315,35 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
     side = Table.grid(padding=(0, 4))
     side.add_column(no_wrap=True)
     side.add_column(no_wrap=True)
-    expected = Group(Text("expected", style="bold"), _grid(heatmap.expected, heatmap, n, vmax, is_got=False))
+    expected = Group(Text(texts.t("report.expected"), style="bold"), _grid(heatmap.expected, heatmap, n, vmax, is_got=False))
     if heatmap.got is None:
-        got: RenderableType = Group(Text("your attempt", style="bold"), Text("(not observed)", style="dim"))
+        got: RenderableType = Group(Text(texts.t("report.your_attempt"), style="bold"), Text(texts.t("report.not_observed"), style="dim"))
     else:
-        got = Group(Text("your attempt", style="bold"), _grid(heatmap.got, heatmap, n, vmax, is_got=True))
+        got = Group(Text(texts.t("report.your_attempt"), style="bold"), _grid(heatmap.got, heatmap, n, vmax, is_got=True))
     side.add_row(expected, got)
 
     legend = Text(style="dim", overflow="fold")
-    legend.append(f"rows=queries cols=keys · ░▒▓█ up to p={vmax:.2f} · ·=masked")
+    legend.append(texts.t("report.legend", vmax=vmax))
     found = leaks(heatmap)
     if found:
         legend.append(" · ")
         legend.append("××", style="bold white on red")
-        legend.append(f"=leak (p>{LEAK_THRESHOLD:g})")
+        legend.append(texts.t("report.legend_leak", threshold=LEAK_THRESHOLD))
     if nan_seen:
-        legend.append(" · ??=not finite")
+        legend.append(texts.t("report.legend_nan"))
     if ungraded:
-        legend.append(" · -=padded query (not graded)")
+        legend.append(texts.t("report.legend_ungraded"))
     parts: list[RenderableType] = [side, legend]
     if size > n:
-        parts.append(Text(f"showing queries and keys 0–{n - 1} of {size}", style="dim"))
+        parts.append(Text(texts.t("report.showing", last=n - 1, size=size), style="dim"))
     if found:
-        cells = ", ".join(f"q{i}→k{j} {p:.2f}" if _finite(p) else f"q{i}→k{j} {p}" for i, j, p in found[:3])
-        count = f"{len(found)} masked cell{'s' if len(found) != 1 else ''}"
-        largest = "largest " if len(found) > 1 else ""
-        parts.append(Text(f"leaked mass: {count} with p > {LEAK_THRESHOLD:g}, {largest}{cells}", style="bold red"))
-    title = "attention" + (f": {heatmap.title}" if heatmap.title else "")
+        cells = ", ".join(f"q{i}→k{j} {p:.2f}" if _finite(p) else f"q{i}→k{j} {texts.t('report.not_finite')}" for i, j, p in found[:3])
+        key = "report.leaked_many" if len(found) > 1 else "report.leaked_one"
+        parts.append(Text(texts.t(key, count=len(found), threshold=LEAK_THRESHOLD, cells=cells), style="bold red"))
+    title: str | None = texts.t("report.attention_title", sample=heatmap.sample, head=heatmap.head, case=heatmap.case)
+    if cell_len(title) + 6 > width:  # Rich would cut a long panel title silently: it opens the body instead
+        parts.insert(0, Text(title, style="bold", overflow="fold"))
+        title = None
     return Panel(Group(*parts), title=title, title_align="left", border_style="red" if found else "dim", box=box.ROUNDED)
 
 
@@ -357,11 +354,11 @@ def _row_sums_line(row_sums: tuple[float, float]) -> Text:
     low, high = row_sums
     ok = all(_finite(v) and abs(v - 1.0) <= ROW_SUM_TOL for v in (low, high))
     line = Text(no_wrap=False, overflow="fold")
-    line.append("softmax row sums  ", style="bold")
-    line.append(f"min {low:.6f}  max {high:.6f}  ")
+    line.append(texts.t("report.row_sums") + "  ", style="bold")
+    line.append(texts.t("report.row_sums_values", low=low, high=high) + "  ")
     line.append_text(_mark(ok))
     if not ok:
-        line.append("  each query's row must sum to 1 over the keys", style="red")
+        line.append("  " + texts.t("report.row_sums_bad"), style="red")
     return line
 
 
@@ -371,7 +368,8 @@ def _row_sums_line(row_sums: tuple[float, float]) -> Text:
 def _mapping_panel(result: Result) -> Panel | None:
     """Only when the grader did not map by name. ``mapping`` is contract role → the user's layer."""
     renamed = [(role, name) for role, name in result.mapping.items() if role != name]
-    if not renamed and not result.mapping_notes:
+    notes = [n for n in result.mapping_notes if n.kind != "by_shape"]  # the table already says those
+    if not renamed and not notes:
         return None
     parts: list[RenderableType] = []
     if renamed:
@@ -380,11 +378,12 @@ def _mapping_panel(result: Result) -> Panel | None:
         table.add_column(no_wrap=True, style="dim")
         table.add_column(overflow="fold")
         for role, name in renamed:
-            table.add_row(Text(role, style="bold"), Text("←"), Text(f"your {name}"))
+            table.add_row(Text(role, style="bold"), Text("←"), Text(texts.t("report.your_layer", name=name)))
         parts.append(table)
-    for note in result.mapping_notes:
-        parts.append(Text("- " + note, style="dim", overflow="fold"))
-    return Panel(Group(*parts), title="weight mapping (not by name)", title_align="left", border_style="dim", box=box.ROUNDED)
+    for note in notes:
+        parts.append(Text("- " + wording.mapping_note(note), style="dim", overflow="fold"))
+    title = texts.t("report.mapping_title") if renamed else texts.t("report.mapping_notes_title")
+    return Panel(Group(*parts), title=title, title_align="left", border_style="dim", box=box.ROUNDED)
 
 
 # --- 10. footer ----------------------------------------------------------------------------------
@@ -394,11 +393,11 @@ def _footer(result: Result) -> Text | None:
     if result.passed:
         return None
     if result.internal:
-        return Text("Re-run with ATTNPREP_DEBUG=1 for more detail; the attempt itself was not graded.", style="dim")
+        return Text(texts.t("report.internal_footer"), style="dim")
     if not result.exercise:
         return None
     footer = Text(overflow="fold")
-    footer.append("stuck? ", style="dim")
+    footer.append(texts.t("report.stuck") + " ", style="dim")
     footer.append(f"attnprep hint {result.exercise}", style="bold")
     footer.append(" · ", style="dim")
     footer.append(f"attnprep solution {result.exercise}", style="bold")
@@ -408,17 +407,24 @@ def _footer(result: Result) -> Text | None:
 # --- the report ----------------------------------------------------------------------------------
 
 
-def render_result(result: Result, console: Console, *, full: bool = True) -> None:
+def _stdout_panel(stdout: str) -> Panel:
+    return Panel(Text(stdout.rstrip("\n"), overflow="fold"), title=texts.t("report.stdout_title"), title_align="left",
+                 border_style="dim", box=box.ROUNDED)
+
+
+def render_result(result: Result, console: Console, *, full: bool = True, exercise=None) -> None:
     """Print the report of one attempt.
 
     ``full=False`` is the compact form (the drill re-checks on every save): verdict, error,
     named mistakes, failed checks and the footer; shapes, heat-map, row sums, output diff and
     mapping are left out."""
-    console.print(_header(result))
-    if result.error is not None:
+    console.print(_header(result, exercise))
+    if result.error is not None and not result.blank:  # a blank stub: the headline says it all
         console.print(_error_panel(result, result.error))
+    if result.stdout.strip():
+        console.print(_stdout_panel(result.stdout))
     for index, diagnosis in enumerate(result.diagnoses, 1):
-        console.print(_diagnosis_panel(diagnosis, index, len(result.diagnoses)))
+        console.print(_diagnosis_panel(result.exercise, diagnosis, index, len(result.diagnoses)))
     if result.checks and (full or any(c.passed is False for c in result.checks)):
         console.print(_checks_panel(result.checks, failed_only=not full))
     if full:
@@ -428,9 +434,9 @@ def render_result(result: Result, console: Console, *, full: bool = True) -> Non
             console.print(_heatmap_panel(result.heatmap, console.width))
         if result.row_sums is not None:
             console.print(_row_sums_line(result.row_sums))
-        if result.output_diff.strip():
-            diff = Text(result.output_diff.rstrip("\n"), overflow="fold")
-            console.print(Panel(diff, title="output vs reference", title_align="left", border_style="red", box=box.ROUNDED))
+        if result.output_diff is not None:
+            diff = Text(wording.diff_text(result.output_diff), overflow="fold")
+            console.print(Panel(diff, title=texts.t("report.diff_title"), title_align="left", border_style="red", box=box.ROUNDED))
         mapping = _mapping_panel(result)
         if mapping is not None:
             console.print(mapping)
@@ -443,12 +449,12 @@ def render_summary(results: list[Result], console: Console) -> None:
     """One line per checked file (verdict, exercise, file, duration) and a total line."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
     table.add_column("", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("exercise", no_wrap=True)
-    table.add_column("file", overflow="fold")
-    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column(texts.t("report.verdict"), no_wrap=True)
+    table.add_column(texts.t("report.exercise"), no_wrap=True)
+    table.add_column(texts.t("report.file"), overflow="fold")
+    table.add_column(texts.t("report.time"), justify="right", no_wrap=True)
     for r in results:
-        verdict = Text("not judged" if r.internal else r.verdict.value, style=_verdict_style(r))
+        verdict = Text(wording.verdict_label(r), style=_verdict_style(r))
         table.add_row(_symbol(r), verdict, Text(r.exercise or "?"), Text(r.file or "?"), Text(_seconds(r.duration_s)))
     console.print(table)
 
@@ -456,14 +462,14 @@ def render_summary(results: list[Result], console: Console) -> None:
     internal = sum(r.internal for r in results)
     failed = len(results) - passed - internal
     total = Text()
-    total.append(f"{len(results)} file{'s' if len(results) != 1 else ''}: ", style="bold")
-    total.append(f"{passed} passed", style="bold green" if passed else "dim")
+    total.append(texts.t("report.total_files", count=len(results)) + " ", style="bold")
+    total.append(texts.t("report.total_passed", count=passed), style="bold green" if passed else "dim")
     total.append(", ")
-    total.append(f"{failed} failed", style="bold red" if failed else "dim")
+    total.append(texts.t("report.total_failed", count=failed), style="bold red" if failed else "dim")
     if internal:
         total.append(", ")
-        total.append(f"{internal} not judged (attnprep error)", style="bold yellow")
-    total.append(f" in {_seconds(sum(r.duration_s for r in results))}", style="dim")
+        total.append(texts.t("report.total_internal", count=internal), style="bold yellow")
+    total.append(" " + texts.t("report.total_time", seconds=_seconds(sum(r.duration_s for r in results))), style="dim")
     console.print(total)
 
 

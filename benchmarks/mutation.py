@@ -44,18 +44,6 @@ from pathlib import Path
 EQUIV_ATOL = 1e-6  # float32 noise; the grader allows atol 1e-5 + rtol 1e-4
 PROBE_SEED = 1
 
-# Extra configurations, never graded, with every size distinct (B ∈ {1, 2, 3}, T ∈ {1, 5, 7}):
-# an "equivalent" mutant that differs here only looked right because two graded sizes coincide.
-PROBES: dict[str, list[dict]] = {
-    "mha": [{"d_model": 20, "num_heads": 4}],
-    "mha_fused": [{"d_model": 20, "num_heads": 4}],
-    "mqa": [{"d_model": 20, "num_heads": 4}],
-    "gqa": [{"d_model": 40, "num_heads": 8, "num_kv_heads": 2}],
-    "mla": [{"d_model": 16, "num_heads": 4, "q_lora_rank": 10, "kv_lora_rank": 9, "qk_nope_head_dim": 5,
-             "qk_rope_head_dim": 2, "v_head_dim": 6, "rope_theta": 100.0}],
-    "causal": [{"batch": 2, "heads": 4, "seq": 7, "dim": 6}],
-}
-
 DELETE = object()  # replacement meaning "remove this statement"
 
 SOFTMAX = {"softmax", "log_softmax"}
@@ -513,88 +501,80 @@ def generate(exercise_id: str, source: str) -> list[Mutant]:
 
 
 class Oracle:
-    """The reference's outputs on every graded case (cached), and a way to run a mutant on them."""
+    """The reference's outputs on every graded case (cached), and a way to run a mutant on them,
+    both through the exercise's kind (grader/kinds/), as the grader drives an attempt."""
 
     def __init__(self, exercise, seed: int = 0, probes: bool = False):
         import torch
-        from attnprep.grader import judge
-        from attnprep.grader.drivers import driver_for
+        from attnprep.grader import tensors
+        from attnprep.grader.kinds import kind_for
 
         self.torch = torch
-        self.rtol, self.atol = judge.RTOL, judge.ATOL  # the grader's tolerance
+        self.rtol, self.atol = tensors.RTOL, tensors.ATOL  # the grader's tolerance
         self.exercise = exercise
-        self.driver = driver_for(exercise, seed)
-        self.graded = len(self.driver.configs)
-        if probes:
-            self.driver.configs += [dict(c) for c in PROBES.get(exercise.id, [])]
-        self.cases = {ci: self.driver.cases(ci) for ci in range(len(self.driver.configs))}
+        self.kind = kind_for(exercise, seed)
+        self.graded = len(self.kind.configs)
+        if probes:  # never graded: sizes all distinct (exercise.toml's probe_configs)
+            self.kind.configs += [dict(c) for c in exercise.grading.get("probe_configs", [])]
+        self.cases = {ci: self.kind.cases(ci) for ci in range(len(self.kind.configs))}
         self._want: dict[int, list] = {}
 
     def want(self, ci: int):
         if ci not in self._want:
-            call = self.driver.reference(ci)
+            call = self.kind.reference(ci)
             with self.torch.no_grad():
-                self._want[ci] = [_first(call(case)).double() for case in self.cases[ci]]
+                self._want[ci] = [{k: v.double() for k, v in call(case).items()} for case in self.cases[ci]]
         return self._want[ci]
 
     def build(self, namespace: dict, ci: int):
-        """The mutant's object for config ci, with the role weights copied by contract name."""
-        torch = self.torch
-        d = self.driver
-        if self.exercise.contract.kind == "causal_functions":
-            return {n: namespace[n] for n in self.exercise.contract.objects}
-        module = namespace[d.object](*d.args(ci)).eval()
-        copied = set()
-        with torch.no_grad():
-            for role, tensors in d.role_weights(ci).items():
-                sub = module.get_submodule(role)
-                for key, t in tensors.items():
-                    p = getattr(sub, key)
-                    if p.shape != t.shape:
-                        raise ValueError(f"{role}.{key} has shape {tuple(p.shape)}, the contract {tuple(t.shape)}")
-                    p.copy_(t)
-                    copied.add(f"{role}.{key}")
-            # SPEC §1: every other parameter gets seeded, non-zero values "so bias bugs show"
-            g = torch.Generator().manual_seed(4321)
-            for name, p in module.named_parameters():
-                if name not in copied:
-                    p.copy_(torch.rand(p.shape, generator=g) - 0.5)
-        return module
+        """The mutant's object for config ci, its parameters mapped and loaded as the grader does
+        (a mutant keeps the contract's names, so by name)."""
+        kind = self.kind
+
+        class Local:
+            def ask(self, question):
+                return kind.answer(question)
+
+        return kind.build(namespace, ci, Local()).attempt
 
     def compare(self, namespace: dict, configs) -> tuple[float, bool, str]:
         """Largest graded difference from the reference (inf: shape, type or NaN), whether it is
         beyond the grader's tolerance somewhere, and where (the first such case)."""
         torch = self.torch
         worst, beyond, where_worst = 0.0, False, ""
+        from attnprep.grader.kinds.base import ContractError
+
         for ci in configs:
-            obj = self.build(namespace, ci)
-            for case, want in zip(self.cases[ci], self.want(ci)):
+            try:
+                obj = self.build(namespace, ci)
+            except ContractError as exc:  # a bias the contract does not have: it runs, and differs
+                if exc.key != "contract.extra_bias":
+                    raise
+                return float("inf"), True, f"config {ci}: {exc.params['layer']} has a bias the contract does not"
+            for case, wanted in zip(self.cases[ci], self.want(ci)):
                 with torch.no_grad():
-                    got = _first(self.driver.call(obj, case))
+                    outputs = self.kind.run(obj, case)
                 label = f"config {ci}, case {case.name!r}"
-                if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-                    return float("inf"), True, f"{label}: {type(got).__name__} {tuple(getattr(got, 'shape', ()))}, expected {tuple(want.shape)}"
-                got = got.double()
-                view = [1] * want.dim()
-                view[0], view[self.driver.token_axis] = case.graded.shape
-                mask = case.graded.reshape(view).expand(want.shape)
-                g, w = got[mask], want[mask]
-                if g.numel() == 0:
-                    continue
-                if torch.isclose(g, w, rtol=0.0, atol=EQUIV_ATOL, equal_nan=True).all():
-                    continue
-                err = (g - w).abs().nan_to_num(nan=float("inf")).max().item()
-                outside = not bool(torch.isclose(g, w, rtol=self.rtol, atol=self.atol).all())
-                if (outside and not beyond) or (outside == beyond and err > worst):
-                    where_worst = label
-                worst, beyond = max(worst, err), beyond or outside
-            if self.exercise.contract.kind == "causal_functions":
-                ref_mask = self.driver.solution()["causal_mask"]
-                for T in self.driver.MASK_SIZES:
-                    got, want = obj["causal_mask"](T), ref_mask(T)
-                    if not isinstance(got, torch.Tensor) or got.dtype != want.dtype or got.shape != want.shape \
-                            or not torch.equal(got, want):
-                        return float("inf"), True, f"causal_mask({T}) differs"
+                for name, want in wanted.items():
+                    got = outputs.get(name)
+                    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+                        return float("inf"), True, f"{label}: {type(got).__name__} {tuple(getattr(got, 'shape', ()))}, expected {tuple(want.shape)}"
+                    mask = case.mask(name, tuple(want.shape))
+                    g, w = got.double()[mask], want[mask]
+                    if g.numel() == 0:
+                        continue
+                    if torch.isclose(g, w, rtol=0.0, atol=EQUIV_ATOL, equal_nan=True).all():
+                        continue
+                    err = (g - w).abs().nan_to_num(nan=float("inf")).max().item()
+                    outside = not bool(torch.isclose(g, w, rtol=self.rtol, atol=self.atol).all())
+                    if (outside and not beyond) or (outside == beyond and err > worst):
+                        where_worst = label
+                    worst, beyond = max(worst, err), beyond or outside
+            extra = self.kind.child_extra(obj)
+            if extra is not None:  # the kind's own checks (a mask function's values, dtype …)
+                failed = [c.id for c in self.kind.extra_checks(extra) if c.passed is False]
+                if failed:
+                    return float("inf"), True, f"config {ci}: {', '.join(failed)} differs"
         return worst, beyond, where_worst
 
 
@@ -628,7 +608,7 @@ def evaluate(mutant: Mutant, oracle: Oracle, probe: dict[str, Oracle] | None = N
             mutant.status, mutant.detail = "output-changing", f"max abs diff {err:.3g}, first at {where}"
         if mutant.status == "equivalent" and probe is not None:
             for label, o, cfgs in (("seed 1", probe["seed"], range(probe["seed"].graded)),
-                                   ("probe config", probe["config"], range(probe["config"].graded, len(probe["config"].driver.configs)))):
+                                   ("probe config", probe["config"], range(probe["config"].graded, len(probe["config"].kind.configs)))):
                 try:
                     e, _, w = o.compare(ns, cfgs)
                 except Exception as exc:  # noqa: BLE001
@@ -641,7 +621,7 @@ def evaluate(mutant: Mutant, oracle: Oracle, probe: dict[str, Oracle] | None = N
 
 def _describe_config(oracle: Oracle, where: str) -> str:
     m = re.match(r"config (\d+)", where)
-    return oracle.driver.describe_config(int(m.group(1))) if m else ""
+    return ", ".join(f"{k}={v}" for k, v in oracle.kind.config_params(int(m.group(1))).items()) if m else ""
 
 
 # --- grading ------------------------------------------------------------------------------------
@@ -661,7 +641,7 @@ def grade_all(mutants: list[Mutant], folder: Path) -> None:
         m.verdict, m.passed = r.verdict.value, r.passed
         m.diagnoses = [d.id for d in r.diagnoses]
         if r.internal:
-            m.internal = r.error.message if r.error else "internal"
+            m.internal = r.error.message.key if r.error else "internal"
 
 
 def summarise(exercise_id: str, mutants: list[Mutant]) -> dict:

@@ -3,35 +3,40 @@
 Public API (stable for the CLI, the drill and the tests)::
 
     from attnprep.grader import grade, warm_up
-    result = grade(path, exercise_id=None, seed=0, device="cpu", timeout=DEFAULT_TIMEOUT)
+    result = grade(path, exercise=None, seed=0, device="cpu", timeout=DEFAULT_TIMEOUT)
 
-``grade`` imports torch on first use (in this process, single-threaded so that it can fork),
-runs the attempt in a forked child with a time and memory limit, computes the reference here,
-and compares. ``warm_up()`` does the imports ahead of time (the drill calls it once).
+``exercise`` is a resolved :class:`~attnprep.exercises.Exercise` (what the CLI passes), an id, or
+None for the file's ``# attnprep: <id>`` line, then its file name. ``grade`` imports torch on first
+use (in this process, single-threaded so that it can fork), runs the attempt in a forked child with
+a time and memory limit, computes the reference here, and compares. ``warm_up()`` does the imports
+ahead of time (the drill calls it once).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from attnprep.grader.engine import DEFAULT_TIMEOUT  # noqa: F401
 from attnprep.grader.result import Result, Verdict  # noqa: F401
-
-DEFAULT_TIMEOUT = 10.0
 
 
 def grade(
     path: str | Path,
-    exercise_id: str | None = None,
+    exercise=None,
     *,
     seed: int = 0,
     device: str = "cpu",
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Result:
-    """Grade one attempt file. ``exercise_id`` defaults to the file's ``# attnprep: <id>`` line,
-    then to its file name. Never raises for anything the attempt does."""
-    from attnprep.grader.engine import grade as _grade
+    """Grade one attempt file. Never raises for anything the attempt does; an unknown id raises
+    :class:`~attnprep.exercises.UnknownExercise`."""
+    from attnprep.grader import engine
 
-    return _grade(Path(path), exercise_id, seed=seed, device=device, timeout=timeout)
+    path = Path(path)
+    if not hasattr(exercise, "contract"):
+        source = path.read_bytes()[:2000].decode("utf-8", errors="replace")
+        exercise = engine.exercise_of(path, source, exercise)
+    return engine.grade(path, exercise, seed=seed, device=device, timeout=timeout)
 
 
 def warm_up() -> None:

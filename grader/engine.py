@@ -1,15 +1,21 @@
-"""Grade one file: find its exercise, syntax-check it here, run it in a forked child, judge."""
+"""Grade one file: syntax-check it here, run it in a forked child, judge here.
+
+The exercise comes resolved (an :class:`~attnprep.exercises.Exercise`); its kind
+(:mod:`attnprep.grader.kinds`) says how to drive it. Nothing here knows any exercise or kind.
+"""
 
 from __future__ import annotations
 
 import io
 import time
 import tokenize
+from dataclasses import replace
 from pathlib import Path
 
 from attnprep import exercises
-from attnprep.grader.result import Check, ErrorInfo, Result, Verdict
+from attnprep.grader.result import Check, ErrorInfo, Result, Verdict, msg
 
+DEFAULT_TIMEOUT = 10.0
 _warm = False
 
 
@@ -21,12 +27,12 @@ def warm_up() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from attnprep.grader import child, drivers, judge, sandbox, variants  # noqa: F401
+    from attnprep.grader import child, judge, kinds, sandbox, variants, wire  # noqa: F401
 
     _warm = True
 
 
-def exercise_of(path: Path, source: str, exercise_id: str | None):
+def exercise_of(path: Path, source: str, exercise_id: str | None) -> exercises.Exercise:
     """The exercise: as given, else the file's ``# attnprep: <id>`` line, else its file name."""
     if exercise_id:
         return exercises.get(exercise_id)
@@ -36,66 +42,109 @@ def exercise_of(path: Path, source: str, exercise_id: str | None):
     return exercises.get(path.stem)
 
 
-def grade(path: Path, exercise_id: str | None, *, seed: int, device: str, timeout: float) -> Result:
-    start = time.perf_counter()
-    path = path.resolve()
-    raw = path.read_bytes()
-    source = raw.decode("utf-8", errors="replace")
-    exercise = exercise_of(path, source, exercise_id)
+def _normalise(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def is_blank(exercise: exercises.Exercise, source: str) -> bool:
+    """The file is the exercise's untouched stub (cheap unless it looks like one)."""
+    if "NotImplementedError" not in source:
+        return False
     try:
-        # Decode strictly first: compile() and importlib accept invalid UTF-8 inside a comment,
-        # `python file.py` does not.
+        return _normalise(source) == _normalise(exercises.render_stub(exercise))
+    except Exception:  # a stub that cannot be rendered is never what the user wrote
+        return False
+
+
+def _syntax(path: Path, raw: bytes) -> ErrorInfo | None:
+    """The file's syntax error, decoding strictly first: compile() and importlib accept invalid
+    UTF-8 inside a comment, ``python file.py`` does not."""
+    encoding = "utf-8"
+    try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         text = raw.decode(encoding)
         compile(text, str(path), "exec", dont_inherit=True)
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        message = f"SyntaxError: the file is not valid {encoding} (byte {exc.object[exc.start]:#x} at line {line})"
-        return Result(exercise.id, str(path), Verdict.SYNTAX, checks=(Check("syntax", False, message),),
-                      error=ErrorInfo("syntax", message), duration_s=time.perf_counter() - start)
+        return ErrorInfo("syntax", msg("error.not_utf8", encoding=encoding, byte=f"{exc.object[exc.start]:#x}", line=line))
     except (SyntaxError, ValueError) as exc:
-        where = f" ({path.name}, line {exc.lineno})" if getattr(exc, "lineno", None) else ""
-        message = f"{type(exc).__name__}: {getattr(exc, 'msg', None) or exc}{where}"
+        lineno = getattr(exc, "lineno", None)
         text = getattr(exc, "text", None)
-        tb = f"  File \"{path.name}\", line {exc.lineno}\n    {text.rstrip()}\n" if text and getattr(exc, "lineno", None) else ""
-        return Result(exercise.id, str(path), Verdict.SYNTAX, checks=(Check("syntax", False, message),),
-                      error=ErrorInfo("syntax", message, tb), duration_s=time.perf_counter() - start)
+        tb = f"  File \"{path.name}\", line {lineno}\n    {text.rstrip()}\n" if text and lineno else ""
+        return ErrorInfo("syntax", msg("error.syntax", type=type(exc).__name__, text=getattr(exc, "msg", None) or str(exc),
+                                       file=path.name, line=lineno or 0), tb)
+    return None
+
+
+def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float) -> Result:
+    start = time.perf_counter()
+    path = path.resolve()
+    raw = path.read_bytes()
+    source = raw.decode("utf-8", errors="replace")
+    notes = []
+    named = exercises.detect(source)
+    if named and named != exercise.id:
+        notes.append(msg("note.header_disagrees", header=named, exercise=exercise.id))
+
+    def done(result: Result) -> Result:
+        return replace(result, notes=tuple(notes) + result.notes, duration_s=time.perf_counter() - start)
+
+    syntax = _syntax(path, raw)
+    if syntax is not None:
+        return done(Result(exercise.id, str(path), Verdict.SYNTAX, checks=(Check("syntax", False, syntax.message),), error=syntax))
+    if is_blank(exercise, source):
+        blank = ErrorInfo("blank", msg("error.blank", exercise=exercise.id))
+        return done(Result(exercise.id, str(path), Verdict.ERROR, error=blank))
 
     warm_up()
     from attnprep.grader import child, judge, sandbox
-    from attnprep.grader.drivers import driver_for
+    from attnprep.grader.kinds import kind_for
+    from attnprep.grader.wire import Reply, WireError
 
-    driver = driver_for(exercise, seed)
-    driver.solution()  # imported here so the child inherits it, never reads it
-    outcome = sandbox.run(lambda: child.run_attempt(path, driver, device), timeout)
+    kind = kind_for(exercise, seed)
+    kind_solution = getattr(kind, "solution", None)
+    if kind_solution is not None:
+        kind_solution()  # TODO(sandbox channel): imported before the fork while the channel is local
+    channel = _LocalChannel(kind)
+    outcome = sandbox.run(lambda: child.run_attempt(path, kind, device, channel), timeout)
     if outcome.data is None:
-        return _ended(exercise.id, path, outcome, timeout, time.perf_counter() - start)
+        return done(_ended(exercise.id, path, outcome, timeout))
     try:
-        result = judge.Judge(exercise, driver, outcome.data, path, 0.0).result()
+        reply = Reply.decode(outcome.data)
+        reply.check_complete(kind)
+    except WireError as exc:
+        return done(Result(exercise.id, str(path), Verdict.ERROR, checks=(Check("runs", False, msg("error.malformed", detail=str(exc))),),
+                           error=ErrorInfo("malformed", msg("error.malformed", detail=str(exc)))))
+    try:
+        result = judge.Judge(exercise, kind, reply, path).result()
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
         result = Result(exercise.id, str(path), Verdict.ERROR, internal=True,
-                        error=ErrorInfo("internal", f"attnprep failed while judging: {type(exc).__name__}: {exc}", traceback.format_exc()))
-    return _with_duration(result, time.perf_counter() - start)
+                        error=ErrorInfo("internal", msg("error.internal_judge", type=type(exc).__name__, text=str(exc)),
+                                        traceback.format_exc()))
+    return done(result)
 
 
-def _ended(exercise_id: str, path: Path, outcome, timeout: float, duration: float) -> Result:
+class _LocalChannel:
+    """The child's questions answered by the kind directly (same process)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def ask(self, question: dict) -> dict:
+        return self.kind.answer(question)
+
+
+def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:
     if outcome.failure == "timeout":
-        message = f"the attempt was still running after {timeout:g} s (an infinite loop or a very slow forward?)"
+        message = msg("error.timeout", seconds=timeout)
         return Result(exercise_id, str(path), Verdict.TIMEOUT, checks=(Check("runs", False, message),),
-                      error=ErrorInfo("timeout", message), duration_s=duration)
+                      error=ErrorInfo("timeout", message))
     if outcome.failure == "signal":
-        message = f"the attempt crashed the Python process ({outcome.detail})"
+        message = msg("error.signal", signal=outcome.detail)
         kind = "memory" if outcome.detail == "SIGKILL" else "crash"
     else:
-        message = f"the attempt ended the process (exit code {outcome.detail}) before grading finished — os._exit or a fatal error"
+        message = msg("error.exit", code=outcome.detail)
         kind = "exit"
-    return Result(exercise_id, str(path), Verdict.ERROR, checks=(Check("runs", False, message),),
-                  error=ErrorInfo(kind, message), duration_s=duration)
-
-
-def _with_duration(result: Result, duration: float) -> Result:
-    from dataclasses import replace
-
-    return replace(result, duration_s=duration)
+    return Result(exercise_id, str(path), Verdict.ERROR, checks=(Check("runs", False, message),), error=ErrorInfo(kind, message))

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
+
 
 import torch
+
+from attnprep import exercises
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
+SOLUTIONS_DIR = str(exercises.SOLUTIONS_DIR.resolve())
 
 _SOFTMAX = {torch.softmax, torch.Tensor.softmax, F.softmax, torch.nn.functional.softmax}
 _MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm, torch.Tensor.bmm, torch.einsum}
@@ -138,13 +140,14 @@ class DeviceTracker(TorchFunctionMode):
     `meta` device shows the same, but its first use imports torch._dynamo: seconds.)
     """
 
-    def __init__(self, device_tensors, attempt_file: str):
+    def __init__(self, device_tensors, attempt_file: str, devices=()):
         super().__init__()
-        self.keep = list(device_tensors)
-        self.on_device = {id(t) for t in self.keep}
+        self.keep = list(device_tensors) + list(devices)
+        self.on_device = {id(t) for t in device_tensors}
+        self.devices = {id(d) for d in devices}  # torch.device objects read from "the device"
         self.attempt_file = attempt_file
-        self.origin: dict[int, str] = {}  # id of a CPU-only tensor -> where the attempt made it
-        self.problem: str | None = None
+        self.origin: dict[int, tuple[int, str] | None] = {}  # CPU-only tensor -> where the attempt made it
+        self.problem: dict | None = None  # the first mix: func, where_line/code, origin_line/code
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -153,12 +156,20 @@ class DeviceTracker(TorchFunctionMode):
         on_device = [t for t in tensors if id(t) in self.on_device]
         stray = [t for t in tensors if id(t) not in self.on_device and t.dim() > 0]
         if on_device and stray and name not in _NO_MIX and self.problem is None:
-            origin = next((self.origin[id(t)] for t in stray if id(t) in self.origin), "")
-            made = f"the tensor made at {origin} is on the CPU" if origin else "a tensor made without a device is on the CPU"
-            self.problem = f"{made}, and {name}() mixes it with the input's device at {self._where() or 'a line of yours'}"
+            origin = next((self.origin[id(t)] for t in stray if self.origin.get(id(t))), None)
+            where = self._where()
+            self.problem = {"func": name, "where_line": where[0] if where else 0, "where_code": where[1] if where else "",
+                            "origin_line": origin[0] if origin else 0, "origin_code": origin[1] if origin else ""}
         out = func(*args, **kwargs)
-        explicit = kwargs.get("device") is not None
-        moved = name in _MOVES and (explicit or any(isinstance(a, (torch.device, str)) for a in args[1:]) or len(on_device) > 0)
+        if name == "__get__" and isinstance(out, torch.device) and on_device:  # x.device, weight.device
+            self.devices.add(id(out))
+            self.keep.append(out)
+            return out
+        # An explicit device is the input's only when it was read from a tensor on it (x.device):
+        # device="cpu" or a device captured in __init__ is the CPU, as on a GPU machine.
+        explicit = id(kwargs.get("device")) in self.devices
+        target = any(id(a) in self.devices for a in args[1:])
+        moved = name in _MOVES and (explicit or target or len(on_device) > 0)
         if on_device and name not in ("to", "cpu") or explicit or moved:
             for t in _tensors(out):
                 self.on_device.add(id(t))
@@ -170,14 +181,13 @@ class DeviceTracker(TorchFunctionMode):
                 self.keep.append(t)
         return out
 
-    def _where(self) -> str:
-        """``line N (`code`)`` of the innermost frame in the attempt's file, or ""."""
+    def _where(self) -> tuple[int, str] | None:
+        """(line number, code) of the innermost frame in the attempt's file, or None."""
         frame = sys._getframe(2)
         while frame is not None:
             if frame.f_code.co_filename == self.attempt_file:
                 import linecache
 
-                line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-                return f"line {frame.f_lineno} (`{line}`)"
+                return frame.f_lineno, linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
             frame = frame.f_back
-        return ""
+        return None

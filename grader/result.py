@@ -1,63 +1,94 @@
 """Results are values: frozen dataclasses the Rich report and the JSON only read.
 
+They carry ids and numbers, never sentences: a check is ``Check("output", False, "output.differ",
+{"bad": 3, "total": 36, "case": "padded"})``; the words for ``output.differ`` live in the text
+files of :mod:`attnprep.texts`, one per language, and are rendered at the edge (the report and
+``check --json``). A :class:`Message` is that pair of a text key and its parameters.
+
 This module is torch-free so that the history and the renderer can use it without torch.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import Any
 
-JSON_VERSION = 1
+JSON_VERSION = 2
+ROW_SUM_TOL = 1e-4  # |softmax row sum - 1| allowed, by the judge and the report alike
 
 
 class Verdict(str, enum.Enum):
+    """A stable token (``check --json``, the history); its words are the text ``verdict.<token>``."""
+
     PASSED = "passed"
-    WRONG_OUTPUT = "wrong output"
-    WRONG_SHAPE = "wrong shape"
-    MASK_LEAK = "mask leak"
+    WRONG_OUTPUT = "wrong_output"
+    WRONG_SHAPE = "wrong_shape"
+    MASK_LEAK = "mask_leak"
     ERROR = "error"
     TIMEOUT = "timeout"
-    BUILTIN = "used a built-in"
+    BUILTIN = "used_builtin"
     CONTRACT = "contract"
-    SYNTAX = "syntax error"
+    SYNTAX = "syntax_error"
+    STRUCTURE = "structure"
+
+
+# The history of versions before 2 stored the English label; these are the tokens they stand for.
+LEGACY_LABELS = {
+    "passed": "passed", "wrong output": "wrong_output", "wrong shape": "wrong_shape",
+    "mask leak": "mask_leak", "error": "error", "timeout": "timeout",
+    "used a built-in": "used_builtin", "contract": "contract", "syntax error": "syntax_error",
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    """A text key of :mod:`attnprep.texts` and the values it is formatted with."""
+
+    key: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def msg(key: str, **params: Any) -> Message:
+    return Message(key, params)
 
 
 @dataclass(frozen=True)
 class Check:
-    """One named row of the report: ``output``, ``causality``, ``padding`` …"""
+    """One row of the report: ``output``, ``causality``, ``padding`` … (``id`` is a stable token)."""
 
-    name: str
-    passed: bool | None  # None: not applicable / could not run (says why in detail)
-    detail: str = ""
+    id: str
+    passed: bool | None  # None: not applicable / could not run (the message says why)
+    message: Message | None = None
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    id: str  # a mistake id of exercises/mistakes.toml
-    title: str
-    why: str
-    fix: str
-    evidence: str = ""  # what the grader saw: "outputs match the variant …", "softmax(dim=2) observed"
+    """A named mistake (``id`` from the mistake catalogue) and what the grader saw."""
+
+    id: str
+    evidence: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True)
 class ShapeRow:
-    stage: str  # "q", "scores", "attn", "out" …
-    expected: str
-    got: str  # "" when not observed
+    stage: str  # "q", "scores", "attn", "output" …
+    expected: tuple[int, ...]
+    got: tuple[int, ...] | None  # None: not observed
     equivalent: bool = False  # another layout of the same numbers, e.g. (B*H, T, T) for (B, H, T, T)
 
     @property
     def ok(self) -> bool:
-        return not self.got or self.got == self.expected or self.equivalent
+        return self.got is None or self.got == self.expected or self.equivalent
 
 
 @dataclass(frozen=True)
 class Heatmap:
     """Attention probabilities of one (sample, head), rows = queries, columns = keys."""
 
-    title: str
+    sample: int  # 0-based, as every index the report shows
+    head: int
+    case: str
     expected: list[list[float]]
     got: list[list[float]] | None
     allowed: list[list[bool]]  # False where the reference masks the cell
@@ -65,10 +96,38 @@ class Heatmap:
 
 
 @dataclass(frozen=True)
+class OutputDiff:
+    """``torch.testing.assert_close``'s summary of the first mismatching case."""
+
+    case: str
+    config: dict[str, Any]
+    output: str  # the named output that differs ("out", "cache k" …)
+    mismatched: int
+    total: int
+    max_abs: float | None = None
+    max_abs_at: tuple[int, ...] = ()
+    max_rel: float | None = None
+    max_rel_at: tuple[int, ...] = ()
+    nonfinite: float | None = None
+    nonfinite_at: tuple[int, ...] = ()
+    atol: float = 0.0
+    rtol: float = 0.0
+
+
+@dataclass(frozen=True)
 class ErrorInfo:
-    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "internal"
-    message: str  # one line
+    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "blank", "internal"
+    message: Message  # one line
     traceback: str = ""  # the user's own frames only
+
+
+@dataclass(frozen=True)
+class MappingNote:
+    """How the grader matched one of the attempt's layers to a contract role."""
+
+    kind: str  # "by_shape", "zero_bias", "transposed", "stray"
+    role: str
+    layer: str
 
 
 @dataclass(frozen=True)
@@ -79,12 +138,14 @@ class Result:
     checks: tuple[Check, ...] = ()
     diagnoses: tuple[Diagnosis, ...] = ()
     mapping: dict[str, str] = field(default_factory=dict)
-    mapping_notes: tuple[str, ...] = ()  # "took layer 'wq' for q_proj (by shape)", "no bias on …"
+    mapping_notes: tuple[MappingNote, ...] = ()
     shapes: tuple[ShapeRow, ...] = ()
     heatmap: Heatmap | None = None
     row_sums: tuple[float, float] | None = None  # (min, max) of observed softmax row sums
-    output_diff: str = ""  # torch.testing-style summary of the first mismatch
+    output_diff: OutputDiff | None = None
     error: ErrorInfo | None = None
+    notes: tuple[Message, ...] = ()  # things worth saying that are no failure (a header that disagrees)
+    stdout: str = ""  # what the attempt printed (bounded)
     internal: bool = False  # True: attnprep itself failed, not the attempt
     duration_s: float = 0.0
 
@@ -92,23 +153,7 @@ class Result:
     def passed(self) -> bool:
         return self.verdict is Verdict.PASSED
 
-    def to_json(self) -> dict:
-        data = {
-            "exercise": self.exercise,
-            "file": self.file,
-            "passed": self.passed,
-            "verdict": self.verdict.value,
-            "checks": [asdict(c) for c in self.checks],
-            "diagnoses": [asdict(d) for d in self.diagnoses],
-            "mapping": dict(self.mapping),
-            "duration_s": round(self.duration_s, 3),
-        }
-        if self.error is not None:
-            data["error"] = asdict(self.error)
-        if self.internal:
-            data["internal"] = True
-        return data
-
-
-def results_to_json(results: list[Result]) -> dict:
-    return {"version": JSON_VERSION, "results": [r.to_json() for r in results]}
+    @property
+    def blank(self) -> bool:
+        """The file is the untouched stub: nothing written yet."""
+        return self.error is not None and self.error.kind == "blank"

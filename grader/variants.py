@@ -1,6 +1,6 @@
 """Mistaken variants of the references: each classic mistake, reproduced on purpose.
 
-A functional re-implementation of each exercise with one knob per named mistake (SPEC §3). With no
+A functional re-implementation of each exercise with one knob per named mistake (the named-mistake list). With no
 knob it is the reference (the tests check it against ``solutions/``); with a knob it computes what
 an attempt with exactly that bug computes. The diagnosis keeps the knobs whose outputs the attempt
 reproduces. A knob may carry a sub-variant after a colon (``mla_norm_skipped:kv``); the part before
@@ -20,62 +20,48 @@ import torch.nn.functional as F
 
 FILLS = (float("-inf"), -1e9)
 
-_MASKING = (
-    "mask_after_softmax", "mask_fill_zero", "mask_fill_zero:padding", "mask_fill_zero:causal",
-    "padding_mask_inverted", "padding_mask_ignored", "padding_mask_on_queries", "masks_combined_or", "causal_masks_diagonal",
-    "causal_leaks_next", "causal_inverted", "causal_inverted:strict", "causal_ignored",
-)
-MHA_FAMILY = (
-    "missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "softmax_wrong_dim",
-    "scores_k_q_swapped", "attn_times_k", "split_heads_no_transpose", "merge_heads_no_transpose",
-    *_MASKING, "causal_flag_inverted", "output_proj_skipped", "fused_qkv_layout", "gqa_heads_tiled",
-)
-# No attn_times_k: k has nope + rope features and v has v_head_dim, which differ in every graded
-# config, so attn @ k raises (an error) instead of computing something to name.
-MLA = (
-    "missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
-    "mla_scale_partial:nope", "mla_scale_partial:rope", "mla_scale_partial:v", "softmax_wrong_dim",
-    "scores_k_q_swapped", "merge_heads_no_transpose",
-    *_MASKING, "causal_flag_inverted", "rope_cos_sin_swapped", "rope_rotate_half", "rope_skipped",
-    "mla_norm_skipped", "mla_norm_skipped:q", "mla_norm_skipped:kv", "mla_split_order:q",
-    "mla_split_order:kv_a", "mla_split_order:kv_b", "split_heads_no_transpose", "output_proj_skipped",
-)
-# causal_attention fills one combined mask: filling where it is True inverts the padding with it.
-CAUSAL = (
-    "missing_scale", "scale_inverted", "scale_by_dim", "softmax_wrong_dim", "scores_k_q_swapped",
-    "attn_times_k", *_MASKING, "causal_inverted:padding",
-)
 
-# What a sub-variant's evidence says instead of "(<sub-variant> only)".
-NOTES = {
-    "mla_scale_partial:nope": "1/sqrt(qk_nope_head_dim)",
-    "mla_scale_partial:rope": "1/sqrt(qk_rope_head_dim)",
-    "mla_scale_partial:v": "1/sqrt(v_head_dim)",
-    "causal_inverted:strict": "the diagonal blocked as well: only keys j > i kept",
-    "causal_inverted:padding": "the padding mask inverted with it: the fill used the allowed mask",
-}
+class Slips(frozenset):
+    """The knobs of one variant: no mistake (the reference), one, or two made together.
+
+    ``slips == "causal_ignored"`` reads "is one of the slips", so each variant below tests its knob
+    the same way whether it is made alone or with another one."""
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return other in frozenset(self)
+        return frozenset.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = frozenset.__hash__
+
+
+def slips(knobs: str | tuple[str, ...] | Slips = "") -> Slips:
+    """``"a"`` or ``("a", "b")`` as :class:`Slips` (``""``: the reference)."""
+    if isinstance(knobs, Slips):
+        return knobs
+    if isinstance(knobs, str):
+        return Slips({knobs} if knobs else ())
+    return Slips(k for k in knobs if k)
+
+
+def pick(table: dict, mistake: Slips, default=None):
+    """The value of the first of ``table``'s knobs that is among the slips, else ``default``."""
+    return next((value for knob, value in table.items() if knob in frozenset(mistake)), default)
+
+# What a sub-variant's evidence says instead of "(<sub-variant> only)": the text key
+# "variant.<knob>" (attnprep/texts); a knob without one is described by its part after the colon.
 
 # A diagnosis dropped when the other one is made: causal_mask's own return value explains the
 # inverted outputs better than the variant does.
 SUPERSEDED_BY = {"causal_inverted": "causal_mask_inverted"}
 
 
-def note(knob: str) -> str:
-    """The evidence's words for a knob's sub-variant, "" for a whole mistake."""
-    if ":" not in knob:
-        return ""
-    return NOTES.get(knob, f"{knob.split(':')[1]} only")
-
-
-def knobs(exercise) -> list[str]:
-    """The variant knobs that apply to an exercise (its listed mistakes that have a variant)."""
-    table = {"mla": MLA, "causal": CAUSAL}.get(exercise.id, MHA_FAMILY)
-    ids = {m.id for m in exercise.mistakes}
-    return [k for k in table if k.split(":")[0] in ids]
-
-
 def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf")):
     """Scaled dot-product attention on (B, H, T, D) with the masking, scores and output mistakes as knobs."""
+    mistake = slips(mistake)
     T, S = q.shape[-2], k.shape[-2]
     if mistake == "scores_k_q_swapped":
         scores = (k @ q.transpose(-2, -1)) * scale  # (B, H, S, T): the transposed scores (T == S)
@@ -91,7 +77,7 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
         elif mistake == "causal_inverted:strict":
             causal = torch.triu(ones, diagonal=1)  # j > i: masked_fill(tril, ...)
         else:
-            diagonal = {"causal_masks_diagonal": -1, "causal_leaks_next": 1}.get(mistake, 0)
+            diagonal = pick({"causal_masks_diagonal": -1, "causal_leaks_next": 1}, mistake, 0)
             causal = torch.tril(ones, diagonal=diagonal)
     real = ones[None, None]  # (1, 1, T, S): True where the padding mask allows
     if attention_mask is not None and mistake != "padding_mask_ignored":
@@ -111,11 +97,11 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
     if mistake == "mask_after_softmax":
         return scores.softmax(dim=dim).masked_fill(~allowed, 0.0) @ v
     scores = scores.masked_fill(~allowed, fill)
-    zeroed = {  # filled with 0.0: padding is filled first, the causal fill overwrites it
+    zeroed = pick({  # filled with 0.0: padding is filled first, the causal fill overwrites it
         "mask_fill_zero": ~allowed,
         "mask_fill_zero:padding": ~real & causal,
         "mask_fill_zero:causal": ~causal[None, None],
-    }.get(mistake)
+    }, mistake)
     if zeroed is not None:
         scores = scores.masked_fill(zeroed, 0.0)
     return scores.softmax(dim=dim) @ v  # (B, H, T, Dv)
@@ -124,7 +110,7 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
 def head_scale(d, mistake="", own=None):
     """1/sqrt(d) for a head of d features, or what a scale mistake uses instead."""
     wrong = {"missing_scale": 1.0, "scale_inverted": math.sqrt(d), "scale_by_dim": 1 / d, **(own or {})}
-    return wrong.get(mistake, 1 / math.sqrt(d))
+    return pick(wrong, slips(mistake), 1 / math.sqrt(d))
 
 
 def _linear(weights, role, x):
@@ -132,18 +118,22 @@ def _linear(weights, role, x):
     return F.linear(x, w["weight"], w.get("bias"))
 
 
-def mha_family(exercise_id, config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf"), *, kv_heads, fused=False):
+    """MHA, MQA, GQA and fused-QKV MHA: ``kv_heads`` K/V heads, Q/K/V from one fused layer or three."""
+    mistake = slips(mistake)
     B, T, C = x.shape
     H = config["num_heads"]
     D = C // H
-    G = {"mha": H, "mha_fused": H, "mqa": 1}.get(exercise_id) or config["num_kv_heads"]
-    if exercise_id == "mha_fused":
+    G = kv_heads
+    if fused:
         qkv = _linear(weights, "qkv_proj", x)  # (B, T, 3C)
         if mistake == "fused_qkv_layout":
             q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
             q, k, v = (t.reshape(B, T, C) for t in (q, k, v))
-        else:
-            q, k, v = qkv.split(C, dim=-1)
+        else:  # the contract's order is [q; k; v]; a convention slip unpacks another order
+            order = pick({f"fused_split_order:{o}": o for o in ("qvk", "vqk", "kvq", "vkq")}, mistake, "qkv")
+            parts = dict(zip(order, qkv.split(C, dim=-1)))
+            q, k, v = parts["q"], parts["k"], parts["v"]
     else:
         q, k, v = (_linear(weights, r, x) for r in ("q_proj", "k_proj", "v_proj"))
 
@@ -177,6 +167,7 @@ def _rms(weights, role, x, skip):
 
 def rope(x, theta, mistake=""):
     """Rotate x (B, T, *, r) by position; DeepSeek's adjacent pairs unless a knob says otherwise."""
+    mistake = slips(mistake)
     if mistake == "rope_skipped":
         return x
     T, r = x.shape[1], x.shape[-1]
@@ -195,7 +186,9 @@ def rope(x, theta, mistake=""):
     return out.flatten(-2).to(x.dtype)
 
 
-def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
+    """MLA in the naive form of DeepSeek-V2/V3, with its mistakes as knobs."""
+    mistake = slips(mistake)
     B, T, _ = x.shape
     H = config["num_heads"]
     nope, r, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
@@ -241,15 +234,8 @@ def mla(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-
     return out if mistake == "output_proj_skipped" else _linear(weights, "wo", out)
 
 
-def causal(q, k, v, attention_mask, mistake="", fill=float("-inf")):
+def masked(q, k, v, attention_mask, mistake="", fill=float("-inf")):
+    """Causal attention on (B, H, T, D) with a key padding mask."""
+    mistake = slips(mistake)
     scale = head_scale(q.shape[-1], mistake)
     return attend(q, k, v, attention_mask, True, scale, mistake, fill)
-
-
-def make_call(exercise_id: str, config: dict, weights: dict, mistake: str = "", fill=float("-inf")):
-    """A function case -> output computing the variant; ``mistake=""`` is the reference."""
-    if exercise_id == "causal":
-        return lambda case: causal(case.inputs["q"], case.inputs["k"], case.inputs["v"], case.attention_mask, mistake, fill)
-    if exercise_id == "mla":
-        return lambda case: mla(config, weights, case.inputs["x"], case.attention_mask, case.is_causal, mistake, fill)
-    return lambda case: mha_family(exercise_id, config, weights, case.inputs["x"], case.attention_mask, case.is_causal, mistake, fill)

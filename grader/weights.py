@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from attnprep.grader.result import MappingNote, Message, msg
+
 MAX_CANDIDATES = 720  # 6! same-shaped layers; beyond that only the name-ordered guess is tried
 
 
@@ -41,7 +43,7 @@ class Role:
 class Mapping:
     layers: dict[str, str]  # role -> attempt layer name
     by_name: bool
-    notes: list[str] = field(default_factory=list)
+    notes: list[MappingNote] = field(default_factory=list)
     zero_bias: set[str] = field(default_factory=set)  # roles whose attempt layer has no bias
 
 
@@ -108,7 +110,7 @@ def _key(name: str) -> str:
     return last
 
 
-def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], str]:
+def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Message | None]:
     """Assignments role -> layer to try, best guess first; or ([], why none fits)."""
     by_name = {l.name: l for l in layers}
     fixed: dict[str, str] = {}
@@ -117,7 +119,7 @@ def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], s
         if layer is not None and layer.weight == role.weight:
             fixed[role.name] = role.name
     if len(fixed) == len(roles):
-        return [_finish(roles, by_name, fixed, True)], ""
+        return [_finish(roles, by_name, fixed, True)], None
     free_layers = [l for l in layers if l.name not in fixed.values()]
     groups: dict[tuple, tuple[list[Role], list[Layer]]] = {}
     for role in roles:
@@ -130,7 +132,7 @@ def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], s
     for shape, (rs, ls) in groups.items():
         if len(ls) < len(rs):
             names = ", ".join(r.name for r in rs)
-            return [], f"no layer with a weight of shape {tuple(shape)} for {names} (found {len(ls)} of {len(rs)})"
+            return [], msg("contract.no_layer", shape=str(tuple(shape)), names=names, found=len(ls), needed=len(rs))
     per_group = []
     for shape, (rs, ls) in groups.items():
         options = list(itertools.permutations(ls, len(rs)))
@@ -144,7 +146,7 @@ def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], s
         mappings.append(_finish(roles, by_name, chosen, False))
         if len(mappings) >= MAX_CANDIDATES:
             break
-    return mappings, ""
+    return mappings, None
 
 
 def _finish(roles: list[Role], by_name: dict[str, Layer], chosen: dict[str, str], named: bool) -> Mapping:
@@ -153,7 +155,7 @@ def _finish(roles: list[Role], by_name: dict[str, Layer], chosen: dict[str, str]
         layer = by_name[chosen[role.name]]
         if role.bias is not None and layer.bias is None:
             mapping.zero_bias.add(role.name)
-            mapping.notes.append(f"{layer.name} has no bias where the contract's {role.name} has one: graded with a zero bias")
+            mapping.notes.append(MappingNote("zero_bias", role.name, layer.name))
     return mapping
 
 
@@ -174,13 +176,3 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
     for name, p in module.named_parameters():
         if name not in used:
             p.copy_(torch.rand(p.shape, generator=g).to(p.dtype) - 0.5)
-
-
-def reference_weights(weights: dict[str, dict[str, torch.Tensor]], mapping: Mapping) -> dict[str, dict[str, torch.Tensor]]:
-    """The role weights as the reference should see them: zero bias where the attempt has none."""
-    out = {}
-    for role, tensors in weights.items():
-        out[role] = dict(tensors)
-        if role in mapping.zero_bias:
-            out[role]["bias"] = torch.zeros_like(tensors["bias"])
-    return out

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from attnprep import drill, exercises, history
+from attnprep.grader.result import msg
 from attnprep.grader.result import Diagnosis, ErrorInfo, Result, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,7 @@ def result(verdict: Verdict, *mistakes: str) -> Result:
         exercise="mha",
         file="drills/mha-x.py",
         verdict=verdict,
-        diagnoses=tuple(Diagnosis(m, m.replace("_", " "), "why", "fix it") for m in mistakes),
+        diagnoses=tuple(Diagnosis(m) for m in mistakes),
     )
 
 
@@ -107,7 +108,7 @@ def test_first_pass_ends_the_drill_with_the_time_of_that_save():
     assert ending.mistakes == ("missing_scale",)
     assert view.log == [
         ("ready",), ("tick", 0.0), ("tick", 1.0),
-        ("grading", 12.0, False), ("graded", 12.0, "wrong output"), ("tick", 12.3), ("tick", 13.0),
+        ("grading", 12.0, False), ("graded", 12.0, "wrong_output"), ("tick", 12.3), ("tick", 13.0),
         ("grading", 40.0, False), ("graded", 40.0, "passed"),
     ]
 
@@ -121,7 +122,7 @@ def test_time_up_gives_one_final_grade_and_exit_1():
     assert (ending.outcome, ending.exit_code, ending.elapsed_s) == ("timeout", 1, 10)
     assert grade.calls == 2 and ending.result.verdict is Verdict.MASK_LEAK
     assert ending.mistakes == ("causal_ignored",)
-    assert view.log[-3:] == [("time_up", 10), ("grading", 10, True), ("graded", 10, "mask leak")]
+    assert view.log[-3:] == [("time_up", 10), ("grading", 10, True), ("graded", 10, "mask_leak")]
 
 
 def test_a_save_arriving_after_the_deadline_is_only_the_final_grade():
@@ -201,7 +202,7 @@ def test_a_file_missing_mid_save_is_skipped_until_the_next_save():
 
 def test_internal_grader_failures_are_not_counted_as_mistakes():
     clock = FakeClock()
-    broken = Result("mha", "x.py", Verdict.ERROR, diagnoses=(Diagnosis("missing_scale", "t", "w", "f"),), internal=True)
+    broken = Result("mha", "x.py", Verdict.ERROR, diagnoses=(Diagnosis("missing_scale"),), internal=True)
     grade = FakeGrader(clock, broken, result(Verdict.PASSED))
     ending = drill.run_loop(script(clock, (0, T), (1, S), (2, S)), grade=grade, view=RecordingView(), budget_s=60, clock=clock)
     assert ending.outcome == "passed" and ending.mistakes == ()
@@ -234,14 +235,14 @@ def test_plain_view_prints_one_progress_line_per_save(capsys):
     view.ready()
     view.tick(59.0, 241.0)  # nothing yet
     view.graded(12.4, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT,
-                             diagnoses=(Diagnosis("missing_scale", "missing 1/sqrt(d) scale", "w", "f"),)))
+                             diagnoses=(Diagnosis("missing_scale"),)))
     view.tick(61.0, 239.0)
-    view.graded(75.0, Result("mha", "drills/mha-x.py", Verdict.ERROR, error=ErrorInfo("exception", "NotImplementedError: write forward")))
+    view.graded(75.0, Result("mha", "drills/mha-x.py", Verdict.ERROR, error=ErrorInfo("exception", msg("error.raised_no_frame", type="NotImplementedError", text="write forward", stage="forward"))))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("[00:00] go: 5:00 on the clock")
     assert lines[1] == "[00:12] saved → wrong output — missing 1/sqrt(d) scale"
     assert lines[2] == "[01:01] 3:59 left"
-    assert lines[3] == "[01:15] saved → error — NotImplementedError: write forward"
+    assert lines[3] == "[01:15] saved → error — NotImplementedError: write forward during forward"
     assert len(lines) == 4
 
 
@@ -254,29 +255,33 @@ def test_live_view_renders_countdown_verdict_and_fix():
         view.grading(29.0, False)
         view.tick(30.5, 269.5)
         checking = console.export_text(clear=False)
-        view.graded(29.0, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT,
-                                 diagnoses=(Diagnosis("missing_scale", "missing 1/sqrt(d) scale", "w", "divide by sqrt(head_dim)"),)))
+        view.graded(29.0, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("missing_scale"),)))
         view.tick(42.0, 258.0)
         text = console.export_text(clear=False)
     assert "checking the save at 00:29 … 1 s" in checking
     assert "4:18 left" in text and "0:42 / 5:00" in text
     assert text.count("[00:29] saved → wrong output — missing 1/sqrt(d) scale") == 1  # a log line, above the display
-    assert "fix: divide by sqrt(head_dim)" in text
+    assert "fix: Divide the scores by math.sqrt(head_dim)" in text
 
 
 def test_live_view_wraps_a_long_fix_instead_of_cutting_it():
     from rich.console import Console
 
-    fix = "Index the mask as attention_mask[:, None, None, :] (keys on the last axis), not attention_mask[:, None, :, None]; " * 2
+    from attnprep import wording
+
+    # the named mistake of mha with the longest fix
+    ids = [m.id for m in exercises.get("mha").mistakes]
+    longest = max(ids, key=lambda i: len(wording.mistake("mha", Diagnosis(i)).fix))
+    words = wording.mistake("mha", Diagnosis(longest))
+    assert len(words.fix) > 70
     for width in (50, 80, 120):
         console = Console(record=True, width=width, force_terminal=True, color_system=None)
         with drill.LiveView(console, 300, "mha drill") as view:
-            view.graded(3.0, Result("mha", "mha.py", Verdict.MASK_LEAK, diagnoses=(
-                Diagnosis("padding_mask_on_queries", "padding mask on query rows instead of key columns", "w", fix),)))
+            view.graded(3.0, Result("mha", "mha.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis(longest),)))
             text = console.export_text(clear=False)
         assert "…" not in text.replace("first save …", "")
-        assert " ".join(fix.split()) in " ".join(text.split())  # every word, in order
-        assert "padding mask on query rows instead of key columns" in " ".join(text.split())
+        assert " ".join(words.fix.split()) in " ".join(text.split())  # every word, in order
+        assert " ".join(words.title.split()) in " ".join(text.split())
 
 
 def test_a_superseded_check_is_said_in_both_views(capsys):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnprep import exercises
+from attnprep import exercises, texts
 from attnprep.grader import grade
 from attnprep.grader.result import Verdict
 
@@ -72,10 +72,15 @@ def test_blank_stub_fails_cleanly(exercise_id, tmp_path):
     stub = tmp_path / ex.filename
     stub.write_text(exercises.render_stub(ex), encoding="utf-8")
     result = grade(stub)
-    assert result.verdict is Verdict.ERROR
+    assert result.verdict is Verdict.ERROR and result.blank
     assert not result.internal
-    assert "NotImplementedError" in result.error.message
-    assert f"attnprep hint {exercise_id}" in result.error.message
+    words = texts.render(result.error.message)
+    assert "nothing written yet" in words and f"attnprep hint {exercise_id}" in words
+    # Once edited, the stub's NotImplementedError is an error in the user's own file and line.
+    stub.write_text(exercises.render_stub(ex) + "\n# started\n", encoding="utf-8")
+    result = grade(stub)
+    assert result.verdict is Verdict.ERROR and not result.blank
+    assert "NotImplementedError" in texts.render(result.error.message)
     assert ex.filename in result.error.traceback  # the user's own frame, ours trimmed
     assert "attnprep/grader" not in result.error.traceback
 
@@ -83,39 +88,33 @@ def test_blank_stub_fails_cleanly(exercise_id, tmp_path):
 @pytest.mark.parametrize("exercise_id", EXERCISES)
 def test_variants_without_mistake_equal_the_reference(exercise_id):
     """The functional re-implementation behind the diagnoses is itself the reference."""
-    from attnprep.grader import variants
-    from attnprep.grader.drivers import driver_for
+    from attnprep.grader.kinds import kind_for
 
-    ex = exercises.get(exercise_id)
-    driver = driver_for(ex, seed=3)
-    for ci in range(len(driver.configs)):
-        weights = driver.role_weights(ci) if driver.roles(ci) else {}
-        plain = variants.make_call(exercise_id, driver.configs[ci], weights)
-        reference = driver.reference(ci)
-        for case in driver.cases(ci):
-            got, want = plain(case), reference(case)
-            where = case.graded.reshape(case.graded.shape + (1,) * (want.dim() - 2))
-            if driver.token_axis == 2:
-                where = case.graded[:, None, :, None]
-            assert torch.allclose(torch.where(where, got, 0), torch.where(where, want, 0), atol=1e-5), (ci, case.name)
+    kind = kind_for(exercises.get(exercise_id), seed=3)
+    for ci in range(len(kind.configs)):
+        plain = kind.variant(ci, frozenset(), "", float("-inf"))
+        reference = kind.reference(ci)
+        for case in kind.cases(ci):
+            got_all, want_all = plain(case), reference(case)
+            assert set(got_all) == set(want_all)
+            for name, want in want_all.items():
+                got, where = got_all[name], case.mask(name, tuple(want.shape))
+                assert torch.allclose(torch.where(where, got, 0), torch.where(where, want, 0), atol=1e-5), (ci, case.name)
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
 def test_every_variant_changes_the_output(exercise_id):
     """A knob that computes the reference could never be told apart: each must differ somewhere."""
-    from attnprep.grader import variants
-    from attnprep.grader.drivers import driver_for
+    from attnprep.grader.kinds import kind_for
 
-    ex = exercises.get(exercise_id)
-    driver = driver_for(ex, seed=0)
-    for knob in variants.knobs(ex):
+    kind = kind_for(exercises.get(exercise_id), seed=0)
+    for knob in kind.knobs():
         differs = False
-        for ci in range(len(driver.configs)):
-            weights = driver.role_weights(ci) if driver.roles(ci) else {}
-            call = variants.make_call(exercise_id, driver.configs[ci], weights, knob)
-            reference = driver.reference(ci)
-            for case in driver.cases(ci):
-                got, want = call(case), reference(case)
+        for ci in range(len(kind.configs)):
+            call = kind.variant(ci, frozenset(), knob, float("-inf"))
+            reference = kind.reference(ci)
+            for case in kind.cases(ci):
+                got, want = call(case)["out"], reference(case)["out"]
                 if got.shape != want.shape or not torch.allclose(got, want, atol=1e-4, equal_nan=False):
                     differs = True
                     break
@@ -143,7 +142,7 @@ def test_heatmap_shows_the_case_where_the_attempt_goes_wrong(attempt, case, leak
 
     heatmap = grade(CORPUS / "mha" / f"{attempt}.py").heatmap
     assert heatmap is not None and heatmap.got is not None
-    assert heatmap.title.split(", ")[2].split(" (")[0] == case
+    assert heatmap.case == case
     assert heatmap.graded == [True] * 4 + [False] * 3  # sample 2: 4 real tokens of 7
     assert bool(leaks(heatmap)) is leaking
     assert all(i < 4 for i, _, _ in leaks(heatmap))
@@ -154,7 +153,7 @@ def test_mapping_by_shape_is_reported():
     assert result.passed
     assert set(result.mapping) == {"q_proj", "k_proj", "v_proj", "o_proj"}
     assert set(result.mapping.values()) != set(result.mapping)  # the user's names
-    assert any("by shape" in note for note in result.mapping_notes)
+    assert any(note.kind == "by_shape" for note in result.mapping_notes)
 
 
 def test_json_document(tmp_path, monkeypatch):
@@ -169,18 +168,20 @@ def test_json_document(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["check", "--json"])
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
-    assert doc["version"] == 1
+    assert doc["version"] == 2
     assert [r["exercise"] for r in doc["results"]] == ["mha", "gqa"]
     mha, gqa = doc["results"]
     assert mha["passed"] is True and mha["verdict"] == "passed"
-    assert gqa["passed"] is False and gqa["verdict"] == "wrong output"
+    assert gqa["passed"] is False and gqa["verdict"] == "wrong_output" and gqa["label"] == "wrong output"
     for r in doc["results"]:
-        assert set(r) >= {"exercise", "file", "passed", "verdict", "checks", "diagnoses", "mapping", "duration_s"}
-        assert all(set(c) == {"name", "passed", "detail"} for c in r["checks"])
+        assert set(r) >= {"exercise", "file", "passed", "verdict", "label", "checks", "diagnoses", "divergence",
+                          "stdout", "mapping", "duration_s"}
+        assert all(set(c) == {"id", "passed", "detail"} for c in r["checks"])
         assert r["duration_s"] > 0
     assert gqa["diagnoses"][0]["id"] == "gqa_heads_tiled"
-    assert set(gqa["diagnoses"][0]) >= {"id", "title", "fix"}
-    assert any(c["name"] == "output" and c["passed"] is False for c in gqa["checks"])
+    assert set(gqa["diagnoses"][0]) == {"id", "title", "why", "fix", "evidence"}
+    assert gqa["diagnoses"][0]["title"] == exercises.get("gqa").mistake("gqa_heads_tiled").title
+    assert any(c["id"] == "output" and c["passed"] is False and "differ" in c["detail"] for c in gqa["checks"])
 
 
 def test_check_exit_codes_and_usage_errors(tmp_path, monkeypatch):
@@ -222,7 +223,7 @@ def test_check_records_history(tmp_path, monkeypatch):
     CliRunner().invoke(app, ["check", "mha"])
     runs = history.runs("mha")
     assert len(runs) == 1
-    assert runs[0].verdict == "wrong output" and not runs[0].passed
+    assert runs[0].verdict == "wrong_output" and not runs[0].passed
     assert "missing_scale" in runs[0].diagnoses
 
 
@@ -237,3 +238,68 @@ def test_demo_shows_the_named_mistake():
     assert "GQA heads tiled" in result.output
     assert "repeat_interleave" in result.output
     assert "wrong output" in result.output
+
+
+def test_an_exercise_of_an_existing_kind_is_data_and_a_solution(tmp_path):
+    """A new exercise of an existing kind needs a folder under exercises/ and a module under
+    solutions/, no code: a copy of gqa under a new id is graded like gqa."""
+    new_id = "zz_copy_of_gqa"
+    source = exercises.get("gqa")
+    folder = exercises.HERE / new_id
+    solution = exercises.SOLUTIONS_DIR / f"{new_id}.py"
+    try:
+        shutil.copytree(source.folder, folder)
+        shutil.copy(source.solution_path, solution)
+        exercises.registry.cache_clear()
+        ex = exercises.get(new_id)
+        assert ex.contract.kind == source.contract.kind
+        attempt = tmp_path / "attempt.py"
+        shutil.copy(solution, attempt)
+        passed = grade(attempt, ex)
+        assert passed.verdict is Verdict.PASSED, (passed.checks, passed.error)
+        stub = tmp_path / "stub.py"
+        stub.write_text(exercises.render_stub(ex), encoding="utf-8")
+        assert grade(stub, ex).verdict is Verdict.ERROR
+        tiled = grade(CORPUS / "gqa" / "gqa_heads_tiled.py", new_id)
+        assert tiled.exercise == new_id and [d.id for d in tiled.diagnoses] == ["gqa_heads_tiled"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        solution.unlink(missing_ok=True)
+        exercises.registry.cache_clear()
+
+
+def test_no_exercise_id_is_spelled_in_engine_or_shell_code():
+    """Exercise specifics live in exercises/<id>/ as data: no string literal in grader/ or
+    attnprep/ code is an exercise id."""
+    import io
+    import tokenize
+
+    root = Path(__file__).parent.parent
+    ids = set(exercises.registry())
+    found = []
+    for top in ("grader", "attnprep"):
+        for f in sorted((root / top).rglob("*.py")):
+            for tok in tokenize.generate_tokens(io.StringIO(f.read_text(encoding="utf-8")).readline):
+                if tok.type == tokenize.STRING and tok.string.strip("\"'") in ids:
+                    found.append(f"{f.relative_to(root)}:{tok.start[0]} {tok.string}")
+    assert not found, found
+
+
+def test_an_explicit_exercise_beats_the_files_header(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep import history
+    from attnprep.app import app
+
+    # a correct GQA module whose header says gqa, checked as mha: graded as mha, and it says so
+    shutil.copy(CORPUS / "gqa" / "ok_repeat_interleave.py", tmp_path / "mha.py")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["check", "mha", "--json"])
+    doc = json.loads(result.stdout)
+    (only,) = doc["results"]
+    assert only["exercise"] == "mha" and only["verdict"] == "contract"
+    assert any("# attnprep: gqa" in n for n in only["notes"])
+    assert [r.exercise for r in history.runs()] == ["mha"]
+    again = CliRunner().invoke(app, ["check", "mha.py", "-e", "gqa", "--json"])
+    assert json.loads(again.stdout)["results"][0]["verdict"] == "passed"

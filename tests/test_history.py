@@ -24,7 +24,7 @@ def result(verdict: Verdict = Verdict.PASSED, *mistakes: str, exercise: str = "m
         exercise=exercise,
         file=f"{exercise}.py",
         verdict=verdict,
-        diagnoses=tuple(Diagnosis(m, m, "why", "fix") for m in mistakes),
+        diagnoses=tuple(Diagnosis(m) for m in mistakes),
     )
 
 
@@ -39,7 +39,7 @@ def test_a_run_is_stored_with_every_field():
     (run,) = history.runs()
     assert run == history.Run(
         id=rid, exercise="mha", file="mha.py", kind="drill", started_at=1000.5, duration_s=42.25,
-        verdict="wrong output", diagnoses=("softmax_wrong_dim", "missing_scale", "scale_d_model"),
+        verdict="wrong_output", diagnoses=("softmax_wrong_dim", "missing_scale", "scale_d_model"),
         passed=False, outcome="timeout", budget_s=None,
     )
 
@@ -60,14 +60,16 @@ def test_bad_kind_or_outcome_is_a_programming_error():
 
 
 OLD_INSERT = ("INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")  # what attnprep wrote before 0003_runs_budget
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")  # what attnprep wrote before 0005_runs_budget
 
 
 def test_migrations_are_named_applied_in_order_and_once(monkeypatch, attnprep_home):
     first, *rest = history.migrations
     monkeypatch.setattr(history, "migrations", [first])  # an old attnprep created the database
-    with contextlib.closing(history.connect()) as conn:
-        conn.execute(OLD_INSERT, ("mha", "mha.py", "check", 1.0, 0.1, "passed", "[]", 1, None))
+    conn = history.connect()  # ... and wrote a run with the columns it knew
+    conn.execute("INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, passed)"
+                 " VALUES ('mha', 'mha.py', 'check', 1.0, 0.1, 'passed', 1)")
+    conn.close()
     monkeypatch.setattr(history, "migrations", [first, *rest])  # a newer one opens it
     history.record(result(), kind="check", started_at=2.0, duration_s=0.1)
     history.record(result(), kind="check", started_at=3.0, duration_s=0.1)
@@ -76,7 +78,9 @@ def test_migrations_are_named_applied_in_order_and_once(monkeypatch, attnprep_ho
         indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert names == [name for name, _ in history.migrations]
     assert "runs_by_exercise" in indexes
-    assert len(history.runs()) == 3
+    old, *new = history.runs()
+    assert len(new) == 2
+    assert (old.started_at, old.passed, old.interview, old.first_try) == (1.0, True, None, None)
 
 
 # --- durability ----------------------------------------------------------------------------------
@@ -262,7 +266,7 @@ def test_pick_weakest_never_passed_first_in_teaching_order():
     exercises = [ex("mha"), ex("mqa"), ex("gqa")]
     summaries = {
         "mha": summary("mha", best=400),  # passed, slow
-        "mqa": summary("mqa", attempts=3, passes=0, last_verdict="mask leak"),
+        "mqa": summary("mqa", attempts=3, passes=0, last_verdict="mask_leak"),
         # gqa: never attempted, but after mqa in teaching order
     }
     picked, why = history.pick_weakest(exercises, summaries, now=NOW)
@@ -308,3 +312,65 @@ def test_pick_weakest_reads_the_history_by_default():
     assert history.pick_weakest([ex("mha"), ex("mqa")]) == (
         "mha", "mha has the worst best drill time against its budget: 3:20 of 5:00 (67%)"
     )
+
+
+def test_a_history_of_labels_is_migrated_to_tokens(attnprep_home):
+    """Before the JSON's version 2 the history stored English labels ('wrong output'); migration
+    0003 turns them into tokens, and stats and list read the old rows."""
+    attnprep_home.mkdir(parents=True, exist_ok=True)
+    db = attnprep_home / "history.sqlite3"
+    with sqlite3.connect(db) as conn:  # the schema as migrations 0001 and 0002 left it
+        conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        for name, sql in history.migrations[:2]:
+            for statement in history._statements(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO migrations VALUES (?, 0)", (name,))
+        labels = ["wrong output", "mask leak", "used a built-in", "syntax error", "wrong shape", "passed", "timeout"]
+        conn.executemany(
+            "INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed)"
+            " VALUES ('mqa', 'mqa.py', 'check', ?, 0.1, ?, '[]', ?)",
+            [(float(i), v, int(v == "passed")) for i, v in enumerate(labels)],
+        )
+    assert [r.verdict for r in history.runs()] == [
+        "wrong_output", "mask_leak", "used_builtin", "syntax_error", "wrong_shape", "passed", "timeout"]
+    from attnprep.grader.result import Verdict
+
+    assert all(Verdict(r.verdict) for r in history.runs())
+    summary = history.exercise_summaries()["mqa"]
+    assert summary.attempts == 7 and summary.last_verdict == "timeout"
+
+
+# --- interviews and Q&A cards (migration 0004) ---------------------------------------------------
+
+
+def test_an_interview_its_submissions_and_its_cards():
+    row = history.open_interview("gqa", "interviews/gqa-1.py", started_at=100.0, budget_s=480.0)
+    assert history.interviews() == [history.Interview(row, "gqa", "interviews/gqa-1.py", 100.0, 480.0, "open", None)]
+    first = history.record(result(Verdict.WRONG_OUTPUT, "gqa_heads_tiled", exercise="gqa"), kind="check",
+                           started_at=100.0, duration_s=300.0, interview=row, first_try=True)
+    history.close_interview(row, outcome="submitted", duration_s=300.0)
+    history.record(result(exercise="gqa"), kind="check", started_at=100.0, duration_s=400.0, interview=row, first_try=False)
+    history.close_interview(row, outcome="abandoned", duration_s=999.0)  # too late: the first submission stays
+    history.mark_card("gqa", 2, "How big is the cache?", known=False, marked_at=500.0, interview=row)
+    (interview,) = history.interviews()
+    assert (interview.outcome, interview.duration_s) == ("submitted", 300.0)
+    runs = history.runs("gqa")
+    assert [(r.id == first, r.interview, r.first_try, r.passed) for r in runs] == [(True, row, True, False), (False, row, False, True)]
+    assert history.qa_marks("gqa") == [history.QAMark("gqa", 2, "How big is the cache?", False, 500.0, row)]
+    assert history.qa_marks("mha") == []
+    # a submission is still an attempt for `stats`
+    assert history.exercise_summaries()["gqa"].attempts == 2
+
+
+def test_an_interview_submission_is_a_check_with_first_try():
+    with pytest.raises(ValueError):
+        history.record(result(), kind="drill", started_at=0, duration_s=0, outcome="passed", first_try=True)
+    with pytest.raises(ValueError):
+        history.record(result(), kind="check", started_at=0, duration_s=0, interview=1)
+    with pytest.raises(ValueError):
+        history.close_interview(1, outcome="open", duration_s=0)
+
+
+def test_reading_interviews_and_cards_never_creates_the_database(attnprep_home):
+    assert history.interviews() == [] and history.qa_marks() == []
+    assert not (attnprep_home / "history.sqlite3").exists()

@@ -1,4 +1,4 @@
-"""Hostile attempts (SPEC §5): each ends in its verdict, the grader never hangs, crashes or passes
+"""Hostile attempts (the grader's promises): each ends in its verdict, the grader never hangs, crashes or passes
 what it should not. tests/corpus/hostile/EXPECT.toml says what each file must get."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from attnprep import texts
 from attnprep.grader import grade
 
 HOSTILE = Path(__file__).parent / "corpus" / "hostile"
@@ -32,7 +33,7 @@ def test_hostile_attempt(name):
     if spec["expect"] != "passed":
         assert not result.passed
     if spec.get("detail_contains"):
-        text = " ".join([c.detail for c in result.checks] + ([result.error.message] if result.error else []))
+        text = " ".join([texts.render(c.message) for c in result.checks] + ([texts.render(result.error.message)] if result.error else []))
         assert spec["detail_contains"] in text
 
 

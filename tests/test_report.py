@@ -7,23 +7,47 @@ import io
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from rich.cells import cell_len
 from rich.console import Console, Group
 
-from attnprep.grader.result import Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow, Verdict
+from attnprep import texts
+from attnprep.grader.result import (
+    Check,
+    Diagnosis,
+    ErrorInfo,
+    Heatmap,
+    MappingNote,
+    OutputDiff,
+    Result,
+    ShapeRow,
+    Verdict,
+    msg,
+)
 from attnprep.report import leaks, render_result, render_summary, verdict_line
 
 ANSI = re.compile(r"\x1b\[")
 BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
 
+# The words of the mistake "gqa_heads_tiled", from exercises/mistakes.toml (read through the registry,
+# as the report does); the literal title guards that the catalogue is the one read.
 GQA_TITLE = "GQA heads tiled (repeat) instead of grouped (repeat_interleave)"
 GQA_FIX = "k = k.repeat_interleave(num_heads // num_kv_heads, dim=1) (or Llama's repeat_kv / expand + reshape)."
-GQA_WHY = (
-    "Query head h must use KV head h // (num_heads // num_kv_heads): consecutive query heads share a KV "
-    "head. repeat() tiles [0,1,0,1], pairing most query heads with the wrong KV head."
-)
+
+
+def gqa_why() -> str:
+    from attnprep import exercises
+
+    return exercises.get("gqa").mistake("gqa_heads_tiled").why
+
+
+@pytest.fixture(autouse=True)
+def english(monkeypatch):
+    """The report's words are asserted in English, whatever the locale of the machine."""
+    monkeypatch.setenv("ATTNPREP_LANG", "en")
+    texts.set_language(None)
 
 
 # --- values ----------------------------------------------------------------------------------------
@@ -38,7 +62,7 @@ def causal_heatmap(t: int, *, leak: tuple[int, int, float] | None = None, got: b
         qi, kj, mass = leak
         observed[qi] = [p * (1 - mass) for p in observed[qi]]
         observed[qi][kj] = mass
-    return Heatmap("sample 0, head 1", expected, observed if got else None, allowed)
+    return Heatmap(0, 1, "causal", expected, observed if got else None, allowed)
 
 
 def passed() -> Result:
@@ -46,7 +70,7 @@ def passed() -> Result:
         exercise="mha",
         file="mha.py",
         verdict=Verdict.PASSED,
-        checks=(Check("output", True, "max abs err 2.4e-07"), Check("causality", True)),
+        checks=(Check("output", True, msg("check.output.ok", total=36)), Check("causality", True)),
         row_sums=(0.9999998, 1.0000001),
         duration_s=0.21,
     )
@@ -58,27 +82,32 @@ def wrong_output() -> Result:
         file="gqa.py",
         verdict=Verdict.WRONG_OUTPUT,
         checks=(
-            Check("output", False, "max abs err 0.41 at (0, 3, 17); 812 / 1792 mismatched"),
-            Check("padding", True, "padded keys get no attention"),
-            Check("gradients", None, "skipped: output already wrong"),
+            Check("output", False, msg("check.output.bad", bad=3, total=36, case="padded")),
+            Check("padding", True, msg("check.padding.ok")),
+            Check("gradients", None, msg("check.gradients.not_run", detail="output already wrong")),
         ),
-        diagnoses=(
-            Diagnosis(
-                "gqa_heads_tiled", GQA_TITLE, GQA_WHY, GQA_FIX, evidence="outputs match the variant 'repeat' to 3e-07"
-            ),
-        ),
+        diagnoses=(Diagnosis("gqa_heads_tiled", evidence=(msg("evidence.variant"),)),),
         mapping={"q_proj": "wq", "k_proj": "k_proj", "v_proj": "v_proj", "o_proj": "o_proj"},
-        mapping_notes=("took layer 'wq' for q_proj (by shape)",),
+        mapping_notes=(MappingNote("by_shape", "q_proj", "wq"), MappingNote("stray", "", "scale")),
         shapes=(
-            ShapeRow("q", "(2, 4, 7, 8)", "(2, 4, 7, 8)"),
-            ShapeRow("k", "(2, 2, 7, 8)", "(2, 4, 7, 9)"),
-            ShapeRow("attn", "(2, 4, 7, 7)", ""),
+            ShapeRow("q", (2, 4, 7, 8), (2, 4, 7, 8)),
+            ShapeRow("k", (2, 2, 7, 8), (2, 4, 7, 9)),
+            ShapeRow("attn", (2, 4, 7, 7), None),
         ),
         heatmap=causal_heatmap(6, leak=(2, 3, 0.2)),
         row_sums=(0.9999999, 1.0000002),
-        output_diff=(
-            "Mismatched elements: 812 / 1792 (45.3%)\n"
-            "Greatest absolute difference: 0.41 at index (0, 3, 17) (up to 1e-05 allowed)"
+        output_diff=OutputDiff(
+            case="padded",
+            config={"B": 2, "T": 7},
+            output="out",
+            mismatched=812,
+            total=1792,
+            max_abs=0.41,
+            max_abs_at=(0, 3, 17),
+            max_rel=2.5,
+            max_rel_at=(1, 0, 4),
+            atol=1e-5,
+            rtol=1.3e-6,
         ),
         duration_s=0.34,
     )
@@ -97,7 +126,15 @@ def error() -> Result:
         verdict=Verdict.ERROR,
         error=ErrorInfo(
             "exception",
-            "RuntimeError: The size of tensor a (16) must match the size of tensor b (8) [red]x[/red]",
+            msg(
+                "error.raised",
+                type="RuntimeError",
+                text="The size of tensor a (16) must match the size of tensor b (8) [red]x[/red]",
+                file="mha.py",
+                line=41,
+                function="forward",
+                stage="forward",
+            ),
             TRACEBACK,
         ),
         duration_s=0.4,
@@ -105,7 +142,9 @@ def error() -> Result:
 
 
 def timeout() -> Result:
-    return Result("mha", "mha.py", Verdict.TIMEOUT, error=ErrorInfo("timeout", "no result after 10.0 s"), duration_s=10.02)
+    return Result(
+        "mha", "mha.py", Verdict.TIMEOUT, error=ErrorInfo("timeout", msg("error.timeout", seconds=10.0)), duration_s=10.02
+    )
 
 
 def internal() -> Result:
@@ -113,7 +152,11 @@ def internal() -> Result:
         "mha",
         "mha.py",
         Verdict.ERROR,
-        error=ErrorInfo("internal", "KeyError: 'q_proj'", 'Traceback (most recent call last):\nKeyError: \'q_proj\''),
+        error=ErrorInfo(
+            "internal",
+            msg("error.internal_judge", type="KeyError", text="'q_proj'"),
+            'Traceback (most recent call last):\nKeyError: \'q_proj\'',
+        ),
         internal=True,
     )
 
@@ -123,9 +166,13 @@ def contract() -> Result:
         "mha",
         "mha.py",
         Verdict.CONTRACT,
-        checks=(Check("contract", False, "class MultiHeadAttention not found (defined: MHA)"),),
+        checks=(Check("contract", False, msg("contract.no_class_found", name="MultiHeadAttention", found="MHA")),),
         duration_s=0.05,
     )
+
+
+def blank() -> Result:
+    return Result("mha", "mha.py", Verdict.ERROR, error=ErrorInfo("blank", msg("error.blank", exercise="mha")))
 
 
 ALL = {
@@ -135,6 +182,7 @@ ALL = {
     "timeout": timeout,
     "internal": internal,
     "contract": contract,
+    "blank": blank,
 }
 
 
@@ -178,9 +226,31 @@ def test_verdict_line_passed_and_failed():
     assert verdict_line(passed()).plain == "✓ mha.py  passed in 0.21 s"
     assert verdict_line(wrong_output()).plain == f"✗ gqa.py  wrong output — {GQA_TITLE}"
     assert verdict_line(error()).plain.startswith("✗ mha.py  error — RuntimeError: The size of tensor a (16)")
-    assert verdict_line(timeout()).plain == "✗ mha.py  timeout — no result after 10.0 s"
-    assert verdict_line(contract()).plain == "✗ mha.py  contract — class MultiHeadAttention not found (defined: MHA)"
-    assert verdict_line(internal()).plain.startswith("! mha.py  not judged — attnprep internal error")
+    assert verdict_line(error()).plain.endswith("(mha.py, line 41, in forward) during forward")
+    assert verdict_line(timeout()).plain == (
+        "✗ mha.py  timeout — the attempt was still running after 10 s (an infinite loop or a very slow forward?)"
+    )
+    assert verdict_line(contract()).plain == (
+        "✗ mha.py  contract — no class MultiHeadAttention(nn.Module) in the file (found MHA)"
+    )
+    assert verdict_line(blank()).plain.startswith("✗ mha.py  error — nothing written yet: this is the blank stub")
+    assert verdict_line(internal()).plain == (
+        "! mha.py  not judged — attnprep internal error: attnprep failed while judging: KeyError: 'q_proj'"
+    )
+
+
+def test_verdict_line_names_every_diagnosis():
+    two = replace(wrong_output(), diagnoses=(Diagnosis("gqa_heads_tiled"), Diagnosis("softmax_wrong_dim")))
+    assert verdict_line(two).plain == f"✗ gqa.py  wrong output — {GQA_TITLE} (+1 more)"
+
+
+def test_verdict_line_of_a_failed_check_without_a_diagnosis():
+    bare = replace(wrong_output(), diagnoses=())
+    assert verdict_line(bare).plain == (
+        "✗ gqa.py  wrong output — output: 3/36 cases differ from the reference (first: 'padded')"
+    )
+    silent = Result("mha", "mha.py", Verdict.WRONG_OUTPUT, checks=(Check("causality", False),))
+    assert verdict_line(silent).plain == "✗ mha.py  wrong output — causality failed"
 
 
 def test_verdict_line_styles_follow_the_verdict():
@@ -219,9 +289,38 @@ def test_wrong_output_report_names_the_mistake_with_why_and_fix():
     assert text.splitlines()[0].startswith("✗ gqa.py  wrong output — GQA heads tiled")
     body = flat(text)
     assert GQA_TITLE in body
-    assert f"why {GQA_WHY}" in body
+    assert f"why {gqa_why()}" in body
     assert f"fix {GQA_FIX}" in body
-    assert "evidence: outputs match the variant 'repeat' to 3e-07" in body
+    assert "evidence: outputs match the reference with exactly this mistake" in body
+
+
+def test_evidence_messages_are_joined_and_nested_messages_rendered():
+    diagnosis = Diagnosis(
+        "mask_fill_zero",
+        evidence=(
+            msg("evidence.variant"),
+            msg("evidence.sub_variant", variant=msg("variant.mask_fill_zero:padding")),
+            msg("evidence.row_sums", low=0.5, high=1.0),
+        ),
+    )
+    body = flat(render(Result("mha", "mha.py", Verdict.WRONG_OUTPUT, diagnoses=(diagnosis,))))
+    assert (
+        "evidence: outputs match the reference with exactly this mistake (padding only); "
+        "attention rows sum to 0.5..1" in body
+    )
+
+
+def test_unknown_mistake_id_shows_the_id():
+    text = render(Result("mha", "mha.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("no_such_mistake"),)))
+    assert text.splitlines()[0] == "✗ mha.py  wrong output — no_such_mistake"
+    assert lines_with(text, "│ no_such_mistake")
+
+
+def test_several_diagnoses_are_numbered():
+    two = replace(wrong_output(), diagnoses=(Diagnosis("gqa_heads_tiled"), Diagnosis("softmax_wrong_dim")))
+    text = render(two)
+    assert lines_with(text, "mistake 1/2") and lines_with(text, "mistake 2/2")
+    assert text.index("mistake 1/2") < text.index("mistake 2/2")
 
 
 def test_wrong_output_report_sections_come_in_reading_order():
@@ -230,8 +329,8 @@ def test_wrong_output_report_sections_come_in_reading_order():
         "✗ gqa.py",
         GQA_TITLE.split()[0] + " heads tiled",  # the diagnosis panel
         "checks (1 failed)",
-        "shapes (1 mismatch)",
-        "attention: sample 0, head 1",
+        "shapes (1 mismatched)",
+        "attention: sample 0, head 1, causal",
         "softmax row sums",
         "output vs reference",
         "weight mapping (not by name)",
@@ -243,17 +342,17 @@ def test_wrong_output_report_sections_come_in_reading_order():
 
 def test_checks_table_marks_failed_passed_and_not_applicable():
     text = render(wrong_output())
-    assert lines_with(text, "output", "✗", "max abs err 0.41")
-    assert lines_with(text, "padding", "✓", "padded keys get no attention")
-    assert lines_with(text, "gradients", "–", "skipped: output already wrong")
+    assert lines_with(text, "output", "✗", "3/36 cases differ from the reference (first: 'padded')")
+    assert lines_with(text, "padding", "✓", "changing padded tokens leaves real outputs unchanged")
+    assert lines_with(text, "gradients", "–", "gradients not checked: output already wrong")
     assert not lines_with(text, "padding", "✗")
 
 
 def test_failed_check_row_is_highlighted_red():
     out = raw(wrong_output(), color="truecolor")
     red = "\x1b[31m"  # the row style, not the panel border: the code right before the detail text
-    assert re.search(re.escape(red) + r"[^\x1b]*max abs err 0\.41", out)
-    assert not re.search(re.escape(red) + r"[^\x1b]*padded keys get no attention", out)
+    assert re.search(re.escape(red) + r"[^\x1b]*3/36 cases differ", out)
+    assert not re.search(re.escape(red) + r"[^\x1b]*changing padded tokens", out)
 
 
 def test_shape_mismatch_row_is_present_and_marked():
@@ -263,6 +362,14 @@ def test_shape_mismatch_row_is_present_and_marked():
     (good,) = lines_with(text, "(2, 4, 7, 8)", "✓")
     assert good.split("│")[1].split()[0] == "q"
     assert lines_with(text, "attn", "(not observed)")
+
+
+def test_shape_in_an_equivalent_layout_is_not_a_mismatch():
+    shapes = (ShapeRow("scores", (2, 4, 7, 7), (8, 7, 7), equivalent=True), ShapeRow("output", (2, 7, 32), (2, 7, 16)))
+    text = render(Result("mha", "mha.py", Verdict.WRONG_SHAPE, shapes=shapes))
+    assert lines_with(text, "scores", "(2, 4, 7, 7)", "(8, 7, 7)", "✓")
+    assert lines_with(text, "output", "(2, 7, 32)", "(2, 7, 16)", "✗")
+    assert lines_with(text, "shapes (1 mismatched)")
 
 
 def test_heatmap_marks_the_leaked_cell_and_only_it():
@@ -306,13 +413,13 @@ def test_heatmap_shrinks_on_a_narrow_console():
 
 
 def test_padded_query_rows_are_drawn_as_not_graded_and_never_leak():
-    """Rows of padded queries are not graded (SPEC §1): whatever the attempt holds there (NaN from
+    """Rows of padded queries are not graded (the shared exercise conventions): whatever the attempt holds there (NaN from
     masking the queries, mass on padded keys) is drawn as '-' and is no leak; a real row still is."""
     t, length = 5, 3
     allowed = [[j < length for j in range(t)] for _ in range(t)]
     expected = [[1 / length if j < length else 0.0 for j in range(t)] for _ in range(t)]
     got = [[float("nan")] * t if i >= length else [0.25, 0.25, 0.25, 0.25, 0.0] for i in range(t)]
-    heatmap = Heatmap("sample 2, head 1, padded", expected, got, allowed, graded=[i < length for i in range(t)])
+    heatmap = Heatmap(2, 1, "padded", expected, got, allowed, graded=[i < length for i in range(t)])
     assert leaks(heatmap) == [(0, 3, 0.25), (1, 3, 0.25), (2, 3, 0.25)]
     text = render(Result("mha", "mha.py", Verdict.MASK_LEAK, heatmap=heatmap))
     header = next(line for line in text.splitlines() if line.count("0 1 2 3 4") == 2)
@@ -323,6 +430,16 @@ def test_padded_query_rows_are_drawn_as_not_graded_and_never_leak():
     body = flat(text)
     assert "-=padded query (not graded)" in body and "??" not in text
     assert "leaked mass: 3 masked cells" in body
+    assert "attention: sample 2, head 1, padded" in text
+
+
+def test_heatmap_title_names_the_case_with_0_based_numbers_and_is_not_cut():
+    title = "attention: sample 0, head 1, causal (rows: queries, columns: keys; all numbered from 0)"
+    wide = render(wrong_output(), width=120)
+    assert lines_with(wide, "╭─ " + title + " ─")  # fits: the panel's title
+    text = render(wrong_output())  # 80 columns: Rich would cut the title, so it opens the body, whole
+    assert title in flat(text)
+    assert max(cell_len(line) for line in text.splitlines()) <= 80
 
 
 def test_heatmap_without_observed_attention():
@@ -345,11 +462,31 @@ def test_row_sums_outside_tolerance_fail():
 
 def test_output_diff_and_mapping():
     text = render(wrong_output())
+    assert lines_with(text, "case 'padded', output out (B=2, T=7):")
     assert lines_with(text, "Mismatched elements: 812 / 1792 (45.3%)")
-    assert lines_with(text, "Greatest absolute difference: 0.41 at index (0, 3, 17)")
+    assert lines_with(text, "Greatest absolute difference: 0.41 at index (0, 3, 17) (up to 1e-05 allowed)")
+    assert lines_with(text, "Greatest relative difference: 2.5 at index (1, 0, 4) (up to 1.3e-06 allowed)")
     assert lines_with(text, "q_proj ← your wq")
     assert not lines_with(text, "k_proj ←")  # mapped by name: not listed
-    assert "took layer 'wq' for q_proj (by shape)" in text
+    assert "(by shape)" not in text  # the table already says it
+    assert lines_with(text, "- scale has no role in the contract: given seeded values")
+
+
+def test_output_diff_with_non_finite_values():
+    diff = OutputDiff("causal", {"T": 5}, "out", 4, 40, nonfinite=float("nan"), nonfinite_at=(0, 1, 2))
+    text = render(Result("mha", "mha.py", Verdict.WRONG_OUTPUT, output_diff=diff))
+    assert lines_with(text, "Mismatched elements: 4 / 40 (10.0%)")
+    assert lines_with(text, "Non-finite output (nan) at index (0, 1, 2)")
+    assert "Greatest absolute difference" not in text
+
+
+def test_mapping_notes_without_renamed_layers():
+    notes = (MappingNote("zero_bias", "o_proj", "out"), MappingNote("by_shape", "q_proj", "q_proj"))
+    text = render(Result("mha", "mha.py", Verdict.WRONG_OUTPUT, mapping={"q_proj": "q_proj"}, mapping_notes=notes))
+    assert lines_with(text, "weight mapping")
+    assert "not by name" not in text and "←" not in text
+    assert "out has no bias where the contract's o_proj has one: graded with a zero bias" in flat(text)
+    assert "(by shape)" not in text
 
 
 def test_mapping_by_name_is_not_shown():
@@ -360,7 +497,8 @@ def test_mapping_by_name_is_not_shown():
 def test_error_report_shows_message_and_the_users_traceback():
     text = render(error())
     assert lines_with(text, "error ─")
-    assert "your code raised an exception: RuntimeError" in flat(text)
+    assert "your code raised an exception: RuntimeError: The size of tensor a (16)" in flat(text)
+    assert "(mha.py, line 41, in forward) during forward" in flat(text)
     assert lines_with(text, 'File "/home/u/prep/mha.py", line 41, in forward')
     assert lines_with(text, "scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)")
     assert "[red]x[/red]" in flat(text)  # user text is never parsed as markup
@@ -371,8 +509,9 @@ def test_error_report_shows_message_and_the_users_traceback():
 def test_timeout_report():
     text = render(timeout())
     assert text.startswith("✗ mha.py  timeout")
-    assert "time limit exceeded: no result after 10.0 s" in text
-    assert "10.0 s" in text.splitlines()[1]
+    assert "time limit exceeded: the attempt was still running after 10 s" in flat(text)
+    assert "Look for a loop that never ends" in flat(text)
+    assert lines_with(text, "exercise mha (Multi-head attention) · file mha.py · 10.0 s")  # the header's details
     assert "attnprep hint mha" in text
 
 
@@ -381,16 +520,48 @@ def test_internal_error_says_the_attempt_was_not_judged():
     assert text.startswith("! mha.py  not judged")
     body = flat(text)
     assert "attnprep itself failed: your attempt was NOT judged" in body
-    assert "KeyError: 'q_proj'" in body
+    assert "attnprep internal error: attnprep failed while judging: KeyError: 'q_proj'" in body
+    assert lines_with(text, "attnprep error ─")
     assert "attnprep hint" not in text and "attnprep solution" not in text
     assert "ATTNPREP_DEBUG=1" in text
 
 
 def test_contract_report():
     text = render(contract())
-    assert text.startswith("✗ mha.py  contract — class MultiHeadAttention not found")
-    assert lines_with(text, "contract", "✗", "class MultiHeadAttention not found")
+    assert text.startswith("✗ mha.py  contract — no class MultiHeadAttention(nn.Module) in the file")
+    assert lines_with(text, "contract", "✗", "no class MultiHeadAttention(nn.Module)")
     assert "attnprep hint mha" in text
+
+
+def test_blank_stub_shows_only_the_headline():
+    text = render(blank())
+    assert text.startswith("✗ mha.py  error — nothing written yet: this is the blank stub")
+    assert "`attnprep hint mha` if you are stuck" in flat(text)
+    assert "╭" not in text  # no panel: no error panel, nothing else
+    assert "nothing written yet" not in flat(text).split("0.00 s", 1)[1]  # said once, in the headline
+    assert not lines_with(text, "error ─")
+
+
+def test_notes_are_shown_under_the_header():
+    notes = (msg("note.header_disagrees", exercise="mha", header="gqa"),)
+    text = render(replace(wrong_output(), exercise="mha", file="mha.py", notes=notes))
+    lines = text.splitlines()
+    note = "graded as mha as asked; the file's header says `# attnprep: gqa`"
+    start = next(i for i, line in enumerate(lines) if line.startswith("  exercise mha"))
+    assert lines[start + 1].strip() == note
+    assert text.index(note) < text.index("╭")  # before every panel
+    assert note not in render(wrong_output())
+
+
+def test_printed_output_is_shown_in_its_own_panel():
+    printed = "q.shape = torch.Size([2, 4, 7, 8])\n[bold]not markup[/bold]\n"
+    text = render(replace(wrong_output(), stdout=printed))
+    assert lines_with(text, "your print output ─")
+    assert lines_with(text, "│ q.shape = torch.Size([2, 4, 7, 8])")
+    assert lines_with(text, "│ [bold]not markup[/bold]")  # printed text is never parsed as markup
+    assert text.index("your print output") < text.index("checks (1 failed)")
+    assert "your print output" not in render(wrong_output())
+    assert "your print output" not in render(replace(wrong_output(), stdout="  \n"))
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
@@ -415,12 +586,20 @@ def test_long_lines_are_wrapped_not_overflowing():
         "mha",
         "/a/very/long/path/" + "deep/" * 20 + "mha.py",
         Verdict.ERROR,
-        checks=(Check("output_" + "y" * 30, False, long),),
-        diagnoses=(Diagnosis("d", "title " + long, long, long, long),),
-        error=ErrorInfo("exception", long, "Traceback (most recent call last):\n  " + long),
-        output_diff=long,
+        checks=(Check("output_" + "y" * 30, False, msg("check.shapes.bad", case=long, got=long, expected=long)),),
+        diagnoses=(Diagnosis("title_" + long, evidence=(msg("evidence.builtin", names=long),)),),
+        error=ErrorInfo(
+            "exception",
+            msg("error.raised_no_frame", type="E", text=long, stage="forward"),
+            "Traceback (most recent call last):\n  " + long,
+        ),
+        output_diff=OutputDiff(long, {"B": long}, "out", 1, 2, max_abs=1.0, max_abs_at=(1,) * 40, max_rel=1.0),
         mapping={"q_proj": "w" * 90},
-        mapping_notes=(long,),
+        mapping_notes=(MappingNote("stray", "", long),),
+        shapes=(ShapeRow("s" * 90, (1,) * 40, (2,) * 40),),
+        heatmap=Heatmap(0, 0, long, [[1.0]], [[1.0]], [[True]]),
+        notes=(msg("note.header_disagrees", exercise=long, header=long),),
+        stdout=long + "\n" + long,
     )
     text = render(result)
     assert max(cell_len(line) for line in text.splitlines()) <= 80
@@ -464,14 +643,14 @@ def test_summary_one_line_per_file_and_a_total():
     assert lines_with(text, "✗", "wrong output", "gqa", "gqa.py", "0.34 s")
     assert lines_with(text, "✓", "passed", "mha", "mha.py", "0.21 s")
     assert lines_with(text, "!", "not judged", "mha.py")
-    assert text.rstrip().splitlines()[-1] == "3 files: 1 passed, 1 failed, 1 not judged (attnprep error) in 0.55 s"
+    assert text.rstrip().splitlines()[-1] == "3 file(s): 1 passed, 1 failed, 1 not judged (attnprep error) in 0.55 s"
     assert max(cell_len(line) for line in text.splitlines()) <= 80
 
 
 def test_summary_counts_without_internal_errors():
     console = Console(record=True, width=80, color_system=None, file=io.StringIO())
     render_summary([passed()], console)
-    assert console.export_text().rstrip().splitlines()[-1] == "1 file: 1 passed, 0 failed in 0.21 s"
+    assert console.export_text().rstrip().splitlines()[-1] == "1 file(s): 1 passed, 0 failed in 0.21 s"
 
 
 # --- no torch ---------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def run(*args: str):
 
 
 def record(exercise: str, verdict: Verdict, *mistakes: str, kind="drill", at=0.0, took=0.0, outcome=None):
-    r = Result(exercise, f"{exercise}.py", verdict, diagnoses=tuple(Diagnosis(m, m, "w", "f") for m in mistakes))
+    r = Result(exercise, f"{exercise}.py", verdict, diagnoses=tuple(Diagnosis(m) for m in mistakes))
     history.record(r, kind=kind, started_at=at, duration_s=took, outcome=outcome)
 
 

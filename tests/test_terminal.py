@@ -164,7 +164,7 @@ def practise(home: Path, monkeypatch) -> None:
     monkeypatch.setenv("ATTNPREP_HOME", str(home))
 
     def rec(ex, verdict, *mistakes, kind="drill", took=0.0, outcome=None, budget=None):
-        r = Result(ex, f"{ex}.py", verdict, diagnoses=tuple(Diagnosis(m, m, "w", "f") for m in mistakes))
+        r = Result(ex, f"{ex}.py", verdict, diagnoses=tuple(Diagnosis(m) for m in mistakes))
         history.record(r, kind=kind, started_at=1.0, duration_s=took, outcome=outcome, budget_s=budget)
 
     rec("mha", Verdict.WRONG_OUTPUT, "missing_scale", kind="check", took=0.2)

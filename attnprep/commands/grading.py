@@ -18,7 +18,7 @@ from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, get_exercise,
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
-DEFAULT_TIMEOUT = 10.0  # seconds per attempt; the same as attnprep.grader.DEFAULT_TIMEOUT
+from attnprep.grader.engine import DEFAULT_TIMEOUT  # noqa: E402  (torch-free: seconds per attempt)
 
 
 def exercise_files(folder: Path) -> list[Path]:
@@ -41,23 +41,25 @@ def exercise_files(folder: Path) -> list[Path]:
     return sorted(found, key=lambda p: (found[p], p.name))
 
 
-def resolve_targets(targets: list[str], folder: Path) -> list[Path]:
-    """Turn TARGET arguments into files; a usage error for anything that is not there."""
+def resolve_targets(targets: list[str], folder: Path) -> list[tuple[Path, str | None]]:
+    """Turn TARGET arguments into files, each with the exercise id the target named (an id
+    target names its exercise explicitly: it beats the file's header); a usage error for anything
+    that is not there."""
     if not targets:
         files = exercise_files(folder)
         if not files:
             usage_error("no exercise files in this folder: start one with `attnprep new mha` (or name a file)")
-        return files
-    files: list[Path] = []
+        return [(f, None) for f in files]
+    files: list[tuple[Path, str | None]] = []
     for target in targets:
         path = Path(target)
         if path.is_dir():
             inside = exercise_files(path)
             if not inside:
                 usage_error(f"no exercise files in {target}")
-            files.extend(inside)
+            files.extend((f, None) for f in inside)
         elif path.is_file():
-            files.append(path)
+            files.append((path, None))
         elif path.suffix == ".py" or "/" in target or "\\" in target:
             usage_error(f"no such file: {target}")
         else:
@@ -65,17 +67,18 @@ def resolve_targets(targets: list[str], folder: Path) -> list[Path]:
             candidate = folder / exercise.filename
             if not candidate.is_file():
                 usage_error(f"no {exercise.filename} here: write one with `attnprep new {exercise.id}` first")
-            files.append(candidate)
+            files.append((candidate, exercise.id))
     return files
 
 
-def _exercise_for(path: Path, exercise_id: str | None) -> str:
-    """The exercise id a file will be graded as, or a usage error saying how to name it."""
+def _exercise_for(path: Path, exercise_id: str | None) -> exercises.Exercise:
+    """The exercise a file will be graded as (resolved once, here), or a usage error saying how
+    to name it."""
     from attnprep.grader.engine import exercise_of
 
     try:
         source = path.read_bytes()[:2000].decode("utf-8", errors="replace")
-        return exercise_of(path, source, exercise_id).id
+        return exercise_of(path, source, exercise_id)
     except exercises.UnknownExercise as exc:
         if exercise_id or exercises.detect(source):
             usage_error(str(exc))
@@ -101,7 +104,7 @@ def check(
     if exercise_id is not None:
         exercise_id = get_exercise(exercise_id).id
     files = resolve_targets(list(targets or []), Path.cwd())
-    plan = [(path, _exercise_for(path, exercise_id)) for path in files]
+    plan = [(path, _exercise_for(path, exercise_id or named)) for path, named in files]
     if device == "cuda":
         import os
 
@@ -113,37 +116,37 @@ def check(
             usage_error("--device cuda: no CUDA device is available here")
     results = run_checks(plan, seed=seed, device=device, timeout=timeout)
     if as_json:
-        from attnprep.grader.result import results_to_json
+        from attnprep.wording import results_json
 
-        typer.echo(json.dumps(results_to_json(results), indent=2))
+        typer.echo(json.dumps(results_json(results), indent=2))
     else:
         from attnprep.report import render_result, render_summary
 
         out = console()
-        for result in results:
-            render_result(result, out)
+        for result, (_, exercise) in zip(results, plan):
+            render_result(result, out, exercise=exercise)
             out.print()
         if len(results) > 1:
             render_summary(results, out)
     raise typer.Exit(EXIT_OK if all(r.passed for r in results) else EXIT_FAIL)
 
 
-def run_checks(plan: list[tuple[Path, str]], *, seed: int, device: str, timeout: float, record: bool = True):
-    """Grade each (file, exercise id) and record it in the history."""
+def run_checks(plan: list[tuple[Path, exercises.Exercise]], *, seed: int, device: str, timeout: float, record: bool = True):
+    """Grade each (file, exercise) and record it in the history."""
     from attnprep import history
     from attnprep.grader import grade
 
     results = []
-    for path, exercise_id in plan:
+    for path, exercise in plan:
         started = time.time()
-        result = grade(path, exercise_id, seed=seed, device=device, timeout=timeout)
+        result = grade(path, exercise, seed=seed, device=device, timeout=timeout)
         if record and not result.internal:
             history.record(result, kind="check", started_at=started, duration_s=result.duration_s)
         results.append(result)
     return results
 
 
-DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_gqa.py"
+DEMO = Path(__file__).resolve().parent.parent / "data" / "demo.py"  # names its exercise in its header
 
 
 @app.command("demo")
@@ -154,18 +157,18 @@ def demo() -> None:
 
     from attnprep.report import render_result
 
+    from attnprep import texts
+
     out = console()
-    out.print(Markdown(
-        "**attnprep demo** — grading a bundled attempt at grouped-query attention (`gqa`). "
-        "It runs and its shapes are right; the grader compares it with the reference on seeded "
-        "weights and inputs, and names what is wrong."
-    ))
     source = DEMO.read_text(encoding="utf-8")
-    focus = [i + 1 for i, line in enumerate(source.splitlines()) if ".repeat(" in line]
-    if focus:
-        out.print(Syntax(source, "python", line_numbers=True, line_range=(focus[0] - 4, focus[-1] + 1), theme="ansi_dark"))
-    result = run_checks([(DEMO, "gqa")], seed=0, device="cpu", timeout=DEFAULT_TIMEOUT, record=False)[0]
-    render_result(result, out)
+    exercise = exercises.get(exercises.detect(source))
+    out.print(Markdown(texts.t("demo.intro", title=exercise.title, id=exercise.id)))
+    focus = [line.split(":", 1)[1].strip() for line in source.splitlines()[:3] if line.startswith("# demo-focus:")]
+    if focus:  # the lines of the bug, as the file's header names them
+        first, last = (int(n) for n in focus[0].split("-"))
+        out.print(Syntax(source, "python", line_numbers=True, line_range=(first - 4, last + 1), theme="ansi_dark"))
+    result = run_checks([(DEMO, exercise)], seed=0, device="cpu", timeout=DEFAULT_TIMEOUT, record=False)[0]
+    render_result(result, out, exercise=exercise)
     out.print()
-    out.print("Your turn: [bold cyan]attnprep new gqa[/], edit gqa.py, then [bold cyan]attnprep check gqa[/].")
+    out.print(texts.t("demo.your_turn", id=exercise.id, file=exercise.filename))
     raise typer.Exit(EXIT_OK if not result.passed and not result.internal else EXIT_FAIL)

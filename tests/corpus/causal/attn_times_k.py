@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: attn_times_k
 """Tensor.tril, finfo.min fill and nn.Softmax, but the weights multiply the keys: attn @ k, v never used."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_ignored
 """Writes causal_mask but never applies it in causal_attention; only padding is masked."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_inverted
 """causal_mask is right (tril, True = allowed) but attention fills where it is True: only the future is kept."""
 

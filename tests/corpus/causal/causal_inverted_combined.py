@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_inverted
 """One combined allowed mask, filled where it is True: the past and the real tokens are hidden, the future and the padding kept."""
 

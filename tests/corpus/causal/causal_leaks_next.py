@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_leaks_next
 """causal_mask uses tril(diagonal=1): every query also sees the next token."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_mask_inverted
 """causal_mask returns triu(ones, diagonal=1), the blocked positions; attention uses it as allowed."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: causal_mask_inverted
 """causal_mask returns the blocked positions and attention fills where True: right outputs, wrong mask."""
 

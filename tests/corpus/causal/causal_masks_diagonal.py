@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: causal_masks_diagonal
 """causal_mask is ~triu(ones) with the default diagonal=0: the diagonal is blocked too."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_after_softmax
 """Softmax over the raw scores, then zeroes the masked probabilities (no renormalisation)."""
 

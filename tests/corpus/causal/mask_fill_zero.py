@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_fill_zero
 """Annotated-Transformer style, but the masked scores are multiplied by the 0/1 mask: set to 0, not -1e9."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: masks_combined_or
 """arange mask and an additive -inf bias, but the padding mask is OR-ed into the causal one."""
 

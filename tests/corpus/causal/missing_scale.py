@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: missing_scale
 """Correct masks, but the scores are never divided by sqrt(D)."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_ignored
 """Applies the causal mask but never uses attention_mask: real queries attend to (left) padding."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_inverted
 """Keeps keys where attention_mask is False (the padding) and blocks the real tokens."""
 

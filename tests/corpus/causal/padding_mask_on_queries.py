@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """Broadcasts attention_mask over the query rows ([:, None, :, None]) instead of the key columns."""
 

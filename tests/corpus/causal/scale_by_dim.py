@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_by_dim
 """Scores divided by head_dim instead of sqrt(head_dim); finfo.min fill, nn.Softmax."""
 

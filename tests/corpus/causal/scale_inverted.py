@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_inverted
 """q pre-scaled by D**0.5 instead of D**-0.5: scores multiplied by sqrt(D); additive -inf mask."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scores_k_q_swapped
 """tril mask and masked_fill -inf as in the textbook, but the scores are k @ q^T: the transposed attention matrix."""
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """Builds the masks by hand, then calls F.scaled_dot_product_attention."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: attn_times_k
 """KV heads grouped with repeat_interleave, but the output is attn @ k: the grouped values are never used."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_flag_inverted
 """Grouped einsum with no repeat; the causal flag is inverted."""
 

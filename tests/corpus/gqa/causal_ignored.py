@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_ignored
 """GQA that applies the padding mask but never looks at is_causal."""
 

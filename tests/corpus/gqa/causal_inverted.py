@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_inverted
 """repeat_interleave GQA; the tril mask is passed to masked_fill without ~: the past is filled, the future kept."""
 

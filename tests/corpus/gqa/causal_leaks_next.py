@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_leaks_next
 """GQA whose causal mask is torch.triu(ones, diagonal=2): every query also sees the next token."""
 

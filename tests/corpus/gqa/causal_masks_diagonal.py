@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: causal_masks_diagonal
 """GQA whose causal mask is torch.triu(ones, diagonal=0): it also blocks each token from itself (row 0 is left with nothing, NaN)."""
 

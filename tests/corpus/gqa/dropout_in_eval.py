@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: dropout_in_eval
 """GQA that calls F.dropout(attn, p) without training=self.training, so dropout stays on in eval()."""
 

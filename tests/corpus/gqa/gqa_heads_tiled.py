@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: gqa_heads_tiled
 """Shares the KV heads with k.repeat(1, H // G, 1, 1), which tiles them [0, 1, 0, 1] instead of grouping [0, 0, 1, 1]."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_after_softmax
 """GQA that takes the softmax first and then zeroes the masked (future / padded) attention weights, without renormalising."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_fill_zero
 """Loop over the KV groups; torch.where puts 0.0 at the masked scores instead of -inf."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: missing_scale
 """Llama-style repeat_kv GQA that forgets to divide the scores by sqrt(head_dim)."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: output_proj_skipped
 """GQA that defines o_proj but returns the merged heads without applying it."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_ignored
 """GQA that handles is_causal but never uses attention_mask, so real queries attend to padded keys."""
 

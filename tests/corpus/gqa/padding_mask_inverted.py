@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_inverted
 """GQA that fills the scores where attention_mask is True, i.e. hides the real tokens and attends to the padding."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """GQA that broadcasts the padding mask as attention_mask[:, None, :, None], masking query rows instead of key columns."""
 

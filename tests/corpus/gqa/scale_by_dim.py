@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_by_dim
 """Llama-style repeat_kv; the scores are divided by head_dim instead of sqrt(head_dim)."""
 

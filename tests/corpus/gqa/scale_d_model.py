@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_d_model
 """GQA that scales the scores by 1/sqrt(d_model) instead of 1/sqrt(head_dim)."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_inverted
 """unsqueeze + expand + flatten for the groups; the scores are multiplied by head_dim ** 0.5."""
 

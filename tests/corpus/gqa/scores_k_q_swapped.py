@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scores_k_q_swapped
 """Llama's repeat_kv and finfo.min fill, but the scores are key_states @ query_states^T: the transposed attention."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """GQA that hands the attention to F.scaled_dot_product_attention(..., enable_gqa=True)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 """Returns zeros, and monkeypatches torch.softmax, Tensor.softmax, F.softmax, torch.allclose, torch.isclose, torch.equal, torch.testing.assert_close and Tensor.__eq__ to fake agreement."""
 
 import math

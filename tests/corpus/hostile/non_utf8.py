@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: syntax error
+# expect: syntax_error
 """An MHA whose comment contains bytes that are not valid UTF-8 (Latin-1 text pasted in), with no coding line."""
 
 import math

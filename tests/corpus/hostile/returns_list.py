@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong shape
+# expect: wrong_shape
 """A correct MHA whose forward returns a Python list [out] instead of the tensor."""
 
 import math

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 """An MHA whose output is multiplied by float('nan'): right shape, every value NaN."""
 
 import math

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """Imports attnprep's own reference solution and subclasses it instead of writing MHA."""
 

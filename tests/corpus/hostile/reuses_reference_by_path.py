@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """Finds attnprep's reference solution file with importlib.util.find_spec(...).origin, reads its source and exec()s it into this module."""
 

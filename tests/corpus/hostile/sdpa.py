@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """An MHA that hands the attention to F.scaled_dot_product_attention."""
 

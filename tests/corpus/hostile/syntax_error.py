@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: syntax error
+# expect: syntax_error
 """An MHA with a missing closing parenthesis in forward."""
 
 import math

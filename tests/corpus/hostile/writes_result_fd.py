@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: missing_scale
 """An MHA without the 1/sqrt(d) scale that writes a fake passing JSON result to every descriptor 3..20 with os.write, at import and in forward."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: attn_times_k
 """Additive -inf mask and unflatten/flatten, but the output mixes the keys: attn @ k."""
 

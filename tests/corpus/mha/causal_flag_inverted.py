@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_flag_inverted
 """Returns (out, weights); the causal mask is applied when is_causal is False and skipped when it is True."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_ignored
 """Accepts is_causal but never builds a causal mask; padding is handled."""
 

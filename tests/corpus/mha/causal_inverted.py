@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_inverted
 """Textbook MHA with triu where tril belongs: the allowed mask keeps the diagonal and the future."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_leaks_next
 """Allowed mask tril(diagonal=1): every query also sees the next token."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: causal_masks_diagonal
 """Blocks the future with torch.triu(ones) (diagonal=0), which also masks the diagonal."""
 

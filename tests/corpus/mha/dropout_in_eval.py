@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: dropout_in_eval
 """Attention dropout with F.dropout(attn, p) and no training flag, so it stays active in eval()."""
 

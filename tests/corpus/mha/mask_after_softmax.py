@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_after_softmax
 """Softmax first, then zeroes the masked probabilities (no renormalisation)."""
 

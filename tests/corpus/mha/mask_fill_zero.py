@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_fill_zero
 """Causal buffer and padding combined into `keep`, then the scores are multiplied by it: masked scores become 0, not -1e9."""
 

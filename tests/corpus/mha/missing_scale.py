@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: missing_scale
 """Forgets the 1/sqrt(head_dim) scale, otherwise the textbook version."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: output_proj_skipped
 """Defines o_proj but returns the merged heads without applying it."""
 

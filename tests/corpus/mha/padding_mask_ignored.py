@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_ignored
 """Takes attention_mask but never applies it; only the causal mask is used."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_inverted
 """Fills the scores where attention_mask is True (the real tokens) instead of where it is False."""
 

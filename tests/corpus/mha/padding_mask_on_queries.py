@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """Broadcasts the padding mask over query rows (mask[:, None, :, None]) instead of key columns."""
 

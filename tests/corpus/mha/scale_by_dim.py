@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_by_dim
 """Additive -inf mask; the scores are divided by head_dim instead of sqrt(head_dim)."""
 

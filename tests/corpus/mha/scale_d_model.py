@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_d_model
 """Scales the scores by sqrt(d_model) instead of sqrt(head_dim)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_inverted
 """Textbook MHA, but the scores are multiplied by sqrt(D) instead of divided."""
 

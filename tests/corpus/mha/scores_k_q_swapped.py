@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scores_k_q_swapped
 """_split/_merge helpers and one combined mask, but the scores are k @ q^T: the transposed attention matrix."""
 

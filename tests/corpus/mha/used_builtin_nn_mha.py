@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """Keeps the contract's q/k/v/o projections but lets nn.MultiheadAttention do the attention."""
 

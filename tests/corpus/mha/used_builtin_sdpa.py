@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """Projections by hand, attention by F.scaled_dot_product_attention with a combined bool mask."""
 

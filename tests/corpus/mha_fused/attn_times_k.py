@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: attn_times_k
 """Textbook split into q, k, v, but the output is attn @ k: v is computed and never used."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_flag_inverted
 """chunk(3) + einsum + additive mask; the causal bias is built when is_causal is False."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_ignored
 """Never looks at is_causal; only the padding mask is applied."""
 

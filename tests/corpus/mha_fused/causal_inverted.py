@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_inverted
 """timm style with a blocked mask, but blocked by tril (the past and the diagonal) instead of triu(diagonal=1)."""
 

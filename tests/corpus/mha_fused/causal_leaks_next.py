@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_leaks_next
 """Blocks with torch.triu(..., diagonal=2): every query also sees the next token."""
 

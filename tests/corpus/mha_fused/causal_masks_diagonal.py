@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_masks_diagonal
 """Blocks with torch.triu(ones) at the default diagonal=0 (fill -1e9): no token can see itself."""
 

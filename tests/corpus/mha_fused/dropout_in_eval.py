@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: dropout_in_eval
 """F.dropout(probs, p) without training=self.training: dropout stays on in eval()."""
 

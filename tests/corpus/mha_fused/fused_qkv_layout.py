@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: fused_qkv_layout
 """Reads the fused output as per-head interleaved: view(B, T, H, 3, D) instead of (B, T, 3, H, D)."""
 

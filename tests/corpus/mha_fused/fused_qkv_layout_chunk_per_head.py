@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: fused_qkv_layout
 """Megatron-style split: view(B, T, H, 3*D) then chunk(3) per head, wrong for the [q; k; v] layout."""
 

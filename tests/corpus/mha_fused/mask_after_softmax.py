@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_after_softmax
 """Softmax over unmasked scores, then zeroes masked probabilities (no renormalisation)."""
 

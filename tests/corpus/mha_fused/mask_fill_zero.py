@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_fill_zero
 """split(d_model) textbook attempt whose two masked_fill calls both fill with 0.0."""
 

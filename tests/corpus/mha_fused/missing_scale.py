@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: missing_scale
 """Fused QKV done right but the scores are never scaled by 1/sqrt(head_dim)."""
 

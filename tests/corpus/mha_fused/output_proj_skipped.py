@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: output_proj_skipped
 """Has o_proj but returns the merged heads without it."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_ignored
 """Takes attention_mask and never uses it."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_inverted
 """Additive mask that puts -inf where attention_mask is True (real tokens) instead of False."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """Blocks padded query rows (mask[:, None, :, None]) instead of padded key columns."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_by_dim
 """nanoGPT style, but the scale is 1 / head_size instead of 1 / sqrt(head_size)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_d_model
 """Einsum version that divides by sqrt(d_model) instead of sqrt(head_dim)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_inverted
 """timm style with the scale's exponent sign dropped: head_dim ** 0.5 multiplies q."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scores_k_q_swapped
 """nanoGPT style with c_attn/c_proj, but att = k @ q^T: the transposed attention matrix."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """Fused projection by hand, then F.scaled_dot_product_attention with is_causal / attn_mask."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_flag_inverted
 """Real-arithmetic RoPE, returns (out, attn); the causal mask is applied exactly when is_causal is False."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_ignored
 """MLA that applies the padding mask but never looks at is_causal."""
 

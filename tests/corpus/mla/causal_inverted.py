@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_inverted
 """MLA written into the stub with triu where tril belongs: each query sees itself and the future."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_leaks_next
 """MLA whose causal mask is torch.tril(ones, diagonal=1): every query also sees the next token."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: causal_masks_diagonal
 """MLA whose causal mask torch.triu(ones, diagonal=0) also blocks the diagonal (-inf fill: NaN at position 0)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_after_softmax
 """MLA that takes the softmax first and then zeroes the future / padded weights without renormalising."""
 

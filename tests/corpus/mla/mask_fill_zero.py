@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_fill_zero
 """Buffered RoPE table, one boolean mask filled with 0.0 instead of finfo.min."""
 

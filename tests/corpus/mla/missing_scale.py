@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: missing_scale
 """MLA on the stub's helpers that never multiplies the scores by 1/sqrt(nope + rope)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: mla_norm_skipped
 """MLA that defines q_norm and kv_norm but skips BOTH: q = wq_b(wq_a(x)) and kv = wkv_b(c_kv)."""
 

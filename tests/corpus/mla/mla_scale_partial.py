@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: mla_scale_partial
 """DeepSeek-V3 style; softmax_scale from qk_nope_head_dim alone instead of the whole [nope; rope] head."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: mla_scale_partial
 """Buffered RoPE table; the scale is 1 / sqrt(qk_rope_head_dim), the rope part only."""
 

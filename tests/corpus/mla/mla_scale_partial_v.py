@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: mla_scale_partial
 """MLA written into the stub; the scale is taken from v_head_dim, the value width."""
 

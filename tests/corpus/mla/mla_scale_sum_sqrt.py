@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: mla_scale_sum_sqrt
 """MLA that scales by 1/(sqrt(nope) + sqrt(rope)), adding the square roots of the two parts."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: mla_split_order
 """MLA that splits wkv_a(x) as [k_pe; c_kv] (rope key first) instead of DeepSeek's [c_kv; k_pe]; the q and wkv_b splits are right."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong shape
+# expect: wrong_shape
 # diagnosis: output_proj_skipped
 """MLA that defines wo but returns the merged heads (B, T, H*v_head_dim) without it (d_model only matches when H*v == d_model)."""
 

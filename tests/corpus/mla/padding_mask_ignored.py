@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_ignored
 """MLA that applies the causal mask but never uses attention_mask."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_inverted
 """MLA that fills the scores where attention_mask is True, hiding the real tokens instead of the padding."""
 

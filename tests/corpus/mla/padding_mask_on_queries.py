@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """MLA that broadcasts the padding mask over query rows (attention_mask[:, None, :, None]) instead of key columns."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: rope_cos_sin_swapped
 """MLA with a hand-written real-arithmetic RoPE on adjacent pairs that swaps cos and sin: out1 = x1*sin - x2*cos, out2 = x1*cos + x2*sin."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: rope_rotate_half
 """MLA that replaces the stub's interleaved RoPE with Llama's rotate_half form, pairing x[i] with x[i + rope/2] instead of adjacent pairs."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: rope_skipped
 """MLA that splits off q_pe and k_pe but never rotates them (the stub's RoPE helpers are left unused)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_by_dim
 """Real-arithmetic RoPE, k_pe broadcast; the scores are divided by nope + rope instead of its square root."""
 

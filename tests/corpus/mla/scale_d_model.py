@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_d_model
 """RoPE table as a buffer, nn.RMSNorm, finfo.min fill, but the scores are scaled by 1/sqrt(d_model) instead of 1/sqrt(nope + rope)."""
 

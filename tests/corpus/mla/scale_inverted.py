@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_inverted
 """MLA written into the stub; softmax_scale = qk_head_dim ** 0.5, so the scores are multiplied by sqrt(nope + rope)."""
 

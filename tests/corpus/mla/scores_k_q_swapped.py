@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scores_k_q_swapped
 """DeepSeek-V3's einsum form, but the scores einsum takes k for the query index: k @ q^T, the transposed attention."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scores_k_q_swapped
 """Scores as nope part + rope part with k_pe broadcast, but both parts are k @ q^T: the transposed attention."""
 

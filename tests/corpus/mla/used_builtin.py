@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """MLA that builds q, k, v by hand and hands the attention to F.scaled_dot_product_attention(..., scale=softmax_scale)."""
 

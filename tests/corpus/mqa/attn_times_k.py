@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: attn_times_k
 """K/V repeated over the heads with repeat_interleave, but the output is attn @ k."""
 

@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_flag_inverted
 """repeat_interleave over the heads; `if not is_causal:` inverts the causal flag."""
 

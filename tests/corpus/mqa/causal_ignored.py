@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_ignored
 """Ignores is_causal; only the padding mask is applied."""
 

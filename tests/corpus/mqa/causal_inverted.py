@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_inverted
 """einsum against the single K/V head; the causal comparison is flipped, so the past is masked (j < i) and the future kept."""
 

@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: causal_leaks_next
 """Allowed mask built with tril(diagonal=1): one future token visible."""
 

@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: causal_masks_diagonal
 """Blocks torch.triu(ones) with the default diagonal=0 (fill -inf), masking the diagonal too."""
 

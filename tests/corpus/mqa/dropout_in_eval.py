@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: dropout_in_eval
 """F.dropout(p, p=self.dropout) without training=self.training: active in eval()."""
 

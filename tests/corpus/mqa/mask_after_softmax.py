@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_after_softmax
 """Softmax over the raw scores, then zeroes masked probabilities (no renormalisation)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: mask_fill_zero
 """K/V expanded, one combined mask filled with 0.0 instead of -1e9."""
 

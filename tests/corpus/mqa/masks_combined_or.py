@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: masks_combined_or
 """One combined boolean mask, but causal and padding are combined with | : a key passes if either mask allows it."""
 

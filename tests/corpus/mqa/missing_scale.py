@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: missing_scale
 """Shared K/V done right but no 1/sqrt(head_dim) scale on the scores."""
 

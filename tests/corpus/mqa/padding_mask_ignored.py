@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_ignored
 """Builds only the causal part of the additive mask; attention_mask is never used."""
 

@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_inverted
 """Treats attention_mask True as padding: allows only the padded keys."""
 

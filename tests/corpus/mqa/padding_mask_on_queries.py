@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask leak
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """Padding mask broadcast on query rows (mask[:, None, :, None]) instead of key columns."""
 

@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_by_dim
 """K/V expanded, one combined mask; the scale is 1 / head_dim."""
 

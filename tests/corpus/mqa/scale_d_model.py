@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_d_model
 """Einsum version scaled by sqrt(d_model) instead of sqrt(head_dim)."""
 

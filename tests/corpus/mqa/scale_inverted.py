@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scale_inverted
 """K/V broadcast over the heads; the scores are multiplied by sqrt(D) instead of divided."""
 

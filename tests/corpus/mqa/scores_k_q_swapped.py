@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: wrong output
+# expect: wrong_output
 # diagnosis: scores_k_q_swapped
 """K/V broadcast as (B, 1, T, D), but the scores are k @ q^T (still (B, H, T, T), transposed)."""
 

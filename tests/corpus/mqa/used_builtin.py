@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: used a built-in
+# expect: used_builtin
 # diagnosis: used_builtin
 """Shared K/V expanded over the heads, then F.scaled_dot_product_attention does the attention."""
 

@@ -1,4 +1,5 @@
 # attnprep: gqa
+# demo-focus: 35-36
 """A first attempt at grouped-query attention, as many people write it in an interview.
 
 It runs, its shapes are right, and it is wrong: see what `attnprep check` says about it.

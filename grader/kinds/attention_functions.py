@@ -1,0 +1,172 @@
+"""Kind ``attention_functions``: a mask function and an attention function over ``(B, H, T, D)``.
+
+The contract's objects are ``[mask_function, attention_function]``: ``mask(T, device=None)``
+returns a bool ``(T, T)`` mask (``True`` = may attend) and ``attention(q, k, v, attention_mask)``
+applies it with a key padding mask and the ``1/sqrt(D)`` scale. The mask is the causal one
+(``j <= i``); the attention is always masked that way, so only the masked cases of the sequence
+set are graded.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+
+from attnprep.grader import variants
+from attnprep.grader.cases import Case, rows, sequence_cases, to_case
+from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.result import Check, Diagnosis, msg
+
+MASK_SIZES = (1, 4, 7)
+
+
+def _mask_reference(T: int) -> list[list[int]]:
+    return torch.tril(torch.ones(T, T, dtype=torch.int64)).tolist()
+
+
+class AttentionFunctions:
+    probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
+    token_axis = 2
+
+    def __init__(self, exercise, seed: int):
+        self.exercise = exercise
+        self.seed = seed
+        self.mask_name, self.attention_name = exercise.contract.objects
+        self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
+        self._solution = None
+
+    def cases(self, ci: int) -> list[Case]:
+        c = self.configs[ci]
+        shape = (c["heads"], c["dim"])
+        out = []
+        for s in sequence_cases({"q": shape, "k": shape, "v": shape}, self.seed, ci):
+            if not s.is_causal:  # the attention is masked by definition: only those cases
+                continue
+            inputs = {k: v.transpose(1, 2).contiguous() for k, v in s.tensors.items()}  # (B, H, T, D)
+            inputs["attention_mask"] = s.mask
+            out.append(to_case(s, inputs, lambda positions: {"out": rows(positions, 2, 4)}))
+        return out
+
+    def config_params(self, ci: int) -> dict[str, Any]:
+        c = self.configs[ci]
+        return {"heads": c["heads"], "dim": c["dim"]}
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        B, T = case.queries.shape
+        c = self.configs[ci]
+        return {"out": (B, c["heads"], T, c["dim"])}
+
+    def call(self, functions, case: Case):
+        i = case.inputs
+        mask = None if i["attention_mask"] is None else i["attention_mask"].clone()
+        return functions[self.attention_name](i["q"].clone(), i["k"].clone(), i["v"].clone(), mask)
+
+    # --- child --------------------------------------------------------------------------------
+
+    def build(self, namespace: dict, ci: int, channel) -> Built:
+        objects = self.exercise.contract.objects
+        missing = [n for n in objects if not callable(namespace.get(n))]
+        if missing:
+            raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
+                                signature=self.exercise.contract.forward)
+        return Built({n: namespace[n] for n in objects})
+
+    def run(self, attempt, case: Case) -> dict[str, Any]:
+        return {"out": first(self.call(attempt, case))}
+
+    def grad_leaves(self, attempt, case: Case):
+        inputs = dict(case.inputs)
+        leaves = {}
+        for k in ("q", "k", "v"):
+            inputs[k] = leaves[k] = inputs[k].detach().clone().requires_grad_(True)
+        case.inputs = inputs
+        return case, leaves
+
+    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
+        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
+
+    def child_extra(self, attempt) -> dict | None:
+        """The mask function on its own: values for a few sizes, and whether it honours ``device``."""
+        from attnprep.grader.observe import DeviceTracker
+
+        mask_fn = attempt[self.mask_name]
+        out: dict[str, Any] = {}
+        for T in MASK_SIZES:
+            m = mask_fn(T)
+            is_tensor = isinstance(m, torch.Tensor)
+            out[str(T)] = {"type": type(m).__name__, "shape": list(m.shape) if is_tensor else [],
+                           "dtype": str(m.dtype) if is_tensor else "",
+                           "values": m.int().tolist() if is_tensor else None}
+        device = torch.device("cpu")
+        tracker = DeviceTracker([], "", devices=[device])
+        with tracker:
+            m = mask_fn(5, device=device)
+        out["device_ok"] = isinstance(m, torch.Tensor) and id(m) in tracker.on_device
+        return out
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self):
+        if self._solution is None:
+            module = importlib.import_module(self.exercise.solution_module)
+            self._solution = {n: getattr(module, n) for n in self.exercise.contract.objects}
+        return self._solution
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        functions = self.solution()
+        return lambda case: {"out": first(self.call(functions, case))}
+
+    def answer(self, question: dict) -> dict:
+        return {}
+
+    def knobs(self) -> list[str]:
+        return list(self.exercise.grading.get("knobs", []))
+
+    def variant(self, ci: int, zero_bias, knob: str, fill: float):
+        def call(case: Case):
+            i = case.inputs
+            return {"out": variants.masked(i["q"], i["k"], i["v"], i["attention_mask"], knob, fill)}
+
+        return call
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        T = case.queries.shape[1]
+        allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        mask = case.inputs["attention_mask"]
+        if mask is not None:
+            allowed = allowed & mask[sample][None, :]
+        return allowed
+
+    def extra_checks(self, extra: dict) -> list[Check]:
+        name = self.mask_name
+        problem = None
+        for T in MASK_SIZES:
+            got = extra.get(str(T)) or {}
+            if got.get("type") != "Tensor" or got.get("shape") != [T, T]:
+                problem = msg("mask.wrong_type", name=name, T=T, type=got.get("type"), shape=str(tuple(got.get("shape") or ())))
+            elif got.get("dtype") != "torch.bool":
+                problem = msg("mask.wrong_dtype", name=name, T=T, dtype=got.get("dtype"))
+            elif got.get("values") != _mask_reference(T):
+                problem = msg("mask.wrong_values", name=name, T=T)
+            if problem:
+                break
+        device_ok = bool(extra.get("device_ok"))
+        return [
+            Check("mask_function", problem is None, problem or msg("mask.ok", name=name)),
+            Check("mask_device", device_ok, msg("mask.device_ok" if device_ok else "mask.device_ignored", name=name)),
+        ]
+
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
+        T = max(MASK_SIZES)
+        got = extra.get(str(T)) or {}
+        found = []
+        if got.get("values") == torch.triu(torch.ones(T, T, dtype=torch.int64), diagonal=1).tolist():
+            found.append(Diagnosis("causal_mask_inverted", (msg("evidence.mask_inverted", name=self.mask_name, T=T),)))
+        elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("values") == _mask_reference(T):
+            found.append(Diagnosis("mask_dtype", (msg("evidence.mask_dtype", name=self.mask_name, dtype=got.get("dtype")),)))
+        return found
+
+
+KIND = AttentionFunctions

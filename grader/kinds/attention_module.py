@@ -1,0 +1,244 @@
+"""Kind ``attention_module``: an ``nn.Module`` whose ``forward(x, attention_mask, is_causal)``
+returns ``(B, T, d_model)``.
+
+The module is built from each graded config of the exercise; its parameters are mapped to the
+contract's roles (by name, else by shape, see :mod:`attnprep.grader.weights`) and loaded with
+seeded weights. When several same-shaped layers could play several roles, the child runs a probe
+under each candidate mapping and asks the grading process which one computes the reference: the
+reference itself never enters the child.
+
+Exercise data (``[grading]``): ``configs``; ``model``, the functional form of the reference and its
+mistakes in :mod:`attnprep.grader.variants` (``projections`` with ``kv_heads`` and ``fused``, or
+``latent``); ``knobs``, the mistakes tried, in order.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from typing import Any
+
+import torch
+
+from attnprep import exercises
+from attnprep.grader import variants
+from attnprep.grader import weights as W
+from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
+from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.result import MappingNote
+from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
+
+
+def arg_names(signature: str) -> list[str]:
+    fn = ast.parse(f"def f({signature}): pass").body[0]
+    return [a.arg for a in fn.args.args]
+
+
+def roles_text(exercise) -> str:
+    return ", ".join(f"{p.name}: {p.describe()}" for p in exercise.contract.params)
+
+
+class AttentionModule:
+    probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
+    token_axis = 1
+
+    def __init__(self, exercise, seed: int):
+        self.exercise = exercise
+        self.seed = seed
+        self.object = exercise.contract.objects[0]
+        self.arg_names = arg_names(exercise.contract.constructor)
+        self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
+        self._solution = None
+
+    # --- shared -------------------------------------------------------------------------------
+
+    def cases(self, ci: int) -> list[Case]:
+        d_model = self.configs[ci]["d_model"]
+        return [self._case(s) for s in sequence_cases({"x": (d_model,)}, self.seed, ci)]
+
+    def _case(self, s: SequenceCase) -> Case:
+        inputs = {"x": s.tensors["x"], "attention_mask": s.mask, "is_causal": s.is_causal}
+        return to_case(s, inputs, lambda positions: {"out": rows(positions, 1, 3)})
+
+    def args(self, ci: int) -> list:
+        config = self.configs[ci]
+        return [config[n] for n in self.arg_names if n in config]
+
+    def config_params(self, ci: int) -> dict[str, Any]:
+        return dict(self.configs[ci])
+
+    def roles(self, ci: int) -> list[W.Role]:
+        return W.roles_for(self.exercise, self.configs[ci])
+
+    def role_weights(self, ci: int, zero_bias=frozenset()) -> dict:
+        weights = W.role_tensors(self.roles(ci), self.seed, ci)
+        for role in zero_bias:
+            weights[role]["bias"] = torch.zeros_like(weights[role]["bias"])
+        return weights
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        B, T = case.queries.shape
+        return {"out": (B, T, self.configs[ci]["d_model"])}
+
+    @staticmethod
+    def call(module, case: Case):
+        i = case.inputs
+        mask = i["attention_mask"]
+        return module(i["x"].clone(), None if mask is None else mask.clone(), i["is_causal"])
+
+    # --- child --------------------------------------------------------------------------------
+
+    def build(self, namespace: dict, ci: int, channel) -> Built:
+        cls = namespace.get(self.object)
+        if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
+            found = [n for n, v in namespace.items() if inspect.isclass(v) and issubclass(v, torch.nn.Module)
+                     and v.__module__ == namespace.get("__name__")]
+            if found:
+                raise ContractError("contract.no_class_found", name=self.object, found=", ".join(found))
+            raise ContractError("contract.no_class", name=self.object)
+        _check_forward(cls)
+        args = self.args(ci)
+        try:
+            module = cls(*args)
+        except TypeError as exc:
+            if "dropout" in self.arg_names and len(args) == len(self.arg_names) and "argument" in str(exc):
+                module = cls(*args[:-1])  # dropout is optional in the contract's eyes
+            else:
+                raise
+        if not isinstance(module, torch.nn.Module):
+            raise ContractError("contract.not_a_module", name=self.object)
+        module.eval()
+        roles = self.roles(ci)
+        layers, stray = W.layers_of(module)
+        options, why = W.candidates(roles, layers)
+        if not options:
+            raise ContractError(why.key, **why.params, roles=roles_text(self.exercise))
+        weights = W.role_tensors(roles, self.seed, ci)
+        chosen = options[0]
+        if len(options) > 1:
+            probe = self.cases(ci)[0]
+            outputs = []
+            for mapping in options:
+                W.load(module, mapping, weights)
+                try:
+                    with torch.no_grad():
+                        outputs.append(encode_tensor(first(self.call(module, probe))))
+                except Exception:
+                    outputs.append(None)
+            answer = channel.ask({"question": "mapping", "config": ci,
+                                  "zero_bias": [sorted(m.zero_bias) for m in options], "outputs": outputs})
+            choice = answer.get("choice")
+            if isinstance(choice, int) and 0 <= choice < len(options):
+                chosen = options[choice]
+        extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]
+        if extra:
+            r = extra[0]
+            p = next(p for p in self.exercise.contract.params if p.name == r.name)
+            raise ContractError("contract.extra_bias", layer=chosen.layers[r.name], role=r.name, expected=p.describe())
+        W.load(module, chosen, weights)
+        notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray]
+        if not chosen.by_name:
+            notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items() if role != layer] + notes
+        return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias))
+
+    def run(self, attempt, case: Case) -> dict[str, Any]:
+        return {"out": first(self.call(attempt, case))}
+
+    def grad_leaves(self, attempt, case: Case):
+        attempt.zero_grad(set_to_none=True)
+        return case, dict(attempt.named_parameters())
+
+    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
+        owned = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
+        return owned + list(attempt.parameters()) + list(attempt.buffers())
+
+    def child_extra(self, attempt) -> dict | None:
+        return None
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self):
+        if self._solution is None:
+            self._solution = getattr(importlib.import_module(self.exercise.solution_module), self.object)
+        return self._solution
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        module = self.solution()(*self.args(ci)).eval()
+        weights = self.role_weights(ci, zero_bias)
+        with torch.no_grad():
+            for role, tensors in weights.items():
+                sub = module.get_submodule(role)
+                sub.weight.copy_(tensors["weight"])
+                if "bias" in tensors:
+                    sub.bias.copy_(tensors["bias"])
+        return lambda case: {"out": first(self.call(module, case))}
+
+    def answer(self, question: dict) -> dict:
+        """Which candidate mapping's probe output equals the reference's (the first one)."""
+        ci = int(question["config"])
+        probe = self.cases(ci)[0]
+        wanted: dict[frozenset, torch.Tensor] = {}
+        for index, (zero_bias, encoded) in enumerate(zip(question["zero_bias"], question["outputs"])):
+            got = decode_tensor(encoded)
+            if got is None:
+                continue
+            key = frozenset(zero_bias)
+            if key not in wanted:
+                with torch.no_grad():
+                    wanted[key] = self.reference(ci, key)(probe)["out"]
+            if matches(got, wanted[key]):
+                return {"choice": index}
+        return {"choice": 0}
+
+    def knobs(self) -> list[str]:
+        return list(self.exercise.grading.get("knobs", []))
+
+    def variant(self, ci: int, zero_bias, knob: str, fill: float):
+        grading = self.exercise.grading
+        config = self.configs[ci]
+        weights = self.role_weights(ci, zero_bias)
+        if grading["model"] == "latent":
+            model = variants.latent
+            extra: dict = {}
+        else:
+            model = variants.projections
+            extra = {"kv_heads": exercises.evaluate(grading["kv_heads"], config), "fused": bool(grading.get("fused"))}
+
+        def call(case: Case):
+            i = case.inputs
+            return {"out": model(config, weights, i["x"], i["attention_mask"], i["is_causal"], knob, fill, **extra)}
+
+        return call
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        T = case.queries.shape[1]
+        allowed = torch.ones(T, T, dtype=torch.bool)
+        if case.inputs["is_causal"]:
+            allowed = torch.tril(allowed)
+        mask = case.inputs["attention_mask"]
+        if mask is not None:
+            allowed = allowed & mask[sample][None, :]
+        return allowed
+
+    def extra_checks(self, extra: dict) -> list:
+        return []
+
+    def extra_diagnoses(self, extra: dict) -> list:
+        return []
+
+
+def _check_forward(cls) -> None:
+    try:
+        sig = inspect.signature(cls.forward)
+    except (TypeError, ValueError):
+        return
+    params = list(sig.parameters.values())[1:]  # drop self
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 3:
+        raise ContractError("contract.forward_signature", names=", ".join(p.name for p in params))
+
+
+KIND = AttentionModule

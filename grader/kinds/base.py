@@ -1,0 +1,122 @@
+"""The one interface every exercise kind implements.
+
+A kind is how one shape of exercise is driven: what the attempt provides (a module, functions, a
+cached module …), its cases, how to call it (one call or a script of calls), the reference and its
+mistaken variants, which generic probes apply, and its own checks. The pipeline (``engine``,
+``child``, ``judge``) and the report only ever talk to a :class:`Kind`; what is specific to one
+exercise (its configs, which knobs apply, probe configs, the model a kind computes) is data in its
+``exercises/<id>/exercise.toml``.
+
+A kind is a module of :mod:`attnprep.grader.kinds` named by ``contract.kind`` that defines
+``KIND``, a class built as ``KIND(exercise, seed)`` (see :func:`attnprep.grader.kinds.kind_for`).
+
+Where it runs:
+
+- *child* (the forked process that imports the attempt; the reference never enters it):
+  :meth:`Kind.build`, :meth:`Kind.run`, :meth:`Kind.grad_leaves`, :meth:`Kind.device_tensors`,
+  :meth:`Kind.child_extra`;
+- *parent* (the grading process): :meth:`Kind.reference`, :meth:`Kind.variant`,
+  :meth:`Kind.answer`, :meth:`Kind.allowed`, :meth:`Kind.extra_checks`,
+  :meth:`Kind.extra_diagnoses`;
+- both: :attr:`configs`, :meth:`cases`, :meth:`expected_shapes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import torch
+
+from attnprep.grader.cases import Case
+from attnprep.grader.result import Check, Diagnosis, MappingNote
+
+Outputs = dict[str, Any]  # named outputs of one case: {"out": tensor} or a script's {"step 1": …}
+Runner = Callable[[Case], Outputs]
+
+# The generic probes a kind may ask for (the judge runs them; the names are check ids).
+PROBES = ("causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows")
+
+
+class ContractError(Exception):
+    """The attempt does not provide what the contract asks for; carries a text key and params."""
+
+    def __init__(self, key: str, **params: Any):
+        super().__init__(key)
+        self.key = key
+        self.params = params
+
+
+class Channel(Protocol):
+    """The child's line to the grading process: a question and its answer, as plain data."""
+
+    def ask(self, question: dict) -> dict: ...
+
+
+@dataclass
+class Built:
+    """The attempt as built for one config, and how its parameters were mapped to the roles."""
+
+    attempt: Any
+    mapping: dict[str, str] = field(default_factory=dict)  # role -> the attempt's layer
+    by_name: bool = True
+    notes: list[MappingNote] = field(default_factory=list)
+    zero_bias: list[str] = field(default_factory=list)  # roles graded with a zero bias
+
+
+class Kind(Protocol):
+    exercise: Any
+    seed: int
+    configs: list[dict]
+    probes: frozenset[str]  # which of PROBES apply
+    token_axis: int  # the token axis of the main output (heat-map rows, gradients' weighting)
+
+    def cases(self, ci: int) -> list[Case]: ...
+
+    def config_params(self, ci: int) -> dict[str, Any]:
+        """The config as ids and numbers, for messages ("d_model=16, num_heads=4")."""
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]: ...
+
+    # --- child ---------------------------------------------------------------------------------
+
+    def build(self, namespace: dict, ci: int, channel: Channel) -> Built:
+        """The attempt's object for config ``ci`` (weights loaded); raises :class:`ContractError`."""
+
+    def run(self, attempt: Any, case: Case) -> Outputs:
+        """Call the attempt on ``case`` (a script runs several calls) and return its named outputs;
+        whatever the attempt raises propagates."""
+
+    def grad_leaves(self, attempt: Any, case: Case) -> tuple[Case, dict[str, torch.Tensor]]:
+        """The case prepared for a backward pass, and the leaves whose gradients are graded."""
+
+    def device_tensors(self, attempt: Any, case: Case) -> list[torch.Tensor]:
+        """What lives on "the device" in the emulated GPU check: inputs, parameters, buffers."""
+
+    def child_extra(self, attempt: Any) -> dict | None:
+        """Kind-specific plain data measured in the child (``None``: nothing)."""
+
+    # --- parent --------------------------------------------------------------------------------
+
+    def answer(self, question: dict) -> dict:
+        """Answer the child's question (the weight-mapping probe) with the reference, here."""
+
+    def reference(self, ci: int, zero_bias: frozenset[str] = frozenset()) -> Runner: ...
+
+    def knobs(self) -> list[str]:
+        """The mistake knobs that apply to this exercise, in the order they are tried."""
+
+    def variant(self, ci: int, zero_bias: frozenset[str], knob: str, fill: float) -> Runner:
+        """The reference with exactly the mistake ``knob``; masks filled with ``fill``."""
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        """(T_q, T_k) bool: where the reference lets queries attend, for the heat-map."""
+
+    def extra_checks(self, extra: dict) -> list[Check]: ...
+
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]: ...
+
+
+def first(out: Any) -> Any:
+    """The graded item of what a call returned: ``out`` or the first of ``(out, attn_weights)``."""
+    return out[0] if isinstance(out, tuple) and out else out

@@ -1,0 +1,208 @@
+"""The typed wire between the child and the grading process.
+
+The child builds these dataclasses and sends them as plain JSON (``to_data``); the grading process
+decodes the reply once (``Reply.decode``), checking every field's type, and then checks that it is
+complete for the kind (every config, case and probe asked for). Anything malformed raises
+:class:`WireError`, which the engine turns into an ``error`` verdict: nothing downstream reads a
+nested dict with ``.get`` defaults. Tensors travel encoded by :mod:`attnprep.grader.tensors`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class WireError(ValueError):
+    """The child's reply is not what a child of this grader sends (one line, for the report)."""
+
+
+def to_data(obj: Any) -> Any:
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
+
+
+# --- decoding helpers ----------------------------------------------------------------------------
+
+
+def _field(data: Any, key: str, types, where: str, optional: bool = False):
+    if not isinstance(data, dict):
+        raise WireError(f"{where}: expected an object")
+    if key not in data:
+        if optional:
+            return None
+        raise WireError(f"{where}: missing {key!r}")
+    value = data[key]
+    if value is None and optional:
+        return None
+    if types is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, types) or (types is int and isinstance(value, bool)):
+        raise WireError(f"{where}: {key!r} has the wrong type")
+    return value
+
+
+def _strs(values: Any, where: str) -> list[str]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise WireError(f"{where}: expected a list of strings")
+    return list(values)
+
+
+def _params(data: Any, where: str) -> dict:
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise WireError(f"{where}: expected parameters")
+    for value in data.values():
+        if not isinstance(value, (str, int, float, bool, type(None))):
+            raise WireError(f"{where}: a parameter is not a plain value")
+    return data
+
+
+def _encoded(value: Any, where: str) -> dict:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise WireError(f"{where}: expected an encoded value")
+    return value
+
+
+# --- the reply -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Problem:
+    """An error or a contract failure: a text key, its parameters, the user's frames."""
+
+    kind: str  # "exception", "exit", "memory", "contract", "blank"
+    key: str
+    params: dict = field(default_factory=dict)
+    traceback: str = ""
+
+    @classmethod
+    def decode(cls, data: Any, where: str) -> "Problem":
+        return cls(_field(data, "kind", str, where), _field(data, "key", str, where),
+                   _params(_field(data, "params", dict, where), where), _field(data, "traceback", str, where))
+
+
+@dataclass
+class Observed:
+    softmax_dims: list = field(default_factory=list)  # [dim, ndim] of each softmax call
+    shapes: dict = field(default_factory=dict)  # stage -> shape
+    probs: dict | None = None  # encoded tensor
+    scores: dict | None = None
+    dropout_in_eval: bool = False
+
+    @classmethod
+    def decode(cls, data: Any, where: str) -> "Observed":
+        dims = _field(data, "softmax_dims", list, where)
+        for d in dims:
+            if not (isinstance(d, list) and len(d) == 2):
+                raise WireError(f"{where}: malformed softmax dims")
+        shapes = _field(data, "shapes", dict, where)
+        for shape in shapes.values():
+            if not (isinstance(shape, list) and all(isinstance(n, int) for n in shape)):
+                raise WireError(f"{where}: malformed shapes")
+        probs = _field(data, "probs", dict, where, optional=True)
+        scores = _field(data, "scores", dict, where, optional=True)
+        return cls(dims, shapes, probs and _encoded(probs, where), scores and _encoded(scores, where),
+                   _field(data, "dropout_in_eval", bool, where))
+
+
+@dataclass
+class Probe:
+    """A generic probe run in the child (gradients, device): ok / failed / could not run."""
+
+    ok: bool | None
+    key: str = ""
+    params: dict = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)  # gradients: the leaves that got none
+
+    @classmethod
+    def decode(cls, data: Any, where: str) -> "Probe":
+        ok = _field(data, "ok", bool, where, optional=True)
+        return cls(ok, _field(data, "key", str, where), _params(_field(data, "params", dict, where), where),
+                   _strs(_field(data, "names", list, where), where))
+
+
+@dataclass
+class ConfigReply:
+    index: int
+    runs: dict = field(default_factory=dict)  # case -> output name -> encoded
+    mapping: dict = field(default_factory=dict)  # role -> layer
+    by_name: bool = True
+    notes: list = field(default_factory=list)  # [kind, role, layer]
+    zero_bias: list = field(default_factory=list)
+    observed: Observed | None = None
+    pictures: dict = field(default_factory=dict)  # case -> encoded probabilities
+    grads: Probe | None = None
+    device: Probe | None = None
+    extra: dict | None = None
+
+    @classmethod
+    def decode(cls, data: Any, where: str) -> "ConfigReply":
+        runs = _field(data, "runs", dict, where)
+        for case, outputs in runs.items():
+            if not isinstance(outputs, dict):
+                raise WireError(f"{where}: malformed outputs of {case!r}")
+            for value in outputs.values():
+                _encoded(value, where)
+        mapping = _field(data, "mapping", dict, where)
+        if not all(isinstance(v, str) for v in mapping.values()):
+            raise WireError(f"{where}: malformed mapping")
+        notes = _field(data, "notes", list, where)
+        for note in notes:
+            if not (isinstance(note, list) and len(note) == 3 and all(isinstance(n, str) for n in note)):
+                raise WireError(f"{where}: malformed mapping note")
+        observed = _field(data, "observed", dict, where, optional=True)
+        pictures = _field(data, "pictures", dict, where)
+        for value in pictures.values():
+            _encoded(value, where)
+        grads = _field(data, "grads", dict, where, optional=True)
+        device = _field(data, "device", dict, where, optional=True)
+        return cls(
+            index=_field(data, "index", int, where), runs=runs, mapping=mapping,
+            by_name=_field(data, "by_name", bool, where), notes=notes,
+            zero_bias=_strs(_field(data, "zero_bias", list, where), where),
+            observed=None if observed is None else Observed.decode(observed, where),
+            pictures=pictures,
+            grads=None if grads is None else Probe.decode(grads, where),
+            device=None if device is None else Probe.decode(device, where),
+            extra=_field(data, "extra", dict, where, optional=True),
+        )
+
+
+@dataclass
+class Reply:
+    configs: list[ConfigReply] = field(default_factory=list)
+    builtins: list[str] = field(default_factory=list)
+    problem: Problem | None = None  # the attempt raised, exited, or does not fit the contract
+    problem_config: int | None = None  # during which config
+    internal: str | None = None  # attnprep's own failure in the child
+    traceback: str = ""
+
+    @classmethod
+    def decode(cls, data: Any) -> "Reply":
+        if not isinstance(data, dict):
+            raise WireError("the reply is not an object")
+        configs = _field(data, "configs", list, "reply")
+        problem = _field(data, "problem", dict, "reply", optional=True)
+        return cls(
+            configs=[ConfigReply.decode(c, f"config {i}") for i, c in enumerate(configs)],
+            builtins=_strs(_field(data, "builtins", list, "reply"), "builtins"),
+            problem=None if problem is None else Problem.decode(problem, "problem"),
+            problem_config=_field(data, "problem_config", int, "reply", optional=True),
+            internal=_field(data, "internal", str, "reply", optional=True),
+            traceback=_field(data, "traceback", str, "reply"),
+        )
+
+    def check_complete(self, kind) -> None:
+        """Every config, case and probe the kind asked for is there (the attempt ran to the end)."""
+        if self.problem is not None or self.internal is not None or self.builtins:
+            return
+        if [c.index for c in self.configs] != list(range(len(kind.configs))):
+            raise WireError(f"the reply covers configs {[c.index for c in self.configs]}, not all {len(kind.configs)}")
+        for c in self.configs:
+            for case in kind.cases(c.index):
+                if case.name not in c.runs:
+                    raise WireError(f"config {c.index}: no outputs for case {case.name!r}")
+            if "gradients" in kind.probes and c.grads is None:
+                raise WireError(f"config {c.index}: the gradient probe is missing")
+            if c.index == 0 and c.observed is None:
+                raise WireError("config 0: the observation is missing")
