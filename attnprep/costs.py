@@ -228,26 +228,40 @@ class Variant:
     formula: Callable[[Shape], str]  # the cache per token as the interview answer, with numbers
 
 
+def _variant(label: str, cls: str, args, cache, cached: str, formula, *, module: str | None = None) -> Variant:
+    """A variant measured with the reference class ``cls``: of the exercise whose contract names it
+    (its id keys the variant, and its reference module is built), else of ``module`` under
+    attnprep.solutions (the absorbed MLA, a reference without an exercise of its own)."""
+    if module is None:
+        from attnprep import exercises
+
+        owner = next(ex for ex in exercises.registry().values() if cls in ex.contract.objects)
+        key, module = owner.id, owner.solution_module.rpartition(".")[2]
+    else:
+        key = module
+    return Variant(key, label, module, cls, args, cache, cached, formula)
+
+
 VARIANTS: tuple[Variant, ...] = (
-    Variant("mha", "MHA", "mha", "MultiHeadAttention",
-            lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads),
-            _attention_cache, "K, V: H heads",
-            lambda s: f"2·H·d_h = 2·{s.num_heads}·{s.head_dim}"),
-    Variant("mqa", "MQA", "mqa", "MultiQueryAttention",
-            lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads),
-            _attention_cache, "K, V: 1 head",
-            lambda s: f"2·d_h = 2·{s.head_dim}"),
-    Variant("gqa", "GQA", "gqa", "GroupedQueryAttention",
-            lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads),
-            _attention_cache, "K, V: G heads",
-            lambda s: f"2·G·d_h = 2·{s.num_kv_heads}·{s.head_dim}"),
-    Variant("mla", "MLA (naive)", "mla", "MultiHeadLatentAttention",
-            _mla_args, _mla_naive_cache, "decompressed K, V",
-            lambda s: (f"H·(nope+rope) + H·v = {s.num_heads}·{s.qk_nope_head_dim + s.qk_rope_head_dim}"
-                       f" + {s.num_heads}·{s.v_head_dim}")),
-    Variant("mla_absorbed", "MLA (absorbed)", "mla_absorbed", "AbsorbedMultiHeadLatentAttention",
-            _mla_args, _mla_absorbed_cache, "c_kv + k_pe",
-            lambda s: f"kv_lora_rank + rope = {s.kv_lora_rank} + {s.qk_rope_head_dim}"),
+    _variant("MHA", "MultiHeadAttention",
+             lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads),
+             _attention_cache, "K, V: H heads",
+             lambda s: f"2·H·d_h = 2·{s.num_heads}·{s.head_dim}"),
+    _variant("MQA", "MultiQueryAttention",
+             lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads),
+             _attention_cache, "K, V: 1 head",
+             lambda s: f"2·d_h = 2·{s.head_dim}"),
+    _variant("GQA", "GroupedQueryAttention",
+             lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads),
+             _attention_cache, "K, V: G heads",
+             lambda s: f"2·G·d_h = 2·{s.num_kv_heads}·{s.head_dim}"),
+    _variant("MLA (naive)", "MultiHeadLatentAttention",
+             _mla_args, _mla_naive_cache, "decompressed K, V",
+             lambda s: (f"H·(nope+rope) + H·v = {s.num_heads}·{s.qk_nope_head_dim + s.qk_rope_head_dim}"
+                        f" + {s.num_heads}·{s.v_head_dim}")),
+    _variant("MLA (absorbed)", "AbsorbedMultiHeadLatentAttention",
+             _mla_args, _mla_absorbed_cache, "c_kv + k_pe",
+             lambda s: f"kv_lora_rank + rope = {s.kv_lora_rank} + {s.qk_rope_head_dim}", module="mla_absorbed"),
 )
 
 
