@@ -500,6 +500,21 @@ def test_a_hanging_save_then_a_fixed_one_in_a_real_terminal(tmp_path, attnprep_h
     assert "not checked: superseded by the save at" in log[0] and log[1].endswith("saved → passed"), log
     assert "✓ passed in 0:" in text
     assert "Ctrl-C gives up" not in text  # the live display itself is gone
+    assert processes_mentioning(str(tmp_path)) == []  # the hung attempt's child was killed with its check
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Processes whose command line mentions ``text`` (the drill and its forks carry its --dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(int(entry.name))
+    return found
 
 
 def test_a_drill_without_a_data_folder_still_runs_and_says_so_once(tmp_path):
