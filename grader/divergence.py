@@ -38,6 +38,7 @@ class Found:
     reason: str  # "layout", "values", "raised"
     ref_name: str = ""  # the reference's counterpart, when one is known
     ref_named: str = ""
+    ref_code: str = ""
 
 
 def _tensor(step: Step) -> torch.Tensor | None:
@@ -81,11 +82,15 @@ class Matcher:
         return [i for i, v in self.sorted.items() if v.numel() == key.numel() and _close(v, key)]
 
     def match(self, t: torch.Tensor) -> tuple[int, bool] | None:
-        """(reference step, whether in the reference's own layout) that ``t`` matches, or None."""
-        for i in self.same_values(t):
+        """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
+        A step the reference makes in the same layout wins over a permuted one."""
+        same = self.same_values(t)
+        for i in same:
             _, r = self.ref[i]
             if tuple(r.shape) == tuple(t.shape) and _close(r, t):
                 return i, True
+        for i in same:
+            _, r = self.ref[i]
             if r.dim() > MAX_PERMUTED_DIMS:
                 continue
             for perm in itertools.permutations(range(r.dim())):
@@ -100,6 +105,38 @@ class Matcher:
         return None
 
 
+def _intermediate(reference: list[Step], i: int) -> bool:
+    """Whether reference step ``i`` is consumed by a later step of the same line of the reference."""
+    line = reference[i].line
+    return any(s.line == line and i in s.parents for s in reference[i + 1:])
+
+
+def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:
+    """The input of step ``i`` that holds reference values in a layout of its own ("layout") or a
+    value the reference only has half-way through one of its lines ("incomplete"): the earliest
+    such input made on another line than step ``i``; when those are all on step ``i``'s own line
+    (``k.transpose(-2, -1)`` inside ``q @ k.transpose(-2, -1)``), the same one level up."""
+
+    def suspect(p: int) -> str | None:
+        m = matched[p]
+        if m is None:
+            return None
+        if not m[1]:
+            return "layout"
+        return "incomplete" if _intermediate(reference, m[0]) else None
+
+    level = list(attempt[i].parents)
+    for _ in range(3):
+        found = [(p, r) for p in level if (r := suspect(p)) is not None]
+        elsewhere = [f for f in found if attempt[f[0]].line != attempt[i].line]
+        if elsewhere:
+            return min(elsewhere)
+        if not found:
+            return None
+        level = [q for p, _ in found for q in attempt[p].parents]
+    return None
+
+
 def assigned(code: str) -> str:
     """The variable a line assigns: ``q = self.q_proj(x)`` -> ``q``; ``q, k, v = …`` -> ``q, k, v``."""
     m = re.match(r"^\s*([A-Za-z_][\w, ]*?)\s*(?:[+\-*/@]?=)(?!=)", code)
@@ -111,10 +148,18 @@ def name_shape(shape, axes: dict[str, int]) -> str:
     by_size: dict[int, list[str]] = {}
     for name, size in axes.items():
         by_size.setdefault(size, []).append(name)
+    used: dict[int, int] = {}
     names = []
-    for n in shape:
+    for n in shape:  # sizes shared by several axes are named in the order the axes are listed (H before D)
         candidates = by_size.get(n, [])
-        names.append(candidates[0] if len(candidates) == 1 else str(n))
+        k = used.get(n, 0)
+        used[n] = k + 1
+        if len(candidates) == 1:
+            names.append(candidates[0])
+        elif candidates and shape.count(n) == len(candidates):
+            names.append(candidates[k])
+        else:
+            names.append(str(n))
     return "(" + ", ".join(names) + ")"
 
 
@@ -147,22 +192,31 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     for i, step in enumerate(attempt):
         if matched[i] is not None or _tensor(step) is None or recovers(i):
             continue
-        # A parent in a layout the reference never feeds on: that parent's line is the one to fix.
-        for p in step.parents:
-            m = matched[p]
-            if m is not None and not m[1]:
-                parent = attempt[p]
-                ref_step = reference[m[0]]
-                return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
-                             name_shape(parent.shape, axes), "layout", assigned(ref_step.code),
-                             name_shape(ref_step.shape, axes))
         t = _tensor(step)
         same = matcher.same_values(t)
         if same:  # the right numbers in a layout no correct attempt uses: a view where a transpose belongs
+            name = assigned(step.code)
+            same.sort(key=lambda j: (assigned(reference[j].code) != name, len(reference[j].shape) != len(step.shape)))
             ref_step = reference[same[0]]
             return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
                          "layout", assigned(ref_step.code), name_shape(ref_step.shape, axes))
+        # The right values computed from inputs that are not what the reference feeds that operation:
+        # an input in a layout the reference never uses there ("layout"), or one the reference only
+        # has half-way through one of its lines, q @ kᵀ before the scale ("incomplete"). The
+        # earliest such ancestor (up to three steps back) made the mistake.
+        blamed = _blame(i, attempt, matched, reference)
+        if blamed is not None:
+            p, reason = blamed
+            parent, ref_step = attempt[p], reference[matched[p][0]]
+            return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
+                         name_shape(parent.shape, axes), reason, assigned(ref_step.code),
+                         name_shape(ref_step.shape, axes), ref_step.code)
         return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes), "values")
+    if raised_at is None and attempt and matched[-1] is not None and matched[-1][0] != len(reference) - 1:
+        # every step has a counterpart, yet the result is wrong: the attempt stops short of the end
+        last, ref_last = attempt[-1], reference[-1]
+        return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, axes),
+                     "short", assigned(reference[matched[-1][0]].code), name_shape(ref_last.shape, axes), ref_last.code)
     if raised_at is not None:
         last = next((s for s in reversed(attempt) if s.line == raised_at), None)
         code = last.code if last is not None else ""

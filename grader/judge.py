@@ -8,6 +8,7 @@ the headline then follows the named mistake's category when one is named.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -70,6 +71,7 @@ class Judge:
         self.failed_cases: list[Compared] = []
         self._cases: dict[int, list[Case]] = {}
         self._ref_scores = None
+        self.failures: list[tuple[int, int]] = []  # (config, case index) of every wrong output
 
     def cases(self, ci: int) -> list[Case]:
         """The kind's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
@@ -184,6 +186,7 @@ class Judge:
                 if differs is not None:
                     mismatches += 1
                     self.failed_cases.append(Compared(case, ci, differs))
+                    self.failures.append((ci, self.cases(ci).index(case)))
             for case in self.cases(ci):
                 if case.base is None or case.name not in outputs or case.base not in outputs:
                     continue
@@ -493,8 +496,28 @@ class Judge:
         return found
 
 
+def same_layout_family(expected: tuple, got: tuple) -> bool:
+    """Whether ``got`` can hold ``expected``'s numbers in a layout a correct attempt may use: its axes
+    permuted, adjacent axes merged or split (``(B, T, H, D)``, ``(B*H, T, D)``, ``(B, G, n, T, D)``)."""
+    from attnprep.grader.divergence import _refines
+
+    if len(expected) > 5:
+        return tuple(expected) == tuple(got)
+    if math.prod(expected) != math.prod(got):
+        # K/V shared by groups of query heads (GQA, MQA): one axis smaller by a factor, broadcast
+        # (either side may hold the shared heads: the reference's or the attempt's expand/repeat)
+        if len(expected) != len(got):
+            return False
+        return any(sum(e != g for e, g in zip(perm, got)) == 1 and all(e % g == 0 or g % e == 0 for e, g in zip(perm, got))
+                   for perm in itertools.permutations(expected))
+    for perm in itertools.permutations(expected):
+        if _refines(perm, tuple(got)) or _refines(tuple(got), perm):
+            return True
+    return False
+
+
 def _shape_row(stage: str, expected: tuple, got: tuple | None, strict: bool = False) -> ShapeRow:
     if got is None:
         return ShapeRow(stage, tuple(expected), None)
-    equivalent = (not strict and math.prod(expected) == math.prod(got) and tuple(expected[-2:]) == tuple(got[-2:]))
-    return ShapeRow(stage, tuple(expected), tuple(got), equivalent=equivalent and tuple(got) != tuple(expected))
+    equivalent = not strict and tuple(got) != tuple(expected) and same_layout_family(tuple(expected), tuple(got))
+    return ShapeRow(stage, tuple(expected), tuple(got), equivalent=equivalent)
