@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.kinds.base import ContractError
-from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, OpWatch
+from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, graph_nodes
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -165,7 +165,6 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     config = ConfigReply(ci, mapping=built.mapping, by_name=built.by_name,
                          notes=[[n.kind, n.role, n.layer] for n in built.notes], zero_bias=list(built.zero_bias))
     cases = kind.cases(ci)
-    ops = OpWatch()
     for case in cases:
         _move(case, device)
         observer = Observer(*case.seq)
@@ -174,7 +173,7 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
                                                   for k, v in case.inputs.items()})
         try:
-            with guard.armed(), observer, ops, torch.no_grad():
+            with guard.armed(), observer, torch.no_grad():
                 outputs = kind.run(attempt, given)
             changed = [k for k, v in case.inputs.items() if isinstance(v, torch.Tensor) and not _same(given.inputs[k], v)]
             if changed:
@@ -190,8 +189,7 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         elif case.picture and ci == 0 and observer.obs.probs is not None:
             config.pictures[case.name] = encode_tensor(observer.obs.probs)
     if "gradients" in kind.probes:
-        config.grads, config.grad_values = _grads(kind, attempt, built, cases, guard, ops, path, full=ci == 0)
-    config.ops = sorted(ops.seen)
+        config.grads, config.grad_values, config.ops = _grads(kind, attempt, built, cases, guard, path, full=ci == 0)
     with guard.armed():
         config.extra = kind.child_extra(attempt)
     if device == "cpu" and "device" in kind.probes:
@@ -229,16 +227,18 @@ def _observed_case(cases):
     return next(c for c in cases if c.observe)
 
 
-def _grads(kind, attempt, built, cases, guard, ops, path: Path, full: bool) -> tuple[Probe, dict]:
+def _grads(kind, attempt, built, cases, guard, path: Path, full: bool) -> tuple[Probe, dict, list[str]]:
     """One case with gradients on: which leaves (parameters by their contract role, or the float
     inputs of functions) receive no gradient, and (``full``) the outputs and every gradient, which
     the grading process compares with the reference's. A backward that raises is the attempt's
-    error, with its line."""
+    error, with its line. Also the autograd graph's node names: what ran at the aten level."""
     case, leaves = kind.grad_leaves(attempt, _observed_case(cases), built)
+    nodes: list[str] = []
     try:
         torch.manual_seed(0)
-        with guard.armed(), ops:
+        with guard.armed():
             outputs = kind.run(attempt, case)
+            nodes = graph_nodes(list(outputs.values()))
             total = 0
             for name, out in outputs.items():
                 where = case.mask(name, tuple(out.shape)).to(out.device)
@@ -246,13 +246,13 @@ def _grads(kind, attempt, built, cases, guard, ops, path: Path, full: bool) -> t
             total.backward()
     except BaseException as exc:
         problem = describe(exc, path, "backward")
-        return Probe(False, "probe.backward_raised", problem.params), {}
+        return Probe(False, "probe.backward_raised", problem.params), {}, nodes
     missing = [n for n, p in leaves.items() if p.grad is None]
     values: dict = {}
     if full:
         values = {"outputs": {n: encode_tensor(o) for n, o in outputs.items()},
                   "grads": {n: encode_tensor(p.grad) for n, p in leaves.items() if p.grad is not None}}
-    return Probe(not missing, "", {}, missing), values
+    return Probe(not missing, "", {}, missing), values, nodes
 
 
 def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:

@@ -23,18 +23,15 @@ from attnprep.grader.tensors import ATOL, RTOL, decode_tensor
 from attnprep.grader.wire import ConfigReply, Reply
 
 LEAK_CHECKS = ("causality", "padding", "batch")
-# aten ops that only built-in attention runs, and the name the report gives them. SDPA's math path
-# is the one user of _safe_softmax (F.softmax runs _softmax).
-BUILTIN_OPS = {
-    "aten::scaled_dot_product_attention": "scaled_dot_product_attention",
-    "aten::_scaled_dot_product_flash_attention_for_cpu": "scaled_dot_product_attention (flash, CPU)",
-    "aten::_scaled_dot_product_flash_attention": "scaled_dot_product_attention (flash)",
-    "aten::_scaled_dot_product_efficient_attention": "scaled_dot_product_attention (efficient)",
-    "aten::_scaled_dot_product_cudnn_attention": "scaled_dot_product_attention (cuDNN)",
-    "aten::_safe_softmax": "scaled_dot_product_attention (math)",
-    "aten::_native_multi_head_attention": "nn.MultiheadAttention (_native_multi_head_attention)",
-    "aten::_flash_attention_forward": "flash attention kernel",
-    "aten::_efficient_attention_forward": "efficient attention kernel",
+# Autograd nodes that only built-in attention leaves in the graph, and the name the report gives
+# them. SDPA's math path is the one user of _safe_softmax (a hand-written F.softmax leaves
+# SoftmaxBackward0).
+BUILTIN_NODES = {
+    "ScaledDotProductFlashAttentionForCpuBackward0": "scaled_dot_product_attention (flash, CPU)",
+    "ScaledDotProductFlashAttentionBackward0": "scaled_dot_product_attention (flash)",
+    "ScaledDotProductEfficientAttentionBackward0": "scaled_dot_product_attention (efficient)",
+    "ScaledDotProductCudnnAttentionBackward0": "scaled_dot_product_attention (cuDNN)",
+    "SafeSoftmaxBackward0": "scaled_dot_product_attention (math)",
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
@@ -136,10 +133,11 @@ class Judge:
                       mapping_notes=notes, shapes=shapes, heatmap=heatmap, row_sums=row_sums, output_diff=diff)
 
     def _builtin_ops(self, reply: Reply) -> set[str]:
-        """Built-ins recognised by the aten ops that ran (a table here, out of the attempt's reach),
-        plus the ops the exercise forbids (``[grading] forbidden_ops``)."""
-        forbidden = dict(BUILTIN_OPS)
-        forbidden.update({op: op.removeprefix("aten::") for op in self.ex.grading.get("forbidden_ops", [])})
+        """Built-ins recognised by what ran, as the autograd graph of the case run with gradients
+        records it (a table here, out of the attempt's reach), plus the nodes the exercise forbids
+        (``[grading] forbidden_nodes``, e.g. ``SoftmaxBackward0`` where softmax is the exercise)."""
+        forbidden = dict(BUILTIN_NODES)
+        forbidden.update({n: n.removesuffix("Backward0") for n in self.ex.grading.get("forbidden_nodes", [])})
         seen = {op for c in reply.configs for op in c.ops}
         return {forbidden[op] for op in seen if op in forbidden}
 

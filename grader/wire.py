@@ -143,7 +143,7 @@ class ConfigReply:
     grads: Probe | None = None
     device: Probe | None = None
     extra: dict | None = None
-    ops: list = field(default_factory=list)  # names of the aten ops that ran
+    ops: list = field(default_factory=list)  # class names of the autograd graph's nodes (what ran)
     grad_values: dict = field(default_factory=dict)  # {"outputs": {name: enc}, "grads": {leaf: enc}}
     mutated: list = field(default_factory=list)  # [case, input name, …] where the attempt changed its inputs
 
