@@ -50,6 +50,12 @@ SPEC = {
         "objects": ("GroupedQueryAttention",),
         "constructor": "d_model, num_heads, num_kv_heads, dropout=0.0",
     },
+    "sliding_window": {
+        "kind": "attention_functions",
+        "objects": ("sliding_window_mask", "sliding_window_attention"),
+        "signatures": {"sliding_window_mask": "seq_len, window, device=None",
+                       "sliding_window_attention": "q, k, v, window, attention_mask=None"},
+    },
     "mla": {
         "kind": "attention_module",
         "objects": ("MultiHeadLatentAttention",),
@@ -70,7 +76,7 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
-    if exercise_id == "causal":
+    if exercise_id in ("causal", "sliding_window"):
         return {}
     d, h = a["d_model"], a["num_heads"]
     hd = d // h
@@ -104,6 +110,7 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
 # Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
 _MODULE = lambda ex: ex.contract.kind == "attention_module"  # noqa: E731
 _CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa: E731
+_WINDOWED = lambda ex: "window" in ex.grading.get("args", [])  # noqa: E731  (its own inverted-mask mistake)
 
 
 def _k_as_wide_as_v(ex) -> bool:
@@ -132,10 +139,14 @@ MISTAKE_APPLIES = {
     "masks_combined_or": lambda ex: True,  # any attempt that builds one combined mask
     "causal_masks_diagonal": lambda ex: True,
     "causal_leaks_next": lambda ex: True,
-    "causal_inverted": lambda ex: True,
+    "causal_inverted": lambda ex: not _WINDOWED(ex),
     "causal_ignored": lambda ex: True,
     "causal_flag_inverted": _MODULE,
-    "causal_mask_inverted": _CAUSAL_FUNCTIONS,
+    "causal_mask_inverted": lambda ex: _CAUSAL_FUNCTIONS(ex) and not _WINDOWED(ex),
+    "window_off_by_one": _WINDOWED,
+    "window_not_causal": _WINDOWED,
+    "window_ignored": _WINDOWED,
+    "window_mask_inverted": _WINDOWED,
     "output_proj_skipped": _MODULE,
     "dropout_in_eval": lambda ex: "dropout" in _arg_names(ex.contract.constructor),
     "fused_qkv_layout": lambda ex: ex.id == "mha_fused",
@@ -350,8 +361,8 @@ def test_contract_matches_spec(exercise_id):
         assert ex.contract.returns == "(B, T, d_model)"
     else:
         assert ex.contract.constructor == "" and ex.contract.params == ()
-        # the contract's forward is causal_attention's argument list
-        _same_signature(_args(ex.contract.forward), spec["signatures"]["causal_attention"], annotations=False)
+        # the contract's forward is the attention function's argument list
+        _same_signature(_args(ex.contract.forward), spec["signatures"][ex.contract.objects[1]], annotations=False)
         assert ex.contract.returns == "(B, H, T, D)"
 
 
@@ -449,7 +460,7 @@ def test_stub_signatures_match_the_contract(exercise_id):
         for name, signature in SPEC[exercise_id]["signatures"].items():
             assert isinstance(top[name], ast.FunctionDef)
             _same_signature(top[name].args, signature, annotations=False)
-        _same_signature(top["causal_attention"].args, ex.contract.forward, annotations=True)
+        _same_signature(top[ex.contract.objects[1]].args, ex.contract.forward, annotations=True)
 
 
 @pytest.mark.parametrize("exercise_id", MODULE_IDS)
