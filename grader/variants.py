@@ -42,7 +42,8 @@ def band(T, S, window, mistake="", device=None):
     diagonal = {"causal_masks_diagonal": -1, "causal_leaks_next": 1}.get(mistake, 0)
     allowed = torch.tril(ones, diagonal=diagonal)
     if window is not None and mistake != "window_ignored":
-        floor = window + 1 if mistake == "window_off_by_one" else window  # i - j <= window: window + 1 keys
+        # i - j <= window: window + 1 keys; ":short": i - j < window - 1, one key too few
+        floor = {"window_off_by_one": window + 1, "window_off_by_one:short": window - 1}.get(mistake, window)
         allowed = allowed & torch.triu(ones, diagonal=-(floor - 1))  # i - j < floor
     if mistake == "window_mask_inverted":
         allowed = ~allowed
