@@ -167,6 +167,7 @@ MISTAKE_APPLIES = {
     "scale_after_softmax": _SDPA,
     "bool_mask_inverted": _SDPA,
     "bool_mask_added": _SDPA,
+    "bool_mask_ignored": _SDPA,
     "float_mask_multiplied": _SDPA,
     "float_mask_as_bool": _SDPA,
     "float_mask_ignored": _SDPA,

@@ -55,14 +55,15 @@ def soft(x: torch.Tensor, dim: int, mistake: str = "") -> torch.Tensor:
     return e / e.sum(dim=dim, keepdim=True)
 
 
-def _parts(knob: str) -> tuple[str, str]:
-    """(the softmax function's mistake, the attention's) for one knob; a softmax mistake is made in
-    both unless its sub-variant says which: ``:function`` (the softmax alone) or ``:attention``
-    (an attention that computes its own softmax inline)."""
+def _parts(knob: str) -> tuple[str, str, str]:
+    """(the softmax function's mistake, the attention's softmax mistake, the attention's own mistake)
+    for one knob. A softmax mistake is made in both functions unless its sub-variant says which:
+    ``:function`` (the softmax alone) or ``:attention`` (an attention that computes its own softmax
+    inline)."""
     base, _, part = knob.partition(":")
     if base.startswith("softmax_") and base != "softmax_wrong_dim":
-        return (base if part != "attention" else "", base if part != "function" else "")
-    return "", knob
+        return (base if part != "attention" else "", base if part != "function" else "", "")
+    return "", "", knob
 
 
 def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf"), soft_mistake=""):
@@ -74,23 +75,32 @@ def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf
         factor = wrong_default.get(mistake, 1 / math.sqrt(E))
     else:
         factor = scale
+    if mistake == "scale_inverted:argument":
+        factor = 1 / (1 / math.sqrt(E) if scale is None else scale)  # scores / scale_factor
     after = mistake == "scale_after_softmax"
     scores = q @ k.transpose(-2, -1)  # (..., L, S)
     if not after:
         scores = scores * factor
     blocked = None  # where the scores are filled
+    zero = {"mask_fill_zero": ("causal", "mask"), "mask_fill_zero:causal": ("causal",),
+            "mask_fill_zero:attn_mask": ("mask",)}.get(mistake, ())  # filled with 0.0 instead of -inf
     ones = torch.ones(L, S, dtype=torch.bool, device=q.device)
     if (is_causal != (mistake == "causal_flag_inverted")) and mistake != "causal_ignored":
         if mistake == "causal_bottom_right":
             allowed = torch.tril(ones, diagonal=S - L)  # FlashAttention >= 2.1: the last query sees every key
         else:
             allowed = variants.band(L, S, None, mistake, q.device)  # tril of (L, S): top-left
-        blocked = ~allowed
+        if "causal" in zero:
+            scores = scores.masked_fill(~allowed, 0.0)
+        else:
+            blocked = ~allowed
     if attn_mask is not None and mistake != "attn_mask_ignored":
         if attn_mask.dtype == torch.bool:
             if mistake == "bool_mask_added":
                 scores = scores + attn_mask  # True adds 1.0, False adds 0.0: nothing is blocked
-            else:
+            elif "mask" in zero:
+                scores = scores.masked_fill(~attn_mask, 0.0)
+            elif mistake != "bool_mask_ignored":
                 keep = ~attn_mask if mistake == "bool_mask_inverted" else attn_mask
                 blocked = ~keep if blocked is None else blocked | ~keep
         elif mistake == "float_mask_multiplied":
@@ -100,8 +110,11 @@ def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf
         elif mistake != "float_mask_ignored":
             scores = scores + attn_mask
     if blocked is not None and mistake != "mask_after_softmax":
-        scores = scores.masked_fill(blocked, 0.0 if mistake == "mask_fill_zero" else fill)
-    probs = soft(scores, -2 if mistake == "softmax_wrong_dim" else -1, soft_mistake)
+        scores = scores.masked_fill(blocked, fill)
+    dim = -1
+    if mistake.partition(":")[0] == "softmax_wrong_dim":  # -2 (the queries), or the dim the sub-variant names
+        dim = int(mistake.partition(":")[2] or -2)
+    probs = soft(scores, dim, soft_mistake)
     if blocked is not None and mistake == "mask_after_softmax":
         probs = probs.masked_fill(blocked, 0.0)
     if after:
@@ -301,15 +314,14 @@ class SdpaFunctions:
         return list(self.exercise.grading.get("knobs", []))
 
     def variant(self, ci: int, zero_bias, knob: str, fill: float):
-        in_function, in_attention = _parts(knob)
+        in_function, in_attention, own = _parts(knob)
 
         def call(case: Case):
             i = case.inputs
             if "x" in i:
                 return {SOFTMAX_OUT: soft(i["x"], -1 if i["dim"] is None else i["dim"], in_function)}
             return {ATTENTION_OUT: attention(i["query"], i["key"], i["value"], i["attn_mask"], i["is_causal"], i["scale"],
-                                             "" if knob.startswith("softmax_") and knob != "softmax_wrong_dim" else knob,
-                                             fill, in_attention)}
+                                             own, fill, in_attention)}
 
         return call
 
