@@ -82,15 +82,15 @@ def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf
     if not after:
         scores = scores * factor
     blocked = None  # where the scores are filled
-    zero = {"mask_fill_zero": ("causal", "mask"), "mask_fill_zero:causal": ("causal",),
-            "mask_fill_zero:attn_mask": ("mask",)}.get(mistake, ())  # filled with 0.0 instead of -inf
+    zero = {"mask_fill_zero": ("is_causal", "attn_mask"), "mask_fill_zero:causal": ("is_causal",),
+            "mask_fill_zero:attn_mask": ("attn_mask",)}.get(mistake, ())  # filled with 0.0 instead of -inf
     ones = torch.ones(L, S, dtype=torch.bool, device=q.device)
     if (is_causal != (mistake == "causal_flag_inverted")) and mistake != "causal_ignored":
         if mistake == "causal_bottom_right":
             allowed = torch.tril(ones, diagonal=S - L)  # FlashAttention >= 2.1: the last query sees every key
         else:
             allowed = variants.band(L, S, None, mistake, q.device)  # tril of (L, S): top-left
-        if "causal" in zero:
+        if "is_causal" in zero:
             scores = scores.masked_fill(~allowed, 0.0)
         else:
             blocked = ~allowed
@@ -98,7 +98,7 @@ def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf
         if attn_mask.dtype == torch.bool:
             if mistake == "bool_mask_added":
                 scores = scores + attn_mask  # True adds 1.0, False adds 0.0: nothing is blocked
-            elif "mask" in zero:
+            elif "attn_mask" in zero:
                 scores = scores.masked_fill(~attn_mask, 0.0)
             elif mistake != "bool_mask_ignored":
                 keep = ~attn_mask if mistake == "bool_mask_inverted" else attn_mask
@@ -158,7 +158,7 @@ class SdpaFunctions:
 
     def cases(self, ci: int) -> list[Case]:
         c = self.configs[ci]
-        g = generator(self.seed, ci, "sdpa")
+        g = generator(self.seed, ci, "attention")
         B, L, S, E, Ev = c["batch"], c["L"], c["S"], c["E"], c["Ev"]
         lead = self._lead(c)
         four = bool(c["heads"])
