@@ -56,7 +56,7 @@ COMPARE_FLIPS = {
 }
 OP_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
            ast.Is: "is", ast.IsNot: "is not"}
-QKV = re.compile(r"^(q|k|v)(_.*)?$")
+QKV = re.compile(r"^(q|k|v|query|key|value)(_.*)?$")  # torch's SDPA names its arguments query, key, value
 
 
 # --- mutants -------------------------------------------------------------------------------------
@@ -436,10 +436,11 @@ def _edits(node: ast.AST, scope: Scope | None, parent: ast.AST):
 
 
 def _qkv_swaps(stmt: ast.stmt, value: ast.expr, scope: Scope):
-    """Swap two of q, k, v (also q_nope ↔ k_nope, self.q_proj ↔ self.k_proj) inside one expression."""
+    """Swap two of q, k, v (also q_nope ↔ k_nope, self.q_proj ↔ self.k_proj, query ↔ key) inside one
+    expression."""
     loaded = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
     attrs = {n.attr for n in ast.walk(value) if _is_self_attr(n)}
-    for a, b in (("q", "k"), ("q", "v"), ("k", "v")):
+    for a, b in (("q", "k"), ("q", "v"), ("k", "v"), ("query", "key"), ("query", "value"), ("key", "value")):
         for kind, pool, known in (("name", loaded, scope.names), ("attr", attrs, scope.attrs)):
             suffixes = {m.group(2) or "" for n in pool if (m := QKV.match(n)) and m.group(1) in (a, b)}
             for suffix in sorted(suffixes):

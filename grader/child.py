@@ -124,7 +124,7 @@ def run_attempt(path: Path, kind, device: str, channel) -> dict:
             namespace = load(path)
     except BaseException as exc:
         reply.problem = describe(exc, path, "import")
-        return _finish(reply, builtins, guard)
+        return _finish(reply, builtins, guard, kind)
     for ci in range(len(kind.configs)):
         stage = "__init__"
         try:
@@ -134,18 +134,18 @@ def run_attempt(path: Path, kind, device: str, channel) -> dict:
             config = _run_config(kind, ci, built, device, guard, builtins, path)
         except ContractError as exc:
             reply.problem = Problem("contract", exc.key, exc.params)
-            return _finish(reply, builtins, guard)
+            return _finish(reply, builtins, guard, kind)
         except BaseException as exc:
             reply.problem = describe(exc, path, stage, kind.config_params(ci))
             reply.problem_config = ci
-            return _finish(reply, builtins, guard)
+            return _finish(reply, builtins, guard, kind)
         reply.configs.append(config)
         if isinstance(config, _Failed):
             reply.configs[-1] = config.partial
             reply.problem = config.problem
             reply.problem_config = ci
-            return _finish(reply, builtins, guard)
-    return _finish(reply, builtins, guard)
+            return _finish(reply, builtins, guard, kind)
+    return _finish(reply, builtins, guard, kind)
 
 
 class _Failed:
@@ -153,7 +153,8 @@ class _Failed:
         self.partial, self.problem = partial, problem
 
 
-def _finish(reply: Reply, builtins: set, guard: Guard) -> dict:
+def _finish(reply: Reply, builtins: set, guard: Guard, kind=None) -> dict:
+    builtins.update(getattr(kind, "seen_builtins", ()))  # what the kind itself watches for (its exercise's forbidden ops)
     if guard.opened:
         builtins.add("attnprep's reference solution")
     reply.builtins = sorted(builtins)

@@ -59,8 +59,32 @@ def pick(table: dict, mistake: Slips, default=None):
 SUPERSEDED_BY = {"causal_inverted": "causal_mask_inverted"}
 
 
-def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf")):
-    """Scaled dot-product attention on (B, H, T, D) with the masking, scores and output mistakes as knobs."""
+def band(T, S, window, mistake="", device=None):
+    """(T, S) bool, True where query i may attend key j under a causal mask: j <= i, and with a
+    ``window`` also i - j < window (Mistral's sliding window: itself and window - 1 keys before
+    it); or what a mask mistake allows instead. No window: the plain causal mask."""
+    mistake = slips(mistake)
+    ones = torch.ones(T, S, dtype=torch.bool, device=device)
+    if mistake == "causal_inverted":
+        return torch.triu(ones)  # j >= i: the future and the diagonal
+    if mistake == "causal_inverted:strict":
+        return torch.triu(ones, diagonal=1)  # j > i: masked_fill(tril, ...)
+    if window is not None and mistake == "window_not_causal":
+        return torch.triu(torch.tril(ones, diagonal=window - 1), diagonal=-(window - 1))  # |i - j| < window
+    diagonal = pick({"causal_masks_diagonal": -1, "causal_leaks_next": 1}, mistake, 0)
+    allowed = torch.tril(ones, diagonal=diagonal)
+    if window is not None and mistake != "window_ignored":
+        # i - j <= window: window + 1 keys; ":short": i - j < window - 1, one key too few
+        floor = pick({"window_off_by_one": window + 1, "window_off_by_one:short": window - 1}, mistake, window)
+        allowed = allowed & torch.triu(ones, diagonal=-(floor - 1))  # i - j < floor
+    if mistake == "window_mask_inverted":
+        allowed = ~allowed
+    return allowed
+
+
+def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf"), window=None):
+    """Scaled dot-product attention on (B, H, T, D) with the masking, scores and output mistakes as
+    knobs; ``window``: the causal mask is a sliding window of that many keys (see :func:`band`)."""
     mistake = slips(mistake)
     T, S = q.shape[-2], k.shape[-2]
     if mistake == "scores_k_q_swapped":
@@ -72,13 +96,7 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
     ones = torch.ones(T, S, dtype=torch.bool, device=q.device)
     causal = ones  # True where the causal mask allows
     if is_causal and mistake != "causal_ignored":
-        if mistake == "causal_inverted":
-            causal = torch.triu(ones)  # j >= i: the future and the diagonal
-        elif mistake == "causal_inverted:strict":
-            causal = torch.triu(ones, diagonal=1)  # j > i: masked_fill(tril, ...)
-        else:
-            diagonal = pick({"causal_masks_diagonal": -1, "causal_leaks_next": 1}, mistake, 0)
-            causal = torch.tril(ones, diagonal=diagonal)
+        causal = band(T, S, window, mistake, q.device)
     real = ones[None, None]  # (1, 1, T, S): True where the padding mask allows
     if attention_mask is not None and mistake != "padding_mask_ignored":
         keep = ~attention_mask if mistake == "padding_mask_inverted" else attention_mask
@@ -89,7 +107,7 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
         allowed = causal[None, None] | real
     else:
         allowed = causal[None, None] & real  # (B, 1, T, S)
-    if mistake == "causal_inverted:padding" and is_causal:
+    if mistake in ("causal_inverted:padding", "window_mask_inverted:padding") and is_causal:
         allowed = ~allowed
     dim = -2 if mistake == "softmax_wrong_dim" else -1
     if mistake == "attn_times_k":
@@ -234,8 +252,9 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
     return out if mistake == "output_proj_skipped" else _linear(weights, "wo", out)
 
 
-def masked(q, k, v, attention_mask, mistake="", fill=float("-inf")):
-    """Causal attention on (B, H, T, D) with a key padding mask."""
+def masked(q, k, v, attention_mask, mistake="", fill=float("-inf"), window=None):
+    """Causal attention on (B, H, T, D) with a key padding mask; a sliding window of ``window``
+    keys when given."""
     mistake = slips(mistake)
     scale = head_scale(q.shape[-1], mistake)
-    return attend(q, k, v, attention_mask, True, scale, mistake, fill)
+    return attend(q, k, v, attention_mask, True, scale, mistake, fill, window)

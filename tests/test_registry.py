@@ -50,6 +50,19 @@ SPEC = {
         "objects": ("GroupedQueryAttention",),
         "constructor": "d_model, num_heads, num_kv_heads, dropout=0.0",
     },
+    "sliding_window": {
+        "kind": "attention_functions",
+        "objects": ("sliding_window_mask", "sliding_window_attention"),
+        "signatures": {"sliding_window_mask": "seq_len, window, device=None",
+                       "sliding_window_attention": "q, k, v, window, attention_mask=None"},
+    },
+    "sdpa": {
+        "kind": "sdpa_functions",
+        "objects": ("softmax", "scaled_dot_product_attention"),
+        "signatures": {"softmax": "x, dim=-1",
+                       "scaled_dot_product_attention": "query, key, value, attn_mask=None, is_causal=False, scale=None"},
+        "returns": "(..., L, Ev)",
+    },
     "mla": {
         "kind": "attention_module",
         "objects": ("MultiHeadLatentAttention",),
@@ -70,7 +83,7 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
-    if exercise_id == "causal":
+    if exercise_id in ("causal", "sliding_window", "sdpa"):
         return {}
     d, h = a["d_model"], a["num_heads"]
     hd = d // h
@@ -104,11 +117,16 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
 # Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
 _MODULE = lambda ex: ex.contract.kind == "attention_module"  # noqa: E731
 _CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa: E731
+_WINDOWED = lambda ex: "window" in ex.grading.get("args", [])  # noqa: E731  (its own inverted-mask mistake)
+_PADDING = lambda ex: "attention_mask" in ex.contract.forward  # noqa: E731  (a (B, T) key padding mask)
+_SDPA = lambda ex: ex.contract.kind == "sdpa_functions"  # noqa: E731  (torch's SDPA: attn_mask, scale, L != S)
 
 
 def _k_as_wide_as_v(ex) -> bool:
     """attn @ k computes a wrong output, rather than crashing, only if a key is as wide as a value in
     every graded config; in mla a key has nope + rope features and a value v_head_dim."""
+    if _SDPA(ex):
+        return all(c["E"] == c["Ev"] for c in ex.grading["configs"])
     if ex.id != "mla":
         return True
     return all(c["qk_nope_head_dim"] + c["qk_rope_head_dim"] == c["v_head_dim"] for c in ex.grading["configs"])
@@ -120,22 +138,41 @@ MISTAKE_APPLIES = {
     "scale_inverted": lambda ex: True,
     "scale_by_dim": lambda ex: True,
     "softmax_wrong_dim": lambda ex: True,
-    "scores_k_q_swapped": lambda ex: True,
+    "scores_k_q_swapped": lambda ex: not _SDPA(ex),  # with L != S, k @ q^T raises
     "attn_times_k": _k_as_wide_as_v,
     "split_heads_no_transpose": _MODULE,
     "merge_heads_no_transpose": _MODULE,
     "mask_after_softmax": lambda ex: True,
     "mask_fill_zero": lambda ex: True,
-    "padding_mask_inverted": lambda ex: True,
-    "padding_mask_ignored": lambda ex: True,
-    "padding_mask_on_queries": lambda ex: True,
-    "masks_combined_or": lambda ex: True,  # any attempt that builds one combined mask
+    "padding_mask_inverted": _PADDING,
+    "padding_mask_ignored": _PADDING,
+    "padding_mask_on_queries": _PADDING,
+    "masks_combined_or": _PADDING,  # any attempt that combines causal and padding masks in one
     "causal_masks_diagonal": lambda ex: True,
     "causal_leaks_next": lambda ex: True,
-    "causal_inverted": lambda ex: True,
+    "causal_inverted": lambda ex: not _WINDOWED(ex),
     "causal_ignored": lambda ex: True,
-    "causal_flag_inverted": _MODULE,
-    "causal_mask_inverted": _CAUSAL_FUNCTIONS,
+    "causal_flag_inverted": lambda ex: "is_causal" in ex.contract.forward,
+    "causal_mask_inverted": lambda ex: _CAUSAL_FUNCTIONS(ex) and not _WINDOWED(ex),
+    "window_off_by_one": _WINDOWED,
+    "window_not_causal": _WINDOWED,
+    "window_ignored": _WINDOWED,
+    "window_mask_inverted": _WINDOWED,
+    "softmax_unstable": _SDPA,
+    "softmax_dim_ignored": _SDPA,
+    "softmax_global_max": _SDPA,
+    "softmax_max_wrong_dim": _SDPA,
+    "scale_value_dim": _SDPA,
+    "scale_argument_ignored": _SDPA,
+    "scale_after_softmax": _SDPA,
+    "bool_mask_inverted": _SDPA,
+    "bool_mask_added": _SDPA,
+    "bool_mask_ignored": _SDPA,
+    "float_mask_multiplied": _SDPA,
+    "float_mask_as_bool": _SDPA,
+    "float_mask_ignored": _SDPA,
+    "attn_mask_ignored": _SDPA,
+    "causal_bottom_right": _SDPA,
     "output_proj_skipped": _MODULE,
     "dropout_in_eval": lambda ex: "dropout" in _arg_names(ex.contract.constructor),
     "fused_qkv_layout": lambda ex: ex.id == "mha_fused",
@@ -355,9 +392,9 @@ def test_contract_matches_spec(exercise_id):
         assert ex.contract.returns == "(B, T, d_model)"
     else:
         assert ex.contract.constructor == "" and ex.contract.params == ()
-        # the contract's forward is causal_attention's argument list
-        _same_signature(_args(ex.contract.forward), spec["signatures"]["causal_attention"], annotations=False)
-        assert ex.contract.returns == "(B, H, T, D)"
+        # the contract's forward is the attention function's argument list
+        _same_signature(_args(ex.contract.forward), spec["signatures"][ex.contract.objects[1]], annotations=False)
+        assert ex.contract.returns == spec.get("returns", "(B, H, T, D)")
 
 
 @pytest.mark.parametrize("exercise_id", MODULE_IDS)
@@ -427,7 +464,8 @@ def test_stub_renders_to_python_stating_the_contract(exercise_id):
     doc = ast.get_docstring(tree)
     assert doc and f"attnprep hint {exercise_id}" in doc and "scaled_dot_product_attention" in doc
     assert ex.contract.details.splitlines()[0] in doc
-    assert "True = real token" in doc
+    if "attention_mask" in ex.contract.forward:
+        assert "True = real token" in doc
     for p in ex.contract.params:
         assert f"self.{p.name} = " in doc, p.name
     imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
@@ -454,7 +492,7 @@ def test_stub_signatures_match_the_contract(exercise_id):
         for name, signature in SPEC[exercise_id]["signatures"].items():
             assert isinstance(top[name], ast.FunctionDef)
             _same_signature(top[name].args, signature, annotations=False)
-        _same_signature(top["causal_attention"].args, ex.contract.forward, annotations=True)
+        _same_signature(top[ex.contract.objects[1]].args, ex.contract.forward, annotations=True)
 
 
 @pytest.mark.parametrize("exercise_id", MODULE_IDS)

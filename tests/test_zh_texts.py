@@ -165,17 +165,25 @@ def _mistakes(name: str) -> list[dict]:
     return _load(HERE / name)["mistake"]
 
 
-def test_every_mistake_has_a_zh_entry_and_vice_versa():
-    en = [m["id"] for m in _mistakes("mistakes.toml")]
-    zh = [m["id"] for m in _mistakes("mistakes.zh.toml")]
-    assert len(zh) == len(set(zh)), "a mistake id appears twice in mistakes.zh.toml"
+# the shared catalogue and each exercise folder's own mistakes (exercises/<id>/mistakes.toml)
+MISTAKE_FILES = ["mistakes.toml"] + sorted(str(p.relative_to(HERE)) for p in HERE.glob("*/mistakes.toml"))
+
+
+@pytest.mark.parametrize("name", MISTAKE_FILES)
+def test_every_mistake_has_a_zh_entry_and_vice_versa(name):
+    zh_name = name.replace("mistakes.toml", "mistakes.zh.toml")
+    assert (HERE / zh_name).is_file(), f"exercises/{zh_name} is missing"
+    en = [m["id"] for m in _mistakes(name)]
+    zh = [m["id"] for m in _mistakes(zh_name)]
+    assert len(zh) == len(set(zh)), f"a mistake id appears twice in {zh_name}"
     assert sorted(zh) == sorted(en)
 
 
-def test_zh_mistakes_are_chinese_and_keep_the_code():
-    en = {m["id"]: m for m in _mistakes("mistakes.toml")}
+@pytest.mark.parametrize("name", MISTAKE_FILES)
+def test_zh_mistakes_are_chinese_and_keep_the_code(name):
+    en = {m["id"]: m for m in _mistakes(name)}
     found = []
-    for m in _mistakes("mistakes.zh.toml"):
+    for m in _mistakes(name.replace("mistakes.toml", "mistakes.zh.toml")):
         if set(m) != {"id", "title", "why", "fix"}:
             found.append(f"{m['id']}: keys {sorted(m)}")
             continue

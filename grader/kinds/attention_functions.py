@@ -1,10 +1,18 @@
 """Kind ``attention_functions``: a mask function and an attention function over ``(B, H, T, D)``.
 
-The contract's objects are ``[mask_function, attention_function]``: ``mask(T, device=None)``
-returns a bool ``(T, T)`` mask (``True`` = may attend) and ``attention(q, k, v, attention_mask)``
-applies it with a key padding mask and the ``1/sqrt(D)`` scale. The mask is the causal one
-(``j <= i``); the attention is always masked that way, so only the masked cases of the sequence
-set are graded.
+The contract's objects are ``[mask_function, attention_function]``: ``mask(T, *args, device=None)``
+returns a bool ``(T, T)`` mask (``True`` = may attend) and ``attention(q, k, v, *args,
+attention_mask)`` applies it with a key padding mask and the ``1/sqrt(D)`` scale. The mask is
+causal, ``j <= i``, narrowed to a sliding window, ``i - window < j``, when the exercise's calls
+take a ``window`` (see :func:`attnprep.grader.variants.band`); the attention is always masked that
+way, so only the masked cases of the sequence set are graded.
+
+Exercise data (``[grading]``): ``configs`` (``heads``, ``dim`` and the extra arguments' values);
+``args``, the extra arguments both functions take after ``seq_len`` / ``v`` (``["window"]``; none
+by default); ``mask_checks``, the extra arguments the mask function is checked with on its own
+(``[{ window = 1 }, …]``); ``mask_inverted``, the mistake named when the mask function returns the
+blocked positions; ``mask_named``, mask knobs named when the mask function returns their mask;
+``knobs``, the mistakes tried, in order.
 """
 
 from __future__ import annotations
@@ -23,8 +31,12 @@ from attnprep.grader.result import Check, Diagnosis, msg
 MASK_SIZES = (1, 4, 7)
 
 
-def _mask_reference(T: int) -> list[list[int]]:
-    return torch.tril(torch.ones(T, T, dtype=torch.int64)).tolist()
+def _mask_values(T: int, args: dict, mistake: str = "") -> list[list[int]]:
+    return variants.band(T, T, args.get("window"), mistake).long().tolist()
+
+
+def _key(T: int, args: dict) -> str:
+    return ":".join([str(T), *(f"{k}={v}" for k, v in sorted(args.items()))])
 
 
 class AttentionFunctions:
@@ -35,7 +47,12 @@ class AttentionFunctions:
         self.exercise = exercise
         self.seed = seed
         self.mask_name, self.attention_name = exercise.contract.objects
-        self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
+        grading = exercise.grading
+        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
+        self.arg_names: list[str] = list(grading.get("args", []))
+        self.mask_checks: list[dict] = [dict(a) for a in grading.get("mask_checks", [{}])]
+        self.mask_inverted: str = grading.get("mask_inverted", "")
+        self.mask_named: list[str] = list(grading.get("mask_named", []))
         self._solution = None
 
     def cases(self, ci: int) -> list[Case]:
@@ -46,13 +63,14 @@ class AttentionFunctions:
             if not s.is_causal:  # the attention is masked by definition: only those cases
                 continue
             inputs = {k: v.transpose(1, 2).contiguous() for k, v in s.tensors.items()}  # (B, H, T, D)
+            inputs.update({n: c[n] for n in self.arg_names})
             inputs["attention_mask"] = s.mask
             out.append(to_case(s, inputs, lambda positions: {"out": rows(positions, 2, 4)}))
         return out
 
     def config_params(self, ci: int) -> dict[str, Any]:
         c = self.configs[ci]
-        return {"heads": c["heads"], "dim": c["dim"]}
+        return {"heads": c["heads"], "dim": c["dim"], **{n: c[n] for n in self.arg_names}}
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         B, T = case.queries.shape
@@ -65,7 +83,8 @@ class AttentionFunctions:
 
     def call(self, functions, case: Case):
         i = case.inputs  # the child compares them before and after: a change in place is named
-        return functions[self.attention_name](i["q"], i["k"], i["v"], i["attention_mask"])
+        args = [i[n] for n in self.arg_names]
+        return functions[self.attention_name](i["q"], i["k"], i["v"], *args, i["attention_mask"])
 
     # --- child --------------------------------------------------------------------------------
 
@@ -103,16 +122,17 @@ class AttentionFunctions:
 
         mask_fn = attempt[self.mask_name]
         out: dict[str, Any] = {}
-        for T in MASK_SIZES:
-            m = mask_fn(T)
-            is_tensor = isinstance(m, torch.Tensor)
-            out[str(T)] = {"type": type(m).__name__, "shape": list(m.shape) if is_tensor else [],
-                           "dtype": str(m.dtype) if is_tensor else "",
-                           "values": m.int().tolist() if is_tensor else None}
+        for args in self.mask_checks:
+            for T in MASK_SIZES:
+                m = mask_fn(T, *(args[n] for n in self.arg_names))
+                is_tensor = isinstance(m, torch.Tensor)
+                out[_key(T, args)] = {"type": type(m).__name__, "shape": list(m.shape) if is_tensor else [],
+                                      "dtype": str(m.dtype) if is_tensor else "",
+                                      "values": m.int().tolist() if is_tensor else None}
         device = torch.device("cpu")
         tracker = DeviceTracker([], "", devices=[device])
         with tracker:
-            m = mask_fn(5, device=device)
+            m = mask_fn(5, *(self.mask_checks[0][n] for n in self.arg_names), device=device)
         out["device_ok"] = isinstance(m, torch.Tensor) and id(m) in tracker.on_device
         return out
 
@@ -137,45 +157,79 @@ class AttentionFunctions:
     def variant(self, ci: int, zero_bias, knob: str, fill: float):
         def call(case: Case):
             i = case.inputs
-            return {"out": variants.masked(i["q"], i["k"], i["v"], i["attention_mask"], knob, fill)}
+            return {"out": variants.masked(i["q"], i["k"], i["v"], i["attention_mask"], knob, fill, i.get("window"))}
 
         return call
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         T = case.queries.shape[1]
-        allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        allowed = variants.band(T, T, case.inputs.get("window"))
         mask = case.inputs["attention_mask"]
         if mask is not None:
             allowed = allowed & mask[sample][None, :]
         return allowed
 
+    def _call_text(self, T: int, args: dict) -> str:
+        return f"{self.mask_name}({', '.join(str(v) for v in [T, *(args[n] for n in self.arg_names)])})"
+
     def extra_checks(self, extra: dict) -> list[Check]:
         name = self.mask_name
+        windowed = bool(self.arg_names)  # the messages of a plain causal mask name it by T alone
         problem = None
-        for T in MASK_SIZES:
-            got = extra.get(str(T)) or {}
-            if got.get("type") != "Tensor" or got.get("shape") != [T, T]:
-                problem = msg("mask.wrong_type", name=name, T=T, type=got.get("type"), shape=str(tuple(got.get("shape") or ())))
-            elif got.get("dtype") != "torch.bool":
-                problem = msg("mask.wrong_dtype", name=name, T=T, dtype=got.get("dtype"))
-            elif got.get("values") != _mask_reference(T):
-                problem = msg("mask.wrong_values", name=name, T=T)
+        for args in self.mask_checks:
+            for T in MASK_SIZES:
+                got = extra.get(_key(T, args)) or {}
+                call = self._call_text(T, args)
+                if got.get("type") != "Tensor" or got.get("shape") != [T, T]:
+                    problem = (msg("attention_functions.wrong_type", call=call, T=T, type=got.get("type"),
+                                   shape=str(tuple(got.get("shape") or ()))) if windowed else
+                               msg("mask.wrong_type", name=name, T=T, type=got.get("type"), shape=str(tuple(got.get("shape") or ()))))
+                elif got.get("dtype") != "torch.bool":
+                    problem = (msg("attention_functions.wrong_dtype", call=call, dtype=got.get("dtype")) if windowed else
+                               msg("mask.wrong_dtype", name=name, T=T, dtype=got.get("dtype")))
+                elif got.get("values") != _mask_values(T, args):
+                    problem = (msg("attention_functions.wrong_values", call=call, **args) if windowed else
+                               msg("mask.wrong_values", name=name, T=T))
+                if problem:
+                    break
             if problem:
                 break
         device_ok = bool(extra.get("device_ok"))
+        ok = msg("attention_functions.ok", name=name) if windowed else msg("mask.ok", name=name)
         return [
-            Check("mask_function", problem is None, problem or msg("mask.ok", name=name)),
+            Check("mask_function", problem is None, problem or ok),
             Check("mask_device", device_ok, msg("mask.device_ok" if device_ok else "mask.device_ignored", name=name)),
         ]
 
+    def _mask_is(self, extra: dict, mistake: str, inverted: bool = False) -> bool:
+        """The mask function returns, for every checked size and argument, the mask of ``mistake``
+        (or the complement of the right one)."""
+        for args in self.mask_checks:
+            for T in MASK_SIZES:
+                values = (extra.get(_key(T, args)) or {}).get("values")
+                want = _mask_values(T, args, mistake)
+                if inverted:
+                    want = [[1 - v for v in row] for row in want]
+                if values != want:
+                    return False
+        return True
+
     def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
-        T = max(MASK_SIZES)
-        got = extra.get(str(T)) or {}
+        T, args = max(MASK_SIZES), self.mask_checks[-1]
+        got = extra.get(_key(T, args)) or {}
+        call = self._call_text(T, args)
         found = []
-        if got.get("values") == torch.triu(torch.ones(T, T, dtype=torch.int64), diagonal=1).tolist():
-            found.append(Diagnosis("causal_mask_inverted", (msg("evidence.mask_inverted", name=self.mask_name, T=T),)))
-        elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("values") == _mask_reference(T):
+        if self.mask_inverted and T > 1 and self._mask_is(extra, "", inverted=True):
+            evidence = (msg("attention_functions.evidence_inverted", call=call) if self.arg_names else
+                        msg("evidence.mask_inverted", name=self.mask_name, T=T))
+            found.append(Diagnosis(self.mask_inverted, (evidence,)))
+        elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("values") == _mask_values(T, args):
             found.append(Diagnosis("mask_dtype", (msg("evidence.mask_dtype", name=self.mask_name, dtype=got.get("dtype")),)))
+        else:
+            for knob in self.mask_named:
+                if self._mask_is(extra, knob):
+                    found.append(Diagnosis(knob.split(":")[0], (msg("attention_functions.evidence_mask", call=call),)))
+                    break
         return found
 
 

@@ -1,0 +1,349 @@
+"""Kind ``sdpa_functions``: a hand-written ``softmax(x, dim=-1)`` and a functional scaled dot-product
+attention with torch's semantics, ``sdpa(query, key, value, attn_mask=None, is_causal=False,
+scale=None)``.
+
+Two kinds of case: the softmax alone (output ``probs``) on inputs of several ranks and dims, with
+ordinary magnitudes, magnitudes up to 1e4 (a naive ``exp`` overflows or underflows), and ``-inf``
+entries (rows that are all ``-inf`` are not graded); and the attention (output ``out``) on 3-D or
+4-D inputs with L != S and Ev != E: plain, an explicit ``scale``, ``is_causal`` (top-left, as torch),
+bool and float masks broadcast from ``(L, S)``, from the keys alone (``(B, 1, 1, S)``) or given in
+full, and a case whose scores are large (exact in float32, so any order of computing them gives the
+same numbers) where a softmax without the max subtraction overflows. Perturbations: later keys
+under ``is_causal``, masked keys, a sample out of its batch.
+
+The built-ins the exercise forbids are recognised by the aten ops that run (:mod:`..forbidden`).
+
+Exercise data (``[grading]``): ``configs`` (``batch``, ``heads`` (0: 3-D inputs), ``L``, ``S``,
+``E``, ``Ev``); ``scale``, the explicit scale of one case; ``softmax``, the softmax cases (``shape``,
+``dim`` (absent: called without it), ``magnitude``, ``offset``, ``neg_inf``, the share of ``-inf``
+entries); ``forbidden``, aten op -> name; ``knobs``, the mistakes tried, in order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any
+
+import torch
+
+from attnprep.grader import variants
+from attnprep.grader.cases import Case, generator
+from attnprep.grader.forbidden import ForbiddenOps
+from attnprep.grader.kinds.base import Built, ContractError, first
+
+SOFTMAX_OUT, ATTENTION_OUT = "probs", "out"
+
+
+# --- the reference's functional twin, with the mistakes as knobs ------------------------------
+
+
+def soft(x: torch.Tensor, dim: int, mistake: str = "") -> torch.Tensor:
+    """softmax along ``dim`` as the attempt's own softmax computes it, with exactly ``mistake``."""
+    if mistake == "softmax_dim_ignored":
+        dim = -1
+    if mistake == "softmax_unstable":
+        e = torch.exp(x)  # overflows above ~88.7, all 0 below ~-103: inf / inf and 0 / 0 are NaN
+        return e / e.sum(dim=dim, keepdim=True)
+    if mistake == "softmax_global_max":
+        shift = x.max()  # one number for the whole tensor: rows far below it underflow to 0 / 0
+    elif mistake == "softmax_max_wrong_dim":
+        shift = x.amax(dim=-1, keepdim=True)  # varies along dim unless dim is the last
+    else:
+        shift = x.amax(dim=dim, keepdim=True)
+    e = torch.exp(x - shift)
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+def _parts(knob: str) -> tuple[str, str, str]:
+    """(the softmax function's mistake, the attention's softmax mistake, the attention's own mistake)
+    for one knob. A softmax mistake is made in both functions unless its sub-variant says which:
+    ``:function`` (the softmax alone) or ``:attention`` (an attention that computes its own softmax
+    inline)."""
+    base, _, part = knob.partition(":")
+    if base.startswith("softmax_") and base != "softmax_wrong_dim":
+        return (base if part != "attention" else "", base if part != "function" else "", "")
+    return "", "", knob
+
+
+def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf"), soft_mistake=""):
+    """torch's scaled_dot_product_attention without dropout, with one masking or scaling mistake."""
+    L, S, E, Ev = q.size(-2), k.size(-2), q.size(-1), v.size(-1)
+    wrong_default = {"missing_scale": 1.0, "missing_scale:default": 1.0, "scale_inverted": math.sqrt(E),
+                     "scale_by_dim": 1 / E, "scale_value_dim": 1 / math.sqrt(Ev)}
+    if scale is None or mistake in ("missing_scale", "scale_argument_ignored"):
+        factor = wrong_default.get(mistake, 1 / math.sqrt(E))
+    else:
+        factor = scale
+    if mistake == "scale_inverted:argument":
+        factor = 1 / (1 / math.sqrt(E) if scale is None else scale)  # scores / scale_factor
+    after = mistake == "scale_after_softmax"
+    scores = q @ k.transpose(-2, -1)  # (..., L, S)
+    if not after:
+        scores = scores * factor
+    blocked = None  # where the scores are filled
+    zero = {"mask_fill_zero": ("is_causal", "attn_mask"), "mask_fill_zero:causal": ("is_causal",),
+            "mask_fill_zero:attn_mask": ("attn_mask",)}.get(mistake, ())  # filled with 0.0 instead of -inf
+    ones = torch.ones(L, S, dtype=torch.bool, device=q.device)
+    if (is_causal != (mistake == "causal_flag_inverted")) and mistake != "causal_ignored":
+        if mistake == "causal_bottom_right":
+            allowed = torch.tril(ones, diagonal=S - L)  # FlashAttention >= 2.1: the last query sees every key
+        else:
+            allowed = variants.band(L, S, None, mistake, q.device)  # tril of (L, S): top-left
+        if "is_causal" in zero:
+            scores = scores.masked_fill(~allowed, 0.0)
+        else:
+            blocked = ~allowed
+    if attn_mask is not None and mistake != "attn_mask_ignored":
+        if attn_mask.dtype == torch.bool:
+            if mistake == "bool_mask_added":
+                scores = scores + attn_mask  # True adds 1.0, False adds 0.0: nothing is blocked
+            elif "attn_mask" in zero:
+                scores = scores.masked_fill(~attn_mask, 0.0)
+            elif mistake != "bool_mask_ignored":
+                keep = ~attn_mask if mistake == "bool_mask_inverted" else attn_mask
+                blocked = ~keep if blocked is None else blocked | ~keep
+        elif mistake == "float_mask_multiplied":
+            scores = scores * attn_mask
+        elif mistake == "float_mask_as_bool":
+            blocked = attn_mask == 0  # the Annotated Transformer's mask == 0, meant for 0/1 masks
+        elif mistake != "float_mask_ignored":
+            scores = scores + attn_mask
+    if blocked is not None and mistake != "mask_after_softmax":
+        scores = scores.masked_fill(blocked, fill)
+    dim = -1
+    if mistake.partition(":")[0] == "softmax_wrong_dim":  # -2 (the queries), or the dim the sub-variant names
+        dim = int(mistake.partition(":")[2] or -2)
+    probs = soft(scores, dim, soft_mistake)
+    if blocked is not None and mistake == "mask_after_softmax":
+        probs = probs.masked_fill(blocked, 0.0)
+    if after:
+        probs = probs * factor
+    return probs @ v  # (..., L, Ev)
+
+
+# --- the kind ---------------------------------------------------------------------------------
+
+
+def _rows_with_a_true(m: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """``m`` (bool, last dim the keys) with one random True added to every row that has none."""
+    flat = m.reshape(-1, m.shape[-1]).clone()
+    empty = ~flat.any(-1)
+    picks = torch.randint(0, m.shape[-1], (flat.shape[0],), generator=g)
+    flat[empty, picks[empty]] = True
+    return flat.reshape(m.shape)
+
+
+class SdpaFunctions:
+    probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
+    token_axis = 2
+
+    def __init__(self, exercise, seed: int):
+        self.exercise = exercise
+        self.seed = seed
+        self.softmax_name, self.attention_name = exercise.contract.objects
+        grading = exercise.grading
+        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
+        self.scale = float(grading.get("scale", 0.37))
+        self.softmax_cases: list[dict] = [dict(c) for c in grading.get("softmax", [])]
+        self.forbidden: dict[str, str] = dict(grading.get("forbidden", {}))
+        self.seen_builtins: set[str] = set()  # filled in the child while the attempt runs
+        self._solution = None
+
+    # --- cases --------------------------------------------------------------------------------
+
+    def _lead(self, c: dict, B: int | None = None) -> tuple[int, ...]:
+        B = c["batch"] if B is None else B
+        return (B, c["heads"]) if c["heads"] else (B,)
+
+    def cases(self, ci: int) -> list[Case]:
+        c = self.configs[ci]
+        g = generator(self.seed, ci, "attention")
+        B, L, S, E, Ev = c["batch"], c["L"], c["S"], c["E"], c["Ev"]
+        lead = self._lead(c)
+        four = bool(c["heads"])
+
+        def draw(lead=lead) -> dict[str, torch.Tensor]:
+            return {"query": torch.randn(*lead, L, E, generator=g), "key": torch.randn(*lead, S, E, generator=g),
+                    "value": torch.randn(*lead, S, Ev, generator=g)}
+
+        def key_shape(m):  # a (B, S) key mask as (B, 1, 1, S) or (B, 1, S)
+            return m[:, None, None, :] if four else m[:, None, :]
+
+        every = torch.ones(B, L, dtype=torch.bool)
+        out: list[Case] = []
+
+        def case(name, tensors, mask=None, causal=False, scale=None, queries=every, **extra):
+            inputs = {**tensors, "attn_mask": mask, "is_causal": causal, "scale": scale}
+            graded = {ATTENTION_OUT: self._rows(queries, four)}
+            unchanged = extra.pop("unchanged", None)
+            out.append(Case(name, inputs, queries, (L, S), graded,
+                            unchanged=None if unchanged is None else {ATTENTION_OUT: self._rows(unchanged, four)}, **extra))
+
+        main = draw()
+        first_ci = ci == 0
+        case("plain", main)
+        case(f"scale={self.scale:g}", main, scale=self.scale)
+        case("is_causal", main, causal=True, observe=True, picture=first_ci)  # every config: gradients, device
+        bool_ls = _rows_with_a_true(torch.rand(L, S, generator=g) < 0.5, g)
+        case("bool mask (L, S)", main, bool_ls, picture=first_ci)
+        keys = _rows_with_a_true(torch.rand(B, S, generator=g) < 0.6, g)
+        keyed = draw()
+        case("bool key mask", keyed, key_shape(keys))
+        full = torch.randn(*lead, L, S, generator=g) * 2
+        full = full.masked_fill(~_rows_with_a_true(torch.rand(*lead, L, S, generator=g) < 0.7, g), float("-inf"))
+        case("float mask (full)", main, full, picture=first_ci)
+        additive = torch.zeros(B, S).masked_fill(~keys, torch.finfo(torch.float32).min)  # Hugging Face's 0 / min
+        case("additive key mask", keyed, key_shape(additive))
+        if E in (1, 4, 16, 64):  # 1/sqrt(E) is a power of two: the scores are exact however computed
+            big = {"query": torch.randint(-3, 4, (*lead, L, E), generator=g).float() * 8,
+                   "key": torch.randint(-3, 4, (*lead, S, E), generator=g).float() * 8,
+                   "value": torch.randn(*lead, S, Ev, generator=g)}
+            case("large scores", big)
+        # perturbations
+        cut = max(1, min(L, S) // 2)
+        later = draw()
+        changed = {n: main[n] if n == "query" else torch.cat([main[n][..., :cut, :], later[n][..., cut:, :]], dim=-2)
+                   for n in main}
+        early = torch.arange(L)[None, :].expand(B, L) < cut
+        case("is_causal, later keys changed", changed, causal=True, base="is_causal", unchanged=early, check="causality")
+        fresh = draw()
+        hidden = key_shape(~keys)[..., 0, :, None] if four else (~keys)[:, :, None]  # (B, [1,] S, 1)
+        moved = {n: keyed[n] if n == "query" else torch.where(hidden, fresh[n], keyed[n]) for n in keyed}
+        case("bool key mask, masked keys changed", moved, key_shape(keys), base="bool key mask", unchanged=every,
+             check="padding")
+        case("additive key mask, masked keys changed", moved, key_shape(additive), base="additive key mask",
+             unchanged=every, check="padding")
+        if B > 1:
+            alone = {n: t[1:2].clone() for n, t in main.items()}
+            case("sample 2 alone", alone, queries=every[1:2], base="plain", unchanged=every[1:2], base_rows=(1, 2),
+                 check="batch")
+        if ci == 0:
+            out += self._softmax_cases()
+        return out
+
+    @staticmethod
+    def _rows(queries: torch.Tensor, four: bool) -> torch.Tensor:
+        B, L = queries.shape
+        return queries.reshape(B, 1, L, 1) if four else queries.reshape(B, L, 1)
+
+    def _softmax_cases(self) -> list[Case]:
+        g = generator(self.seed, 0, "softmax")
+        out = []
+        for spec in self.softmax_cases:
+            shape = tuple(spec["shape"])
+            x = torch.randn(*shape, generator=g) * float(spec.get("magnitude", 1.0)) + float(spec.get("offset", 0.0))
+            share = float(spec.get("neg_inf", 0.0))
+            if share:
+                x = x.masked_fill(torch.rand(*shape, generator=g) < share, float("-inf"))
+            dim = spec.get("dim")
+            along = -1 if dim is None else dim
+            graded = torch.isfinite(x).any(dim=along, keepdim=True).expand(shape)  # an all -inf row is NaN in torch
+            label = "default dim" if dim is None else f"dim={dim}"
+            name = f"softmax {tuple(shape)} {label}" + (f" ×{spec['magnitude']:g}" if "magnitude" in spec else "") + \
+                (f" {spec['offset']:+g}" if "offset" in spec else "") + (" with -inf" if share else "")
+            out.append(Case(name, {"x": x, "dim": dim}, torch.ones(1, 1, dtype=torch.bool), (1, 1), {SOFTMAX_OUT: graded}))
+        return out
+
+    def config_params(self, ci: int) -> dict[str, Any]:
+        c = self.configs[ci]
+        shape = "(B, H, L, E)" if c["heads"] else "(B, L, E)"
+        return {"inputs": shape, **{k: c[k] for k in ("batch", "heads", "L", "S", "E", "Ev") if k != "heads" or c["heads"]}}
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        if "x" in case.inputs:
+            return {SOFTMAX_OUT: tuple(case.inputs["x"].shape)}
+        c = self.configs[ci]
+        return {ATTENTION_OUT: (*self._lead(c, case.queries.shape[0]), c["L"], c["Ev"])}
+
+    def call(self, functions, case: Case) -> dict[str, Any]:
+        i = case.inputs
+        if "x" in i:
+            fn = functions[self.softmax_name]
+            got = fn(i["x"].clone()) if i["dim"] is None else fn(i["x"].clone(), dim=i["dim"])
+            return {SOFTMAX_OUT: first(got)}
+        mask = None if i["attn_mask"] is None else i["attn_mask"].clone()
+        got = functions[self.attention_name](i["query"].clone(), i["key"].clone(), i["value"].clone(), attn_mask=mask,
+                                             is_causal=i["is_causal"], scale=i["scale"])
+        return {ATTENTION_OUT: first(got)}
+
+    # --- child --------------------------------------------------------------------------------
+
+    def build(self, namespace: dict, ci: int, channel) -> Built:
+        objects = self.exercise.contract.objects
+        missing = [n for n in objects if not callable(namespace.get(n))]
+        if missing:
+            raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
+                                signature=self.exercise.contract.forward)
+        return Built({n: namespace[n] for n in objects})
+
+    def run(self, attempt, case: Case) -> dict[str, Any]:
+        with ForbiddenOps(self.forbidden, self.seen_builtins):
+            return self.call(attempt, case)
+
+    def grad_leaves(self, attempt, case: Case):
+        inputs = dict(case.inputs)
+        leaves = {}
+        for k in ("query", "key", "value"):
+            inputs[k] = leaves[k] = inputs[k].detach().clone().requires_grad_(True)
+        case.inputs = inputs
+        return case, leaves
+
+    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
+        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
+
+    def child_extra(self, attempt) -> dict | None:
+        return None
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self):
+        if self._solution is None:
+            module = importlib.import_module(self.exercise.solution_module)
+            self._solution = {n: getattr(module, n) for n in self.exercise.contract.objects}
+        return self._solution
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        functions = self.solution()
+        return lambda case: self.call(functions, case)
+
+    def answer(self, question: dict) -> dict:
+        return {}
+
+    def knobs(self) -> list[str]:
+        return list(self.exercise.grading.get("knobs", []))
+
+    def variant(self, ci: int, zero_bias, knob: str, fill: float):
+        in_function, in_attention, own = _parts(knob)
+
+        def call(case: Case):
+            i = case.inputs
+            if "x" in i:
+                return {SOFTMAX_OUT: soft(i["x"], -1 if i["dim"] is None else i["dim"], in_function)}
+            return {ATTENTION_OUT: attention(i["query"], i["key"], i["value"], i["attn_mask"], i["is_causal"], i["scale"],
+                                             own, fill, in_attention)}
+
+        return call
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        i = case.inputs
+        L, S = case.seq
+        allowed = torch.ones(L, S, dtype=torch.bool)
+        if i.get("is_causal"):
+            allowed = torch.tril(allowed)
+        mask = i.get("attn_mask")
+        if mask is not None:
+            m = torch.broadcast_to(mask, (*i["query"].shape[:-2], L, S))[sample]
+            while m.dim() > 2:
+                m = m[0]
+            allowed = allowed & (m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2)
+        return allowed
+
+    def extra_checks(self, extra: dict) -> list:
+        return []
+
+    def extra_diagnoses(self, extra: dict) -> list:
+        return []
+
+
+KIND = SdpaFunctions

@@ -1,0 +1,23 @@
+# attnprep: sdpa
+# expect: used_builtin
+# diagnosis: used_builtin
+"""The attention is by hand, but softmax is torch's: the point of the exercise is the max subtraction."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def softmax(x, dim=-1):
+    return F.softmax(x, dim=dim)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
+    L, S = query.size(-2), key.size(-2)
+    scores = query @ key.transpose(-2, -1) * (1 / math.sqrt(query.size(-1)) if scale is None else scale)
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool, device=query.device).tril(), float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    return softmax(scores) @ value

@@ -1,0 +1,111 @@
+"""sliding_window: the reference against torch and a loop, the band and its mistaken masks, and
+what the grader's cases cover (windows 1, 2, 3 and >= T on sequences long enough to matter)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnprep import exercises
+from attnprep.grader import variants
+from attnprep.grader.cases import MAIN_T
+from attnprep.grader.kinds import kind_for
+from attnprep.solutions.sliding_window import sliding_window_attention, sliding_window_mask
+
+EX = exercises.get("sliding_window")
+
+
+def loop_mask(T: int, window: int) -> torch.Tensor:
+    return torch.tensor([[i - window < j <= i for j in range(T)] for i in range(T)])
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("window", [1, 2, 3, 4, 7, 20])
+def test_mask_is_the_band_written_as_a_loop(T, window):
+    m = sliding_window_mask(T, window)
+    assert m.dtype == torch.bool and m.shape == (T, T)
+    assert torch.equal(m, loop_mask(T, window))
+    assert torch.equal(m.sum(-1), torch.clamp(torch.arange(T) + 1, max=window))  # window keys, fewer at the start
+    assert torch.equal(variants.band(T, T, window), m)
+
+
+def test_a_window_as_long_as_the_sequence_is_the_causal_mask():
+    for T in (1, 4, 9):
+        causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        assert torch.equal(sliding_window_mask(T, T), causal)
+        assert torch.equal(sliding_window_mask(T, T + 5), causal)
+        assert torch.equal(variants.band(T, T, None), causal)
+
+
+@pytest.mark.parametrize(("B", "H", "T", "D"), [(1, 1, 1, 4), (2, 3, 7, 5), (3, 2, 12, 8), (1, 4, 9, 3)])
+@pytest.mark.parametrize("window", [1, 2, 3, 5, 16])
+@pytest.mark.parametrize("padded", [False, True])
+def test_reference_equals_torch_sdpa_with_the_band(B, H, T, D, window, padded):
+    g = torch.Generator().manual_seed(B * 100 + T * 10 + window)
+    q, k, v = (torch.randn(B, H, T, D, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = None
+    allowed = loop_mask(T, window)[None, None]
+    if padded:
+        lengths = torch.randint(1, T + 1, (B,), generator=g)
+        starts = T - lengths  # left padding: every real query still sees itself
+        mask = torch.arange(T)[None, :] >= starts[:, None]
+        allowed = allowed & mask[:, None, None, :]
+    got = sliding_window_attention(q, k, v, window, mask)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    rows = torch.ones(B, T, dtype=torch.bool) if mask is None else mask
+    torch.testing.assert_close(got[rows[:, None, :].expand(B, H, T)], want[rows[:, None, :].expand(B, H, T)])
+
+
+def test_mistaken_bands():
+    T, w = 7, 3
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    assert torch.equal(variants.band(T, T, w, "window_off_by_one"), (j <= i) & (i - j <= w))
+    assert torch.equal(variants.band(T, T, w, "window_not_causal"), (i - j).abs() < w)
+    assert torch.equal(variants.band(T, T, w, "window_ignored"), j <= i)
+    assert torch.equal(variants.band(T, T, w, "window_mask_inverted"), ~((j <= i) & (i - j < w)))
+    assert torch.equal(variants.band(T, T, w, "causal_masks_diagonal"), (j < i) & (i - j < w))
+    assert torch.equal(variants.band(T, T, w, "causal_leaks_next"), (j <= i + 1) & (i - j < w))
+
+
+def test_graded_windows_matter_and_include_the_causal_limit():
+    kind = kind_for(EX)
+    windows = [c["window"] for c in kind.configs]
+    assert {1, 2, 3} <= set(windows) and any(w >= MAIN_T for w in windows)
+    assert {c["window"] for c in EX.grading["mask_checks"]} >= {1, 2, 3} and max(c["window"] for c in EX.grading["mask_checks"]) >= MAIN_T
+    for ci, config in enumerate(kind.configs):
+        cases = kind.cases(ci)
+        assert all(case.inputs["window"] == config["window"] for case in cases)
+        longest = max(case.queries.shape[1] for case in cases)
+        assert longest == MAIN_T
+        if config["window"] < MAIN_T:  # some query has more keys before it than the window holds
+            assert not torch.equal(kind.allowed(cases[0], 0), torch.tril(torch.ones(MAIN_T, MAIN_T, dtype=torch.bool)))
+
+
+def test_every_window_knob_differs_from_the_reference_in_some_config():
+    kind = kind_for(EX)
+    for knob in ("window_off_by_one", "window_not_causal", "window_ignored", "window_mask_inverted"):
+        differs = []
+        for ci in range(len(kind.configs)):
+            call, ref = kind.variant(ci, frozenset(), knob, float("-inf")), kind.reference(ci)
+            case = next(c for c in kind.cases(ci) if c.name == "plain+causal")
+            differs.append(not torch.allclose(call(case)["out"], ref(case)["out"], equal_nan=False))
+        assert any(differs), knob
+        # the window >= T config cannot tell a window mistake from the reference, except inversion
+        big = next(ci for ci, c in enumerate(kind.configs) if c["window"] >= MAIN_T)
+        assert differs[big] == (knob in ("window_not_causal", "window_mask_inverted")), knob
+
+
+def test_mask_function_is_checked_with_every_window():
+    from attnprep.solutions import sliding_window as solution
+
+    kind = kind_for(EX)
+    extra = kind.child_extra({n: getattr(solution, n) for n in EX.contract.objects})
+    checks = {c.id: c.passed for c in kind.extra_checks(extra)}
+    assert checks == {"mask_function": True, "mask_device": True}
+    assert not kind.extra_diagnoses(extra)
+    off = dict(extra)
+    for key in [k for k in extra if k.endswith("window=2")]:
+        T = int(key.split(":")[0])
+        off[key] = dict(extra[key], values=variants.band(T, T, 3).long().tolist())  # a window of 3 for 2
+    assert {c.id: c.passed for c in kind.extra_checks(off)}["mask_function"] is False
