@@ -33,6 +33,7 @@ class Case:
     check: str = ""  # which probe the perturbation belongs to: causality, padding, batch, eval
     observe: bool = False  # record softmax / matmuls on this case (heat-map, shapes, row sums)
     picture: bool = False  # record the attention probabilities: a candidate for the heat-map
+    grads: bool = False  # the case run once more with gradients on (no fully masked row: no NaN)
 
     def mask(self, output: str, shape: tuple[int, ...]) -> torch.Tensor:
         """Where ``output`` is graded, expanded to its shape (everywhere when not said)."""
@@ -83,6 +84,7 @@ class SequenceCase:
     check: str = ""
     observe: bool = False
     picture: bool = False
+    grads: bool = False
 
 
 def sequence_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: int,
@@ -114,7 +116,7 @@ def sequence_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: 
     S = SequenceCase
     return [
         S("plain", main, None, False, every(2, T)),
-        S("plain+causal", main, None, True, every(2, T)),
+        S("plain+causal", main, None, True, every(2, T), grads=True),
         # The heat-map shows whichever of these shows the attempt's error best: with right padding a
         # causal query never sees a padded key, so padding bugs show only without causal or with
         # left padding.
@@ -151,5 +153,10 @@ def to_case(s: SequenceCase, inputs: dict[str, Any], output_masks: Callable[[tor
     return Case(
         name=s.name, inputs=inputs, queries=s.queries, seq=(T, T), graded=output_masks(s.queries),
         base=s.base, unchanged=None if s.unchanged is None else output_masks(s.unchanged),
-        base_rows=s.base_rows, check=s.check, observe=s.observe, picture=s.picture,
+        base_rows=s.base_rows, check=s.check, observe=s.observe, picture=s.picture, grads=s.grads,
     )
+
+
+def grads_case(cases: list[Case]) -> Case:
+    """The case a kind runs with gradients on: the one marked ``grads``, else the observed one."""
+    return next((c for c in cases if c.grads), None) or next(c for c in cases if c.observe)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError
 from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, graph_nodes
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
@@ -233,7 +234,7 @@ def _grads(kind, attempt, built, cases, guard, path: Path, full: bool) -> tuple[
     inputs of functions) receive no gradient, and (``full``) the outputs and every gradient, which
     the grading process compares with the reference's. A backward that raises is the attempt's
     error, with its line. Also the autograd graph's node names: what ran at the aten level."""
-    case, leaves = kind.grad_leaves(attempt, _observed_case(cases), built)
+    case, leaves = _grad_leaves(kind, attempt, grads_case(cases), built)
     nodes: list[str] = []
     try:
         torch.manual_seed(0)
@@ -254,6 +255,15 @@ def _grads(kind, attempt, built, cases, guard, path: Path, full: bool) -> tuple[
         values = {"outputs": {n: encode_tensor(o) for n, o in outputs.items()},
                   "grads": {n: encode_tensor(p.grad) for n, p in leaves.items() if p.grad is not None}}
     return Probe(not missing, "", {}, missing), values, nodes
+
+
+def _grad_leaves(kind, attempt, case, built):
+    """``kind.grad_leaves``, for kinds that take the built mapping and for those that do not."""
+    import inspect
+
+    if len(inspect.signature(kind.grad_leaves).parameters) >= 3:
+        return kind.grad_leaves(attempt, case, built)
+    return kind.grad_leaves(attempt, case)
 
 
 def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:

@@ -138,6 +138,8 @@ def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
     """Of the failing (config, case) pairs, the one whose sizes name the most axes apart (so the
     divergence can write ``(B, T, H, D)`` rather than numbers); the first on a tie."""
     def named(f: tuple[int, int]) -> int:
+        if not hasattr(kind, "axis_names"):
+            return 0
         sizes = list(kind.axis_names(f[0], kind.cases(f[0])[f[1]]).values())
         return len(set(sizes)) - len(sizes)
 
@@ -175,7 +177,8 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
     with tracer, torch.no_grad():
         kind.reference(ci, zero_bias)(case)
-    found = divergence.find(steps, tracer.steps, kind.axis_names(ci, case), raised_at)
+    axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
+    found = divergence.find(steps, tracer.steps, axes, raised_at)
     if found is None:
         return None
     from attnprep.grader.result import Divergence

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from attnprep.grader import variants
-from attnprep.grader.cases import Case
+from attnprep.grader.cases import Case, grads_case
 from attnprep.grader.observe import Observer
 from attnprep.grader.result import (ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message,
                                     OutputDiff, Result, ShapeRow, Verdict, msg)
@@ -307,7 +307,9 @@ class Judge:
     def _compare_grads(self, data: ConfigReply) -> Message | None:
         """The case run with gradients on: its outputs, then every gradient, against the reference's
         after the same backward (the graded outputs summed)."""
-        case = next(c for c in self.cases(data.index) if c.observe)
+        if not hasattr(self.kind, "reference_grads"):
+            return None  # a kind that grades the presence of gradients only
+        case = grads_case(self.cases(data.index))
         with torch.enable_grad():
             outputs, grads = self.kind.reference_grads(data.index, frozenset(data.zero_bias), case)
         for name, want in outputs.items():
@@ -463,7 +465,7 @@ class Judge:
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()
-        if not matched:
+        if not matched and getattr(self.kind, "pair_knobs", False):  # kinds whose variants take two knobs
             pair = next((p for p in self._pairs() if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None:
                 found.extend(self._pair_diagnoses(pair))

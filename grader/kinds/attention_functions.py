@@ -42,6 +42,7 @@ def _key(T: int, args: dict) -> str:
 class AttentionFunctions:
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     token_axis = 2
+    pair_knobs = True  # its variants take two knobs at once (variants.slips)
 
     def __init__(self, exercise, seed: int):
         self.exercise = exercise

@@ -42,6 +42,7 @@ def roles_text(exercise) -> str:
 class AttentionModule:
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     token_axis = 1
+    pair_knobs = True  # its variants take two knobs at once (variants.slips)
 
     def __init__(self, exercise, seed: int):
         self.exercise = exercise

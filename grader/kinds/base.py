@@ -71,6 +71,7 @@ class Kind(Protocol):
     configs: list[dict]
     probes: frozenset[str]  # which of PROBES apply
     token_axis: int  # the token axis of the main output (heat-map rows, gradients' weighting)
+    pair_knobs: bool  # optional: its variants accept two knobs at once, a tuple (two-mistake diagnoses)
     # optional: built-ins the kind itself saw the attempt run (an exercise's own forbidden ops, see
     # attnprep.grader.forbidden), filled in the child; the child adds them to the reply's built-ins
     seen_builtins: set[str]

@@ -1,5 +1,5 @@
 # attnprep: sdpa
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """The attention normalises over the queries (dim=-2)."""
 

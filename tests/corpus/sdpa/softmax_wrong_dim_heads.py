@@ -1,5 +1,5 @@
 # attnprep: sdpa
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """softmax(scores, dim=1): over the heads of a 4-D input (and the queries of a 3-D one)."""
 

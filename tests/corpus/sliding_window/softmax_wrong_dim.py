@@ -1,5 +1,5 @@
 # attnprep: sliding_window
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """softmax over the queries (dim=-2) instead of the keys."""
 
