@@ -33,7 +33,11 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-EXERCISE_IDS = ("causal", "mha", "mha_fused", "mqa", "gqa", "mla")
+def exercise_ids() -> list[str]:
+    """Every registered exercise, in teaching order (the registry is torch-free)."""
+    from attnprep import exercises
+
+    return list(exercises.registry())
 CHECK_TARGET = 1.5  # one check ≤ 1.5× bare `import torch`
 TORCH = [sys.executable, "-c", "import torch"]
 
@@ -218,9 +222,15 @@ def measure_check_fail(ws: Workspace, repeat: int) -> dict:
 
 
 def measure_check_all(ws: Workspace, repeat: int) -> dict:
-    files = {f"{e}.py": ROOT / "solutions" / f"{e}.py" for e in EXERCISE_IDS}
-    return _check_row(ws, "check-all", "one `attnprep check` of the six reference solutions as <id>.py in one folder",
+    files = {f"{e}.py": ROOT / "solutions" / f"{e}.py" for e in exercise_ids()}
+    return _check_row(ws, "check-all", "one `attnprep check` of every reference solution as <id>.py in one folder",
                       files, [], True, None, repeat)
+
+
+def measure_check_one(ws: Workspace, repeat: int, exercise_id: str) -> dict:
+    """One `attnprep check` of an exercise's reference solution, copied as <id>.py."""
+    return _check_row(ws, f"check-{exercise_id}", f"one `attnprep check` of a correct {exercise_id} (its reference as {exercise_id}.py)",
+                      {f"{exercise_id}.py": ROOT / "solutions" / f"{exercise_id}.py"}, [exercise_id], True, CHECK_TARGET, repeat)
 
 
 def measure_memory(ws: Workspace, repeat: int) -> dict:

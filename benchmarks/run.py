@@ -6,8 +6,8 @@ drill row is an absolute latency. See benchmarks/README.md for what each row mea
 
     python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]]
 
-Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare. Exit code 1
-when a row misses its target.
+Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare, and check-<id>
+for every exercise. Exit code 1 when a row misses its target.
 """
 
 from __future__ import annotations
@@ -120,6 +120,9 @@ MEASURES = {
     "memory": bench_check.measure_memory,
     "compare": measure_compare,
 }
+# one row per exercise: `check-<id>`, each within the check target (the README lists them all)
+for _id in bench_check.exercise_ids():
+    MEASURES[f"check-{_id}"] = (lambda eid: lambda ws, repeat: bench_check.measure_check_one(ws, repeat, eid))(_id)
 
 
 def machine() -> dict:

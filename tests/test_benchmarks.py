@@ -73,11 +73,14 @@ def test_every_row_runs_once():
     proc = bench("--repeat", "1", "--json")
     assert proc.returncode in (0, 1), proc.stderr
     rows = {row["name"]: row for row in json.loads(proc.stdout)["rows"]}
-    assert list(rows) == ROWS
+    from attnprep import exercises
+
+    ids = list(exercises.registry())
+    assert list(rows) == ROWS + [f"check-{e}" for e in ids]
     for name, row in rows.items():
         assert_row(row, name)
     assert all(g["verdict"] == "passed" for g in rows["check"]["graded"])
     assert rows["check-fail"]["graded"][0]["diagnoses"] == ["gqa_heads_tiled"]
-    assert [g["exercise"] for g in rows["check-all"]["graded"]] == ["causal", "mha", "mha_fused", "mqa", "gqa", "mla"]
+    assert [g["exercise"] for g in rows["check-all"]["graded"]] == ids
     assert rows["drill"]["p90"] >= rows["drill"]["subject_median"] > 0
     assert rows["memory"]["attnprep_process_mib"] > 0 and rows["memory"]["grading_child_mib"] > 0
