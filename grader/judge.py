@@ -110,7 +110,9 @@ class Judge:
         verdict = self._compare_all(configs)
         heatmap, shapes, row_sums = self._observed(first)
         diagnoses: tuple[Diagnosis, ...] = ()
-        if verdict is not Verdict.PASSED:
+        if verdict is Verdict.STRUCTURE:  # the outputs are the reference's: no variant reproduces them
+            diagnoses = tuple(self._evidence_only(configs))
+        elif verdict is not Verdict.PASSED:
             diagnoses = tuple(self._diagnose(configs))
             verdict = self._headline(verdict, diagnoses)
         diff = self.failed_cases[0].diff if self.failed_cases else None

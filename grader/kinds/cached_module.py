@@ -106,7 +106,7 @@ REPLAYED.insert(2, Call("x", 4, 5, "step 2 again", replay=True))
 SCRIPTS = (
     (MAIN, {"x": (MAIN_B, MAIN_T)}, MAIN_CALLS),
     ("prefill 1, decode 1, chunk 3", {"x": (1, 5)}, _steps("x", [1, 1, 3])),
-    ("two sequences interleaved", {"x": (2, 6), "x2": (1, 6)},
+    ("two sequences interleaved", {"x": (2, 6), "x2": (2, 6)},
      [c for pair in zip(INTERLEAVED_A, INTERLEAVED_B) for c in pair]),
     ("a call replayed", {"x": (2, 6)}, REPLAYED),
 )
@@ -131,6 +131,7 @@ class CachedModule(AttentionModule):
         self._full = None
         self._meta: dict[int, dict] = {}  # child: id(attempt) -> what the recorder watches
         self._records: dict[str, list[dict]] = {}  # child: case -> per-call records, until child_extra
+        self._stateful: dict | None = None  # child: the first decode call that changed the module
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -162,15 +163,15 @@ class CachedModule(AttentionModule):
                     base=base, unchanged=unchanged, base_rows=base_rows, check=check, observe=observe, picture=observe)
 
     def _before(self, cut: int) -> dict[str, torch.Tensor]:
-        """Per output of the main script, where its tokens come before ``cut`` (causality)."""
+        """Per output of the main script, where its tokens come before ``cut`` (causality). The
+        caches are graded against the reference anyway; here only the outputs count, so that a
+        cache in the wrong order is not taken for a leak."""
         masks = {}
         for call in MAIN_CALLS:
             names = output_names(call, self.specs)
             masks[names[0]] = (torch.arange(call.start, call.end) < cut).view(1, -1, 1)
             for spec, name in zip(self.specs, names[1:]):
-                view = [1] * len(spec.shape)
-                view[spec.token_axis] = call.end
-                masks[name] = (torch.arange(call.end) < cut).view(view)
+                masks[name] = torch.zeros((1,) * len(spec.shape), dtype=torch.bool)
         return masks
 
     def cache_shape(self, ci: int, spec: CacheSpec, B: int, T: int) -> tuple[int, ...]:
@@ -249,8 +250,10 @@ class CachedModule(AttentionModule):
                     with recorder:
                         result = attempt(x.clone(), cache)
             except Exception as exc:
-                if recorder is not None:
-                    name_mistakes(exc, recorder.named_on_error())
+                named = recorder.named_on_error() if recorder is not None else []
+                if not named and self._stateful is not None:  # an earlier call kept state in the module
+                    named = [(STATEFUL, "cached_module.evidence_state", self._stateful)]
+                name_mistakes(exc, named)
                 raise
             out, returned = _split(result)
             entries = _entries(returned, len(self.specs))
@@ -265,6 +268,8 @@ class CachedModule(AttentionModule):
             changed = _changed(state, _state(attempt))
             if changed and call.start > 0:  # a decode step changed the module: state between calls
                 record["state"] = changed
+                self._stateful = {"step": call.label, "case": case.name, "attribute": changed[0],
+                                  "before": changed[1], "after": changed[2]}
             names = output_names(call, self.specs)
             outputs[names[0]] = out
             for spec, name, entry in zip(self.specs, names[1:], entries):
@@ -400,7 +405,7 @@ class CachedModule(AttentionModule):
                 mistake = {"structure_cache_heads": REPEATED, "structure_projection_rows": REPROJECTED,
                            "structure_prefix_heads": DECOMPRESSED}[check.id]
                 found.append(Diagnosis(mistake, (check.message,)))
-        axis = next(((s, c) for s in steps for c in s.get("cats", []) if c[1] != c[2]), None)
+        axis = next(((s, c) for s in steps for c in s.get("cats", [])), None)
         if axis is not None:
             s, (name, dim, token_axis, line, code) = axis
             found.append(Diagnosis(WRONG_AXIS, (msg("cached_module.evidence_axis", step=s["label"], name=name, dim=dim,
@@ -531,8 +536,12 @@ class StepRecorder(TorchFunctionMode):
         super().__init__()
         self.label, self.batch = call.label, batch
         self.file = meta["file"]
-        self.keep = list(meta["weights"].values())  # hold every tracked tensor: ids stay unique
-        self.derived: dict[int, frozenset[str]] = {id(w): frozenset({role}) for role, w in meta["weights"].items()}
+        # tensors computed from parameters alone (W.T, W.view(...), torch.cat([Wk, Wv])), with the
+        # watched roles they come from; they hold no tokens, so the prefix check skips them
+        params = [p for p in meta["module"].parameters()] if isinstance(meta["module"], torch.nn.Module) else []
+        self.keep = params + list(meta["weights"].values())  # hold every tracked tensor: ids stay unique
+        self.derived: dict[int, frozenset[str]] = {id(p): frozenset() for p in params}
+        self.derived.update({id(w): frozenset({role}) for role, w in meta["weights"].items()})
         self.in_features = {role: w.shape[-1] for role, w in meta["weights"].items()}
         self.counted = set(meta["rows_of"])
         self.product_mistake = meta["product_mistake"]
@@ -542,7 +551,7 @@ class StepRecorder(TorchFunctionMode):
                 self.cache_ids[id(entry)] = (spec.name, spec.token_axis)
                 self.keep.append(entry)
         self.prefix = meta["prefix"] if call.start > 0 else None
-        self.total = call.end
+        self.total, self.past = call.end, call.start
         self.rows: dict[str, list] = {}
         self.cats: list[list] = []
         self.prefix_hit: list | None = None
@@ -606,8 +615,8 @@ class StepRecorder(TorchFunctionMode):
                     entry[1], entry[2] = self._where()
         else:
             inputs = list(_tensors((args, kwargs)))
-            roles = frozenset().union(*(self.derived.get(id(t), frozenset()) for t in inputs))
-            if roles:
+            if inputs and all(id(t) in self.derived for t in inputs):  # parameters only
+                roles = frozenset().union(*(self.derived[id(t)] for t in inputs))
                 for t in _tensors(out):
                     self.derived[id(t)] = roles
                     self.keep.append(t)
@@ -615,6 +624,8 @@ class StepRecorder(TorchFunctionMode):
                 self._cat(args, kwargs)
         if self.prefix is not None and self.prefix_hit is None:
             for t in _tensors(out):
+                if id(t) in self.derived:
+                    continue
                 width = self._per_head_prefix(tuple(t.shape))
                 if width:
                     self.prefix_hit = [list(t.shape), width, *self._where()]
@@ -628,9 +639,12 @@ class StepRecorder(TorchFunctionMode):
         for t in seq:
             if isinstance(t, torch.Tensor) and id(t) in self.cache_ids:
                 name, token_axis = self.cache_ids[id(t)]
-                ndim = t.dim()
-                if len(self.cats) < 4:
-                    self.cats.append([name, dim % ndim if ndim else dim, token_axis, *self._where()])
+                axis = dim % t.dim() if t.dim() else dim
+                # the wrong axis: not the contract's token axis, nor the axis that holds the cached
+                # tokens in the attempt's own layout (a (B, T, G, D) cache is a layout slip)
+                wrong = axis != token_axis and (axis >= t.dim() or t.shape[axis] != self.past)
+                if wrong and len(self.cats) < 4:
+                    self.cats.append([name, axis, token_axis, *self._where()])
 
     def _per_head_prefix(self, shape: tuple[int, ...]) -> str:
         """The width (e.g. "qk_nope_head_dim") when ``shape`` holds per-head keys or values of all
@@ -655,18 +669,20 @@ class StepRecorder(TorchFunctionMode):
     def _failed(self, func, args, kwargs) -> dict | None:
         if func in _CATS:
             self._cat(args, kwargs)
-            return {"kind": "cat"} if self.cats else None
+            return {"kind": "cat"} if self.cats else None  # named by named_on_error
         if func in _MATMULS:
             tracked, others = self._operands(func, args, kwargs)
             if tracked:
                 line, code = self._where()
                 shapes = [tuple(t.shape) for t in list(_tensors((args, kwargs)))[:3]]
-                return {"kind": "product", "line": line, "code": code, "shapes": " and ".join(map(str, shapes))}
+                roles = sorted(frozenset().union(*(self.derived[id(t)] for t in tracked)))
+                return {"kind": "product", "line": line, "code": code, "shapes": " and ".join(map(str, shapes)),
+                        "role": " / ".join(roles) or "a"}
         return None
 
     def named_on_error(self) -> list[tuple[str, str, dict]]:
         """The mistakes behind an exception the call raised, as far as this step saw them."""
-        wrong = next((c for c in self.cats if c[1] != c[2]), None)
+        wrong = self.cats[0] if self.cats else None
         if wrong is not None:
             name, dim, token_axis, line, code = wrong
             return [(WRONG_AXIS, "cached_module.evidence_axis",
@@ -674,7 +690,7 @@ class StepRecorder(TorchFunctionMode):
         if self.failure and self.failure["kind"] == "product" and self.product_mistake:
             f = self.failure
             return [(self.product_mistake, "cached_module.evidence_product",
-                     {"line": f["line"], "code": f["code"], "shapes": f["shapes"]})]
+                     {"line": f["line"], "code": f["code"], "shapes": f["shapes"], "role": f["role"]})]
         return []
 
     def record(self) -> dict:
