@@ -100,15 +100,12 @@ def _steps(seq: str, lengths: list[int], prefix: str = "") -> list[Call]:
 MAIN = "prefill 5, decode 1, chunk 3, decode 1"
 MAIN_CALLS = _steps("x", [5, 1, 3, 1])
 MAIN_B, MAIN_T = 2, 10
-INTERLEAVED_A, INTERLEAVED_B = _steps("x", [3, 1, 2], "A "), _steps("x2", [2, 3, 1], "B ")
-REPLAYED = _steps("x", [4, 1, 1])
-REPLAYED.insert(2, Call("x", 4, 5, "step 2 again", replay=True))
+SEQ_A, SEQ_B = _steps("x", [3, 1, 2], "A "), _steps("x2", [1, 1, 3], "B ")  # B: a one-token prefill
+AGAIN = Call("x", 3, 4, "A step 2 again", replay=True)  # A's step 2 once more, with the same cache
 SCRIPTS = (
     (MAIN, {"x": (MAIN_B, MAIN_T)}, MAIN_CALLS),
-    ("prefill 1, decode 1, chunk 3", {"x": (1, 5)}, _steps("x", [1, 1, 3])),
-    ("two sequences interleaved", {"x": (2, 6), "x2": (2, 6)},
-     [c for pair in zip(INTERLEAVED_A, INTERLEAVED_B) for c in pair]),
-    ("a call replayed", {"x": (2, 6)}, REPLAYED),
+    ("two sequences interleaved, a call replayed", {"x": (2, 6), "x2": (2, 5)},
+     [SEQ_A[0], SEQ_B[0], SEQ_A[1], SEQ_B[1], AGAIN, SEQ_B[2], SEQ_A[2]]),
 )
 CUTS = (2, 7)  # the causality probe: tokens from here on change (inside the prefill, inside the chunk 6..8)
 
@@ -145,13 +142,13 @@ class CachedModule(AttentionModule):
             main = name == MAIN
             cases.append(self._case(name, inputs, observe=main))
         base = cases[0].inputs
-        for cut in CUTS:
+        for cut in CUTS:  # the calls up to the one that holds the cut: later ones hold no earlier token
             x = base["x"].clone()
             x[:, cut:] = torch.randn(MAIN_B, MAIN_T - cut, d_model, generator=g)
-            inputs = {"x": x, "calls": base["calls"]}
-            cases.append(self._case(f"{MAIN}, tokens {cut}.. changed", inputs, base=MAIN, check="causality",
-                                    unchanged=self._before(cut)))
-        alone = {"x": base["x"][1:2].clone(), "calls": base["calls"]}
+            calls = tuple(c for c in base["calls"] if c.start < cut)
+            cases.append(self._case(f"{MAIN}, tokens {cut}.. changed", {"x": x, "calls": calls}, base=MAIN,
+                                    check="causality", unchanged=self._before(cut)))
+        alone = {"x": base["x"][1:2].clone(), "calls": base["calls"][:3]}
         cases.append(self._case(f"{MAIN}, sample 2 alone", alone, base=MAIN, check="batch", base_rows=(1, 2)))
         return cases
 
