@@ -104,7 +104,7 @@ SEQ_A, SEQ_B = _steps("x", [3, 1, 2], "A "), _steps("x2", [1, 1, 3], "B ")  # B:
 AGAIN = Call("x", 3, 4, "A step 2 again", replay=True)  # A's step 2 once more, with the same cache
 SCRIPTS = (
     (MAIN, {"x": (MAIN_B, MAIN_T)}, MAIN_CALLS),
-    ("two sequences interleaved, a call replayed", {"x": (2, 6), "x2": (2, 5)},
+    ("two sequences interleaved, a call replayed", {"x": (2, 6), "x2": (1, 5)},
      [SEQ_A[0], SEQ_B[0], SEQ_A[1], SEQ_B[1], AGAIN, SEQ_B[2], SEQ_A[2]]),
 )
 CUTS = (2, 7)  # the causality probe: tokens from here on change (inside the prefill, inside the chunk 6..8)
@@ -547,6 +547,7 @@ class StepRecorder(TorchFunctionMode):
             if isinstance(entry, torch.Tensor):
                 self.cache_ids[id(entry)] = (spec.name, spec.token_axis)
                 self.keep.append(entry)
+        self.tainted = set(self.cache_ids)  # computed from the cache: where the prefix's keys can be
         self.prefix = meta["prefix"] if call.start > 0 else None
         self.total, self.past = call.end, call.start
         self.rows: dict[str, list] = {}
@@ -599,6 +600,8 @@ class StepRecorder(TorchFunctionMode):
         return tracked, others
 
     def _record(self, func, args, kwargs, out) -> None:
+        if self.prefix is not None:
+            self._prefix(args, kwargs, out)
         if func in _MATMULS:
             tracked, others = self._operands(func, args, kwargs)
             roles = frozenset().union(*(self.derived[id(t)] for t in tracked)) if tracked else frozenset()
@@ -619,14 +622,19 @@ class StepRecorder(TorchFunctionMode):
                     self.keep.append(t)
             if func in _CATS:
                 self._cat(args, kwargs)
-        if self.prefix is not None and self.prefix_hit is None:
-            for t in _tensors(out):
-                if id(t) in self.derived:
-                    continue
+
+    def _prefix(self, args, kwargs, out) -> None:
+        """Follow what is computed from the cache; note the first such tensor that holds per-head
+        keys or values of every token so far."""
+        if not any(id(t) in self.tainted for t in _tensors((args, kwargs))):
+            return
+        for t in _tensors(out):
+            self.tainted.add(id(t))
+            self.keep.append(t)
+            if self.prefix_hit is None:
                 width = self._per_head_prefix(tuple(t.shape))
                 if width:
                     self.prefix_hit = [list(t.shape), width, *self._where()]
-                    break
 
     def _cat(self, args, kwargs) -> None:
         seq = kwargs.get("tensors", args[0] if args else ())
@@ -654,13 +662,14 @@ class StepRecorder(TorchFunctionMode):
             heads_merged = H > 1 and d // total in (H, B * H)
             rest = list(shape[:i] + shape[i + 1:])
             for name, w in self.prefix["widths"]:
+                shown = f"num_heads × ({name})" if "+" in name else f"num_heads × {name}"
                 if H * w in rest:
-                    return f"num_heads × {name}"
+                    return shown
                 if w in rest:
                     others = list(rest)
                     others.remove(w)
                     if heads_merged or H in others or B * H in others:
-                        return name
+                        return shown
         return ""
 
     def _failed(self, func, args, kwargs) -> dict | None:
