@@ -1,5 +1,5 @@
 # attnprep: kv_cache
-# expect: wrong_shape
+# expect: error
 # diagnosis: cache_in_module_state
 # A cache kept in self: right for one sequence, wrong as soon as a second one runs in between.
 import math
