@@ -48,11 +48,13 @@ def attend_cached(q, k, v, offset, scale, mistake="", fill=float("-inf")):
     return scores.softmax(dim=dim) @ v  # (B, H, T, ·)
 
 
-def _concat(past, new, axis, mistake):
-    """The cache grown by the new tokens on ``axis``: old first, or new first (prepended)."""
+def _concat(past, new, axis, mistake, which=""):
+    """The cache tensor ``which`` grown by the new tokens on ``axis``: old first, or new first
+    (prepended, for both tensors or for ``which`` one only)."""
     if past is None:
         return new
-    return torch.cat([new, past] if mistake == "cache_prepended" else [past, new], dim=axis)
+    prepended = mistake == "cache_prepended" or (which and mistake == f"cache_prepended:{which}")
+    return torch.cat([new, past] if prepended else [past, new], dim=axis)
 
 
 def gqa_step(config, weights, x, cache, mistake="", fill=float("-inf")):
@@ -71,20 +73,24 @@ def gqa_step(config, weights, x, cache, mistake="", fill=float("-inf")):
     k = split(_linear(weights, "k_proj", x), G)
     v = split(_linear(weights, "v_proj", x), G)
     past_k, past_v = (None, None) if cache is None else cache
+    if mistake == "cache_kv_swapped:unpacked" and cache is not None:  # past_v, past_k = cache
+        past_k, past_v = past_v, past_k
     if mistake == "cache_layout" and cache is not None:  # kept as (B, T, G, D)
         past_k, past_v = past_k.transpose(1, 2), past_v.transpose(1, 2)
-    k_all, v_all = _concat(past_k, k, 2, mistake), _concat(past_v, v, 2, mistake)  # (B, G, S, D)
+    k_all, v_all = _concat(past_k, k, 2, mistake, "k"), _concat(past_v, v, 2, mistake, "v")  # (B, G, S, D)
     if mistake == "cache_not_returned:new_only":
         returned = (k, v)
     elif mistake == "cache_layout":
         returned = (k_all.transpose(1, 2), v_all.transpose(1, 2))
+    elif mistake == "cache_kv_swapped":  # return out, (v, k): the next call reads them as (k, v)
+        returned = (v_all, k_all)
     else:
         returned = (k_all, v_all)
     n_rep = H // G
-    if mistake == "gqa_heads_tiled":
-        kr, vr = k_all.repeat(1, n_rep, 1, 1), v_all.repeat(1, n_rep, 1, 1)
-    else:
-        kr, vr = k_all.repeat_interleave(n_rep, dim=1), v_all.repeat_interleave(n_rep, dim=1)
+    tiled = {"gqa_heads_tiled": "kv", "gqa_heads_tiled:k": "k", "gqa_heads_tiled:v": "v"}
+    which = pick(tiled, mistake, "")
+    kr = k_all.repeat(1, n_rep, 1, 1) if "k" in which else k_all.repeat_interleave(n_rep, dim=1)
+    vr = v_all.repeat(1, n_rep, 1, 1) if "v" in which else v_all.repeat_interleave(n_rep, dim=1)
     scale = head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
     out = attend_cached(q, kr, vr, k_all.shape[2] - T, scale, mistake, fill)  # (B, H, T, D)
     if mistake == "merge_heads_no_transpose":

@@ -177,6 +177,7 @@ MISTAKE_APPLIES = {
     "cache_not_returned": _CACHED,
     "cache_in_module_state": _CACHED,
     "cache_layout": _KV_CACHE,
+    "cache_kv_swapped": _KV_CACHE,  # MLA's (c_kv, k_pe) differ in width: swapped, they cannot run
     "cache_after_repeat_kv": _KV_CACHE,
     "cache_prefix_reprojected": _KV_CACHE,
     "mla_absorb_rows": _MLA_DECODE,

@@ -608,11 +608,12 @@ class StepRecorder(TorchFunctionMode):
             for role in roles & self.counted:
                 if not others:
                     continue
+                # the rows of one product: more than the new tokens means the prefix went through
+                # again (the same new tokens projected twice is waste, not a re-projected prefix)
                 rows = others[0].numel() // max(self.in_features[role], 1)
-                entry = self.rows.setdefault(role, [0, 0, ""])
-                entry[0] += rows
-                if not entry[1]:
-                    entry[1], entry[2] = self._where()
+                entry = self.rows.get(role)
+                if entry is None or rows > entry[0]:
+                    self.rows[role] = [rows, *self._where()]
         else:
             inputs = list(_tensors((args, kwargs)))
             if inputs and all(id(t) in self.derived for t in inputs):  # parameters only
