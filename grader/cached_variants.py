@@ -138,7 +138,7 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
     normed = _rms(weights, "kv_norm", c_new, skip_kv)
     stored = c_new if mistake == "mla_cache_before_norm" else normed  # what goes into the cache
     past_c, past_pe = (None, None) if cache is None else cache
-    c_all, pe_all = _concat(past_c, stored, 1, mistake), _concat(past_pe, k_pe, 1, mistake)  # (B, S, ·)
+    c_all, pe_all = _concat(past_c, stored, 1, mistake, "c_kv"), _concat(past_pe, k_pe, 1, mistake, "k_pe")  # (B, S, ·)
     returned = (stored, k_pe) if mistake == "cache_not_returned:new_only" else (c_all, pe_all)
     latent = _rms(weights, "kv_norm", c_all, False) if mistake == "mla_cache_before_norm" else c_all
 
