@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.cases import grads_case
-from attnprep.grader.kinds.base import ContractError
+from attnprep.grader.kinds.base import ContractError, named_mistakes
 from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, graph_nodes
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
@@ -102,7 +102,7 @@ def describe(exc: BaseException, path: Path, stage: str, config: dict | None = N
         key = "error.raised"
         params.update(file=path.name, line=frames[-1].lineno, function=frames[-1].name)
     tb = "".join(traceback.format_list(frames)) + f"{name}: {text}\n" if frames else ""
-    return Problem(kind, key, params, tb)
+    return Problem(kind, key, params, tb, named_mistakes(exc))
 
 
 def load(path: Path) -> dict:

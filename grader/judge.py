@@ -118,14 +118,18 @@ class Judge:
         mapping = dict(first.mapping) if first else {}
         notes = tuple(MappingNote(*n) for n in first.notes) if first else ()
         if problem is not None:
+            listed = {m.id for m in self.ex.mistakes}  # a mistake the kind saw behind the exception
+            named = tuple(Diagnosis(i, (Message(key, params),)) for i, key, params in problem.named if i in listed)
             return Result(**base, verdict=Verdict.ERROR, checks=(Check("runs", False, Message(problem.key, problem.params)),),
                           error=ErrorInfo(problem.kind, Message(problem.key, problem.params), problem.traceback),
-                          mapping=mapping, mapping_notes=notes)
+                          diagnoses=named[:1], mapping=mapping, mapping_notes=notes)
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
         heatmap, shapes, row_sums = self._observed(first)
         diagnoses: tuple[Diagnosis, ...] = ()
-        if verdict is not Verdict.PASSED:
+        if verdict is Verdict.STRUCTURE:  # the outputs are the reference's: no variant reproduces them
+            diagnoses = tuple(self._evidence_only(configs))
+        elif verdict is not Verdict.PASSED:
             diagnoses = tuple(self._diagnose(configs))
             verdict = self._headline(verdict, diagnoses)
         diff = self.failed_cases[0].diff if self.failed_cases else None

@@ -74,11 +74,17 @@ class Problem:
     key: str
     params: dict = field(default_factory=dict)
     traceback: str = ""
+    named: list = field(default_factory=list)  # [mistake id, text key, params]: what the kind saw behind it
 
     @classmethod
     def decode(cls, data: Any, where: str) -> "Problem":
+        named = _field(data, "named", list, where, optional=True) or []
+        for n in named:
+            if not (isinstance(n, list) and len(n) == 3 and isinstance(n[0], str) and isinstance(n[1], str)):
+                raise WireError(f"{where}: malformed named mistake")
+            _params(n[2], where)
         return cls(_field(data, "kind", str, where), _field(data, "key", str, where),
-                   _params(_field(data, "params", dict, where), where), _field(data, "traceback", str, where))
+                   _params(_field(data, "params", dict, where), where), _field(data, "traceback", str, where), named)
 
 
 @dataclass

@@ -73,6 +73,21 @@ SPEC = {
 
 ORDER = {"causal": 0, "mha": 1, "mha_fused": 2, "mqa": 3, "gqa": 4, "mla": 5}
 
+# The cached modules (a script of calls forward(x, cache) -> (out, cache)): kv_cache and mla_decode.
+CACHED_FORWARD = "x, cache=None"
+SPEC.update({
+    "kv_cache": {
+        "kind": "cached_module",
+        "objects": ("KVCacheAttention",),
+        "constructor": "d_model, num_heads, num_kv_heads",
+    },
+    "mla_decode": {
+        "kind": "cached_module",
+        "objects": ("MLADecode",),
+        "constructor": SPEC["mla"]["constructor"],
+    },
+})
+
 
 def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
     shapes = {f"{name}.weight": (fan_out, fan_in)}
@@ -93,13 +108,13 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
         return {**_linear("qkv_proj", d, 3 * d), **_linear("o_proj", d, d)}
     if exercise_id == "mqa":
         return {**_linear("q_proj", d, d), **_linear("k_proj", d, hd), **_linear("v_proj", d, hd), **_linear("o_proj", d, d)}
-    if exercise_id == "gqa":
+    if exercise_id in ("gqa", "kv_cache"):
         g = a["num_kv_heads"]
         return {
             **_linear("q_proj", d, d), **_linear("k_proj", d, g * hd),
             **_linear("v_proj", d, g * hd), **_linear("o_proj", d, d),
         }
-    if exercise_id == "mla":
+    if exercise_id in ("mla", "mla_decode"):
         ql, kvl = a["q_lora_rank"], a["kv_lora_rank"]
         nope, rope, v = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"]
         return {
@@ -120,6 +135,11 @@ _CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa
 _WINDOWED = lambda ex: "window" in ex.grading.get("args", [])  # noqa: E731  (its own inverted-mask mistake)
 _PADDING = lambda ex: "attention_mask" in ex.contract.forward  # noqa: E731  (a (B, T) key padding mask)
 _SDPA = lambda ex: ex.contract.kind == "sdpa_functions"  # noqa: E731  (torch's SDPA: attn_mask, scale, L != S)
+_CACHED = lambda ex: ex.contract.kind == "cached_module"  # noqa: E731
+_PROJECTED = lambda ex: _MODULE(ex) or _CACHED(ex)  # noqa: E731  (d_model, heads merged, an output projection)
+_KV_CACHE = lambda ex: ex.id == "kv_cache"  # noqa: E731
+_MLA_DECODE = lambda ex: ex.id == "mla_decode"  # noqa: E731
+_LATENT = lambda ex: ex.id in ("mla", "mla_decode")  # noqa: E731
 
 
 def _k_as_wide_as_v(ex) -> bool:
@@ -127,6 +147,8 @@ def _k_as_wide_as_v(ex) -> bool:
     every graded config; in mla a key has nope + rope features and a value v_head_dim."""
     if _SDPA(ex):
         return all(c["E"] == c["Ev"] for c in ex.grading["configs"])
+    if ex.id == "mla_decode":  # the absorbed form attends over latents: keys are [c; rope], values c
+        return False
     if ex.id != "mla":
         return True
     return all(c["qk_nope_head_dim"] + c["qk_rope_head_dim"] == c["v_head_dim"] for c in ex.grading["configs"])
@@ -134,14 +156,14 @@ def _k_as_wide_as_v(ex) -> bool:
 
 MISTAKE_APPLIES = {
     "missing_scale": lambda ex: True,
-    "scale_d_model": _MODULE,
+    "scale_d_model": _PROJECTED,
     "scale_inverted": lambda ex: True,
     "scale_by_dim": lambda ex: True,
     "softmax_wrong_dim": lambda ex: True,
-    "scores_k_q_swapped": lambda ex: not _SDPA(ex),  # with L != S, k @ q^T raises
+    "scores_k_q_swapped": lambda ex: not _SDPA(ex) and not _CACHED(ex),  # L != S / (T_new, S): k @ q^T raises
     "attn_times_k": _k_as_wide_as_v,
-    "split_heads_no_transpose": _MODULE,
-    "merge_heads_no_transpose": _MODULE,
+    "split_heads_no_transpose": lambda ex: _MODULE(ex) or _KV_CACHE(ex),  # the absorbed form splits no heads
+    "merge_heads_no_transpose": _PROJECTED,
     "mask_after_softmax": lambda ex: True,
     "mask_fill_zero": lambda ex: True,
     "padding_mask_inverted": _PADDING,
@@ -173,17 +195,33 @@ MISTAKE_APPLIES = {
     "float_mask_ignored": _SDPA,
     "attn_mask_ignored": _SDPA,
     "causal_bottom_right": _SDPA,
-    "output_proj_skipped": _MODULE,
+    "output_proj_skipped": _PROJECTED,
     "dropout_in_eval": lambda ex: "dropout" in _arg_names(ex.contract.constructor),
     "fused_qkv_layout": lambda ex: ex.id == "mha_fused",
-    "gqa_heads_tiled": lambda ex: ex.id == "gqa",
-    "mla_scale_sum_sqrt": lambda ex: ex.id == "mla",
-    "mla_scale_partial": lambda ex: ex.id == "mla",
-    "mla_norm_skipped": lambda ex: ex.id == "mla",
-    "mla_split_order": lambda ex: ex.id == "mla",
-    "rope_skipped": lambda ex: ex.id == "mla",
-    "rope_cos_sin_swapped": lambda ex: ex.id == "mla",
-    "rope_rotate_half": lambda ex: ex.id == "mla",
+    "gqa_heads_tiled": lambda ex: ex.id in ("gqa", "kv_cache"),
+    "mla_scale_sum_sqrt": _LATENT,
+    "mla_scale_partial": _LATENT,
+    "mla_norm_skipped": _LATENT,
+    "mla_split_order": _LATENT,
+    "rope_skipped": _LATENT,
+    "rope_cos_sin_swapped": _LATENT,
+    "rope_rotate_half": _LATENT,
+    "cache_mask_not_offset": _CACHED,
+    "cache_chunk_unmasked": _CACHED,
+    "cache_prepended": _CACHED,
+    "cache_wrong_axis": _CACHED,
+    "cache_not_returned": _CACHED,
+    "cache_in_module_state": _CACHED,
+    "cache_layout": _KV_CACHE,
+    "cache_kv_swapped": _KV_CACHE,  # MLA's (c_kv, k_pe) differ in width: swapped, they cannot run
+    "cache_after_repeat_kv": _KV_CACHE,
+    "cache_prefix_reprojected": _KV_CACHE,
+    "mla_absorb_rows": _MLA_DECODE,
+    "mla_absorb_transpose": _MLA_DECODE,
+    "mla_rope_position_zero": _MLA_DECODE,
+    "mla_cache_before_norm": _MLA_DECODE,
+    "mla_scale_kv_rank": _MLA_DECODE,
+    "mla_decompressed_prefix": _MLA_DECODE,
     "tensor_without_device": lambda ex: True,
     "used_builtin": lambda ex: True,
 }
@@ -390,6 +428,10 @@ def test_contract_matches_spec(exercise_id):
         _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
         _same_signature(_args(ex.contract.forward), MODULE_FORWARD, annotations=False)
         assert ex.contract.returns == "(B, T, d_model)"
+    elif spec["kind"] == "cached_module":
+        _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
+        _same_signature(_args(ex.contract.forward), CACHED_FORWARD, annotations=False)
+        assert ex.contract.returns == "(out, cache)"
     else:
         assert ex.contract.constructor == "" and ex.contract.params == ()
         # the contract's forward is the attention function's argument list
@@ -464,7 +506,9 @@ def test_stub_renders_to_python_stating_the_contract(exercise_id):
     doc = ast.get_docstring(tree)
     assert doc and f"attnprep hint {exercise_id}" in doc and "scaled_dot_product_attention" in doc
     assert ex.contract.details.splitlines()[0] in doc
-    if "attention_mask" in ex.contract.forward:
+    if ex.contract.kind == "cached_module":  # no padding: the cache and the calls are the contract
+        assert "prefill" in doc and "cache" in doc
+    elif "attention_mask" in ex.contract.forward:
         assert "True = real token" in doc
     for p in ex.contract.params:
         assert f"self.{p.name} = " in doc, p.name
@@ -481,7 +525,7 @@ def test_stub_signatures_match_the_contract(exercise_id):
     top = {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     for name in ex.contract.objects:
         assert name in top, f"stub does not define {name}"
-    if ex.contract.kind == "attention_module":
+    if ex.contract.kind in ("attention_module", "cached_module"):
         (cls,) = [top[n] for n in ex.contract.objects]
         assert any(isinstance(b, ast.Attribute) and b.attr == "Module" for b in cls.bases)
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
@@ -569,7 +613,7 @@ def _solution(exercise_id):
     return importlib.import_module(name)
 
 
-@pytest.mark.parametrize(("exercise_id", "config"), [(i, c) for i, c in _configs() if i in MODULE_IDS])
+@pytest.mark.parametrize(("exercise_id", "config"), [(i, c) for i, c in _configs() if SPEC[i]["kind"] != "attention_functions"])
 def test_contract_params_are_the_reference_solutions_params(exercise_id, config):
     ex = registry()[exercise_id]
     model = getattr(_solution(exercise_id), ex.contract.objects[0])(**config)
@@ -583,7 +627,7 @@ def test_reference_solution_signatures_match_the_contract(exercise_id):
 
     ex = registry()[exercise_id]
     module = _solution(exercise_id)
-    if ex.contract.kind == "attention_module":
+    if ex.contract.kind in ("attention_module", "cached_module"):
         cls = getattr(module, ex.contract.objects[0])
         pairs = [(cls.__init__, ex.contract.constructor), (cls.forward, ex.contract.forward)]
     else:

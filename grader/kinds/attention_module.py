@@ -113,7 +113,7 @@ class AttentionModule:
             if found:
                 raise ContractError("contract.no_class_found", name=self.object, found=", ".join(found))
             raise ContractError("contract.no_class", name=self.object)
-        _check_forward(cls)
+        self.check_forward(cls)
         args = self.args(ci)
         try:
             module = cls(*args)
@@ -211,6 +211,14 @@ class AttentionModule:
         module = self._reference_module(ci, zero_bias)
         return lambda case: {"out": first(self.call(module, case))}
 
+    def check_forward(self, cls) -> None:
+        """Raise :class:`ContractError` when ``cls.forward`` cannot take the contract's arguments."""
+        _check_forward(cls)
+
+    def probe_output(self, ci: int, zero_bias: frozenset, probe: Case) -> torch.Tensor:
+        """The reference's output on the mapping probe (what :meth:`call` returns first)."""
+        return self.reference(ci, zero_bias)(probe)["out"]
+
     def answer(self, question: dict) -> dict:
         """Which candidate mapping's probe output equals the reference's (the first one)."""
         ci = int(question["config"])
@@ -223,7 +231,7 @@ class AttentionModule:
             key = frozenset(zero_bias)
             if key not in wanted:
                 with torch.no_grad():
-                    wanted[key] = self.reference(ci, key)(probe)["out"]
+                    wanted[key] = self.probe_output(ci, key, probe)
             if matches(got, wanted[key]):
                 return {"choice": index}
         return {"choice": 0}

@@ -132,6 +132,33 @@ class Kind(Protocol):
     def extra_diagnoses(self, extra: dict) -> list[Diagnosis]: ...
 
 
+NAMED = "_attnprep_named"  # the attribute of an exception that carries the mistakes a kind saw behind it
+
+
+def name_mistakes(exc: BaseException, found: list[tuple[str, str, dict]]) -> None:
+    """Attach named mistakes to an exception the attempt raised (the kind saw what caused it, e.g.
+    a cache concatenated on the wrong axis): ``(mistake id, evidence text key, params)`` each. The
+    exception still propagates as it is; the child sends them along with the error."""
+    try:
+        setattr(exc, NAMED, [[i, key, dict(params)] for i, key, params in found])
+    except Exception:  # an exception type that takes no attributes: nothing named
+        pass
+
+
+def named_mistakes(exc: BaseException) -> list[list]:
+    """What :func:`name_mistakes` attached, checked to be plain data (else nothing)."""
+    try:
+        found = vars(exc).get(NAMED) or []
+    except Exception:
+        return []
+    plain = (str, int, float, bool, type(None))
+    ok = isinstance(found, list) and all(
+        isinstance(f, list) and len(f) == 3 and isinstance(f[0], str) and isinstance(f[1], str)
+        and isinstance(f[2], dict) and all(isinstance(k, str) and isinstance(v, plain) for k, v in f[2].items())
+        for f in found)
+    return found if ok else []
+
+
 def first(out: Any) -> Any:
     """The graded item of what a call returned: ``out`` or the first of ``(out, attn_weights)``."""
     return out[0] if isinstance(out, tuple) and out else out

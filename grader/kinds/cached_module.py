@@ -1,0 +1,714 @@
+"""Kind ``cached_module``: an ``nn.Module`` whose ``forward(x, cache=None)`` returns ``(out, cache)``,
+driven by a script of calls: a prefill of several tokens, one-token decode steps and a chunk.
+
+Every call's output is graded against the *full causal forward* of a naive reference over all the
+tokens so far (``[grading] full_reference`` / ``full_object``, e.g. the GQA or MLA module), sliced to
+the new tokens; the cache the call returns is graded against the exercise's own reference
+(``solutions/<id>.py``) run on the whole sequence at once, cut to the tokens so far. The attempt
+is fed back its own cache, as a generation loop would; two sequences run interleaved and one call
+is replayed, so a module that keeps state between calls shows. Outputs are named after the call
+("step 3 out (pos 5)", "step 4 cache k (pos 0..8)"), so the first difference names the step and the
+absolute positions where the attempt first diverged.
+
+While the attempt runs, the child records what the structure checks need (a torch function mode
+around each call, :class:`StepRecorder`): in a decode step, how many rows each watched projection
+weight multiplied (``[grading] rows_of``: re-projecting the prefix defeats the cache); whether a
+tensor held per-head keys or values of the whole prefix (``prefix_widths``: MLA decompressed
+instead of absorbed); whether the cache came back with the repeated heads (a cache entry's
+``repeated``). The judge turns them into checks whose ids start with "structure" (verdict
+``structure`` when the outputs are right), with the measured figure against the allowed one.
+
+Parameters are mapped to the contract's roles as in :mod:`.attention_module` (this kind extends it):
+by name, else by shape with the grading process's probe.
+
+Exercise data (``[grading]``): ``configs``, ``knobs``, ``probe_configs``; ``step``, the functional
+step of :mod:`attnprep.grader.cached_variants`; ``full_reference``, ``full_object``; ``cache``, one
+entry per cache tensor with its ``name``, ``shape`` (expressions of the config, ``B`` and ``T`` =
+the tokens so far) and optionally ``repeated`` (the head count of a cache stored after repeat_kv);
+``rows_of``; ``prefix_heads`` and ``prefix_widths``; ``product_of`` and ``product_mistake`` (the
+mistake named when a product with that role's weight raises).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import linecache
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from attnprep import exercises
+from attnprep.grader import cached_variants
+from attnprep.grader.cases import Case, generator
+from attnprep.grader.kinds.attention_module import AttentionModule
+from attnprep.grader.kinds.base import Built, ContractError, first, name_mistakes
+from attnprep.grader.result import Check, Diagnosis, msg
+
+# The mistakes this kind names from what it observes (the exercise lists those that apply).
+REPEATED = "cache_after_repeat_kv"
+REPROJECTED = "cache_prefix_reprojected"
+DECOMPRESSED = "mla_decompressed_prefix"
+NOT_RETURNED = "cache_not_returned"
+STATEFUL = "cache_in_module_state"
+WRONG_AXIS = "cache_wrong_axis"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a script: the new tokens ``start .. end-1`` of the sequence ``seq`` (an input of
+    the case); ``replay``: pass the cache the previous call of the sequence was given, again."""
+
+    seq: str
+    start: int
+    end: int
+    label: str
+    replay: bool = False
+
+    def positions(self) -> str:
+        return f"pos {self.start}" if self.end - self.start == 1 else f"pos {self.start}..{self.end - 1}"
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    name: str
+    shape: tuple[str, ...]  # expressions of the config, B and T (the tokens so far)
+    repeated: str = ""  # the head count of a cache stored after repeat_kv, if that can happen
+
+    @property
+    def token_axis(self) -> int:
+        return self.shape.index("T")
+
+
+def _steps(seq: str, lengths: list[int], prefix: str = "") -> list[Call]:
+    calls, start = [], 0
+    for n, length in enumerate(lengths, 1):
+        calls.append(Call(seq, start, start + length, f"{prefix}step {n}"))
+        start += length
+    return calls
+
+
+# The scripts: (case name, batch and length of each sequence, calls). The first is the observed
+# one: prefill 5 tokens (no head size in the configs may equal it: the observer tells the (5, 5)
+# probabilities from a product's output by their shape), decode 1, a chunk of 3, decode 1. No
+# total length has a factor 7, 11 or 13: graded MLA sizes keep one in every per-head width, so
+# that shapes say which is which.
+MAIN = "prefill 5, decode 1, chunk 3, decode 1"
+MAIN_CALLS = _steps("x", [5, 1, 3, 1])
+MAIN_B, MAIN_T = 2, 10
+SEQ_A, SEQ_B = _steps("x", [3, 1, 2], "A "), _steps("x2", [1, 1, 3], "B ")  # B: a one-token prefill
+AGAIN = Call("x", 3, 4, "A step 2 again", replay=True)  # A's step 2 once more, with the same cache
+SCRIPTS = (
+    (MAIN, {"x": (MAIN_B, MAIN_T)}, MAIN_CALLS),
+    ("two sequences interleaved, a call replayed", {"x": (2, 6), "x2": (1, 5)},
+     [SEQ_A[0], SEQ_B[0], SEQ_A[1], SEQ_B[1], AGAIN, SEQ_B[2], SEQ_A[2]]),
+)
+CUTS = (2, 7)  # the causality probe: tokens from here on change (inside the prefill, inside the chunk 6..8)
+
+
+def output_names(call: Call, specs: tuple[CacheSpec, ...]) -> list[str]:
+    """The graded outputs of one call: its output, then each cache tensor it returns."""
+    return [f"{call.label} out ({call.positions()})"] + [f"{call.label} cache {s.name} (pos 0..{call.end - 1})"
+                                                        for s in specs]
+
+
+class CachedModule(AttentionModule):
+    probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
+    token_axis = 1
+
+    def __init__(self, exercise, seed: int):
+        super().__init__(exercise, seed)
+        grading = exercise.grading
+        self.specs = tuple(CacheSpec(c["name"], tuple(c["shape"]), c.get("repeated", ""))
+                           for c in grading["cache"])
+        self._full = None
+        self._meta: dict[int, dict] = {}  # child: id(attempt) -> what the recorder watches
+        self._records: dict[str, list[dict]] = {}  # child: case -> per-call records, until child_extra
+        self._stateful: dict | None = None  # child: the first decode call that changed the module
+
+    # --- shared -------------------------------------------------------------------------------
+
+    def cases(self, ci: int) -> list[Case]:
+        d_model = self.configs[ci]["d_model"]
+        g = generator(self.seed, ci, "cached")
+        cases = []
+        for name, seqs, calls in SCRIPTS:
+            inputs: dict[str, Any] = {seq: torch.randn(B, T, d_model, generator=g) for seq, (B, T) in seqs.items()}
+            inputs["calls"] = tuple(calls)
+            main = name == MAIN
+            cases.append(self._case(name, inputs, observe=main))
+        base = cases[0].inputs
+        for cut in CUTS:  # the calls up to the one that holds the cut: later ones hold no earlier token
+            x = base["x"].clone()
+            x[:, cut:] = torch.randn(MAIN_B, MAIN_T - cut, d_model, generator=g)
+            calls = tuple(c for c in base["calls"] if c.start < cut)
+            cases.append(self._case(f"{MAIN}, tokens {cut}.. changed", {"x": x, "calls": calls}, base=MAIN,
+                                    check="causality", unchanged=self._before(cut)))
+        alone = {"x": base["x"][1:2].clone(), "calls": base["calls"][:3]}
+        cases.append(self._case(f"{MAIN}, sample 2 alone", alone, base=MAIN, check="batch", base_rows=(1, 2)))
+        return cases
+
+    def _case(self, name, inputs, observe=False, base=None, check="", unchanged=None, base_rows=None) -> Case:
+        calls = inputs["calls"]
+        B = inputs[calls[0].seq].shape[0]
+        T0 = calls[0].end - calls[0].start
+        return Case(name=name, inputs=inputs, queries=torch.ones(B, T0, dtype=torch.bool), seq=(T0, T0), graded={},
+                    base=base, unchanged=unchanged, base_rows=base_rows, check=check, observe=observe, picture=observe)
+
+    def _before(self, cut: int) -> dict[str, torch.Tensor]:
+        """Per output of the main script, where its tokens come before ``cut`` (causality). The
+        caches are graded against the reference anyway; here only the outputs count, so that a
+        cache in the wrong order is not taken for a leak."""
+        masks = {}
+        for call in MAIN_CALLS:
+            names = output_names(call, self.specs)
+            masks[names[0]] = (torch.arange(call.start, call.end) < cut).view(1, -1, 1)
+            for spec, name in zip(self.specs, names[1:]):
+                masks[name] = torch.zeros((1,) * len(spec.shape), dtype=torch.bool)
+        return masks
+
+    def cache_shape(self, ci: int, spec: CacheSpec, B: int, T: int) -> tuple[int, ...]:
+        args = {**self.configs[ci], "B": B, "T": T}
+        return tuple(exercises.evaluate(e, args) for e in spec.shape)
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        d_model = self.configs[ci]["d_model"]
+        shapes = {}
+        for call in case.inputs["calls"]:
+            B = case.inputs[call.seq].shape[0]
+            names = output_names(call, self.specs)
+            shapes[names[0]] = (B, call.end - call.start, d_model)
+            for spec, name in zip(self.specs, names[1:]):
+                shapes[name] = self.cache_shape(ci, spec, B, call.end)
+        return shapes
+
+    def call(self, module, case: Case):
+        """The first call of the case's script alone (the mapping probe)."""
+        c = case.inputs["calls"][0]
+        return module(case.inputs[c.seq][:, c.start:c.end].clone())
+
+    # --- child --------------------------------------------------------------------------------
+
+    def check_forward(self, cls) -> None:
+        try:
+            sig = inspect.signature(cls.forward)
+        except (TypeError, ValueError):
+            return
+        params = list(sig.parameters.values())[1:]  # drop self
+        if any(p.kind is p.VAR_POSITIONAL for p in params):
+            return
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(positional) < 2:
+            raise ContractError("cached_module.forward_signature", names=", ".join(p.name for p in params))
+
+    def build(self, namespace: dict, ci: int, channel) -> Built:
+        built = super().build(namespace, ci, channel)
+        module = built.attempt
+        grading = self.exercise.grading
+        watched = list(grading.get("rows_of", [])) + ([grading["product_of"]] if "product_of" in grading else [])
+        config = self.configs[ci]
+        prefix = None
+        if "prefix_widths" in grading:
+            prefix = {"heads": exercises.evaluate(grading["prefix_heads"], config),
+                      "widths": [[w, exercises.evaluate(w, config)] for w in grading["prefix_widths"]]}
+        self._meta[id(module)] = {
+            "module": module,
+            "weights": {role: module.get_submodule(built.mapping[role]).weight for role in dict.fromkeys(watched)},
+            "rows_of": list(grading.get("rows_of", [])),
+            "prefix": prefix,
+            "file": namespace.get("__file__") or "",
+            "product_mistake": grading.get("product_mistake", ""),
+            "repeated": {s.name: exercises.evaluate(s.repeated, config) for s in self.specs if s.repeated},
+            "expected": {s.name: s for s in self.specs},
+            "config": ci,
+        }
+        return built
+
+    def run(self, attempt, case: Case) -> dict[str, Any]:
+        meta = self._meta.get(id(attempt))
+        outputs: dict[str, Any] = {}
+        given: dict[str, Any] = {}  # seq -> the cache its last call was given
+        current: dict[str, Any] = {}  # seq -> the cache its last call returned
+        records = []
+        for call in case.inputs["calls"]:
+            x = case.inputs[call.seq][:, call.start:call.end]
+            cache = given.get(call.seq) if call.replay else current.get(call.seq)
+            given[call.seq] = cache
+            recorder = StepRecorder(meta, self.specs, cache, call, x.shape[0]) if meta is not None else None
+            state = _state(attempt)
+            try:
+                if recorder is None:
+                    result = attempt(x.clone(), cache)
+                else:
+                    with recorder:
+                        result = attempt(x.clone(), cache)
+            except Exception as exc:
+                named = recorder.named_on_error() if recorder is not None else []
+                if not named and self._stateful is not None:  # an earlier call kept state in the module
+                    named = [(STATEFUL, "cached_module.evidence_state", self._stateful)]
+                name_mistakes(exc, named)
+                raise
+            out, returned = _split(result)
+            entries = _entries(returned, len(self.specs))
+            record = recorder.record() if recorder is not None else {}
+            record.update(case=case.name, label=call.label, B=x.shape[0], new=call.end - call.start, total=call.end,
+                          decode=call.start > 0)
+            if returned is None or not isinstance(result, (tuple, list)):
+                record["returned"] = "none"
+            elif cache is not None and (returned is cache or any(
+                    isinstance(e, torch.Tensor) and any(e is c for c in _entries(cache, len(self.specs))) for e in entries)):
+                record["returned"] = "same"
+            changed = _changed(state, _state(attempt))
+            if changed and call.start > 0:  # a decode step changed the module: state between calls
+                record["state"] = changed
+                self._stateful = {"step": call.label, "case": case.name, "attribute": changed[0],
+                                  "before": changed[1], "after": changed[2]}
+            names = output_names(call, self.specs)
+            outputs[names[0]] = out
+            for spec, name, entry in zip(self.specs, names[1:], entries):
+                if meta is not None and spec.name in meta["repeated"] and isinstance(entry, torch.Tensor):
+                    expected = self.cache_shape(meta["config"], spec, x.shape[0], call.end)
+                    reduced = _unrepeat(entry, expected)
+                    if reduced is not None:
+                        record.setdefault("repeated", [spec.name, list(entry.shape), list(expected)])
+                        entry = reduced
+                outputs[name] = entry
+            current[call.seq] = returned
+            records.append(record)
+        self._records[case.name] = records
+        return outputs
+
+    def child_extra(self, attempt) -> dict | None:
+        steps = [r for records in self._records.values() for r in records]
+        self._records = {}
+        return {"steps": steps}
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self):
+        if self._full is None:
+            grading = self.exercise.grading
+            module = importlib.import_module(f"attnprep.solutions.{grading['full_reference']}")
+            self._full = getattr(module, grading["full_object"])
+        return super().solution()
+
+    def _loaded(self, cls, ci: int, weights: dict):
+        module = cls(**self.configs[ci]).eval()
+        with torch.no_grad():
+            for role, tensors in weights.items():
+                sub = module.get_submodule(role)
+                sub.weight.copy_(tensors["weight"])
+                if "bias" in tensors:
+                    sub.bias.copy_(tensors["bias"])
+        return module
+
+    def _modules(self, ci: int, zero_bias):
+        solution = self.solution()
+        weights = self.role_weights(ci, zero_bias)
+        return self._loaded(self._full, ci, weights), self._loaded(solution, ci, weights)
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        full, own = self._modules(ci, zero_bias)
+
+        def run(case: Case) -> dict[str, torch.Tensor]:
+            outputs: dict[str, torch.Tensor] = {}
+            caches: dict[str, tuple] = {}
+            for call in case.inputs["calls"]:
+                x = case.inputs[call.seq]
+                names = output_names(call, self.specs)
+                # the full causal forward over every token so far, at the new tokens
+                outputs[names[0]] = first(full(x[:, :call.end], None, True))[:, call.start:call.end]
+                if call.seq not in caches:  # the reference's cache of the whole sequence, in one call
+                    caches[call.seq] = own(x)[1]
+                for spec, name, entry in zip(self.specs, names[1:], caches[call.seq]):
+                    outputs[name] = entry.narrow(spec.token_axis, 0, call.end)
+            return outputs
+
+        return run
+
+    def probe_output(self, ci: int, zero_bias: frozenset, probe: Case) -> torch.Tensor:
+        full, _ = self._modules(ci, zero_bias)
+        c = probe.inputs["calls"][0]
+        return first(full(probe.inputs[c.seq][:, c.start:c.end], None, True))
+
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        step = cached_variants.STEPS[self.exercise.grading["step"]]
+        config = self.configs[ci]
+        weights = self.role_weights(ci, zero_bias)
+
+        def run(case: Case) -> dict[str, torch.Tensor]:
+            outputs: dict[str, torch.Tensor] = {}
+            given: dict[str, Any] = {}
+            current: dict[str, Any] = {}
+            for call in case.inputs["calls"]:
+                cache = given.get(call.seq) if call.replay else current.get(call.seq)
+                given[call.seq] = cache
+                out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
+                names = output_names(call, self.specs)
+                outputs[names[0]] = out
+                outputs.update(zip(names[1:], returned))
+                current[call.seq] = returned
+            return outputs
+
+        return run
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        T = case.queries.shape[1]  # the prefill of the observed script
+        return torch.tril(torch.ones(T, T, dtype=torch.bool))
+
+    def extra_checks(self, extra: dict) -> list[Check]:
+        steps = _steps_of(extra)
+        checks = []
+        if any(s.repeated for s in self.specs):
+            bad = next((s for s in steps if s.get("repeated")), None)
+            if bad is None:
+                checks.append(Check("structure_cache_heads", True, msg("cached_module.cache_heads_ok")))
+            else:
+                name, got, expected = bad["repeated"]
+                checks.append(Check("structure_cache_heads", False, msg(
+                    "cached_module.cache_heads_bad", step=bad["label"], case=bad["case"], name=name, got=str(tuple(got)),
+                    heads=got[1], expected=str(tuple(expected)), allowed=expected[1])))
+        if self.exercise.grading.get("rows_of"):
+            bad = next(((s, role, r) for s in steps if s.get("decode") for role, r in s.get("rows", {}).items()
+                        if r[0] > s["B"] * s["new"]), None)
+            if bad is None:
+                checks.append(Check("structure_projection_rows", True, msg(
+                    "cached_module.rows_ok", roles=" / ".join(self.exercise.grading["rows_of"]))))
+            else:
+                s, role, (rows, line, code) = bad
+                checks.append(Check("structure_projection_rows", False, msg(
+                    "cached_module.rows_bad", step=s["label"], case=s["case"], role=role, rows=rows, line=line, code=code,
+                    allowed=s["B"] * s["new"], B=s["B"], new=s["new"], total=s["total"])))
+        if "prefix_widths" in self.exercise.grading:
+            bad = next((s for s in steps if s.get("decode") and s.get("prefix")), None)
+            if bad is None:
+                checks.append(Check("structure_prefix_heads", True, msg("cached_module.prefix_ok")))
+            else:
+                shape, width, line, code = bad["prefix"]
+                checks.append(Check("structure_prefix_heads", False, msg(
+                    "cached_module.prefix_bad", step=bad["label"], case=bad["case"], shape=str(tuple(shape)),
+                    width=width, total=bad["total"], line=line, code=code)))
+        return checks
+
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
+        steps = _steps_of(extra)
+        found = []
+        for check in self.extra_checks(extra):
+            if check.passed is False:
+                mistake = {"structure_cache_heads": REPEATED, "structure_projection_rows": REPROJECTED,
+                           "structure_prefix_heads": DECOMPRESSED}[check.id]
+                found.append(Diagnosis(mistake, (check.message,)))
+        axis = next(((s, c) for s in steps for c in s.get("cats", [])), None)
+        if axis is not None:
+            s, (name, dim, token_axis, line, code) = axis
+            found.append(Diagnosis(WRONG_AXIS, (msg("cached_module.evidence_axis", step=s["label"], name=name, dim=dim,
+                                                     axis=token_axis, line=line, code=code),)))
+        lost = next((s for s in steps if s.get("returned")), None)
+        if lost is not None:
+            key = "cached_module.evidence_no_cache" if lost["returned"] == "none" else "cached_module.evidence_same_cache"
+            found.append(Diagnosis(NOT_RETURNED, (msg(key, step=lost["label"], case=lost["case"]),)))
+        stateful = next((s for s in steps if s.get("state")), None)
+        if stateful is not None:
+            attribute, before, after = stateful["state"]
+            found.append(Diagnosis(STATEFUL, (msg("cached_module.evidence_state", step=stateful["label"],
+                                                   case=stateful["case"], attribute=attribute, before=before,
+                                                   after=after),)))
+        return found
+
+
+def _steps_of(extra: dict) -> list[dict]:
+    steps = extra.get("steps") if isinstance(extra, dict) else None
+    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+
+
+def _split(result) -> tuple[Any, Any]:
+    """(out, cache) of what a call returned; a bare tensor returned no cache."""
+    if isinstance(result, (tuple, list)):
+        return (result[0] if result else None), (result[1] if len(result) > 1 else None)
+    return result, None
+
+
+def _entries(cache, n: int) -> list:
+    """The n cache tensors of a returned cache: a (k, v) tuple or list; anything else is graded as it
+    is in the first place (a stacked tensor, None) and nothing in the others."""
+    if isinstance(cache, (tuple, list)) and len(cache) >= n:
+        return list(cache[:n])
+    return [cache] + [None] * (n - 1)
+
+
+def _unrepeat(entry: torch.Tensor, expected: tuple[int, ...]):
+    """The cache tensor without its repeated heads, if it is ``expected`` with one axis repeated
+    (copies next to each other, as repeat_kv / repeat_interleave makes them); else None."""
+    got = tuple(entry.shape)
+    if len(got) != len(expected) or got == expected:
+        return None
+    differ = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
+    if len(differ) != 1:
+        return None
+    axis = differ[0]
+    if got[axis] % expected[axis]:
+        return None
+    grouped = entry.unflatten(axis, (expected[axis], got[axis] // expected[axis]))
+    head = grouped.narrow(axis + 1, 0, 1)
+    if not torch.equal(grouped, head.expand_as(grouped)):
+        return None
+    return head.squeeze(axis + 1)
+
+
+# --- what the child watches -----------------------------------------------------------------------
+
+_MODULE_KEYS = frozenset(vars(torch.nn.Module())) | {"training"}
+
+
+def _describe(value) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", id(value), tuple(value.shape))
+    if isinstance(value, (tuple, list)):
+        return tuple(_describe(v) for v in value)
+    if isinstance(value, (int, float, str, type(None))):
+        return value
+    return type(value).__name__
+
+
+def _state(module) -> dict[str, Any]:
+    """The attributes of the attempt's modules a call could keep state in: tensors, tuples of them,
+    numbers (a cache kept in self, a position counter), buffers."""
+    if not isinstance(module, torch.nn.Module):
+        return {}
+    state = {}
+    for prefix, sub in module.named_modules():
+        where = f"self.{prefix}." if prefix else "self."
+        for key, value in vars(sub).items():
+            if key not in _MODULE_KEYS:
+                state[where + key] = _describe(value)
+        for key, value in sub._buffers.items():
+            state[where + key] = _describe(value)
+    return state
+
+
+def _shown(value) -> str:
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == "tensor":
+        return f"a tensor {value[2]}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_shown(v) for v in value) + ")"
+    return repr(value)
+
+
+def _changed(before: dict, after: dict) -> list | None:
+    """[attribute, before, after] of the first attribute a call changed, as text; None if none."""
+    for key, value in after.items():
+        if before.get(key, "<unset>") != value:
+            old = before.get(key, "<unset>")
+            return [key, "unset" if old == "<unset>" else _shown(old), _shown(value)]
+    return None
+
+
+_MATMULS = {F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.Tensor.__rmatmul__, torch.mm,
+            torch.Tensor.mm, torch.bmm, torch.Tensor.bmm, torch.einsum, torch.addmm, torch.Tensor.addmm, torch.baddbmm,
+            torch.Tensor.baddbmm, torch.tensordot, torch.mv, torch.Tensor.mv, torch.inner}
+_CATS = {torch.cat, torch.concat, torch.concatenate}
+
+
+def _tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+
+
+class StepRecorder(TorchFunctionMode):
+    """Around one call of the attempt: the rows each watched weight multiplies, concatenations of
+    the cache it was given, the first tensor holding per-head keys or values of the whole prefix,
+    and the operation that raised, if one did. Never changes what the attempt computes."""
+
+    def __init__(self, meta: dict, specs: tuple[CacheSpec, ...], cache, call: Call, batch: int):
+        super().__init__()
+        self.label, self.batch = call.label, batch
+        self.file = meta["file"]
+        # tensors computed from parameters alone (W.T, W.view(...), torch.cat([Wk, Wv])), with the
+        # watched roles they come from; they hold no tokens, so the prefix check skips them
+        params = [p for p in meta["module"].parameters()] if isinstance(meta["module"], torch.nn.Module) else []
+        self.keep = params + list(meta["weights"].values())  # hold every tracked tensor: ids stay unique
+        self.derived: dict[int, frozenset[str]] = {id(p): frozenset() for p in params}
+        self.derived.update({id(w): frozenset({role}) for role, w in meta["weights"].items()})
+        self.in_features = {role: w.shape[-1] for role, w in meta["weights"].items()}
+        self.counted = set(meta["rows_of"])
+        self.product_mistake = meta["product_mistake"]
+        self.cache_ids = {}
+        for spec, entry in zip(specs, _entries(cache, len(specs))):
+            if isinstance(entry, torch.Tensor):
+                self.cache_ids[id(entry)] = (spec.name, spec.token_axis)
+                self.keep.append(entry)
+        self.tainted = set(self.cache_ids)  # computed from the cache: where the prefix's keys can be
+        self.prefix = meta["prefix"] if call.start > 0 else None
+        self.total, self.past = call.end, call.start
+        self.rows: dict[str, list] = {}
+        self.cats: list[list] = []
+        self.prefix_hit: list | None = None
+        self.failure: dict | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        try:
+            out = func(*args, **kwargs)
+        except Exception:
+            if self.failure is None:
+                try:
+                    self.failure = self._failed(func, args, kwargs)
+                except Exception:  # observation must never change what the attempt computes
+                    pass
+            raise
+        try:
+            self._record(func, args, kwargs, out)
+        except Exception:
+            pass
+        return out
+
+    def _where(self) -> tuple[int, str]:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.file:
+                return frame.f_lineno, linecache.getline(self.file, frame.f_lineno).strip()
+            frame = frame.f_back
+        return 0, ""
+
+    def _operands(self, func, args, kwargs) -> tuple[list, list]:
+        """(tracked roles' operands, the other operands) of a product."""
+        if func is F.linear:
+            weight = kwargs.get("weight", args[1] if len(args) > 1 else None)
+            inputs = [kwargs.get("input", args[0] if args else None)]
+            tracked = [weight] if isinstance(weight, torch.Tensor) else []
+        elif func is torch.einsum:
+            operands = list(args[1:])
+            if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+                operands = list(operands[0])
+            tracked, inputs = operands, operands
+        elif func in (torch.addmm, torch.Tensor.addmm, torch.baddbmm, torch.Tensor.baddbmm):
+            tracked = inputs = list(args[1:3])
+        else:
+            tracked = inputs = list(args[:2])
+        tracked = [t for t in tracked if isinstance(t, torch.Tensor) and id(t) in self.derived]
+        others = [t for t in inputs if isinstance(t, torch.Tensor) and id(t) not in self.derived]
+        return tracked, others
+
+    def _record(self, func, args, kwargs, out) -> None:
+        if self.prefix is not None:
+            self._prefix(args, kwargs, out)
+        if func in _MATMULS:
+            tracked, others = self._operands(func, args, kwargs)
+            roles = frozenset().union(*(self.derived[id(t)] for t in tracked)) if tracked else frozenset()
+            for role in roles & self.counted:
+                if not others:
+                    continue
+                # the rows of one product: more than the new tokens means the prefix went through
+                # again (the same new tokens projected twice is waste, not a re-projected prefix)
+                rows = others[0].numel() // max(self.in_features[role], 1)
+                entry = self.rows.get(role)
+                if entry is None or rows > entry[0]:
+                    self.rows[role] = [rows, *self._where()]
+        else:
+            inputs = list(_tensors((args, kwargs)))
+            if inputs and all(id(t) in self.derived for t in inputs):  # parameters only
+                roles = frozenset().union(*(self.derived[id(t)] for t in inputs))
+                for t in _tensors(out):
+                    self.derived[id(t)] = roles
+                    self.keep.append(t)
+            if func in _CATS:
+                self._cat(args, kwargs)
+
+    def _prefix(self, args, kwargs, out) -> None:
+        """Follow what is computed from the cache; note the first such tensor that holds per-head
+        keys or values of every token so far."""
+        if not any(id(t) in self.tainted for t in _tensors((args, kwargs))):
+            return
+        for t in _tensors(out):
+            self.tainted.add(id(t))
+            self.keep.append(t)
+            if self.prefix_hit is None:
+                width = self._per_head_prefix(tuple(t.shape))
+                if width:
+                    self.prefix_hit = [list(t.shape), width, *self._where()]
+
+    def _cat(self, args, kwargs) -> None:
+        seq = kwargs.get("tensors", args[0] if args else ())
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
+        if not isinstance(seq, (list, tuple)) or not isinstance(dim, int):
+            return
+        for t in seq:
+            if isinstance(t, torch.Tensor) and id(t) in self.cache_ids:
+                name, token_axis = self.cache_ids[id(t)]
+                axis = dim % t.dim() if t.dim() else dim
+                # the wrong axis: not the contract's token axis, nor the axis that holds the cached
+                # tokens in the attempt's own layout (a (B, T, G, D) cache is a layout slip)
+                wrong = axis != token_axis and (axis >= t.dim() or t.shape[axis] != self.past)
+                if wrong and len(self.cats) < 4:
+                    self.cats.append([name, axis, token_axis, *self._where()])
+
+    def _per_head_prefix(self, shape: tuple[int, ...]) -> str:
+        """The width (e.g. "qk_nope_head_dim") when ``shape`` holds per-head keys or values of all
+        the tokens so far: the total length (alone, or merged with the batch and/or the heads)
+        together with the heads and a per-head width, or with heads × width."""
+        H, B, total = self.prefix["heads"], self.batch, self.total
+        for i, d in enumerate(shape):
+            if d % total or d // total not in (1, B, H, B * H):
+                continue
+            heads_merged = H > 1 and d // total in (H, B * H)
+            rest = list(shape[:i] + shape[i + 1:])
+            for name, w in self.prefix["widths"]:
+                shown = f"num_heads × ({name})" if "+" in name else f"num_heads × {name}"
+                if H * w in rest:
+                    return shown
+                if w in rest:
+                    others = list(rest)
+                    others.remove(w)
+                    if heads_merged or H in others or B * H in others:
+                        return shown
+        return ""
+
+    def _failed(self, func, args, kwargs) -> dict | None:
+        if func in _CATS:
+            self._cat(args, kwargs)
+            return {"kind": "cat"} if self.cats else None  # named by named_on_error
+        if func in _MATMULS:
+            tracked, others = self._operands(func, args, kwargs)
+            if tracked:
+                line, code = self._where()
+                shapes = [tuple(t.shape) for t in list(_tensors((args, kwargs)))[:3]]
+                roles = sorted(frozenset().union(*(self.derived[id(t)] for t in tracked)))
+                return {"kind": "product", "line": line, "code": code, "shapes": " and ".join(map(str, shapes)),
+                        "role": " / ".join(roles) or "a"}
+        return None
+
+    def named_on_error(self) -> list[tuple[str, str, dict]]:
+        """The mistakes behind an exception the call raised, as far as this step saw them."""
+        wrong = self.cats[0] if self.cats else None
+        if wrong is not None:
+            name, dim, token_axis, line, code = wrong
+            return [(WRONG_AXIS, "cached_module.evidence_axis",
+                     {"step": self.label, "name": name, "dim": dim, "axis": token_axis, "line": line, "code": code})]
+        if self.failure and self.failure["kind"] == "product" and self.product_mistake:
+            f = self.failure
+            return [(self.product_mistake, "cached_module.evidence_product",
+                     {"line": f["line"], "code": f["code"], "shapes": f["shapes"], "role": f["role"]})]
+        return []
+
+    def record(self) -> dict:
+        out: dict[str, Any] = {}
+        if self.rows:
+            out["rows"] = {role: list(r) for role, r in self.rows.items()}
+        if self.cats:
+            out["cats"] = [list(c) for c in self.cats]
+        if self.prefix_hit:
+            out["prefix"] = self.prefix_hit
+        return out
+
+
+KIND = CachedModule
