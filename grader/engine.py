@@ -7,6 +7,7 @@ The exercise comes resolved (an :class:`~attnprep.exercises.Exercise`); its kind
 from __future__ import annotations
 
 import io
+import os
 import time
 import tokenize
 from dataclasses import replace
@@ -116,8 +117,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         judged = judge.Judge(exercise, kind, reply, path)
         result = judged.result()
         if _worth_tracing(result):
-            where = _clearest(kind, judged.failures) if judged.failures else _raised_in(kind, reply)
-            result = replace(result, divergence=_divergence(path, exercise, kind, reply, timeout, where))
+            result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
@@ -132,6 +132,18 @@ def _worth_tracing(result: Result) -> bool:
     if result.verdict in (Verdict.WRONG_OUTPUT, Verdict.MASK_LEAK, Verdict.WRONG_SHAPE):
         return True
     return result.verdict is Verdict.ERROR and result.error is not None and result.error.kind == "exception"
+
+
+def _safe_divergence(path: Path, exercise, kind, reply, timeout: float, judged):
+    """The divergence, or None when it cannot be found: finding it is a help on top of the verdict,
+    never a reason for the verdict to fail."""
+    try:
+        where = _clearest(kind, judged.failures) if judged.failures else _raised_in(kind, reply)
+        return _divergence(path, exercise, kind, reply, timeout, where)
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None
 
 
 def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:

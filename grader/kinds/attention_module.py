@@ -87,13 +87,14 @@ class AttentionModule:
         c = self.configs[ci]
         B, T = case.queries.shape
         axes = {"B": B, "T": T, "C": c["d_model"], "H": c["num_heads"]}
-        if self.exercise.grading.get("model") == "latent":
+        if "qk_nope_head_dim" in c:  # the latent form's sizes
             axes.update(nope=c["qk_nope_head_dim"], rope=c["qk_rope_head_dim"], v=c["v_head_dim"],
                         kv_lora_rank=c["kv_lora_rank"], q_lora_rank=c["q_lora_rank"])
             axes["nope+rope"] = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
         else:
             axes["D"] = c["d_model"] // c["num_heads"]
-            G = exercises.evaluate(self.exercise.grading["kv_heads"], c)
+            G = exercises.evaluate(self.exercise.grading["kv_heads"], c) if "kv_heads" in self.exercise.grading \
+                else c.get("num_kv_heads", c["num_heads"])
             if G != c["num_heads"]:
                 axes["G"] = G
         return axes

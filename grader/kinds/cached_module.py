@@ -118,6 +118,8 @@ def output_names(call: Call, specs: tuple[CacheSpec, ...]) -> list[str]:
 
 class CachedModule(AttentionModule):
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
+    reference_grads = None  # a script of calls: gradients are graded for their presence only
+    pair_knobs = False  # its variants take one knob
     token_axis = 1
 
     def __init__(self, exercise, seed: int):
