@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.kinds.base import ContractError
-from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer
+from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -132,9 +132,10 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     config = ConfigReply(ci, mapping=built.mapping, by_name=built.by_name,
                          notes=[[n.kind, n.role, n.layer] for n in built.notes], zero_bias=list(built.zero_bias))
     cases = kind.cases(ci)
+    forbidden = forbidden_functions(kind.exercise.grading.get("forbidden", ()))
     for case in cases:
         _move(case, device)
-        observer = Observer(*case.seq)
+        observer = Observer(*case.seq, forbidden=forbidden)
         torch.manual_seed(EVAL_SEED if case.check == "eval" else 0)
         try:
             with guard.armed(), observer, torch.no_grad():
