@@ -47,20 +47,22 @@ class Observation:
 
 
 def forbidden_functions(names) -> dict:
-    """The torch functions an exercise forbids (``[grading] forbidden``, dotted names such as
-    ``"F.layer_norm"`` or ``"torch.rms_norm"``; ``F.`` is ``torch.nn.functional.``), each mapped to
-    its name as written. Names this torch build does not have are skipped."""
+    """The torch functions an exercise forbids (``[grading] forbidden``: dotted names such as
+    ``"F.layer_norm"``, ``"torch.rms_norm"`` or ``"torch.ops.aten.native_layer_norm"``, ``F.`` being
+    ``torch.nn.functional.``), each mapped to the name the report shows: the name itself, or its
+    value when ``forbidden`` is a table. Names this torch build does not have are skipped."""
+    shown = dict(names) if isinstance(names, dict) else {n: n for n in names}
     found = {}
-    for name in names:
+    for name, display in shown.items():
         path = name.replace("F.", "torch.nn.functional.", 1) if name.startswith("F.") else name
         obj = sys.modules.get("torch") if path.split(".")[0] == "torch" else None
         for part in path.split(".")[1:]:
             obj = getattr(obj, part, None)
         if obj is not None and callable(obj):
-            found[obj] = name
+            found[obj] = display
             overloads = getattr(obj, "overloads", None)  # torch.ops.aten.<op>: its .default … too
             if isinstance(obj, torch._ops.OpOverloadPacket) and callable(overloads):
-                found.update({getattr(obj, o): name for o in overloads()})
+                found.update({getattr(obj, o): display for o in overloads()})
     return found
 
 
