@@ -31,6 +31,8 @@ COMMANDS: dict[str, str] = {
     "stats": "practice",
     "demo": "grading",
     "compare": "compare",
+    "interview": "rehearse",
+    "today": "rehearse",
 }
 
 

@@ -346,9 +346,10 @@ class LiveView:
 # --- the drill -----------------------------------------------------------------------------------
 
 
-def new_drill_file(exercise: Exercise, directory: Path, *, now: float | None = None) -> Path:
-    """Write a fresh stub as ``directory/drills/<id>-<YYYYmmdd-HHMM>.py``; never over a file."""
-    folder = directory / "drills"
+def new_drill_file(exercise: Exercise, directory: Path, *, now: float | None = None, subfolder: str = "drills") -> Path:
+    """Write a fresh stub as ``directory/<subfolder>/<id>-<YYYYmmdd-HHMM>.py``; never over a file
+    (`interview` writes to ``interviews/``)."""
+    folder = directory / subfolder
     folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M", time.localtime(now))
     text = exercises.render_stub(exercise)
@@ -360,7 +361,7 @@ def new_drill_file(exercise: Exercise, directory: Path, *, now: float | None = N
             return path
         except FileExistsError:
             continue
-    raise FileExistsError(f"too many drill files for {exercise.id} at {stamp} in {folder}")
+    raise FileExistsError(f"too many files for {exercise.id} at {stamp} in {folder}")
 
 
 def editor_command() -> list[str] | None:

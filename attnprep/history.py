@@ -1,9 +1,12 @@
-"""The local history: every `check` and every drill, in SQLite, and what it says about progress.
+"""The local history: every `check`, drill and interview, in SQLite, and what it says about progress.
 
 One row per run (a `check` of one file, or one whole drill) in ``paths.history_db()``
-(``$ATTNPREP_HOME/history.sqlite3`` when set, read at call time). Durability rules:
+(``$ATTNPREP_HOME/history.sqlite3`` when set, read at call time); an interview round is a row of
+``interviews`` whose submissions are runs (the first with ``first_try``), and each Q&A card marked
+known / not known a row of ``qa_marks``. Durability rules:
 
-- WAL journal, one short transaction per :func:`record`: a process killed at any moment (even
+- WAL journal, one short transaction per write (:func:`record`, :func:`open_interview`,
+  :func:`mark_card` …): a process killed at any moment (even
   SIGKILL mid-commit) loses at most the run it was recording; every committed run survives.
 - The schema grows by small named migrations (:data:`migrations`), applied in order and recorded
   in the ``migrations`` table; a migration is applied in the same transaction as its record.
@@ -79,6 +82,35 @@ migrations: list[tuple[str, str]] = [
             ELSE verdict END;
         """,
     ),
+    (
+        # attnprep interview: one row per interview round; each submission of it is a
+        # run of kind 'check' that names the interview, the first one with first_try = 1 (the
+        # verdict that counts), later fixes with first_try = 0. Q&A cards are marked per card.
+        "0004_interviews_and_qa_marks",
+        """
+        CREATE TABLE interviews (
+            id          INTEGER PRIMARY KEY,
+            exercise    TEXT    NOT NULL,
+            file        TEXT    NOT NULL,
+            started_at  REAL    NOT NULL,          -- unix time the clock started
+            budget_s    REAL    NOT NULL,
+            outcome     TEXT    NOT NULL DEFAULT 'open' CHECK (outcome IN ('open', 'submitted', 'abandoned')),
+            duration_s  REAL                       -- time to the first submission (or until abandoned)
+        );
+        ALTER TABLE runs ADD COLUMN interview INTEGER REFERENCES interviews (id);
+        ALTER TABLE runs ADD COLUMN first_try INTEGER CHECK (first_try IS NULL OR first_try IN (0, 1));
+        CREATE TABLE qa_marks (
+            id          INTEGER PRIMARY KEY,
+            exercise    TEXT    NOT NULL,
+            card        INTEGER NOT NULL,          -- 1-based position in the exercise's Q&A
+            question    TEXT    NOT NULL,          -- as shown, for a reader of the database
+            known       INTEGER NOT NULL CHECK (known IN (0, 1)),
+            marked_at   REAL    NOT NULL,          -- unix time
+            interview   INTEGER REFERENCES interviews (id)
+        );
+        CREATE INDEX qa_marks_by_card ON qa_marks (exercise, card, marked_at);
+        """,
+    ),
 ]
 
 # SQLite primary result codes that mean "this file is not a usable database".
@@ -106,6 +138,31 @@ class Run(NamedTuple):
     diagnoses: tuple[str, ...]
     passed: bool
     outcome: str | None
+    interview: int | None = None  # the interview this run is a submission of
+    first_try: bool | None = None  # of an interview: True for the first submission, False for a later fix
+
+
+class Interview(NamedTuple):
+    """One interview round, as stored."""
+
+    id: int
+    exercise: str
+    file: str
+    started_at: float
+    budget_s: float
+    outcome: str  # 'open', 'submitted' or 'abandoned'
+    duration_s: float | None  # time to the first submission (or until abandoned)
+
+
+class QAMark(NamedTuple):
+    """One Q&A card marked known / not known."""
+
+    exercise: str
+    card: int  # 1-based position in the exercise's Q&A
+    question: str
+    known: bool
+    marked_at: float
+    interview: int | None
 
 
 class ExerciseSummary(NamedTuple):
@@ -305,17 +362,23 @@ def record(
     duration_s: float,
     outcome: str | None = None,
     mistakes: Iterable[str] = (),
+    interview: int | None = None,
+    first_try: bool | None = None,
 ) -> int | None:
     """Record one run in its own transaction; returns its row id, or None if the history is
     unusable (said on stderr; the caller's command goes on).
 
     ``outcome`` is for drills: 'passed', 'timeout' or 'abandoned'. ``mistakes``: mistake ids seen
     earlier in the run (a drill's intermediate saves), stored with the final result's diagnoses so
-    that `stats` counts the mistakes a drill fixed on the way."""
+    that `stats` counts the mistakes a drill fixed on the way. ``first_try``: a submission of an
+    interview (a check): True for the first one, whose verdict counts, False for a later fix;
+    ``interview`` is its row of :func:`open_interview` (None if that could not be recorded)."""
     if kind not in ("check", "drill"):
         raise ValueError(f"kind must be 'check' or 'drill', not {kind!r}")
     if outcome is not None and outcome not in OUTCOMES:
         raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
+    if (interview is not None or first_try is not None) and (kind != "check" or first_try is None):
+        raise ValueError("an interview's submission is a check with first_try set")
     ids = list(dict.fromkeys([*mistakes, *(d.id for d in result.diagnoses)]))
     row = (
         result.exercise,
@@ -327,49 +390,111 @@ def record(
         json.dumps(ids),
         int(result.passed),
         outcome,
+        interview,
+        None if first_try is None else int(first_try),
     )
+    return _write(
+        "INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome,"
+        " interview, first_try) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        row,
+        "this run was not recorded in the history",
+    )
+
+
+def _write(sql: str, row: tuple, failure: str) -> int | None:
+    """One statement in its own transaction; the new row's id, or None (said on stderr) when the
+    history is unusable."""
     try:
         with _database() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                cursor = conn.execute(
-                    "INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    row,
-                )
+                cursor = conn.execute(sql, row)
                 conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
             return cursor.lastrowid
     except (HistoryUnavailable, sqlite3.Error, OSError) as exc:
-        _warn(f"this run was not recorded in the history: {exc}")
+        _warn(f"{failure}: {exc}")
         return None
+
+
+def open_interview(exercise: str, file: str | Path, *, started_at: float, budget_s: float) -> int | None:
+    """Record the start of an interview round; its row id (None: the history is unusable)."""
+    return _write(
+        "INSERT INTO interviews (exercise, file, started_at, budget_s) VALUES (?, ?, ?, ?)",
+        (exercise, str(file), float(started_at), float(budget_s)),
+        "this interview was not recorded in the history",
+    )
+
+
+def close_interview(interview: int, *, outcome: str, duration_s: float) -> None:
+    """Say how an open interview ended: 'submitted' (``duration_s`` to the first submission) or
+    'abandoned'. Only an open interview changes: the first submission is never rewritten."""
+    if outcome not in ("submitted", "abandoned"):
+        raise ValueError(f"outcome must be 'submitted' or 'abandoned', not {outcome!r}")
+    _write(
+        "UPDATE interviews SET outcome = ?, duration_s = ? WHERE id = ? AND outcome = 'open'",
+        (outcome, float(duration_s), interview),
+        "the end of this interview was not recorded in the history",
+    )
+
+
+def mark_card(exercise: str, card: int, question: str, *, known: bool, marked_at: float, interview: int | None = None) -> int | None:
+    """Record one Q&A card marked known / not known."""
+    return _write(
+        "INSERT INTO qa_marks (exercise, card, question, known, marked_at, interview) VALUES (?, ?, ?, ?, ?, ?)",
+        (exercise, int(card), question, int(known), float(marked_at), interview),
+        "this answer was not recorded in the history",
+    )
 
 
 # --- reading -------------------------------------------------------------------------------------
 
 
+def _read(query: str, args: tuple = ()) -> list[tuple]:
+    """Rows of a query; an unusable history reads as empty, and reading never creates it."""
+    if not paths.history_db().exists():
+        return []
+    try:
+        with _database() as conn:
+            return conn.execute(query, args).fetchall()
+    except (HistoryUnavailable, sqlite3.Error, OSError) as exc:
+        _warn(f"history not available: {exc}")
+        return []
+
+
 def runs(exercise: str | None = None) -> list[Run]:
     """Every recorded run (of one exercise), oldest first. An unusable history reads as empty."""
-    query = "SELECT id, exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome FROM runs"
+    query = ("SELECT id, exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome,"
+             " interview, first_try FROM runs")
     args: tuple = ()
     if exercise is not None:
         query += " WHERE exercise = ?"
         args = (exercise,)
     query += " ORDER BY started_at, id"
-    if not paths.history_db().exists():  # reading never creates the database
-        return []
-    try:
-        with _database() as conn:
-            rows = conn.execute(query, args).fetchall()
-    except (HistoryUnavailable, sqlite3.Error, OSError) as exc:
-        _warn(f"history not available: {exc}")
-        return []
     return [
-        Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(_load_ids(r[7])), bool(r[8]), r[9])
-        for r in rows
+        Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(_load_ids(r[7])), bool(r[8]), r[9], r[10],
+            None if r[11] is None else bool(r[11]))
+        for r in _read(query, args)
     ]
+
+
+def interviews() -> list[Interview]:
+    """Every interview round, oldest first."""
+    rows = _read("SELECT id, exercise, file, started_at, budget_s, outcome, duration_s FROM interviews ORDER BY started_at, id")
+    return [Interview(*r) for r in rows]
+
+
+def qa_marks(exercise: str | None = None) -> list[QAMark]:
+    """Every Q&A card marked (of one exercise), oldest first."""
+    query = "SELECT exercise, card, question, known, marked_at, interview FROM qa_marks"
+    args: tuple = ()
+    if exercise is not None:
+        query += " WHERE exercise = ?"
+        args = (exercise,)
+    rows = _read(query + " ORDER BY marked_at, id", args)
+    return [QAMark(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
 
 
 def _load_ids(text: str) -> list[str]:

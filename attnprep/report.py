@@ -32,10 +32,9 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep import texts, wording
-from attnprep.grader.result import Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
+from attnprep.grader.result import ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
 
 LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
-ROW_SUM_TOL = 1e-4  # |row sum - 1| allowed
 HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
 SHADES = " ░▒▓█"  # level 0 (negligible) … 4 (the largest probability shown)
 
@@ -408,6 +407,15 @@ def _footer(result: Result) -> Text | None:
 # --- the report ----------------------------------------------------------------------------------
 
 
+def _divergence_panel(result: Result) -> Panel:
+    d = result.divergence
+    parts: list[RenderableType] = [Text(wording.divergence_text(d), overflow="fold")]
+    if d.code:
+        parts.append(Syntax(d.code, "python", line_numbers=True, start_line=d.line, theme="ansi_dark",
+                            background_color="default", word_wrap=True))
+    return Panel(Group(*parts), title=texts.t("divergence.title"), title_align="left", border_style="yellow", box=box.ROUNDED)
+
+
 def _stdout_panel(stdout: str) -> Panel:
     return Panel(Text(stdout.rstrip("\n"), overflow="fold"), title=texts.t("report.stdout_title"), title_align="left",
                  border_style="dim", box=box.ROUNDED)
@@ -426,8 +434,12 @@ def render_result(result: Result, console: Console, *, full: bool = True, exerci
         console.print(_stdout_panel(result.stdout))
     for index, diagnosis in enumerate(result.diagnoses, 1):
         console.print(_diagnosis_panel(result.exercise, diagnosis, index, len(result.diagnoses)))
-    if result.checks and (full or any(c.passed is False for c in result.checks)):
-        console.print(_checks_panel(result.checks, failed_only=not full))
+    if result.divergence is not None:
+        console.print(_divergence_panel(result))
+    # a check that only repeats the error panel's message is left out
+    checks = [c for c in result.checks if not (result.error is not None and c.id in ("runs", "syntax"))]
+    if checks and (full or any(c.passed is False for c in checks)):
+        console.print(_checks_panel(checks, failed_only=not full))
     if full:
         if result.shapes:
             console.print(_shapes_panel(result.shapes))

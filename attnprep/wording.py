@@ -87,6 +87,12 @@ def diff_text(diff: OutputDiff) -> str:
     return "\n".join(lines)
 
 
+def divergence_text(d) -> str:
+    """One line: where the attempt first goes wrong and what the reference has there."""
+    return texts.t(f"divergence.{d.reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
+                   shape=d.shape, named=d.named, ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+
+
 def result_json(result: Result) -> dict:
     """One result of ``check --json`` (version 2): ids and keys stay English, the words follow
     the language."""
@@ -100,7 +106,8 @@ def result_json(result: Result) -> dict:
         "diagnoses": [
             {"id": d.id, **mistake(result.exercise, d)._asdict()} for d in result.diagnoses
         ],
-        "divergence": None,
+        "divergence": None if result.divergence is None else {
+            "line": result.divergence.line, "code": result.divergence.code, "detail": divergence_text(result.divergence)},
         "stdout": result.stdout,
         "mapping": dict(result.mapping),
         "notes": [texts.render(n) for n in result.notes],

@@ -1,4 +1,4 @@
-"""What one `attnprep check` costs, relative to a bare `python -c "import torch"` (issue 3: ≤ 1.5×).
+"""What one `attnprep check` costs, relative to a bare `python -c "import torch"` (≤ 1.5×).
 
 Every figure is a ratio to a baseline measured in the same run: the baseline and the subject run
 alternately (baseline, subject, baseline, subject …) in fresh interpreters, so a background load
@@ -34,7 +34,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISE_IDS = ("causal", "mha", "mha_fused", "mqa", "gqa", "mla")
-CHECK_TARGET = 1.5  # issue 3 / issue 5: one check ≤ 1.5× bare `import torch`
+CHECK_TARGET = 1.5  # one check ≤ 1.5× bare `import torch`
 TORCH = [sys.executable, "-c", "import torch"]
 
 # Runs attnprep's entry point in this very interpreter (what the console script does), then writes

@@ -1,6 +1,6 @@
 """How long `attnprep compare` takes on a big preset, relative to a bare `import torch`.
 
-The budget (issue 6): `python -m attnprep compare --preset deepseek-v3 --json` costs at most 2.5×
+The budget (the compare budget): `python -m attnprep compare --preset deepseek-v3 --json` costs at most 2.5×
 `python -c "import torch"` on the same machine. Both commands run N times, alternately (so a
 background load hits both alike), in fresh interpreters; the medians and their ratio are printed.
 

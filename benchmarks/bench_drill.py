@@ -1,4 +1,4 @@
-"""Save → verdict latency of `attnprep drill` (issue 4 target: median ≤ 0.5 s for MHA).
+"""Save → verdict latency of `attnprep drill` (target: median ≤ 0.5 s for MHA).
 
 Starts ``python -m attnprep drill mha --dir <tmp>`` in a subprocess with a non-tty stdout (so it
 prints plain progress lines), waits for its "go:" line, then writes an attempt into the drill file

@@ -1,7 +1,8 @@
 """The exercise registry: one folder per exercise, its data in ``exercise.toml``.
 
 Everything about an exercise (title, contract, hints, notes, named mistakes, graded sizes) is
-read from ``exercises/<id>/exercise.toml``; the stub template is ``exercises/<id>/stub.py.j2``
+read from ``exercises/<id>/exercise.toml``; the stub template is ``exercises/<id>/stub.py.j2``, or the one
+its kind shares, ``exercises/stubs/<kind>.py.j2``,
 and the reference solution is ``attnprep.solutions.<id>``. Paths are derived from the id and
 never listed twice. This module must stay torch-free: `list`, `new`, `hint` and `solution` use it.
 
@@ -77,7 +78,9 @@ class Mistake(NamedTuple):
     why: str
     fix: str
     category: str = ""  # the verdict it headlines when named: "wrong_output", "mask_leak" … ("": the checks decide)
-    named_by: str = "variant"  # "variant": a knob of the kind reproduces it; "evidence": named from what is observed
+    named_by: str = "variant"  # "variant": a knob of the kind reproduces it; "evidence": named from what is observed;
+    # "pair": the two knobs of ``pair`` together reproduce it
+    pair: tuple[str, ...] = ()
 
 
 class QA(NamedTuple):
@@ -98,6 +101,9 @@ class Exercise(NamedTuple):
     qa: tuple[QA, ...]
     mistakes: tuple[Mistake, ...]
     grading: dict  # graded constructor configurations etc., read by the grader driver
+    # the interview's follow-up (toml ``next``): ids of the exercises an interviewer chains after
+    # this one, in order; the first one the bank has is asked (ids not in the registry are skipped)
+    follow_ups: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -105,7 +111,9 @@ class Exercise(NamedTuple):
 
     @property
     def stub_template(self) -> Path:
-        return self.folder / "stub.py.j2"
+        """The folder's own ``stub.py.j2``, else the one its kind shares: ``stubs/<kind>.py.j2``."""
+        own = self.folder / "stub.py.j2"
+        return own if own.is_file() else HERE / "stubs" / f"{self.contract.kind}.py.j2"
 
     @property
     def solution_path(self) -> Path:
@@ -160,7 +168,7 @@ def mistake_catalogue() -> dict[str, Mistake]:
     out: dict[str, Mistake] = {}
     for path in files:
         for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
-            out[m["id"]] = Mistake(**m)
+            out[m["id"]] = Mistake(**{**m, "pair": tuple(m.get("pair", ()))})
     return out
 
 
@@ -200,6 +208,7 @@ def _load(folder: Path) -> Exercise:
         qa=tuple(QA(q["q"], q["a"]) for q in notes.get("qa", [])),
         mistakes=tuple(catalogue[m] for m in data.get("mistakes", [])),
         grading=data.get("grading", {}),
+        follow_ups=tuple(data.get("next", [])),
     )
 
 
@@ -283,12 +292,13 @@ def solution_region(exercise: Exercise, name: str) -> str:
 
 def stub_sources(exercise_id: str) -> list[Path]:
     """Every file :func:`render_stub` reads for this exercise (this module is the renderer)."""
-    return [HERE / exercise_id / "exercise.toml", HERE / exercise_id / "stub.py.j2", HERE / "mistakes.toml",
-            SOLUTIONS_DIR / f"{exercise_id}.py", Path(__file__)]
+    own = HERE / exercise_id / "stub.py.j2"
+    return [HERE / exercise_id / "exercise.toml", *([own] if own.is_file() else []), *sorted((HERE / "stubs").glob("*.j2")),
+            *sorted(HERE.glob("**/mistakes*.toml")), SOLUTIONS_DIR / f"{exercise_id}.py", Path(__file__)]
 
 
 def render_stub(exercise: Exercise) -> str:
-    """The blank exercise file, rendered with jinja2 from ``exercises/<id>/stub.py.j2``."""
+    """The blank exercise file, rendered with jinja2 from its :attr:`Exercise.stub_template`."""
     import jinja2
 
     env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)

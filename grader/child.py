@@ -222,3 +222,29 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
 
 
 __all__ = ["run_attempt", "describe", "_tolist"]
+
+
+def trace_attempt(path: Path, kind, ci: int, case_index: int, channel) -> dict:
+    """The trail of the attempt on one case (see :mod:`.trace`): which line made which tensor,
+    for the divergence finder. Run only for a failing attempt."""
+    from attnprep.grader.trace import Tracer
+
+    guard = Guard()
+    torch.manual_seed(0)
+    try:
+        with guard.armed():
+            namespace = load(path)
+            built = kind.build(namespace, ci, channel)
+    except BaseException:
+        return {"steps": [], "raised_at": None}
+    case = kind.cases(ci)[case_index]
+    sources = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
+    tracer = Tracer(sources, str(path))
+    try:
+        with guard.armed(), tracer, torch.no_grad():
+            kind.run(built.attempt, case)
+    except BaseException as exc:
+        tracer.note_exception(exc)
+    if guard.opened:
+        return {"steps": [], "raised_at": None}
+    return {"steps": [s.to_data() for s in tracer.steps], "raised_at": tracer.raised_at}

@@ -102,13 +102,10 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     from attnprep.grader.wire import Reply, WireError
 
     kind = kind_for(exercise, seed)
-    kind_solution = getattr(kind, "solution", None)
-    if kind_solution is not None:
-        kind_solution()  # TODO(sandbox channel): imported before the fork while the channel is local
-    channel = _LocalChannel(kind)
-    outcome = sandbox.run(lambda: child.run_attempt(path, kind, device, channel), timeout)
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel), timeout, answer=_answerer(kind))
+    stdout = _printable(outcome.stdout)
     if outcome.data is None:
-        return done(_ended(exercise.id, path, outcome, timeout))
+        return replace(done(_ended(exercise.id, path, outcome, timeout)), stdout=stdout)
     try:
         reply = Reply.decode(outcome.data)
         reply.check_complete(kind)
@@ -116,24 +113,97 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         return done(Result(exercise.id, str(path), Verdict.ERROR, checks=(Check("runs", False, msg("error.malformed", detail=str(exc))),),
                            error=ErrorInfo("malformed", msg("error.malformed", detail=str(exc)))))
     try:
-        result = judge.Judge(exercise, kind, reply, path).result()
+        judged = judge.Judge(exercise, kind, reply, path)
+        result = judged.result()
+        if _worth_tracing(result):
+            where = _clearest(kind, judged.failures) if judged.failures else _raised_in(kind, reply)
+            result = replace(result, divergence=_divergence(path, exercise, kind, reply, timeout, where))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
         result = Result(exercise.id, str(path), Verdict.ERROR, internal=True,
                         error=ErrorInfo("internal", msg("error.internal_judge", type=type(exc).__name__, text=str(exc)),
                                         traceback.format_exc()))
-    return done(result)
+    return replace(done(result), stdout=stdout)
 
 
-class _LocalChannel:
-    """The child's questions answered by the kind directly (same process)."""
+def _worth_tracing(result: Result) -> bool:
+    """A failure the attempt's own lines explain: wrong values or shapes, or an exception it raised."""
+    if result.verdict in (Verdict.WRONG_OUTPUT, Verdict.MASK_LEAK, Verdict.WRONG_SHAPE):
+        return True
+    return result.verdict is Verdict.ERROR and result.error is not None and result.error.kind == "exception"
 
-    def __init__(self, kind):
-        self.kind = kind
 
-    def ask(self, question: dict) -> dict:
-        return self.kind.answer(question)
+def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
+    """Of the failing (config, case) pairs, the one whose sizes name the most axes apart (so the
+    divergence can write ``(B, T, H, D)`` rather than numbers); the first on a tie."""
+    def named(f: tuple[int, int]) -> int:
+        sizes = list(kind.axis_names(f[0], kind.cases(f[0])[f[1]]).values())
+        return len(set(sizes)) - len(sizes)
+
+    return max(failures, key=lambda f: (named(f), -failures.index(f)))
+
+
+def _raised_in(kind, reply) -> tuple[int, int]:
+    """(config, case index) where the attempt raised: the first case it has no outputs for."""
+    ci = reply.problem_config if reply.problem_config is not None else 0
+    done = next((c.runs for c in reply.configs if c.index == ci), {})
+    cases = kind.cases(ci)
+    return ci, next((i for i, c in enumerate(cases) if c.name not in done), 0)
+
+
+def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[int, int]):
+    """Trace the attempt on the case where it first fails, in a second child (failures only), and
+    the reference here; compare."""
+    import torch
+
+    from attnprep.grader import child, divergence, sandbox
+    from attnprep.grader.trace import Step, Tracer
+
+    ci, ni = where
+    outcome = sandbox.run(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
+    if not isinstance(outcome.data, dict):
+        return None
+    try:
+        steps = [Step.from_data(s) for s in outcome.data.get("steps", [])]
+        raised_at = outcome.data.get("raised_at")
+        raised_at = raised_at if isinstance(raised_at, int) else None
+    except (TypeError, ValueError):
+        return None
+    case = kind.cases(ci)[ni]
+    zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
+    tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
+    with tracer, torch.no_grad():
+        kind.reference(ci, zero_bias)(case)
+    found = divergence.find(steps, tracer.steps, kind.axis_names(ci, case), raised_at)
+    if found is None:
+        return None
+    from attnprep.grader.result import Divergence
+
+    return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
+                      found.ref_named, found.ref_code)
+
+
+def _answerer(kind):
+    """The grading process's answers to the child's questions (the weight-mapping probe): a
+    question that is not what a child of this grader asks is the attempt's doing (malformed)."""
+    from attnprep.grader import sandbox
+
+    def answer(question: dict) -> dict:
+        try:
+            return kind.answer(question)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise sandbox.Malformed(f"unexpected question: {type(exc).__name__}") from exc
+
+    return answer
+
+
+def _printable(text: str) -> str:
+    """The attempt's output without terminal control sequences (colours stay out of our report)."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", text or "")
+    return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
 
 
 def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:
@@ -141,6 +211,13 @@ def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:
         message = msg("error.timeout", seconds=timeout)
         return Result(exercise_id, str(path), Verdict.TIMEOUT, checks=(Check("runs", False, message),),
                       error=ErrorInfo("timeout", message))
+    if outcome.failure in ("malformed", "reply_too_large"):
+        message = msg(f"error.{outcome.failure}", detail=outcome.detail)
+        return Result(exercise_id, str(path), Verdict.ERROR, checks=(Check("runs", False, message),),
+                      error=ErrorInfo("reply", message))
+    if outcome.failure == "answer_error":
+        return Result(exercise_id, str(path), Verdict.ERROR, internal=True,
+                      error=ErrorInfo("internal", msg("error.answer_error", detail=outcome.detail)))
     if outcome.failure == "signal":
         message = msg("error.signal", signal=outcome.detail)
         kind = "memory" if outcome.detail == "SIGKILL" else "crash"

@@ -8,6 +8,7 @@ the headline then follows the named mistake's category when one is named.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -16,13 +17,14 @@ import torch
 from attnprep.grader import variants
 from attnprep.grader.cases import Case
 from attnprep.grader.observe import Observer
-from attnprep.grader.result import (Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message, OutputDiff, Result,
-                                    ShapeRow, Verdict, msg)
+from attnprep.grader.result import (ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message,
+                                    OutputDiff, Result, ShapeRow, Verdict, msg)
 from attnprep.grader.tensors import ATOL, RTOL, decode_tensor
 from attnprep.grader.wire import ConfigReply, Reply
 
-ROW_SUM_TOL = 1e-4
 LEAK_CHECKS = ("causality", "padding", "batch")
+PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
+PAIR_FIRST = ("mask", "causal", "padding", "scale")  # knobs tried first in pairs
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
                   "mla_scale_partial")
@@ -73,6 +75,7 @@ class Judge:
         self.failed_cases: list[Compared] = []
         self._cases: dict[int, list[Case]] = {}
         self._ref_scores = None
+        self.failures: list[tuple[int, int]] = []  # (config, case index) of every wrong output
 
     def cases(self, ci: int) -> list[Case]:
         """The kind's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
@@ -187,6 +190,7 @@ class Judge:
                 if differs is not None:
                     mismatches += 1
                     self.failed_cases.append(Compared(case, ci, differs))
+                    self.failures.append((ci, self.cases(ci).index(case)))
             for case in self.cases(ci):
                 if case.base is None or case.name not in outputs or case.base not in outputs:
                     continue
@@ -400,6 +404,11 @@ class Judge:
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()
+        if not matched:
+            pair = next((p for p in self._pairs() if any(reproduces(p, f) for f in variants.FILLS)), None)
+            if pair is not None:
+                found.extend(self._pair_diagnoses(pair))
+                seen.update(d.id for d in found)
         for knob in matched:
             mistake_id = knob.split(":")[0]
             if mistake_id in seen:
@@ -412,6 +421,26 @@ class Judge:
                 found.append(d)
         made = {d.id for d in found}
         return [d for d in found if variants.SUPERSEDED_BY.get(d.id) not in made]
+
+    def _pairs(self) -> list[tuple[str, str]]:
+        """Two knobs at once, masks and scales first, at most :data:`PAIR_LIMIT` of them; the
+        pairs the catalogue names come first of all."""
+        knobs = self.kind.knobs()
+        whole = {k.split(":")[0] for k in knobs}
+        named = [tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole]
+        first = [k for k in knobs if any(word in k for word in PAIR_FIRST)]
+        rest = [k for k in knobs if k not in first]
+        ordered = first + rest
+        pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
+        return (named + [p for p in pairs if p not in named])[:PAIR_LIMIT]
+
+    def _pair_diagnoses(self, pair: tuple[str, str]) -> list[Diagnosis]:
+        ids = tuple(k.split(":")[0] for k in pair)
+        for m in self.ex.mistakes:  # a known slip that makes both at once
+            if tuple(m.pair) == ids or tuple(reversed(m.pair)) == ids:
+                return [Diagnosis(m.id, (msg("evidence.pair_named", first=ids[0], second=ids[1]),))]
+        return [Diagnosis(ids[0], (msg("evidence.pair", other=ids[1]),)),
+                Diagnosis(ids[1], (msg("evidence.pair", other=ids[0]),))]
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[ConfigReply]) -> tuple[Message, ...]:
         evidence = [msg("evidence.variant")]
@@ -475,8 +504,28 @@ class Judge:
         return found
 
 
+def same_layout_family(expected: tuple, got: tuple) -> bool:
+    """Whether ``got`` can hold ``expected``'s numbers in a layout a correct attempt may use: its axes
+    permuted, adjacent axes merged or split (``(B, T, H, D)``, ``(B*H, T, D)``, ``(B, G, n, T, D)``)."""
+    from attnprep.grader.divergence import _refines
+
+    if len(expected) > 5:
+        return tuple(expected) == tuple(got)
+    if math.prod(expected) != math.prod(got):
+        # K/V shared by groups of query heads (GQA, MQA): one axis smaller by a factor, broadcast
+        # (either side may hold the shared heads: the reference's or the attempt's expand/repeat)
+        if len(expected) != len(got):
+            return False
+        return any(sum(e != g for e, g in zip(perm, got)) == 1 and all(e % g == 0 or g % e == 0 for e, g in zip(perm, got))
+                   for perm in itertools.permutations(expected))
+    for perm in itertools.permutations(expected):
+        if _refines(perm, tuple(got)) or _refines(tuple(got), perm):
+            return True
+    return False
+
+
 def _shape_row(stage: str, expected: tuple, got: tuple | None, strict: bool = False) -> ShapeRow:
     if got is None:
         return ShapeRow(stage, tuple(expected), None)
-    equivalent = (not strict and math.prod(expected) == math.prod(got) and tuple(expected[-2:]) == tuple(got[-2:]))
-    return ShapeRow(stage, tuple(expected), tuple(got), equivalent=equivalent and tuple(got) != tuple(expected))
+    equivalent = not strict and tuple(got) != tuple(expected) and same_layout_family(tuple(expected), tuple(got))
+    return ShapeRow(stage, tuple(expected), tuple(got), equivalent=equivalent)

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
+
 
 import torch
+
+from attnprep import exercises
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
+SOLUTIONS_DIR = str(exercises.SOLUTIONS_DIR.resolve())
 
 _SOFTMAX = {torch.softmax, torch.Tensor.softmax, F.softmax, torch.nn.functional.softmax}
 _MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm, torch.Tensor.bmm, torch.einsum}

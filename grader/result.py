@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 JSON_VERSION = 2
+ROW_SUM_TOL = 1e-4  # |softmax row sum - 1| allowed, by the judge and the report alike
 
 
 class Verdict(str, enum.Enum):
@@ -115,9 +116,24 @@ class OutputDiff:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "blank", "internal"
+    kind: str  # "exception", "syntax", "exit", "crash", "memory", "timeout", "blank", "reply", "internal"
     message: Message  # one line
     traceback: str = ""  # the user's own frames only
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where the attempt first goes wrong: a line of the user's file and the tensor it made."""
+
+    line: int
+    code: str
+    name: str  # the variable the line assigns ("q"), "" when none
+    shape: tuple[int, ...]
+    named: str  # the shape in axis names, "(B, T, H, D)"
+    reason: str  # "layout" (the right numbers, a wrong layout), "incomplete", "values", "short", "raised"
+    ref_name: str = ""  # the reference's counterpart
+    ref_named: str = ""
+    ref_code: str = ""  # the reference's line, where it helps ("incomplete")
 
 
 @dataclass(frozen=True)
@@ -143,10 +159,12 @@ class Result:
     row_sums: tuple[float, float] | None = None  # (min, max) of observed softmax row sums
     output_diff: OutputDiff | None = None
     error: ErrorInfo | None = None
+    divergence: Divergence | None = None  # failing attempts only
     notes: tuple[Message, ...] = ()  # things worth saying that are no failure (a header that disagrees)
     stdout: str = ""  # what the attempt printed (bounded)
     internal: bool = False  # True: attnprep itself failed, not the attempt
     duration_s: float = 0.0
+    stdout: str = ""  # what the attempt printed (stdout and stderr), bounded; not in the JSON yet
 
     @property
     def passed(self) -> bool:

@@ -1,15 +1,32 @@
-"""Run a function in a forked child with a time and memory limit; get back plain JSON data.
+"""Run a function in a forked child with a time and memory limit, talking to it in plain JSON.
 
 The parent must have imported torch without running a multi-threaded op (``engine.warm_up``
-sets one thread), so a fork is safe and cheap: the child starts with torch loaded. The child's
-stdout/stderr go to /dev/null (whatever the attempt prints never reaches our JSON), it runs in its
-own session (so a runaway child and its own children can be killed together), and its one reply
-is framed by a random token on a pipe, so bytes the attempt writes to stray descriptors are
-ignored. Nothing but JSON crosses back: no pickles.
+sets one thread), so a fork is safe and cheap: the child starts with torch loaded. This module
+knows nothing about exercises; it promises (SPEC §5):
+
+- Nothing but JSON crosses: no pickles. The child's messages go up one pipe, the parent's
+  answers come down another; both sit at high random descriptors, close-on-exec. Every message is
+  a frame ``token kind length payload token`` with a random token, so bytes the attempt writes to
+  stray descriptors (even to the pipe itself) are skipped, not read as a reply.
+- The child may ask questions mid-run (``Channel.ask``); ``answer`` runs in the parent and its time
+  is not counted: the timeout is the child's time only.
+- Replies are bounded and validated: each message at most ``max_reply`` bytes and ``MAX_VALUES``
+  values, everything read at most ``max_total`` (failure ``reply_too_large``); a reply too deep,
+  not JSON, not an object or badly framed is failure ``malformed``, never an exception here. Reading stops at the final frame, so a grandchild that
+  keeps the pipe open cannot turn a reply into a timeout.
+- The attempt's stdout and stderr go to a pipe the parent drains into a bounded capture
+  (``Outcome.stdout``: the first lines, then "… N more lines"), never to our own stdout.
+- No process outlives ``run``: the grading process is a child subreaper while it runs, so
+  orphaned grandchildren (even after ``setsid`` or a double fork) come back to it, and after every
+  run — reply, failure, timeout or Ctrl-C — the child's whole tree is killed and reaped.
+- The child, and the parent while it runs, are not dumpable. ``WEAKER`` names what is missing on
+  this system (no ``prctl``: no subreaper nor non-dumpable; no ``/proc``: only the child's process
+  group is killed).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -23,6 +40,31 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 MEMORY_HEADROOM = 1 << 30  # bytes of address space the child may add to what it inherits
+MAX_REPLY = 64 << 20  # default cap on one message, in bytes
+# Values in one message (commas, lists and objects counted): parsed, JSON's "0," becomes a
+# 32-byte float and "[]," a 64-byte list, so this bounds what a message costs once decoded (with
+# MAX_REPLY: about 64 MiB of bytes + 64 MiB of text + 128 MiB of objects). Replies today carry
+# ~20,000 values.
+MAX_VALUES = 2_000_000
+CAPTURE_BYTES = 8 << 10  # the attempt's output kept: at most this many bytes …
+CAPTURE_LINES = 40  # … and this many lines
+KILL_GRACE = 2.0  # seconds spent killing a tree that keeps forking before giving up
+
+_PR_SET_PDEATHSIG = 1
+_PR_GET_DUMPABLE = 3
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+
+_TOKEN_BYTES = 16  # the token is 32 hex characters
+_LENGTH_DIGITS = 12
+_HEADER = 2 * _TOKEN_BYTES + 1 + _LENGTH_DIGITS  # token, kind, zero-padded decimal length
+QUESTION, REPLY, ANSWER = b"Q", b"R", b"A"
+
+
+class Malformed(ValueError):
+    """Raised by an ``answer`` function for a question it cannot accept: ``run`` then ends with
+    the failure ``malformed`` (the child's fault), not ``answer_error`` (the answer's bug)."""
 
 
 @dataclass(frozen=True)
@@ -30,9 +72,105 @@ class Outcome:
     """What became of the child: ``data`` when it replied, else ``failure`` says how it ended."""
 
     data: dict | None
-    failure: str = ""  # "timeout", "signal", "exit", "no-reply"
-    detail: str = ""
-    elapsed: float = 0.0
+    failure: str = ""  # "timeout", "signal", "exit", "malformed", "reply_too_large", "answer_error"
+    detail: str = ""  # one line
+    elapsed: float = 0.0  # the child's time: time spent in ``answer`` is not counted
+    stdout: str = ""  # the child's stdout and stderr, interleaved, bounded
+
+
+# --- what this system offers ------------------------------------------------------------------
+
+
+class _Prctl:
+    """Linux's prctl(2) through libc (ctypes: no new dependency)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, option: int, arg: int = 0) -> int:
+        return self.function(option, ctypes.c_ulong(arg), 0, 0, 0)
+
+    def subreaper(self) -> int:
+        value = ctypes.c_int(0)
+        self.function(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)
+        return value.value
+
+
+def _load_prctl() -> _Prctl | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_int
+    value = ctypes.c_int(-1)
+    if function(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) != 0:
+        return None  # a kernel without it (before 3.4), or a sandbox that forbids prctl
+    return _Prctl(function)
+
+
+_prctl = _load_prctl()
+_HAS_PROC = os.path.isdir("/proc/self") and os.path.exists(f"/proc/{os.getpid()}/stat")
+_HAS_PIDFD = hasattr(os, "pidfd_open")
+
+# What is weaker here than on Linux (empty there). "subreaper": an orphaned grandchild that
+# called setsid is not found and outlives the check; "dumpable": the grading process and the child
+# stay dumpable; "proc": without /proc only the child's process group is killed.
+WEAKER: tuple[str, ...] = (
+    (() if _prctl else ("subreaper", "dumpable")) + (() if _HAS_PROC else ("proc",))
+)
+
+
+# --- the child's side ---------------------------------------------------------------------------
+
+
+class Channel:
+    """The child's end: ``ask`` sends a question to the parent and waits for its answer."""
+
+    def __init__(self, send_fd: int, receive_fd: int, token: bytes):
+        self._send_fd = send_fd
+        self._receive_fd = receive_fd
+        self._token = token
+
+    def ask(self, question: dict) -> dict:
+        self._send(QUESTION, json.dumps(question, allow_nan=True).encode())
+        kind, payload = self._receive()
+        if kind != ANSWER:
+            raise ConnectionError("the grader sent no answer")
+        answer = json.loads(payload)
+        if not isinstance(answer, dict):
+            raise ConnectionError("the grader's answer is not an object")
+        return answer
+
+    def _send(self, kind: bytes, payload: bytes) -> None:
+        view = memoryview(_frame(self._token, kind, payload))
+        while view:
+            view = view[os.write(self._send_fd, view):]
+
+    def _receive(self) -> tuple[bytes, bytes]:
+        header = self._read(_HEADER)
+        if header[: len(self._token)] != self._token or not header[-_LENGTH_DIGITS:].isdigit():
+            raise ConnectionError("a bad frame from the grader")
+        length = int(header[-_LENGTH_DIGITS:])
+        body = self._read(length + len(self._token))
+        if body[length:] != self._token:
+            raise ConnectionError("a bad frame from the grader")
+        return header[len(self._token) : len(self._token) + 1], body[:length]
+
+    def _read(self, n: int) -> bytes:
+        parts, got = [], 0
+        while got < n:
+            chunk = os.read(self._receive_fd, min(n - got, 1 << 20))
+            if not chunk:
+                raise ConnectionError("the grader closed the channel")
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+
+def _frame(token: bytes, kind: bytes, payload: bytes) -> bytes:
+    return b"".join((token, kind, b"%0*d" % (_LENGTH_DIGITS, len(payload)), payload, token))
 
 
 def _vm_size() -> int:
@@ -46,115 +184,521 @@ def _vm_size() -> int:
     return 0
 
 
-def _child(work: Callable[[], dict], write_fd: int, token: str, timeout: float) -> None:
-    """Child side: limits, silence, do the work, send one framed JSON reply, exit hard."""
+def _descriptor_limit() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+def _high_descriptors(keep: set[int]) -> tuple[int, int]:
+    """Two distinct random descriptors in the upper half of what this process may open."""
+    top = min(_descriptor_limit(), 1 << 16)
+    low = max(top // 2, 10)
+    picks: list[int] = []
+    while len(picks) < 2:
+        fd = low + secrets.randbelow(max(top - low, 2))
+        if fd not in picks and fd not in keep:
+            picks.append(fd)
+    return picks[0], picks[1]
+
+
+def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, output_fd: int,
+           token: bytes, timeout: float, parent: int) -> None:
+    """Child side: limits, output to the capture pipe, do the work, send the final frame, exit."""
     code = 0
     try:
         os.setsid()
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        # Move the reply pipe to a high descriptor the attempt is unlikely to poke at.
-        high = os.dup2(write_fd, 1000 + secrets.randbelow(500))
+        if _prctl:
+            # Not dumpable: no core files, and only a privileged process can read its memory or
+            # descriptors through /proc or ptrace it. (As root that includes the attempt itself;
+            # what holds then is the flag, which tests read back with PR_GET_DUMPABLE.)
+            _prctl(_PR_SET_DUMPABLE, 0)
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the grading process died: die too
+            if os.getppid() != parent:
+                os._exit(code)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        # The channel moves to high random descriptors the attempt is unlikely to poke at,
+        # close-on-exec so that a program it runs does not inherit them.
+        high_send, high_receive = _high_descriptors({0, 1, 2, send_fd, receive_fd, output_fd, devnull})
+        os.dup2(send_fd, high_send, inheritable=False)
+        os.dup2(receive_fd, high_receive, inheritable=False)
         # Close everything else the parent had open (a drill's watcher, the history database,
-        # whatever stdout of `check --json` is): the attempt may only write to /dev/null.
-        os.closerange(3, high)
-        os.closerange(high + 1, 1 << 16)
-        write_fd = high
+        # whatever stdout of `check --json` is): the attempt writes to the capture pipe only.
+        first, second = sorted((high_send, high_receive))
+        os.closerange(3, first)
+        os.closerange(first + 1, second)
+        os.closerange(second + 1, max(_descriptor_limit(), 1 << 16))
         # Python-level streams may be wrappers of other descriptors (pytest's capture): rebind.
+        # Line-buffered, so what was printed before a crash or a timeout's SIGKILL is kept.
         sys.stdin = sys.__stdin__ = open(0, closefd=False)
-        sys.stdout = sys.__stdout__ = open(1, "w", closefd=False, encoding="utf-8", errors="replace")
-        sys.stderr = sys.__stderr__ = open(2, "w", closefd=False, encoding="utf-8", errors="replace")
+        sys.stdout = sys.__stdout__ = open(1, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")
+        sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, closefd=False, encoding="utf-8", errors="backslashreplace")
         vm = _vm_size()
         if vm:
             limit = vm + MEMORY_HEADROOM
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         cpu = int(timeout) + 2  # a backstop should the parent die before it kills us
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        channel = Channel(high_send, high_receive, token)
         try:
-            data = work()
+            data = work(channel)
         except BaseException as exc:  # the worker reports attempt errors itself; this is ours
             data = {"internal": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-        payload = json.dumps(data, allow_nan=True)
-        message = f"{token}{payload}{token}".encode()
-        view = memoryview(message)
-        while view:
-            written = os.write(write_fd, view)
-            view = view[written:]
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        try:
+            payload = json.dumps(data, allow_nan=True).encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            payload = json.dumps({"internal": f"the reply is not JSON: {type(exc).__name__}: {exc}"}).encode()
+        channel._send(REPLY, payload)
     except BaseException:
         code = 70
     finally:
         os._exit(code)
 
 
-def run(work: Callable[[], dict], timeout: float) -> Outcome:
-    """Fork, run ``work()`` in the child, return its JSON reply or how the child ended."""
-    token = secrets.token_hex(16)
-    read_fd, write_fd = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(read_fd)
-        _child(work, write_fd, token, timeout)
-    os.close(write_fd)
-    chunks: list[bytes] = []
-    deadline = start + timeout
-    timed_out = False
-    try:
+# --- the parent's side --------------------------------------------------------------------------
+
+
+class _Failure(Exception):
+    def __init__(self, failure: str, detail: str):
+        super().__init__(detail)
+        self.failure = failure
+        self.detail = detail
+
+
+class _Frames:
+    """Cuts frames out of what the child's pipe delivers; bytes outside a frame are skipped."""
+
+    def __init__(self, token: bytes, max_reply: int, max_total: int):
+        self.token = token
+        self.max_reply = max_reply
+        self.max_total = max_total
+        self.buffer = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes, Any]]:
+        self.total += len(chunk)
+        if self.total > self.max_total:
+            raise _Failure("reply_too_large", f"more than {_size(self.max_total)} sent in all")
+        self.buffer += chunk
+        frames = []
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
+            frame = self._next()
+            if frame is None:
+                return frames
+            frames.append(frame)
+            if frame[0] == REPLY:
+                return frames
+
+    def _next(self) -> tuple[bytes, Any] | None:
+        buf, token = self.buffer, self.token
+        start = buf.find(token)
+        if start < 0:
+            del buf[: max(len(buf) - len(token) + 1, 0)]  # keep a token's possible beginning
+            return None
+        del buf[:start]
+        if len(buf) < _HEADER:
+            return None
+        kind = bytes(buf[len(token) : len(token) + 1])
+        digits = bytes(buf[len(token) + 1 : _HEADER])
+        if kind not in (QUESTION, REPLY) or not digits.isdigit():
+            raise _Failure("malformed", "a frame with a bad header")
+        length = int(digits)
+        if length > self.max_reply:
+            raise _Failure("reply_too_large", f"a message of {_size(length)} (at most {_size(self.max_reply)})")
+        end = _HEADER + length
+        if len(buf) < end + len(token):
+            return None
+        if buf[end : end + len(token)] != token:
+            raise _Failure("malformed", "a frame that does not end where its length says")
+        values = sum(buf.count(mark, _HEADER, end) for mark in (b",", b"[", b"{"))
+        if values > MAX_VALUES:
+            raise _Failure("reply_too_large", f"{values:,} values in one message (at most {MAX_VALUES:,})")
+        view = memoryview(buf)
+        try:
+            text = str(view[_HEADER:end], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Failure("malformed", f"not UTF-8 at byte {exc.start}") from None
+        finally:
+            view.release()
+        del buf[: end + len(token)]
+        return kind, _decode(text)
+
+
+def _decode(text: str) -> dict:
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise _Failure("malformed", "JSON nested too deep") from None
+    except ValueError as exc:
+        raise _Failure("malformed", f"not JSON ({str(exc).splitlines()[0][:120]})") from None
+    if not isinstance(data, dict):
+        raise _Failure("malformed", f"a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.0f} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+class _Capture:
+    """The first lines of the child's output; the rest is only counted."""
+
+    def __init__(self, max_bytes: int = CAPTURE_BYTES, max_lines: int = CAPTURE_LINES):
+        self.max_bytes = max_bytes
+        self.max_lines = max_lines
+        self.kept = bytearray()
+        self.total = 0
+        self.newlines = 0
+        self.last = b"\n"
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        if len(self.kept) < self.max_bytes:
+            self.kept += chunk[: self.max_bytes - len(self.kept)]
+        self.total += len(chunk)
+        self.newlines += chunk.count(b"\n")
+        self.last = chunk[-1:]
+
+    def text(self) -> str:
+        kept = bytes(self.kept)
+        cut = len(kept)
+        at = -1
+        for _ in range(self.max_lines):
+            at = kept.find(b"\n", at + 1)
+            if at < 0:
                 break
-            ready, _, _ = select.select([read_fd], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(read_fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    except BaseException:  # Ctrl-C in a drill: the child is in its own session, end it too
-        _kill(pid)
-        os.waitpid(pid, 0)
-        raise
-    finally:
-        os.close(read_fd)
-    if timed_out:
-        _kill(pid)
-    _, status = os.waitpid(pid, 0)
-    elapsed = time.monotonic() - start
-    if timed_out:
-        return Outcome(None, "timeout", f"still running after {timeout:g} s", elapsed)
-    data = _unframe(b"".join(chunks), token)
-    if data is not None:
-        return Outcome(data, elapsed=elapsed)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return Outcome(None, "signal", signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig), elapsed)
-    return Outcome(None, "exit", str(os.WEXITSTATUS(status)), elapsed)
+        if at >= 0 and at + 1 < len(kept):
+            cut = at + 1  # max_lines lines
+        elif self.total > len(kept) and 0 <= kept.rfind(b"\n") < len(kept) - 1:
+            cut = kept.rfind(b"\n") + 1  # whole lines only, unless one line fills the capture
+        shown = kept[:cut]
+        text = shown.decode("utf-8", errors="replace")
+        if self.total == cut:
+            return text
+        lines = self.newlines + (self.last != b"\n")
+        more = lines - shown.count(b"\n") - (not shown.endswith(b"\n"))
+        if not shown.endswith(b"\n"):
+            text += "…\n"
+        if more > 0:
+            text += f"… {more} more line{'s' if more != 1 else ''}\n"
+        return text
+
+
+def _widen(fd: int) -> None:
+    """A 1 MiB pipe buffer where Linux allows it: a reply of a few MiB crosses in fewer wake-ups."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (OSError, ImportError):
+        pass
+
+
+def _stat(pid: int | str) -> tuple[int, int, bytes, int] | None:
+    """(parent pid, session id, state, start time in clock ticks) from /proc/<pid>/stat."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            raw = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        fields = raw[raw.rindex(b")") + 2 :].split()
+        return int(fields[1]), int(fields[3]), fields[0], int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _process_table() -> dict[int, tuple[int, int, bytes, int]] | None:
+    """pid -> ``_stat`` of every process; None without /proc."""
+    if not _HAS_PROC:
+        return None
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            row = _stat(name)
+            if row is not None:
+                table[int(name)] = row
+    return table
+
+
+def _tree(table: dict, me: int, child: int, born: int | None) -> set[int]:
+    """The child, its session, our children born since the fork (orphans of the attempt that
+    came back to the subreaper), and all their descendants."""
+    kids: dict[int, list[int]] = {}
+    roots = {child}
+    for pid, (ppid, sid, _, start) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+        if sid == child or (ppid == me and born is not None and start >= born):
+            roots.add(pid)
+    tree, todo = set(), [p for p in roots if p in table]
+    while todo:
+        pid = todo.pop()
+        if pid in tree or pid == me:
+            continue
+        tree.add(pid)
+        todo.extend(kids.get(pid, ()))
+    return tree
+
+
+def _end_tree(child: int, born: int | None, pidfd: int) -> None:
+    """SIGKILL the child's whole tree and reap what comes back to us; repeat until it is gone."""
+    me = os.getpid()
+    try:
+        os.killpg(child, signal.SIGKILL)
+    except OSError:
+        pass
+    give_up = time.monotonic() + KILL_GRACE
+    pause = 0.0005
+    while True:
+        table = _process_table()
+        if table is None:  # no /proc: the child and its process group are all we can reach
+            _kill(child)
+            _reap(child, block=True)
+            return
+        tree = _tree(table, me, child, born)
+        if not tree:
+            return
+        for pid in tree:
+            _kill(pid)
+        if child in tree and pidfd >= 0:  # wait for the usual case, the child alone, to die
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            poller.poll(KILL_GRACE * 1000)
+        for pid in tree:
+            if table[pid][0] == me:
+                _reap(pid)
+        if time.monotonic() > give_up:
+            return
+        if tree - {child}:
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
 
 
 def _kill(pid: int) -> None:
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _unframe(raw: bytes, token: str) -> dict | None:
-    """The JSON between the last pair of tokens; anything else on the pipe is ignored."""
-    mark = token.encode()
-    end = raw.rfind(mark)
-    if end <= 0:
-        return None
-    begin = raw.rfind(mark, 0, end)
-    if begin < 0:
-        return None
     try:
-        data: Any = json.loads(raw[begin + len(mark) : end])
-    except ValueError:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _reap(pid: int, block: bool = False) -> int | None:
+    try:
+        done, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:
         return None
-    return data if isinstance(data, dict) else None
+    return status if done else None
+
+
+class _Grading:
+    """Subreaper and non-dumpable for the duration of a run; restored afterwards."""
+
+    def __enter__(self):
+        self.dumpable = self.subreaper = None
+        if _prctl:
+            self.subreaper = _prctl.subreaper()
+            self.dumpable = _prctl(_PR_GET_DUMPABLE)
+            _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            _prctl(_PR_SET_DUMPABLE, 0)
+        return self
+
+    def __exit__(self, *exc):
+        if _prctl:
+            _prctl(_PR_SET_CHILD_SUBREAPER, self.subreaper or 0)
+            if self.dumpable is not None and self.dumpable >= 0:
+                _prctl(_PR_SET_DUMPABLE, 1 if self.dumpable else 0)
+
+
+def run(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict], dict] | None = None,
+        *, max_reply: int = MAX_REPLY, max_total: int | None = None) -> Outcome:
+    """Fork, run ``work(channel)`` in the child, answer its questions, return its final reply.
+
+    The timeout counts the child's time: the clock stops while ``answer`` runs. ``answer`` may
+    raise ``Malformed`` for a question it rejects (failure ``malformed``); any other exception
+    from it is failure ``answer_error``. ``max_total`` (default 4 × ``max_reply``) bounds every
+    byte read from the child's pipe, frames and stray bytes alike.
+
+    One run at a time per process: while it runs, every process that comes back to this one as an
+    orphan is taken for the attempt's and killed with its tree.
+    """
+    token = secrets.token_hex(_TOKEN_BYTES).encode()
+    max_total = max_total if max_total is not None else 4 * max_reply
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with _Grading():
+        me = os.getpid()
+        up_read, up_write = os.pipe()
+        down_read, down_write = os.pipe()
+        out_read, out_write = os.pipe()
+        _widen(up_write)
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # child
+            _child(work, up_write, down_read, out_write, token, timeout, me)
+        row = _stat(pid) if _HAS_PROC else None
+        born = row[3] if row else None  # the clock tick of the fork: later children are the attempt's
+        for fd in (up_write, down_read, out_write):
+            os.close(fd)
+        session = _Session(pid, token, up_read, down_write, out_read, answer, max_reply, max_total)
+        try:
+            data, failure, detail, elapsed = session.serve(start, timeout)
+        finally:  # a reply, a failure, a timeout or Ctrl-C: the tree goes, the pipes close
+            # A second Ctrl-C waits until the tree is gone rather than cutting the cleanup short.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
+            try:
+                _end_tree(pid, born, session.pidfd)
+            finally:
+                if held is not None:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                session.drain_output()
+                session.close()
+    return Outcome(data, failure, detail, elapsed, session.capture.text())
+
+
+class _Session:
+    def __init__(self, pid, token, up, down, out, answer, max_reply, max_total):
+        self.pid = pid
+        self.up, self.down, self.out = up, down, out
+        self.answer = answer
+        self.frames = _Frames(token, max_reply, max_total)
+        self.token = token
+        self.capture = _Capture()
+        self.pending = b""  # an answer being written down
+        self.status: int | None = None  # the child's wait status once it ended on its own
+        self.pidfd = -1
+        if _HAS_PIDFD:
+            try:
+                self.pidfd = os.pidfd_open(pid)
+            except OSError:
+                self.pidfd = -1
+        os.set_blocking(self.down, False)
+        os.set_blocking(self.out, False)
+        os.set_blocking(self.up, False)
+
+    def serve(self, start: float, timeout: float) -> tuple[dict | None, str, str, float]:
+        deadline = start + timeout
+        paused = 0.0
+        data: dict | None = None
+        try:
+            while data is None:
+                now = time.monotonic()
+                if now >= deadline:
+                    return None, "timeout", f"still running after {timeout:g} s", now - start - paused
+                poller = select.poll()
+                if self.up >= 0:
+                    poller.register(self.up, select.POLLIN)
+                if self.out >= 0:
+                    poller.register(self.out, select.POLLIN)
+                if self.pending:
+                    poller.register(self.down, select.POLLOUT)
+                if self.pidfd >= 0 and self.status is None:
+                    poller.register(self.pidfd, select.POLLIN)
+                wait = deadline - now if self.pidfd >= 0 else min(deadline - now, 0.05)
+                events = dict(poller.poll(max(wait, 0.0) * 1000))
+                if self.out in events:
+                    self._read_output()
+                if self.pending and self.down in events:
+                    self._write_answer()
+                if self.up in events:
+                    for kind, message in self._read_frames():
+                        if kind == REPLY:
+                            data = message
+                            break
+                        asked = time.monotonic()
+                        self.pending += self._answer(message)
+                        paused += time.monotonic() - asked
+                        deadline += time.monotonic() - asked
+                if data is None and self.status is None and (self.pidfd in events or self.pidfd < 0):
+                    self.status = _reap(self.pid)
+                if data is None and self.status is not None:
+                    data = self._last_frames()  # what it wrote before ending, still in the pipe
+                    if data is None:
+                        return self._ended(time.monotonic() - start - paused)
+        except _Failure as failure:
+            return None, failure.failure, failure.detail, time.monotonic() - start - paused
+        return data, "", "", time.monotonic() - start - paused
+
+    def _ended(self, elapsed: float) -> tuple[dict | None, str, str, float]:
+        status = self.status or 0
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            return None, "signal", name, elapsed
+        return None, "exit", str(os.WEXITSTATUS(status)), elapsed
+
+    def _read_frames(self) -> list[tuple[bytes, Any]]:
+        frames = []
+        while True:
+            try:
+                chunk = os.read(self.up, 1 << 20)
+            except BlockingIOError:
+                return frames
+            if not chunk:
+                os.close(self.up)
+                self.up = -1
+                return frames
+            frames += self.frames.feed(chunk)
+            if frames:  # the reply, or questions to answer before reading on
+                return frames
+
+    def _last_frames(self) -> dict | None:
+        if self.up < 0:
+            return None
+        for kind, message in self._read_frames():
+            if kind == REPLY:
+                return message
+        return None
+
+    def _answer(self, question: dict) -> bytes:
+        if self.answer is None:
+            raise _Failure("malformed", "a question, and nobody to answer it")
+        try:
+            reply = self.answer(question)
+            payload = json.dumps(reply, allow_nan=True).encode()
+        except Malformed as exc:
+            raise _Failure("malformed", str(exc).splitlines()[0] if str(exc) else "a question rejected") from None
+        except Exception as exc:
+            raise _Failure("answer_error", f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+        return _frame(self.token, ANSWER, payload)
+
+    def _write_answer(self) -> None:
+        try:
+            written = os.write(self.down, self.pending)
+        except BlockingIOError:
+            return
+        except BrokenPipeError:  # the child is gone; its status says how
+            written = len(self.pending)
+        self.pending = self.pending[written:]
+
+    def _read_output(self, reads: int = 1) -> None:
+        for _ in range(reads):
+            try:
+                chunk = os.read(self.out, 1 << 16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                os.close(self.out)
+                self.out = -1
+                return
+            self.capture.feed(chunk)
+
+    def drain_output(self) -> None:
+        """What is left in the output pipe (the writers are dead by now): bounded, never blocks."""
+        if self.out >= 0:
+            self._read_output(reads=64)
+
+    def close(self) -> None:
+        for fd in (self.up, self.down, self.out, self.pidfd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.up = self.down = self.out = self.pidfd = -1

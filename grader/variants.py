@@ -1,6 +1,6 @@
 """Mistaken variants of the references: each classic mistake, reproduced on purpose.
 
-A functional re-implementation of each exercise with one knob per named mistake (SPEC §3). With no
+A functional re-implementation of each exercise with one knob per named mistake (the named-mistake list). With no
 knob it is the reference (the tests check it against ``solutions/``); with a knob it computes what
 an attempt with exactly that bug computes. The diagnosis keeps the knobs whose outputs the attempt
 reproduces. A knob may carry a sub-variant after a colon (``mla_norm_skipped:kv``); the part before
@@ -20,6 +20,37 @@ import torch.nn.functional as F
 
 FILLS = (float("-inf"), -1e9)
 
+
+class Slips(frozenset):
+    """The knobs of one variant: no mistake (the reference), one, or two made together.
+
+    ``slips == "causal_ignored"`` reads "is one of the slips", so each variant below tests its knob
+    the same way whether it is made alone or with another one."""
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return other in frozenset(self)
+        return frozenset.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = frozenset.__hash__
+
+
+def slips(knobs: str | tuple[str, ...] | Slips = "") -> Slips:
+    """``"a"`` or ``("a", "b")`` as :class:`Slips` (``""``: the reference)."""
+    if isinstance(knobs, Slips):
+        return knobs
+    if isinstance(knobs, str):
+        return Slips({knobs} if knobs else ())
+    return Slips(k for k in knobs if k)
+
+
+def pick(table: dict, mistake: Slips, default=None):
+    """The value of the first of ``table``'s knobs that is among the slips, else ``default``."""
+    return next((value for knob, value in table.items() if knob in frozenset(mistake)), default)
+
 # What a sub-variant's evidence says instead of "(<sub-variant> only)": the text key
 # "variant.<knob>" (attnprep/texts); a knob without one is described by its part after the colon.
 
@@ -30,6 +61,7 @@ SUPERSEDED_BY = {"causal_inverted": "causal_mask_inverted"}
 
 def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf")):
     """Scaled dot-product attention on (B, H, T, D) with the masking, scores and output mistakes as knobs."""
+    mistake = slips(mistake)
     T, S = q.shape[-2], k.shape[-2]
     if mistake == "scores_k_q_swapped":
         scores = (k @ q.transpose(-2, -1)) * scale  # (B, H, S, T): the transposed scores (T == S)
@@ -45,7 +77,7 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
         elif mistake == "causal_inverted:strict":
             causal = torch.triu(ones, diagonal=1)  # j > i: masked_fill(tril, ...)
         else:
-            diagonal = {"causal_masks_diagonal": -1, "causal_leaks_next": 1}.get(mistake, 0)
+            diagonal = pick({"causal_masks_diagonal": -1, "causal_leaks_next": 1}, mistake, 0)
             causal = torch.tril(ones, diagonal=diagonal)
     real = ones[None, None]  # (1, 1, T, S): True where the padding mask allows
     if attention_mask is not None and mistake != "padding_mask_ignored":
@@ -65,11 +97,11 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
     if mistake == "mask_after_softmax":
         return scores.softmax(dim=dim).masked_fill(~allowed, 0.0) @ v
     scores = scores.masked_fill(~allowed, fill)
-    zeroed = {  # filled with 0.0: padding is filled first, the causal fill overwrites it
+    zeroed = pick({  # filled with 0.0: padding is filled first, the causal fill overwrites it
         "mask_fill_zero": ~allowed,
         "mask_fill_zero:padding": ~real & causal,
         "mask_fill_zero:causal": ~causal[None, None],
-    }.get(mistake)
+    }, mistake)
     if zeroed is not None:
         scores = scores.masked_fill(zeroed, 0.0)
     return scores.softmax(dim=dim) @ v  # (B, H, T, Dv)
@@ -78,7 +110,7 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
 def head_scale(d, mistake="", own=None):
     """1/sqrt(d) for a head of d features, or what a scale mistake uses instead."""
     wrong = {"missing_scale": 1.0, "scale_inverted": math.sqrt(d), "scale_by_dim": 1 / d, **(own or {})}
-    return wrong.get(mistake, 1 / math.sqrt(d))
+    return pick(wrong, slips(mistake), 1 / math.sqrt(d))
 
 
 def _linear(weights, role, x):
@@ -88,6 +120,7 @@ def _linear(weights, role, x):
 
 def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf"), *, kv_heads, fused=False):
     """MHA, MQA, GQA and fused-QKV MHA: ``kv_heads`` K/V heads, Q/K/V from one fused layer or three."""
+    mistake = slips(mistake)
     B, T, C = x.shape
     H = config["num_heads"]
     D = C // H
@@ -97,8 +130,10 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
         if mistake == "fused_qkv_layout":
             q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
             q, k, v = (t.reshape(B, T, C) for t in (q, k, v))
-        else:
-            q, k, v = qkv.split(C, dim=-1)
+        else:  # the contract's order is [q; k; v]; a convention slip unpacks another order
+            order = pick({f"fused_split_order:{o}": o for o in ("qvk", "vqk", "kvq", "vkq")}, mistake, "qkv")
+            parts = dict(zip(order, qkv.split(C, dim=-1)))
+            q, k, v = parts["q"], parts["k"], parts["v"]
     else:
         q, k, v = (_linear(weights, r, x) for r in ("q_proj", "k_proj", "v_proj"))
 
@@ -132,6 +167,7 @@ def _rms(weights, role, x, skip):
 
 def rope(x, theta, mistake=""):
     """Rotate x (B, T, *, r) by position; DeepSeek's adjacent pairs unless a knob says otherwise."""
+    mistake = slips(mistake)
     if mistake == "rope_skipped":
         return x
     T, r = x.shape[1], x.shape[-1]
@@ -152,6 +188,7 @@ def rope(x, theta, mistake=""):
 
 def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
     """MLA in the naive form of DeepSeek-V2/V3, with its mistakes as knobs."""
+    mistake = slips(mistake)
     B, T, _ = x.shape
     H = config["num_heads"]
     nope, r, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
@@ -199,5 +236,6 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
 
 def masked(q, k, v, attention_mask, mistake="", fill=float("-inf")):
     """Causal attention on (B, H, T, D) with a key padding mask."""
+    mistake = slips(mistake)
     scale = head_scale(q.shape[-1], mistake)
     return attend(q, k, v, attention_mask, True, scale, mistake, fill)

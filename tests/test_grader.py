@@ -54,6 +54,15 @@ def test_corpus_attempt(path):
         assert ids == []
     if expect == "passed":
         assert all(c.passed is not False for c in result.checks)
+        # a correct attempt in another layout is not a shapes mismatch
+        assert all(row.ok for row in result.shapes), [r for r in result.shapes if not r.ok]
+        assert result.divergence is None
+    elif expect in ("wrong_output", "mask_leak", "wrong_shape"):
+        # every failing attempt gets a named mistake or a line where it first goes wrong
+        assert result.diagnoses or result.divergence is not None, result.checks
+    if result.divergence is not None:  # the line is the attempt's own, as it reads
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert lines[result.divergence.line - 1].strip() == result.divergence.code
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)

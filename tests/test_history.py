@@ -61,7 +61,10 @@ def test_bad_kind_or_outcome_is_a_programming_error():
 def test_migrations_are_named_applied_in_order_and_once(monkeypatch, attnprep_home):
     first, *rest = history.migrations
     monkeypatch.setattr(history, "migrations", [first])  # an old attnprep created the database
-    history.record(result(), kind="check", started_at=1.0, duration_s=0.1)
+    conn = history.connect()  # ... and wrote a run with the columns it knew
+    conn.execute("INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, passed)"
+                 " VALUES ('mha', 'mha.py', 'check', 1.0, 0.1, 'passed', 1)")
+    conn.close()
     monkeypatch.setattr(history, "migrations", [first, *rest])  # a newer one opens it
     history.record(result(), kind="check", started_at=2.0, duration_s=0.1)
     history.record(result(), kind="check", started_at=3.0, duration_s=0.1)
@@ -70,7 +73,9 @@ def test_migrations_are_named_applied_in_order_and_once(monkeypatch, attnprep_ho
         indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert names == [name for name, _ in history.migrations]
     assert "runs_by_exercise" in indexes
-    assert len(history.runs()) == 3
+    old, *new = history.runs()
+    assert len(new) == 2
+    assert (old.started_at, old.passed, old.interview, old.first_try) == (1.0, True, None, None)
 
 
 # --- durability ----------------------------------------------------------------------------------
@@ -303,3 +308,39 @@ def test_a_history_of_labels_is_migrated_to_tokens(attnprep_home):
     assert all(Verdict(r.verdict) for r in history.runs())
     summary = history.exercise_summaries()["mqa"]
     assert summary.attempts == 7 and summary.last_verdict == "timeout"
+
+
+# --- interviews and Q&A cards (migration 0004) ---------------------------------------------------
+
+
+def test_an_interview_its_submissions_and_its_cards():
+    row = history.open_interview("gqa", "interviews/gqa-1.py", started_at=100.0, budget_s=480.0)
+    assert history.interviews() == [history.Interview(row, "gqa", "interviews/gqa-1.py", 100.0, 480.0, "open", None)]
+    first = history.record(result(Verdict.WRONG_OUTPUT, "gqa_heads_tiled", exercise="gqa"), kind="check",
+                           started_at=100.0, duration_s=300.0, interview=row, first_try=True)
+    history.close_interview(row, outcome="submitted", duration_s=300.0)
+    history.record(result(exercise="gqa"), kind="check", started_at=100.0, duration_s=400.0, interview=row, first_try=False)
+    history.close_interview(row, outcome="abandoned", duration_s=999.0)  # too late: the first submission stays
+    history.mark_card("gqa", 2, "How big is the cache?", known=False, marked_at=500.0, interview=row)
+    (interview,) = history.interviews()
+    assert (interview.outcome, interview.duration_s) == ("submitted", 300.0)
+    runs = history.runs("gqa")
+    assert [(r.id == first, r.interview, r.first_try, r.passed) for r in runs] == [(True, row, True, False), (False, row, False, True)]
+    assert history.qa_marks("gqa") == [history.QAMark("gqa", 2, "How big is the cache?", False, 500.0, row)]
+    assert history.qa_marks("mha") == []
+    # a submission is still an attempt for `stats`
+    assert history.exercise_summaries()["gqa"].attempts == 2
+
+
+def test_an_interview_submission_is_a_check_with_first_try():
+    with pytest.raises(ValueError):
+        history.record(result(), kind="drill", started_at=0, duration_s=0, outcome="passed", first_try=True)
+    with pytest.raises(ValueError):
+        history.record(result(), kind="check", started_at=0, duration_s=0, interview=1)
+    with pytest.raises(ValueError):
+        history.close_interview(1, outcome="open", duration_s=0)
+
+
+def test_reading_interviews_and_cards_never_creates_the_database(attnprep_home):
+    assert history.interviews() == [] and history.qa_marks() == []
+    assert not (attnprep_home / "history.sqlite3").exists()

@@ -1,4 +1,4 @@
-"""Hostile attempts (SPEC §5): each ends in its verdict, the grader never hangs, crashes or passes
+"""Hostile attempts (the grader's promises): each ends in its verdict, the grader never hangs, crashes or passes
 what it should not. tests/corpus/hostile/EXPECT.toml says what each file must get."""
 
 from __future__ import annotations

@@ -164,7 +164,7 @@ def test_equivalent_mutants_are_really_equal(exercise_id, tmp_path):
         for m in equivalent[:1]:
             assert graded(m, tmp_path).passed, (m.id, m.description)
         return
-    fill = next(m for m in equivalent if "-1000000000.0" in m.description)  # SPEC §1: -1e9 is correct
+    fill = next(m for m in equivalent if "-1000000000.0" in m.description)  # the shared exercise conventions: -1e9 is correct
     result = graded(fill, tmp_path)
     assert result.passed, (fill.id, result.checks)
 

@@ -1,4 +1,4 @@
-"""`--help`, `list`, `new`, `hint` and `solution` never import torch (SPEC §4).
+"""`--help`, `list`, `new`, `hint`, `solution` and `today` never import torch (the CLI contract).
 
 Each command runs in a fresh interpreter whose ``sys.meta_path`` starts with a finder that
 records every attempt to import ``torch`` (or a submodule) and makes it fail. Recording, not only
@@ -91,6 +91,21 @@ def _check_solution(out: str, ws: Path) -> None:
     assert "class MultiHeadAttention" in out and "Key points" in out
 
 
+def _check_today(out: str, ws: Path) -> None:
+    first = next(iter(exercises.listing()))
+    assert first in out and "not practised yet" in out
+
+
+def _check_today_json(out: str, ws: Path) -> None:
+    data = json.loads(out)
+    assert data["items"][0] == {"exercise": next(iter(exercises.listing())), "why": "new", "reason": "not practised yet",
+                                "due": None, "interval_days": None, "cards": []}
+
+
+def _check_interview_help(out: str, ws: Path) -> None:
+    assert "--submit" in out and "--answers" in out
+
+
 def _check_solution_code(out: str, ws: Path) -> None:
     assert out == MHA.solution_path.read_text(encoding="utf-8")
 
@@ -103,6 +118,9 @@ CASES = {
     "hint": (["hint", "mha"], _check_hint),
     "solution": (["solution", "mha"], _check_solution),
     "solution --code": (["solution", "mha", "--code"], _check_solution_code),
+    "today": (["today"], _check_today),
+    "today --json": (["today", "--json"], _check_today_json),
+    "interview --help": (["interview", "--help"], _check_interview_help),
 }
 
 

@@ -1,6 +1,6 @@
 """Self-check of the exercise registry (rustlings' maintainer check, for data and stubs).
 
-Every exercise's TOML is held against SPEC §2 written out independently below, against the mistake
+Every exercise's TOML is held against the exercise contracts written out independently below, against the mistake
 catalogue, against its rendered stub (parsed and executed) and against its reference solution.
 """
 
@@ -20,7 +20,7 @@ import pytest
 from attnprep import exercises
 from attnprep.exercises import evaluate, mistake_catalogue, registry, render_stub
 
-# --- SPEC §2, written out by hand (not read from the TOML) ------------------------------------
+# --- the exercise contracts, written out by hand (not read from the TOML) ------------------------------------
 
 MODULE_FORWARD = "x, attention_mask=None, is_causal=False"
 
@@ -56,7 +56,7 @@ SPEC = {
         "constructor": "d_model, num_heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, "
         "qk_rope_head_dim, v_head_dim, rope_theta=10000.0",
     },
-    # SPEC §7
+    # the second wave
     "rope": {
         "kind": "rope_functions",
         "objects": ("rope_cache", "apply_rope"),
@@ -81,7 +81,7 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
-    """Parameter shapes of SPEC §2's table for constructor arguments ``a``."""
+    """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
     if exercise_id in ("causal", "rope"):
         return {}
     if exercise_id == "norms":
@@ -306,11 +306,12 @@ def test_mistake_catalogue_ids_are_unique_and_complete():
     ids = [m["id"] for m in raw]
     assert len(ids) == len(set(ids))
     for m in raw:
-        assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by"}, m["id"]
+        assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by", "pair"}, m["id"]
         assert all(m[k].strip() for k in ("id", "title", "why", "fix")), m["id"]
         assert re.fullmatch(r"[a-z][a-z0-9_]*", m["id"]), m["id"]
         assert m.get("category", "wrong_output") in {"wrong_output", "mask_leak", "structure", "wrong_shape", "error"}
-        assert m.get("named_by", "variant") in {"variant", "evidence"}
+        assert m.get("named_by", "variant") in {"variant", "evidence", "pair"}
+        assert (m.get("named_by") == "pair") == ("pair" in m) and len(m.get("pair", [1, 2])) == 2, m["id"]
 
 
 @pytest.mark.parametrize("exercise_id", ALL_IDS)
@@ -321,8 +322,12 @@ def test_every_listed_mistake_has_a_knob_or_is_named_by_evidence(exercise_id):
     knobs = ex.grading.get("knobs", [])
     listed = {m.id for m in ex.mistakes}
     assert {k.split(":")[0] for k in knobs} <= listed, sorted({k.split(":")[0] for k in knobs} - listed)
+    whole = {k.split(":")[0] for k in knobs}
     for m in ex.mistakes:
-        assert m.named_by == "evidence" or any(k.split(":")[0] == m.id for k in knobs), m.id
+        if m.named_by == "pair":
+            assert set(m.pair) <= whole, (m.id, m.pair)
+        else:
+            assert m.named_by == "evidence" or m.id in whole, m.id
 
 
 @pytest.mark.parametrize("exercise_id", ALL_IDS)

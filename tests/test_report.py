@@ -413,7 +413,7 @@ def test_heatmap_shrinks_on_a_narrow_console():
 
 
 def test_padded_query_rows_are_drawn_as_not_graded_and_never_leak():
-    """Rows of padded queries are not graded (SPEC §1): whatever the attempt holds there (NaN from
+    """Rows of padded queries are not graded (the shared exercise conventions): whatever the attempt holds there (NaN from
     masking the queries, mass on padded keys) is drawn as '-' and is no leak; a real row still is."""
     t, length = 5, 3
     allowed = [[j < length for j in range(t)] for _ in range(t)]

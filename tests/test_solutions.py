@@ -3,7 +3,7 @@
 The references are what every attempt is graded against, so they are checked here against code that
 shares nothing with them: torch's F.scaled_dot_product_attention for MHA / MQA / GQA / causal, and a
 second MLA written in DeepSeek's official einsum + complex-number style. Everything runs in float64
-with tight tolerances. Also: parameter contracts (SPEC §2), the `meta` device (no tensor created
+with tight tolerances. Also: parameter contracts (the exercise contracts), the `meta` device (no tensor created
 without device=), eval() switching dropout off, gradients reaching every parameter.
 """
 
@@ -81,7 +81,7 @@ def right_padding(B: int, T: int) -> torch.Tensor:
 
 
 def graded(out: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Only the non-padded query positions are graded (SPEC §1)."""
+    """Only the non-padded query positions are graded (the shared exercise conventions)."""
     return out if mask is None else out[mask]
 
 
@@ -149,7 +149,7 @@ ALL_MODULES = [
 ]
 
 
-# --- contracts (SPEC §2) ----------------------------------------------------------------------
+# --- contracts (the exercise contracts) ----------------------------------------------------------------------
 
 
 def parameter_shapes(module: nn.Module) -> dict[str, tuple]:

@@ -58,6 +58,10 @@ class AttentionFunctions:
         c = self.configs[ci]
         return {"out": (B, c["heads"], T, c["dim"])}
 
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        B, T = case.queries.shape
+        return {"B": B, "H": self.configs[ci]["heads"], "T": T, "D": self.configs[ci]["dim"]}
+
     def call(self, functions, case: Case):
         i = case.inputs
         mask = None if i["attention_mask"] is None else i["attention_mask"].clone()

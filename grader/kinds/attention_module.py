@@ -81,6 +81,22 @@ class AttentionModule:
         B, T = case.queries.shape
         return {"out": (B, T, self.configs[ci]["d_model"])}
 
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        """Sizes by the names shapes are written with in messages: ``(B, H, T, D)``."""
+        c = self.configs[ci]
+        B, T = case.queries.shape
+        axes = {"B": B, "T": T, "C": c["d_model"], "H": c["num_heads"]}
+        if self.exercise.grading.get("model") == "latent":
+            axes.update(nope=c["qk_nope_head_dim"], rope=c["qk_rope_head_dim"], v=c["v_head_dim"],
+                        kv_lora_rank=c["kv_lora_rank"], q_lora_rank=c["q_lora_rank"])
+            axes["nope+rope"] = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+        else:
+            axes["D"] = c["d_model"] // c["num_heads"]
+            G = exercises.evaluate(self.exercise.grading["kv_heads"], c)
+            if G != c["num_heads"]:
+                axes["G"] = G
+        return axes
+
     @staticmethod
     def call(module, case: Case):
         i = case.inputs

@@ -78,6 +78,10 @@ class Kind(Protocol):
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]: ...
 
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        """Sizes by the names a shape is written with in messages, ``{"B": 3, "T": 7, "H": 4, …}``
+        (the divergence finder writes ``(3, 7, 4, 4)`` as ``(B, T, H, D)`` where sizes are unique)."""
+
     # --- child ---------------------------------------------------------------------------------
 
     def build(self, namespace: dict, ci: int, channel: Channel) -> Built:

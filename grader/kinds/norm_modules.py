@@ -64,6 +64,19 @@ def _applies(knob: str, model: str) -> bool:
     return target not in ("rms", "ln") or target == SHORT[model]
 
 
+EPS_MISTAKES = ("norm_eps_convention", "norm_eps_ignored", "norm_eps_missing")  # they change eps only
+
+
+def knobs_for(knob, model: str) -> tuple[str, str]:
+    """(the knob that sets eps, the knob that changes the computation) of the norm ``model``, from
+    one knob or several made together (the judge tries pairs when no single one explains)."""
+    knobs = (knob,) if isinstance(knob, str) else tuple(knob)
+    applying = [k for k in knobs if k and _applies(k, model)]
+    eps = next((k for k in applying if _parse(k)[0] in EPS_MISTAKES), "")
+    other = next((k for k in applying if _parse(k)[0] not in EPS_MISTAKES), "")
+    return eps, other
+
+
 def eps_for(model: str, config: dict, default: float, knob: str) -> float:
     """The eps the attempt's module uses: the config's, else its default (the contract's unless
     a convention knob says otherwise); an eps-ignored knob always uses the contract's."""
@@ -185,6 +198,12 @@ class NormModules:
 
     def config_params(self, ci: int) -> dict[str, Any]:
         return dict(self.configs[ci])
+
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        """Sizes by the names shapes are written with: ``(N, dim)``, ``(B, T, dim)``, ``(B, H, T, dim)``."""
+        shape = tuple(case.inputs["x"].shape)
+        names = {2: ("N", "dim"), 3: ("B", "T", "dim"), 4: ("B", "H", "T", "dim")}.get(len(shape), ())
+        return {**dict(zip(names, shape)), "dim": self.configs[ci]["dim"]}
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         return {name: tuple(case.inputs["x"].shape) for name in self.objects}
@@ -358,7 +377,8 @@ class NormModules:
     def knobs(self) -> list[str]:
         return list(self.exercise.grading.get("knobs", []))
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        """The references with the mistake ``knob`` (or the knobs of a tuple, made together)."""
         config = self.configs[ci]
         weights = self.role_weights(ci)
 
@@ -370,8 +390,9 @@ class NormModules:
                 w = weights[name]
                 if case.dtype in LOW_PRECISION:  # the module's rounded values
                     w = {r: v.to(LOW_PRECISION[case.dtype]) for r, v in w.items()}
-                eps = eps_for(model, config, self.defaults[name], knob)
-                out[name] = norm(model, x, w, eps, knob)
+                eps_knob, other = knobs_for(knob, model)
+                eps = eps_for(model, config, self.defaults[name], eps_knob)
+                out[name] = norm(model, x, w, eps, other)
             return out
 
         return call

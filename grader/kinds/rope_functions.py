@@ -40,6 +40,20 @@ def low_precision_tolerance(dtype: torch.dtype) -> tuple[float, float]:
 
 # --- the functional form of the reference and its mistakes (knobs) -------------------------------
 
+CACHE_KNOBS = ("rope_theta_ignored", "rope_exponent_arange_half", "rope_inv_freq_not_inverted",
+               "rope_emb_repeat_interleave", "rope_interleaved_pairs:gptj", "rotate_half_cos_sin_swapped",
+               "rotate_half_cos_sin_swapped:cache")
+APPLY_KNOBS = ("rope_interleaved_pairs", "rope_interleaved_pairs:every_two", "rope_interleaved_pairs:gptj",
+               "rotate_half_cos_sin_swapped", "rotate_half_cos_sin_swapped:apply", "rotate_half_sign_flipped",
+               "rotate_half_sign_flipped:missing", "rotate_half_sign_flipped:not_swapped",
+               "rotate_half_sign_flipped:order", "rope_positions_ignored")
+
+
+def split_knobs(knob) -> tuple[str, str]:
+    """(the cache's knob, apply's knob) of one knob or several made together."""
+    knobs = (knob,) if isinstance(knob, str) else tuple(knob)
+    return (next((k for k in knobs if k in CACHE_KNOBS), ""), next((k for k in knobs if k in APPLY_KNOBS), ""))
+
 
 def cache(seq_len: int, head_dim: int, theta: float, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin (S, D) float32 in the rotate-half layout, or what a cache mistake returns instead."""
@@ -149,6 +163,14 @@ class RopeFunctions:
 
     def config_params(self, ci: int) -> dict[str, Any]:
         return dict(self.configs[ci])
+
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        """Sizes by the names shapes are written with: ``(B, H, T, D)``, the cache's ``(S, D)``."""
+        D = self.configs[ci]["head_dim"]
+        if "x" in case.inputs:
+            B, H, T, _ = case.inputs["x"].shape
+            return {"B": B, "H": H, "T": T, "D": D, "D/2": D // 2, "S": self.configs[ci]["cache_len"]}
+        return {"S": case.inputs["seq_len"], "D": D, "D/2": D // 2}
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         if "x" in case.inputs:
@@ -266,13 +288,16 @@ class RopeFunctions:
     def knobs(self) -> list[str]:
         return list(self.exercise.grading.get("knobs", []))
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together)."""
+        cache_knob, apply_knob = split_knobs(knob)
+
         def call(case: Case):
             i = case.inputs
             if "x" not in i:
-                cos, sin = cache(i["seq_len"], i["head_dim"], self.theta(ci), knob)
+                cos, sin = cache(i["seq_len"], i["head_dim"], self.theta(ci), cache_knob)
                 return {"cos": cos, "sin": sin}
-            out = apply(i["x"], i["cos"], i["sin"], i["positions"], knob)
+            out = apply(i["x"], i["cos"], i["sin"], i["positions"], apply_knob)
             # a low precision: what the attempt returns, rounded to it
             return {"out": out.to(i["x"].dtype).double() if case.tolerance is not None else out}
 

@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """Softmax over dim=-2 (the queries) of the (B, H, T, T) scores."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: merge_heads_no_transpose
 """GQA that merges the heads with out.reshape(B, T, C) straight from (B, H, T, D), without transposing back."""
 

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """GQA with F.softmax(scores, dim=2): normalises over the queries of each key instead of over the keys of each query."""
 

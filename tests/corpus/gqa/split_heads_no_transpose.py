@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: split_heads_no_transpose
 """GQA that views the projections straight to (B, H, T, D) / (B, G, T, D) without the transpose."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: merge_heads_no_transpose
 """Merges heads with out.reshape(B, T, C) straight from (B, H, T, D)."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """Softmax over the query axis (dim=-2) of the (B, H, T, T) scores."""
 

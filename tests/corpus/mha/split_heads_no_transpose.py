@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: split_heads_no_transpose
 """Splits heads with .view(B, H, T, D) straight from (B, T, C), no transpose."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: merge_heads_no_transpose
 """Merges heads with (attn @ v).reshape(B, T, C), no transpose back."""
 

@@ -1,5 +1,5 @@
 # attnprep: mha_fused
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: split_heads_no_transpose
 """Splits q, k, v into heads with .reshape(B, H, T, D) straight from (B, T, C), no transpose."""
 

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: merge_heads_no_transpose
 """MLA that reshapes the (B, H, T, dv) head outputs straight to (B, T, H*dv) without transposing back."""
 

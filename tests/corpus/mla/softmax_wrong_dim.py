@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """MLA that takes the softmax over dim=2 of the (B, H, T, T) scores, i.e. over the queries."""
 

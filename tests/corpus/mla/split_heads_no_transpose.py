@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: split_heads_no_transpose
 """MLA that builds q, k, v per token as (B, T, H, ·) and views them straight to (B, H, T, ·) instead of transposing."""
 

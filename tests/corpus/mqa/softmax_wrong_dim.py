@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: softmax_wrong_dim
 """Softmax over dim=-2 (queries) instead of the key axis."""
 

@@ -1,5 +1,5 @@
 # attnprep: mqa
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: split_heads_no_transpose
 """Splits the query heads with .view(B, H, T, D) straight from (B, T, C)."""
 

@@ -1,0 +1,251 @@
+"""Rehearsal commands (SPEC §10): ``interview`` (write it once, submit, then the follow-ups) and
+``today`` (what to practise, by spaced repetition over the history).
+
+They parse and render; the work is in :mod:`attnprep.interview` and :mod:`attnprep.plan`.
+Torch-free at import, and `today` never imports it: only an interview's grading does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, err_console, get_exercise, is_interactive, usage_error
+
+app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
+
+# Every word these commands show, in one place (str.format templates).
+WORDS = {
+    "no_open": "no interview is open: start one with `attnprep interview ID`",
+    "submit_no_id": "--submit takes no ID: it submits the interview that is open ({id})",
+    "running": "an interview of {id} is running (pid {pid}, {file}): submit it with `attnprep interview --submit`, or finish it there",
+    "sent": "submitted to the interview running in pid {pid} ({file}) …",
+    "no_answer": "the interview did not answer (it ended, or is still busy): its terminal says more",
+    "answer_first": "first try",
+    "answer_fix": "later fix",
+    "not_graded": "not graded: {detail}",
+    "take_over": "no attnprep is running the interview of {id} any more ({file}): going on here",
+    "resume": "resuming the open interview of {id} ({file})",
+    "stale": "the interview of {id} left open in {file} is recorded as given up",
+    "picked": "no ID given: {id} — {reason}",
+    "picked_weakest": "no ID given: {reason}",
+    "wrote": "wrote {file}  ({title} · budget {budget})",
+    "cannot_write": "cannot write the interview file: {detail}",
+    "budget": "the time budget must be a positive number of minutes",
+    "answers_unreadable": "cannot read the answers file {file}: {detail}",
+    "loading": "loading torch …",
+    "today_head": "today, {date}: {n} to practise",
+    "today_head_1": "today, {date}: 1 to practise",
+    "today_none": "today, {date}: nothing due",
+    "more": "+{n} more due (after these)",
+    "next": "next due: {items}",
+    "next_item": "{id} {when}",
+    "in_days": "in {n} days",
+    "tomorrow": "tomorrow",
+    "command": "attnprep interview {id}",
+    "drill": "attnprep drill {id}",
+    "start": "start: `{interview}` (or time it: `{drill}`)",
+}
+
+
+def _w(key: str, **values) -> str:
+    return WORDS[key].format(**values)
+
+
+# --- interview -----------------------------------------------------------------------------------
+
+
+@app.command("interview")
+def interview(
+    exercise_id: Optional[str] = typer.Argument(
+        None, metavar="[ID]", help="Exercise id (default: the first of `attnprep today`)."
+    ),
+    submit: bool = typer.Option(
+        False, "--submit", help="Submit the open interview (from another shell or an editor task)."
+    ),
+    folder: Optional[Path] = typer.Option(
+        None, "--dir", "-d", help="Workspace folder; the stub is written to DIR/interviews/ (default: the current folder)."
+    ),
+    minutes: Optional[float] = typer.Option(None, "--minutes", "-m", help="Time budget shown on the clock (default: the exercise's)."),
+    questions: int = typer.Option(3, "--questions", "-q", min=0, help="Q&A cards asked after the code (0: none)."),
+    answers: Optional[Path] = typer.Option(
+        None, "--answers", help="Read your replies from this file, one per line, instead of the keyboard."
+    ),
+    seconds: Optional[float] = typer.Option(None, "--seconds", hidden=True, help="Time budget in seconds (tests)."),
+) -> None:
+    """Interview rehearsal: a fresh stub, a clock, no grading until you submit; then follow-ups.
+
+    Submit with Enter here or `attnprep interview --submit` elsewhere. The first submission's
+    verdict is the one recorded as your first try; fixes after it are graded and marked as such.
+    Then the exercise's interview questions (reveal the model answer, mark known / not known) and
+    the chained next exercise. Exit 0: every first try passed; 1: one failed; 130: given up.
+    """
+    from attnprep import history
+    from attnprep import interview as iv
+
+    lines = _lines(answers)
+    live = answers is None and is_interactive() and sys.stdin.isatty()
+    out = console()
+    session = iv.Session(events=iter(()), view=iv.ConsoleView(out, live=live), questions=questions)
+    state = iv.read_state()
+
+    if submit:
+        if state is None:
+            usage_error(_w("no_open"))
+        if exercise_id is not None:
+            usage_error(_w("submit_no_id", id=state.exercise))
+        if iv.owner_alive(state.owner):
+            _submit_to_owner(iv, state)
+        out.print(Text(_w("take_over", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"), soft_wrap=True)
+        _warm_up(out, live)
+        session.events = itertools.chain([iv.Submit(None)], iv.input_events(lines))
+        raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
+
+    if state is not None:
+        if iv.owner_alive(state.owner):
+            usage_error(_w("running", id=state.exercise, pid=state.owner, file=iv.shown(Path(state.file))))
+        from attnprep import exercises
+
+        if not Path(state.file).is_file() or state.exercise not in exercises.registry():
+            iv.clear_state()  # nothing left to resume
+        elif exercise_id is None or get_exercise(exercise_id).id == state.exercise:
+            out.print(Text(_w("resume", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"), soft_wrap=True)
+            _warm_up(out, live)
+            session.events = iv.input_events(lines)
+            raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
+        else:
+            if state.submitted_s is None and state.interview is not None:
+                history.close_interview(state.interview, outcome="abandoned", duration_s=max(0.0, time.time() - state.started_at))
+            iv.clear_state()
+            out.print(Text(_w("stale", id=state.exercise, file=iv.shown(Path(state.file))), style="dim"), soft_wrap=True)
+
+    exercise = _pick(exercise_id, out)
+    if seconds is not None:
+        budget_s = seconds
+    elif minutes is not None:
+        budget_s = minutes * 60
+    else:
+        budget_s = exercise.minutes * 60.0
+    if not budget_s > 0 or math.isinf(budget_s):
+        usage_error(_w("budget"))
+    _warm_up(out, live)  # before the clock starts
+    try:
+        opened = session.open(exercise, folder if folder is not None else Path.cwd(), budget_s=budget_s)
+    except OSError as exc:
+        usage_error(_w("cannot_write", detail=exc.strerror or exc))
+    session.events = iv.input_events(lines)
+    raise typer.Exit(iv.exit_code(session.run(opened)))
+
+
+def _lines(answers: Path | None):
+    from attnprep import interview as iv
+
+    if answers is None:
+        return iv.lines_of(sys.stdin)
+    try:
+        return iv.StreamLines(open(answers, encoding="utf-8"))  # noqa: SIM115 (read until the process ends)
+    except OSError as exc:
+        usage_error(_w("answers_unreadable", file=answers, detail=exc.strerror or exc))
+
+
+def _warm_up(out, live: bool) -> None:
+    from attnprep import grader
+
+    if live:
+        with out.status(_w("loading")):
+            grader.warm_up()
+    else:
+        grader.warm_up()
+
+
+def _pick(exercise_id: str | None, out):
+    """The exercise to interview on: the one named, else the first of today's plan, else the
+    weakest by the drill's rule."""
+    from attnprep import exercises, history, plan
+
+    if exercise_id is not None:
+        return get_exercise(exercise_id)
+    today = plan.plan_from_history(now=time.time())
+    if today.items:
+        item = today.items[0]
+        out.print(Text(_w("picked", id=item.exercise, reason=item.reason), style="dim"), soft_wrap=True)
+        return exercises.get(item.exercise)
+    picked, reason = history.pick_weakest(exercises.registry().values())
+    out.print(Text(_w("picked_weakest", reason=reason), style="dim"), soft_wrap=True)
+    return exercises.get(picked)
+
+
+def _submit_to_owner(iv, state) -> None:
+    """Hand the submission to the attnprep running the interview and show its answer."""
+    out = console()
+    request = iv.request_submit()
+    out.print(Text(_w("sent", pid=state.owner, file=iv.shown(Path(state.file))), style="dim"), soft_wrap=True)
+    answer = iv.wait_for_answer(request)
+    if answer is None:
+        err_console().print(Text(_w("no_answer")), soft_wrap=True)
+        raise typer.Exit(EXIT_FAIL)
+    if "error" in answer:
+        out.print(Text(_w("not_graded", detail=answer["error"]), style="yellow"), soft_wrap=True)
+        raise typer.Exit(EXIT_FAIL)
+    which = _w("answer_first") if answer.get("first_try") else _w("answer_fix")
+    mark = ("✓ ", "bold green") if answer.get("passed") else ("✗ ", "bold red")
+    out.print(Text.assemble(mark, (which, "bold"), ": ", answer.get("line", "")), soft_wrap=True)
+    raise typer.Exit(EXIT_OK if answer.get("passed") else EXIT_FAIL)
+
+
+# --- today ---------------------------------------------------------------------------------------
+
+
+@app.command("today")
+def today(
+    as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout with the same plan."),
+) -> None:
+    """What to practise today: spaced repetition over your history, with the reason for each line.
+
+    An exercise comes back sooner after a failed first try (interview, or drill past its budget)
+    and later after each pass; Q&A cards you did not know come back the next day; new exercises
+    arrive a few a day in the order of `attnprep list`.
+    """
+    from attnprep import plan
+
+    now = time.time()
+    document = plan.plan_from_history(now=now)
+    if as_json:
+        typer.echo(json.dumps(document.to_json(), indent=2, ensure_ascii=False))
+        return
+    out = console()
+    date = document.today.isoformat()
+    n = len(document.items)
+    head = _w("today_none", date=date) if not n else _w("today_head_1", date=date) if n == 1 else _w("today_head", date=date, n=n)
+    out.print(Text(head, style="bold"))
+    if n:
+        table = Table(box=box.SIMPLE, show_header=False, show_edge=False, pad_edge=False)
+        table.add_column(no_wrap=True, style="bold")
+        table.add_column(overflow="fold")
+        for item in document.items:
+            style = "red" if item.why == "failed" else "cyan" if item.why == "new" else ""
+            table.add_row(item.exercise, Text(item.reason, style=style))
+        out.print(table)
+    if document.more:
+        out.print(Text(_w("more", n=document.more), style="dim"))
+    if document.upcoming:
+        items = ", ".join(_w("next_item", id=e, when=_when(d, document.today)) for e, d in document.upcoming)
+        out.print(Text(_w("next", items=items), style="dim"), soft_wrap=True)
+    if n:
+        first = document.items[0].exercise
+        out.print(Text(_w("start", interview=_w("command", id=first), drill=_w("drill", id=first)), style="dim"), soft_wrap=True)
+
+
+def _when(day, today) -> str:
+    n = (day - today).days
+    return _w("tomorrow") if n == 1 else _w("in_days", n=n)

@@ -1,0 +1,785 @@
+"""Interview rehearsal (SPEC §10): write it once against the clock, submit, then the follow-ups.
+
+A **round** is one exercise: a fresh stub under ``<workspace>/interviews/`` (never over a file),
+a visible clock and no grading until the user submits — Enter in the terminal, or
+``attnprep interview --submit`` from another shell or an editor task. The first submission's
+verdict is the one that counts (recorded with ``first_try``); after a failure the user may fix and
+submit again, each fix graded and recorded as a later fix. Then the exercise's Q&A cards one at a
+time (the question, appended to a notes file next to the stub where the user may write the
+answer; Enter reveals the model answer; the user marks it known / not known), and, where the bank
+has one, the chained next exercise (each exercise's ``next`` in its exercise.toml) as a new round.
+
+**The open interview** is described by a small JSON file in the data folder
+(``interview.json``: exercise, file, start, budget, the pid of the attnprep running it, what has
+been graded and asked), written atomically by that process only. ``--submit`` elsewhere leaves a
+request (``interview.submit``) that the running interview picks up on its next tick, grades, and
+answers in ``interview.json``; if no attnprep runs the interview any more (its terminal was
+closed), ``--submit`` takes it over and goes on from where it was. The file is removed when the
+round ends.
+
+**One event loop**, as in the drill: replies (lines from the terminal or a scripted answers
+file), submit requests and clock ticks arrive as events; :class:`Session` handles them in one
+place, so tests drive a whole interview with a list of events, a fake grader and a fake clock.
+
+Torch is imported by the grader only (:func:`attnprep.attempts.grade_attempt`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from rich.console import Console
+from rich.text import Text
+
+from attnprep import drill, exercises, history, paths, plan
+
+if TYPE_CHECKING:
+    from attnprep.exercises import QA, Exercise
+    from attnprep.grader.result import Result
+
+FOLDER = "interviews"
+STATE_VERSION = 1
+TICK_S = 0.25
+DEFAULT_QUESTIONS = 3
+ANSWER_WAIT_S = 120.0  # how long `--submit` waits for the running interview to grade
+EXIT_PASSED, EXIT_FAILED, EXIT_ABANDONED = 0, 1, 130
+
+QUIT = {"q", "quit", "exit"}
+YES = {"y", "yes", "k", "known"}
+NO = {"n", "no", "u", "unknown", "not known"}
+NEXT = {"n", "next", "no"}
+
+# Every word this module shows, in one place (str.format templates; Rich styles are applied where
+# the words are used).
+WORDS = {
+    "title": "interview · {title} ({id}) · budget {budget}",
+    "resumed": "resumed: the clock kept running since the start",
+    "write": "write your answer in {file}; nothing is graded until you submit:",
+    "how_submit": "press Enter here, or run `attnprep interview --submit` (another shell, an editor task); q + Enter gives up",
+    "clock": "{elapsed} / {budget}",
+    "clock_over": "{elapsed} / {budget}  (+{over} over)",
+    "clock_hint": "  ·  Enter submits",
+    "left": "{left} left",
+    "time_up": "the budget is spent ({budget}); submit when ready",
+    "input_closed": "no more input here: waiting for `attnprep interview --submit`",
+    "grading": "submitted: grading …",
+    "first_try": "first try (the verdict that counts)",
+    "first_passed": "first try passed in {elapsed} (budget {budget})",
+    "first_failed": "first try failed after {elapsed} (budget {budget})",
+    "fix": "later fix",
+    "fix_passed": "later fix passed (recorded as a fix, the first try still counts)",
+    "fix_failed": "later fix: still failing",
+    "internal": "attnprep could not grade this submission (not counted): {detail}; submit again",
+    "unreadable": "could not read the file ({detail}); save it and submit again",
+    "fix_prompt": "fix it and press Enter to grade again (recorded as a later fix) · n: on to the questions · q: stop",
+    "question": "Q{i}/{n}  {question}",
+    "question_hint": "answer aloud or under Q{i} in {notes}, then press Enter for the model answer (q: stop)",
+    "answer": "model answer",
+    "known_prompt": "did you know it? y / n",
+    "known_again": "y (known) or n (not known), please",
+    "notes_head": "# {title} — interview notes\n\nWrite your answer under each question, then press Enter in the terminal.\n",
+    "notes_question": "\n## Q{i}. {question}\n\n",
+    "follow_up": "next in the chain: {title} ({id}) · Enter or y starts it, n ends the interview",
+    "abandoned": "interview given up after {elapsed} (recorded)",
+    "summary_round": "{id}: first try {mark} in {elapsed} of {budget}",
+    "summary_abandoned": "{id}: given up after {elapsed}",
+    "summary_fixes": " · {n} later fixes, last {last}",
+    "summary_fixes_1": " · 1 later fix, {last}",
+    "summary_cards": " · Q&A {known} known, {unknown} not known",
+    "summary_next": "`attnprep today` plans what to practise next",
+    "passed": "passed",
+    "failed": "failed",
+}
+
+
+def _w(key: str, **values) -> str:
+    return WORDS[key].format(**values)
+
+
+def clock(seconds: float) -> str:
+    return history.format_duration(max(0.0, seconds))
+
+
+# --- the open interview: a state file in the data folder -----------------------------------------
+
+
+class OpenInterview(NamedTuple):
+    """What ``interview.json`` says about the round in progress."""
+
+    exercise: str
+    file: str
+    notes: str
+    workspace: str
+    started_at: float  # unix time the clock started
+    budget_s: float
+    owner: int  # pid of the attnprep running it
+    interview: int | None  # its row in the history (None: the history was unusable)
+    submitted_s: float | None = None  # time of the first submission (None: not submitted yet)
+    first_passed: bool | None = None
+    fixes: int = 0
+    last_fix_passed: bool | None = None
+    asked: tuple[int, ...] = ()  # cards marked this round
+    known: int = 0
+    unknown: int = 0
+    answered: str | None = None  # the last submit request answered ...
+    answer: dict | None = None  # ... and its answer: {"passed", "first_try", "line"} or {"error"}
+
+    def to_json(self) -> dict:
+        data = self._asdict()
+        data["asked"] = list(self.asked)
+        return {"version": STATE_VERSION, **data}
+
+    @classmethod
+    def from_json(cls, data: dict) -> OpenInterview:
+        if data.get("version") != STATE_VERSION:
+            raise ValueError("unknown version")
+        fields = {k: data[k] for k in cls._fields if k in data}
+        fields["asked"] = tuple(int(c) for c in fields.get("asked", ()))
+        return cls(**fields)
+
+
+def state_path() -> Path:
+    return paths.data_home() / "interview.json"
+
+
+def request_path() -> Path:
+    return paths.data_home() / "interview.submit"
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Write atomically: a temporary file in the same folder, then a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_state() -> OpenInterview | None:
+    """The open interview, or None (none open, or a file that is not one: ignored)."""
+    try:
+        return OpenInterview.from_json(json.loads(state_path().read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def write_state(state: OpenInterview) -> None:
+    _write_json(state_path(), state.to_json())
+
+
+def clear_state() -> None:
+    state_path().unlink(missing_ok=True)
+
+
+def owner_alive(pid: int) -> bool:
+    """Whether the process running an interview is still there (POSIX)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def request_submit() -> str:
+    """Leave a submit request for the running interview; its id."""
+    request = secrets.token_hex(8)
+    _write_json(request_path(), {"request": request, "at": time.time()})
+    return request
+
+
+def take_request() -> str | None:
+    """The pending submit request (consumed), if any."""
+    path = request_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    path.unlink(missing_ok=True)
+    return str(data.get("request")) if isinstance(data, dict) and data.get("request") else None
+
+
+def wait_for_answer(request: str, *, timeout: float = ANSWER_WAIT_S, poll_s: float = 0.1,
+                    clock_fn: Callable[[], float] = time.monotonic) -> dict | None:
+    """The running interview's answer to a submit request: ``{"passed", "first_try", "line"}``,
+    ``{"error": ...}``, or None (it ended, died or did not answer in time)."""
+    deadline = clock_fn() + timeout
+    while clock_fn() < deadline:
+        state = read_state()
+        if state is None:
+            return None
+        if state.answered == request and state.answer is not None:
+            return state.answer
+        if not owner_alive(state.owner):
+            return None
+        time.sleep(poll_s)
+    return None
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A line from the user (the terminal or the answers file), without its newline."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Submit:
+    """A submit request from `attnprep interview --submit`."""
+
+    request: str | None
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Nothing happened for TICK_S: time to redraw the clock."""
+
+
+@dataclass(frozen=True)
+class InputClosed:
+    """The terminal or the answers file has no more lines."""
+
+
+Event = Reply | Submit | Tick | InputClosed
+EOF = object()  # FdLines / StreamLines: no more lines
+SUBMITTED = object()  # Session._reply: a submission came in instead of a line
+
+
+class FdLines:
+    """Lines from a file descriptor (a terminal, a pipe), with a timeout: ``select`` then
+    ``os.read`` into a buffer of our own (a buffered reader would hide complete lines from
+    ``select``)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.eof = fd, b"", False
+
+    def read(self, timeout: float):
+        """A line, None (nothing within ``timeout``), or :data:`EOF`."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer and not self.eof:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(self.fd, 4096)
+            if chunk:
+                self.buffer += chunk
+            else:
+                self.eof = True
+        if b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+        elif self.buffer:
+            line, self.buffer = self.buffer, b""
+        else:
+            return EOF
+        return line.decode("utf-8", errors="replace").rstrip("\r")
+
+
+class StreamLines:
+    """Lines from a file object that has no usable descriptor (an answers file, a test's input):
+    every line is there at once."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def read(self, timeout: float):
+        line = self.stream.readline()
+        if not line:
+            return EOF
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", errors="replace")
+        return line.rstrip("\n").rstrip("\r")
+
+
+def lines_of(stream) -> FdLines | StreamLines:
+    try:
+        return FdLines(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return StreamLines(stream)
+
+
+def input_events(lines, *, poll: Callable[[], str | None] = take_request, tick_s: float = TICK_S) -> Iterator[Event]:
+    """The events of a real session: submit requests, replies, ticks (forever; Ctrl-C surfaces as
+    KeyboardInterrupt)."""
+    closed = False
+    while True:
+        request = poll()
+        if request is not None:
+            yield Submit(request)
+            continue
+        if closed:
+            time.sleep(tick_s)
+            yield Tick()
+            continue
+        line = lines.read(tick_s)
+        if line is EOF:
+            closed = True
+            yield InputClosed()
+        else:
+            yield Tick() if line is None else Reply(line)
+
+
+# --- views ---------------------------------------------------------------------------------------
+
+
+class View(Protocol):
+    def started(self, exercise: Exercise, path: Path, budget_s: float, resumed: bool) -> None: ...
+    def tick(self, elapsed: float, budget_s: float) -> None: ...
+    def input_closed(self) -> None: ...
+    def grading(self, elapsed: float) -> None: ...
+    def graded(self, result: Result, *, first: bool, elapsed: float, budget_s: float) -> None: ...
+    def not_graded(self, detail: str, *, internal: bool) -> None: ...
+    def fix_prompt(self) -> None: ...
+    def question(self, i: int, n: int, qa: QA, notes: Path) -> None: ...
+    def answer(self, qa: QA) -> None: ...
+    def known_again(self) -> None: ...
+    def follow_up(self, exercise: Exercise) -> None: ...
+    def abandoned(self, elapsed: float) -> None: ...
+    def summary(self, rounds: list[RoundEnd]) -> None: ...
+
+
+def shown(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass
+class ConsoleView:
+    """Lines on a console; on a terminal (``live``) the clock is one line redrawn in place."""
+
+    console: Console
+    live: bool = False
+    _minute: int = 0
+    _time_up: bool = False
+    _clock_drawn: bool = False
+    _clock_text: str = ""
+
+    def _print(self, *parts, style: str | None = None) -> None:
+        if self._clock_drawn:  # the clock line: cleared (Enter already moved below it)
+            self.console.file.write("\r\x1b[2K")
+            self._clock_drawn = False
+        self.console.print(Text.assemble(*parts, style=style or ""), soft_wrap=True)
+
+    def started(self, exercise, path, budget_s, resumed) -> None:
+        self._minute, self._time_up = 0, False
+        self._print((_w("title", title=exercise.title, id=exercise.id, budget=clock(budget_s)), "bold"))
+        if resumed:
+            self._print((_w("resumed"), "dim"))
+        self._print(_w("write", file=shown(path)))
+        self._print((_w("how_submit"), "dim"))
+
+    def tick(self, elapsed, budget_s) -> None:
+        if self.live:
+            over = elapsed - budget_s
+            style = "bold green" if elapsed < 0.7 * budget_s else "bold yellow" if over < 0 else "bold red"
+            text = (_w("clock_over", elapsed=clock(elapsed), budget=clock(budget_s), over=clock(over)) if over > 0
+                    else _w("clock", elapsed=clock(elapsed), budget=clock(budget_s)))
+            if self._clock_drawn and text == self._clock_text:
+                return  # the same second: nothing to redraw
+            self._clock_text = text
+            self.console.file.write("\r\x1b[2K")
+            self.console.print(Text.assemble((text, style), (_w("clock_hint"), "dim")), end="")
+            self.console.file.flush()
+            self._clock_drawn = True
+            return
+        minute = int(elapsed // 60)
+        if minute > self._minute:
+            self._minute = minute
+            if elapsed < budget_s:
+                self._print(f"[{drill.clock_text(elapsed)}] ", _w("left", left=clock(budget_s - elapsed)))
+        if elapsed >= budget_s and not self._time_up:
+            self._time_up = True
+            self._print(f"[{drill.clock_text(elapsed)}] ", (_w("time_up", budget=clock(budget_s)), "yellow"))
+
+    def input_closed(self) -> None:
+        self._print((_w("input_closed"), "dim"))
+
+    def grading(self, elapsed) -> None:
+        self._print(f"[{drill.clock_text(elapsed)}] ", (_w("grading"), "dim"))
+
+    def graded(self, result, *, first, elapsed, budget_s) -> None:
+        from attnprep.report import render_result
+
+        self._print((_w("first_try") if first else _w("fix"), "bold"))
+        render_result(result, self.console, full=first)
+        if first:
+            key = "first_passed" if result.passed else "first_failed"
+            self._print((_w(key, elapsed=clock(elapsed), budget=clock(budget_s)), "bold green" if result.passed else "bold red"))
+        else:
+            self._print((_w("fix_passed") if result.passed else _w("fix_failed"), "green" if result.passed else "red"))
+
+    def not_graded(self, detail, *, internal) -> None:
+        self._print((_w("internal" if internal else "unreadable", detail=detail), "yellow"))
+
+    def fix_prompt(self) -> None:
+        self._print((_w("fix_prompt"), "cyan"))
+
+    def question(self, i, n, qa, notes) -> None:
+        self.console.print()
+        self._print((_w("question", i=i, n=n, question=qa.q), "bold"))
+        self._print((_w("question_hint", i=i, notes=shown(notes)), "dim"))
+
+    def answer(self, qa) -> None:
+        self._print((_w("answer") + ": ", "bold green"), qa.a)
+        self._print((_w("known_prompt"), "cyan"))
+
+    def known_again(self) -> None:
+        self._print((_w("known_again"), "cyan"))
+
+    def follow_up(self, exercise) -> None:
+        self.console.print()
+        self._print((_w("follow_up", title=exercise.title, id=exercise.id), "cyan"))
+
+    def abandoned(self, elapsed) -> None:
+        self._print((_w("abandoned", elapsed=clock(elapsed)), "bold yellow"))
+
+    def summary(self, rounds) -> None:
+        self.console.print()
+        for r in rounds:
+            if r.first_passed is None:
+                self._print(_w("summary_abandoned", id=r.exercise, elapsed=clock(r.elapsed_s)))
+                continue
+            mark = ("✓ " + _w("passed"), "bold green") if r.first_passed else ("✗ " + _w("failed"), "bold red")
+            # the mark is styled: split the template where it goes (a translation may move it)
+            text = _w("summary_round", id=r.exercise, mark="\x00", elapsed=clock(r.elapsed_s), budget=clock(r.budget_s))
+            before, _, after = text.partition("\x00")
+            line: list = [before, mark, after]
+            if r.fixes:
+                last = _w("passed") if r.last_fix_passed else _w("failed")
+                line.append(_w("summary_fixes_1", last=last) if r.fixes == 1 else _w("summary_fixes", n=r.fixes, last=last))
+            if r.known or r.unknown:
+                line.append(_w("summary_cards", known=r.known, unknown=r.unknown))
+            self._print(*line)
+        self._print((_w("summary_next"), "dim"))
+
+
+# --- the session ---------------------------------------------------------------------------------
+
+
+class RoundEnd(NamedTuple):
+    """How one round went."""
+
+    exercise: str
+    file: str
+    workspace: str
+    budget_s: float
+    elapsed_s: float  # to the first submission, or until given up
+    first_passed: bool | None  # None: given up before submitting
+    fixes: int
+    last_fix_passed: bool | None
+    known: int
+    unknown: int
+    interview: int | None
+
+
+class Stop(Exception):
+    """The user ended the session (q, Ctrl-C or no more input where a reply was needed)."""
+
+
+def new_interview_file(exercise: Exercise, workspace: Path, *, now: float | None = None) -> Path:
+    """A fresh stub ``workspace/interviews/<id>-<YYYYmmdd-HHMM>.py`` (never over a file)."""
+    return drill.new_drill_file(exercise, workspace, now=now, subfolder=FOLDER)
+
+
+def follow_up_of(exercise: Exercise, registry: dict[str, Exercise], done: Iterable[str] = ()) -> Exercise | None:
+    """The chained next exercise: the first of the exercise's ``next`` ids that the bank has and
+    that was not done in this session."""
+    done = set(done)
+    for exercise_id in exercise.follow_ups:
+        if exercise_id in registry and exercise_id not in done:
+            return registry[exercise_id]
+    return None
+
+
+def _default_grade(path: Path, exercise: Exercise) -> Result:
+    from attnprep.attempts import grade_attempt
+
+    return grade_attempt(path, exercise, record=False)
+
+
+@dataclass
+class Session:
+    """Runs interview rounds over ``events``. ``grade(path, exercise)``, ``clock`` (unix time) and
+    ``registry`` default to the real ones; tests swap them."""
+
+    events: Iterator[Event]
+    view: View
+    grade: Callable[[Path, Exercise], Result] | None = None  # None: the real grader
+    clock: Callable[[], float] = time.time
+    registry: dict[str, Exercise] = field(default_factory=exercises.registry)
+    questions: int = DEFAULT_QUESTIONS
+    rounds: list[RoundEnd] = field(default_factory=list)
+    state: OpenInterview | None = None
+    input_closed: bool = False
+
+    # -- starting ---------------------------------------------------------------------------------
+
+    def open(self, exercise: Exercise, workspace: Path, *, budget_s: float | None = None) -> OpenInterview:
+        """Write the stub, record the start, write the state file."""
+        now = self.clock()
+        path = new_interview_file(exercise, workspace, now=now).resolve()
+        budget_s = float(exercise.minutes * 60 if budget_s is None else budget_s)
+        row = history.open_interview(exercise.id, path, started_at=now, budget_s=budget_s)
+        state = OpenInterview(
+            exercise=exercise.id, file=str(path), notes=str(path.with_suffix(".notes.md")),
+            workspace=str(Path(workspace).resolve()), started_at=now, budget_s=budget_s,
+            owner=os.getpid(), interview=row,
+        )
+        write_state(state)
+        return state
+
+    def run(self, state: OpenInterview, *, resumed: bool = False) -> list[RoundEnd]:
+        """Run the round of ``state`` (a new one, or one taken over), then the chained ones."""
+        self.state = state._replace(owner=os.getpid())
+        write_state(self.state)
+        done: list[str] = []
+        while self.state is not None:
+            exercise = self.registry[self.state.exercise]
+            stopped = False
+            try:
+                self._round(exercise, resumed=resumed)
+            except Stop:
+                stopped = True
+            except KeyboardInterrupt:
+                if self.state.submitted_s is None:
+                    self._abandon()
+                stopped = True
+            end = self._end_round(exercise)
+            self.rounds.append(end)
+            done.append(exercise.id)
+            follow = follow_up_of(exercise, self.registry, done)
+            if stopped or end.first_passed is None or follow is None:
+                break
+            try:
+                if not self._start_follow_up(follow):
+                    break
+            except (Stop, KeyboardInterrupt):
+                break
+            resumed = False
+        self.view.summary(self.rounds)
+        return self.rounds
+
+    def _start_follow_up(self, follow: Exercise) -> bool:
+        """Offer the chained exercise; on yes, open its round."""
+        self.view.follow_up(follow)
+        reply = self._reply()
+        if reply is None or reply.lower() not in {"", *YES}:
+            return False
+        self.state = self.open(follow, Path(self.rounds[-1].workspace))
+        return True
+
+    # -- one round --------------------------------------------------------------------------------
+
+    def _round(self, exercise: Exercise, *, resumed: bool) -> None:
+        """The phases of one round; raises :class:`Stop` when the user ends the session."""
+        self.view.started(exercise, Path(self.state.file), self.state.budget_s, resumed)
+        if self.state.submitted_s is None:
+            self._blind(exercise)
+            if self.state.submitted_s is None:  # given up
+                return
+        if not self.state.first_passed and not self.state.last_fix_passed:
+            self._fixes(exercise)
+        self._questions(exercise)
+
+    def _elapsed(self) -> float:
+        return max(0.0, self.clock() - self.state.started_at)
+
+    def _next(self) -> Event | None:
+        try:
+            return next(self.events)
+        except StopIteration:
+            return None
+
+    def _blind(self, exercise: Exercise) -> None:
+        """Until the first submission is graded (or the user gives up)."""
+        said_closed = False
+        while True:
+            event = self._next()
+            if event is None:
+                self._abandon()
+                return
+            if isinstance(event, Tick):
+                self.view.tick(self._elapsed(), self.state.budget_s)
+            elif isinstance(event, InputClosed):
+                self.input_closed = True
+                if not said_closed:
+                    said_closed = True
+                    self.view.input_closed()
+            elif isinstance(event, Reply) and event.text.strip().lower() in QUIT:
+                self._abandon()
+                return
+            elif self._submit(exercise, event.request if isinstance(event, Submit) else None) is not None:
+                return
+
+    def _reply(self, *, submits_end: bool = False):
+        """The user's next line (stripped); None when there is no more input. Submissions that
+        arrive meanwhile are graded as later fixes (with ``submits_end``, one ends the wait:
+        :data:`SUBMITTED`)."""
+        while not self.input_closed:
+            event = self._next()
+            if event is None or isinstance(event, InputClosed):
+                self.input_closed = True
+                return None
+            if isinstance(event, Submit):
+                if self.state is not None:
+                    self._submit(self.registry[self.state.exercise], event.request)
+                    if submits_end:
+                        return SUBMITTED
+                continue
+            if isinstance(event, Reply):
+                return event.text.strip()
+        return None
+
+    def _fixes(self, exercise: Exercise) -> None:
+        while True:
+            self.view.fix_prompt()
+            reply = self._reply(submits_end=True)
+            if reply is SUBMITTED:  # a fix submitted from elsewhere
+                if self.state.last_fix_passed:
+                    return
+                continue
+            if reply is None or reply.lower() in NEXT:
+                return
+            if reply.lower() in QUIT:
+                raise Stop
+            result = self._submit(exercise, None)
+            if result is not None and result.passed:
+                return
+
+    def _questions(self, exercise: Exercise) -> None:
+        if not exercise.qa or self.questions <= 0:
+            return
+        order = plan.card_order(exercise.id, len(exercise.qa), history.qa_marks(exercise.id), now=self.clock())
+        cards = [c for c in order if c not in self.state.asked][: max(0, self.questions - len(self.state.asked))]
+        notes = Path(self.state.notes)
+        before = len(self.state.asked)
+        for i, card in enumerate(cards, before + 1):
+            qa = exercise.qa[card - 1]
+            self._note(notes, exercise, i, qa)
+            self.view.question(i, before + len(cards), qa, notes)
+            reply = self._reply()
+            if reply is None or reply.lower() in QUIT:
+                raise Stop
+            self.view.answer(qa)
+            known = self._known()
+            history.mark_card(exercise.id, card, qa.q, known=known, marked_at=self.clock(), interview=self.state.interview)
+            self._update(asked=(*self.state.asked, card), known=self.state.known + known,
+                         unknown=self.state.unknown + (not known))
+
+    def _known(self) -> bool:
+        while True:
+            reply = self._reply()
+            if reply is None or reply.lower() in QUIT:
+                raise Stop
+            if reply.lower() in YES:
+                return True
+            if reply.lower() in NO:
+                return False
+            self.view.known_again()
+
+    def _note(self, notes: Path, exercise: Exercise, i: int, qa: QA) -> None:
+        """Append the question to the notes file (never rewrites what the user wrote there)."""
+        try:
+            try:
+                with open(notes, "x", encoding="utf-8") as f:
+                    f.write(_w("notes_head", title=exercise.title))
+            except FileExistsError:
+                pass
+            with open(notes, "a", encoding="utf-8") as f:
+                f.write(_w("notes_question", i=i, question=qa.q))
+        except OSError:
+            pass  # the notes file is a convenience; the question is on the screen
+
+    # -- grading ----------------------------------------------------------------------------------
+
+    def _submit(self, exercise: Exercise, request: str | None) -> Result | None:
+        """Grade the file: the first submission (it counts) or a later fix. None when it could
+        not be graded (not counted)."""
+        st = self.state
+        first = st.submitted_s is None
+        elapsed = self._elapsed()
+        self.view.grading(elapsed)
+        try:
+            result = (self.grade or _default_grade)(Path(st.file), exercise)
+        except OSError as exc:
+            self.view.not_graded(exc.strerror or str(exc), internal=False)
+            self._update(answered=request, answer={"error": str(exc)})
+            return None
+        if result.internal:
+            from attnprep import wording
+
+            detail = wording.error_line(result.error) if result.error is not None else ""
+            self.view.not_graded(detail, internal=True)
+            self._update(answered=request, answer={"error": detail})
+            return None
+        history.record(result, kind="check", started_at=st.started_at, duration_s=elapsed,
+                       interview=st.interview, first_try=first)
+        if first:
+            if st.interview is not None:
+                history.close_interview(st.interview, outcome="submitted", duration_s=elapsed)
+            changes = {"submitted_s": elapsed, "first_passed": result.passed}
+        else:
+            changes = {"fixes": st.fixes + 1, "last_fix_passed": result.passed}
+        line = drill.short_verdict(result).plain
+        self._update(answered=request, answer={"passed": result.passed, "first_try": first, "line": line}, **changes)
+        self.view.graded(result, first=first, elapsed=elapsed if first else st.submitted_s, budget_s=st.budget_s)
+        return result
+
+    def _update(self, **changes) -> None:
+        self.state = self.state._replace(**changes)
+        try:
+            write_state(self.state)
+        except OSError:
+            pass  # only `--submit` from elsewhere needs it; this session goes on
+
+    def _abandon(self) -> None:
+        elapsed = self._elapsed()
+        if self.state.interview is not None:
+            history.close_interview(self.state.interview, outcome="abandoned", duration_s=elapsed)
+        self.view.abandoned(elapsed)
+
+    def _end_round(self, exercise: Exercise) -> RoundEnd:
+        """Close the round: the state file goes (the interview is no longer open)."""
+        st = self.state
+        self.state = None
+        on_disk = read_state()
+        if on_disk is not None and on_disk.file == st.file:
+            clear_state()
+        return RoundEnd(
+            exercise=exercise.id, file=st.file, workspace=st.workspace, budget_s=st.budget_s,
+            elapsed_s=st.submitted_s if st.submitted_s is not None else max(0.0, self.clock() - st.started_at),
+            first_passed=st.first_passed, fixes=st.fixes, last_fix_passed=st.last_fix_passed,
+            known=st.known, unknown=st.unknown, interview=st.interview,
+        )
+
+
+def exit_code(rounds: list[RoundEnd]) -> int:
+    if any(r.first_passed is None for r in rounds):
+        return EXIT_ABANDONED
+    return EXIT_PASSED if rounds and all(r.first_passed for r in rounds) else EXIT_FAILED

@@ -1,0 +1,225 @@
+"""Where the attempt first goes wrong: its trail against the reference's, up to layout.
+
+Both trails are lists of :class:`~attnprep.grader.trace.Step` recorded on the same case with the
+same weights. An attempt's step *matches* a reference step when it holds the same values in a
+layout a correct attempt may use: the reference's axes permuted (``(B, T, H, D)`` for
+``(B, H, T, D)``), adjacent axes merged (``(B*H, T, D)``, heads merged into ``C``) or split
+(``(B, G, n_rep, T, D)`` for GQA's grouping). A view that scrambles axes (``view(B, H, T, D)``
+straight from ``(B, T, C)``) holds the same numbers but matches no layout.
+
+The divergence is the first step that matches nothing and from which the attempt never gets back
+on track (no later step computed from it matches). When that step was computed from a tensor that
+holds the right values in a layout the reference never feeds to that operation, the line that made
+the tensor is the one to fix ("q is (B, T, H, D) where the reference has (B, H, T, D)").
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+
+import torch
+
+from attnprep.grader.tensors import ATOL, RTOL
+from attnprep.grader.trace import Step
+
+MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
+
+
+@dataclass(frozen=True)
+class Found:
+    line: int
+    code: str
+    name: str  # the variable the line assigns ("q"), or "" when it assigns none
+    shape: tuple[int, ...]
+    named: str  # the shape in axis names, "(B, T, H, D)"
+    reason: str  # "layout", "values", "raised"
+    ref_name: str = ""  # the reference's counterpart, when one is known
+    ref_named: str = ""
+    ref_code: str = ""
+
+
+def _tensor(step: Step) -> torch.Tensor | None:
+    if step.values is None or len(step.values) != math.prod(step.shape):
+        return None
+    return torch.tensor(step.values, dtype=torch.float64).reshape(step.shape)
+
+
+def _refines(fine: tuple[int, ...], coarse: tuple[int, ...]) -> bool:
+    """Whether ``coarse`` is ``fine`` with runs of adjacent axes merged."""
+    if math.prod(fine) != math.prod(coarse):
+        return False
+    i = 0
+    for size in coarse:
+        product = 1
+        while product < size and i < len(fine):
+            product *= fine[i]
+            i += 1
+        while product == size and i < len(fine) and fine[i] == 1:
+            i += 1
+        if product != size:
+            return False
+    return i == len(fine)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(torch.isclose(a, b, rtol=RTOL * 10, atol=ATOL * 10, equal_nan=True).all())
+
+
+class Matcher:
+    def __init__(self, reference: list[Step]):
+        self.ref = [(s, _tensor(s)) for s in reference]
+        self.sorted = {}
+        for i, (s, t) in enumerate(self.ref):
+            if t is not None:
+                self.sorted[i] = t.flatten().nan_to_num(nan=1e30).sort().values
+
+    def same_values(self, t: torch.Tensor) -> list[int]:
+        """Reference steps holding the same multiset of values (any layout)."""
+        key = t.flatten().nan_to_num(nan=1e30).sort().values
+        return [i for i, v in self.sorted.items() if v.numel() == key.numel() and _close(v, key)]
+
+    def match(self, t: torch.Tensor) -> tuple[int, bool] | None:
+        """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
+        A step the reference makes in the same layout wins over a permuted one."""
+        same = self.same_values(t)
+        for i in same:
+            _, r = self.ref[i]
+            if tuple(r.shape) == tuple(t.shape) and _close(r, t):
+                return i, True
+        for i in same:
+            _, r = self.ref[i]
+            if r.dim() > MAX_PERMUTED_DIMS:
+                continue
+            for perm in itertools.permutations(range(r.dim())):
+                p = r.permute(perm)
+                shape = tuple(p.shape)
+                if _refines(shape, tuple(t.shape)):
+                    if _close(p.reshape(t.shape), t):
+                        return i, perm == tuple(range(r.dim()))
+                elif _refines(tuple(t.shape), shape):
+                    if _close(t.reshape(shape), p):
+                        return i, perm == tuple(range(r.dim()))
+        return None
+
+
+def _intermediate(reference: list[Step], i: int) -> bool:
+    """Whether reference step ``i`` is consumed by a later step of the same line of the reference."""
+    line = reference[i].line
+    return any(s.line == line and i in s.parents for s in reference[i + 1:])
+
+
+def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:
+    """The input of step ``i`` that holds reference values in a layout of its own ("layout") or a
+    value the reference only has half-way through one of its lines ("incomplete"): the earliest
+    such input made on another line than step ``i``; when those are all on step ``i``'s own line
+    (``k.transpose(-2, -1)`` inside ``q @ k.transpose(-2, -1)``), the same one level up."""
+
+    def suspect(p: int) -> str | None:
+        m = matched[p]
+        if m is None:
+            return None
+        if not m[1]:
+            return "layout"
+        return "incomplete" if _intermediate(reference, m[0]) else None
+
+    level = list(attempt[i].parents)
+    for _ in range(3):
+        found = [(p, r) for p in level if (r := suspect(p)) is not None]
+        elsewhere = [f for f in found if attempt[f[0]].line != attempt[i].line]
+        if elsewhere:
+            return min(elsewhere)
+        if not found:
+            return None
+        level = [q for p, _ in found for q in attempt[p].parents]
+    return None
+
+
+def assigned(code: str) -> str:
+    """The variable a line assigns: ``q = self.q_proj(x)`` -> ``q``; ``q, k, v = …`` -> ``q, k, v``."""
+    m = re.match(r"^\s*([A-Za-z_][\w, ]*?)\s*(?:[+\-*/@]?=)(?!=)", code)
+    return m.group(1).strip() if m else ""
+
+
+def name_shape(shape, axes: dict[str, int]) -> str:
+    """``(3, 7, 4, 4)`` as ``(B, T, H, D)`` where each size names one axis; numbers where it cannot."""
+    by_size: dict[int, list[str]] = {}
+    for name, size in axes.items():
+        by_size.setdefault(size, []).append(name)
+    used: dict[int, int] = {}
+    names = []
+    for n in shape:  # sizes shared by several axes are named in the order the axes are listed (H before D)
+        candidates = by_size.get(n, [])
+        k = used.get(n, 0)
+        used[n] = k + 1
+        if len(candidates) == 1:
+            names.append(candidates[0])
+        elif candidates and shape.count(n) == len(candidates):
+            names.append(candidates[k])
+        else:
+            names.append(str(n))
+    return "(" + ", ".join(names) + ")"
+
+
+def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None) -> Found | None:
+    """The first step of ``attempt`` that goes wrong for good (see the module doc), or None."""
+    if not attempt or not reference:
+        return None
+    matcher = Matcher(reference)
+    matched: list[tuple[int, bool] | None] = []
+    for step in attempt:
+        t = _tensor(step)
+        matched.append(None if t is None else matcher.match(t))
+    children: dict[int, list[int]] = {}
+    for i, step in enumerate(attempt):
+        for p in step.parents:
+            children.setdefault(p, []).append(i)
+
+    def recovers(i: int) -> bool:
+        seen, todo = set(), list(children.get(i, []))
+        while todo:
+            j = todo.pop()
+            if j in seen:
+                continue
+            seen.add(j)
+            if matched[j] is not None:
+                return True
+            todo.extend(children.get(j, []))
+        return False
+
+    for i, step in enumerate(attempt):
+        if matched[i] is not None or _tensor(step) is None or recovers(i):
+            continue
+        t = _tensor(step)
+        same = matcher.same_values(t)
+        if same:  # the right numbers in a layout no correct attempt uses: a view where a transpose belongs
+            name = assigned(step.code)
+            same.sort(key=lambda j: (assigned(reference[j].code) != name, len(reference[j].shape) != len(step.shape)))
+            ref_step = reference[same[0]]
+            return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
+                         "layout", assigned(ref_step.code), name_shape(ref_step.shape, axes))
+        # The right values computed from inputs that are not what the reference feeds that operation:
+        # an input in a layout the reference never uses there ("layout"), or one the reference only
+        # has half-way through one of its lines, q @ kᵀ before the scale ("incomplete"). The
+        # earliest such ancestor (up to three steps back) made the mistake.
+        blamed = _blame(i, attempt, matched, reference)
+        if blamed is not None:
+            p, reason = blamed
+            parent, ref_step = attempt[p], reference[matched[p][0]]
+            return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
+                         name_shape(parent.shape, axes), reason, assigned(ref_step.code),
+                         name_shape(ref_step.shape, axes), ref_step.code)
+        return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes), "values")
+    if raised_at is None and attempt and matched[-1] is not None and matched[-1][0] != len(reference) - 1:
+        # every step has a counterpart, yet the result is wrong: the attempt stops short of the end
+        last, ref_last = attempt[-1], reference[-1]
+        return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, axes),
+                     "short", assigned(reference[matched[-1][0]].code), name_shape(ref_last.shape, axes), ref_last.code)
+    if raised_at is not None:
+        last = next((s for s in reversed(attempt) if s.line == raised_at), None)
+        code = last.code if last is not None else ""
+        shape = tuple(last.shape) if last is not None else ()
+        return Found(raised_at, code, assigned(code), shape, name_shape(shape, axes) if shape else "", "raised")
+    return None

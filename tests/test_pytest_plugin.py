@@ -1,0 +1,109 @@
+"""The pytest plugin (`pytest --attnprep`), installed through the `pytest11` entry point: run as a
+user would, pytest in a folder of attempts, in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from attnprep import exercises, history
+from attnprep.attempts import header_id
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+
+
+def pytest_in(folder: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", *args],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120"},
+    )
+
+
+@pytest.fixture
+def attempts(tmp_path) -> Path:
+    """A folder of attempts: one correct, one with a named mistake, and files that are not attempts."""
+    folder = tmp_path / "attempts"
+    folder.mkdir()
+    good = (ROOT / "solutions" / "mha.py").read_text(encoding="utf-8")
+    (folder / "mha_good.py").write_text("# attnprep: mha\n" + good, encoding="utf-8")
+    (folder / "mha_bad.py").write_text((CORPUS / "mha" / "missing_scale.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (folder / "helper.py").write_text("x = 1\n", encoding="utf-8")
+    (folder / "late_header.py").write_text("import math\n# attnprep: mha\n", encoding="utf-8")  # not on the first line
+    (folder / "notes.txt").write_text("# attnprep: mha\n", encoding="utf-8")
+    return folder
+
+
+def test_the_entry_point_is_installed():
+    (plugin,) = [ep for ep in entry_points(group="pytest11") if ep.name == "attnprep"]
+    assert plugin.value == "attnprep.pytest_plugin"
+
+
+@pytest.mark.slow
+def test_one_pass_one_failure_with_the_mistake_named(attempts, attnprep_home):
+    proc = pytest_in(attempts, attnprep_home, "--attnprep", "-v")
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "1 failed, 1 passed" in out
+    assert "mha_good.py::mha PASSED" in out and "mha_bad.py::mha FAILED" in out
+    title = exercises.mistake_catalogue()["missing_scale"].title
+    failure = out.split("= FAILURES =", 1)[1]
+    assert title in failure  # the mistake's name
+    assert "wrong output" in failure and re.search(r"output\s+✗", failure)  # the verdict and the failed check
+    assert "Traceback" not in failure
+    # results go to the history like `check`
+    runs = history.runs()
+    assert sorted((Path(r.file).name, r.kind, r.passed) for r in runs) == [("mha_bad.py", "check", False), ("mha_good.py", "check", True)]
+    assert [r.diagnoses for r in runs if not r.passed] == [("missing_scale",)]
+
+
+@pytest.mark.slow
+def test_addopts_in_a_pytest_ini_turns_it_on(attempts, attnprep_home):
+    (attempts / "pytest.ini").write_text("[pytest]\naddopts = --attnprep\n", encoding="utf-8")
+    proc = pytest_in(attempts, attnprep_home, "-q")
+    assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout
+
+
+def test_off_unless_asked(attempts, attnprep_home):
+    proc = pytest_in(attempts, attnprep_home, "-q")
+    assert proc.returncode == 5, proc.stdout  # no tests collected
+    assert history.runs() == []
+
+
+def test_attnprep_own_corpus_is_collected_only_when_asked(attnprep_home):
+    expected = sorted(p.relative_to(ROOT).as_posix() for p in CORPUS.rglob("*.py")
+                      if header_id(p.read_bytes().split(b"\n", 1)[0].decode("utf-8", errors="replace")))
+    assert len(expected) > 50
+    off = pytest_in(ROOT, attnprep_home, "--collect-only", "-q", "tests/corpus")
+    assert off.returncode == 5 and "no tests collected" in off.stdout, off.stdout
+    on = pytest_in(ROOT, attnprep_home, "--attnprep", "--collect-only", "-q", "tests/corpus")
+    collected = sorted(line.split("::")[0] for line in on.stdout.splitlines() if "::" in line)
+    assert collected == expected
+
+
+def test_an_unknown_exercise_fails_its_item_with_one_line(tmp_path, attnprep_home):
+    (tmp_path / "x.py").write_text("# attnprep: mhaa\n", encoding="utf-8")
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "-q")
+    assert proc.returncode == 1 and "1 failed" in proc.stdout
+    assert "x.py: unknown exercise 'mhaa'; did you mean 'mha'" in proc.stdout
+    assert "Traceback" not in proc.stdout
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("# attnprep: mha\n", "mha"),
+    ("\ufeff# attnprep:   gqa  extra\n", "gqa"),
+    ("# attnprep:gqa", "gqa"),
+    ("#   attnprep: gqa", None),
+    ("# attnprep:", None),
+    ("#attnprep: mha", None),
+    ("import torch", None),
+])
+def test_the_header_line(line, expected):
+    assert header_id(line) == expected

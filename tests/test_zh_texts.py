@@ -1,0 +1,212 @@
+"""The Chinese texts of the exercise content (issue 16, SPEC §9).
+
+exercises/<id>/zh.toml holds the 简体中文 of every user-facing text of exercises/<id>/exercise.toml,
+exercises/mistakes.zh.toml that of every mistake in exercises/mistakes.toml. Each is held against
+its English file: the same keys, list lengths and Q&A count, no extra keys; every text Chinese
+unless it is pure code; the code of the English (shape literals, snake_case identifiers, backtick
+spans, numbers) unchanged in the Chinese; no English sentence left over.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import unicodedata
+
+import pytest
+
+from attnprep import exercises
+
+HERE = exercises.HERE
+EXERCISE_IDS = sorted(p.parent.name for p in HERE.glob("*/exercise.toml"))
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+# Three or more plain words in a row: prose. Code has dots, brackets and operators between its words.
+PROSE = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){2,}(?![\w(])(?!\.\w)")
+# Four or more: an English sentence (or most of one) left untranslated.
+ENGLISH_RUN = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){3,}(?![\w(])(?!\.\w)")
+# Quoted text may stay English: an error message, a paper title, a string in code.
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|“[^”]*”|《[^》]*》|`[^`]*`")
+_ITEM = r"[A-Za-z0-9_]+(?:\s*(?://|\*\*|[·*+/-])\s*[A-Za-z0-9_]+)*"
+SHAPE = re.compile(rf"\({_ITEM}(?:,\s*{_ITEM})+\)")
+IDENTIFIER = re.compile(r"(?<!\w)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?!\w)")
+BACKTICKS = re.compile(r"`[^`]+`")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _load(path):
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def _english_texts(data: dict) -> dict:
+    """The user-facing texts of an exercise.toml, in its nesting (no difficulty, contract kind,
+    params, grading, mistake ids...)."""
+    out = {key: data[key] for key in ("title", "summary", "hints")}
+    if "details" in data.get("contract", {}):
+        out["contract"] = {"details": data["contract"]["details"]}
+    notes = data.get("notes", {})
+    if notes:
+        out["notes"] = {}
+        if "key_points" in notes:
+            out["notes"]["key_points"] = notes["key_points"]
+        if "qa" in notes:
+            out["notes"]["qa"] = [{"q": qa["q"], "a": qa["a"]} for qa in notes["qa"]]
+    return out
+
+
+def _skeleton(value):
+    """The structure of parsed TOML with every string replaced by its type name."""
+    if isinstance(value, dict):
+        return {key: _skeleton(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_skeleton(v) for v in value]
+    return type(value).__name__
+
+
+def _flat(value, path: str = ""):
+    """(path, text) for every string, e.g. ("notes.qa[2].a", "...")."""
+    if isinstance(value, dict):
+        for key, v in value.items():
+            yield from _flat(v, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _flat(v, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def _is_code(text: str) -> bool:
+    """Pure code: an assignment or a matmul with no run of plain words (a title like "used a
+    built-in" has no run of three words either, but it is not code)."""
+    return bool(re.search(r"[=@]", text)) and not PROSE.search(text)
+
+
+def _shapes(text: str) -> set[str]:
+    """Shape literals such as (B, H, T, D), (seq_len, seq_len), (768, 2304): a parenthesised list
+    of at least two names or numbers, one of them with a capital, a digit or an underscore, none a
+    capitalised word (so that prose in brackets, "(syntax, position, coreference)" or a citation
+    "(GQA, 2023)", is not a shape)."""
+    found = set()
+    for m in SHAPE.finditer(text):
+        items = [item.strip() for item in m.group()[1:-1].split(",")]
+        if any(re.search(r"[A-Z0-9_]", item) for item in items) and not any(
+            re.fullmatch(r"[A-Z][A-Za-z]+", item) for item in items
+        ):
+            found.add(m.group())
+    return found
+
+
+def _width(line: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+def problems(path: str, en: str, zh: str) -> list[str]:
+    """What is wrong with the Chinese ``zh`` of the English text ``en`` (empty if nothing)."""
+    found = []
+    if not isinstance(zh, str) or not zh.strip():
+        return [f"{path}: empty"]
+    if not HAN.search(zh) and not (_is_code(en) and zh == en):
+        found.append(f"{path}: no Chinese in {zh!r}")
+    for kind, pattern in (("shape", _shapes), ("identifier", IDENTIFIER.findall), ("code span", BACKTICKS.findall)):
+        for token in sorted(set(pattern(en))):
+            if token not in zh:
+                found.append(f"{path}: {kind} {token} of the English is missing")
+    if not path.endswith("title"):  # a title may say "忘了除以 √d" for "missing 1/sqrt(d) scale"
+        for number in sorted(set(NUMBER.findall(en))):
+            if number not in zh:
+                found.append(f"{path}: number {number} of the English is missing")
+    left = ENGLISH_RUN.search(QUOTED.sub("", zh))
+    if left:
+        found.append(f"{path}: English left untranslated: {left.group()!r}")
+    return found
+
+
+# --- exercises/<id>/zh.toml ---------------------------------------------------------------------
+
+
+def test_the_six_exercises_are_checked():
+    assert {"causal", "mha", "mha_fused", "mqa", "gqa", "mla"} <= set(EXERCISE_IDS)
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISE_IDS)
+def test_zh_has_the_keys_and_list_lengths_of_the_english(exercise_id):
+    folder = HERE / exercise_id
+    assert (folder / "zh.toml").is_file(), f"exercises/{exercise_id}/zh.toml is missing"
+    en = _english_texts(_load(folder / "exercise.toml"))
+    zh = _load(folder / "zh.toml")
+    # Same keys at every level, same number of hints, key points and Q&A, nothing but strings.
+    assert _skeleton(zh) == _skeleton(en)
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISE_IDS)
+def test_zh_texts_are_chinese_and_keep_the_code(exercise_id):
+    folder = HERE / exercise_id
+    en = dict(_flat(_english_texts(_load(folder / "exercise.toml"))))
+    zh = dict(_flat(_load(folder / "zh.toml")))
+    found = [p for path in en if path in zh for p in problems(path, en[path], zh[path])]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISE_IDS)
+def test_zh_docstring_texts_fit_the_stub(exercise_id):
+    """summary and details go into the stub's docstring as they are: lines of at most 100 columns,
+    a CJK character counting two."""
+    zh = _load(HERE / exercise_id / "zh.toml")
+    blocks = {"summary": zh["summary"], "contract.details": zh.get("contract", {}).get("details", "")}
+    wide = [f"{key}: {line!r} ({_width(line)})" for key, text in blocks.items()
+            for line in text.splitlines() if _width(line) > 100]
+    assert not wide, "\n".join(wide)
+
+
+# --- exercises/mistakes.zh.toml -----------------------------------------------------------------
+
+
+def _mistakes(name: str) -> list[dict]:
+    return _load(HERE / name)["mistake"]
+
+
+# the shared catalogue and each exercise folder's own mistakes (exercises/<id>/mistakes.toml)
+MISTAKE_FILES = ["mistakes.toml"] + sorted(str(p.relative_to(HERE)) for p in HERE.glob("*/mistakes.toml"))
+
+
+@pytest.mark.parametrize("name", MISTAKE_FILES)
+def test_every_mistake_has_a_zh_entry_and_vice_versa(name):
+    zh_name = name.replace("mistakes.toml", "mistakes.zh.toml")
+    assert (HERE / zh_name).is_file(), f"exercises/{zh_name} is missing"
+    en = [m["id"] for m in _mistakes(name)]
+    zh = [m["id"] for m in _mistakes(zh_name)]
+    assert len(zh) == len(set(zh)), f"a mistake id appears twice in {zh_name}"
+    assert sorted(zh) == sorted(en)
+
+
+@pytest.mark.parametrize("name", MISTAKE_FILES)
+def test_zh_mistakes_are_chinese_and_keep_the_code(name):
+    en = {m["id"]: m for m in _mistakes(name)}
+    found = []
+    for m in _mistakes(name.replace("mistakes.toml", "mistakes.zh.toml")):
+        if set(m) != {"id", "title", "why", "fix"}:
+            found.append(f"{m['id']}: keys {sorted(m)}")
+            continue
+        for key in ("title", "why", "fix"):
+            if m["id"] in en:
+                found += problems(f"{m['id']}.{key}", en[m["id"]][key], m[key])
+    assert not found, "\n".join(found)
+
+
+# --- the checks themselves ------------------------------------------------------------------------
+
+
+def test_problems_names_what_a_bad_translation_loses():
+    en = "Split the heads with view(B, T, H, D).transpose(1, 2); use q_proj, not `k_proj`, for 16 heads."
+    good = "用 view(B, T, H, D).transpose(1, 2) 拆头；16 个头用 q_proj，不是 `k_proj`。"
+    assert problems("hints[0]", en, good) == []
+    assert problems("hints[0]", en, en) == ["hints[0]: no Chinese in " + repr(en),
+                                            "hints[0]: English left untranslated: 'Split the heads with'"]
+    lossy = problems("hints[0]", en, "用 view(B, T, H, D).transpose(1, 2) 拆头；16 个头用 Q 投影，不是 k_proj。")
+    assert lossy == ["hints[0]: identifier q_proj of the English is missing",
+                     "hints[0]: code span `k_proj` of the English is missing"]
+    assert problems("x", "(B, H, T, D), (syntax, position) (GQA, 2023)", "(B, T, H, D)，句法、位置（GQA，2023）") == [
+        "x: shape (B, H, T, D) of the English is missing"]
+    assert problems("x", "take 8 KiB", "取 6 KiB") == ["x: number 8 of the English is missing"]
+    code = "out = attn @ v  # (B, H, T, T) @ (B, H, T, D) -> (B, H, T, D)"
+    assert problems("fix", code, code) == []
