@@ -132,7 +132,7 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     config = ConfigReply(ci, mapping=built.mapping, by_name=built.by_name,
                          notes=[[n.kind, n.role, n.layer] for n in built.notes], zero_bias=list(built.zero_bias))
     cases = kind.cases(ci)
-    forbidden = forbidden_functions(kind.exercise.grading.get("forbidden", ()))
+    forbidden = forbidden_functions(kind.exercise.grading.get("forbidden_functions", ()))
     for case in cases:
         _move(case, device)
         observer = Observer(*case.seq, forbidden=forbidden)

@@ -49,10 +49,14 @@ class Observation:
 
 
 def forbidden_functions(names) -> dict:
-    """The torch functions an exercise forbids (``[grading] forbidden``: dotted names such as
-    ``"F.layer_norm"``, ``"torch.rms_norm"`` or ``"torch.ops.aten.native_layer_norm"``, ``F.`` being
-    ``torch.nn.functional.``), each mapped to the name the report shows: the name itself, or its
-    value when ``forbidden`` is a table. Names this torch build does not have are skipped."""
+    """The torch functions an exercise forbids (``[grading] forbidden_functions``: dotted names such
+    as ``"F.layer_norm"``, ``"torch.rms_norm"`` or ``"torch.ops.aten.native_layer_norm"``, ``F.``
+    being ``torch.nn.functional.``), each mapped to the name the report shows: the name itself, or
+    its value when the names are a table. Names this torch build does not have are skipped.
+
+    These are recognised by the Python function called (this observer is a TorchFunctionMode), which
+    is what tells ``F.rms_norm`` apart: on the CPU it decomposes into the very aten ops (pow, mean,
+    rsqrt, mul) a hand-written RMSNorm runs, so no dispatch-level watch can see it."""
     shown = dict(names) if isinstance(names, dict) else {n: n for n in names}
     found = {}
     for name, display in shown.items():

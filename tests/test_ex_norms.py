@@ -131,7 +131,7 @@ def test_eps_convention_is_visible_only_where_eps_is_the_default():
 
 
 def test_forbidden_builtins_are_recognised_by_the_function_that_runs():
-    forbidden = forbidden_functions(EX.grading["forbidden"])
+    forbidden = forbidden_functions(EX.grading["forbidden_functions"])
     x = torch.randn(2, 3, 8)
     calls = {
         "nn.LayerNorm": lambda: nn.LayerNorm(8)(x),

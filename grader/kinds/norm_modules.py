@@ -14,7 +14,7 @@ Exercise data (``[grading]``): ``configs`` (``dim`` and an optional ``eps``: whe
 are built without it, so their defaults are graded); ``models``, the norm each object is
 (``"rms"`` or ``"layer"``); ``params``, each object's roles; ``eps``, the contract's defaults;
 ``knobs``, the mistakes tried, in order (a sub-variant ``:rms`` or ``:ln`` restricts a mistake to
-that norm); ``forbidden``, the built-ins (read by the child's observer).
+that norm); ``forbidden_functions``, the built-ins (read by the child's observer).
 """
 
 from __future__ import annotations
