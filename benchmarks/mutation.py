@@ -82,6 +82,7 @@ class Mutant:
     passed: bool | None = None
     diagnoses: list[str] = field(default_factory=list)
     internal: str = ""
+    divergence: int | None = None  # the line the report points at as where it first goes wrong
 
 
 def _num(node: ast.AST):
@@ -675,6 +676,7 @@ def grade_all(mutants: list[Mutant], folder: Path) -> None:
             continue
         m.verdict, m.passed = r.verdict.value, r.passed
         m.diagnoses = [d.id for d in r.diagnoses]
+        m.divergence = r.divergence.line if getattr(r, "divergence", None) is not None else None
         if r.internal:
             m.internal = r.error.message.key if r.error else "internal"
 
@@ -685,6 +687,7 @@ def summarise(exercise_id: str, mutants: list[Mutant]) -> dict:
     killed = [m for m in changing if m.passed is False and not m.internal]
     diag = Counter(d for m in killed for d in m.diagnoses[:1])
     named = sum(1 for m in killed if m.diagnoses)
+    pointed = sum(1 for m in killed if m.divergence is not None)
     return {
         "exercise": exercise_id,
         "mutants": len(mutants),
@@ -695,6 +698,8 @@ def summarise(exercise_id: str, mutants: list[Mutant]) -> dict:
         "killed": len(killed),
         "kill_rate": round(len(killed) / len(changing), 4) if changing else None,
         "named": named,
+        "pointed": pointed,  # killed with a line where it first goes wrong
+        "named_or_pointed": sum(1 for m in killed if m.diagnoses or m.divergence is not None),
         "verdicts": dict(Counter(m.verdict for m in killed).most_common()),
         "diagnoses": dict(diag.most_common()),
         "crashing_not_failed": [m.id for m in mutants if m.status == "crashing" and m.passed is not False],

@@ -171,7 +171,7 @@ class NormModules:
 
     def cases(self, ci: int) -> list[Case]:
         dim = self.configs[ci]["dim"]
-        g = generator(self.seed, ci, "norms")
+        g = generator(self.seed, ci, "norm cases")
 
         def draw(*shape: int) -> torch.Tensor:
             return torch.randn(*shape, dim, generator=g)

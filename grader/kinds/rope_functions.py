@@ -131,7 +131,7 @@ class RopeFunctions:
     def cases(self, ci: int) -> list[Case]:
         c = self.configs[ci]
         D, H, S = c["head_dim"], c["heads"], c["cache_len"]
-        g = generator(self.seed, ci, "rope")
+        g = generator(self.seed, ci, "rope cases")
         cos, sin = cache(S, D, self.theta(ci))
         ones = lambda B, T: torch.ones(B, T, dtype=torch.bool)  # noqa: E731
 
@@ -249,7 +249,7 @@ class RopeFunctions:
                 worst = max(worst, float((diagonal - diagonal[0]).abs().max()))
             scale = float(a.norm() * b.norm())
             out["relative"] = worst / scale
-            out["norms"] = float((q.norm(dim=-1) - a.norm()).abs().max() / a.norm())
+            out["norm_change"] = float((q.norm(dim=-1) - a.norm()).abs().max() / a.norm())
         except Exception as exc:  # noqa: BLE001 — the graded cases already showed whatever raises
             out["relative_error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
         device = torch.device("cpu")
@@ -310,7 +310,7 @@ class RopeFunctions:
     def extra_checks(self, extra: dict) -> list[Check]:
         checks = []
         if "relative" in extra:
-            relative, norms = float(extra["relative"]), float(extra.get("norms", math.inf))
+            relative, norms = float(extra["relative"]), float(extra.get("norm_change", math.inf))
             ok = relative <= RELATIVE_TOL and norms <= RELATIVE_TOL
             key = "rope_functions.relative_ok" if ok else "rope_functions.relative_bad"
             checks.append(Check("relative", ok, msg(key, L=RELATIVE_LEN, deviation=relative, norms=norms)))
