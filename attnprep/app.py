@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import os
 import sys
 from typing import NoReturn
 
@@ -51,6 +52,17 @@ def _module_commands(module: str) -> dict[str, typer.core.TyperCommand]:
 class LazyGroup(TyperGroup):
     """The top-level group: knows the command names, loads a command's module on first use."""
 
+    def _main_shell_completion(self, ctx_args, prog_name, complete_var=None) -> None:
+        # The shell asking for completions ($_ATTNPREP_COMPLETE set by the script that
+        # --install-completion wrote): register Typer's completion classes first, which Typer does
+        # when it builds its completion options (here built lazily, see _completion_option).
+        complete_var = complete_var or f"_{prog_name}_COMPLETE".replace("-", "_").upper()
+        if os.environ.get(complete_var):
+            from typer._completion_classes import completion_init
+
+            completion_init()
+        super()._main_shell_completion(ctx_args, prog_name, complete_var)
+
     def list_commands(self, ctx) -> list[str]:
         return list(COMMANDS)
 
@@ -72,21 +84,61 @@ class LazyGroup(TyperGroup):
 app = typer.Typer(
     name="attnprep",
     cls=LazyGroup,
-    no_args_is_help=True,
-    add_completion=False,
+    invoke_without_command=True,  # bare `attnprep`: the help, exit 0 (see _root)
+    add_completion=False,  # Typer's own completion options import its completion code at start-up
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from attnprep import __version__
+
+        typer.echo(f"attnprep {__version__}")
+        raise typer.Exit(0)
+
+
+def _completion(which: str):
+    """A callback for --install-completion / --show-completion that loads Typer's completion
+    code only when the option is given (so that `attnprep list` does not pay for it)."""
+
+    def callback(ctx: typer.Context, param, value):
+        if not value or ctx.resilient_parsing:
+            return value
+        from typer import completion
+
+        completion.completion_init()
+        return getattr(completion, f"{which}_callback")(ctx, param, value)
+
+    return callback
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
+    install_completion: bool = typer.Option(
+        False, "--install-completion", callback=_completion("install"), expose_value=False, is_eager=True,
+        help="Install completion for the current shell.",
+    ),
+    show_completion: bool = typer.Option(
+        False, "--show-completion", callback=_completion("show"), expose_value=False, is_eager=True,
+        help="Show completion for the current shell, to copy it or customize the installation.",
+    ),
+) -> None:
     """Practise hand-writing attention (MHA, MQA, GQA, MLA, masks) the way interviews ask for it."""
     # Runs once the command is loaded, before it runs: resume the collector attnprep.cli.main paused
     # for the start-up (a no-op when it was not paused, as under the tests' CliRunner).
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
+    if ctx.invoked_subcommand is None:  # bare `attnprep`: the help is the answer, not a usage error
+        text = ctx.get_help()  # Typer's rich help prints itself and returns ""
+        if text:
+            typer.echo(text)
+        raise typer.Exit(0)
 
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

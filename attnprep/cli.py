@@ -11,6 +11,40 @@ import sys
 from attnprep.paths import DataFolderError
 
 
+class ReaderGone:
+    """sys.stdout / sys.stderr for the CLI: once the reading end of a pipe has closed
+    (``attnprep check gqa | head -1``), what is written is dropped instead of raising
+    BrokenPipeError, and the command runs to its end with its own exit code (0 still means the
+    attempt passed). The stream's descriptor is pointed at /dev/null so that nothing buffered
+    fails again, at exit or in a child. Everything else is the wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _reader_gone(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+
 def main() -> None:
     # Start-up (importing Typer, Rich and the command's module, building the command) creates only
     # objects that live as long as the process: the cyclic collector would scan them again and
@@ -18,6 +52,7 @@ def main() -> None:
     # is paused here and resumed, with those objects frozen out of later collections, by the app's
     # callback just before the command runs.
     gc.disable()
+    sys.stdout, sys.stderr = ReaderGone(sys.stdout), ReaderGone(sys.stderr)
     from attnprep.app import app
 
     try:

@@ -21,17 +21,27 @@ Per variant (one attention layer):
 
 Presets (every field filled; explicit sizes override any of them):
 
-============  =====  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
-preset        d      H    G    q_lora   kv_lora   nope  rope  v    batch  seq  dtype
-============  =====  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
-llama2-7b     4096   32   8    1536     512       128   64    128  1      4096 bf16
-llama3-8b     4096   32   8    1536     512       128   64    128  1      4096 bf16
-deepseek-v3   7168   128  8    1536     512       128   64    128  1      4096 bf16
-seed          256    8    4    128      64        32    16    32   2      10   fp32
-============  =====  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
+============  =====  ===  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
+preset        d      H    d_h  G    q_lora   kv_lora   nope  rope  v    batch  seq  dtype
+============  =====  ===  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
+llama2-7b     4096   32   128  8    1536     512       128   64    128  1      4096 bf16
+llama3-8b     4096   32   128  8    1536     512       128   64    128  1      4096 bf16
+deepseek-v3   7168   128  128  8    1536     512       128   64    128  1      4096 bf16
+seed          256    8    32   4    128      64        32    16    32   2      10   fp32
+============  =====  ===  ===  ===  =======  ========  ====  ====  ===  =====  ===  =====
 
-H = num_heads, G = num_kv_heads (the GQA row). ``llama3-8b`` is the default: it is the shape most
-people have in mind and its GQA row is the real model. The MLA sizes of the Llama presets are
+H = num_heads, d_h = head_dim of the MHA, MQA and GQA rows (the model's real one), G =
+num_kv_heads (the GQA row). ``llama3-8b`` is the default: it is the shape most people have in mind
+and its GQA row is the real model. DeepSeek-V3's MHA row is the one DeepSeek-V2's paper compares
+MLA with: the same 128 heads of 128, so 2·128·128 = 32,768 cached elements per token per layer
+against MLA's 576, although 128·128 = 16,384 is wider than d_model = 7168. Overriding d_model or
+num_heads without head_dim derives it as d_model / num_heads (the textbook relation).
+
+The reference MHA, MQA and GQA read their inner width from ``x`` (``B, T, C = x.shape``) and so
+assume H·d_h = d_model. For a shape where it is not (DeepSeek-V3), :func:`build` constructs them at
+the inner width H·d_h and then gives them the model's own projections: q/k/v map d_model → heads
+and o_proj maps H·d_h → d_model, and q/k/v are fed a (B, T, d_model) input by a pre-hook. Every
+matmul the forward runs then has the real sizes (only on ``meta``: the hook makes no real data). The MLA sizes of the Llama presets are
 DeepSeek-V3's own (Llama's head_dim is 128 like DeepSeek's nope/v head dims: nope = v = 128,
 rope = 64, kv_lora_rank = 4·128, q_lora_rank = 12·128); the GQA row of ``llama2-7b`` and
 ``deepseek-v3`` uses 8 KV heads as Llama-2-70B and Llama-3 do. The ``seed`` preset is the seed
@@ -69,6 +79,7 @@ class Shape:
 
     d_model: int
     num_heads: int
+    head_dim: int  # of the MHA, MQA and GQA rows; H·head_dim may differ from d_model (DeepSeek-V3)
     num_kv_heads: int  # the GQA row
     q_lora_rank: int  # the MLA rows from here on
     kv_lora_rank: int
@@ -80,8 +91,9 @@ class Shape:
     dtype: str  # a key of DTYPE_BYTES
 
     @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
+    def inner_dim(self) -> int:
+        """H·d_h: the width of the MHA/MQA/GQA queries (and of MHA's keys and values)."""
+        return self.num_heads * self.head_dim
 
     @property
     def dtype_bytes(self) -> int:
@@ -100,8 +112,6 @@ class Shape:
             return found
         if self.dtype not in DTYPE_BYTES:
             found.append(f"unknown dtype {self.dtype!r} (choose from {', '.join(DTYPE_BYTES)})")
-        if self.d_model % self.num_heads:
-            found.append(f"d_model {self.d_model} is not divisible by num_heads {self.num_heads}")
         if self.num_heads % self.num_kv_heads:
             found.append(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.num_kv_heads}")
         if self.qk_rope_head_dim % 2:
@@ -109,7 +119,7 @@ class Shape:
         return found
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "head_dim": self.head_dim, "dtype_bytes": self.dtype_bytes}
+        return {**dataclasses.asdict(self), "dtype_bytes": self.dtype_bytes}
 
 
 @dataclass(frozen=True)
@@ -129,17 +139,17 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
         Preset("llama2-7b", "Llama-2-7B-like: MHA, d_model 4096, 32 heads",
-               Shape(d_model=4096, num_heads=32, num_kv_heads=8, **_deepseek_like_mla(128),
+               Shape(d_model=4096, num_heads=32, head_dim=128, num_kv_heads=8, **_deepseek_like_mla(128),
                      batch=1, seq=4096, dtype="bf16")),
         Preset("llama3-8b", "Llama-3-8B-like: GQA, d_model 4096, 32 heads, 8 KV heads",
-               Shape(d_model=4096, num_heads=32, num_kv_heads=8, **_deepseek_like_mla(128),
+               Shape(d_model=4096, num_heads=32, head_dim=128, num_kv_heads=8, **_deepseek_like_mla(128),
                      batch=1, seq=4096, dtype="bf16")),
-        Preset("deepseek-v3", "DeepSeek-V3-like: MLA, d_model 7168, 128 heads, kv_lora_rank 512",
-               Shape(d_model=7168, num_heads=128, num_kv_heads=8, q_lora_rank=1536, kv_lora_rank=512,
-                     qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+        Preset("deepseek-v3", "DeepSeek-V3-like: MLA, d_model 7168, 128 heads of 128, kv_lora_rank 512",
+               Shape(d_model=7168, num_heads=128, head_dim=128, num_kv_heads=8, q_lora_rank=1536,
+                     kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
                      batch=1, seq=4096, dtype="bf16")),
         Preset("seed", "the seed notes' example: d_model 256, 8 heads, GQA with 4 KV heads",
-               Shape(d_model=256, num_heads=8, num_kv_heads=4, q_lora_rank=128, kv_lora_rank=64,
+               Shape(d_model=256, num_heads=8, head_dim=32, num_kv_heads=4, q_lora_rank=128, kv_lora_rank=64,
                      qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
                      batch=2, seq=10, dtype="fp32")),
     )
@@ -150,6 +160,7 @@ DEFAULT_PRESET = "llama3-8b"
 
 def resolve(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Shape:
     """The preset's shape with the given fields replaced (``None`` = keep the preset's value).
+    ``head_dim``, unless given, is the preset's own, or d_model / num_heads when either is given.
 
     Raises :class:`CompareError` for an unknown preset, an unknown field or sizes that cannot be built.
     """
@@ -162,7 +173,16 @@ def resolve(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Shap
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise CompareError(f"unknown size {unknown[0]!r} (known: {', '.join(sorted(names))})")
-    shape = dataclasses.replace(PRESETS[key].shape, **{k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    base = PRESETS[key].shape
+    if given.get("head_dim") is None and ({"d_model", "num_heads"} & set(given)):
+        d, h = given.get("d_model", base.d_model), given.get("num_heads", base.num_heads)
+        if isinstance(d, int) and isinstance(h, int) and d > 0 and h > 0:
+            if d % h:
+                raise CompareError(f"d_model {d} is not divisible by num_heads {h} (head_dim is d_model / num_heads "
+                                   "unless given)")
+            given["head_dim"] = d // h
+    shape = dataclasses.replace(base, **given)
     if isinstance(shape.dtype, str):
         shape = dataclasses.replace(shape, dtype=shape.dtype.strip().lower())
     problems = shape.problems()
@@ -202,32 +222,46 @@ class Variant:
     label: str  # the row name in the table
     solution: str  # module under attnprep.solutions
     cls: str
-    args: Callable[[Shape], dict[str, int]]
+    args: Callable[[Shape], dict[str, int]]  # MHA/MQA/GQA: built at the inner width H·d_h (see build)
     cache: Callable[[Any], int]  # cached elements per token per layer, from the built module
     cached: str  # what is cached, for the reader
     formula: Callable[[Shape], str]  # the cache per token as the interview answer, with numbers
 
 
+def _variant(label: str, cls: str, args, cache, cached: str, formula, *, module: str | None = None) -> Variant:
+    """A variant measured with the reference class ``cls``: of the exercise whose contract names it
+    (its id keys the variant, and its reference module is built), else of ``module`` under
+    attnprep.solutions (the absorbed MLA, a reference without an exercise of its own)."""
+    if module is None:
+        from attnprep import exercises
+
+        owner = next(ex for ex in exercises.registry().values() if cls in ex.contract.objects)
+        key, module = owner.id, owner.solution_module.rpartition(".")[2]
+    else:
+        key = module
+    return Variant(key, label, module, cls, args, cache, cached, formula)
+
+
 VARIANTS: tuple[Variant, ...] = (
-    Variant("mha", "MHA", "mha", "MultiHeadAttention",
-            lambda s: dict(d_model=s.d_model, num_heads=s.num_heads),
-            _attention_cache, "K, V: H heads",
-            lambda s: f"2·H·d_h = 2·{s.num_heads}·{s.head_dim}"),
-    Variant("mqa", "MQA", "mqa", "MultiQueryAttention",
-            lambda s: dict(d_model=s.d_model, num_heads=s.num_heads),
-            _attention_cache, "K, V: 1 head",
-            lambda s: f"2·d_h = 2·{s.head_dim}"),
-    Variant("gqa", "GQA", "gqa", "GroupedQueryAttention",
-            lambda s: dict(d_model=s.d_model, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads),
-            _attention_cache, "K, V: G heads",
-            lambda s: f"2·G·d_h = 2·{s.num_kv_heads}·{s.head_dim}"),
-    Variant("mla", "MLA (naive)", "mla", "MultiHeadLatentAttention",
-            _mla_args, _mla_naive_cache, "decompressed K, V",
-            lambda s: (f"H·(nope+rope) + H·v = {s.num_heads}·{s.qk_nope_head_dim + s.qk_rope_head_dim}"
-                       f" + {s.num_heads}·{s.v_head_dim}")),
-    Variant("mla_absorbed", "MLA (absorbed)", "mla_absorbed", "AbsorbedMultiHeadLatentAttention",
-            _mla_args, _mla_absorbed_cache, "c_kv + k_pe",
-            lambda s: f"kv_lora_rank + rope = {s.kv_lora_rank} + {s.qk_rope_head_dim}"),
+    _variant("MHA", "MultiHeadAttention",
+             lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads),
+             _attention_cache, "K, V: H heads",
+             lambda s: f"2·H·d_h = 2·{s.num_heads}·{s.head_dim}"),
+    _variant("MQA", "MultiQueryAttention",
+             lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads),
+             _attention_cache, "K, V: 1 head",
+             lambda s: f"2·d_h = 2·{s.head_dim}"),
+    _variant("GQA", "GroupedQueryAttention",
+             lambda s: dict(d_model=s.inner_dim, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads),
+             _attention_cache, "K, V: G heads",
+             lambda s: f"2·G·d_h = 2·{s.num_kv_heads}·{s.head_dim}"),
+    _variant("MLA (naive)", "MultiHeadLatentAttention",
+             _mla_args, _mla_naive_cache, "decompressed K, V",
+             lambda s: (f"H·(nope+rope) + H·v = {s.num_heads}·{s.qk_nope_head_dim + s.qk_rope_head_dim}"
+                        f" + {s.num_heads}·{s.v_head_dim}")),
+    _variant("MLA (absorbed)", "AbsorbedMultiHeadLatentAttention",
+             _mla_args, _mla_absorbed_cache, "c_kv + k_pe",
+             lambda s: f"kv_lora_rank + rope = {s.kv_lora_rank} + {s.qk_rope_head_dim}", module="mla_absorbed"),
 )
 
 
@@ -270,14 +304,47 @@ class Comparison:
 # --- measurement (torch from here on) -----------------------------------------------------------
 
 
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
 def build(variant: Variant, shape: Shape, device: str = "meta"):
-    """The reference module of ``variant`` for ``shape``, in eval mode, on ``device``."""
+    """The reference module of ``variant`` for ``shape``, in eval mode, on ``device``.
+
+    An MHA/MQA/GQA whose H·d_h is not d_model gets the model's own projections (module docstring);
+    it can be measured, not run on data, so it is built on ``meta`` only."""
     import torch
 
     cls = getattr(importlib.import_module(f"attnprep.solutions.{variant.solution}"), variant.cls)
+    args = variant.args(shape)
+    widened = args.get("d_model") != shape.d_model
+    if widened and device != "meta":
+        raise ValueError(f"{variant.label} with head_dim {shape.head_dim} × {shape.num_heads} heads "
+                         f"≠ d_model {shape.d_model} is built on the meta device only")
     with torch.device(device):
-        module = cls(**variant.args(shape))
+        module = cls(**args)
+        if widened:
+            _from_model_width(module, shape.d_model)
     return module.eval()
+
+
+def _from_model_width(module, d_model: int) -> None:
+    """Swap an attention module built at its inner width for one reading and writing ``d_model``:
+    q/k/v take d_model features (a pre-hook hands them a (B, T, d_model) meta tensor in place of the
+    inner-width ``x`` the reference's forward was called with) and o_proj returns d_model."""
+    import torch.nn as nn
+
+    def model_width_input(_linear, args):
+        x = args[0]
+        return (x.new_empty(*x.shape[:-1], d_model),)  # meta: a shape, no data and no FLOPs
+
+    for name in _PROJECTIONS:
+        old = getattr(module, name)
+        if name == "o_proj":
+            new = nn.Linear(old.in_features, d_model, bias=old.bias is not None)
+        else:
+            new = nn.Linear(d_model, old.out_features, bias=old.bias is not None)
+            new.register_forward_pre_hook(model_width_input)
+        setattr(module, name, new)
 
 
 @dataclass(frozen=True)
@@ -293,7 +360,8 @@ def measure_variant(variant: Variant, shape: Shape) -> Measured:
     from torch.utils.flop_counter import FlopCounterMode
 
     module = build(variant, shape)
-    x = torch.empty(shape.batch, shape.seq, shape.d_model, device="meta")  # (B, T, C)
+    width = variant.args(shape).get("d_model", shape.d_model)  # the C the reference's forward reads
+    x = torch.empty(shape.batch, shape.seq, width, device="meta")  # (B, T, C)
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         module(x, is_causal=IS_CAUSAL)

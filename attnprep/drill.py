@@ -8,16 +8,21 @@ a drill live in one function the tests drive with a fake grader, fake events and
   filtered to that file, with ``yield_on_timeout`` so that it also yields a :class:`Tick` every
   ``TICK_S`` when nothing changed. One thread: the grader forks a child per attempt, and a
   process that forks should not have other Python threads (the live display refreshes on ticks,
-  not from a thread of its own). Changes made while an attempt is being graded are kept by the
-  watcher and arrive as the next :class:`Saved`.
-- **Rules**: the clock starts at the first event (the watcher is then listening); a save is
-  graded at once and the first pass ends the drill (``passed``, the time of that save); when the
-  budget runs out the file gets one final grade (``timeout``; a pass there counts only if the
-  file was saved before the deadline); Ctrl-C ends the drill as ``abandoned`` (the last verdict
-  is recorded; if nothing was graded yet, the file is graded once).
+  not from a thread of its own).
+- **Checks run in the background**: each save is graded in a forked child (:class:`ForkedCheck`),
+  which the loop polls on every event, so a check that hangs (``while True: pass``) never
+  freezes the countdown. A new save cancels the check in flight (its child and the attempt's are
+  killed; the view says the older save was superseded); a check left alone ends with its own
+  verdict, a ``timeout`` for a hang. Tests hand the loop a plain function, graded at once.
+- **Rules**: the clock starts at the first event (the watcher is then listening); every save is
+  checked and the first pass ends the drill (``passed``, the time of that save); when the budget
+  runs out the file gets one final check (the one in flight if it is of the last save;
+  ``timeout``, and a pass there counts only if the file was saved before the deadline); Ctrl-C
+  ends the drill as ``abandoned`` (the last verdict is recorded; if nothing was graded yet, the
+  file's check is waited for, or made, once: a second Ctrl-C leaves without it).
 - **Exit codes**: 0 passed, 1 timed out, 130 abandoned (the shell's convention for SIGINT).
 - **Speed**: :func:`attnprep.grader.warm_up` imports torch once, before the clock starts; every
-  save then costs one forked, isolated grade.
+  save then costs a fork of this warm process and the grade's own forked, isolated child.
 
 Views render the same events two ways: :class:`LiveView` (a Rich live display on a terminal) and
 :class:`PlainView` (one progress line per event worth a line, for CI and pipes).
@@ -25,10 +30,15 @@ Views render the same events two ways: :class:`LiveView` (a Rich live display on
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import pickle
+import select
 import shlex
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -44,7 +54,7 @@ if TYPE_CHECKING:
     from attnprep.exercises import Exercise
     from attnprep.grader.result import Result
 
-TICK_S = 0.2  # how often the loop wakes up when nothing is saved (countdown, time-up)
+TICK_S = 0.05  # how often the loop wakes up when nothing is saved (a finished check, countdown, time-up)
 STEP_MS = 20  # watchfiles: a save is reported once the file has been quiet this long
 DEBOUNCE_MS = 400  # watchfiles: ... or at most this long after the first change
 EXIT_PASSED, EXIT_TIMEOUT, EXIT_ABANDONED = 0, 1, 130
@@ -117,44 +127,215 @@ class View(Protocol):
     def tick(self, elapsed: float, remaining: float) -> None: ...
     def grading(self, elapsed: float, final: bool) -> None: ...
     def graded(self, elapsed: float, result: Result) -> None: ...
+    def superseded(self, elapsed: float, by: float) -> None: ...
     def unreadable(self, elapsed: float, error: OSError) -> None: ...
     def time_up(self, elapsed: float) -> None: ...
     def interrupted(self, elapsed: float) -> None: ...
 
 
+# --- checks ---------------------------------------------------------------------------------------
+
+
+class Check(Protocol):
+    """One check of the drill file, started when it is made."""
+
+    def done(self) -> bool: ...  # finished; never blocks
+    def wait(self) -> None: ...  # block until it is done (Ctrl-C interrupts)
+    def outcome(self) -> Result: ...  # the verdict of a done check; OSError: the file could not be read
+    def cancel(self) -> None: ...
+
+
+class CheckLost(OSError):
+    """The check ended without a verdict (its process died); ``str()`` says how."""
+
+
+class GradedAtOnce:
+    """A check made in this process as it is created (the tests' fake graders)."""
+
+    def __init__(self, grade: Callable[[], Result]) -> None:
+        self._result: Result | None = None
+        self._error: OSError | None = None
+        try:
+            self._result = grade()
+        except OSError as exc:
+            self._error = exc
+
+    def done(self) -> bool:
+        return True
+
+    def wait(self) -> None:
+        pass
+
+    def outcome(self) -> Result:
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def cancel(self) -> None:
+        pass
+
+
+class _Cancelled(BaseException):
+    """Raised in a check's child by SIGTERM: ``grade`` unwinds, and the sandbox, waiting on the
+    attempt's own child, kills that one on the way out."""
+
+
+def _raise_cancelled(signum, frame):
+    raise _Cancelled
+
+
+class ForkedCheck:
+    """``grade()`` in a forked child of this (warm) process, its verdict pickled back on a pipe.
+
+    The child runs only attnprep's grader, which runs the attempt in a sandboxed child of its own
+    and returns a :class:`Result`; unpickling that value from our own fork is safe (nothing of the
+    attempt's runs in this child). It gets a process group of its own, so that Ctrl-C in the
+    terminal is the drill's to handle; :meth:`cancel` sends it SIGTERM (it kills the attempt's
+    child before it leaves), and SIGKILL if it is still there after ``CANCEL_GRACE_S``."""
+
+    CANCEL_GRACE_S = 1.0
+
+    def __init__(self, grade: Callable[[], Result]) -> None:
+        read_fd, write_fd = os.pipe()
+        sys.stdout.flush()  # what is buffered here must not be written twice
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: grade, reply, leave without running the parent's cleanup
+            code = 0
+            try:
+                os.close(read_fd)
+                os.setpgid(0, 0)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, _raise_cancelled)
+                try:
+                    reply: tuple = ("result", grade())
+                except OSError as exc:
+                    reply = ("oserror", exc.errno, exc.strerror or str(exc), exc.filename)
+                view = memoryview(pickle.dumps(reply))
+                while view:
+                    view = view[os.write(write_fd, view):]
+            except _Cancelled:
+                code = 0
+            except BaseException:
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        self.pid, self._fd = pid, read_fd
+        self._chunks: list[bytes] = []
+        self._status: int | None = None  # the child's wait status once it is reaped
+
+    def _drain(self, timeout: float | None) -> None:
+        if self._status is not None:
+            return
+        while select.select([self._fd], [], [], timeout)[0]:
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:  # end of the pipe: the child is leaving
+                os.close(self._fd)
+                self._status = os.waitpid(self.pid, 0)[1]
+                return
+            self._chunks.append(chunk)
+            timeout = 0
+
+    def done(self) -> bool:
+        self._drain(0)
+        return self._status is not None
+
+    def wait(self) -> None:
+        while not self.done():
+            self._drain(None)
+
+    def outcome(self) -> Result:
+        self.wait()
+        data = b"".join(self._chunks)
+        if not data:
+            status = self._status or 0
+            how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+                   else f"exit code {os.WEXITSTATUS(status)}")
+            raise CheckLost(errno.EIO, f"the check stopped without a verdict ({how})")
+        reply = pickle.loads(data)
+        if reply[0] == "oserror":
+            raise OSError(*reply[1:3], *reply[3:4] if reply[3] is not None else ())
+        return reply[1]
+
+    def cancel(self) -> None:
+        if self._status is not None:
+            return
+        for sig, grace in ((signal.SIGTERM, self.CANCEL_GRACE_S), (signal.SIGKILL, None)):
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+            deadline = None if grace is None else time.monotonic() + grace
+            while deadline is None or time.monotonic() < deadline:
+                pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+                if pid:
+                    self._status = status
+                    os.close(self._fd)
+                    return
+                time.sleep(0.005)
+
+
+# --- the loop ------------------------------------------------------------------------------------
+
+
 def run_loop(
     events: Iterable[Event],
     *,
-    grade: Callable[[], Result],
+    grade: Callable[[], Result] | None = None,
     view: View,
     budget_s: float,
     clock: Callable[[], float] = time.monotonic,
     saved_at: Callable[[], float | None] = lambda: None,
+    check: Callable[[], Check] | None = None,
 ) -> Ending:
-    """Run one drill over ``events`` and say how it ended. ``saved_at()`` is the clock value of the
-    file's last modification (to credit a save made just before the deadline)."""
+    """Run one drill over ``events`` and say how it ended. ``check()`` starts a check of the file
+    (:class:`ForkedCheck` in a real drill); given only ``grade``, each check is ``grade()`` at once.
+    ``saved_at()`` is the clock value of the file's last modification (to credit a save made just
+    before the deadline)."""
+    if check is None:
+        if grade is None:
+            raise TypeError("run_loop needs grade or check")
+        check = lambda: GradedAtOnce(grade)  # noqa: E731
     started: float | None = None
     last: Result | None = None
     grades = 0
     mistakes: dict[str, None] = {}
+    running: Check | None = None  # the check in flight
+    running_at = 0.0  # the elapsed time of the save it checks
+    final = False  # time is up: the check in flight is the last one
 
     def ending(outcome: str, elapsed: float, result: Result | None) -> Ending:
         return Ending(outcome, elapsed, result, started, grades, tuple(mistakes))
 
-    def graded(elapsed: float, final: bool = False) -> Result | None:
-        nonlocal last, grades
-        view.grading(elapsed, final)
+    def start(elapsed: float, is_final: bool) -> None:
+        nonlocal running, running_at
+        view.grading(elapsed, is_final)
+        running_at = elapsed
+        running = check()
+
+    def collect() -> Result | None:
+        """The verdict of the finished check (None: the file could not be read)."""
+        nonlocal running, last, grades
+        finished, running = running, None
         try:
-            result = grade()
+            result = finished.outcome()
         except OSError as exc:  # the file vanished or is unreadable mid-save: wait for the next one
-            view.unreadable(elapsed, exc)
+            view.unreadable(running_at, exc)
             return None
         grades += 1
         last = result
         if not result.internal:
             mistakes.update(dict.fromkeys(d.id for d in result.diagnoses))
-        view.graded(elapsed, result)
+        view.graded(running_at, result)
         return result
+
+    def after_final(result: Result | None) -> Ending:
+        modified = saved_at()
+        if result is not None and result.passed and modified is not None and modified - started <= budget_s:
+            return ending("passed", max(0.0, modified - started), result)
+        return ending("timeout", budget_s, last)
 
     try:
         for event in events:
@@ -163,31 +344,59 @@ def run_loop(
                 started = now
                 view.ready()
             elapsed = now - started
-            if isinstance(event, Saved) and elapsed < budget_s:
-                result = graded(elapsed)
+            if running is not None and running.done():
+                checked_at, result = running_at, collect()
+                if final:
+                    return after_final(result)
                 if result is not None and result.passed:
-                    return ending("passed", elapsed, last)
-                now = clock()  # grading took a while
-                elapsed = now - started
+                    return ending("passed", checked_at, last)
+            if final:  # waiting for the last verdict; a save after the deadline changes nothing
+                view.tick(min(elapsed, budget_s), 0.0)
+                continue
+            if isinstance(event, Saved) and elapsed < budget_s:
+                if running is not None:  # a newer save: the check in flight is no longer wanted
+                    running.cancel()
+                    running = None
+                    view.superseded(running_at, elapsed)
+                start(elapsed, False)
+                if running.done():  # checked at once
+                    result = collect()
+                    if result is not None and result.passed:
+                        return ending("passed", elapsed, last)
+                    elapsed = clock() - started  # grading took a while
             if elapsed >= budget_s:
                 view.time_up(budget_s)
-                final = graded(budget_s, final=True)
-                modified = saved_at()
-                if final is not None and final.passed and modified is not None and modified - started <= budget_s:
-                    return ending("passed", max(0.0, modified - started), final)
-                return ending("timeout", budget_s, last)
+                final = True
+                if running is None or isinstance(event, Saved):  # else: the check in flight is of the last save
+                    if running is not None:
+                        running.cancel()
+                        running = None
+                    start(budget_s, True)
+                else:
+                    view.grading(running_at, True)
+                if running.done():
+                    return after_final(collect())
+                continue
             view.tick(elapsed, budget_s - elapsed)
         raise RuntimeError("the file watcher stopped before the drill ended")
     except KeyboardInterrupt:
         if started is None:
+            if running is not None:
+                running.cancel()
             return ending("abandoned", 0.0, None)
         elapsed = min(clock() - started, budget_s)
         view.interrupted(elapsed)
-        if last is None:
-            try:
-                graded(elapsed, final=True)
-            except KeyboardInterrupt:  # a second Ctrl-C: leave without a verdict
-                pass
+        try:
+            if last is None:  # nothing graded yet: the check of the file, waited for or made once
+                if running is None:
+                    start(elapsed, True)
+                running.wait()
+                collect()
+        except KeyboardInterrupt:  # a second Ctrl-C: leave without a verdict
+            pass
+        finally:
+            if running is not None:
+                running.cancel()
         return ending("abandoned", elapsed, last)
 
 
@@ -211,23 +420,33 @@ def short_verdict(result: Result) -> Text:
     prefix = f"{line.plain[:1]} {Path(result.file).name}  " if result.file else ""
     if prefix and line.plain.startswith(prefix):
         line = line[len(prefix) :]
-    line.no_wrap, line.overflow = True, "ellipsis"
+    line.no_wrap, line.overflow = False, "fold"  # the whole reason, wrapped
     return line
 
 
 def diagnosis_text(result: Result) -> Text | None:
-    """One line: the named mistake and its fix, or the error, or None."""
+    """The named mistake's fix, or where the error is, or None; wrapped, never cut."""
     if result.passed or result.internal:
         return None
     if result.diagnoses:
         from attnprep import wording
 
         fix = wording.mistake(result.exercise, result.diagnoses[0]).fix
-        return Text.assemble(("fix: ", "green"), fix, no_wrap=True, overflow="ellipsis")
+        return Text.assemble(("fix: ", "green"), fix, overflow="fold")
     if result.error is not None and result.error.traceback:
         where = result.error.traceback.strip().splitlines()[-1].strip()
-        return Text(where, style="dim", no_wrap=True, overflow="ellipsis")
+        return Text(where, style="dim", overflow="fold")
     return None
+
+
+def unreadable_text(error: OSError) -> str:
+    if isinstance(error, CheckLost):
+        return f"{error.strerror}; waiting for the next save"
+    return f"could not read the file ({error.strerror or error}); waiting for the next save"
+
+
+def superseded_text(by: float) -> str:
+    return f"not checked: superseded by the save at {clock_text(by)} (its check was stopped)"
 
 
 @dataclass
@@ -258,8 +477,11 @@ class PlainView:
     def graded(self, elapsed: float, result: Result) -> None:
         self._line(elapsed, "final check → " if self._final else "saved → ", short_verdict(result))
 
+    def superseded(self, elapsed: float, by: float) -> None:
+        self._line(elapsed, "saved → ", superseded_text(by))
+
     def unreadable(self, elapsed: float, error: OSError) -> None:
-        self._line(elapsed, f"saved → could not read the file ({error.strerror or error}); waiting for the next save")
+        self._line(elapsed, "saved → ", unreadable_text(error))
 
     def time_up(self, elapsed: float) -> None:
         self._line(elapsed, "time is up")
@@ -270,8 +492,11 @@ class PlainView:
 
 @dataclass
 class LiveView:
-    """A Rich live display: countdown, last verdict, its diagnosis. Refreshed by the loop's ticks
-    (auto_refresh off: no extra thread in a process that forks)."""
+    """A Rich live display: countdown, the check in flight, the last fix. Refreshed by the loop's
+    ticks when what it shows changes (auto_refresh off: no extra thread in a process that forks).
+
+    Every verdict is also a log line printed above it (as :class:`PlainView` prints them), which
+    stays on the screen when the display, transient, is wiped at the end."""
 
     console: Console
     budget_s: float
@@ -280,7 +505,10 @@ class LiveView:
     status: Text = field(default_factory=lambda: Text("waiting for your first save …", style="dim"))
     detail: Text | None = None
     saves: int = 0
+    checking: float | None = None  # elapsed time of the save whose check is in flight
+    final: bool = False
     _live: object = None
+    _drawn: tuple | None = None
 
     def __enter__(self) -> LiveView:
         from rich.live import Live
@@ -291,6 +519,13 @@ class LiveView:
 
     def __exit__(self, *exc) -> None:
         self._live.stop()
+
+    def _status(self) -> Text:
+        if self.checking is None:
+            return self.status
+        what = "final check" if self.final else f"checking the save at {clock_text(self.checking)}"
+        running = int(self.elapsed - self.checking)
+        return Text(f"{what} …" + (f" {running} s" if running >= 1 else ""), style="dim")
 
     def _render(self) -> Group:
         remaining = math.ceil(max(0.0, self.budget_s - self.elapsed))  # a countdown shows 0:00 only at the end
@@ -304,14 +539,22 @@ class LiveView:
             ("░" * (width - done), "dim"),
             (f"  {history.format_duration(int(self.elapsed))} / {history.format_duration(self.budget_s)}", "dim"),
         )
-        lines = [Text(self.title, style="bold"), clock, Text.assemble(("last save  ", "dim"), self.status, no_wrap=True, overflow="ellipsis")]
+        lines = [Text(self.title, style="bold"), clock, self._status()]
         if self.detail is not None:
             lines.append(self.detail)
         lines.append(Text(f"{self.saves} save{'s' if self.saves != 1 else ''} checked · Ctrl-C gives up", style="dim"))
         return Group(*lines)
 
     def _refresh(self) -> None:
-        self._live.update(self._render(), refresh=True)
+        shown = (math.ceil(max(0.0, self.budget_s - self.elapsed)), int(self.elapsed), self._status().plain,
+                 self.detail.plain if self.detail is not None else None, self.saves)
+        if shown != self._drawn:  # ticks come every TICK_S; draw only what changed
+            self._drawn = shown
+            self._live.update(self._render(), refresh=True)
+
+    def _log(self, elapsed: float, *parts: str | Text) -> None:
+        """A line above the display, kept when the display goes."""
+        self.console.print(Text.assemble(f"[{clock_text(elapsed)}] ", *parts))
 
     def ready(self) -> None:
         self._refresh()
@@ -321,22 +564,31 @@ class LiveView:
         self._refresh()
 
     def grading(self, elapsed: float, final: bool) -> None:
-        self.elapsed = elapsed
-        self.status = Text("final check …" if final else "checking …", style="dim")
+        self.checking, self.final = elapsed, final
+        self.elapsed = max(self.elapsed, elapsed)
         self._refresh()
 
     def graded(self, elapsed: float, result: Result) -> None:
         self.saves += 1
-        self.status = Text.assemble(f"[{clock_text(elapsed)}] ", short_verdict(result))
+        self._log(elapsed, "final check → " if self.final else "saved → ", short_verdict(result))
+        self.checking = None
+        self.status = Text("waiting for your next save", style="dim")
         self.detail = diagnosis_text(result)
         self._refresh()
 
+    def superseded(self, elapsed: float, by: float) -> None:
+        self._log(elapsed, "saved → ", Text(superseded_text(by), style="dim"))
+        self.checking = None
+        self._refresh()
+
     def unreadable(self, elapsed: float, error: OSError) -> None:
-        self.status = Text(f"[{clock_text(elapsed)}] could not read the file ({error.strerror or error})", style="yellow")
+        self._log(elapsed, "saved → ", Text(unreadable_text(error), style="yellow"))
+        self.checking = None
         self._refresh()
 
     def time_up(self, elapsed: float) -> None:
         self.elapsed = elapsed
+        self._log(elapsed, "time is up")
         self._refresh()
 
     def interrupted(self, elapsed: float) -> None:
@@ -379,6 +631,17 @@ def open_editor(command: list[str], path: Path) -> subprocess.Popen:
     return subprocess.Popen([*command, str(path)], stdin=subprocess.DEVNULL, start_new_session=True)
 
 
+def _preload(exercise: Exercise) -> None:
+    """Import the exercise's reference here, before the clock starts, so that every forked check
+    inherits it instead of importing it again."""
+    import importlib
+
+    try:
+        importlib.import_module(exercise.solution_module)
+    except Exception:  # the check will say what is wrong with it
+        pass
+
+
 @dataclass(frozen=True)
 class DrillRun:
     exercise: str
@@ -397,13 +660,20 @@ def run_drill(
     *,
     grade: Callable[[Path, str], Result] | None = None,
     events: Iterable[Event] | None = None,
+    background: bool | None = None,
 ) -> DrillRun:
     """Drill ``exercise`` on the stub at ``path`` and record the outcome. ``grade``/``events``
-    default to the real grader and the file watcher (the tests swap them)."""
+    default to the real grader and the file watcher (the tests swap them). ``background``: each
+    check in a :class:`ForkedCheck` the next save can cancel (default: with the real grader), else
+    graded at once in this process."""
+    if background is None:
+        background = grade is None
     if grade is None:
         from attnprep import grader
 
         grade = grader.grade
+    if background:
+        _preload(exercise)
     wall_minus_mono = time.time() - time.monotonic()
 
     def saved_at() -> float | None:
@@ -412,9 +682,13 @@ def run_drill(
         except OSError:
             return None
 
+    def check() -> Result:
+        return grade(path, exercise.id)
+
     ending = run_loop(
         watch_events(path) if events is None else events,
-        grade=lambda: grade(path, exercise.id),
+        grade=check,
+        check=(lambda: ForkedCheck(check)) if background else None,
         view=view,
         budget_s=budget_s,
         saved_at=saved_at,
@@ -429,5 +703,6 @@ def run_drill(
             duration_s=ending.elapsed_s,
             outcome=ending.outcome,
             mistakes=ending.mistakes,
+            budget_s=budget_s,
         )
     return DrillRun(exercise.id, path, budget_s, ending, started_at, recorded)

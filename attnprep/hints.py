@@ -2,8 +2,9 @@
 
 How many hints of each exercise the user has seen is kept in the user data folder
 (:func:`attnprep.paths.state_file`, JSON ``{"hints": {"<id>": <level>}}``), written atomically so
-a kill mid-write leaves the old state. Other top-level keys of that file are preserved.
-Torch-free, prints nothing.
+a kill mid-write leaves the old state. Other top-level keys of that file are preserved. A data
+folder that cannot be created or written does not stop a hint from being shown: the step says
+why its progress was not remembered (:attr:`HintStep.not_saved`). Torch-free, prints nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class HintStep:
     text: str
     exhausted: bool
     revealed: tuple[str, ...]  # hints 1..number
+    not_saved: str = ""  # why the progress could not be remembered, one line (empty: it was, or nothing changed)
 
     @property
     def label(self) -> str:
@@ -53,10 +55,18 @@ def load_state(path: Path | None = None) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+class StateNotSaved(OSError):
+    """The state file could not be written; ``str()`` is one line for the user."""
+
+
 def save_state(state: dict, path: Path | None = None) -> None:
-    """Write the state document atomically: a temporary file in the same folder, then os.replace."""
+    """Write the state document atomically: a temporary file in the same folder, then os.replace.
+    :class:`StateNotSaved` (or :class:`~attnprep.paths.DataFolderError`) when it cannot be."""
     path = path or paths.state_file()
-    fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise StateNotSaved(_cannot_write(path, exc)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(state, f, indent=2, sort_keys=True)
@@ -64,9 +74,17 @@ def save_state(state: dict, path: Path | None = None) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StateNotSaved(_cannot_write(path, exc)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _cannot_write(path: Path, exc: OSError) -> str:
+    reason = exc.strerror.lower() if exc.strerror else type(exc).__name__
+    return f"cannot write {path.name} in the data folder {path.parent}: {reason}"
 
 
 def level(exercise_id: str) -> int:
@@ -98,14 +116,24 @@ def next_hint(exercise: Exercise) -> HintStep:
     total = len(exercise.hints)
     if total == 0:
         return HintStep(exercise.id, 0, 0, "", True, ())
-    seen = min(level(exercise.id), total)
+    problem = ""
+    try:
+        seen = min(level(exercise.id), total)
+    except paths.DataFolderError as exc:  # no data folder: nothing was seen, nothing will be kept
+        seen, problem = 0, str(exc)
     if seen >= total:
         return HintStep(exercise.id, total, total, exercise.hints[-1], True, tuple(exercise.hints))
     number = seen + 1
-    _set_level(exercise.id, number)
-    return HintStep(exercise.id, number, total, exercise.hints[number - 1], False, tuple(exercise.hints[:number]))
+    if not problem:
+        try:
+            _set_level(exercise.id, number)
+        except OSError as exc:  # StateNotSaved, DataFolderError
+            problem = str(exc)
+    return HintStep(exercise.id, number, total, exercise.hints[number - 1], False, tuple(exercise.hints[:number]),
+                    not_saved=problem)
 
 
 def reset(exercise_id: str) -> None:
-    """Start over: the next call shows hint 1 again."""
+    """Start over: the next call shows hint 1 again (:class:`StateNotSaved` or
+    :class:`~attnprep.paths.DataFolderError` when that cannot be remembered)."""
     _set_level(exercise_id, None)

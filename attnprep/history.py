@@ -111,6 +111,12 @@ migrations: list[tuple[str, str]] = [
         CREATE INDEX qa_marks_by_card ON qa_marks (exercise, card, marked_at);
         """,
     ),
+    (
+        # A drill's own time budget (`drill --minutes 2`). NULL for a check, and for a drill recorded
+        # before this migration: it ran on its exercise's budget, the only one drills had then.
+        "0005_runs_budget",
+        "ALTER TABLE runs ADD COLUMN budget_s REAL CHECK (budget_s IS NULL OR budget_s > 0);",
+    ),
 ]
 
 # SQLite primary result codes that mean "this file is not a usable database".
@@ -140,6 +146,18 @@ class Run(NamedTuple):
     outcome: str | None
     interview: int | None = None  # the interview this run is a submission of
     first_try: bool | None = None  # of an interview: True for the first submission, False for a later fix
+    budget_s: float | None = None  # a drill's own budget (None: a check, or an older drill: its exercise's)
+
+
+class RecentDrill(NamedTuple):
+    duration_s: float
+    outcome: str  # "passed", "timeout" or "abandoned"
+    budget_s: float | None  # its own budget, else the exercise's default, else None (unknown)
+
+    @property
+    def ratio(self) -> float | None:
+        """The time it took against its budget (1.0 = the whole budget)."""
+        return self.duration_s / self.budget_s if self.budget_s else None
 
 
 class Interview(NamedTuple):
@@ -175,10 +193,16 @@ class ExerciseSummary(NamedTuple):
     drill_passes: int
     best_drill_s: float | None  # fastest passed drill
     median_drill_s: float | None  # median of the passed drills
-    recent_drills: tuple[tuple[float, str], ...]  # (duration_s, outcome) of the last drills, oldest first
+    recent_drills: tuple[RecentDrill, ...]  # the last drills, abandoned ones too, oldest first
     top_mistakes: tuple[tuple[str, int], ...]  # (mistake id, count), most frequent first
     last_verdict: str | None
     last_at: float | None  # unix time of the last run's start
+    # Against each drill's own budget (a drill recorded without one: its exercise's default, when
+    # the summary was given it). None when unknown.
+    best_drill_budget_s: float | None = None  # the budget of the fastest passed drill
+    best_vs_budget: float | None = None  # that drill's time / its budget
+    median_vs_budget: float | None = None  # median over the passed drills of time / own budget
+    median_drill_budget_s: float | None = None  # the budget every passed drill had, if they share one
 
     @property
     def pass_rate(self) -> float:
@@ -192,7 +216,7 @@ class ExerciseSummary(NamedTuple):
     @property
     def recent_drill_s(self) -> tuple[float, ...]:
         """Durations of the recent passed drills, oldest first."""
-        return tuple(d for d, outcome in self.recent_drills if outcome == "passed")
+        return tuple(d.duration_s for d in self.recent_drills if d.outcome == "passed")
 
     def to_json(self) -> dict:
         return {
@@ -204,8 +228,13 @@ class ExerciseSummary(NamedTuple):
             "drills": self.drills,
             "drill_passes": self.drill_passes,
             "best_drill_s": _round(self.best_drill_s),
+            "best_drill_budget_s": _round(self.best_drill_budget_s),
             "median_drill_s": _round(self.median_drill_s),
-            "recent_drills": [{"duration_s": round(d, 2), "outcome": o} for d, o in self.recent_drills],
+            "median_drill_budget_s": _round(self.median_drill_budget_s),
+            "best_vs_budget": _round3(self.best_vs_budget),
+            "median_vs_budget": _round3(self.median_vs_budget),
+            "recent_drills": [{"duration_s": round(d.duration_s, 2), "outcome": d.outcome, "budget_s": _round(d.budget_s)}
+                              for d in self.recent_drills],
             "top_mistakes": [{"id": m, "count": n} for m, n in self.top_mistakes],
             "last_verdict": self.last_verdict,
             "last_at": self.last_at,
@@ -218,6 +247,10 @@ def empty_summary(exercise_id: str) -> ExerciseSummary:
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
+
+
+def _round3(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
 
 
 # --- the database --------------------------------------------------------------------------------
@@ -319,6 +352,13 @@ def _precheck(db: Path) -> None:
         raise sqlite3.DatabaseError("file is not a database")
 
 
+def _why(exc: sqlite3.DatabaseError, db: Path) -> str:
+    """SQLite's reason, or the plainer one behind its "unable to open database file"."""
+    if not os.access(db.parent, os.W_OK):
+        return f"the data folder {db.parent} is not writable"
+    return str(exc)
+
+
 def connect(db: Path | None = None) -> sqlite3.Connection:
     """An open, migrated connection to the history; a corrupt file is moved aside first.
 
@@ -330,7 +370,7 @@ def connect(db: Path | None = None) -> sqlite3.Connection:
         return _open(db)
     except sqlite3.DatabaseError as exc:
         if not _is_corruption(exc):
-            raise HistoryUnavailable(f"history database {db} is unusable: {exc}") from None
+            raise HistoryUnavailable(f"history database {db} is unusable: {_why(exc, db)}") from None
         try:
             aside = _move_aside(db)
         except OSError as move_error:
@@ -364,15 +404,17 @@ def record(
     mistakes: Iterable[str] = (),
     interview: int | None = None,
     first_try: bool | None = None,
+    budget_s: float | None = None,
 ) -> int | None:
     """Record one run in its own transaction; returns its row id, or None if the history is
     unusable (said on stderr; the caller's command goes on).
 
-    ``outcome`` is for drills: 'passed', 'timeout' or 'abandoned'. ``mistakes``: mistake ids seen
-    earlier in the run (a drill's intermediate saves), stored with the final result's diagnoses so
-    that `stats` counts the mistakes a drill fixed on the way. ``first_try``: a submission of an
-    interview (a check): True for the first one, whose verdict counts, False for a later fix;
-    ``interview`` is its row of :func:`open_interview` (None if that could not be recorded)."""
+    ``outcome`` and ``budget_s`` are for drills: 'passed', 'timeout' or 'abandoned', and the time
+    budget it ran on. ``mistakes``: mistake ids seen earlier in the run (a drill's intermediate
+    saves), stored with the final result's diagnoses so that `stats` counts the mistakes a drill
+    fixed on the way. ``first_try``: a submission of an interview (a check): True for the first
+    one, whose verdict counts, False for a later fix; ``interview`` is its row of
+    :func:`open_interview` (None if that could not be recorded)."""
     if kind not in ("check", "drill"):
         raise ValueError(f"kind must be 'check' or 'drill', not {kind!r}")
     if outcome is not None and outcome not in OUTCOMES:
@@ -392,10 +434,11 @@ def record(
         outcome,
         interview,
         None if first_try is None else int(first_try),
+        None if budget_s is None else float(budget_s),
     )
     return _write(
         "INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome,"
-        " interview, first_try) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " interview, first_try, budget_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         row,
         "this run was not recorded in the history",
     )
@@ -467,7 +510,7 @@ def _read(query: str, args: tuple = ()) -> list[tuple]:
 def runs(exercise: str | None = None) -> list[Run]:
     """Every recorded run (of one exercise), oldest first. An unusable history reads as empty."""
     query = ("SELECT id, exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome,"
-             " interview, first_try FROM runs")
+             " interview, first_try, budget_s FROM runs")
     args: tuple = ()
     if exercise is not None:
         query += " WHERE exercise = ?"
@@ -475,7 +518,7 @@ def runs(exercise: str | None = None) -> list[Run]:
     query += " ORDER BY started_at, id"
     return [
         Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(_load_ids(r[7])), bool(r[8]), r[9], r[10],
-            None if r[11] is None else bool(r[11]))
+            None if r[11] is None else bool(r[11]), r[12])
         for r in _read(query, args)
     ]
 
@@ -505,15 +548,22 @@ def _load_ids(text: str) -> list[str]:
     return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
 
 
-def summarize(exercise_id: str, exercise_runs: list[Run]) -> ExerciseSummary:
-    """The summary of one exercise's runs (oldest first)."""
+def summarize(exercise_id: str, exercise_runs: list[Run], default_budget_s: float | None = None) -> ExerciseSummary:
+    """The summary of one exercise's runs (oldest first). ``default_budget_s``: the budget of a
+    drill recorded without its own (the exercise's), for the times against the budget."""
     if not exercise_runs:
         return empty_summary(exercise_id)
     import statistics  # here: `attnprep list` reads the history too, and should not wait for it
 
-    drills = [r for r in exercise_runs if r.kind == "drill"]
-    passed_times = [r.duration_s for r in drills if r.outcome == "passed"]
-    finished = [(r.duration_s, r.outcome or "") for r in drills if r.outcome in ("passed", "timeout")]
+    drills = [
+        RecentDrill(r.duration_s, r.outcome or "abandoned", r.budget_s or default_budget_s)
+        for r in exercise_runs if r.kind == "drill"
+    ]
+    passed = [d for d in drills if d.outcome == "passed"]
+    passed_times = [d.duration_s for d in passed]
+    best = min(passed, key=lambda d: d.duration_s, default=None)
+    ratios = [d.ratio for d in passed]
+    budgets = {d.budget_s for d in passed}
     mistakes = Counter(m for r in exercise_runs for m in r.diagnoses)
     last = exercise_runs[-1]
     return ExerciseSummary(
@@ -524,19 +574,25 @@ def summarize(exercise_id: str, exercise_runs: list[Run]) -> ExerciseSummary:
         drill_passes=len(passed_times),
         best_drill_s=min(passed_times) if passed_times else None,
         median_drill_s=statistics.median(passed_times) if passed_times else None,
-        recent_drills=tuple(finished[-RECENT:]),
+        recent_drills=tuple(drills[-RECENT:]),
         top_mistakes=tuple(sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_MISTAKES]),
         last_verdict=last.verdict,
         last_at=last.started_at,
+        best_drill_budget_s=best.budget_s if best is not None else None,
+        best_vs_budget=best.ratio if best is not None else None,
+        median_vs_budget=statistics.median(ratios) if ratios and None not in ratios else None,
+        median_drill_budget_s=next(iter(budgets)) if len(budgets) == 1 else None,
     )
 
 
-def exercise_summaries() -> dict[str, ExerciseSummary]:
-    """A summary per exercise that has at least one recorded run (exercise ids as recorded)."""
+def exercise_summaries(default_budgets: dict[str, float] | None = None) -> dict[str, ExerciseSummary]:
+    """A summary per exercise that has at least one recorded run (exercise ids as recorded).
+    ``default_budgets``: each exercise's budget in seconds, for drills recorded without their own."""
     by_exercise: dict[str, list[Run]] = {}
     for run in runs():
         by_exercise.setdefault(run.exercise, []).append(run)
-    return {ex: summarize(ex, rs) for ex, rs in by_exercise.items()}
+    budgets = default_budgets or {}
+    return {ex: summarize(ex, rs, budgets.get(ex)) for ex, rs in by_exercise.items()}
 
 
 # --- what to practise next -----------------------------------------------------------------------
@@ -575,7 +631,8 @@ def pick_weakest(
     exercises = list(exercises)
     if not exercises:
         raise ValueError("no exercises to pick from")
-    summaries = exercise_summaries() if summaries is None else summaries
+    if summaries is None:
+        summaries = exercise_summaries({ex.id: ex.minutes * 60.0 for ex in exercises})
     now = time.time() if now is None else now
 
     def summary(ex: Exercise) -> ExerciseSummary:
@@ -591,20 +648,23 @@ def pick_weakest(
 
             return ex.id, f"{ex.id} has never passed ({tries}, last verdict: {texts.t(f'verdict.{s.last_verdict}')})"
 
+    def budget(ex: Exercise) -> float:
+        """The budget the best drill ran on (its own; else the exercise's)."""
+        return summary(ex).best_drill_budget_s or ex.minutes * 60.0
+
     def ratio(ex: Exercise) -> float:
         best = summary(ex).best_drill_s
-        return float("inf") if best is None else best / (ex.minutes * 60)
+        return float("inf") if best is None else best / budget(ex)
 
     weakest = max(exercises, key=lambda ex: (ratio(ex), -(summary(ex).last_at or 0.0)))
     s = summary(weakest)
-    budget = format_duration(weakest.minutes * 60)
     if s.best_drill_s is None:
-        why = f"{weakest.id} has passed a check but never a timed drill (budget {budget})"
+        why = f"{weakest.id} has passed a check but never a timed drill (budget {format_duration(weakest.minutes * 60)})"
     else:
         r = ratio(weakest)
         why = (
             f"{weakest.id} has the worst best drill time against its budget: "
-            f"{format_duration(s.best_drill_s)} of {budget} ({r:.0%})"
+            f"{format_duration(s.best_drill_s)} of {format_duration(budget(weakest))} ({r:.0%})"
         )
     ties = [ex for ex in exercises if ex is not weakest and ratio(ex) == ratio(weakest)]
     if ties and s.last_at is not None:

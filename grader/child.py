@@ -9,6 +9,7 @@ channel.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.kinds.base import ContractError
-from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions
+from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, OpWatch, forbidden_functions
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -27,19 +28,51 @@ EVAL_SEED = 999
 ATTEMPT_MODULE = "attnprep_attempt"
 
 
+def _identities(folder: str) -> frozenset[tuple[int, int]]:
+    """(device, inode) of every file under ``folder``: a file is the same whoever names it."""
+    found = set()
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            found.add((st.st_dev, st.st_ino))
+    return frozenset(found)
+
+
 class Guard:
-    """An audit hook that notices the attempt opening attnprep's reference solutions."""
+    """An audit hook that notices the attempt opening attnprep's reference solutions, by the
+    file's identity (its inode, or its real path), not by the string it is named with: a
+    ``/proc/self/root/...`` path, a symlink or a hard link to a solution is still that solution."""
 
     def __init__(self):
         self.armed_now = False
         self.opened: list[str] = []
+        self.folder = os.path.realpath(SOLUTIONS_DIR)
+        self.files = _identities(self.folder)
         sys.addaudithook(self._hook)
 
     def _hook(self, event, args):
-        if self.armed_now and event == "open" and args and _isinstance(args[0], (str, bytes)):
-            path = os.fsdecode(args[0])
-            if os.path.abspath(path).startswith(SOLUTIONS_DIR):
-                self.opened.append(os.path.basename(path))
+        if not (self.armed_now and event == "open" and args):
+            return
+        target = args[0]
+        try:
+            if _isinstance(target, int):  # os.open(fd) / fdopen: the descriptor's file
+                st = os.fstat(target)
+                name = str(target)
+            elif _isinstance(target, (str, bytes, os.PathLike)):
+                name = os.fsdecode(target)
+                if os.path.realpath(name).startswith(self.folder + os.sep):
+                    self.opened.append(os.path.basename(name))
+                    return
+                st = os.stat(name)
+            else:
+                return
+        except (OSError, ValueError, TypeError):
+            return
+        if (st.st_dev, st.st_ino) in self.files:
+            self.opened.append(os.path.basename(name))
 
     @contextmanager
     def armed(self):
@@ -133,13 +166,20 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
                          notes=[[n.kind, n.role, n.layer] for n in built.notes], zero_bias=list(built.zero_bias))
     cases = kind.cases(ci)
     forbidden = forbidden_functions(kind.exercise.grading.get("forbidden_functions", ()))
+    ops = OpWatch()
     for case in cases:
         _move(case, device)
         observer = Observer(*case.seq, forbidden=forbidden)
         torch.manual_seed(EVAL_SEED if case.check == "eval" else 0)
+        # the attempt gets copies; a copy that differs afterwards was changed in place
+        given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
+                                                  for k, v in case.inputs.items()})
         try:
-            with guard.armed(), observer, torch.no_grad():
-                outputs = kind.run(attempt, case)
+            with guard.armed(), observer, ops, torch.no_grad():
+                outputs = kind.run(attempt, given)
+            changed = [k for k, v in case.inputs.items() if isinstance(v, torch.Tensor) and not _same(given.inputs[k], v)]
+            if changed:
+                config.mutated.append([case.name, *changed])
         except BaseException as exc:
             builtins.update(observer.obs.builtins)
             stage = f"forward ({case.name})"
@@ -151,12 +191,18 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         elif case.picture and ci == 0 and observer.obs.probs is not None:
             config.pictures[case.name] = encode_tensor(observer.obs.probs)
     if "gradients" in kind.probes:
-        config.grads = _grads(kind, attempt, cases, guard)
+        config.grads, config.grad_values = _grads(kind, attempt, built, cases, guard, ops, path, full=ci == 0)
+    config.ops = sorted(ops.seen)
     with guard.armed():
         config.extra = kind.child_extra(attempt)
     if device == "cpu" and "device" in kind.probes:
         config.device = _device(kind, attempt, cases, guard, str(path))
     return config
+
+
+def _same(now, before) -> bool:
+    return now.shape == before.shape and now.dtype == before.dtype and bool(torch.equal(now.nan_to_num(), before.nan_to_num())
+                                                                            if now.is_floating_point() else torch.equal(now, before))
 
 
 def _observed(obs) -> Observed:
@@ -184,12 +230,15 @@ def _observed_case(cases):
     return next(c for c in cases if c.observe)
 
 
-def _grads(kind, attempt, cases, guard) -> Probe:
-    """Which parameters (or inputs, for functions) receive no gradient from the graded outputs."""
-    case, leaves = kind.grad_leaves(attempt, _observed_case(cases))
+def _grads(kind, attempt, built, cases, guard, ops, path: Path, full: bool) -> tuple[Probe, dict]:
+    """One case with gradients on: which leaves (parameters by their contract role, or the float
+    inputs of functions) receive no gradient, and (``full``) the outputs and every gradient, which
+    the grading process compares with the reference's. A backward that raises is the attempt's
+    error, with its line."""
+    case, leaves = kind.grad_leaves(attempt, _observed_case(cases), built)
     try:
         torch.manual_seed(0)
-        with guard.armed():
+        with guard.armed(), ops:
             outputs = kind.run(attempt, case)
             total = 0
             for name, out in outputs.items():
@@ -197,9 +246,14 @@ def _grads(kind, attempt, cases, guard) -> Probe:
                 total = total + (out.nan_to_num() * where.to(out.dtype)).sum()
             total.backward()
     except BaseException as exc:
-        return Probe(None, "probe.backward_failed", {"type": type(exc).__name__, "text": str(exc)[:200]})
+        problem = describe(exc, path, "backward")
+        return Probe(False, "probe.backward_raised", problem.params), {}
     missing = [n for n, p in leaves.items() if p.grad is None]
-    return Probe(not missing, "", {}, missing)
+    values: dict = {}
+    if full:
+        values = {"outputs": {n: encode_tensor(o) for n, o in outputs.items()},
+                  "grads": {n: encode_tensor(p.grad) for n, p in leaves.items() if p.grad is not None}}
+    return Probe(not missing, "", {}, missing), values
 
 
 def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:

@@ -23,8 +23,22 @@ from attnprep.grader.tensors import ATOL, RTOL, decode_tensor
 from attnprep.grader.wire import ConfigReply, Reply
 
 LEAK_CHECKS = ("causality", "padding", "batch")
+# aten ops that only built-in attention runs, and the name the report gives them. SDPA's math path
+# is the one user of _safe_softmax (F.softmax runs _softmax).
+BUILTIN_OPS = {
+    "aten::scaled_dot_product_attention": "scaled_dot_product_attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "scaled_dot_product_attention (flash, CPU)",
+    "aten::_scaled_dot_product_flash_attention": "scaled_dot_product_attention (flash)",
+    "aten::_scaled_dot_product_efficient_attention": "scaled_dot_product_attention (efficient)",
+    "aten::_scaled_dot_product_cudnn_attention": "scaled_dot_product_attention (cuDNN)",
+    "aten::_safe_softmax": "scaled_dot_product_attention (math)",
+    "aten::_native_multi_head_attention": "nn.MultiheadAttention (_native_multi_head_attention)",
+    "aten::_flash_attention_forward": "flash attention kernel",
+    "aten::_efficient_attention_forward": "efficient attention kernel",
+}
+GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
-PAIR_FIRST = ("mask", "causal", "padding", "scale")  # knobs tried first in pairs
+PAIR_FIRST = ("mask", "causal_", "padding", "scale")  # knobs tried first in pairs
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
                   "mla_scale_partial")
@@ -76,6 +90,9 @@ class Judge:
         self._cases: dict[int, list[Case]] = {}
         self._ref_scores = None
         self.failures: list[tuple[int, int]] = []  # (config, case index) of every wrong output
+        self.backward_error: dict | None = None  # the attempt's backward raised (its params)
+        self.mutated: list[str] | None = None  # [case, input names …] changed in place by the attempt
+        self.grad_problem: Message | None = None  # outputs with gradients on, or gradients, differ
 
     def cases(self, ci: int) -> list[Case]:
         """The kind's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
@@ -98,8 +115,9 @@ class Judge:
         problem = reply.problem
         if problem is not None and problem.kind == "contract":
             return Result(**base, verdict=Verdict.CONTRACT, checks=(Check("contract", False, Message(problem.key, problem.params)),))
-        if reply.builtins:
-            names = ", ".join(reply.builtins)
+        builtins = sorted(set(reply.builtins) | self._builtin_ops(reply))
+        if builtins:
+            names = ", ".join(builtins)
             return Result(**base, verdict=Verdict.BUILTIN, checks=(Check("hand_written", False, msg("check.hand_written.bad", names=names)),),
                           diagnoses=(Diagnosis("used_builtin", (msg("evidence.builtin", names=names),)),))
         configs = reply.configs
@@ -120,6 +138,14 @@ class Judge:
         diff = self.failed_cases[0].diff if self.failed_cases else None
         return Result(**base, verdict=verdict, checks=tuple(self.checks), diagnoses=diagnoses, mapping=mapping,
                       mapping_notes=notes, shapes=shapes, heatmap=heatmap, row_sums=row_sums, output_diff=diff)
+
+    def _builtin_ops(self, reply: Reply) -> set[str]:
+        """Built-ins recognised by the aten ops that ran (a table here, out of the attempt's reach),
+        plus the ops the exercise forbids (``[grading] forbidden_ops``)."""
+        forbidden = dict(BUILTIN_OPS)
+        forbidden.update({op: op.removeprefix("aten::") for op in self.ex.grading.get("forbidden_ops", [])})
+        seen = {op for c in reply.configs for op in c.ops}
+        return {forbidden[op] for op in seen if op in forbidden}
 
     def _headline(self, verdict: Verdict, diagnoses) -> Verdict:
         """A named mistake decides the headline among the failures of outputs (its category)."""
@@ -148,6 +174,7 @@ class Judge:
         device_skip: list[Message] = []
         extra_checks: list[Check] = []
         mismatches = total = 0
+        mutated: list[list[str]] = []
         for data in configs:
             ci = data.index
             reference = kind.reference(ci, frozenset(data.zero_bias))
@@ -204,10 +231,14 @@ class Judge:
                         leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
                         break
             if data.grads is not None:
-                if data.grads.ok is False:
+                if data.grads.key == "probe.backward_raised":
+                    self.backward_error = data.grads.params
+                elif data.grads.ok is False:
                     grads_missing.extend(data.grads.names)
                 elif data.grads.ok is None:
                     grads_failed.append(Message(data.grads.key, data.grads.params))
+            if data.grad_values and self.grad_problem is None:
+                self.grad_problem = self._compare_grads(data)
             if data.device is not None:
                 if data.device.ok is False:
                     device_fail.append(Message(data.device.key, data.device.params))
@@ -215,6 +246,7 @@ class Judge:
                     device_skip.append(Message(data.device.key, data.device.params))
             if data.extra is not None:
                 extra_checks.extend(kind.extra_checks(data.extra))
+            mutated.extend(m for m in data.mutated if m)
 
         add = self.checks.append
         add(Check("shapes", not shape_problems, shape_problems[0] if shape_problems else msg("check.shapes.ok")))
@@ -225,6 +257,11 @@ class Judge:
             add(Check("output", False, msg("check.output.bad", bad=mismatches, total=total, case=self.failed_cases[0].case.name)))
         else:
             add(Check("output", True, msg("check.output.ok", total=total)))
+        if mutated:
+            self.mutated = mutated[0]
+            add(Check("inputs", False, msg("check.inputs.bad", case=mutated[0][0], names=", ".join(mutated[0][1:]))))
+        else:
+            add(Check("inputs", True, msg("check.inputs.ok")))
         add(Check("finite", not nonfinite, msg("check.finite.bad", cases=", ".join(nonfinite[:3])) if nonfinite else msg("check.finite.ok")))
         for name in ("causality", "padding", "batch", "eval"):
             if name not in kind.probes:
@@ -236,7 +273,14 @@ class Judge:
                 continue
             add(Check(name, not problems, msg(f"check.{name}.bad", detail=problems[0]) if problems else msg(f"check.{name}.ok")))
         if "gradients" in kind.probes:
-            if grads_missing:
+            if self.backward_error is not None:
+                params = dict(self.backward_error)
+                params["text"] = str(params.get("text", "")).split(" Hint:")[0]
+                key = "check.gradients.raised" if "line" in params else "check.gradients.raised_no_line"
+                add(Check("gradients", False, msg(key, **params)))
+            elif self.grad_problem is not None:
+                add(Check("gradients", False, self.grad_problem))
+            elif grads_missing:
                 add(Check("gradients", False, msg("check.gradients.bad", names=", ".join(sorted(set(grads_missing))))))
             elif grads_failed:
                 add(Check("gradients", None, msg("check.gradients.not_run", detail=grads_failed[0])))
@@ -265,6 +309,27 @@ class Judge:
         if failed:  # right outputs, wrong structure (a score matrix in flash, a re-projected prefix …)
             return Verdict.STRUCTURE
         return Verdict.PASSED
+
+    def _compare_grads(self, data: ConfigReply) -> Message | None:
+        """The case run with gradients on: its outputs, then every gradient, against the reference's
+        after the same backward (the graded outputs summed)."""
+        case = next(c for c in self.cases(data.index) if c.observe)
+        with torch.enable_grad():
+            outputs, grads = self.kind.reference_grads(data.index, frozenset(data.zero_bias), case)
+        for name, want in outputs.items():
+            got = decode_tensor(data.grad_values.get("outputs", {}).get(name))
+            where = case.mask(name, tuple(want.shape))
+            if got is None or got.shape != want.shape or not close(got, want.detach().double(), where):
+                return msg("check.gradients.outputs_differ", case=case.name)
+        for name, want in grads.items():
+            got = decode_tensor(data.grad_values.get("grads", {}).get(name))
+            if got is None:
+                continue  # no gradient at all: the presence check says so
+            want = want.double()
+            if got.shape != want.shape or not bool(torch.isclose(got, want, rtol=GRAD_RTOL, atol=GRAD_ATOL).all()):
+                worst = float((got - want).abs().max()) if got.shape == want.shape else float("inf")
+                return msg("check.gradients.differ", name=name, delta=worst)
+        return None
 
     def _row_sum_check(self, data: ConfigReply) -> Check:
         sums = self._row_sums(data)
@@ -487,6 +552,12 @@ class Judge:
             if eval_failed:
                 bits.append(msg("evidence.eval_differs"))
             found.append(Diagnosis("dropout_in_eval", tuple(bits)))
+        if self.mutated is not None:  # any kind, any exercise: not filtered by the exercise's list
+            found.append(Diagnosis("input_modified", (msg("evidence.input_modified", case=self.mutated[0],
+                                                          names=", ".join(self.mutated[1:])),)))
+        if self.backward_error is not None and "inplace operation" in str(self.backward_error.get("text", "")):
+            text = str(self.backward_error.get("text", "")).split(" Hint:")[0]
+            found.append(Diagnosis("backward_inplace", (msg("evidence.backward_raised", type=self.backward_error.get("type"), text=text),)))
         device = next((c for c in self.checks if c.id == "device" and c.passed is False), None)
         if device is not None and "tensor_without_device" in ids:
             found.append(Diagnosis("tensor_without_device", (device.message.params["detail"],)))

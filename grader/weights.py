@@ -27,8 +27,9 @@ class Layer:
     """A module of the attempt that owns parameters directly: ``weight`` and maybe ``bias``."""
 
     name: str
-    weight: tuple[int, ...]
+    weight: tuple[int, ...]  # as the role sees it: (out, in)
     bias: tuple[int, ...] | None
+    transposed: bool = False  # stores (in, out) and computes x @ W (GPT-2's Conv1D): loaded transposed
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Mapping:
     by_name: bool
     notes: list[MappingNote] = field(default_factory=list)
     zero_bias: set[str] = field(default_factory=set)  # roles whose attempt layer has no bias
+    transposed: set[str] = field(default_factory=set)  # roles whose layer stores (in, out)
 
 
 def roles_for(exercise, args: dict[str, int]) -> list[Role]:
@@ -90,13 +92,24 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             if bias is not None:
                 stray.append(f"{prefix}.bias".lstrip("."))
             continue
-        layers.append(Layer(prefix, tuple(weight.shape), tuple(bias.shape) if bias is not None else None))
+        bias_shape = tuple(bias.shape) if bias is not None else None
+        layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
+        if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
+            layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
         stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
     return layers, stray
 
 
 def layer_named(layers: list[Layer], name: str) -> Layer:
     return next(l for l in layers if l.name == name)
+
+
+def _oriented(layers: list[Layer]) -> set[str]:
+    """Layers that come in both orientations with the same shape (square, not nn.Linear)."""
+    seen: dict[tuple[str, tuple], int] = {}
+    for l in layers:
+        seen[(l.name, l.weight)] = seen.get((l.name, l.weight), 0) + 1
+    return {name for (name, _), n in seen.items() if n > 1}
 
 
 def _key(name: str) -> str:
@@ -112,15 +125,16 @@ def _key(name: str) -> str:
 
 def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Message | None]:
     """Assignments role -> layer to try, best guess first; or ([], why none fits)."""
-    by_name = {l.name: l for l in layers}
-    fixed: dict[str, str] = {}
+    either = _oriented(layers)
+    fixed: dict[str, Layer] = {}
     for role in roles:
-        layer = by_name.get(role.name)
-        if layer is not None and layer.weight == role.weight:
-            fixed[role.name] = role.name
+        matching = [l for l in layers if l.name == role.name and l.weight == role.weight]
+        if len(matching) == 1 and role.name not in either:
+            fixed[role.name] = matching[0]
     if len(fixed) == len(roles):
-        return [_finish(roles, by_name, fixed, True)], None
-    free_layers = [l for l in layers if l.name not in fixed.values()]
+        return [_finish(roles, fixed, True)], None
+    taken = {l.name for l in fixed.values()}
+    free_layers = [l for l in layers if l.name not in taken]
     groups: dict[tuple, tuple[list[Role], list[Layer]]] = {}
     for role in roles:
         if role.name in fixed:
@@ -130,32 +144,39 @@ def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], M
         if layer.weight in groups:
             groups[layer.weight][1].append(layer)
     for shape, (rs, ls) in groups.items():
-        if len(ls) < len(rs):
+        if len({l.name for l in ls}) < len(rs):
             names = ", ".join(r.name for r in rs)
             return [], msg("contract.no_layer", shape=str(tuple(shape)), names=names, found=len(ls), needed=len(rs))
     per_group = []
     for shape, (rs, ls) in groups.items():
-        options = list(itertools.permutations(ls, len(rs)))
-        options.sort(key=lambda perm: -sum(_key(l.name) == _key(r.name) for r, l in zip(rs, perm)))
-        per_group.append([{r.name: l.name for r, l in zip(rs, perm)} for perm in options])
+        options = [perm for perm in itertools.permutations(ls, len(rs)) if len({l.name for l in perm}) == len(perm)]
+        # names alike first, then the fewer transposed layers (nn.Linear's own orientation)
+        options.sort(key=lambda perm: (-sum(_key(l.name) == _key(r.name) for r, l in zip(rs, perm)),
+                                       sum(l.transposed for l in perm)))
+        per_group.append([{r.name: l for r, l in zip(rs, perm)} for perm in options])
     mappings = []
     for combo in itertools.product(*per_group):
         chosen = dict(fixed)
         for part in combo:
             chosen.update(part)
-        mappings.append(_finish(roles, by_name, chosen, False))
+        if len({l.name for l in chosen.values()}) < len(chosen):
+            continue  # one layer cannot play two roles
+        mappings.append(_finish(roles, chosen, False))
         if len(mappings) >= MAX_CANDIDATES:
             break
     return mappings, None
 
 
-def _finish(roles: list[Role], by_name: dict[str, Layer], chosen: dict[str, str], named: bool) -> Mapping:
-    mapping = Mapping(layers={r.name: chosen[r.name] for r in roles}, by_name=named)
+def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping:
+    mapping = Mapping(layers={r.name: chosen[r.name].name for r in roles}, by_name=named)
     for role in roles:
-        layer = by_name[chosen[role.name]]
+        layer = chosen[role.name]
         if role.bias is not None and layer.bias is None:
             mapping.zero_bias.add(role.name)
             mapping.notes.append(MappingNote("zero_bias", role.name, layer.name))
+        if layer.transposed:
+            mapping.transposed.add(role.name)
+            mapping.notes.append(MappingNote("transposed", role.name, layer.name))
     return mapping
 
 
@@ -166,7 +187,8 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
     used = set()
     for role, layer_name in mapping.layers.items():
         sub = subs[layer_name]
-        sub.weight.copy_(weights[role]["weight"])
+        weight = weights[role]["weight"]
+        sub.weight.copy_(weight.t() if role in mapping.transposed else weight)
         used.add(f"{layer_name}.weight".lstrip("."))
         bias = getattr(sub, "bias", None)
         if isinstance(bias, torch.nn.Parameter) and "bias" in weights[role]:

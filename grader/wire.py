@@ -121,6 +121,15 @@ class Probe:
                    _strs(_field(data, "names", list, where), where))
 
 
+def _grad_values(data: dict, where: str) -> dict:
+    for part in data:
+        if part not in ("outputs", "grads") or not isinstance(data[part], dict):
+            raise WireError(f"{where}: malformed gradient values")
+        for value in data[part].values():
+            _encoded(value, where)
+    return data
+
+
 @dataclass
 class ConfigReply:
     index: int
@@ -134,6 +143,9 @@ class ConfigReply:
     grads: Probe | None = None
     device: Probe | None = None
     extra: dict | None = None
+    ops: list = field(default_factory=list)  # names of the aten ops that ran
+    grad_values: dict = field(default_factory=dict)  # {"outputs": {name: enc}, "grads": {leaf: enc}}
+    mutated: list = field(default_factory=list)  # [case, input name, …] where the attempt changed its inputs
 
     @classmethod
     def decode(cls, data: Any, where: str) -> "ConfigReply":
@@ -165,6 +177,9 @@ class ConfigReply:
             grads=None if grads is None else Probe.decode(grads, where),
             device=None if device is None else Probe.decode(device, where),
             extra=_field(data, "extra", dict, where, optional=True),
+            ops=_strs(_field(data, "ops", list, where), where),
+            grad_values=_grad_values(_field(data, "grad_values", dict, where), where),
+            mutated=[_strs(m, where) for m in _field(data, "mutated", list, where)],
         )
 
 

@@ -135,15 +135,76 @@ def run_main(args: list[str], cwd, env_extra: dict) -> subprocess.CompletedProce
 
 
 def test_an_unusable_data_folder_is_one_clear_line(tmp_path):
-    """$ATTNPREP_HOME under a file: `list` still lists (without history), commands that need the
-    folder stop with one line and exit 2, never an 'internal error'."""
+    """$ATTNPREP_HOME under a file: `list` still lists (without history), `hint` still hints (without
+    remembering it, tests/test_terminal.py), commands that need the folder stop with one line and
+    exit 2, never an 'internal error'."""
     (tmp_path / "a-file").write_text("", encoding="utf-8")
     env = {"ATTNPREP_HOME": str(tmp_path / "a-file" / "home")}
     listed = run_main(["list"], tmp_path, env)
     assert listed.returncode == 0 and "Multi-head attention" in listed.stdout
     assert listed.stderr.count("\n") == 1 and "cannot use the data folder" in listed.stderr
-    for args in (["hint", "mha"], ["stats"]):
+    for args in (["hint", "mha", "--reset"], ["stats"]):
         proc = run_main(args, tmp_path, env)
         assert proc.returncode == 2, (args, proc.stderr)
-        assert proc.stderr.startswith("error: cannot use the data folder") and proc.stderr.count("\n") == 1
+        assert proc.stderr.startswith("error: ") and "cannot use the data folder" in proc.stderr
+        assert proc.stderr.count("\n") == 1
         assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- what Typer gives: help, version, completion -------------------------------------------------
+
+
+def test_bare_attnprep_prints_the_help_and_exits_0(tmp_path):
+    proc = run_main([], tmp_path, {"ATTNPREP_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage: attnprep [OPTIONS] COMMAND" in proc.stdout and "│ list " in proc.stdout
+    assert proc.stderr == "" and not proc.stdout.endswith("\n\n\n")
+
+
+def test_version():
+    from attnprep import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"attnprep {__version__}\n"
+
+
+@pytest.mark.parametrize("args", [["-h"], ["list", "-h"], ["compare", "-h"]], ids=" ".join)
+def test_dash_h_is_help(args):
+    result = runner.invoke(app, args, env={"COLUMNS": "100", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert f"Usage: attnprep {' '.join(args[:-1])}".rstrip() in result.stdout
+    assert "-h" in result.stdout and "--help" in result.stdout
+
+
+def test_completion_options_are_listed_and_the_shell_gets_completions(tmp_path):
+    listed = runner.invoke(app, ["--help"], env={"COLUMNS": "100", "NO_COLOR": "1"}).stdout
+    assert "--install-completion" in listed and "--show-completion" in listed and "--version" in listed
+    env = {"ATTNPREP_HOME": str(tmp_path / "home"), "_ATTNPREP_COMPLETE": "complete_bash"}
+    proc = run_main([], tmp_path, {**env, "COMP_WORDS": "attnprep li", "COMP_CWORD": "1"})
+    assert proc.returncode == 0 and proc.stdout.split() == ["list"], proc.stderr
+    proc = run_main([], tmp_path, {**env, "COMP_WORDS": "attnprep compare --head", "COMP_CWORD": "2"})
+    assert proc.stdout.split() == ["--head-dim"] or proc.stdout.split() == ["--heads", "--head-dim"], proc.stdout
+
+
+def test_show_completion_prints_the_script_for_the_shell(tmp_path):
+    """The script is Typer's (its completion function calls back with $_ATTNPREP_COMPLETE)."""
+    code = "import sys; from attnprep.cli import main; sys.argv[0] = 'attnprep'; main()"
+    proc = subprocess.run(["bash", "-c", f'{sys.executable} -c "{code}" --show-completion; echo "exit $?"'],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ATTNPREP_HOME": str(tmp_path / "home")})
+    assert proc.stdout.rstrip().endswith("exit 0"), proc.stdout + proc.stderr
+    assert "_attnprep_completion()" in proc.stdout and "_ATTNPREP_COMPLETE=complete_bash" in proc.stdout
+
+
+def test_the_completion_code_is_loaded_only_when_asked_for(tmp_path):
+    """`list` builds the completion options but registers no completion class (Typer's own options
+    would: typer.completion.completion_init at start-up)."""
+    script = ("import sys; sys.argv = ['attnprep', 'list']\n"
+              "from typer._click import shell_completion\n"
+              "before = set(shell_completion._available_shells)\n"
+              "from attnprep.cli import main\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              "print('ADDED', sorted(set(shell_completion._available_shells) - before))\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ATTNPREP_HOME": str(tmp_path / "home")})
+    assert proc.stdout.splitlines()[-1] == "ADDED []", proc.stdout + proc.stderr

@@ -32,6 +32,8 @@ EXTRA = {
     "odd": ("seed", dict(d_model=96, num_heads=6, num_kv_heads=3, q_lora_rank=40, kv_lora_rank=24,
                          qk_nope_head_dim=10, qk_rope_head_dim=6, v_head_dim=14, batch=3, seq=7, dtype="fp16")),
     "gqa1": ("llama2-7b", dict(num_kv_heads=1, seq=33, batch=2, dtype="fp32")),
+    # heads narrower than d_model / H (the inner width H·d_h = 48 < d_model = 96)
+    "narrow": ("seed", dict(d_model=96, num_heads=6, head_dim=8, num_kv_heads=2, seq=5)),
 }
 
 
@@ -49,7 +51,8 @@ def measured(name: str) -> costs.Comparison:
 def expected(s: costs.Shape) -> dict[str, dict[str, int]]:
     """params, flops and KV elements per token of each variant, from the sizes alone."""
     d, H, G, B, T = s.d_model, s.num_heads, s.num_kv_heads, s.batch, s.seq
-    dh = d // H
+    dh = s.head_dim  # the model's own: H·d_h need not be d_model (DeepSeek-V3: 128·128 > 7168)
+    Hd = H * dh
     ql, kvl, nope, rope, dv = s.q_lora_rank, s.kv_lora_rank, s.qk_nope_head_dim, s.qk_rope_head_dim, s.v_head_dim
     N = B * T  # tokens
 
@@ -65,14 +68,15 @@ def expected(s: costs.Shape) -> dict[str, dict[str, int]]:
                   + linear(H * dv, d, False))
     mla_q = mm(N, ql, d) + mm(N, H * (nope + rope), ql)  # wq_a, wq_b
     return {
-        "mha": dict(params=4 * linear(d, d),
-                    flops=4 * mm(N, d, d) + attention,
+        # q_proj d -> H·d_h, k_proj and v_proj d -> (H, 1, G)·d_h, o_proj H·d_h -> d
+        "mha": dict(params=3 * linear(d, Hd) + linear(Hd, d),
+                    flops=3 * mm(N, Hd, d) + mm(N, d, Hd) + attention,
                     kv=2 * H * dh),
-        "mqa": dict(params=2 * linear(d, d) + 2 * linear(d, dh),
-                    flops=2 * mm(N, d, d) + 2 * mm(N, dh, d) + attention,
+        "mqa": dict(params=linear(d, Hd) + 2 * linear(d, dh) + linear(Hd, d),
+                    flops=mm(N, Hd, d) + 2 * mm(N, dh, d) + mm(N, d, Hd) + attention,
                     kv=2 * dh),
-        "gqa": dict(params=2 * linear(d, d) + 2 * linear(d, G * dh),
-                    flops=2 * mm(N, d, d) + 2 * mm(N, G * dh, d) + attention,
+        "gqa": dict(params=linear(d, Hd) + 2 * linear(d, G * dh) + linear(Hd, d),
+                    flops=mm(N, Hd, d) + 2 * mm(N, G * dh, d) + mm(N, d, Hd) + attention,
                     kv=2 * G * dh),
         "mla": dict(params=mla_params,
                     flops=(mla_q + mm(N, kvl + rope, d) + mm(N, H * (nope + dv), kvl)  # wkv_a, wkv_b
@@ -137,6 +141,8 @@ def test_presets_fill_every_field_as_documented():
     assert (l3.d_model, l3.num_heads, l3.num_kv_heads) == (4096, 32, 8)
     l2 = costs.PRESETS["llama2-7b"].shape
     assert (l2.d_model, l2.num_heads) == (4096, 32)
+    # the models' real head_dim, not d_model / heads (DeepSeek-V3's would be 56)
+    assert (l2.head_dim, l3.head_dim, ds.head_dim, seed.head_dim) == (128, 128, 128, 32)
     for preset in costs.PRESETS.values():
         assert preset.shape.problems() == []
     assert costs.DEFAULT_PRESET in costs.PRESETS
@@ -149,6 +155,38 @@ def test_headline_ratios_of_llama3():
     assert c.row("mqa").relative["kv_cache"] == 1 / 32
     assert c.row("mla_absorbed").kv_elements_per_token == 576
     assert c.row("gqa").kv_bytes_per_token == 4096  # 2·8·128 elements × 2 bytes (bf16)
+
+
+def test_deepseek_v3_mha_is_the_papers_128_heads_of_128():
+    """DeepSeek-V2's paper: MHA with the same 128 heads of 128 caches 2·128·128 = 32,768 elements per
+    token per layer, MLA 576; naive MLA (192-dim keys, 128-dim values per head) 1.25× MHA."""
+    c = measured("deepseek-v3")
+    assert c.row("mha").kv_elements_per_token == 32_768 and c.row("mha").kv_formula.endswith("2·128·128")
+    assert c.row("mla_absorbed").kv_elements_per_token == 576
+    assert c.row("mla_absorbed").relative["kv_cache"] == 576 / 32_768
+    assert c.row("mla").relative["kv_cache"] == 1.25
+    assert c.row("gqa").kv_elements_per_token == 2 * 8 * 128 and c.row("mqa").kv_elements_per_token == 256
+    # the projections map the model's width to the heads and back
+    mha = costs.build(costs.VARIANTS[0], c.shape)
+    assert (mha.q_proj.in_features, mha.q_proj.out_features) == (7168, 16384)
+    assert (mha.o_proj.in_features, mha.o_proj.out_features) == (16384, 7168)
+
+
+def test_a_widened_module_is_only_built_on_meta():
+    with pytest.raises(ValueError, match="meta"):
+        costs.build(costs.VARIANTS[0], costs.PRESETS["deepseek-v3"].shape, device="cpu")
+
+
+def test_head_dim_rules():
+    assert costs.resolve("deepseek-v3").head_dim == 128  # the preset's own
+    assert costs.resolve("deepseek-v3", head_dim=64).head_dim == 64  # given
+    assert costs.resolve("deepseek-v3", num_heads=64).head_dim == 7168 // 64  # derived from a new shape
+    assert costs.resolve("llama3-8b", d_model=2048, head_dim=256).head_dim == 256
+    with pytest.raises(costs.CompareError, match="head_dim must be a positive integer"):
+        costs.resolve("llama3-8b", head_dim=0)
+    with pytest.raises(costs.CompareError, match="not divisible by num_heads 7"):
+        costs.resolve("llama3-8b", num_heads=7)
+    assert costs.resolve("llama3-8b", num_heads=7, num_kv_heads=1, head_dim=128).inner_dim == 896  # fine with head_dim
 
 
 def test_overrides_replace_fields_and_validate():
@@ -228,8 +266,8 @@ def test_json_document():
     assert set(doc) == {"version", "preset", "config", "is_causal", "rows"}
     assert doc["preset"] == "seed" and doc["is_causal"] is True
     shape = costs.PRESETS["seed"].shape
-    assert doc["config"] == {**{f: getattr(shape, f) for f in costs.Shape.__dataclass_fields__},
-                             "head_dim": 32, "dtype_bytes": 4}
+    assert doc["config"] == {**{f: getattr(shape, f) for f in costs.Shape.__dataclass_fields__}, "dtype_bytes": 4}
+    assert doc["config"]["head_dim"] == 32
     assert [r["variant"] for r in doc["rows"]] == VARIANT_ORDER
     want = expected(shape)
     for row in doc["rows"]:
@@ -256,6 +294,18 @@ def test_overrides_change_the_config():
     for row in doc["rows"]:
         w = want[row["variant"]]
         assert (row["params"], row["flops"], row["kv_elements_per_token"]) == (w["params"], w["flops"], w["kv"])
+
+
+def test_head_dim_option():
+    result = run("--preset", "deepseek-v3", "--head-dim", "56", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["config"]["head_dim"] == 56
+    mha = next(r for r in doc["rows"] if r["variant"] == "mha")
+    assert mha["kv_elements_per_token"] == 2 * 128 * 56
+    shown = run("--preset", "deepseek-v3").stdout
+    assert "128 heads of 128 (H·d_h = 16384)" in shown.splitlines()[0]
+    assert "2·H·d_h = 2·128·128" in shown and "32,768" in shown
 
 
 def test_table_and_chart():

@@ -68,6 +68,9 @@ class RecordingView:
     def graded(self, elapsed, result):
         self.log.append(("graded", round(elapsed, 2), result.verdict.value))
 
+    def superseded(self, elapsed, by):
+        self.log.append(("superseded", round(elapsed, 2), round(by, 2)))
+
     def unreadable(self, elapsed, error):
         self.log.append(("unreadable", round(elapsed, 2)))
 
@@ -216,7 +219,7 @@ def test_run_drill_records_the_drill_in_the_history(tmp_path):
     )
     assert run.ending.outcome == "passed" and run.recorded is not None
     (row,) = history.runs("mha")
-    assert (row.kind, row.outcome, row.passed, row.verdict) == ("drill", "passed", True, "passed")
+    assert (row.kind, row.outcome, row.passed, row.verdict, row.budget_s) == ("drill", "passed", True, "passed", 300)
     assert row.diagnoses == ("missing_scale", "scale_d_model")
     assert 0 <= row.duration_s < 5 and abs(row.started_at - time.time()) < 30
 
@@ -249,13 +252,44 @@ def test_live_view_renders_countdown_verdict_and_fix():
     console = Console(record=True, width=100, force_terminal=True, color_system=None)
     with drill.LiveView(console, 300, "mha drill · drills/mha-x.py") as view:
         view.ready()
-        view.graded(30.0, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT,
-                                 diagnoses=(Diagnosis("missing_scale"),)))
+        view.grading(29.0, False)
+        view.tick(30.5, 269.5)
+        checking = console.export_text(clear=False)
+        view.graded(29.0, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("missing_scale"),)))
         view.tick(42.0, 258.0)
         text = console.export_text(clear=False)
+    assert "checking the save at 00:29 … 1 s" in checking
     assert "4:18 left" in text and "0:42 / 5:00" in text
-    assert "[00:30] wrong output — missing 1/sqrt(d) scale" in text
+    assert text.count("[00:29] saved → wrong output — missing 1/sqrt(d) scale") == 1  # a log line, above the display
     assert "fix: Divide the scores by math.sqrt(head_dim)" in text
+
+
+def test_live_view_wraps_a_long_fix_instead_of_cutting_it():
+    from rich.console import Console
+
+    from attnprep import wording
+
+    # the named mistake of mha with the longest fix
+    ids = [m.id for m in exercises.get("mha").mistakes]
+    longest = max(ids, key=lambda i: len(wording.mistake("mha", Diagnosis(i)).fix))
+    words = wording.mistake("mha", Diagnosis(longest))
+    assert len(words.fix) > 70
+    for width in (50, 80, 120):
+        console = Console(record=True, width=width, force_terminal=True, color_system=None)
+        with drill.LiveView(console, 300, "mha drill") as view:
+            view.graded(3.0, Result("mha", "mha.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis(longest),)))
+            text = console.export_text(clear=False)
+        assert "…" not in text.replace("first save …", "")
+        assert " ".join(words.fix.split()) in " ".join(text.split())  # every word, in order
+        assert " ".join(words.title.split()) in " ".join(text.split())
+
+
+def test_a_superseded_check_is_said_in_both_views(capsys):
+    from rich.console import Console
+
+    plain = drill.PlainView(Console(file=sys.stdout, width=100, force_terminal=False), budget_s=300)
+    plain.superseded(5.0, 9.0)
+    assert capsys.readouterr().out == "[00:05] saved → not checked: superseded by the save at 00:09 (its check was stopped)\n"
 
 
 # --- the stub ------------------------------------------------------------------------------------
@@ -398,3 +432,129 @@ def test_drill_end_to_end_timeout_and_pass(tmp_path, attnprep_home):
     assert 0 < mha["best_drill_s"] < 60
     assert "missing_scale" in [m["id"] for m in mha["top_mistakes"]] or wrong_attempt().endswith("syntax error(\n")
     assert doc["totals"]["drills"] == 2
+
+
+# --- checks in the background: a hang never freezes the drill -------------------------------------
+
+
+def grade_by_content(path: Path, hang_s: float = 60.0):
+    """A grader for ForkedCheck (it runs in the forked child): a file saying "hang" sleeps, one
+    saying "slow" ends as a timeout after 0.4 s, anything else passes."""
+
+    def grade() -> Result:
+        text = path.read_text(encoding="utf-8")
+        if "hang" in text:
+            time.sleep(hang_s)
+        if "slow" in text:
+            time.sleep(0.4)
+            return result(Verdict.TIMEOUT)
+        return result(Verdict.PASSED)
+
+    return grade
+
+
+def real_time_events(path: Path, script_steps):
+    """Real saves and ticks: ``("save", text)`` writes the file and yields Saved, ``("wait", s)``
+    yields a Tick every 20 ms for s seconds; then ticks forever."""
+    yield drill.Tick()
+    for kind, value in script_steps:
+        if kind == "save":
+            path.write_text(value, encoding="utf-8")
+            yield drill.Saved()
+        else:
+            until = time.monotonic() + value
+            while time.monotonic() < until:
+                time.sleep(0.02)
+                yield drill.Tick()
+    while True:
+        time.sleep(0.02)
+        yield drill.Tick()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_new_save_cancels_a_hanging_check_and_the_countdown_keeps_going(tmp_path):
+    path = tmp_path / "attempt.py"
+    checks: list[drill.ForkedCheck] = []
+
+    def start():
+        checks.append(drill.ForkedCheck(grade_by_content(path)))
+        return checks[-1]
+
+    view = RecordingView()
+    began = time.monotonic()
+    ending = drill.run_loop(real_time_events(path, [("save", "hang"), ("wait", 0.6), ("save", "fixed")]),
+                            view=view, budget_s=30, check=start)
+    took = time.monotonic() - began
+
+    assert ending.outcome == "passed" and ending.result.passed and took < 10
+    assert len(checks) == 2 and ending.grades == 1
+    hang_at = next(e[1] for e in view.log if e[0] == "grading")
+    (superseded,) = [e for e in view.log if e[0] == "superseded"]
+    assert superseded[1] == hang_at and superseded[2] >= hang_at + 0.5
+    # the countdown went on while the hang ran
+    ticks = [e[1] for e in view.log if e[0] == "tick" and hang_at <= e[1] <= superseded[2]]
+    assert len(ticks) >= 10 and ticks == sorted(ticks) and ticks[-1] - ticks[0] >= 0.5
+    # the hung check's child is gone, nothing left behind
+    assert not alive(checks[0].pid) and not alive(checks[1].pid)
+
+
+def test_a_check_left_alone_shows_its_own_verdict_while_the_clock_runs(tmp_path):
+    path = tmp_path / "attempt.py"
+    view = RecordingView()
+    ending = drill.run_loop(real_time_events(path, [("save", "slow"), ("wait", 1.0), ("save", "fixed")]),
+                            view=view, budget_s=30, check=lambda: drill.ForkedCheck(grade_by_content(path)))
+    assert ending.outcome == "passed"
+    graded = [e for e in view.log if e[0] == "graded"]
+    assert [g[2] for g in graded] == ["timeout", "passed"]
+    assert graded[0][1] == next(e[1] for e in view.log if e[0] == "grading")  # labelled with its save's time
+    assert not any(e[0] == "superseded" for e in view.log)
+    assert any(e[0] == "tick" and graded[0][1] < e[1] for e in view.log[: view.log.index(graded[0])])
+
+
+def test_time_up_during_a_check_makes_it_the_final_one(tmp_path):
+    path = tmp_path / "attempt.py"
+    view = RecordingView()
+    checks: list[drill.ForkedCheck] = []
+
+    def start():
+        checks.append(drill.ForkedCheck(grade_by_content(path, hang_s=1.5)))
+        return checks[-1]
+
+    began = time.monotonic()
+    ending = drill.run_loop(real_time_events(path, [("save", "hang")]), view=view, budget_s=0.5, check=start)
+    # the check in flight (of the last save) becomes the final one: its verdict once it ends, no second check
+    assert ending.outcome == "timeout" and ending.result is not None and 1.4 < time.monotonic() - began < 8
+    assert len(checks) == 1 and ("time_up", 0.5) in view.log
+    assert view.log[view.log.index(("time_up", 0.5)) + 1][::2] == ("grading", True)  # shown as the final check
+
+
+def test_forked_checks_report_unreadable_files_and_lost_checks(tmp_path):
+    missing = drill.ForkedCheck(lambda: (tmp_path / "gone.py").read_text())
+    missing.wait()
+    with pytest.raises(FileNotFoundError):
+        missing.outcome()
+    killed = drill.ForkedCheck(lambda: time.sleep(60))
+    os.kill(killed.pid, 9)
+    with pytest.raises(drill.CheckLost, match="stopped without a verdict.*SIGKILL"):
+        killed.outcome()
+
+
+def test_ctrl_c_waits_for_the_first_check_in_flight(tmp_path):
+    path = tmp_path / "attempt.py"
+
+    def events():
+        yield from [drill.Tick()]
+        path.write_text("slow", encoding="utf-8")
+        yield drill.Saved()
+        raise KeyboardInterrupt
+
+    ending = drill.run_loop(events(), view=RecordingView(), budget_s=30,
+                            check=lambda: drill.ForkedCheck(grade_by_content(path)))
+    assert ending.outcome == "abandoned" and ending.result.verdict is Verdict.TIMEOUT and ending.grades == 1

@@ -3,6 +3,7 @@ recovery from a corrupt file, summaries and the choice of the weakest exercise."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,7 +40,7 @@ def test_a_run_is_stored_with_every_field():
     assert run == history.Run(
         id=rid, exercise="mha", file="mha.py", kind="drill", started_at=1000.5, duration_s=42.25,
         verdict="wrong_output", diagnoses=("softmax_wrong_dim", "missing_scale", "scale_d_model"),
-        passed=False, outcome="timeout",
+        passed=False, outcome="timeout", budget_s=None,
     )
 
 
@@ -56,6 +57,10 @@ def test_bad_kind_or_outcome_is_a_programming_error():
         history.record(result(), kind="quiz", started_at=0, duration_s=0)
     with pytest.raises(ValueError):
         history.record(result(), kind="drill", started_at=0, duration_s=0, outcome="won")
+
+
+OLD_INSERT = ("INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")  # what attnprep wrote before 0005_runs_budget
 
 
 def test_migrations_are_named_applied_in_order_and_once(monkeypatch, attnprep_home):
@@ -203,19 +208,44 @@ def test_summaries_count_runs_and_time_drills():
     assert (s.attempts, s.passes, s.drills, s.drill_passes) == (6, 3, 5, 3)
     assert s.pass_rate == pytest.approx(0.5)
     assert (s.best_drill_s, s.median_drill_s) == (100, 160)
-    assert s.recent_drills == ((200, "passed"), (300, "timeout"), (100, "passed"), (160, "passed"))  # abandoned left out
+    assert [d[:2] for d in s.recent_drills] == [(200, "passed"), (300, "timeout"), (12, "abandoned"), (100, "passed"),
+                                                (160, "passed")]
     assert s.recent_drill_s == (200, 100, 160)
     assert s.top_mistakes == (("missing_scale", 2), ("causal_ignored", 1), ("softmax_wrong_dim", 1))
     assert (s.last_verdict, s.last_at, s.status) == ("passed", 60, "passed")
     assert summaries["gqa"].best_drill_s is None and summaries["gqa"].status == "passed"
-    assert s.to_json()["recent_drills"][1] == {"duration_s": 300, "outcome": "timeout"}
+    assert s.to_json()["recent_drills"][1] == {"duration_s": 300, "outcome": "timeout", "budget_s": None}
 
 
 def test_recent_drills_keep_the_last_twelve():
     for i in range(15):
         history.record(result(), kind="drill", started_at=float(i), duration_s=float(i + 1), outcome="passed")
     s = history.exercise_summaries()["mha"]
-    assert [d for d, _ in s.recent_drills] == [float(i + 1) for i in range(3, 15)]
+    assert [d.duration_s for d in s.recent_drills] == [float(i + 1) for i in range(3, 15)]
+
+
+def test_each_drill_is_measured_against_its_own_budget(attnprep_home, monkeypatch):
+    """`drill --minutes 2` is stored with its budget (0003_runs_budget); drills recorded before the
+    migration (no budget) keep working and count against the exercise's default."""
+    first, second, *rest = history.migrations
+    monkeypatch.setattr(history, "migrations", [first, second])  # the database of an older attnprep
+    with contextlib.closing(history.connect()) as conn:
+        conn.execute(OLD_INSERT, ("mha", "d1.py", "drill", 1.0, 150.0, "passed", "[]", 1, "passed"))
+    monkeypatch.setattr(history, "migrations", [first, second, *rest])
+    history.record(result(), kind="drill", started_at=2.0, duration_s=100.0, outcome="passed", budget_s=120.0)
+    history.record(result(Verdict.ERROR), kind="drill", started_at=3.0, duration_s=20.0, outcome="abandoned", budget_s=120.0)
+    history.record(result(), kind="check", started_at=4.0, duration_s=0.5)
+
+    assert [r.budget_s for r in history.runs()] == [None, 120.0, 120.0, None]
+    s = history.exercise_summaries({"mha": 300.0})["mha"]
+    assert s.recent_drills == ((150.0, "passed", 300.0), (100.0, "passed", 120.0), (20.0, "abandoned", 120.0))
+    assert (s.best_drill_s, s.best_drill_budget_s, s.best_vs_budget) == (100.0, 120.0, 100 / 120)
+    assert s.median_vs_budget == pytest.approx((150 / 300 + 100 / 120) / 2)
+    assert s.median_drill_budget_s is None  # 5:00 and 2:00: no one budget to show
+    assert history.exercise_summaries()["mha"].recent_drills[0].budget_s is None  # no default given: unknown
+    # the weakest exercise is judged against the budget the best drill had
+    assert history.pick_weakest([SimpleNamespace(id="mha", minutes=5)]) == (
+        "mha", "mha has the worst best drill time against its budget: 1:40 of 2:00 (83%)")
 
 
 # --- the weakest exercise ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""`--help`, `list`, `new`, `hint`, `solution` and `today` never import torch (the CLI contract).
+"""`--help` (`-h`, bare `attnprep`), `--version`, `list`, `new`, `hint`, `solution` and `today` never
+import torch (the CLI contract).
 
 Each command runs in a fresh interpreter whose ``sys.meta_path`` starts with a finder that
 records every attempt to import ``torch`` (or a submodule) and makes it fail. Recording, not only
@@ -110,8 +111,15 @@ def _check_solution_code(out: str, ws: Path) -> None:
     assert out == MHA.solution_path.read_text(encoding="utf-8")
 
 
+def _check_version(out: str, ws: Path) -> None:
+    assert out.startswith("attnprep ")
+
+
 CASES = {
     "--help": (["--help"], _check_help),
+    "bare": ([], _check_help),
+    "-h": (["-h"], _check_help),
+    "--version": (["--version"], _check_version),
     "list": (["list"], _check_list),
     "list --json": (["list", "--json"], _check_list_json),
     "new": (["new", "mha", "--dir", "attempts"], _check_new),

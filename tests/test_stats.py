@@ -12,6 +12,7 @@ from attnprep import exercises, history
 from attnprep.app import app
 from attnprep.commands.practice import sparkline, stats_document
 from attnprep.grader.result import Diagnosis, Result, Verdict
+from rich.text import Text
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +46,21 @@ def test_sparkline_scales_against_the_budget_and_marks_timeouts():
     line = sparkline(((30, "passed"), (150, "passed"), (300, "timeout"), (299, "passed"), (400, "passed")), 300)
     assert line.plain == "▁▅✗██"
     assert sparkline((), 300).plain == ""
+    # a drill's own budget wins over the default; an abandoned one is a dash
+    assert sparkline(((110, "passed", 120), (110, "passed", None), (5, "abandoned", 120)), 300).plain == "█▃—"
+
+
+def test_stats_measures_a_short_drill_against_its_own_budget(monkeypatch):
+    """`drill mha --minutes 2` passed in 1:50: 1:50 / 2:00 (green), not against mha's 5:00."""
+    monkeypatch.setenv("COLUMNS", "100")
+    r = Result("mha", "mha.py", Verdict.PASSED)
+    history.record(r, kind="drill", started_at=1, duration_s=110, outcome="passed", budget_s=120)
+    (row,) = [r for r in stats_document()["exercises"] if r["exercise"] == "mha"]
+    assert (row["best_drill_budget_s"], row["best_vs_budget"]) == (120, round(110 / 120, 3))
+    result = CliRunner().invoke(app, ["stats"], env={"FORCE_COLOR": "1", "COLUMNS": "100"}, color=True)
+    lines = [Text.from_ansi(line).plain for line in result.stdout.splitlines()]
+    (mha_line,) = [line for line in lines if line.startswith("mha ")]
+    assert "1:50 / 2:00" in mha_line and "█" in mha_line  # 92% of its own budget (of 5:00: ▂)
 
 
 def test_stats_json_has_every_exercise_with_the_summary(practised):
@@ -54,6 +70,7 @@ def test_stats_json_has_every_exercise_with_the_summary(practised):
     assert doc["version"] == 1
     assert [r["exercise"] for r in doc["exercises"]] == list(exercises.registry())
     mha = next(r for r in doc["exercises"] if r["exercise"] == "mha")
+    budget = exercises.get("mha").minutes * 60.0
     assert mha == {
         "exercise": "mha",
         "title": exercises.get("mha").title,
@@ -63,15 +80,18 @@ def test_stats_json_has_every_exercise_with_the_summary(practised):
         "pass_rate": 0.4,
         "drills": 4,
         "drill_passes": 2,
-        "budget_s": exercises.get("mha").minutes * 60.0,
+        "budget_s": budget,
         "best_drill_s": 120,
+        "best_drill_budget_s": budget,  # recorded without a budget of its own: the exercise's
         "median_drill_s": 180,
-        "best_vs_budget": round(120 / (exercises.get("mha").minutes * 60), 3),
-        "median_vs_budget": round(180 / (exercises.get("mha").minutes * 60), 3),
+        "median_drill_budget_s": budget,
+        "best_vs_budget": round(120 / budget, 3),
+        "median_vs_budget": round(180 / budget, 3),
         "recent_drills": [
-            {"duration_s": 240, "outcome": "passed"},
-            {"duration_s": 300, "outcome": "timeout"},
-            {"duration_s": 120, "outcome": "passed"},
+            {"duration_s": 240, "outcome": "passed", "budget_s": budget},
+            {"duration_s": 300, "outcome": "timeout", "budget_s": budget},
+            {"duration_s": 120, "outcome": "passed", "budget_s": budget},
+            {"duration_s": 30, "outcome": "abandoned", "budget_s": budget},
         ],
         "top_mistakes": [
             {"id": "missing_scale", "count": 2, "title": "missing 1/sqrt(d) scale"},
@@ -101,8 +121,10 @@ def test_stats_table(practised):
     (mha_line,) = [line for line in out.splitlines() if line.startswith("mha ")]
     assert mha_line.split()[:3] == ["mha", "5", "40%"]
     assert f"2:00 / {budget}" in mha_line and f"3:00 / {budget}" in mha_line
-    assert sparkline(((240, "passed"), (300, "timeout"), (120, "passed")), exercises.get("mha").minutes * 60).plain in mha_line
+    spark = sparkline(((240, "passed"), (300, "timeout"), (120, "passed"), (30, "abandoned")), exercises.get("mha").minutes * 60)
+    assert spark.plain.endswith("—") and spark.plain in mha_line
     assert "missing 1/sqrt(d) scale ×2" in mha_line
+    assert "— abandoned" in " ".join(out.split())  # the legend names every glyph
     assert "5 runs" not in out and "6 runs, 2 passed; 2 of 4 drills passed in time." in out
     assert "not practised yet: " in out and "mha_fused" in out.split("not practised yet: ")[1]
 

@@ -7,6 +7,7 @@ the command people run most: what only other commands need is imported inside th
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
@@ -62,9 +63,11 @@ class Column(NamedTuple):
 
 
 # One entry per column of `attnprep list`; history columns (passed?, best drill) are appended here.
+# Only the title wraps (between words, and only down to TITLE_MIN: narrower, it is left out).
+TITLE_MIN = 24
 COLUMNS: list[Column] = [
     Column("id", lambda r: Text(r.id, style="bold"), {"no_wrap": True}),
-    Column("title", lambda r: r.title, {}),
+    Column("title", lambda r: r.title, {"min_width": TITLE_MIN, "overflow": "fold"}),
     Column("difficulty", lambda r: r.difficulty, {"no_wrap": True}),
     Column("drill", lambda r: f"{r.minutes} min", {"no_wrap": True, "justify": "right"}),
     Column("status", lambda r: Text(r.status.value, style=STATUS_STYLE.get(r.status, "")), {"no_wrap": True}),
@@ -86,15 +89,54 @@ def _duration(seconds: float) -> str:
     return format_duration(seconds)
 
 
-def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | None = None) -> Table:
-    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
-    history_columns = HISTORY_COLUMNS if summaries is not None else []
-    for column in [*COLUMNS, *history_columns]:
-        table.add_column(column.header, **column.options)
-    for row in rows:
-        summary = (summaries or {}).get(row.id)
-        table.add_row(*(column.cell(row) for column in COLUMNS), *(column.cell(summary) for column in history_columns))
-    return table
+# What a narrower terminal leaves out, in turn (the id, the status and the history never): the
+# difficulty, the drill budget, then the title. See attnprep.layout.
+DROPPED_IN_TURN = ("difficulty", "drill", "title")
+
+
+def layouts(history: bool) -> tuple[list[tuple[str, ...]], int]:
+    """The column sets of `list`, widest first (the last is the id alone), and the index of the
+    first without a title: taken only when no layout with titles fits (attnprep.layout.choose)."""
+    every = [c.header for c in COLUMNS] + ([c.header for c in HISTORY_COLUMNS] if history else [])
+    found = [tuple(h for h in every if h not in DROPPED_IN_TURN[:n]) for n in range(len(DROPPED_IN_TURN) + 1)]
+    return [*found, ("id", "status"), ("id",)], len(DROPPED_IN_TURN)
+
+
+GAP = 2  # the table's padding between two columns
+
+
+def cells(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | None) -> dict[str, list[Text | str]]:
+    """Every column's cells by header (the history's only with a history), in table order."""
+    found = {c.header: [c.cell(row) for row in rows] for c in COLUMNS}
+    if summaries is not None:
+        found.update({c.header: [c.cell(summaries.get(row.id)) for row in rows] for c in HISTORY_COLUMNS})
+    return found
+
+
+def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | None = None,
+               shown: tuple[str, ...] | None = None, width: int | None = None) -> tuple[Table, tuple[str, ...]]:
+    """The table of `list` and the columns it shows: those ``shown``, else those that fit ``width``
+    (attnprep.layout.choose; None: every one)."""
+    from attnprep import layout
+
+    by_header = cells(rows, summaries)
+    options = {c.header: c.options for c in [*COLUMNS, *HISTORY_COLUMNS]}
+    if shown is None and width is not None:
+        candidates, without_titles = layouts(summaries is not None)
+
+        def columns(headers: tuple[str, ...]) -> list[layout.Col]:
+            return [layout.Col([h, *(c if isinstance(c, str) else c.plain for c in by_header[h])],
+                               wrap=not options[h].get("no_wrap", False), min_width=options[h].get("min_width", 0))
+                    for h in headers]
+
+        shown = layout.choose(width, candidates, columns, gap=GAP, fallback_from=without_titles)
+    shown = tuple(by_header) if shown is None else shown
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, GAP, 0, 0))
+    for header in shown:
+        table.add_column(header, **options[header])
+    for i in range(len(rows)):
+        table.add_row(*(by_header[h][i] for h in shown))
+    return table, shown
 
 
 def exercise_summaries() -> dict[str, ExerciseSummary]:
@@ -130,10 +172,15 @@ def list_(
         typer.echo(json.dumps(data, indent=2))
         return
     out = console()
-    out.print(rows_table(rows, summaries or None))  # the history's columns once there is a history
+    history = summaries or None  # the history's columns once there is a history
+    table, shown = rows_table(rows, history, width=out.width)
+    out.print(table)
+    left_out = [header for header in layouts(history is not None)[0][0] if header not in shown]
+    if left_out:
+        out.print(Text(f"not shown at this width: {', '.join(left_out)}", style="dim"))
     out.print()
     out.print(Text("status: of <id>.py in the current folder", style="dim"))
-    if summaries:
+    if summaries and "record" in shown:
         out.print(Text("record, best: from your history (best: fastest passing drill; `attnprep stats`)", style="dim"))
     todo = next((r for r in rows if r.status is Status.NOT_STARTED), None)
     if todo is not None:
@@ -197,12 +244,105 @@ def solution(
         return
 
     out = console()
-    out.print(Rule(Text(f"{exercise.id} · {exercise.title} · reference solution", style="bold"), align="left"))
-    out.print(
-        Syntax(
-            source.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True, line_numbers=True
+    with paged(out):
+        out.print(Rule(Text(f"{exercise.id} · {exercise.title} · reference solution", style="bold"), align="left"))
+        shown, numbered = readable_source(source, out.width)
+        out.print(
+            Syntax(
+                shown.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True,
+                line_numbers=numbered,
+            )
         )
-    )
+        _solution_notes(out, exercise)
+
+
+def readable_source(source: str, width: int) -> tuple[str, bool]:
+    """The source to show at ``width`` and whether with line numbers: as it is, numbered, when every
+    line fits beside the numbers. Else without numbers, and a line still too long is laid out for
+    the eye (`solution --code` is the exact file): its trailing comment goes on its own line above
+    it, then it is wrapped between words under its own indentation (code continues 4 further in,
+    a comment goes on as a comment, docstring prose at its indent)."""
+    import io
+    import textwrap
+    import tokenize
+
+    lines = source.splitlines()
+    gutter = len(str(len(lines))) + 2  # Syntax's line numbers and their padding
+    if max(map(len, lines), default=0) <= width - gutter:
+        return source, True
+    trailing: dict[int, int] = {}  # line number -> column of a comment that follows code
+    comment_only: set[int] = set()
+    prose: set[int] = set()  # lines of multi-line strings (docstrings)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            (row, col), (end_row, _) = token.start, token.end
+            if token.type == tokenize.COMMENT:
+                (trailing.__setitem__(row, col) if lines[row - 1][:col].strip() else comment_only.add(row))
+            elif token.type == tokenize.STRING and end_row > row:
+                prose.update(range(row if not lines[row - 1][:col].strip() else row + 1, end_row + 1))
+    except (tokenize.TokenError, SyntaxError, IndexError):
+        pass  # not valid Python: wrap it as prose
+
+    def wrap(line: str, kind: str) -> list[str]:
+        if len(line) <= width:
+            return [line]
+        indent = line[: len(line) - len(line.lstrip())]
+        follow = {"code": indent + "    ", "comment": indent + "# ", "moved": indent + "# ", "prose": indent}[kind]
+        return textwrap.wrap(line, width, initial_indent="", subsequent_indent=follow, break_long_words=False,
+                             break_on_hyphens=False, drop_whitespace=True) or [line]
+
+    laid: list[tuple[str, str]] = []  # (line, kind) once trailing comments are above their code
+    for number, line in enumerate(lines, 1):
+        col = trailing.get(number)
+        if col is not None and len(line) > width:
+            indent = line[: len(line) - len(line.lstrip())]
+            laid.append((indent + line[col:].strip(), "moved"))  # a paragraph of its own
+            line = line[:col].rstrip()
+        laid.append((line, "comment" if number in comment_only else "prose" if number in prose else "code"))
+    shown: list[str] = []
+    i = 0
+    while i < len(laid):
+        line, kind = laid[i]
+        indent = line[: len(line) - len(line.lstrip())]
+        j = i + 1
+        if kind in ("comment", "prose") and line.strip():  # a paragraph: the lines of the same kind and indent
+            while j < len(laid) and laid[j][1] == kind and laid[j][0].strip() and laid[j][0].startswith(indent) \
+                    and not laid[j][0][len(indent):len(indent) + 1].isspace():
+                j += 1
+        block = [text for text, _ in laid[i:j]]
+        if j - i > 1 and any(len(text) > width for text in block):  # reflowed as one paragraph
+            words = " ".join(text.strip().removeprefix("# ") if kind == "comment" else text.strip() for text in block)
+            start = indent + "# " if kind == "comment" else indent
+            shown += wrap(start + words, kind)
+        else:
+            shown += [wrapped for text in block for wrapped in wrap(text, kind)]
+        i = j
+    return "\n".join(shown) + "\n", False
+
+
+@contextlib.contextmanager
+def paged(out):
+    """Output longer than the terminal goes through the pager ($PAGER, else less; with LESS unset,
+    less gets -FRX: colours, and it quits at once on a screenful); piped, or short, it is printed."""
+    if not out.is_terminal:
+        yield
+        return
+    with out.capture() as captured:
+        yield
+    text = captured.get()
+    if text.count("\n") < out.height:
+        out.file.write(text)
+        out.file.flush()
+        return
+    import os
+
+    from rich.pager import SystemPager
+
+    os.environ.setdefault("LESS", "FRX")  # as git does: colours pass through, a short text just prints
+    SystemPager().show(text)
+
+
+def _solution_notes(out, exercise) -> None:
     if exercise.key_points:
         out.print()
         out.print(Text("Key points", style="bold underline"))
@@ -239,10 +379,15 @@ def hint(
     exercise = get_exercise(exercise_id)
     out = console()
     if reset:
-        hints.reset(exercise.id)
+        try:
+            hints.reset(exercise.id)
+        except OSError as exc:  # StateNotSaved, DataFolderError: one line, said as such
+            usage_error(f"cannot reset the hints of {exercise.id}: {exc}")
         out.print(Text.assemble(f"hints of {exercise.id} reset; ", (f"`attnprep hint {exercise.id}`", CMD), " shows hint 1 again"))
         return
     step = hints.next_hint(exercise)
+    if step.not_saved:  # the hint is still shown; the next call will show it again
+        sys.stderr.write(f"attnprep: {step.not_saved}; hint {step.number} is shown but not remembered\n")
     if step.total == 0:
         out.print(Text(f"{exercise.id} has no hints; `attnprep solution {exercise.id}` shows the reference"))
         return
@@ -258,7 +403,9 @@ def hint(
         return
     out.print(Text(f"{exercise.id} · {exercise.title} · {step.label}", style="bold"))
     out.print(_bullets([step.text], marker=" "))
-    if step.number < step.total:
+    if step.not_saved:
+        pass  # the next call shows this hint again: no "next" line
+    elif step.number < step.total:
         out.print(Text.assemble("next: ", (f"`attnprep hint {exercise.id}`", CMD), f" for hint {step.number + 1}/{step.total}"), style="dim")
     else:
         out.print(Text(f"that was the last hint; `attnprep solution {exercise.id}` shows the reference", style="dim"))

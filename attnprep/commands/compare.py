@@ -63,7 +63,10 @@ def header(c: "Comparison") -> Text:
     s = c.shape
     text = Text()
     text.append(c.preset, style="bold")
-    text.append(f" · d_model {s.d_model}, {s.num_heads} heads of {s.head_dim} · GQA: {s.num_kv_heads} KV heads\n")
+    text.append(f" · d_model {s.d_model}, {s.num_heads} heads of {s.head_dim}")
+    if s.inner_dim != s.d_model:
+        text.append(f" (H·d_h = {s.inner_dim})")
+    text.append(f" · GQA: {s.num_kv_heads} KV heads\n")
     text.append(f"MLA: q_lora_rank {s.q_lora_rank}, kv_lora_rank {s.kv_lora_rank}, nope {s.qk_nope_head_dim}, "
                 f"rope {s.qk_rope_head_dim}, v {s.v_head_dim}\n")
     text.append(f"one layer · batch {s.batch} × seq {s.seq} = {s.tokens:,} tokens · {s.dtype} "
@@ -124,6 +127,10 @@ def compare(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Cache dtype for the bytes: fp32, bf16 or fp16."),
     d_model: Optional[int] = typer.Option(None, "--d-model", help="Override d_model."),
     heads: Optional[int] = typer.Option(None, "--heads", help="Override num_heads."),
+    head_dim: Optional[int] = typer.Option(
+        None, "--head-dim",
+        help="Override the MHA/MQA/GQA head_dim (preset: the model's own; with --d-model or --heads: d_model / heads).",
+    ),
     kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Override the GQA num_kv_heads."),
     q_lora_rank: Optional[int] = typer.Option(None, "--q-lora-rank", help="Override MLA q_lora_rank."),
     kv_lora_rank: Optional[int] = typer.Option(None, "--kv-lora-rank", help="Override MLA kv_lora_rank."),
@@ -138,7 +145,7 @@ def compare(
     """
     from attnprep import costs
 
-    overrides = dict(seq=seq, batch=batch, dtype=dtype, d_model=d_model, num_heads=heads,
+    overrides = dict(seq=seq, batch=batch, dtype=dtype, d_model=d_model, num_heads=heads, head_dim=head_dim,
                      num_kv_heads=kv_heads, q_lora_rank=q_lora_rank, kv_lora_rank=kv_lora_rank,
                      qk_nope_head_dim=qk_nope_dim, qk_rope_head_dim=qk_rope_dim, v_head_dim=v_dim)
     try:

@@ -23,6 +23,7 @@ from attnprep.app import command_app, console, err_console, get_exercise, is_int
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
 SPARKS = "▁▂▃▄▅▆▇█"
+ABANDONED = "—"  # a drill given up (Ctrl-C): it has no time
 STATS_VERSION = 1
 
 
@@ -54,7 +55,12 @@ def drill(
         exercise = get_exercise(exercise_id)
         reason = None
     else:
-        picked, reason = history.pick_weakest(exercises.registry().values())
+        from attnprep.paths import DataFolderError
+
+        try:
+            picked, reason = history.pick_weakest(exercises.registry().values())
+        except DataFolderError:  # no history to read: the first exercise (recording it will say why not)
+            picked, reason = next(iter(exercises.registry())), "the first exercise (no history to choose from)"
         exercise = exercises.get(picked)
     if seconds is not None:
         budget_s = seconds
@@ -154,14 +160,20 @@ def _render_ending(run, exercise) -> None:
 # --- stats -----------------------------------------------------------------------------------
 
 
-def sparkline(recent: tuple[tuple[float, str], ...], budget_s: float) -> Text:
-    """One glyph per recent drill, oldest first: ▁ (fast) … █ (the whole budget); ✗ a time-out."""
+def sparkline(recent, budget_s: float) -> Text:
+    """One glyph per recent drill, oldest first: ▁ (fast) … █ (the whole budget); ✗ a time-out;
+    — abandoned. ``recent``: (duration_s, outcome[, its own budget_s]); ``budget_s`` is the budget of
+    a drill that has none of its own."""
     line = Text()
-    for duration, outcome in recent:
+    for duration, outcome, *own in recent:
+        if outcome == "abandoned":
+            line.append(ABANDONED, style="yellow")
+            continue
         if outcome != "passed":
             line.append("✗", style="red")
             continue
-        ratio = duration / budget_s if budget_s > 0 else 1.0
+        budget = own[0] if own and own[0] else budget_s
+        ratio = duration / budget if budget > 0 else 1.0
         level = min(len(SPARKS) - 1, max(0, int(ratio * len(SPARKS))))
         line.append(SPARKS[level], style="green" if ratio <= 1 else "yellow")
     return line
@@ -170,19 +182,17 @@ def sparkline(recent: tuple[tuple[float, str], ...], budget_s: float) -> Text:
 def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) -> dict:
     """The data of `attnprep stats`: every exercise of the registry (then any other id found in the
     history), its summary, its budget and the times relative to it, the mistakes with titles."""
-    summaries = history.exercise_summaries() if summaries is None else summaries
     registry = exercises.registry()
+    if summaries is None:  # each drill is measured against its own budget; an older one, the exercise's
+        summaries = history.exercise_summaries({ex.id: ex.minutes * 60.0 for ex in registry.values()})
     catalogue = exercises.mistake_catalogue()
     rows = []
     for exercise_id in [*registry, *sorted(set(summaries) - set(registry))]:
         s = summaries.get(exercise_id) or history.empty_summary(exercise_id)
         ex = registry.get(exercise_id)
-        budget_s = ex.minutes * 60.0 if ex is not None else None
         row = s.to_json()
         row["title"] = ex.title if ex is not None else None
-        row["budget_s"] = budget_s
-        for key, value in (("best_vs_budget", s.best_drill_s), ("median_vs_budget", s.median_drill_s)):
-            row[key] = round(value / budget_s, 3) if value is not None and budget_s else None
+        row["budget_s"] = ex.minutes * 60.0 if ex is not None else None  # the exercise's default
         for mistake in row["top_mistakes"]:
             known = catalogue.get(mistake["id"])
             mistake["title"] = known.title if known is not None else mistake["id"]
@@ -196,10 +206,61 @@ def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) 
     return {"version": STATS_VERSION, "exercises": rows, "totals": totals}
 
 
-def _vs_budget(seconds: float | None, budget_s: float | None) -> Text:
+# The columns of `stats`; the mistakes wrap between words, down to MISTAKES_MIN wide: narrower, the
+# median then the recent drills are left out, then the mistakes move below the table, then columns
+# go from the right (see attnprep.layout).
+MISTAKES = "most frequent mistakes"
+MISTAKES_MIN = 20
+STATS_COLUMNS: dict[str, dict] = {
+    "exercise": {"no_wrap": True, "style": "bold"},
+    "runs": {"justify": "right", "no_wrap": True},
+    "passed": {"justify": "right", "no_wrap": True},
+    "best drill": {"justify": "right", "no_wrap": True},
+    "median": {"justify": "right", "no_wrap": True},
+    "recent": {"no_wrap": True},
+    MISTAKES: {"min_width": MISTAKES_MIN},
+}
+STATS_LAYOUTS: list[tuple[str, ...]] = [
+    ("exercise", "runs", "passed", "best drill", "median", "recent", MISTAKES),
+    ("exercise", "runs", "passed", "best drill", "recent", MISTAKES),
+    ("exercise", "runs", "passed", "best drill", MISTAKES),
+    ("exercise", "runs", "passed", "best drill", "median", "recent"),
+    ("exercise", "runs", "passed", "best drill", "recent"),
+    ("exercise", "runs", "passed", "best drill"),
+    ("exercise", "passed", "best drill"),
+    ("exercise",),
+]
+STATS_FALLBACK = 3  # the first layout without the mistakes column
+STATS_GAP = 3  # SIMPLE_HEAD: padding on both sides and a (blank) rule between two columns
+
+
+def _stats_cells(r: dict) -> dict[str, Text]:
+    """One row of the `stats` table, every column."""
+    mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
+    recent = tuple((d["duration_s"], d["outcome"], d["budget_s"]) for d in r["recent_drills"])
+    return {
+        "exercise": Text(r["exercise"]),
+        "runs": Text(str(r["attempts"])),
+        "passed": Text(f"{r['pass_rate']:.0%}"),
+        "best drill": _vs_budget(r["best_drill_s"], r["best_vs_budget"], r["best_drill_budget_s"]),
+        "median": _vs_budget(r["median_drill_s"], r["median_vs_budget"], r["median_drill_budget_s"]),
+        "recent": sparkline(recent, r["budget_s"] or 0.0),
+        MISTAKES: Text(mistakes),
+    }
+
+
+def _stats_columns(headers: tuple[str, ...], rows: list[dict[str, Text]]):
+    from attnprep import layout
+
+    return [layout.Col([h, *(cells[h].plain for cells in rows)], wrap=h == MISTAKES,
+                       min_width=STATS_COLUMNS[h].get("min_width", 0)) for h in headers]
+
+
+def _vs_budget(seconds: float | None, ratio: float | None, budget_s: float | None) -> Text:
+    """``2:00 / 5:00``: a time, green within its budget, and that budget when there is one to show."""
     if seconds is None:
-        return Text("—", style="dim")
-    text = Text(history.format_duration(seconds), style="green" if budget_s and seconds <= budget_s else "yellow")
+        return Text("")
+    text = Text(history.format_duration(seconds), style="green" if ratio is not None and ratio <= 1 else "yellow")
     if budget_s:
         text.append(f" / {history.format_duration(budget_s)}", style="dim")
     return text
@@ -214,42 +275,49 @@ def stats(
     if as_json:
         typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
+    from attnprep import layout
+
     out = console()
     practised = [r for r in document["exercises"] if r["attempts"]]
     if not practised:
         out.print(Text.assemble("no runs recorded yet — ", ("`attnprep drill`", "bold"), " starts a timed one"))
         return
+    rows = [_stats_cells(r) for r in practised]
+    shown = layout.choose(out.width, STATS_LAYOUTS, lambda headers: _stats_columns(headers, rows), gap=STATS_GAP,
+                          slack=None, fallback_from=STATS_FALLBACK)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("exercise", no_wrap=True, style="bold")
-    table.add_column("runs", justify="right", no_wrap=True)
-    table.add_column("passed", justify="right", no_wrap=True)
-    table.add_column("best drill", justify="right", no_wrap=True)
-    table.add_column("median", justify="right", no_wrap=True)
-    table.add_column("recent", no_wrap=True)
-    table.add_column("most frequent mistakes", overflow="fold", ratio=1)
-    for r in practised:
-        mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"]) or "—"
-        recent = tuple((d["duration_s"], d["outcome"]) for d in r["recent_drills"])
-        table.add_row(
-            r["exercise"],
-            str(r["attempts"]),
-            f"{r['pass_rate']:.0%}",
-            _vs_budget(r["best_drill_s"], r["budget_s"]),
-            _vs_budget(r["median_drill_s"], r["budget_s"]),
-            sparkline(recent, r["budget_s"] or 0.0) if recent else Text("—", style="dim"),
-            Text(mistakes),
-        )
+    for header in shown:
+        table.add_column(header, **STATS_COLUMNS[header])
+    for cells in rows:
+        table.add_row(*(cells[h] for h in shown))
     out.print(table)
+    if MISTAKES not in shown and any(cells[MISTAKES].plain for cells in rows):  # below the table instead
+        out.print(Text(MISTAKES, style="bold"))
+        below = Table.grid(padding=(0, 2))
+        below.add_column(no_wrap=True, style="bold")
+        below.add_column()
+        for cells in rows:
+            if cells[MISTAKES].plain:
+                below.add_row(cells["exercise"], cells[MISTAKES])
+        out.print(below)
+    left_out = [h for h in STATS_LAYOUTS[0] if h not in shown and h != MISTAKES]
+    if left_out:
+        out.print(Text(f"not shown at this width: {', '.join(left_out)} (`attnprep stats --json` has them)", style="dim"))
     totals = document["totals"]
     out.print(
         Text(
             f"{totals['attempts']} runs, {totals['passes']} passed; "
-            f"{totals['drill_passes']} of {totals['drills']} drills passed in time. "
-            "recent: ▁ fast … █ the whole budget, ✗ timed out",
+            f"{totals['drill_passes']} of {totals['drills']} drills passed in time.",
             style="dim",
-        ),
-        soft_wrap=True,
+        )
+    )
+    out.print(
+        Text(
+            "best, median: passed drills, each against its own budget; "
+            f"recent drills: ▁ fast … █ the whole budget, ✗ timed out, {ABANDONED} abandoned",
+            style="dim",
+        )
     )
     untouched = [r["exercise"] for r in document["exercises"] if not r["attempts"]]
     if untouched:
-        out.print(Text(f"not practised yet: {', '.join(untouched)}", style="dim"), soft_wrap=True)
+        out.print(Text(f"not practised yet: {', '.join(untouched)}", style="dim"))

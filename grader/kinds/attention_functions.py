@@ -9,6 +9,7 @@ set are graded.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Any
 
@@ -63,9 +64,8 @@ class AttentionFunctions:
         return {"B": B, "H": self.configs[ci]["heads"], "T": T, "D": self.configs[ci]["dim"]}
 
     def call(self, functions, case: Case):
-        i = case.inputs
-        mask = None if i["attention_mask"] is None else i["attention_mask"].clone()
-        return functions[self.attention_name](i["q"].clone(), i["k"].clone(), i["v"].clone(), mask)
+        i = case.inputs  # the child compares them before and after: a change in place is named
+        return functions[self.attention_name](i["q"], i["k"], i["v"], i["attention_mask"])
 
     # --- child --------------------------------------------------------------------------------
 
@@ -80,13 +80,19 @@ class AttentionFunctions:
     def run(self, attempt, case: Case) -> dict[str, Any]:
         return {"out": first(self.call(attempt, case))}
 
-    def grad_leaves(self, attempt, case: Case):
+    def reference_grads(self, ci: int, zero_bias, case: Case):
+        case, leaves = self.grad_leaves(None, case, None)
+        outputs = {"out": first(self.call(self.solution(), case))}
+        total = sum((o.nan_to_num() * case.mask(n, tuple(o.shape)).to(o.dtype)).sum() for n, o in outputs.items())
+        total.backward()
+        return outputs, {n: p.grad for n, p in leaves.items() if p.grad is not None}
+
+    def grad_leaves(self, attempt, case: Case, built=None):
         inputs = dict(case.inputs)
         leaves = {}
         for k in ("q", "k", "v"):
             inputs[k] = leaves[k] = inputs[k].detach().clone().requires_grad_(True)
-        case.inputs = inputs
-        return case, leaves
+        return dataclasses.replace(case, inputs=inputs), leaves
 
     def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
         return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]

@@ -99,9 +99,8 @@ class AttentionModule:
 
     @staticmethod
     def call(module, case: Case):
-        i = case.inputs
-        mask = i["attention_mask"]
-        return module(i["x"].clone(), None if mask is None else mask.clone(), i["is_causal"])
+        i = case.inputs  # the child compares them before and after: a change in place is named
+        return module(i["x"], i["attention_mask"], i["is_causal"])
 
     # --- child --------------------------------------------------------------------------------
 
@@ -147,7 +146,7 @@ class AttentionModule:
             choice = answer.get("choice")
             if isinstance(choice, int) and 0 <= choice < len(options):
                 chosen = options[choice]
-        extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]
+        extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]  # noqa: E501
         if extra:
             r = extra[0]
             p = next(p for p in self.exercise.contract.params if p.name == r.name)
@@ -156,14 +155,31 @@ class AttentionModule:
         notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray]
         if not chosen.by_name:
             notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items() if role != layer] + notes
-        return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias))
+        return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed))
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         return {"out": first(self.call(attempt, case))}
 
-    def grad_leaves(self, attempt, case: Case):
+    def grad_leaves(self, attempt, case: Case, built: Built):
+        """The parameters, named by their contract role where mapped (``q_proj.weight``)."""
         attempt.zero_grad(set_to_none=True)
-        return case, dict(attempt.named_parameters())
+        role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed}
+        leaves = {}
+        for name, p in attempt.named_parameters():
+            layer, _, leaf = name.rpartition(".")
+            leaves[f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
+        return case, leaves
+
+    def reference_grads(self, ci: int, zero_bias, case: Case):
+        """The reference's outputs on ``case`` with gradients on, and its parameters' gradients
+        after the same backward (the graded outputs summed) as the child's."""
+        module = self._reference_module(ci, zero_bias)
+        outputs = {"out": first(self.call(module, case))}
+        total = sum((o.nan_to_num() * case.mask(n, tuple(o.shape)).to(o.dtype)).sum() for n, o in outputs.items())
+        total.backward()
+        grads = {n: p.grad for n, p in module.named_parameters() if p.grad is not None
+                 and not (n.endswith(".bias") and n.rsplit(".", 1)[0] in zero_bias)}
+        return outputs, grads
 
     def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
         owned = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
@@ -179,7 +195,7 @@ class AttentionModule:
             self._solution = getattr(importlib.import_module(self.exercise.solution_module), self.object)
         return self._solution
 
-    def reference(self, ci: int, zero_bias=frozenset()):
+    def _reference_module(self, ci: int, zero_bias=frozenset()):
         module = self.solution()(*self.args(ci)).eval()
         weights = self.role_weights(ci, zero_bias)
         with torch.no_grad():
@@ -188,6 +204,10 @@ class AttentionModule:
                 sub.weight.copy_(tensors["weight"])
                 if "bias" in tensors:
                     sub.bias.copy_(tensors["bias"])
+        return module
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        module = self._reference_module(ci, zero_bias)
         return lambda case: {"out": first(self.call(module, case))}
 
     def answer(self, question: dict) -> dict:

@@ -15,7 +15,7 @@ Where it runs:
 - *child* (the forked process that imports the attempt; the reference never enters it):
   :meth:`Kind.build`, :meth:`Kind.run`, :meth:`Kind.grad_leaves`, :meth:`Kind.device_tensors`,
   :meth:`Kind.child_extra`;
-- *parent* (the grading process): :meth:`Kind.reference`, :meth:`Kind.variant`,
+- *parent* (the grading process): :meth:`Kind.reference`, :meth:`Kind.reference_grads`, :meth:`Kind.variant`,
   :meth:`Kind.answer`, :meth:`Kind.allowed`, :meth:`Kind.extra_checks`,
   :meth:`Kind.extra_diagnoses`;
 - both: :attr:`configs`, :meth:`cases`, :meth:`expected_shapes`.
@@ -62,6 +62,7 @@ class Built:
     by_name: bool = True
     notes: list[MappingNote] = field(default_factory=list)
     zero_bias: list[str] = field(default_factory=list)  # roles graded with a zero bias
+    transposed: list[str] = field(default_factory=list)  # roles whose layer stores (in, out)
 
 
 class Kind(Protocol):
@@ -91,8 +92,10 @@ class Kind(Protocol):
         """Call the attempt on ``case`` (a script runs several calls) and return its named outputs;
         whatever the attempt raises propagates."""
 
-    def grad_leaves(self, attempt: Any, case: Case) -> tuple[Case, dict[str, torch.Tensor]]:
-        """The case prepared for a backward pass, and the leaves whose gradients are graded."""
+    def grad_leaves(self, attempt: Any, case: Case, built: Built) -> tuple[Case, dict[str, torch.Tensor]]:
+        """A copy of the case prepared for a backward pass, and the leaves whose gradients are
+        graded, named as :meth:`reference_grads` names the reference's (parameters by their
+        contract role: ``q_proj.weight``)."""
 
     def device_tensors(self, attempt: Any, case: Case) -> list[torch.Tensor]:
         """What lives on "the device" in the emulated GPU check: inputs, parameters, buffers."""
@@ -106,6 +109,10 @@ class Kind(Protocol):
         """Answer the child's question (the weight-mapping probe) with the reference, here."""
 
     def reference(self, ci: int, zero_bias: frozenset[str] = frozenset()) -> Runner: ...
+
+    def reference_grads(self, ci: int, zero_bias: frozenset[str], case: Case) -> tuple[Outputs, dict[str, torch.Tensor]]:
+        """The reference's outputs on ``case`` with gradients on, and its leaves' gradients after
+        the backward of the graded outputs' sum (what the child does to the attempt)."""
 
     def knobs(self) -> list[str]:
         """The mistake knobs that apply to this exercise, in the order they are tried."""
