@@ -314,11 +314,15 @@ class NormModules:
         modules = attempt[case.dtype]
         return {name: first(module(case.inputs["x"].clone())) for name, module in modules.items()}
 
-    def grad_leaves(self, attempt, case: Case):
+    def grad_leaves(self, attempt, case: Case, built: Built | None = None):
+        """The float32 modules' parameters, named by class and role (``LayerNorm.bias``) where
+        mapped, else by class and their own name."""
+        role_of = {param: role for role, param in (built.mapping if built is not None else {}).items()}
         leaves = {}
         for name, module in attempt["float32"].items():
             module.zero_grad(set_to_none=True)
-            leaves.update({f"{name}.{n}": p for n, p in module.named_parameters()})
+            for n, p in module.named_parameters():
+                leaves[role_of.get(f"{name}.{n}", f"{name}.{n}")] = p
         return case, leaves
 
     def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
@@ -361,6 +365,17 @@ class NormModules:
             return {name: first(m(x.clone())) for name, m in per_dtype[case.dtype].items()}
 
         return call
+
+    def reference_grads(self, ci: int, zero_bias, case: Case):
+        """The references' outputs on ``case`` (float32) with gradients on, and their parameters'
+        gradients after the backward of the outputs' sum (what the child does to the attempt)."""
+        modules = self._reference_modules(ci, case.dtype)
+        x = case.inputs["x"].double() if case.dtype in LOW_PRECISION else case.inputs["x"]
+        outputs = {name: first(m(x.clone())) for name, m in modules.items()}
+        total = sum((o.nan_to_num() * case.mask(n, tuple(o.shape)).to(o.dtype)).sum() for n, o in outputs.items())
+        total.backward()
+        grads = {f"{name}.{n}": p.grad for name, m in modules.items() for n, p in m.named_parameters() if p.grad is not None}
+        return outputs, grads
 
     def answer(self, question: dict) -> dict:
         """Which candidate order of a class's same-shaped parameters computes the reference."""

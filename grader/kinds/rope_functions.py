@@ -18,6 +18,7 @@ Exercise data (``[grading]``): ``configs`` (``head_dim``, ``heads``, ``cache_len
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 from typing import Any
@@ -217,13 +218,12 @@ class RopeFunctions:
     def run(self, attempt, case: Case) -> dict[str, Any]:
         return self.call(attempt, case)
 
-    def grad_leaves(self, attempt, case: Case):
-        inputs = dict(case.inputs)
-        leaves = {}
-        for k in ("x", "cos", "sin"):
-            inputs[k] = leaves[k] = inputs[k].detach().clone().requires_grad_(True)
-        case.inputs = inputs
-        return case, leaves
+    def grad_leaves(self, attempt, case: Case, built=None):
+        """A copy of the case whose x is a leaf. Not cos and sin: the cache holds every angle twice
+        (cat([freqs, freqs])), so an attempt that reads only the first half computes the same
+        rotation with other gradients for the cache."""
+        x = case.inputs["x"].detach().clone().requires_grad_(True)
+        return dataclasses.replace(case, inputs={**case.inputs, "x": x}), {"x": x}
 
     def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
         return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
@@ -281,6 +281,15 @@ class RopeFunctions:
             return self.call(functions, case)
 
         return call
+
+    def reference_grads(self, ci: int, zero_bias, case: Case):
+        """The reference's output on ``case`` with gradients on, and the gradient of x after the
+        backward of its sum (what the child does to the attempt)."""
+        case, leaves = self.grad_leaves(None, case)
+        outputs = self.call(self.solution(), case)
+        total = sum((o.nan_to_num() * case.mask(n, tuple(o.shape)).to(o.dtype)).sum() for n, o in outputs.items())
+        total.backward()
+        return outputs, {n: p.grad for n, p in leaves.items() if p.grad is not None}
 
     def answer(self, question: dict) -> dict:
         return {}
