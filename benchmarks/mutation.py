@@ -5,7 +5,8 @@ time (``ast`` + ``ast.unparse``): transposes dropped or moved, the softmax dim c
 dropped or taken over another size, comparisons flipped, ``tril``/``triu`` and their diagonal, mask
 lines dropped or negated, constants changed, matmul operands swapped, q/k/v swapped, ``repeat``
 for ``repeat_interleave``, split/concat/unpack orders, layer calls skipped (``self.o_proj(out)`` →
-``out``). Every mutant is run here, in-process, against the reference with the same seeded weights
+``out``), casts dropped (``h.to(x.dtype)`` → ``h``), a parameter dropped from a product or a sum
+(``self.weight * h`` → ``h``), a minus sign dropped (``-x2`` → ``x2``). Every mutant is run here, in-process, against the reference with the same seeded weights
 (copied by role name, not through the grader's mapping) on every graded case of every graded config:
 
 - *crashing*: it fails to import, build or run, or changes a parameter shape;
@@ -49,6 +50,7 @@ DELETE = object()  # replacement meaning "remove this statement"
 SOFTMAX = {"softmax", "log_softmax"}
 MASK_CALLS = {"masked_fill", "masked_fill_", "where"}
 SQRT = {"sqrt", "rsqrt"}
+CASTS = {"to", "float", "type_as", "half", "bfloat16", "double"}  # x.float(), h.to(dtype) …
 COMPARE_FLIPS = {
     ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),
     ast.GtE: (ast.Gt, ast.LtE), ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,), ast.Is: (ast.IsNot,),
@@ -80,6 +82,7 @@ class Mutant:
     passed: bool | None = None
     diagnoses: list[str] = field(default_factory=list)
     internal: str = ""
+    divergence: int | None = None  # the line the report points at as where it first goes wrong
 
 
 def _num(node: ast.AST):
@@ -303,6 +306,9 @@ def _edits(node: ast.AST, scope: Scope | None, parent: ast.AST):
         if isinstance(node.func, ast.Attribute) and _is_self_attr(node.func) and len(args) == 1 and not node.keywords:
             yield "layer_drop", f"skip the layer: `{_text(node)}` → `{_text(args[0])}`", C(args[0])
 
+        if name in CASTS and method and recv is not None:
+            yield "cast", f"drop the cast: `{_text(node)}` → `{_text(recv)}`", C(recv)
+
         if name in SQRT and len(args) == 1:
             arg = args[0]
             if name == "sqrt":
@@ -352,6 +358,10 @@ def _edits(node: ast.AST, scope: Scope | None, parent: ast.AST):
             yield "scale", f"drop `* {_text(drop)}`", C(keep)
             if scaley(R):
                 yield "scale", f"`* {_text(R)}` → `/ {_text(R)}`", ast.BinOp(C(L), ast.Div(), C(R))
+        if isinstance(node.op, (ast.Mult, ast.Add)) and (_is_self_attr(L) or _is_self_attr(R)):
+            keep, drop = (R, L) if _is_self_attr(L) else (L, R)
+            sign = "*" if isinstance(node.op, ast.Mult) else "+"
+            yield "param_drop", f"drop `{sign} {_text(drop)}`", C(keep)
         if isinstance(node.op, ast.MatMult):
             yield "matmul_swap", f"`{_text(L, 30)} @ {_text(R, 30)}` → operands swapped", ast.BinOp(C(R), ast.MatMult(), C(L))
         if isinstance(node.op, (ast.BitAnd, ast.BitOr)):
@@ -368,6 +378,9 @@ def _edits(node: ast.AST, scope: Scope | None, parent: ast.AST):
             m = C(node)
             m.ops = [alt()]
             yield "compare", f"`{OP_TEXT[type(node.ops[0])]}` → `{OP_TEXT[alt]}` in `{_text(node, 40)}`", m
+
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _num(node) is None:
+        yield "sign", f"drop the minus: `{_text(node)}` → `{_text(node.operand)}`", C(node.operand)
 
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
         yield "mask_negate", f"`{_text(node)}` → `{_text(node.operand)}`", C(node.operand)
@@ -519,6 +532,7 @@ class Oracle:
             self.kind.configs += [dict(c) for c in exercise.grading.get("probe_configs", [])]
         self.cases = {ci: self.kind.cases(ci) for ci in range(len(self.kind.configs))}
         self._want: dict[int, list] = {}
+        self._same: dict[int, list] = {}
 
     def want(self, ci: int):
         if ci not in self._want:
@@ -526,6 +540,20 @@ class Oracle:
             with self.torch.no_grad():
                 self._want[ci] = [{k: v.double() for k, v in call(case).items()} for case in self.cases[ci]]
         return self._want[ci]
+
+    def same(self, ci: int):
+        """The reference solution's own outputs when it is run as an attempt. Where a kind grades a
+        low precision against the exact result (``Case.tolerance``), these differ from ``want`` by
+        the rounding; a mutant equal to them is equivalent, not merely within tolerance."""
+        if ci not in self._same:
+            import importlib
+
+            namespace = vars(importlib.import_module(self.exercise.solution_module))
+            obj = self.build(namespace, ci)
+            with self.torch.no_grad():
+                self._same[ci] = [{k: v.double() for k, v in self.kind.run(obj, case).items()}
+                                  for case in self.cases[ci]]
+        return self._same[ci]
 
     def build(self, namespace: dict, ci: int):
         """The mutant's object for config ci, its parameters mapped and loaded as the grader does
@@ -552,7 +580,9 @@ class Oracle:
                 if exc.key != "contract.extra_bias":
                     raise
                 return float("inf"), True, f"config {ci}: {exc.params['layer']} has a bias the contract does not"
-            for case, wanted in zip(self.cases[ci], self.want(ci)):
+            low = any(case.tolerance is not None for case in self.cases[ci])
+            sames = self.same(ci) if low else [None] * len(self.cases[ci])
+            for case, wanted, same in zip(self.cases[ci], self.want(ci), sames):
                 with torch.no_grad():
                     outputs = self.kind.run(obj, case)
                 label = f"config {ci}, case {case.name!r}"
@@ -560,14 +590,20 @@ class Oracle:
                     got = outputs.get(name)
                     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
                         return float("inf"), True, f"{label}: {type(got).__name__} {tuple(getattr(got, 'shape', ()))}, expected {tuple(want.shape)}"
+                    if str(got.dtype).replace("torch.", "") != case.dtype:  # the grader's dtype check
+                        return float("inf"), True, f"{label}: {name} is {got.dtype}, expected {case.dtype}"
+                    rtol, atol = case.tolerance or (self.rtol, self.atol)  # a low precision: its own
                     mask = case.mask(name, tuple(want.shape))
                     g, w = got.double()[mask], want[mask]
                     if g.numel() == 0:
                         continue
                     if torch.isclose(g, w, rtol=0.0, atol=EQUIV_ATOL, equal_nan=True).all():
                         continue
+                    if case.tolerance is not None and torch.isclose(g, same[name][mask], rtol=0.0, atol=EQUIV_ATOL,
+                                                                     equal_nan=True).all():
+                        continue  # what the reference solution itself returns in that precision
                     err = (g - w).abs().nan_to_num(nan=float("inf")).max().item()
-                    outside = not bool(torch.isclose(g, w, rtol=self.rtol, atol=self.atol).all())
+                    outside = not bool(torch.isclose(g, w, rtol=rtol, atol=atol).all())
                     if (outside and not beyond) or (outside == beyond and err > worst):
                         where_worst = label
                     worst, beyond = max(worst, err), beyond or outside
@@ -641,6 +677,7 @@ def grade_all(mutants: list[Mutant], folder: Path) -> None:
             continue
         m.verdict, m.passed = r.verdict.value, r.passed
         m.diagnoses = [d.id for d in r.diagnoses]
+        m.divergence = r.divergence.line if getattr(r, "divergence", None) is not None else None
         if r.internal:
             m.internal = r.error.message.key if r.error else "internal"
 
@@ -651,6 +688,7 @@ def summarise(exercise_id: str, mutants: list[Mutant]) -> dict:
     killed = [m for m in changing if m.passed is False and not m.internal]
     diag = Counter(d for m in killed for d in m.diagnoses[:1])
     named = sum(1 for m in killed if m.diagnoses)
+    pointed = sum(1 for m in killed if m.divergence is not None)
     return {
         "exercise": exercise_id,
         "mutants": len(mutants),
@@ -661,6 +699,8 @@ def summarise(exercise_id: str, mutants: list[Mutant]) -> dict:
         "killed": len(killed),
         "kill_rate": round(len(killed) / len(changing), 4) if changing else None,
         "named": named,
+        "pointed": pointed,  # killed with a line where it first goes wrong
+        "named_or_pointed": sum(1 for m in killed if m.diagnoses or m.divergence is not None),
         "verdicts": dict(Counter(m.verdict for m in killed).most_common()),
         "diagnoses": dict(diag.most_common()),
         "crashing_not_failed": [m.id for m in mutants if m.status == "crashing" and m.passed is not False],

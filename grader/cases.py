@@ -34,6 +34,8 @@ class Case:
     observe: bool = False  # record softmax / matmuls on this case (heat-map, shapes, row sums)
     picture: bool = False  # record the attention probabilities: a candidate for the heat-map
     grads: bool = False  # the case run once more with gradients on (no fully masked row: no NaN)
+    dtype: str = "float32"  # the dtype every output must have (the input's: bfloat16 for a bfloat16 case)
+    tolerance: tuple[float, float] | None = None  # (rtol, atol) for this case; None: the grader's float32 one
 
     def mask(self, output: str, shape: tuple[int, ...]) -> torch.Tensor:
         """Where ``output`` is graded, expanded to its shape (everywhere when not said)."""

@@ -21,7 +21,7 @@ import torch
 
 from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
-from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, graph_nodes
+from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -167,9 +167,10 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     config = ConfigReply(ci, mapping=built.mapping, by_name=built.by_name,
                          notes=[[n.kind, n.role, n.layer] for n in built.notes], zero_bias=list(built.zero_bias))
     cases = kind.cases(ci)
+    forbidden = forbidden_functions(kind.exercise.grading.get("forbidden_functions", ()))
     for case in cases:
         _move(case, device)
-        observer = Observer(*case.seq)
+        observer = Observer(*case.seq, forbidden=forbidden)
         torch.manual_seed(EVAL_SEED if case.check == "eval" else 0)
         # the attempt gets copies; a copy that differs afterwards was changed in place
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v

@@ -48,19 +48,23 @@ class Compared:
     diff: OutputDiff
 
 
-def close(got: torch.Tensor, want: torch.Tensor, where: torch.Tensor, equal_nan: bool = False) -> bool:
-    return bool(torch.isclose(got[where], want[where], rtol=RTOL, atol=ATOL, equal_nan=equal_nan).all())
+def close(got: torch.Tensor, want: torch.Tensor, where: torch.Tensor, equal_nan: bool = False,
+          tolerance: tuple[float, float] | None = None) -> bool:
+    rtol, atol = tolerance or (RTOL, ATOL)
+    return bool(torch.isclose(got[where], want[where], rtol=rtol, atol=atol, equal_nan=equal_nan).all())
 
 
 def _index(t: torch.Tensor) -> tuple[int, ...]:
     return tuple(int(i) for i in t.nonzero()[0])
 
 
-def output_diff(case: str, config: dict, output: str, got: torch.Tensor, want: torch.Tensor, where: torch.Tensor) -> OutputDiff:
+def output_diff(case: str, config: dict, output: str, got: torch.Tensor, want: torch.Tensor, where: torch.Tensor,
+                tolerance: tuple[float, float] | None = None) -> OutputDiff:
     """torch.testing.assert_close's order: mismatched count, then the greatest differences."""
-    bad = ~torch.isclose(got, want, rtol=RTOL, atol=ATOL) & where
+    rtol, atol = tolerance or (RTOL, ATOL)
+    bad = ~torch.isclose(got, want, rtol=rtol, atol=atol) & where
     fields: dict = dict(case=case, config=config, output=output, mismatched=int(bad.sum()), total=int(where.sum()),
-                        atol=ATOL, rtol=RTOL)
+                        atol=atol, rtol=rtol)
     nonfinite = where & ~torch.isfinite(got)
     if nonfinite.any():
         idx = _index(nonfinite)
@@ -191,8 +195,8 @@ class Judge:
                         shape_problems.append(msg("check.shapes.bad", case=case.name, output=name,
                                                   got=str(tuple(run["shape"])), expected=str(shape)))
                         continue
-                    if run.get("dtype") != "float32" and not dtype_problems:
-                        dtype_problems.append(msg("check.dtype.bad", dtype=run.get("dtype"), expected="float32"))
+                    if run.get("dtype") != case.dtype and not dtype_problems:
+                        dtype_problems.append(msg("check.dtype.bad", dtype=run.get("dtype"), expected=case.dtype))
                     got = decode_tensor(run)
                     if got is None:
                         shape_problems.append(msg("check.shapes.bad", case=case.name, output=name, got="?", expected=str(shape)))
@@ -210,8 +214,8 @@ class Judge:
                     if not torch.isfinite(got[where]).all() and case.name not in nonfinite:
                         nonfinite.append(case.name)
                     want = wanted[name].double()
-                    if differs is None and not close(got, want, where):
-                        differs = output_diff(case.name, kind.config_params(ci), name, got, want, where)
+                    if differs is None and not close(got, want, where, tolerance=case.tolerance):
+                        differs = output_diff(case.name, kind.config_params(ci), name, got, want, where, case.tolerance)
                 if differs is not None:
                     mismatches += 1
                     self.failed_cases.append(Compared(case, ci, differs))
@@ -224,7 +228,7 @@ class Judge:
                     if case.base_rows:
                         base = base[case.base_rows[0] : case.base_rows[1]]
                     where = case.unchanged_mask(name, tuple(mine.shape))
-                    if not close(mine, base, where, equal_nan=True):
+                    if not close(mine, base, where, equal_nan=True, tolerance=case.tolerance):
                         delta = (mine - base).abs()[where].nan_to_num(nan=math.inf).max().item()
                         leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
                         break
@@ -459,7 +463,7 @@ class Judge:
                         if want.shape != got.shape:
                             return False
                         where = torch.ones_like(got, dtype=torch.bool) if all_positions else case.mask(name, tuple(got.shape))
-                        if not close(got, want, where, equal_nan=True):
+                        if not close(got, want, where, equal_nan=True, tolerance=case.tolerance):
                             return False
             return True
 
@@ -482,6 +486,7 @@ class Judge:
             found.append(Diagnosis(mistake_id, self._evidence(mistake_id, knob, configs)))
         for d in self._evidence_only(configs):
             if d.id not in seen:
+                seen.add(d.id)
                 found.append(d)
         made = {d.id for d in found}
         return [d for d in found if variants.SUPERSEDED_BY.get(d.id) not in made]
@@ -560,6 +565,9 @@ class Judge:
         device = next((c for c in self.checks if c.id == "device" and c.passed is False), None)
         if device is not None and "tensor_without_device" in ids:
             found.append(Diagnosis("tensor_without_device", (device.message.params["detail"],)))
+        dtype = next((c for c in self.checks if c.id == "dtype" and c.passed is False), None)
+        if dtype is not None and "output_dtype_not_kept" in ids:
+            found.append(Diagnosis("output_dtype_not_kept", (dtype.message,)))
         if configs and configs[0].extra is not None:
             found.extend(d for d in self.kind.extra_diagnoses(configs[0].extra) if d.id in ids)
         obs = configs[0].observed if configs else None

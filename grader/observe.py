@@ -53,17 +53,44 @@ class Observation:
     dropout_in_eval: bool = False
 
 
+def forbidden_functions(names) -> dict:
+    """The torch functions an exercise forbids (``[grading] forbidden_functions``: dotted names such
+    as ``"F.layer_norm"``, ``"torch.rms_norm"`` or ``"torch.ops.aten.native_layer_norm"``, ``F.``
+    being ``torch.nn.functional.``), each mapped to the name the report shows: the name itself, or
+    its value when the names are a table. Names this torch build does not have are skipped.
+
+    These are recognised by the Python function called (this observer is a TorchFunctionMode), which
+    is what tells ``F.rms_norm`` apart: on the CPU it decomposes into the very aten ops (pow, mean,
+    rsqrt, mul) a hand-written RMSNorm runs, so no dispatch-level watch can see it."""
+    shown = dict(names) if isinstance(names, dict) else {n: n for n in names}
+    found = {}
+    for name, display in shown.items():
+        path = name.replace("F.", "torch.nn.functional.", 1) if name.startswith("F.") else name
+        obj = sys.modules.get("torch") if path.split(".")[0] == "torch" else None
+        for part in path.split(".")[1:]:
+            obj = getattr(obj, part, None)
+        if obj is not None and callable(obj):
+            found[obj] = display
+            overloads = getattr(obj, "overloads", None)  # torch.ops.aten.<op>: its .default … too
+            if isinstance(obj, torch._ops.OpOverloadPacket) and callable(overloads):
+                found.update({getattr(obj, o): display for o in overloads()})
+    return found
+
+
 class Observer(TorchFunctionMode):
-    def __init__(self, seq_q: int, seq_k: int, training: bool = False):
+    def __init__(self, seq_q: int, seq_k: int, training: bool = False, forbidden: dict | None = None):
         super().__init__()
         self.seq_q, self.seq_k = seq_q, seq_k
         self.training = training
+        self.forbidden = forbidden or {}  # an exercise's own built-ins (see forbidden_functions)
         self.obs = Observation()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _BUILTINS:
             self.obs.builtins.add(_BUILTINS[func])
+        elif func in self.forbidden:
+            self.obs.builtins.add(self.forbidden[func])
         if _called_from_solutions():
             self.obs.builtins.add("attnprep's reference solution")
         out = func(*args, **kwargs)

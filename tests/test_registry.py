@@ -69,6 +69,18 @@ SPEC = {
         "constructor": "d_model, num_heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, "
         "qk_rope_head_dim, v_head_dim, rope_theta=10000.0",
     },
+    # the second wave
+    "rope": {
+        "kind": "rope_functions",
+        "objects": ("rope_cache", "apply_rope"),
+        "signatures": {"rope_cache": "seq_len, head_dim, theta=10000.0, device=None",
+                       "apply_rope": "x, cos, sin, positions=None"},
+    },
+    "norms": {
+        "kind": "norm_modules",
+        "objects": ("RMSNorm", "LayerNorm"),
+        "constructors": {"RMSNorm": "dim, eps=1e-6", "LayerNorm": "dim, eps=1e-5"},
+    },
 }
 
 ORDER = {"causal": 0, "mha": 1, "mha_fused": 2, "mqa": 3, "gqa": 4, "mla": 5}
@@ -98,8 +110,10 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
-    if exercise_id in ("causal", "sliding_window", "sdpa"):
+    if exercise_id in ("causal", "sliding_window", "sdpa", "rope"):
         return {}
+    if exercise_id == "norms":
+        return {}  # parameters of the classes themselves, not contract layers: see test_ex_norms
     d, h = a["d_model"], a["num_heads"]
     hd = d // h
     if exercise_id == "mha":
@@ -140,11 +154,16 @@ _PROJECTED = lambda ex: _MODULE(ex) or _CACHED(ex)  # noqa: E731  (d_model, head
 _KV_CACHE = lambda ex: ex.id == "kv_cache"  # noqa: E731
 _MLA_DECODE = lambda ex: ex.id == "mla_decode"  # noqa: E731
 _LATENT = lambda ex: ex.id in ("mla", "mla_decode")  # noqa: E731
+_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules")  # noqa: E731  (scores, softmax, masks)
+_ROPE = lambda ex: ex.id == "rope"  # noqa: E731
+_NORMS = lambda ex: ex.id == "norms"  # noqa: E731
 
 
 def _k_as_wide_as_v(ex) -> bool:
     """attn @ k computes a wrong output, rather than crashing, only if a key is as wide as a value in
     every graded config; in mla a key has nope + rope features and a value v_head_dim."""
+    if not _ATTENTION(ex):
+        return False
     if _SDPA(ex):
         return all(c["E"] == c["Ev"] for c in ex.grading["configs"])
     if ex.id == "mla_decode":  # the absorbed form attends over latents: keys are [c; rope], values c
@@ -155,25 +174,25 @@ def _k_as_wide_as_v(ex) -> bool:
 
 
 MISTAKE_APPLIES = {
-    "missing_scale": lambda ex: True,
+    "missing_scale": _ATTENTION,
     "scale_d_model": _PROJECTED,
-    "scale_inverted": lambda ex: True,
-    "scale_by_dim": lambda ex: True,
-    "softmax_wrong_dim": lambda ex: True,
-    "scores_k_q_swapped": lambda ex: not _SDPA(ex) and not _CACHED(ex),  # L != S / (T_new, S): k @ q^T raises
+    "scale_inverted": _ATTENTION,
+    "scale_by_dim": _ATTENTION,
+    "softmax_wrong_dim": _ATTENTION,
+    "scores_k_q_swapped": lambda ex: _ATTENTION(ex) and not _SDPA(ex) and not _CACHED(ex),  # L != S / (T_new, S): k @ q^T raises
     "attn_times_k": _k_as_wide_as_v,
     "split_heads_no_transpose": lambda ex: _MODULE(ex) or _KV_CACHE(ex),  # the absorbed form splits no heads
     "merge_heads_no_transpose": _PROJECTED,
-    "mask_after_softmax": lambda ex: True,
-    "mask_fill_zero": lambda ex: True,
+    "mask_after_softmax": _ATTENTION,
+    "mask_fill_zero": _ATTENTION,
     "padding_mask_inverted": _PADDING,
     "padding_mask_ignored": _PADDING,
     "padding_mask_on_queries": _PADDING,
     "masks_combined_or": _PADDING,  # any attempt that combines causal and padding masks in one
-    "causal_masks_diagonal": lambda ex: True,
-    "causal_leaks_next": lambda ex: True,
-    "causal_inverted": lambda ex: not _WINDOWED(ex),
-    "causal_ignored": lambda ex: True,
+    "causal_masks_diagonal": _ATTENTION,
+    "causal_leaks_next": _ATTENTION,
+    "causal_inverted": lambda ex: _ATTENTION(ex) and not _WINDOWED(ex),
+    "causal_ignored": _ATTENTION,
     "causal_flag_inverted": lambda ex: "is_causal" in ex.contract.forward,
     "causal_mask_inverted": lambda ex: _CAUSAL_FUNCTIONS(ex) and not _WINDOWED(ex),
     "window_off_by_one": _WINDOWED,
@@ -222,8 +241,31 @@ MISTAKE_APPLIES = {
     "mla_cache_before_norm": _MLA_DECODE,
     "mla_scale_kv_rank": _MLA_DECODE,
     "mla_decompressed_prefix": _MLA_DECODE,
-    "tensor_without_device": lambda ex: True,
+    "tensor_without_device": lambda ex: _ATTENTION(ex) or _ROPE(ex),  # rope: arange(T) without device
     "used_builtin": lambda ex: True,
+    "output_dtype_not_kept": lambda ex: _ROPE(ex) or _NORMS(ex),  # graded in bfloat16 / float16
+    "rope_interleaved_pairs": _ROPE,
+    "rope_emb_repeat_interleave": _ROPE,
+    "rotate_half_cos_sin_swapped": _ROPE,
+    "rotate_half_sign_flipped": _ROPE,
+    "rope_exponent_arange_half": _ROPE,
+    "rope_inv_freq_not_inverted": _ROPE,
+    "rope_theta_ignored": _ROPE,
+    "rope_positions_ignored": _ROPE,
+    "norm_unbiased_variance": _NORMS,
+    "layernorm_unbiased_std_eps": _NORMS,
+    "norm_eps_outside_sqrt": _NORMS,
+    "norm_wrong_dim": _NORMS,
+    "norm_weight_not_applied": _NORMS,
+    "layernorm_bias_not_applied": _NORMS,
+    "rmsnorm_subtracts_mean": _NORMS,
+    "layernorm_no_mean": _NORMS,
+    "norm_no_upcast": _NORMS,
+    "norm_eps_convention": _NORMS,
+    "norm_eps_ignored": _NORMS,
+    "norm_eps_missing": _NORMS,
+    "norm_rsqrt_inverted": _NORMS,
+    "rmsnorm_one_plus_weight": _NORMS,
 }
 
 IDS = sorted(SPEC)  # the exercises written out above; the registry may hold more
@@ -428,6 +470,12 @@ def test_contract_matches_spec(exercise_id):
         _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
         _same_signature(_args(ex.contract.forward), MODULE_FORWARD, annotations=False)
         assert ex.contract.returns == "(B, T, d_model)"
+    elif spec["kind"] == "norm_modules":
+        assert ex.contract.params == ()  # each class's own parameters: [grading] params
+        assert {n: ex.grading["eps"][n] for n in spec["objects"]} == {
+            n: _defaults(_args(c))["eps"] for n, c in spec["constructors"].items()}
+        assert {n: tuple(r) for n, r in ex.grading["params"].items()} == {"RMSNorm": ("weight",), "LayerNorm": ("weight", "bias")}
+        _same_signature(_args(ex.contract.forward), "x", annotations=False)
     elif spec["kind"] == "cached_module":
         _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
         _same_signature(_args(ex.contract.forward), CACHED_FORWARD, annotations=False)
@@ -504,12 +552,13 @@ def test_stub_renders_to_python_stating_the_contract(exercise_id):
     assert exercises.detect(source) == exercise_id
     tree = ast.parse(compile(source, f"{exercise_id}.py", "exec", flags=ast.PyCF_ONLY_AST))
     doc = ast.get_docstring(tree)
-    assert doc and f"attnprep hint {exercise_id}" in doc and "scaled_dot_product_attention" in doc
+    assert doc and f"attnprep hint {exercise_id}" in doc
     assert ex.contract.details.splitlines()[0] in doc
     if ex.contract.kind == "cached_module":  # no padding: the cache and the calls are the contract
         assert "prefill" in doc and "cache" in doc
     elif "attention_mask" in ex.contract.forward:
         assert "True = real token" in doc
+    assert all(name in doc for name in ex.contract.objects)
     for p in ex.contract.params:
         assert f"self.{p.name} = " in doc, p.name
     imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
@@ -532,11 +581,18 @@ def test_stub_signatures_match_the_contract(exercise_id):
         _same_signature(_without_self(methods["__init__"].args), ex.contract.constructor, annotations=True)
         _same_signature(_without_self(methods["forward"].args), ex.contract.forward, annotations=True)
         _same_signature(_without_self(methods["__init__"].args), SPEC[exercise_id]["constructor"], annotations=False)
+    elif ex.contract.kind == "norm_modules":
+        for name, constructor in SPEC[exercise_id]["constructors"].items():
+            cls = top[name]
+            assert any(isinstance(b, ast.Attribute) and b.attr == "Module" for b in cls.bases)
+            methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+            _same_signature(_without_self(methods["__init__"].args), constructor, annotations=False)
+            _same_signature(_without_self(methods["forward"].args), ex.contract.forward, annotations=True)
     else:
         for name, signature in SPEC[exercise_id]["signatures"].items():
             assert isinstance(top[name], ast.FunctionDef)
             _same_signature(top[name].args, signature, annotations=False)
-        _same_signature(top[ex.contract.objects[1]].args, ex.contract.forward, annotations=True)
+        _same_signature(top[ex.contract.objects[-1]].args, ex.contract.forward, annotations=True)
 
 
 @pytest.mark.parametrize("exercise_id", MODULE_IDS)
@@ -630,6 +686,9 @@ def test_reference_solution_signatures_match_the_contract(exercise_id):
     if ex.contract.kind in ("attention_module", "cached_module"):
         cls = getattr(module, ex.contract.objects[0])
         pairs = [(cls.__init__, ex.contract.constructor), (cls.forward, ex.contract.forward)]
+    elif ex.contract.kind == "norm_modules":
+        pairs = [(getattr(module, n).__init__, c) for n, c in SPEC[exercise_id]["constructors"].items()]
+        pairs += [(getattr(module, n).forward, ex.contract.forward) for n in ex.contract.objects]
     else:
         pairs = [(getattr(module, n), SPEC[exercise_id]["signatures"][n]) for n in ex.contract.objects]
     for fn, expected in pairs:

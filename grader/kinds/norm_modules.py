@@ -1,0 +1,426 @@
+"""Kind ``norm_modules``: normalisation layers as ``nn.Module`` classes, ``Cls(dim[, eps])``, whose
+``forward(x)`` normalises over the last dim of an input of any rank and keeps its shape and dtype.
+
+The contract's objects are the classes (``RMSNorm`` and ``LayerNorm``); every case runs all of them
+on the same input and grades each one's output under its class name. Each class's parameters (all
+of shape ``(dim,)``) are mapped to its roles by name, else by common aliases (``gamma`` / ``beta``,
+``scale`` / ``shift``, the Annotated Transformer's ``a_2`` / ``b_2``), else by order, the grading
+process choosing among ambiguous orders, and loaded with seeded non-trivial values. Besides float32
+inputs of rank 2 to 4 (tiny values, where eps matters; an offset), the module and its input are
+graded in bfloat16 and in float16 (values of a few hundred, whose squares overflow float16), to four
+ulps of that dtype against the exact result, which must come back in that dtype.
+
+Exercise data (``[grading]``): ``configs`` (``dim`` and an optional ``eps``: when absent the classes
+are built without it, so their defaults are graded); ``models``, the norm each object is
+(``"rms"`` or ``"layer"``); ``params``, each object's roles; ``eps``, the contract's defaults;
+``knobs``, the mistakes tried, in order (a sub-variant ``:rms`` or ``:ln`` restricts a mistake to
+that norm); ``forbidden_functions``, the built-ins (read by the child's observer).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import itertools
+from typing import Any
+
+import torch
+
+from attnprep.grader.cases import Case, generator
+from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.result import Check, Diagnosis, MappingNote, msg
+from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
+
+LOW_PRECISION = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+FP16_SCALE = 400.0  # |x| of a few hundred: x² overflows float16 (max 65504) unless upcast
+TINY = 1e-3  # mean(x²) ~ 1e-6: eps (1e-6 .. 1e-3) decides the output
+ALIASES = {  # role -> names other implementations give it, best first
+    "weight": ("weight", "gamma", "scale", "g", "w", "a_2", "alpha", "gain"),
+    "bias": ("bias", "beta", "shift", "b", "b_2", "offset"),
+}
+SHORT = {"rms": "rms", "layer": "ln"}  # the sub-variant suffix of each model
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) of four ulps at 1 of ``dtype``, against the exact (float64) result."""
+    eps = torch.finfo(dtype).eps
+    return 4 * eps, 4 * eps
+
+
+# --- the functional form of the references and their mistakes (knobs) ---------------------------
+
+
+def _parse(knob: str) -> tuple[str, str]:
+    mistake, _, part = knob.partition(":")
+    return mistake, part
+
+
+def _applies(knob: str, model: str) -> bool:
+    """Does ``knob`` put its mistake into the norm ``model``? A sub-variant that starts with
+    ``rms`` or ``ln`` (``:rms``, ``:ln_affine``, ``:rms=1e-5``) restricts it to that norm."""
+    _, part = _parse(knob)
+    target = part.split("=")[0].split("_")[0]
+    return target not in ("rms", "ln") or target == SHORT[model]
+
+
+EPS_MISTAKES = ("norm_eps_convention", "norm_eps_ignored", "norm_eps_missing")  # they change eps only
+
+
+def knobs_for(knob, model: str) -> tuple[str, str]:
+    """(the knob that sets eps, the knob that changes the computation) of the norm ``model``, from
+    one knob or several made together (the judge tries pairs when no single one explains)."""
+    knobs = (knob,) if isinstance(knob, str) else tuple(knob)
+    applying = [k for k in knobs if k and _applies(k, model)]
+    eps = next((k for k in applying if _parse(k)[0] in EPS_MISTAKES), "")
+    other = next((k for k in applying if _parse(k)[0] not in EPS_MISTAKES), "")
+    return eps, other
+
+
+def eps_for(model: str, config: dict, default: float, knob: str) -> float:
+    """The eps the attempt's module uses: the config's, else its default (the contract's unless
+    a convention knob says otherwise); an eps-ignored knob always uses the contract's."""
+    mistake, part = _parse(knob)
+    if mistake == "norm_eps_missing" and _applies(knob, model):
+        return 0.0
+    if mistake == "norm_eps_ignored" and _applies(knob, model):
+        return default
+    if "eps" in config:
+        return float(config["eps"])
+    if mistake == "norm_eps_convention":
+        if part == "swapped":
+            return {"rms": 1e-5, "layer": 1e-6}[model]
+        name, _, value = part.partition("=")
+        if name == SHORT[model]:
+            return float(value)
+    return default
+
+
+def norm(model: str, x: torch.Tensor, weights: dict, eps: float, knob: str = "") -> torch.Tensor:
+    """The output of the norm ``model`` ("rms" or "layer") on x, or with a mistake, in x's dtype: the
+    statistics in float64 (in x's dtype for ``norm_no_upcast``), then, as the contract's modules
+    do, cast back to x's dtype and scaled there (a float16 result above 65504 is inf)."""
+    mistake, part = _parse(knob) if _applies(knob, model) else ("", "")
+    compute = x.dtype if mistake == "norm_no_upcast" else torch.float64
+    h = x.to(compute)
+    dim = 1 if mistake == "norm_wrong_dim" else -1
+    y = _normalised(model, h, dim, eps, mistake, part).to(x.dtype)
+    w = weights["weight"].to(x.dtype)
+    if model == "rms":
+        if mistake == "norm_weight_not_applied":
+            return y
+        return (1 + w) * y if mistake == "rmsnorm_one_plus_weight" else w * y
+    b = weights["bias"].to(x.dtype)
+    if mistake == "norm_weight_not_applied":
+        return y if part == "ln_affine" else y + b
+    return w * y if mistake == "layernorm_bias_not_applied" else w * y + b
+
+
+def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str, part: str) -> torch.Tensor:
+    """x normalised, before the weight and bias."""
+    if model == "rms":
+        if mistake == "rmsnorm_subtracts_mean":
+            centred = h - h.mean(dim, keepdim=True)
+            h, ms = (centred, centred.pow(2).mean(dim, keepdim=True)) if part != "numerator" else (
+                centred, h.pow(2).mean(dim, keepdim=True))
+        else:
+            ms = h.pow(2).mean(dim, keepdim=True)  # (..., 1)
+        if mistake == "norm_rsqrt_inverted":
+            return h * torch.sqrt(ms + eps)
+        if mistake == "norm_eps_outside_sqrt":
+            return h / (ms.sqrt() + eps)
+        return h * torch.rsqrt(ms + eps)
+    n = h.shape[dim]
+    mean = h.mean(dim, keepdim=True)
+    centred = h - mean
+    if mistake == "layernorm_no_mean" and part == "mean_square":
+        centred = h
+        var = h.pow(2).mean(dim, keepdim=True)
+    else:
+        var = centred.pow(2).mean(dim, keepdim=True)  # (..., 1), biased
+        if mistake == "layernorm_no_mean":
+            centred = h  # the variance is right, the numerator is not centred
+    if mistake in ("norm_unbiased_variance", "layernorm_unbiased_std_eps"):
+        var = var * n / (n - 1)
+    if mistake == "norm_rsqrt_inverted":
+        return centred * torch.sqrt(var + eps)
+    if mistake in ("norm_eps_outside_sqrt", "layernorm_unbiased_std_eps"):
+        return centred / (var.sqrt() + eps)
+    return centred * torch.rsqrt(var + eps)
+
+
+# --- the kind -----------------------------------------------------------------------------------
+
+
+class NormModules:
+    probes = frozenset({"gradients", "device"})  # rows are independent: equality on every case says it
+    token_axis = 1
+
+    def __init__(self, exercise, seed: int):
+        self.exercise = exercise
+        self.seed = seed
+        grading = exercise.grading
+        self.objects: tuple[str, ...] = tuple(exercise.contract.objects)
+        self.models: dict[str, str] = dict(zip(self.objects, grading["models"]))
+        self.roles: dict[str, list[str]] = {n: list(grading["params"][n]) for n in self.objects}
+        self.defaults: dict[str, float] = {n: float(grading["eps"][n]) for n in self.objects}
+        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
+        self._solution = None
+
+    # --- shared -------------------------------------------------------------------------------
+
+    def cases(self, ci: int) -> list[Case]:
+        dim = self.configs[ci]["dim"]
+        g = generator(self.seed, ci, "norm cases")
+
+        def draw(*shape: int) -> torch.Tensor:
+            return torch.randn(*shape, dim, generator=g)
+
+        def case(name: str, x: torch.Tensor, **more) -> Case:
+            rows = x.reshape(-1, dim).shape[0]
+            return Case(name, {"x": x}, torch.ones(1, rows, dtype=torch.bool), (rows, dim), **more)
+
+        def low(dtype_name: str) -> dict:
+            return {"dtype": dtype_name, "tolerance": tolerance(LOW_PRECISION[dtype_name])}
+
+        main = draw(2, 7)
+        return [
+            case("x (2, 7, dim)", main, observe=True),
+            case("x (5, dim)", draw(5)),
+            case("x (2, 3, 4, dim)", draw(2, 3, 4)),
+            case("tiny x (2, 4, dim) * 1e-3: eps matters", draw(2, 4) * TINY),
+            case("x (3, dim) + 3: a large mean", draw(3) * 0.5 + 3.0),
+            case("bfloat16 module and x (2, 7, dim)", draw(2, 7).to(torch.bfloat16), **low("bfloat16")),
+            case("float16 module and x (2, 7, dim) * 400", (draw(2, 7) * FP16_SCALE).to(torch.float16),
+                 **low("float16")),
+            case("x (1, 1, dim)", draw(1, 1)),
+        ]
+
+    def config_params(self, ci: int) -> dict[str, Any]:
+        return dict(self.configs[ci])
+
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        """Sizes by the names shapes are written with: ``(N, dim)``, ``(B, T, dim)``, ``(B, H, T, dim)``."""
+        shape = tuple(case.inputs["x"].shape)
+        names = {2: ("N", "dim"), 3: ("B", "T", "dim"), 4: ("B", "H", "T", "dim")}.get(len(shape), ())
+        return {**dict(zip(names, shape)), "dim": self.configs[ci]["dim"]}
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(case.inputs["x"].shape) for name in self.objects}
+
+    def args(self, ci: int) -> list:
+        c = self.configs[ci]
+        return [c["dim"]] + ([c["eps"]] if "eps" in c else [])
+
+    def role_weights(self, ci: int) -> dict[str, dict[str, torch.Tensor]]:
+        """Seeded values per class and role: weights 1 ± 0.5, biases ± 0.5 (so that each shows)."""
+        dim = self.configs[ci]["dim"]
+        g = generator(self.seed, ci, "norm weights")
+        out: dict[str, dict[str, torch.Tensor]] = {}
+        for name in self.objects:
+            out[name] = {}
+            for role in self.roles[name]:
+                noise = 0.5 * torch.randn(dim, generator=g)
+                out[name][role] = 1.0 + noise if role == "weight" else noise
+        return out
+
+    # --- child --------------------------------------------------------------------------------
+
+    def _classes(self, namespace: dict) -> dict[str, type]:
+        found = [n for n, v in namespace.items() if inspect.isclass(v) and issubclass(v, torch.nn.Module)
+                 and v.__module__ == namespace.get("__name__")]
+        classes = {}
+        for name in self.objects:
+            cls = namespace.get(name)
+            if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
+                others = [f for f in found if f not in self.objects]
+                if others:
+                    raise ContractError("contract.no_class_found", name=name, found=", ".join(others))
+                raise ContractError("contract.no_class", name=name)
+            classes[name] = cls
+        return classes
+
+    def _options(self, name: str, module: torch.nn.Module, dim: int) -> list[dict[str, str]]:
+        """Candidate maps role -> parameter name of one module: by name, aliases, then order."""
+        params = [(n, p) for n, p in module.named_parameters() if tuple(p.shape) == (dim,)]
+        roles = self.roles[name]
+        named = {r: r for r in roles if any(n == r for n, _ in params)}
+        rest_roles = [r for r in roles if r not in named]
+        rest = [n for n, _ in params if n not in named.values()]
+        if len(rest) < len(rest_roles):
+            found = ", ".join(f"{n} {tuple(p.shape)}" for n, p in module.named_parameters()) or "none"
+            raise ContractError("norm_modules.no_param", cls=name, dim=dim, roles=", ".join(roles), found=found)
+
+        def score(role: str, param: str) -> int:
+            leaf = param.rsplit(".", 1)[-1].lower()
+            aliases = ALIASES.get(role, (role,))
+            return aliases.index(leaf) if leaf in aliases else len(aliases)
+
+        options = []
+        for chosen in itertools.permutations(rest, len(rest_roles)):
+            options.append({**named, **dict(zip(rest_roles, chosen))})
+        # best aliases first, then registration order
+        options.sort(key=lambda o: sum(score(r, o[r]) for r in rest_roles))
+        return options
+
+    def build(self, namespace: dict, ci: int, channel) -> Built:
+        classes = self._classes(namespace)
+        dim = self.configs[ci]["dim"]
+        weights = self.role_weights(ci)
+        modules: dict[str, torch.nn.Module] = {}
+        mapping: dict[str, str] = {}
+        notes: list[MappingNote] = []
+        for name, cls in classes.items():
+            module = cls(*self.args(ci))
+            if not isinstance(module, torch.nn.Module):
+                raise ContractError("contract.not_a_module", name=name)
+            module.eval()
+            options = self._options(name, module, dim)
+            chosen = options[0]
+            if len(options) > 1:  # same-shaped parameters with unknown names: the grader decides
+                probe = self.cases(ci)[0]
+                outputs = []
+                for option in options:
+                    self._load(module, option, weights[name])
+                    try:
+                        with torch.no_grad():
+                            outputs.append(encode_tensor(first(module(probe.inputs["x"].clone()))))
+                    except Exception:  # noqa: BLE001 — the graded cases show it with the user's line
+                        outputs.append(None)
+                answer = channel.ask({"question": "mapping", "config": ci, "object": name, "outputs": outputs})
+                choice = answer.get("choice")
+                if isinstance(choice, int) and 0 <= choice < len(options):
+                    chosen = options[choice]
+            self._load(module, chosen, weights[name])
+            modules[name] = module
+            for role, param in chosen.items():
+                if role != param:
+                    notes.append(MappingNote("by_shape", f"{name}.{role}", f"{name}.{param}"))
+                mapping[f"{name}.{role}"] = f"{name}.{param}"
+        by_name = not notes
+        attempt = {"float32": modules}
+        for dtype_name, dtype in LOW_PRECISION.items():
+            attempt[dtype_name] = {n: copy.deepcopy(m).to(dtype) for n, m in modules.items()}
+        return Built(attempt, mapping if not by_name else {}, by_name, notes)
+
+    @staticmethod
+    def _load(module: torch.nn.Module, option: dict[str, str], values: dict[str, torch.Tensor]) -> None:
+        params = dict(module.named_parameters())
+        with torch.no_grad():
+            for role, param in option.items():
+                params[param].copy_(values[role])
+
+    def run(self, attempt, case: Case) -> dict[str, Any]:
+        modules = attempt[case.dtype]
+        return {name: first(module(case.inputs["x"].clone())) for name, module in modules.items()}
+
+    def grad_leaves(self, attempt, case: Case, built: Built | None = None):
+        """The float32 modules' parameters, named by class and role (``LayerNorm.bias``) where
+        mapped, else by class and their own name."""
+        role_of = {param: role for role, param in (built.mapping if built is not None else {}).items()}
+        leaves = {}
+        for name, module in attempt["float32"].items():
+            module.zero_grad(set_to_none=True)
+            for n, p in module.named_parameters():
+                leaves[role_of.get(f"{name}.{n}", f"{name}.{n}")] = p
+        return case, leaves
+
+    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
+        owned = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
+        for module in attempt["float32"].values():
+            owned += list(module.parameters()) + list(module.buffers())
+        return owned
+
+    def child_extra(self, attempt) -> dict | None:
+        return None
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self):
+        if self._solution is None:
+            module = importlib.import_module(self.exercise.solution_module)
+            self._solution = {n: getattr(module, n) for n in self.objects}
+        return self._solution
+
+    def _reference_modules(self, ci: int, dtype_name: str) -> dict[str, torch.nn.Module]:
+        weights = self.role_weights(ci)
+        modules = {}
+        for name, cls in self.solution().items():
+            module = cls(*self.args(ci)).eval()
+            with torch.no_grad():
+                for role, value in weights[name].items():
+                    if dtype_name in LOW_PRECISION:  # the module's own rounded values, computed exactly
+                        value = value.to(LOW_PRECISION[dtype_name]).double()
+                    getattr(module, role).data = value.clone()
+            modules[name] = module
+        return modules
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        per_dtype = {d: self._reference_modules(ci, d) for d in ("float32", *LOW_PRECISION)}
+
+        def call(case: Case):
+            x = case.inputs["x"]
+            if case.dtype in LOW_PRECISION:
+                x = x.double()  # exact: a low precision is graded to a few ulps of this
+            return {name: first(m(x.clone())) for name, m in per_dtype[case.dtype].items()}
+
+        return call
+
+    def reference_grads(self, ci: int, zero_bias, case: Case):
+        """The references' outputs on ``case`` (float32) with gradients on, and their parameters'
+        gradients after the backward of the outputs' sum (what the child does to the attempt)."""
+        modules = self._reference_modules(ci, case.dtype)
+        x = case.inputs["x"].double() if case.dtype in LOW_PRECISION else case.inputs["x"]
+        outputs = {name: first(m(x.clone())) for name, m in modules.items()}
+        total = sum((o.nan_to_num() * case.mask(n, tuple(o.shape)).to(o.dtype)).sum() for n, o in outputs.items())
+        total.backward()
+        grads = {f"{name}.{n}": p.grad for name, m in modules.items() for n, p in m.named_parameters() if p.grad is not None}
+        return outputs, grads
+
+    def answer(self, question: dict) -> dict:
+        """Which candidate order of a class's same-shaped parameters computes the reference."""
+        ci, name = int(question["config"]), question["object"]
+        probe = self.cases(ci)[0]
+        with torch.no_grad():
+            wanted = self.reference(ci)(probe)[name]
+        for index, encoded in enumerate(question["outputs"]):
+            got = decode_tensor(encoded)
+            if got is not None and matches(got, wanted):
+                return {"choice": index}
+        return {"choice": 0}
+
+    def knobs(self) -> list[str]:
+        return list(self.exercise.grading.get("knobs", []))
+
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        """The references with the mistake ``knob`` (or the knobs of a tuple, made together)."""
+        config = self.configs[ci]
+        weights = self.role_weights(ci)
+
+        def call(case: Case):
+            x = case.inputs["x"]
+            out = {}
+            for name in self.objects:
+                model = self.models[name]
+                w = weights[name]
+                if case.dtype in LOW_PRECISION:  # the module's rounded values
+                    w = {r: v.to(LOW_PRECISION[case.dtype]) for r, v in w.items()}
+                eps_knob, other = knobs_for(knob, model)
+                eps = eps_for(model, config, self.defaults[name], eps_knob)
+                out[name] = norm(model, x, w, eps, other)
+            return out
+
+        return call
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        T = case.queries.shape[1]
+        return torch.ones(T, T, dtype=torch.bool)
+
+    def extra_checks(self, extra: dict) -> list[Check]:
+        return []
+
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
+        return []
+
+
+KIND = NormModules

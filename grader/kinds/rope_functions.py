@@ -1,0 +1,339 @@
+"""Kind ``rope_functions``: a RoPE cache function and a function that applies it.
+
+The contract's objects are ``[cache_function, apply_function]``: ``cache(seq_len, head_dim,
+theta=…, device=None)`` returns ``(cos, sin)``, each float32 ``(seq_len, head_dim)``, and
+``apply(x, cos, sin, positions=None)`` rotates ``x (B, H, T, D)`` by the rows ``positions`` of the
+cache (default ``arange(T)``). The cache is graded on its own (outputs ``cos``, ``sin``); the apply
+function is graded with the reference's cache (output ``out``), so a slip in one never hides or
+fakes a slip in the other: a prefill, a chunk and a decode step at absolute positions, a
+left-padded batch with per-sample positions, and a bfloat16 ``x`` with float32 ``cos`` / ``sin``
+(graded to a few bfloat16 ulps against the exact result, which must come back in bfloat16).
+Beyond equality, the attempt's own two functions must rotate: ``q_m · k_n`` depends on ``m - n``
+only, and norms are kept.
+
+Exercise data (``[grading]``): ``configs`` (``head_dim``, ``heads``, ``cache_len`` and an optional
+``theta``: when absent the cache function is called without it, so its default is graded);
+``default_theta``, the contract's default; ``knobs``, the mistakes tried, in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+from typing import Any
+
+import torch
+
+from attnprep.grader.cases import Case, generator
+from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.result import Check, Diagnosis, msg
+
+RELATIVE_LEN = 12  # positions of the relative-position check
+RELATIVE_TOL = 1e-4  # relative to |q|·|k|: float32 angles of a dozen positions are far closer
+
+
+def low_precision_tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) of four ulps at 1 of ``dtype``, against the exact (float64) result."""
+    eps = torch.finfo(dtype).eps
+    return 4 * eps, 4 * eps
+
+
+# --- the functional form of the reference and its mistakes (knobs) -------------------------------
+
+CACHE_KNOBS = ("rope_theta_ignored", "rope_exponent_arange_half", "rope_inv_freq_not_inverted",
+               "rope_emb_repeat_interleave", "rope_interleaved_pairs:gptj", "rotate_half_cos_sin_swapped",
+               "rotate_half_cos_sin_swapped:cache")
+APPLY_KNOBS = ("rope_interleaved_pairs", "rope_interleaved_pairs:every_two", "rope_interleaved_pairs:gptj",
+               "rotate_half_cos_sin_swapped", "rotate_half_cos_sin_swapped:apply", "rotate_half_sign_flipped",
+               "rotate_half_sign_flipped:missing", "rotate_half_sign_flipped:not_swapped",
+               "rotate_half_sign_flipped:order", "rope_positions_ignored")
+
+
+def split_knobs(knob) -> tuple[str, str]:
+    """(the cache's knob, apply's knob) of one knob or several made together."""
+    knobs = (knob,) if isinstance(knob, str) else tuple(knob)
+    return (next((k for k in knobs if k in CACHE_KNOBS), ""), next((k for k in knobs if k in APPLY_KNOBS), ""))
+
+
+def cache(seq_len: int, head_dim: int, theta: float, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin (S, D) float32 in the rotate-half layout, or what a cache mistake returns instead."""
+    f32 = torch.float32
+    base = 10000.0 if mistake == "rope_theta_ignored" else theta
+    if mistake == "rope_exponent_arange_half":
+        exponent = torch.arange(head_dim // 2, dtype=f32) / head_dim  # i/D instead of 2i/D
+    else:
+        exponent = torch.arange(0, head_dim, 2, dtype=f32) / head_dim  # (D/2,)
+    inv_freq = base**exponent if mistake == "rope_inv_freq_not_inverted" else 1.0 / base**exponent
+    freqs = torch.outer(torch.arange(seq_len, dtype=f32), inv_freq)  # (S, D/2)
+    if mistake in ("rope_emb_repeat_interleave", "rope_interleaved_pairs:gptj"):
+        emb = freqs.repeat_interleave(2, dim=-1)  # [f0, f0, f1, f1, …]: the interleaved layout
+    else:
+        emb = torch.cat([freqs, freqs], dim=-1)  # [f0, f1, …, f0, f1, …]
+    cos, sin = emb.cos(), emb.sin()
+    if mistake in ("rotate_half_cos_sin_swapped", "rotate_half_cos_sin_swapped:cache"):
+        cos, sin = sin, cos
+    return cos, sin
+
+
+def _rows(table: torch.Tensor, positions: torch.Tensor | None, T: int, ignore: bool) -> torch.Tensor:
+    if positions is None or ignore:
+        return table[:T]  # (T, D)
+    rows = table[positions]  # (T, D) or (B, T, D)
+    return rows[:, None] if positions.dim() == 2 else rows  # (B, 1, T, D)
+
+
+def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
+    """x (B, H, T, D) rotated by rows ``positions`` of cos / sin, exactly (float64), or with a mistake."""
+    T, D = x.shape[-2], x.shape[-1]
+    ignore = mistake == "rope_positions_ignored"
+    c = _rows(cos.double(), positions, T, ignore)
+    s = _rows(sin.double(), positions, T, ignore)
+    if mistake in ("rotate_half_cos_sin_swapped", "rotate_half_cos_sin_swapped:apply"):
+        c, s = s, c
+    x = x.double()
+    if mistake == "rope_interleaved_pairs":  # (x[2i], x[2i+1]) rotated by angle i: DeepSeek / Meta
+        half = D // 2
+        c, s = c[..., :half], s[..., :half]
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., D/2)
+        return torch.stack([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1).flatten(-2)
+    if mistake in ("rope_interleaved_pairs:every_two", "rope_interleaved_pairs:gptj"):
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        rotated = torch.stack([-x2, x1], dim=-1).flatten(-2)  # GPT-J's rotate_every_two
+    else:
+        x1, x2 = x[..., : D // 2], x[..., D // 2 :]
+        rotated = {
+            "rotate_half_sign_flipped": lambda: torch.cat([x2, -x1], dim=-1),
+            "rotate_half_sign_flipped:missing": lambda: torch.cat([x2, x1], dim=-1),
+            "rotate_half_sign_flipped:not_swapped": lambda: torch.cat([-x1, x2], dim=-1),
+            "rotate_half_sign_flipped:order": lambda: torch.cat([x1, -x2], dim=-1),
+        }.get(mistake, lambda: torch.cat([-x2, x1], dim=-1))()
+    return x * c + rotated * s
+
+
+# --- the kind -----------------------------------------------------------------------------------
+
+
+class RopeFunctions:
+    probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
+    token_axis = 2
+
+    def __init__(self, exercise, seed: int):
+        self.exercise = exercise
+        self.seed = seed
+        self.cache_name, self.apply_name = exercise.contract.objects
+        self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
+        self.default_theta = float(exercise.grading.get("default_theta", 10000.0))
+        self._solution = None
+
+    def theta(self, ci: int) -> float:
+        return float(self.configs[ci].get("theta", self.default_theta))
+
+    def cases(self, ci: int) -> list[Case]:
+        c = self.configs[ci]
+        D, H, S = c["head_dim"], c["heads"], c["cache_len"]
+        g = generator(self.seed, ci, "rope cases")
+        cos, sin = cache(S, D, self.theta(ci))
+        ones = lambda B, T: torch.ones(B, T, dtype=torch.bool)  # noqa: E731
+
+        def draw(B: int, T: int) -> torch.Tensor:
+            return torch.randn(B, H, T, D, generator=g)
+
+        def applied(name, x, positions, **more) -> Case:
+            B, _, T, _ = x.shape
+            inputs = {"x": x, "cos": cos, "sin": sin, "positions": positions}
+            return Case(name, inputs, ones(B, T), (T, T), **more)
+
+        left = torch.arange(7)[None, :] >= torch.tensor([0, 3, 6])[:, None]  # (3, 7) left padding
+        per_sample = (left.long().cumsum(-1) - 1).masked_fill(~left, 1)  # Hugging Face's position_ids
+        padded = draw(3, 7)
+        bf16 = draw(2, 7).to(torch.bfloat16)
+        cases = [
+            Case("rope_cache", {"seq_len": S, "head_dim": D, "theta": c.get("theta")}, ones(1, S), (S, S)),
+            applied("prefill (positions=None)", draw(2, 7), None, observe=True),
+            applied("chunk of 3 after 9 cached tokens", draw(2, 3), torch.arange(9, 12)),
+            applied("decode step at position 12", draw(2, 1), torch.tensor([12])),
+            applied("left-padded batch, positions (B, T)", padded, per_sample),
+            applied("per-sample decode step, positions (B, 1)", draw(3, 1), torch.tensor([[7], [4], [1]])),
+            applied("T=1 (positions=None)", draw(1, 1), None),
+            applied("bfloat16 x, positions (B, T)", bf16, torch.stack([torch.arange(7), torch.arange(5, 12)]),
+                    dtype="bfloat16", tolerance=low_precision_tolerance(torch.bfloat16)),
+            applied("sample 2 of the left-padded batch alone", padded[1:2].clone(), per_sample[1:2].clone()),
+        ]
+        return cases
+
+    def config_params(self, ci: int) -> dict[str, Any]:
+        return dict(self.configs[ci])
+
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        """Sizes by the names shapes are written with: ``(B, H, T, D)``, the cache's ``(S, D)``."""
+        D = self.configs[ci]["head_dim"]
+        if "x" in case.inputs:
+            B, H, T, _ = case.inputs["x"].shape
+            return {"B": B, "H": H, "T": T, "D": D, "D/2": D // 2, "S": self.configs[ci]["cache_len"]}
+        return {"S": case.inputs["seq_len"], "D": D, "D/2": D // 2}
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        if "x" in case.inputs:
+            return {"out": tuple(case.inputs["x"].shape)}
+        shape = (case.inputs["seq_len"], case.inputs["head_dim"])
+        return {"cos": shape, "sin": shape}
+
+    def call(self, functions, case: Case) -> dict[str, Any]:
+        i = case.inputs
+        if "x" not in i:
+            args = [i["seq_len"], i["head_dim"]] + ([i["theta"]] if i["theta"] is not None else [])
+            got = functions[self.cache_name](*args)
+            if isinstance(got, (tuple, list)) and len(got) == 2:
+                return {"cos": got[0], "sin": got[1]}
+            return {"cos": got, "sin": None}
+        args = [i["x"].clone(), i["cos"].clone(), i["sin"].clone()]
+        if i["positions"] is not None:
+            args.append(i["positions"].clone())
+        return {"out": first(functions[self.apply_name](*args))}
+
+    # --- child --------------------------------------------------------------------------------
+
+    def build(self, namespace: dict, ci: int, channel) -> Built:
+        objects = self.exercise.contract.objects
+        missing = [n for n in objects if not callable(namespace.get(n))]
+        if missing:
+            raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
+                                signature=self.exercise.contract.forward)
+        functions = {n: namespace[n] for n in objects}
+        try:  # a cheap look at what the cache returns: a pair (cos, sin) is the contract
+            got = functions[self.cache_name](2, 4)
+        except Exception:  # noqa: BLE001 — the graded cases show it with the user's line
+            got = None
+        pair = isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)
+        if got is not None and not pair:
+            what = type(got).__name__
+            if isinstance(got, (tuple, list)):
+                what = f"{what} of {len(got)}"
+            elif isinstance(got, torch.Tensor):
+                what = f"one {got.dtype} tensor {tuple(got.shape)}"
+            raise ContractError("rope_functions.cache_not_pair", name=self.cache_name, got=what)
+        return Built(functions)
+
+    def run(self, attempt, case: Case) -> dict[str, Any]:
+        return self.call(attempt, case)
+
+    def grad_leaves(self, attempt, case: Case, built=None):
+        """A copy of the case whose x is a leaf. Not cos and sin: the cache holds every angle twice
+        (cat([freqs, freqs])), so an attempt that reads only the first half computes the same
+        rotation with other gradients for the cache."""
+        x = case.inputs["x"].detach().clone().requires_grad_(True)
+        return dataclasses.replace(case, inputs={**case.inputs, "x": x}), {"x": x}
+
+    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
+        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
+
+    def child_extra(self, attempt) -> dict | None:
+        """The attempt's own functions together: does rotating q at m and k at n give scores that
+        depend on m - n only (and keep norms)? And does the cache honour ``device``?"""
+        from attnprep.grader.observe import DeviceTracker
+
+        D = self.configs[0]["head_dim"]
+        out: dict[str, Any] = {}
+        g = generator(self.seed, 0, "rope relative")
+        a, b = torch.randn(2, D, generator=g)
+        try:
+            cos, sin = attempt[self.cache_name](RELATIVE_LEN, D)
+            q = attempt[self.apply_name](a.expand(1, 1, RELATIVE_LEN, D).clone(), cos, sin)
+            k = attempt[self.apply_name](b.expand(1, 1, RELATIVE_LEN, D).clone(), cos, sin)
+            q, k = first(q)[0, 0].double(), first(k)[0, 0].double()  # (L, D) each
+            dots = q @ k.T  # (L, L): q at m, k at n
+            worst = 0.0
+            for shift in range(-(RELATIVE_LEN - 1), RELATIVE_LEN):
+                diagonal = torch.diagonal(dots, offset=shift)  # every (m, n) with n - m = shift
+                worst = max(worst, float((diagonal - diagonal[0]).abs().max()))
+            scale = float(a.norm() * b.norm())
+            out["relative"] = worst / scale
+            out["norm_change"] = float((q.norm(dim=-1) - a.norm()).abs().max() / a.norm())
+        except Exception as exc:  # noqa: BLE001 — the graded cases already showed whatever raises
+            out["relative_error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
+        device = torch.device("cpu")
+        tracker = DeviceTracker([], "", devices=[device])
+        try:
+            with tracker:
+                got = attempt[self.cache_name](5, D, device=device)
+            out["device_ok"] = isinstance(got, (tuple, list)) and all(id(t) in tracker.on_device for t in got)
+        except TypeError:
+            out["device_ok"] = False
+        return out
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self):
+        if self._solution is None:
+            module = importlib.import_module(self.exercise.solution_module)
+            self._solution = {n: getattr(module, n) for n in self.exercise.contract.objects}
+        return self._solution
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        functions = self.solution()
+
+        def call(case: Case):
+            if "x" in case.inputs and case.tolerance is not None:  # exact, to grade a low precision
+                i = case.inputs
+                exact = dict(case.inputs, x=i["x"].double(), cos=i["cos"].double(), sin=i["sin"].double())
+                case = Case(case.name, exact, case.queries, case.seq)
+            return self.call(functions, case)
+
+        return call
+
+    def reference_grads(self, ci: int, zero_bias, case: Case):
+        """The reference's output on ``case`` with gradients on, and the gradient of x after the
+        backward of its sum (what the child does to the attempt)."""
+        case, leaves = self.grad_leaves(None, case)
+        outputs = self.call(self.solution(), case)
+        total = sum((o.nan_to_num() * case.mask(n, tuple(o.shape)).to(o.dtype)).sum() for n, o in outputs.items())
+        total.backward()
+        return outputs, {n: p.grad for n, p in leaves.items() if p.grad is not None}
+
+    def answer(self, question: dict) -> dict:
+        return {}
+
+    def knobs(self) -> list[str]:
+        return list(self.exercise.grading.get("knobs", []))
+
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together)."""
+        cache_knob, apply_knob = split_knobs(knob)
+
+        def call(case: Case):
+            i = case.inputs
+            if "x" not in i:
+                cos, sin = cache(i["seq_len"], i["head_dim"], self.theta(ci), cache_knob)
+                return {"cos": cos, "sin": sin}
+            out = apply(i["x"], i["cos"], i["sin"], i["positions"], apply_knob)
+            # a low precision: what the attempt returns, rounded to it
+            return {"out": out.to(i["x"].dtype).double() if case.tolerance is not None else out}
+
+        return call
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        T = case.queries.shape[1]
+        return torch.ones(T, T, dtype=torch.bool)
+
+    def extra_checks(self, extra: dict) -> list[Check]:
+        checks = []
+        if "relative" in extra:
+            relative, norms = float(extra["relative"]), float(extra.get("norm_change", math.inf))
+            ok = relative <= RELATIVE_TOL and norms <= RELATIVE_TOL
+            key = "rope_functions.relative_ok" if ok else "rope_functions.relative_bad"
+            checks.append(Check("relative", ok, msg(key, L=RELATIVE_LEN, deviation=relative, norms=norms)))
+        else:
+            checks.append(Check("relative", None, msg("rope_functions.relative_not_run", detail=str(extra.get("relative_error", "")))))
+        device_ok = bool(extra.get("device_ok"))
+        checks.append(Check("cache_device", device_ok, msg(
+            "rope_functions.device_ok" if device_ok else "rope_functions.device_ignored", name=self.cache_name)))
+        return checks
+
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
+        if "device_ok" in extra and not extra["device_ok"]:  # the cache made on the CPU whatever it is asked
+            return [Diagnosis("tensor_without_device", (msg("rope_functions.device_ignored", name=self.cache_name),))]
+        return []
+
+
+KIND = RopeFunctions

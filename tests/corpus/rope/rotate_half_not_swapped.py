@@ -1,0 +1,27 @@
+# attnprep: rope
+# expect: wrong_output
+# diagnosis: rotate_half_sign_flipped
+"""rotate_half negates the first half and keeps the order: [-x1, x2] is no rotation."""
+
+import torch
+
+
+def rope_cache(seq_len, head_dim, theta=10000.0, device=None):
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim)
+    freqs = torch.outer(torch.arange(seq_len, device=device).float(), inv_freq)
+    emb = torch.cat([freqs, freqs], dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x1, x2], dim=-1)
+
+
+def apply_rope(x, cos, sin, positions=None):
+    if positions is None:
+        positions = torch.arange(x.shape[-2], device=x.device)
+    cos, sin = cos[positions], sin[positions]
+    if positions.dim() == 2:
+        cos, sin = cos[:, None], sin[:, None]
+    return (x * cos + rotate_half(x) * sin).to(x.dtype)

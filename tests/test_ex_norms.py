@@ -1,0 +1,234 @@
+"""The norms exercise: its reference against torch's own norms, the low-precision cases it is graded
+on, the built-ins it forbids, the parameter mapping and the eps convention's evidence.
+
+solutions/norms.py is checked against nn.RMSNorm, F.rms_norm, nn.LayerNorm and F.layer_norm in
+float64 on inputs of every rank; the graded float16 case must be one where squaring without the
+float32 upcast overflows, so that a missing upcast cannot pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from attnprep import exercises, texts
+from attnprep.grader import grade
+from attnprep.grader.kinds import kind_for
+from attnprep.grader.kinds import norm_modules as N
+from attnprep.grader.observe import Observer, forbidden_functions
+from attnprep.grader.result import Verdict
+from attnprep.solutions.norms import LayerNorm, RMSNorm
+
+EX = exercises.get("norms")
+F64 = torch.float64
+SHAPES = [(16,), (5, 16), (2, 7, 16), (2, 3, 4, 16)]
+
+
+def _seeded(module: nn.Module, seed: int = 0) -> nn.Module:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.5 + (1.0 if name == "weight" else 0.0))
+    return module
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{len(s)}-d")
+@pytest.mark.parametrize("eps", [1e-6, 1e-2])
+def test_rmsnorm_matches_torch(shape, eps):
+    mine = _seeded(RMSNorm(16, eps).double())
+    torchs = nn.RMSNorm(16, eps=eps).double()
+    torchs.load_state_dict(mine.state_dict())
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1), dtype=F64) * 0.1
+    out = mine(x)
+    assert out.shape == x.shape and out.dtype == F64
+    torch.testing.assert_close(out, torchs(x), atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(out, F.rms_norm(x, (16,), mine.weight, eps), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{len(s)}-d")
+@pytest.mark.parametrize("eps", [1e-5, 1e-2])
+def test_layernorm_matches_torch(shape, eps):
+    mine = _seeded(LayerNorm(16, eps).double())
+    torchs = nn.LayerNorm(16, eps=eps).double()
+    torchs.load_state_dict(mine.state_dict())
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(2), dtype=F64) * 0.1 + 3.0
+    out = mine(x)
+    assert out.shape == x.shape and out.dtype == F64
+    torch.testing.assert_close(out, torchs(x), atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(out, F.layer_norm(x, (16,), mine.weight, mine.bias, eps), atol=1e-10, rtol=1e-10)
+
+
+def test_defaults_and_parameters_are_the_contracts():
+    rms, ln = RMSNorm(6), LayerNorm(6)
+    assert rms.eps == 1e-6 and ln.eps == 1e-5
+    assert [(n, tuple(p.shape)) for n, p in rms.named_parameters()] == [("weight", (6,))]
+    assert [(n, tuple(p.shape)) for n, p in ln.named_parameters()] == [("weight", (6,)), ("bias", (6,))]
+    assert torch.equal(rms.weight, torch.ones(6)) and torch.equal(ln.bias, torch.zeros(6))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_modules_stay_in_their_dtype_within_a_few_ulps(dtype):
+    scale = 400.0 if dtype is torch.float16 else 1.0
+    x = (torch.randn(4, 7, 16, generator=torch.Generator().manual_seed(3)) * scale).to(dtype)
+    eps_dtype = torch.finfo(dtype).eps
+    for cls in (RMSNorm, LayerNorm):
+        module = _seeded(cls(16)).to(dtype)
+        out = module(x)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        exact = _seeded(cls(16)).double()
+        with torch.no_grad():  # the module's own rounded parameters, computed exactly
+            for p, q in zip(exact.parameters(), module.parameters()):
+                p.copy_(q.double())
+        want = exact(x.double())
+        assert ((out.double() - want).abs() <= 4 * eps_dtype * (1 + want.abs())).all(), cls.__name__
+
+
+def test_the_float16_case_overflows_without_the_upcast():
+    kind = kind_for(EX, seed=0)
+    for ci in range(len(kind.configs)):
+        (case,) = [c for c in kind.cases(ci) if c.dtype == "float16"]
+        x = case.inputs["x"]
+        assert x.dtype == torch.float16 and case.tolerance == (4 * 2**-10, 4 * 2**-10)
+        # x² is inf somewhere in nearly every row, and the mean of squares is inf in float16
+        assert (x.float().abs() > 256).any(-1).float().mean() > 0.8
+        assert torch.isinf(x.pow(2).mean(-1)).float().mean() > 0.8
+        no_upcast = N.norm("rms", x, {"weight": torch.ones(x.shape[-1], dtype=x.dtype)}, 1e-6, "norm_no_upcast")
+        assert (no_upcast == 0).float().mean() > 0.5  # x * rsqrt(inf)
+
+
+def test_graded_cases_cover_the_contract():
+    kind = kind_for(EX, seed=0)
+    assert any("eps" not in c for c in kind.configs) and any("eps" in c for c in kind.configs)
+    assert any(c["dim"] % 2 for c in kind.configs)
+    for ci in range(len(kind.configs)):
+        cases = kind.cases(ci)
+        ranks = {c.inputs["x"].dim() for c in cases}
+        assert {2, 3, 4} <= ranks
+        assert {c.dtype for c in cases} == {"float32", "bfloat16", "float16"}
+        for case in cases:
+            assert case.inputs["x"].dtype == getattr(torch, case.dtype)
+            assert set(kind.expected_shapes(ci, case)) == {"RMSNorm", "LayerNorm"}
+        tiny = [c for c in cases if c.inputs["x"].abs().max() < 0.01]
+        assert tiny and tiny[0].inputs["x"].pow(2).mean() < 1e-5  # eps is not negligible there
+    weights = kind.role_weights(0)
+    assert set(weights) == {"RMSNorm", "LayerNorm"} and set(weights["LayerNorm"]) == {"weight", "bias"}
+    for roles in weights.values():  # non-trivial values, so a forgotten weight or bias shows
+        assert all((v - (1.0 if r == "weight" else 0.0)).abs().min() > 1e-3 for r, v in roles.items())
+
+
+def test_eps_convention_is_visible_only_where_eps_is_the_default():
+    kind = kind_for(EX, seed=0)
+    for ci, c in enumerate(kind.configs):
+        variant = kind.variant(ci, frozenset(), "norm_eps_convention:rms=1e-5", 0.0)
+        reference = kind.reference(ci)
+        differs = any(not torch.allclose(variant(case)["RMSNorm"].double(), reference(case)["RMSNorm"].double(),
+                                         rtol=1e-4, atol=1e-5) for case in kind.cases(ci) if case.dtype == "float32")
+        assert differs == ("eps" not in c)
+
+
+def test_forbidden_builtins_are_recognised_by_the_function_that_runs():
+    forbidden = forbidden_functions(EX.grading["forbidden_functions"])
+    x = torch.randn(2, 3, 8)
+    calls = {
+        "nn.LayerNorm": lambda: nn.LayerNorm(8)(x),
+        "nn.RMSNorm": lambda: nn.RMSNorm(8)(x),
+        "F.layer_norm": lambda: F.layer_norm(x, (8,)),
+        "torch.layer_norm": lambda: torch.layer_norm(x, (8,)),
+        "torch.native_layer_norm": lambda: torch.native_layer_norm(x, (8,), None, None, 1e-5),
+        "torch.ops.aten.native_layer_norm": lambda: torch.ops.aten.native_layer_norm.default(x, [8], None, None, 1e-5),
+        "nn.GroupNorm": lambda: nn.GroupNorm(1, 3)(x),
+    }
+    for name, call in calls.items():
+        observer = Observer(7, 7, forbidden=forbidden)
+        with observer:
+            call()
+        assert observer.obs.builtins, name
+    clean = Observer(7, 7, forbidden=forbidden)
+    with clean:  # hand-written: mean, var, rsqrt
+        x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5)
+    assert clean.obs.builtins == set()
+
+
+def test_an_aten_layer_norm_is_a_builtin(tmp_path):
+    attempt = tmp_path / "norms.py"
+    attempt.write_text(
+        "# attnprep: norms\nimport torch\nimport torch.nn as nn\n\n"
+        "class RMSNorm(nn.Module):\n"
+        "    def __init__(self, dim, eps=1e-6):\n        super().__init__()\n        self.eps = eps\n"
+        "        self.weight = nn.Parameter(torch.ones(dim))\n\n"
+        "    def forward(self, x):\n        h = x.float()\n"
+        "        return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)\n\n"
+        "class LayerNorm(nn.Module):\n"
+        "    def __init__(self, dim, eps=1e-5):\n        super().__init__()\n        self.eps = eps\n"
+        "        self.weight = nn.Parameter(torch.ones(dim))\n        self.bias = nn.Parameter(torch.zeros(dim))\n\n"
+        "    def forward(self, x):\n"
+        "        return torch.ops.aten.native_layer_norm(x, [x.shape[-1]], self.weight, self.bias, self.eps)[0]\n",
+        encoding="utf-8",
+    )
+    result = grade(attempt)
+    assert result.verdict is Verdict.BUILTIN
+    assert "torch.ops.aten.native_layer_norm" in texts.render(result.checks[0].message)
+
+
+def test_a_class_without_its_parameters_is_a_contract_failure(tmp_path):
+    attempt = tmp_path / "norms.py"
+    attempt.write_text(
+        "# attnprep: norms\nimport torch\nimport torch.nn as nn\n\n"
+        "class RMSNorm(nn.Module):\n"
+        "    def __init__(self, dim, eps=1e-6):\n        super().__init__()\n        self.eps = eps\n\n"
+        "    def forward(self, x):\n        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)\n\n"
+        "class LayerNorm(RMSNorm):\n    pass\n",
+        encoding="utf-8",
+    )
+    result = grade(attempt)
+    assert result.verdict is Verdict.CONTRACT
+    words = texts.render(result.checks[0].message)
+    assert "RMSNorm has no parameter of shape (16,)" in words and "weight" in words
+
+
+def test_the_eps_convention_says_both_values():
+    result = grade(_corpus("norm_eps_convention"))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis.id == "norm_eps_convention"
+    words = " ".join(texts.render(m) for m in diagnosis.evidence)
+    assert "1e-5" in words and "1e-6" in words
+
+
+def test_parameters_with_other_names_are_mapped_and_said_so():
+    result = grade(_corpus("ok_unnamed_params_by_order"))
+    assert result.passed
+    assert result.mapping == {"RMSNorm.weight": "RMSNorm.p", "LayerNorm.weight": "LayerNorm.p", "LayerNorm.bias": "LayerNorm.q"}
+    assert {n.kind for n in result.mapping_notes} == {"by_shape"}
+
+
+def _corpus(name: str):
+    from pathlib import Path
+
+    return Path(__file__).parent / "corpus" / "norms" / f"{name}.py"
+
+
+def test_the_variants_compute_the_textbook_formulas():
+    x = torch.randn(3, 6, generator=torch.Generator().manual_seed(4), dtype=F64)
+    w = {"weight": torch.full((6,), 2.0, dtype=F64), "bias": torch.full((6,), 0.5, dtype=F64)}
+    mean, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+    torch.testing.assert_close(N.norm("layer", x, w, 1e-5), 2 * (x - mean) / torch.sqrt(var + 1e-5) + 0.5)
+    torch.testing.assert_close(N.norm("layer", x, w, 1e-5, "norm_unbiased_variance"),
+                               2 * (x - mean) / torch.sqrt(var * 6 / 5 + 1e-5) + 0.5)
+    torch.testing.assert_close(N.norm("layer", x, w, 1e-5, "layernorm_unbiased_std_eps"),
+                               2 * (x - mean) / (x.std(-1, keepdim=True) + 1e-5) + 0.5)
+    ms = x.pow(2).mean(-1, keepdim=True)
+    torch.testing.assert_close(N.norm("rms", x, w, 1e-6), 2 * x / torch.sqrt(ms + 1e-6))
+    torch.testing.assert_close(N.norm("rms", x, w, 1e-6, "rmsnorm_one_plus_weight"), 3 * x / torch.sqrt(ms + 1e-6))
+    torch.testing.assert_close(N.norm("rms", x, w, 1e-6, "norm_eps_outside_sqrt"), 2 * x / (ms.sqrt() + 1e-6))
+    # a knob restricted to one norm leaves the other one right
+    torch.testing.assert_close(N.norm("rms", x, w, 1e-6, "norm_eps_outside_sqrt:ln"), N.norm("rms", x, w, 1e-6))
+    assert N.eps_for("rms", {"dim": 6}, 1e-6, "norm_eps_convention:rms=1e-5") == 1e-5
+    assert N.eps_for("layer", {"dim": 6}, 1e-5, "norm_eps_convention:rms=1e-5") == 1e-5
+    assert N.eps_for("rms", {"dim": 6, "eps": 1e-3}, 1e-6, "norm_eps_convention:rms=1e-5") == 1e-3
+    assert N.eps_for("rms", {"dim": 6, "eps": 1e-3}, 1e-6, "norm_eps_ignored") == 1e-6
+    assert math.isclose(N.eps_for("layer", {"dim": 6}, 1e-5, "norm_eps_convention:swapped"), 1e-6)
