@@ -17,7 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attnprep import exercises, history
+from attnprep import exercises, history, texts
 from attnprep.app import command_app, console, err_console, get_exercise, is_interactive, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
@@ -252,8 +252,13 @@ def _stats_cells(r: dict) -> dict[str, Text]:
 def _stats_columns(headers: tuple[str, ...], rows: list[dict[str, Text]]):
     from attnprep import layout
 
-    return [layout.Col([h, *(cells[h].plain for cells in rows)], wrap=h == MISTAKES,
+    return [layout.Col([_stats_label(h), *(cells[h].plain for cells in rows)], wrap=h == MISTAKES,
                        min_width=STATS_COLUMNS[h].get("min_width", 0)) for h in headers]
+
+
+def _stats_label(header: str) -> str:
+    """A column's header as shown (the header itself is the column's id)."""
+    return texts.t("cli.stats.column." + header.replace(" ", "_"))
 
 
 def _vs_budget(seconds: float | None, ratio: float | None, budget_s: float | None) -> Text:
@@ -280,19 +285,19 @@ def stats(
     out = console()
     practised = [r for r in document["exercises"] if r["attempts"]]
     if not practised:
-        out.print(Text.assemble("no runs recorded yet — ", ("`attnprep drill`", "bold"), " starts a timed one"))
+        out.print(Text.assemble(texts.t("cli.stats.none"), ("`attnprep drill`", "bold"), texts.t("cli.stats.none_after")))
         return
     rows = [_stats_cells(r) for r in practised]
     shown = layout.choose(out.width, STATS_LAYOUTS, lambda headers: _stats_columns(headers, rows), gap=STATS_GAP,
                           slack=None, fallback_from=STATS_FALLBACK)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     for header in shown:
-        table.add_column(header, **STATS_COLUMNS[header])
+        table.add_column(_stats_label(header), **STATS_COLUMNS[header])
     for cells in rows:
         table.add_row(*(cells[h] for h in shown))
     out.print(table)
     if MISTAKES not in shown and any(cells[MISTAKES].plain for cells in rows):  # below the table instead
-        out.print(Text(MISTAKES, style="bold"))
+        out.print(Text(_stats_label(MISTAKES), style="bold"))
         below = Table.grid(padding=(0, 2))
         below.add_column(no_wrap=True, style="bold")
         below.add_column()
@@ -302,22 +307,21 @@ def stats(
         out.print(below)
     left_out = [h for h in STATS_LAYOUTS[0] if h not in shown and h != MISTAKES]
     if left_out:
-        out.print(Text(f"not shown at this width: {', '.join(left_out)} (`attnprep stats --json` has them)", style="dim"))
+        out.print(Text(texts.t("cli.stats.left_out", columns=", ".join(_stats_label(h) for h in left_out)), style="dim"))
     totals = document["totals"]
     out.print(
         Text(
-            f"{totals['attempts']} runs, {totals['passes']} passed; "
-            f"{totals['drill_passes']} of {totals['drills']} drills passed in time.",
+            texts.t("cli.stats.totals", attempts=totals["attempts"], passes=totals["passes"],
+                    drill_passes=totals["drill_passes"], drills=totals["drills"]),
             style="dim",
         )
     )
     out.print(
         Text(
-            "best, median: passed drills, each against its own budget; "
-            f"recent drills: ▁ fast … █ the whole budget, ✗ timed out, {ABANDONED} abandoned",
+            texts.t("cli.stats.legend", abandoned=ABANDONED),
             style="dim",
         )
     )
     untouched = [r["exercise"] for r in document["exercises"] if not r["attempts"]]
     if untouched:
-        out.print(Text(f"not practised yet: {', '.join(untouched)}", style="dim"))
+        out.print(Text(texts.t("cli.stats.untouched", ids=", ".join(untouched)), style="dim"))
