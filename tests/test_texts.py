@@ -14,7 +14,7 @@ from attnprep import texts
 
 CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
 # a value that is only code, symbols, ids or placeholders needs no Chinese
-CODEISH = re.compile(r"^[\w\s{}()\[\]/.:,'`*+=<>!|\\-]*$", re.ASCII)
+CODEISH = re.compile(r"^[\w\s{}()\[\]/.:,'`*+=<>!|#\\-]*$", re.ASCII)
 
 
 def placeholders(text: str) -> set[str]:
