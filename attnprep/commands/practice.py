@@ -60,7 +60,7 @@ def drill(
         try:
             picked, reason = history.pick_weakest(exercises.registry().values())
         except DataFolderError:  # no history to read: the first exercise (recording it will say why not)
-            picked, reason = next(iter(exercises.registry())), "the first exercise (no history to choose from)"
+            picked, reason = next(iter(exercises.registry())), texts.t("drill.first_exercise")
         exercise = exercises.get(picked)
     if seconds is not None:
         budget_s = seconds
@@ -69,12 +69,12 @@ def drill(
     else:
         budget_s = exercise.minutes * 60.0
     if not budget_s > 0 or math.isinf(budget_s):
-        usage_error("the time budget must be a positive number of minutes")
+        usage_error(texts.t("drill.bad_budget"))
 
     try:
         path = drills.new_drill_file(exercise, folder if folder is not None else Path.cwd())
     except OSError as exc:
-        usage_error(f"cannot write the drill file: {exc}")
+        usage_error(texts.t("drill.cannot_write", error=exc))
 
     out = console()
     if reason is not None:
@@ -92,7 +92,7 @@ def drill(
     from attnprep import grader
 
     if is_interactive():
-        with out.status("loading torch …"):
+        with out.status(texts.t("drill.loading")):
             grader.warm_up()
     else:
         grader.warm_up()
@@ -118,15 +118,15 @@ def _start_editor(drills, path: Path) -> None:
     command = drills.editor_command()
     note = err_console()
     if command is None:
-        note.print(Text("--edit: set $VISUAL or $EDITOR to open the file; open it yourself meanwhile"))
+        note.print(Text(texts.t("drill.no_editor")))
     elif drills.is_terminal_editor(command):
         shown = " ".join([*command, _shown(path)])
-        note.print(Text(f"--edit: {command[0]} runs in a terminal; open the file in another one: {shown}"), soft_wrap=True)
+        note.print(Text(texts.t("drill.terminal_editor", editor=command[0], file=shown)), soft_wrap=True)
     else:
         try:
             drills.open_editor(command, path)
         except OSError as exc:
-            note.print(Text(f"--edit: could not start {command[0]}: {exc}"), soft_wrap=True)
+            note.print(Text(texts.t("drill.editor_failed", editor=command[0], error=exc)), soft_wrap=True)
 
 
 def _render_ending(run, exercise) -> None:
@@ -141,19 +141,19 @@ def _render_ending(run, exercise) -> None:
         render_result(ending.result, out, full=ending.outcome != "abandoned")
         out.print()
     if ending.outcome == "passed":
-        line = Text.assemble(("✓ passed", "bold green"), f" in {took} (budget {budget})")
+        line = Text.assemble((texts.t("drill.end_passed"), "bold green"), texts.t("drill.end_passed_after", took=took, budget=budget))
         summary = history.exercise_summaries().get(exercise.id)
         if run.recorded is not None and summary is not None and summary.drill_passes > 1:
             if summary.best_drill_s is not None and ending.elapsed_s <= summary.best_drill_s:
-                line.append(" — a new best", style="bold")
+                line.append(texts.t("drill.new_best"), style="bold")
             else:
-                line.append(f" — best {history.format_duration(summary.best_drill_s)}", style="dim")
+                line.append(texts.t("drill.best", best=history.format_duration(summary.best_drill_s)), style="dim")
     elif ending.outcome == "timeout":
-        line = Text.assemble(("✗ time is up", "bold red"), f" after {budget}: not passing yet")
+        line = Text.assemble((texts.t("drill.end_timeout"), "bold red"), texts.t("drill.end_timeout_after", budget=budget))
     else:
-        line = Text.assemble(("abandoned", "bold yellow"), f" after {took}")
+        line = Text.assemble((texts.t("drill.end_abandoned"), "bold yellow"), texts.t("drill.end_abandoned_after", took=took))
     if run.recorded is not None:
-        line.append("  (recorded: `attnprep stats`)", style="dim")
+        line.append(texts.t("drill.recorded"), style="dim")
     out.print(line, soft_wrap=True)
 
 
