@@ -175,3 +175,10 @@ def test_a_zh_stub_is_blank_in_english_too(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNPREP_LANG", "en")
     rows = {r.id: r for r in workspace.exercise_rows(tmp_path)}
     assert rows["mha"].status is workspace.Status.BLANK
+
+
+def test_zh_drill_non_interactive(tmp_path):
+    proc = run("drill", "mha", "--seconds", "1", home=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert texts.t("drill.time_up", "zh") in proc.stdout and texts.t("drill.end_timeout", "zh") in proc.stdout
+    assert_chinese(proc.stdout)

@@ -78,11 +78,11 @@ def drill(
 
     out = console()
     if reason is not None:
-        out.print(Text.assemble("no ID given: drilling ", (exercise.id, "bold"), f" — {reason}"), soft_wrap=True)
+        out.print(Text.assemble(texts.t("drill.picked"), (exercise.id, "bold"), texts.t("drill.picked_reason", reason=reason)), soft_wrap=True)
     out.print(
         Text.assemble(
-            "wrote ", (_shown(path), "bold"),
-            f"  ({exercise.title} · budget {history.format_duration(budget_s)})",
+            texts.t("drill.wrote"), (_shown(path), "bold"),
+            texts.t("drill.wrote_about", title=exercise.title, budget=history.format_duration(budget_s)),
         ),
         soft_wrap=True,
     )
