@@ -387,3 +387,14 @@ def render_stub(exercise: Exercise, lang: str | None = None) -> str:
 
     return template.render(ex=exercise, solution_region=functools.partial(solution_region, exercise),
                            t=lambda key, **params: texts.t(key, lang or texts.language(), **params))
+
+
+def cache_clear() -> None:
+    """Forget every loaded exercise, listing and mistake, in every language (a folder was added)."""
+    _registry.cache_clear()
+    _listings.cache_clear()
+    _mistake_catalogue.cache_clear()
+
+
+# ``registry.cache_clear()`` and the like, as when these were functools.cache functions themselves
+registry.cache_clear = listing.cache_clear = mistake_catalogue.cache_clear = cache_clear  # type: ignore[attr-defined]
