@@ -42,6 +42,42 @@ def command_app() -> typer.Typer:
     return typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode="rich")
 
 
+def _localise(command, name: str):
+    """Put the help of ``command`` (its own and its options') in the current language: the
+    ``help.<name>`` and ``help.<name>.<parameter>`` texts. Cheap; redone when the language changes."""
+    from attnprep import texts
+
+    lang = texts.language()
+    if getattr(command, "_attnprep_lang", None) == lang:
+        return command
+    key = f"help.{name}"
+    if texts.has(key):
+        command.help, command.short_help = texts.t(key, lang), None
+    for param in command.params:
+        if getattr(param, "help", None) is not None and texts.has(f"{key}.{param.name}"):
+            param.help = texts.t(f"{key}.{param.name}", lang)
+    if "_attnprep_lang" not in command.__dict__:  # the help option itself, built by click on demand
+        base = command.get_help_option
+        command.get_help_option = lambda ctx: _localise_help_option(base(ctx))
+    command._attnprep_lang = lang
+    return command
+
+
+def _localise_help_option(option):
+    """The --help option and the panel titles of Typer's help in the current language (called while
+    the help is formatted, once Typer's rich_utils is loaded)."""
+    from attnprep import texts
+
+    if option is not None:
+        option.help = texts.t("help.help_option")
+    rich_utils = sys.modules.get("typer.rich_utils")
+    if rich_utils is not None:
+        rich_utils.ARGUMENTS_PANEL_TITLE = texts.t("help.panel_arguments")
+        rich_utils.OPTIONS_PANEL_TITLE = texts.t("help.panel_options")
+        rich_utils.COMMANDS_PANEL_TITLE = texts.t("help.panel_commands")
+    return option
+
+
 @functools.cache
 def _module_commands(module: str) -> dict[str, typer.core.TyperCommand]:
     """The click commands of one module of attnprep.commands, by name (built once)."""
@@ -68,7 +104,16 @@ class LazyGroup(TyperGroup):
 
     def get_command(self, ctx, cmd_name: str):
         module = COMMANDS.get(cmd_name)
-        return None if module is None else _module_commands(module).get(cmd_name)
+        command = None if module is None else _module_commands(module).get(cmd_name)
+        return None if command is None else _localise(command, cmd_name)
+
+    def get_help_option(self, ctx):
+        _localise(self, "root")
+        return _localise_help_option(super().get_help_option(ctx))
+
+    def format_help(self, ctx, formatter):
+        _localise(self, "root")
+        return super().format_help(ctx, formatter)
 
     def resolve_command(self, ctx, args):
         name = args[0] if args else ""
@@ -77,7 +122,9 @@ class LazyGroup(TyperGroup):
 
             close = difflib.get_close_matches(name, list(COMMANDS), n=1)
             if close:
-                ctx.fail(f"No such command {name!r}; did you mean {close[0]!r}?")
+                from attnprep import texts
+
+                ctx.fail(texts.t("help.no_such_command", name=name, close=close[0]))
         return super().resolve_command(ctx, args)
 
 
@@ -100,6 +147,19 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _set_language(ctx: typer.Context, param, value: str | None):
+    """--lang: the texts' language for the rest of the process (before the command is loaded)."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    from attnprep import texts
+
+    lang = value.strip().lower()
+    if lang not in texts.LANGUAGES:
+        usage_error(texts.t("help.bad_lang", lang=value))
+    texts.set_language(lang)
+    return lang
+
+
 def _completion(which: str):
     """A callback for --install-completion / --show-completion that loads Typer's completion
     code only when the option is given (so that `attnprep list` does not pay for it)."""
@@ -119,6 +179,10 @@ def _completion(which: str):
 def _root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
+    lang: str = typer.Option(
+        None, "--lang", metavar="en|zh", callback=_set_language, is_eager=True, expose_value=False,
+        help="Language of the texts: en or zh (default: $ATTNPREP_LANG, else the locale).",
+    ),
     install_completion: bool = typer.Option(
         False, "--install-completion", callback=_completion("install"), expose_value=False, is_eager=True,
         help="Install completion for the current shell.",

@@ -45,6 +45,29 @@ class ReaderGone:
             os.close(devnull)
 
 
+def take_language(argv: list[str]) -> tuple[str | None, list[str]]:
+    """``--lang X`` / ``--lang=X`` anywhere on the command line (``attnprep check --lang zh`` as
+    well as ``attnprep --lang zh check``): the value and the arguments without it. Read before Typer
+    parses, so that the help of the command is already in that language. Stops at ``--``."""
+    out: list[str] = []
+    lang = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--lang" and i + 1 < len(argv):
+            lang, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--lang="):
+            lang, i = arg.split("=", 1)[1], i + 1
+            continue
+        out.append(arg)
+        i += 1
+    return lang, out
+
+
 def main() -> None:
     # Start-up (importing Typer, Rich and the command's module, building the command) creates only
     # objects that live as long as the process: the cyclic collector would scan them again and
@@ -53,6 +76,15 @@ def main() -> None:
     # callback just before the command runs.
     gc.disable()
     sys.stdout, sys.stderr = ReaderGone(sys.stdout), ReaderGone(sys.stderr)
+    lang, args = take_language(sys.argv[1:])
+    if lang is not None:
+        from attnprep import texts
+
+        if lang.strip().lower() not in texts.LANGUAGES:
+            sys.stderr.write("error: " + texts.t("help.bad_lang", lang=lang) + "\n")
+            raise SystemExit(2)
+        texts.set_language(lang.strip().lower())
+        sys.argv[1:] = args
     from attnprep.app import app
 
     try:

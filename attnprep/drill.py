@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Protocol
 from rich.console import Console, Group
 from rich.text import Text
 
-from attnprep import exercises, history
+from attnprep import exercises, history, texts
 
 if TYPE_CHECKING:
     from attnprep.exercises import Exercise
@@ -415,7 +415,7 @@ def short_verdict(result: Result) -> Text:
     from attnprep.report import verdict_line
 
     if result.passed:  # the report's "passed in 0.12 s" is the grading time, not the drill's
-        return Text("passed", style="bold green")
+        return Text(texts.t("drill.passed"), style="bold green")
     line = verdict_line(result)
     prefix = f"{line.plain[:1]} {Path(result.file).name}  " if result.file else ""
     if prefix and line.plain.startswith(prefix):
@@ -441,12 +441,12 @@ def diagnosis_text(result: Result) -> Text | None:
 
 def unreadable_text(error: OSError) -> str:
     if isinstance(error, CheckLost):
-        return f"{error.strerror}; waiting for the next save"
-    return f"could not read the file ({error.strerror or error}); waiting for the next save"
+        return texts.t("drill.lost", error=error.strerror)
+    return texts.t("drill.unreadable", error=error.strerror or error)
 
 
 def superseded_text(by: float) -> str:
-    return f"not checked: superseded by the save at {clock_text(by)} (its check was stopped)"
+    return texts.t("drill.superseded", at=clock_text(by))
 
 
 @dataclass
@@ -463,7 +463,7 @@ class PlainView:
         self.console.print(text, soft_wrap=True)
 
     def ready(self) -> None:
-        self._line(0, f"go: {history.format_duration(self.budget_s)} on the clock; every save is checked (Ctrl-C gives up)")
+        self._line(0, texts.t("drill.go", budget=history.format_duration(self.budget_s)))
 
     def tick(self, elapsed: float, remaining: float) -> None:
         minute = int(elapsed // 60)
@@ -475,7 +475,7 @@ class PlainView:
         self._final = final
 
     def graded(self, elapsed: float, result: Result) -> None:
-        self._line(elapsed, "final check → " if self._final else "saved → ", short_verdict(result))
+        self._line(elapsed, texts.t("drill.final_arrow") if self._final else texts.t("drill.saved_arrow"), short_verdict(result))
 
     def superseded(self, elapsed: float, by: float) -> None:
         self._line(elapsed, "saved → ", superseded_text(by))
@@ -484,7 +484,7 @@ class PlainView:
         self._line(elapsed, "saved → ", unreadable_text(error))
 
     def time_up(self, elapsed: float) -> None:
-        self._line(elapsed, "time is up")
+        self._line(elapsed, texts.t("drill.time_up"))
 
     def interrupted(self, elapsed: float) -> None:
         self._line(elapsed, "interrupted")
@@ -502,7 +502,7 @@ class LiveView:
     budget_s: float
     title: str
     elapsed: float = 0.0
-    status: Text = field(default_factory=lambda: Text("waiting for your first save …", style="dim"))
+    status: Text = field(default_factory=lambda: Text(texts.t("drill.waiting_first"), style="dim"))
     detail: Text | None = None
     saves: int = 0
     checking: float | None = None  # elapsed time of the save whose check is in flight
@@ -523,7 +523,7 @@ class LiveView:
     def _status(self) -> Text:
         if self.checking is None:
             return self.status
-        what = "final check" if self.final else f"checking the save at {clock_text(self.checking)}"
+        what = texts.t("drill.final_check") if self.final else texts.t("drill.checking", at=clock_text(self.checking))
         running = int(self.elapsed - self.checking)
         return Text(f"{what} …" + (f" {running} s" if running >= 1 else ""), style="dim")
 
@@ -542,7 +542,7 @@ class LiveView:
         lines = [Text(self.title, style="bold"), clock, self._status()]
         if self.detail is not None:
             lines.append(self.detail)
-        lines.append(Text(f"{self.saves} save{'s' if self.saves != 1 else ''} checked · Ctrl-C gives up", style="dim"))
+        lines.append(Text(texts.t("drill.saves_1" if self.saves == 1 else "drill.saves", n=self.saves), style="dim"))
         return Group(*lines)
 
     def _refresh(self) -> None:
@@ -570,9 +570,9 @@ class LiveView:
 
     def graded(self, elapsed: float, result: Result) -> None:
         self.saves += 1
-        self._log(elapsed, "final check → " if self.final else "saved → ", short_verdict(result))
+        self._log(elapsed, texts.t("drill.final_arrow") if self.final else texts.t("drill.saved_arrow"), short_verdict(result))
         self.checking = None
-        self.status = Text("waiting for your next save", style="dim")
+        self.status = Text(texts.t("drill.waiting_next"), style="dim")
         self.detail = diagnosis_text(result)
         self._refresh()
 
@@ -588,7 +588,7 @@ class LiveView:
 
     def time_up(self, elapsed: float) -> None:
         self.elapsed = elapsed
-        self._log(elapsed, "time is up")
+        self._log(elapsed, texts.t("drill.time_up"))
         self._refresh()
 
     def interrupted(self, elapsed: float) -> None:

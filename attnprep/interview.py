@@ -60,49 +60,13 @@ NEXT = {"n", "next", "no"}
 
 # Every word this module shows, in one place (str.format templates; Rich styles are applied where
 # the words are used).
-WORDS = {
-    "title": "interview · {title} ({id}) · budget {budget}",
-    "resumed": "resumed: the clock kept running since the start",
-    "write": "write your answer in {file}; nothing is graded until you submit:",
-    "how_submit": "press Enter here, or run `attnprep interview --submit` (another shell, an editor task); q + Enter gives up",
-    "clock": "{elapsed} / {budget}",
-    "clock_over": "{elapsed} / {budget}  (+{over} over)",
-    "clock_hint": "  ·  Enter submits",
-    "left": "{left} left",
-    "time_up": "the budget is spent ({budget}); submit when ready",
-    "input_closed": "no more input here: waiting for `attnprep interview --submit`",
-    "grading": "submitted: grading …",
-    "first_try": "first try (the verdict that counts)",
-    "first_passed": "first try passed in {elapsed} (budget {budget})",
-    "first_failed": "first try failed after {elapsed} (budget {budget})",
-    "fix": "later fix",
-    "fix_passed": "later fix passed (recorded as a fix, the first try still counts)",
-    "fix_failed": "later fix: still failing",
-    "internal": "attnprep could not grade this submission (not counted): {detail}; submit again",
-    "unreadable": "could not read the file ({detail}); save it and submit again",
-    "fix_prompt": "fix it and press Enter to grade again (recorded as a later fix) · n: on to the questions · q: stop",
-    "question": "Q{i}/{n}  {question}",
-    "question_hint": "answer aloud or under Q{i} in {notes}, then press Enter for the model answer (q: stop)",
-    "answer": "model answer",
-    "known_prompt": "did you know it? y / n",
-    "known_again": "y (known) or n (not known), please",
-    "notes_head": "# {title} — interview notes\n\nWrite your answer under each question, then press Enter in the terminal.\n",
-    "notes_question": "\n## Q{i}. {question}\n\n",
-    "follow_up": "next in the chain: {title} ({id}) · Enter or y starts it, n ends the interview",
-    "abandoned": "interview given up after {elapsed} (recorded)",
-    "summary_round": "{id}: first try {mark} in {elapsed} of {budget}",
-    "summary_abandoned": "{id}: given up after {elapsed}",
-    "summary_fixes": " · {n} later fixes, last {last}",
-    "summary_fixes_1": " · 1 later fix, {last}",
-    "summary_cards": " · Q&A {known} known, {unknown} not known",
-    "summary_next": "`attnprep today` plans what to practise next",
-    "passed": "passed",
-    "failed": "failed",
-}
+# Every word this module shows is a texts key of the [interview] table (attnprep/texts/<lang>.toml).
 
 
 def _w(key: str, **values) -> str:
-    return WORDS[key].format(**values)
+    from attnprep import texts
+
+    return texts.t("interview." + key, **values)
 
 
 def clock(seconds: float) -> str:

@@ -47,28 +47,13 @@ PLAN_VERSION = 1
 WHYS = ("failed", "due", "cards", "untimed", "new")
 
 # Every word this module shows, in one place (str.format templates).
-WORDS = {
-    "today": "today",
-    "yesterday": "yesterday",
-    "days_ago": "{n} days ago",
-    "failed": "failed {ago}",
-    "failed_timeout": "failed {ago} (drill timed out)",
-    "failed_abandoned": "failed {ago} (given up)",
-    "failed_mistake": "failed {ago} ({mistake})",
-    "due": "passed {ago}, interval {n} days",
-    "due_1": "passed {ago}, interval 1 day",
-    "cards": "{n} Q&A cards due",
-    "cards_1": "1 Q&A card due",
-    "cards_unknown": "{n} not known",
-    "untimed": "checked {n}×, never timed (interview or drill)",
-    "started": "started, never finished",
-    "new": "not practised yet",
-    "with_cards": "{reason}; {cards}",
-}
+# Every word this module shows is a texts key of the [plan] table (attnprep/texts/<lang>.toml).
 
 
 def _w(key: str, **values) -> str:
-    return WORDS[key].format(**values)
+    from attnprep import texts
+
+    return texts.t("plan." + key, **values)
 
 
 def day_of(timestamp: float) -> dt.date:

@@ -21,16 +21,13 @@ OPTION = "--attnprep"
 WIDTH = 100
 
 # Every word the plugin shows, in one place (str.format templates).
-WORDS = {
-    "help": "collect every .py file whose first line is `# attnprep: <id>` as a test graded by attnprep",
-    "location": "{file} (attnprep: {id})",
-    "unknown": "{file}: {error}",
-    "divergence": "first divergence: line {line}: {code}",
-}
+# Every word this module shows is a texts key of the [pytest_plugin] table (attnprep/texts/<lang>.toml).
 
 
 def _w(key: str, **values) -> str:
-    return WORDS[key].format(**values)
+    from attnprep import texts
+
+    return texts.t("pytest_plugin." + key, **values)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

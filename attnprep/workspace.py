@@ -75,25 +75,38 @@ def status_of(exercise: Exercise | exercises.Listing, folder: Path) -> Status:
         return Status.IN_PROGRESS  # not the stub, whatever it is
     except OSError:
         return Status.UNREADABLE
-    return Status.BLANK if _normalise(source) == _normalise(blank_stub(exercise.id)) else Status.IN_PROGRESS
+    normalised = _normalise(source)
+    blank = any(normalised == _normalise(blank_stub(exercise.id, lang)) for lang in _languages())
+    return Status.BLANK if blank else Status.IN_PROGRESS
 
 
-def blank_stub(exercise_id: str) -> str:
+def _languages() -> tuple[str, ...]:
+    """The language in use first, then the others: a stub made in either language is blank."""
+    from attnprep import texts
+
+    first = texts.language()
+    return (first, *(lang for lang in texts.LANGUAGES if lang != first))
+
+
+def blank_stub(exercise_id: str, lang: str | None = None) -> str:
     """The rendered stub, kept in the data folder's cache under a key of the size and modification
     time of every file it is rendered from (as Python keys its bytecode): telling a blank file
     from an edited one then needs neither jinja2 nor the whole registry. The cache is only an
     optimisation: any problem with it means rendering afresh."""
+    from attnprep import texts
+
+    lang = lang or texts.language()
     cached = None
     try:
-        key = f"{attnprep.__version__} " + " ".join(
-            f"{st.st_mtime_ns}:{st.st_size}" for st in (p.stat() for p in exercises.stub_sources(exercise_id)))
-        cached = paths.data_home() / "cache" / f"stub-{exercise_id}.py"
+        key = f"{attnprep.__version__} {lang} " + " ".join(
+            f"{st.st_mtime_ns}:{st.st_size}" for st in (p.stat() for p in exercises.stub_sources(exercise_id, lang)))
+        cached = paths.data_home() / "cache" / f"stub-{exercise_id}{'' if lang == 'en' else '.' + lang}.py"
         head, _, text = cached.read_text(encoding="utf-8").partition("\n")
         if head == f"# key: {key}":
             return text
     except (OSError, UnicodeDecodeError):
         pass
-    text = exercises.render_stub(exercises.get(exercise_id))
+    text = exercises.render_stub(exercises.registry(lang)[exercises.get(exercise_id).id], lang)
     if cached is not None:  # set only once the key is known
         tmp = None
         try:

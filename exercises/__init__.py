@@ -160,20 +160,67 @@ def evaluate(expression: str, args: dict[str, int]) -> int:
 # --- loading -----------------------------------------------------------------------------------
 
 
-@functools.cache
-def mistake_catalogue() -> dict[str, Mistake]:
+def _language() -> str:
+    from attnprep import texts  # torch-free, reads the environment at call time
+
+    return texts.language()
+
+
+def _translation(path: Path) -> dict:
+    """The texts of ``path`` in another language (``zh.toml``, ``mistakes.zh.toml``), {} if none."""
+    return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+TRANSLATED_MISTAKE = ("title", "why", "fix")
+
+
+def mistake_catalogue(lang: str | None = None) -> dict[str, Mistake]:
     """Every named mistake: the shared ``mistakes.toml`` and each exercise folder's own
-    ``mistakes.toml`` (mistakes that only one exercise can make)."""
+    ``mistakes.toml`` (mistakes that only one exercise can make), with title, why and fix in the
+    current language (``mistakes.<lang>.toml`` beside each file, English where a text is missing)."""
+    return _mistake_catalogue(lang or _language())
+
+
+@functools.cache
+def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
     files = [HERE / "mistakes.toml", *sorted(HERE.glob("*/mistakes.toml"))]
     out: dict[str, Mistake] = {}
     for path in files:
+        words: dict[str, dict] = {}
+        if lang != "en":
+            for m in _translation(path.with_name(f"mistakes.{lang}.toml")).get("mistake", []):
+                words[m.get("id", "")] = {k: m[k] for k in TRANSLATED_MISTAKE if m.get(k)}
         for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
-            out[m["id"]] = Mistake(**{**m, "pair": tuple(m.get("pair", ()))})
+            out[m["id"]] = Mistake(**{**m, **words.get(m["id"], {}), "pair": tuple(m.get("pair", ()))})
     return out
 
 
-def _load(folder: Path) -> Exercise:
+def _translate(data: dict, words: dict) -> dict:
+    """``data`` (an exercise.toml) with its texts replaced by those of ``words`` (a zh.toml):
+    title, summary, hints, contract details, notes' key_points and qa; lists only when complete."""
+    if not words:
+        return data
+    data = {**data}
+    for key in ("title", "summary"):
+        if words.get(key):
+            data[key] = words[key]
+    if len(words.get("hints", [])) == len(data.get("hints", [])):
+        data["hints"] = words["hints"]
+    if words.get("contract", {}).get("details"):
+        data["contract"] = {**data["contract"], "details": words["contract"]["details"]}
+    notes, zh_notes = dict(data.get("notes", {})), words.get("notes", {})
+    if len(zh_notes.get("key_points", [])) == len(notes.get("key_points", [])):
+        notes["key_points"] = zh_notes.get("key_points", [])
+    if len(zh_notes.get("qa", [])) == len(notes.get("qa", [])):
+        notes["qa"] = [{**en, **{k: v for k, v in zh.items() if v}} for en, zh in zip(notes.get("qa", []), zh_notes.get("qa", []))]
+    data["notes"] = notes
+    return data
+
+
+def _load(folder: Path, lang: str = "en") -> Exercise:
     data = tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8"))
+    if lang != "en":
+        data = _translate(data, _translation(folder / f"{lang}.toml"))
     c = data["contract"]
     contract = Contract(
         kind=c["kind"],
@@ -193,7 +240,7 @@ def _load(folder: Path) -> Exercise:
         ),
         details=c.get("details", "").strip(),
     )
-    catalogue = mistake_catalogue()
+    catalogue = mistake_catalogue(lang)
     notes = data.get("notes", {})
     return Exercise(
         id=folder.name,
@@ -212,10 +259,14 @@ def _load(folder: Path) -> Exercise:
     )
 
 
+def registry(lang: str | None = None) -> dict[str, Exercise]:
+    """All exercises by id, in teaching order, their texts in the current language."""
+    return _registry(lang or _language())
+
+
 @functools.cache
-def registry() -> dict[str, Exercise]:
-    """All exercises by id, in teaching order."""
-    found = [_load(p.parent) for p in HERE.glob("*/exercise.toml")]
+def _registry(lang: str) -> dict[str, Exercise]:
+    found = [_load(p.parent, lang) for p in HERE.glob("*/exercise.toml")]
     return {e.id: e for e in sorted(found, key=lambda e: (e.order, e.id))}
 
 
@@ -236,7 +287,22 @@ class Listing(NamedTuple):
 LISTED = ("title", "difficulty", "minutes", "order")
 
 
-def _listing(path: Path) -> Listing:
+def _head_title(path: Path) -> str | None:
+    """The ``title = "…"`` line of a translation file, read without parsing the rest."""
+    if not path.is_file():
+        return None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("title"):
+            try:
+                return tomllib.loads(line).get("title") or None
+            except tomllib.TOMLDecodeError:
+                return None
+        if line.startswith("["):
+            return None
+    return None
+
+
+def _listing(path: Path, lang: str = "en") -> Listing:
     """The listing of one exercise.toml, parsed from its first block of lines (where the files keep
     title, difficulty, minutes and order) instead of the whole file: `attnprep list` needs no
     hints, notes, contract nor mistake catalogue. Falls back to the whole file when the head does
@@ -248,13 +314,19 @@ def _listing(path: Path) -> Listing:
         data = {}
     if not all(key in data for key in LISTED):
         data = tomllib.loads(text)
-    return Listing(path.parent.name, data["title"], data["difficulty"], int(data["minutes"]), int(data["order"]))
+    title = (_head_title(path.with_name(f"{lang}.toml")) if lang != "en" else None) or data["title"]
+    return Listing(path.parent.name, title, data["difficulty"], int(data["minutes"]), int(data["order"]))
+
+
+def listing(lang: str | None = None) -> dict[str, Listing]:
+    """Every exercise's listing by id, in teaching order (the order of :func:`registry`), its title
+    in the current language."""
+    return _listings(lang or _language())
 
 
 @functools.cache
-def listing() -> dict[str, Listing]:
-    """Every exercise's listing by id, in teaching order (the order of :func:`registry`)."""
-    found = [_listing(p) for p in HERE.glob("*/exercise.toml")]
+def _listings(lang: str) -> dict[str, Listing]:
+    found = [_listing(p, lang) for p in HERE.glob("*/exercise.toml")]
     return {e.id: e for e in sorted(found, key=lambda e: (e.order, e.id))}
 
 
@@ -290,17 +362,39 @@ def solution_region(exercise: Exercise, name: str) -> str:
     return "\n".join(lines[start:end]).strip("\n")
 
 
-def stub_sources(exercise_id: str) -> list[Path]:
-    """Every file :func:`render_stub` reads for this exercise (this module is the renderer)."""
+def stub_sources(exercise_id: str, lang: str = "en") -> list[Path]:
+    """Every file :func:`render_stub` reads for this exercise in ``lang`` (this module is the
+    renderer; the texts of the language are its ``texts/<lang>.toml`` and the folder's ``<lang>.toml``)."""
     own = HERE / exercise_id / "stub.py.j2"
+    from attnprep import texts
+
+    words = texts.HERE
+    translated = HERE / exercise_id / f"{lang}.toml"
     return [HERE / exercise_id / "exercise.toml", *([own] if own.is_file() else []), *sorted((HERE / "stubs").glob("*.j2")),
-            *sorted(HERE.glob("**/mistakes*.toml")), SOLUTIONS_DIR / f"{exercise_id}.py", Path(__file__)]
+            *sorted(HERE.glob("**/mistakes*.toml")), SOLUTIONS_DIR / f"{exercise_id}.py", Path(__file__),
+            *(p for p in (words / f"{lang}.toml", translated) if p.is_file())]
 
 
-def render_stub(exercise: Exercise) -> str:
-    """The blank exercise file, rendered with jinja2 from its :attr:`Exercise.stub_template`."""
+def render_stub(exercise: Exercise, lang: str | None = None) -> str:
+    """The blank exercise file, rendered with jinja2 from its :attr:`Exercise.stub_template`; its
+    fixed prose in ``lang`` (default: the current language; the exercise's own texts are those of
+    the record given)."""
     import jinja2
 
     env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)
     template = env.from_string(exercise.stub_template.read_text(encoding="utf-8"))
-    return template.render(ex=exercise, solution_region=functools.partial(solution_region, exercise))
+    from attnprep import texts
+
+    return template.render(ex=exercise, solution_region=functools.partial(solution_region, exercise),
+                           t=lambda key, **params: texts.t(key, lang or texts.language(), **params))
+
+
+def cache_clear() -> None:
+    """Forget every loaded exercise, listing and mistake, in every language (a folder was added)."""
+    _registry.cache_clear()
+    _listings.cache_clear()
+    _mistake_catalogue.cache_clear()
+
+
+# ``registry.cache_clear()`` and the like, as when these were functools.cache functions themselves
+registry.cache_clear = listing.cache_clear = mistake_catalogue.cache_clear = cache_clear  # type: ignore[attr-defined]

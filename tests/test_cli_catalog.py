@@ -136,7 +136,7 @@ def test_blank_stub_is_cached_under_the_key_of_its_sources(attnprep_home, tmp_pa
 
     source = tmp_path / "source.txt"  # a source file changes: a new key, a fresh render
     source.write_text("v1", encoding="utf-8")
-    monkeypatch.setattr(exercises, "stub_sources", lambda exercise_id: [source])
+    monkeypatch.setattr(exercises, "stub_sources", lambda exercise_id, lang="en": [source])
     assert workspace.blank_stub("mha") == exercises.render_stub(MHA)
     assert cached.read_text(encoding="utf-8").partition("\n")[2] == exercises.render_stub(MHA)
     cached.write_text(cached.read_text(encoding="utf-8").partition("\n")[0] + "\nstale", encoding="utf-8")

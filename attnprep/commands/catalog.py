@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from attnprep import paths, workspace
+from attnprep import paths, texts, workspace
 from attnprep.app import command_app, console, get_exercise, usage_error
 from attnprep.workspace import ExerciseRow, Status
 
@@ -68,9 +68,9 @@ TITLE_MIN = 24
 COLUMNS: list[Column] = [
     Column("id", lambda r: Text(r.id, style="bold"), {"no_wrap": True}),
     Column("title", lambda r: r.title, {"min_width": TITLE_MIN, "overflow": "fold"}),
-    Column("difficulty", lambda r: r.difficulty, {"no_wrap": True}),
-    Column("drill", lambda r: f"{r.minutes} min", {"no_wrap": True, "justify": "right"}),
-    Column("status", lambda r: Text(r.status.value, style=STATUS_STYLE.get(r.status, "")), {"no_wrap": True}),
+    Column("difficulty", lambda r: texts.t(f"cli.difficulty.{r.difficulty}"), {"no_wrap": True}),
+    Column("drill", lambda r: texts.t("cli.minutes", minutes=r.minutes), {"no_wrap": True, "justify": "right"}),
+    Column("status", lambda r: Text(texts.t(f"cli.status.{r.status.name.lower()}"), style=STATUS_STYLE.get(r.status, "")), {"no_wrap": True}),
 ]
 
 
@@ -78,9 +78,14 @@ COLUMNS: list[Column] = [
 HISTORY_STYLE = {"passed": "green", "attempted": "yellow"}
 # A cell gets None for an exercise with no runs.
 HISTORY_COLUMNS: list[Column] = [
-    Column("record", lambda s: Text(s.status, style=HISTORY_STYLE.get(s.status, "")) if s and s.attempts else "", {"no_wrap": True}),
+    Column("record", lambda s: Text(texts.t(f"cli.record.{s.status}"), style=HISTORY_STYLE.get(s.status, "")) if s and s.attempts else "", {"no_wrap": True}),
     Column("best", lambda s: _duration(s.best_drill_s) if s and s.best_drill_s is not None else "", {"no_wrap": True, "justify": "right"}),
 ]
+
+
+def _label(header: str) -> str:
+    """A column's header as shown (the header itself is the column's id)."""
+    return texts.t(f"cli.column.{header}")
 
 
 def _duration(seconds: float) -> str:
@@ -125,7 +130,7 @@ def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | 
         candidates, without_titles = layouts(summaries is not None)
 
         def columns(headers: tuple[str, ...]) -> list[layout.Col]:
-            return [layout.Col([h, *(c if isinstance(c, str) else c.plain for c in by_header[h])],
+            return [layout.Col([_label(h), *(c if isinstance(c, str) else c.plain for c in by_header[h])],
                                wrap=not options[h].get("no_wrap", False), min_width=options[h].get("min_width", 0))
                     for h in headers]
 
@@ -133,7 +138,7 @@ def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | 
     shown = tuple(by_header) if shown is None else shown
     table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, GAP, 0, 0))
     for header in shown:
-        table.add_column(header, **options[header])
+        table.add_column(_label(header), **options[header])
     for i in range(len(rows)):
         table.add_row(*(by_header[h][i] for h in shown))
     return table, shown
@@ -146,7 +151,7 @@ def exercise_summaries() -> dict[str, ExerciseSummary]:
         if not paths.history_db().exists():
             return {}
     except paths.DataFolderError as exc:
-        sys.stderr.write(f"attnprep: {exc}; the history is not shown\n")
+        sys.stderr.write("attnprep: " + texts.t("cli.list.no_history", error=exc) + "\n")
         return {}
     from attnprep import history
 
@@ -177,14 +182,14 @@ def list_(
     out.print(table)
     left_out = [header for header in layouts(history is not None)[0][0] if header not in shown]
     if left_out:
-        out.print(Text(f"not shown at this width: {', '.join(left_out)}", style="dim"))
+        out.print(Text(texts.t("cli.list.left_out", columns=", ".join(_label(h) for h in left_out)), style="dim"))
     out.print()
-    out.print(Text("status: of <id>.py in the current folder", style="dim"))
+    out.print(Text(texts.t("cli.list.status_legend"), style="dim"))
     if summaries and "record" in shown:
-        out.print(Text("record, best: from your history (best: fastest passing drill; `attnprep stats`)", style="dim"))
+        out.print(Text(texts.t("cli.list.record_legend"), style="dim"))
     todo = next((r for r in rows if r.status is Status.NOT_STARTED), None)
     if todo is not None:
-        out.print(Text.assemble("start one: ", (f"`attnprep new {todo.id}`", CMD)))
+        out.print(Text.assemble(texts.t("cli.list.start_one"), (f"`attnprep new {todo.id}`", CMD)))
 
 
 # --- new -------------------------------------------------------------------------------------
@@ -210,16 +215,16 @@ def new(
         Text.assemble(
             "wrote ",
             (_shown(written.path), "bold"),
-            f"  ({exercise.title} · {exercise.difficulty} · drill budget {exercise.minutes} min)",
+            texts.t("cli.new.about", title=exercise.title, difficulty=texts.t(f"cli.difficulty.{exercise.difficulty}"), minutes=exercise.minutes),
         )
     )
     if written.backup is not None:
-        out.print(Text.assemble("kept the old file as ", (_shown(written.backup), "bold")))
+        out.print(Text.assemble(texts.t("cli.new.kept"), (_shown(written.backup), "bold")))
     import shlex
 
     in_cwd = written.path.parent.resolve() == Path.cwd().resolve()
     check = f"attnprep check {exercise.id}" if in_cwd else f"attnprep check {shlex.quote(_shown(written.path))}"
-    out.print(Text.assemble("next: write it in your editor, then run ", (f"`{check}`", CMD)))
+    out.print(Text.assemble(texts.t("cli.new.next"), (f"`{check}`", CMD)))
 
 
 # --- solution --------------------------------------------------------------------------------
@@ -238,14 +243,14 @@ def solution(
     try:
         source = exercise.solution_path.read_text(encoding="utf-8")
     except OSError:
-        usage_error(f"no reference solution for {exercise.id!r} is installed ({exercise.solution_path})")
+        usage_error(texts.t("cli.solution.missing", id=exercise.id, path=exercise.solution_path))
     if code:
         typer.echo(source, nl=False)
         return
 
     out = console()
     with paged(out):
-        out.print(Rule(Text(f"{exercise.id} · {exercise.title} · reference solution", style="bold"), align="left"))
+        out.print(Rule(Text(f"{exercise.id} · {exercise.title} · " + texts.t("cli.solution.title"), style="bold"), align="left"))
         shown, numbered = readable_source(source, out.width)
         out.print(
             Syntax(
@@ -345,11 +350,11 @@ def paged(out):
 def _solution_notes(out, exercise) -> None:
     if exercise.key_points:
         out.print()
-        out.print(Text("Key points", style="bold underline"))
+        out.print(Text(texts.t("cli.solution.key_points"), style="bold underline"))
         out.print(_bullets(exercise.key_points))
     if exercise.qa:
         out.print()
-        out.print(Text("Interview Q&A", style="bold underline"))
+        out.print(Text(texts.t("cli.solution.qa"), style="bold underline"))
         for i, qa in enumerate(exercise.qa):
             if i:
                 out.print()
@@ -357,12 +362,12 @@ def _solution_notes(out, exercise) -> None:
             out.print(_bullets([qa.a], marker="A:"))
     if exercise.mistakes:
         out.print()
-        out.print(Text("Classic mistakes the grader names", style="bold underline"))
+        out.print(Text(texts.t("cli.solution.mistakes"), style="bold underline"))
         out.print(
-            _bullets(Text.assemble((m.title, "bold"), "\n", ("fix: ", "green"), m.fix) for m in exercise.mistakes)
+            _bullets(Text.assemble((m.title, "bold"), "\n", (texts.t("cli.solution.fix"), "green"), m.fix) for m in exercise.mistakes)
         )
     out.print()
-    out.print(Text(f"bare source: `attnprep solution {exercise.id} --code > {exercise.id}_ref.py`", style="dim"))
+    out.print(Text(texts.t("cli.solution.bare", id=exercise.id), style="dim"))
 
 
 # --- hint ------------------------------------------------------------------------------------
@@ -382,33 +387,33 @@ def hint(
         try:
             hints.reset(exercise.id)
         except OSError as exc:  # StateNotSaved, DataFolderError: one line, said as such
-            usage_error(f"cannot reset the hints of {exercise.id}: {exc}")
-        out.print(Text.assemble(f"hints of {exercise.id} reset; ", (f"`attnprep hint {exercise.id}`", CMD), " shows hint 1 again"))
+            usage_error(texts.t("cli.hint.cannot_reset", id=exercise.id, error=exc))
+        out.print(Text.assemble(texts.t("cli.hint.reset", id=exercise.id), (f"`attnprep hint {exercise.id}`", CMD), texts.t("cli.hint.reset_after")))
         return
     step = hints.next_hint(exercise)
     if step.not_saved:  # the hint is still shown; the next call will show it again
-        sys.stderr.write(f"attnprep: {step.not_saved}; hint {step.number} is shown but not remembered\n")
+        sys.stderr.write("attnprep: " + texts.t("cli.hint.not_saved", error=step.not_saved, number=step.number) + "\n")
     if step.total == 0:
-        out.print(Text(f"{exercise.id} has no hints; `attnprep solution {exercise.id}` shows the reference"))
+        out.print(Text(texts.t("cli.hint.none", id=exercise.id)))
         return
     if step.exhausted:
-        out.print(Text(f"No more hints for {exercise.id}: all {step.total} are below.", style="bold"))
+        out.print(Text(texts.t("cli.hint.no_more", id=exercise.id, total=step.total), style="bold"))
         out.print(_numbered(step.revealed))
         out.print(
             Text.assemble(
-                (f"`attnprep solution {exercise.id}`", CMD), " shows the reference; ",
-                (f"`attnprep hint {exercise.id} --reset`", CMD), " starts over",
+                (f"`attnprep solution {exercise.id}`", CMD), texts.t("cli.hint.shows_reference"),
+                (f"`attnprep hint {exercise.id} --reset`", CMD), texts.t("cli.hint.starts_over"),
             )
         )
         return
-    out.print(Text(f"{exercise.id} · {exercise.title} · {step.label}", style="bold"))
+    out.print(Text(f"{exercise.id} · {exercise.title} · " + texts.t("cli.hint.label", number=step.number, total=step.total), style="bold"))
     out.print(_bullets([step.text], marker=" "))
     if step.not_saved:
         pass  # the next call shows this hint again: no "next" line
     elif step.number < step.total:
-        out.print(Text.assemble("next: ", (f"`attnprep hint {exercise.id}`", CMD), f" for hint {step.number + 1}/{step.total}"), style="dim")
+        out.print(Text.assemble(texts.t("cli.hint.next"), (f"`attnprep hint {exercise.id}`", CMD), texts.t("cli.hint.next_after", number=step.number + 1, total=step.total)), style="dim")
     else:
-        out.print(Text(f"that was the last hint; `attnprep solution {exercise.id}` shows the reference", style="dim"))
+        out.print(Text(texts.t("cli.hint.last", id=exercise.id), style="dim"))
 
 
 def _numbered(items) -> Table:

@@ -14,6 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from attnprep import texts
 from attnprep.app import EXIT_OK, command_app, console, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
@@ -63,28 +64,28 @@ def header(c: "Comparison") -> Text:
     s = c.shape
     text = Text()
     text.append(c.preset, style="bold")
-    text.append(f" · d_model {s.d_model}, {s.num_heads} heads of {s.head_dim}")
+    text.append(texts.t("cli.compare.heads", d_model=s.d_model, heads=s.num_heads, head_dim=s.head_dim))
     if s.inner_dim != s.d_model:
         text.append(f" (H·d_h = {s.inner_dim})")
-    text.append(f" · GQA: {s.num_kv_heads} KV heads\n")
+    text.append(texts.t("cli.compare.gqa", kv_heads=s.num_kv_heads) + "\n")
     text.append(f"MLA: q_lora_rank {s.q_lora_rank}, kv_lora_rank {s.kv_lora_rank}, nope {s.qk_nope_head_dim}, "
                 f"rope {s.qk_rope_head_dim}, v {s.v_head_dim}\n")
-    text.append(f"one layer · batch {s.batch} × seq {s.seq} = {s.tokens:,} tokens · {s.dtype} "
-                f"({s.dtype_bytes} bytes/element)", style="dim")
+    text.append(texts.t("cli.compare.layer", batch=s.batch, seq=s.seq, tokens=f"{s.tokens:,}", dtype=s.dtype,
+                        bytes=s.dtype_bytes), style="dim")
     return text
 
 
 def table(c: "Comparison") -> Table:
     s = c.shape
     t = Table(header_style="bold", box=None, pad_edge=False, padding=(0, 0, 0, 1))
-    t.add_column("\nvariant", no_wrap=True, style="bold")
-    t.add_column("\nparams", justify="right", no_wrap=True)
+    t.add_column("\n" + texts.t("cli.compare.variant"), no_wrap=True, style="bold")
+    t.add_column("\n" + texts.t("cli.compare.params"), justify="right", no_wrap=True)
     t.add_column("\n×MHA", justify="right", no_wrap=True, style="dim")
-    t.add_column(f"fwd FLOPs\n{s.batch}×{s.seq}", justify="right", no_wrap=True)
+    t.add_column(texts.t("cli.compare.flops") + f"\n{s.batch}×{s.seq}", justify="right", no_wrap=True)
     t.add_column("\n×MHA", justify="right", no_wrap=True, style="dim")
-    t.add_column("KV/token\nelements", justify="right", no_wrap=True)
-    t.add_column("KV/token\nbytes", justify="right", no_wrap=True)
-    t.add_column(f"KV cache\n{s.batch}×{s.seq}", justify="right", no_wrap=True)
+    t.add_column(texts.t("cli.compare.kv_elements"), justify="right", no_wrap=True)
+    t.add_column(texts.t("cli.compare.kv_bytes"), justify="right", no_wrap=True)
+    t.add_column(texts.t("cli.compare.kv_cache") + f"\n{s.batch}×{s.seq}", justify="right", no_wrap=True)
     t.add_column("\n×MHA", justify="right", no_wrap=True, style="dim")
     for r in c.rows:
         t.add_row(r.label, si(r.params), times(r.relative["params"]), si(r.flops), times(r.relative["flops"]),
@@ -103,19 +104,19 @@ def chart(c: "Comparison") -> Text:
         text.append(bar(r.kv_elements_per_token, largest), style="cyan")
         text.append(f" {r.kv_elements_per_token:>7,} {binary_bytes(r.kv_bytes_per_token):>9} ")
         text.append(f"{times(r.relative['kv_cache']):>6}\n", style="dim")
-        text.append(f"{'':<{label_width}} {r.cached}: {r.kv_formula}\n", style="dim")
+        key = f"cli.compare.cached.{r.variant}"
+        cached = texts.t(key) if texts.has(key) else r.cached
+        text.append(f"{'':<{label_width}} {cached}: {r.kv_formula}\n", style="dim")
     text.rstrip()
     return text
 
 
 def footnote(c: "Comparison") -> Text:
-    return Text(f"Measured on the meta device: reference solutions, one eval forward with is_causal={c.is_causal} "
-                "under FlopCounterMode (matmuls only, 2·m·n·k; the full T×T scores are counted). "
-                "× = relative to MHA.", style="dim")
+    return Text(texts.t("cli.compare.footnote", is_causal=c.is_causal), style="dim")
 
 
 def render(c: "Comparison") -> Group:
-    title = Text(f"KV cache per token per layer ({c.shape.dtype})", style="bold")
+    title = Text(texts.t("cli.compare.chart_title", dtype=c.shape.dtype), style="bold")
     return Group(header(c), Text(), table(c), Text(), title, chart(c), Text(), footnote(c))
 
 

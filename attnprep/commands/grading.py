@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from attnprep import exercises
+from attnprep import exercises, texts
 from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, get_exercise, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
@@ -48,7 +48,7 @@ def resolve_targets(targets: list[str], folder: Path) -> list[tuple[Path, str | 
     if not targets:
         files = exercise_files(folder)
         if not files:
-            usage_error("no exercise files in this folder: start one with `attnprep new mha` (or name a file)")
+            usage_error(texts.t("cli.check.no_files"))
         return [(f, None) for f in files]
     files: list[tuple[Path, str | None]] = []
     for target in targets:
@@ -56,17 +56,17 @@ def resolve_targets(targets: list[str], folder: Path) -> list[tuple[Path, str | 
         if path.is_dir():
             inside = exercise_files(path)
             if not inside:
-                usage_error(f"no exercise files in {target}")
+                usage_error(texts.t("cli.check.no_files_in", target=target))
             files.extend((f, None) for f in inside)
         elif path.is_file():
             files.append((path, None))
         elif path.suffix == ".py" or "/" in target or "\\" in target:
-            usage_error(f"no such file: {target}")
+            usage_error(texts.t("cli.check.no_such_file", target=target))
         else:
             exercise = get_exercise(target)
             candidate = folder / exercise.filename
             if not candidate.is_file():
-                usage_error(f"no {exercise.filename} here: write one with `attnprep new {exercise.id}` first")
+                usage_error(texts.t("cli.check.no_attempt", file=exercise.filename, id=exercise.id))
             files.append((candidate, exercise.id))
     return files
 
@@ -82,9 +82,9 @@ def _exercise_for(path: Path, exercise_id: str | None) -> exercises.Exercise:
     except exercises.UnknownExercise as exc:
         if exercise_id or exercises.detect(source):
             usage_error(str(exc))
-        usage_error(f"can't tell which exercise {path.name} is: add `# attnprep: <id>` as its first line, or pass -e ID")
+        usage_error(texts.t("cli.check.unknown_exercise", name=path.name))
     except OSError as exc:
-        usage_error(f"can't read {path}: {exc.strerror}")
+        usage_error(texts.t("cli.check.unreadable", path=path, error=exc.strerror))
 
 
 @app.command("check")
@@ -98,9 +98,9 @@ def check(
 ) -> None:
     """Grade attempts against the reference: shapes, masks, softmax rows, output, and the mistake's name."""
     if device not in ("cpu", "cuda"):
-        usage_error(f"--device must be cpu or cuda, not {device!r}")
+        usage_error(texts.t("cli.check.bad_device", device=device))
     if timeout <= 0:
-        usage_error("--timeout must be positive")
+        usage_error(texts.t("cli.check.bad_timeout"))
     if exercise_id is not None:
         exercise_id = get_exercise(exercise_id).id
     files = resolve_targets(list(targets or []), Path.cwd())
@@ -113,7 +113,7 @@ def check(
         import torch
 
         if not torch.cuda.is_available():
-            usage_error("--device cuda: no CUDA device is available here")
+            usage_error(texts.t("cli.check.no_cuda"))
     results = run_checks(plan, seed=seed, device=device, timeout=timeout)
     if as_json:
         from attnprep.wording import results_json

@@ -17,7 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attnprep import exercises, history
+from attnprep import exercises, history, texts
 from attnprep.app import command_app, console, err_console, get_exercise, is_interactive, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
@@ -60,7 +60,7 @@ def drill(
         try:
             picked, reason = history.pick_weakest(exercises.registry().values())
         except DataFolderError:  # no history to read: the first exercise (recording it will say why not)
-            picked, reason = next(iter(exercises.registry())), "the first exercise (no history to choose from)"
+            picked, reason = next(iter(exercises.registry())), texts.t("drill.first_exercise")
         exercise = exercises.get(picked)
     if seconds is not None:
         budget_s = seconds
@@ -69,20 +69,20 @@ def drill(
     else:
         budget_s = exercise.minutes * 60.0
     if not budget_s > 0 or math.isinf(budget_s):
-        usage_error("the time budget must be a positive number of minutes")
+        usage_error(texts.t("drill.bad_budget"))
 
     try:
         path = drills.new_drill_file(exercise, folder if folder is not None else Path.cwd())
     except OSError as exc:
-        usage_error(f"cannot write the drill file: {exc}")
+        usage_error(texts.t("drill.cannot_write", error=exc))
 
     out = console()
     if reason is not None:
-        out.print(Text.assemble("no ID given: drilling ", (exercise.id, "bold"), f" — {reason}"), soft_wrap=True)
+        out.print(Text.assemble(texts.t("drill.picked"), (exercise.id, "bold"), texts.t("drill.picked_reason", reason=reason)), soft_wrap=True)
     out.print(
         Text.assemble(
-            "wrote ", (_shown(path), "bold"),
-            f"  ({exercise.title} · budget {history.format_duration(budget_s)})",
+            texts.t("drill.wrote"), (_shown(path), "bold"),
+            texts.t("drill.wrote_about", title=exercise.title, budget=history.format_duration(budget_s)),
         ),
         soft_wrap=True,
     )
@@ -92,7 +92,7 @@ def drill(
     from attnprep import grader
 
     if is_interactive():
-        with out.status("loading torch …"):
+        with out.status(texts.t("drill.loading")):
             grader.warm_up()
     else:
         grader.warm_up()
@@ -118,15 +118,15 @@ def _start_editor(drills, path: Path) -> None:
     command = drills.editor_command()
     note = err_console()
     if command is None:
-        note.print(Text("--edit: set $VISUAL or $EDITOR to open the file; open it yourself meanwhile"))
+        note.print(Text(texts.t("drill.no_editor")))
     elif drills.is_terminal_editor(command):
         shown = " ".join([*command, _shown(path)])
-        note.print(Text(f"--edit: {command[0]} runs in a terminal; open the file in another one: {shown}"), soft_wrap=True)
+        note.print(Text(texts.t("drill.terminal_editor", editor=command[0], file=shown)), soft_wrap=True)
     else:
         try:
             drills.open_editor(command, path)
         except OSError as exc:
-            note.print(Text(f"--edit: could not start {command[0]}: {exc}"), soft_wrap=True)
+            note.print(Text(texts.t("drill.editor_failed", editor=command[0], error=exc)), soft_wrap=True)
 
 
 def _render_ending(run, exercise) -> None:
@@ -141,19 +141,19 @@ def _render_ending(run, exercise) -> None:
         render_result(ending.result, out, full=ending.outcome != "abandoned")
         out.print()
     if ending.outcome == "passed":
-        line = Text.assemble(("✓ passed", "bold green"), f" in {took} (budget {budget})")
+        line = Text.assemble((texts.t("drill.end_passed"), "bold green"), texts.t("drill.end_passed_after", took=took, budget=budget))
         summary = history.exercise_summaries().get(exercise.id)
         if run.recorded is not None and summary is not None and summary.drill_passes > 1:
             if summary.best_drill_s is not None and ending.elapsed_s <= summary.best_drill_s:
-                line.append(" — a new best", style="bold")
+                line.append(texts.t("drill.new_best"), style="bold")
             else:
-                line.append(f" — best {history.format_duration(summary.best_drill_s)}", style="dim")
+                line.append(texts.t("drill.best", best=history.format_duration(summary.best_drill_s)), style="dim")
     elif ending.outcome == "timeout":
-        line = Text.assemble(("✗ time is up", "bold red"), f" after {budget}: not passing yet")
+        line = Text.assemble((texts.t("drill.end_timeout"), "bold red"), texts.t("drill.end_timeout_after", budget=budget))
     else:
-        line = Text.assemble(("abandoned", "bold yellow"), f" after {took}")
+        line = Text.assemble((texts.t("drill.end_abandoned"), "bold yellow"), texts.t("drill.end_abandoned_after", took=took))
     if run.recorded is not None:
-        line.append("  (recorded: `attnprep stats`)", style="dim")
+        line.append(texts.t("drill.recorded"), style="dim")
     out.print(line, soft_wrap=True)
 
 
@@ -252,8 +252,13 @@ def _stats_cells(r: dict) -> dict[str, Text]:
 def _stats_columns(headers: tuple[str, ...], rows: list[dict[str, Text]]):
     from attnprep import layout
 
-    return [layout.Col([h, *(cells[h].plain for cells in rows)], wrap=h == MISTAKES,
+    return [layout.Col([_stats_label(h), *(cells[h].plain for cells in rows)], wrap=h == MISTAKES,
                        min_width=STATS_COLUMNS[h].get("min_width", 0)) for h in headers]
+
+
+def _stats_label(header: str) -> str:
+    """A column's header as shown (the header itself is the column's id)."""
+    return texts.t("cli.stats.column." + header.replace(" ", "_"))
 
 
 def _vs_budget(seconds: float | None, ratio: float | None, budget_s: float | None) -> Text:
@@ -280,19 +285,19 @@ def stats(
     out = console()
     practised = [r for r in document["exercises"] if r["attempts"]]
     if not practised:
-        out.print(Text.assemble("no runs recorded yet — ", ("`attnprep drill`", "bold"), " starts a timed one"))
+        out.print(Text.assemble(texts.t("cli.stats.none"), ("`attnprep drill`", "bold"), texts.t("cli.stats.none_after")))
         return
     rows = [_stats_cells(r) for r in practised]
     shown = layout.choose(out.width, STATS_LAYOUTS, lambda headers: _stats_columns(headers, rows), gap=STATS_GAP,
                           slack=None, fallback_from=STATS_FALLBACK)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     for header in shown:
-        table.add_column(header, **STATS_COLUMNS[header])
+        table.add_column(_stats_label(header), **STATS_COLUMNS[header])
     for cells in rows:
         table.add_row(*(cells[h] for h in shown))
     out.print(table)
     if MISTAKES not in shown and any(cells[MISTAKES].plain for cells in rows):  # below the table instead
-        out.print(Text(MISTAKES, style="bold"))
+        out.print(Text(_stats_label(MISTAKES), style="bold"))
         below = Table.grid(padding=(0, 2))
         below.add_column(no_wrap=True, style="bold")
         below.add_column()
@@ -302,22 +307,21 @@ def stats(
         out.print(below)
     left_out = [h for h in STATS_LAYOUTS[0] if h not in shown and h != MISTAKES]
     if left_out:
-        out.print(Text(f"not shown at this width: {', '.join(left_out)} (`attnprep stats --json` has them)", style="dim"))
+        out.print(Text(texts.t("cli.stats.left_out", columns=", ".join(_stats_label(h) for h in left_out)), style="dim"))
     totals = document["totals"]
     out.print(
         Text(
-            f"{totals['attempts']} runs, {totals['passes']} passed; "
-            f"{totals['drill_passes']} of {totals['drills']} drills passed in time.",
+            texts.t("cli.stats.totals", attempts=totals["attempts"], passes=totals["passes"],
+                    drill_passes=totals["drill_passes"], drills=totals["drills"]),
             style="dim",
         )
     )
     out.print(
         Text(
-            "best, median: passed drills, each against its own budget; "
-            f"recent drills: ▁ fast … █ the whole budget, ✗ timed out, {ABANDONED} abandoned",
+            texts.t("cli.stats.legend", abandoned=ABANDONED),
             style="dim",
         )
     )
     untouched = [r["exercise"] for r in document["exercises"] if not r["attempts"]]
     if untouched:
-        out.print(Text(f"not practised yet: {', '.join(untouched)}", style="dim"))
+        out.print(Text(texts.t("cli.stats.untouched", ids=", ".join(untouched)), style="dim"))

@@ -25,41 +25,13 @@ from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, err_console, 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
 # Every word these commands show, in one place (str.format templates).
-WORDS = {
-    "no_open": "no interview is open: start one with `attnprep interview ID`",
-    "submit_no_id": "--submit takes no ID: it submits the interview that is open ({id})",
-    "running": "an interview of {id} is running (pid {pid}, {file}): submit it with `attnprep interview --submit`, or finish it there",
-    "sent": "submitted to the interview running in pid {pid} ({file}) …",
-    "no_answer": "the interview did not answer (it ended, or is still busy): its terminal says more",
-    "answer_first": "first try",
-    "answer_fix": "later fix",
-    "not_graded": "not graded: {detail}",
-    "take_over": "no attnprep is running the interview of {id} any more ({file}): going on here",
-    "resume": "resuming the open interview of {id} ({file})",
-    "stale": "the interview of {id} left open in {file} is recorded as given up",
-    "picked": "no ID given: {id} — {reason}",
-    "picked_weakest": "no ID given: {reason}",
-    "wrote": "wrote {file}  ({title} · budget {budget})",
-    "cannot_write": "cannot write the interview file: {detail}",
-    "budget": "the time budget must be a positive number of minutes",
-    "answers_unreadable": "cannot read the answers file {file}: {detail}",
-    "loading": "loading torch …",
-    "today_head": "today, {date}: {n} to practise",
-    "today_head_1": "today, {date}: 1 to practise",
-    "today_none": "today, {date}: nothing due",
-    "more": "+{n} more due (after these)",
-    "next": "next due: {items}",
-    "next_item": "{id} {when}",
-    "in_days": "in {n} days",
-    "tomorrow": "tomorrow",
-    "command": "attnprep interview {id}",
-    "drill": "attnprep drill {id}",
-    "start": "start: `{interview}` (or time it: `{drill}`)",
-}
+# Every word this module shows is a texts key of the [rehearse] table (attnprep/texts/<lang>.toml).
 
 
 def _w(key: str, **values) -> str:
-    return WORDS[key].format(**values)
+    from attnprep import texts
+
+    return texts.t("rehearse." + key, **values)
 
 
 # --- interview -----------------------------------------------------------------------------------

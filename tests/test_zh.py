@@ -1,0 +1,184 @@
+"""attnprep in Chinese (issue 16): real runs of the CLI with the language chosen by
+$ATTNPREP_LANG, the locale or --lang contain no English sentence outside code, ids, shapes and the
+terms the glossary keeps in English; --json keeps its ids and keys in English; the report stays
+within 80 columns."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from attnprep import exercises, texts
+
+ROOT = Path(__file__).resolve().parent.parent
+FAILING = ROOT / "tests" / "corpus" / "gqa" / "gqa_heads_tiled.py"
+PASSING = ROOT / "tests" / "corpus" / "mha" / "ok_textbook.py"
+
+# English the glossary keeps (names of methods, models and established terms), and the words of
+# Click's usage line; compared case-insensitively, word by word.
+KEPT = {
+    "softmax", "mha", "mqa", "gqa", "mla", "rope", "layernorm", "rmsnorm", "kv", "cache", "flashattention",
+    "einsum", "padding", "token", "tokens", "query", "key", "value", "q", "k", "v", "dtype", "device",
+    "batch", "eval", "dropout", "bias", "view", "reshape", "transpose", "nan", "inf", "attnprep", "tensor",
+    "linear", "python", "gpu", "cpu", "cuda", "deepseek", "llama", "gpt", "one", "hot", "meta", "flops",
+    "flopcountermode", "usage", "options", "command", "args", "target", "id", "dir", "min", "max", "seq",
+    "shell", "locale", "json", "stdout", "todo", "bug", "traceback", "repeat", "naive", "absorbed",
+    "fp32", "bf16", "fp16", "visual", "editor", "ctrl", "c", "b", "t", "h", "d", "g", "nope", "p", "out",
+    "default", "required", "en", "zh", "lang", "plain", "causal", "padded", "case", "str", "int", "float",
+    "none", "true", "false",
+}
+CODE = re.compile(r"`[^`]*`|《[^》]*》|'[^']*'|\"[^\"]*\"")
+IDENTIFIER = re.compile(r"\S*[_()\[\]./\\@=<>:#$*+|-]\S*|\S*\d\S*")
+ENGLISH = re.compile(r"[A-Za-z]+(?:[ ,]+[A-Za-z]+){2,}")
+
+
+def english_left(text: str) -> list[str]:
+    """Runs of 3+ plain English words once code spans, identifiers, shapes, numbers and the
+    glossary's English terms are taken out."""
+    found = []
+    for line in text.splitlines():
+        if line.strip().startswith("Usage:"):
+            continue
+        line = CODE.sub(" ", line)
+        line = IDENTIFIER.sub(" ", line)
+        line = " ".join(w if w.strip(",;").lower() not in KEPT else "·" for w in re.split(r"(\s+)", line) if w.strip())
+        line = re.sub(r"[^\x00-\x7f]", "·", line)
+        found += [m.group(0) for m in ENGLISH.finditer(line)]
+    return found
+
+
+def test_checker_finds_the_english_of_an_english_report(tmp_path):
+    proc = run("check", str(FAILING), home=tmp_path, lang="en")
+    assert len(english_left(proc.stdout)) > 5
+
+
+def test_checker_finds_english_and_spares_code():
+    assert english_left("the attempt was still running") == ["the attempt was still running"]
+    assert english_left("第 3 行：q.view(B, T, H, D) 的 head_dim 和 `attnprep check mha` 都是代码") == []
+    assert english_left("softmax 行和 · KV 缓存 · padding token") == []
+
+
+def run(*args: str, env: dict | None = None, home: Path, lang: str | None = "zh") -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k not in ("ATTNPREP_LANG", "LANG", "LC_ALL", "LC_MESSAGES")}
+    environ.update({"ATTNPREP_HOME": str(home), "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"})
+    if lang:
+        environ["ATTNPREP_LANG"] = lang
+    environ.update(env or {})
+    return subprocess.run([sys.executable, "-m", "attnprep", *args], capture_output=True, text=True,
+                          env=environ, cwd=home, timeout=120)
+
+
+def assert_chinese(out: str) -> None:
+    assert re.search(r"[\u4e00-\u9fff]", out), out
+    assert english_left(out) == [], out
+
+
+@pytest.mark.parametrize("args", [
+    ("list",), ("hint", "mha"), ("--help",), ("check", "--help"), ("list", "--help"), ("hint", "--help"),
+    ("solution", "--help"), ("stats", "--help"), ("compare", "--help"), ("drill", "--help"), ("new", "--help"),
+])
+def test_zh_run_has_no_english_sentence(args, tmp_path):
+    proc = run(*args, home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert_chinese(proc.stdout)
+
+
+def test_zh_solution_notes(tmp_path):
+    """The reference source is code (its comments stay as written); the notes around it are Chinese."""
+    proc = run("solution", "mha", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    notes = proc.stdout[proc.stdout.index(texts.t("cli.solution.key_points", "zh")):]
+    assert texts.t("cli.solution.qa", "zh") in notes and texts.t("cli.solution.mistakes", "zh") in notes
+    assert_chinese(notes)
+    assert_chinese(proc.stdout.splitlines()[0])
+
+
+def test_zh_check_failing_passing_stats_compare(tmp_path):
+    failing = run("check", str(FAILING), home=tmp_path)
+    assert failing.returncode == 1, failing.stderr
+    assert_chinese(failing.stdout)
+    assert exercises.mistake_catalogue("zh")["gqa_heads_tiled"].title in failing.stdout
+    assert texts.t("divergence.title", "zh") in failing.stdout
+    assert max(cell_len(line) for line in failing.stdout.splitlines()) <= 80
+
+    passing = run("check", str(PASSING), "-e", "mha", home=tmp_path)
+    assert passing.returncode == 0, passing.stderr
+    assert_chinese(passing.stdout)
+    assert max(cell_len(line) for line in passing.stdout.splitlines()) <= 80
+
+    stats = run("stats", home=tmp_path)
+    assert stats.returncode == 0, stats.stderr
+    assert "gqa" in stats.stdout and texts.t("cli.stats.column.runs", "zh") in stats.stdout
+    assert_chinese(stats.stdout)
+
+    compare = run("compare", home=tmp_path)
+    assert compare.returncode == 0, compare.stderr
+    assert_chinese(compare.stdout)
+
+
+def test_locale_alone_selects_chinese_and_lang_option_overrides(tmp_path):
+    proc = run("list", home=tmp_path, lang=None, env={"LANG": "zh_CN.UTF-8"})
+    assert "多头注意力" in proc.stdout and "not started" not in proc.stdout
+    proc = run("list", home=tmp_path, lang=None, env={"LANG": "en_US.UTF-8"})
+    assert "Multi-head attention" in proc.stdout and "多头注意力" not in proc.stdout
+    proc = run("list", "--lang", "en", home=tmp_path)  # after the command, over $ATTNPREP_LANG
+    assert "Multi-head attention" in proc.stdout
+    proc = run("--lang", "zh", "hint", "mha", home=tmp_path, lang="en")
+    assert "提示 1/" in proc.stdout
+    bad = run("--lang", "fr", "list", home=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_json_keeps_ids_english_and_words_chinese(tmp_path):
+    proc = run("check", str(FAILING), "--json", home=tmp_path)
+    doc = json.loads(proc.stdout)
+    result = doc["results"][0]
+    assert result["verdict"] == "wrong_output" and result["exercise"] == "gqa"
+    assert result["label"] == "输出错误"
+    assert {c["id"] for c in result["checks"]} >= {"shapes", "output", "causality"}
+    assert all(re.search(r"[\u4e00-\u9fff]", c["detail"]) for c in result["checks"] if c["id"] != "contract" or c["detail"])
+    text = json.dumps(result, ensure_ascii=False)
+    mistake = exercises.mistake_catalogue("zh")["gqa_heads_tiled"]
+    assert mistake.title in text and mistake.why in text and mistake.fix in text
+    assert '"gqa_heads_tiled"' in text  # the id itself stays English
+    listed = json.loads(run("list", "--json", home=tmp_path).stdout)
+    mha = next(row for row in listed if row["id"] == "mha")
+    assert mha["title"] == "多头注意力"  # a text: Chinese
+    assert mha["difficulty"] == "easy" and mha["status"] == "not started"  # values a program reads: English
+
+
+def test_registry_reads_the_language_at_call_time(monkeypatch):
+    monkeypatch.setenv("ATTNPREP_LANG", "zh")
+    assert exercises.get("mha").title == "多头注意力"
+    assert exercises.listing()["mha"].title == "多头注意力"
+    zh_stub = exercises.render_stub(exercises.get("mha"))
+    assert "手撕" in zh_stub and "多头注意力" in zh_stub
+    monkeypatch.setenv("ATTNPREP_LANG", "en")
+    assert exercises.get("mha").title == "Multi-head attention"
+    assert exercises.listing()["mha"].title == "Multi-head attention"
+    assert exercises.mistake_catalogue()["missing_scale"].title != exercises.mistake_catalogue("zh")["missing_scale"].title
+    assert exercises.get("mha").hints != exercises.registry("zh")["mha"].hints
+
+
+def test_a_zh_stub_is_blank_in_english_too(tmp_path, monkeypatch):
+    from attnprep import workspace
+
+    monkeypatch.setenv("ATTNPREP_LANG", "zh")
+    (tmp_path / "mha.py").write_text(exercises.render_stub(exercises.get("mha")), encoding="utf-8")
+    monkeypatch.setenv("ATTNPREP_LANG", "en")
+    rows = {r.id: r for r in workspace.exercise_rows(tmp_path)}
+    assert rows["mha"].status is workspace.Status.BLANK
+
+
+def test_zh_drill_non_interactive(tmp_path):
+    proc = run("drill", "mha", "--seconds", "1", home=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert texts.t("drill.time_up", "zh") in proc.stdout and texts.t("drill.end_timeout", "zh") in proc.stdout
+    assert_chinese(proc.stdout)
