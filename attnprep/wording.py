@@ -89,7 +89,8 @@ def diff_text(diff: OutputDiff) -> str:
 
 def divergence_text(d) -> str:
     """One line: where the attempt first goes wrong and what the reference has there."""
-    return texts.t(f"divergence.{d.reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
+    reason = "reordered" if d.reason == "layout" and d.named == d.ref_named else d.reason
+    return texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
                    shape=d.shape, named=d.named, ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
 
 
