@@ -682,6 +682,21 @@ def grade_all(mutants: list[Mutant], folder: Path) -> None:
             m.internal = r.error.message.key if r.error else "internal"
 
 
+def mutated_lines(m: Mutant) -> list[int]:
+    """The lines of the mutant's file that the mutation changed (from its diff; +1 for the
+    ``# attnprep: <id>`` header the graded file starts with)."""
+    found = []
+    for hunk in re.finditer(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", m.diff, flags=re.M):
+        start, count = int(hunk.group(1)), int(hunk.group(2) or 1)
+        found.extend(range(start, start + max(count, 1)))
+    return [n + 1 for n in found]
+
+
+def near(m: Mutant, slack: int = 2) -> bool:
+    """The report's divergence line is the mutated line or within ``slack`` lines of it."""
+    return m.divergence is not None and any(abs(m.divergence - n) <= slack for n in mutated_lines(m))
+
+
 def summarise(exercise_id: str, mutants: list[Mutant]) -> dict:
     by = Counter(m.status for m in mutants)
     changing = [m for m in mutants if m.status == "output-changing"]
@@ -700,6 +715,7 @@ def summarise(exercise_id: str, mutants: list[Mutant]) -> dict:
         "kill_rate": round(len(killed) / len(changing), 4) if changing else None,
         "named": named,
         "pointed": pointed,  # killed with a line where it first goes wrong
+        "near": sum(1 for m in killed if near(m)),  # … at the mutated line or within two lines of it
         "named_or_pointed": sum(1 for m in killed if m.diagnoses or m.divergence is not None),
         "verdicts": dict(Counter(m.verdict for m in killed).most_common()),
         "diagnoses": dict(diag.most_common()),
@@ -748,7 +764,11 @@ def run(exercise_ids: list[str], limit: int | None = None, keep: Path | None = N
 # --- output -------------------------------------------------------------------------------------
 
 COLUMNS = ("exercise", "mutants", "equivalent", "crashing", "within tol.", "output-changing", "killed",
-           "kill rate", "named diagnosis")
+           "kill rate", "named diagnosis", "named or a line", "line within 2 of the mutation")
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "—"
 
 
 def table(report: dict) -> str:
@@ -757,13 +777,16 @@ def table(report: dict) -> str:
     for s in report["exercises"]:
         rate = "—" if s["kill_rate"] is None else f"{100 * s['kill_rate']:.1f}%"
         rows.append((s["exercise"], s["mutants"], s["equivalent"], s["crashing"], s["within_tolerance"],
-                     s["output_changing"], s["killed"], rate, f"{s['named']}/{s['killed']}"))
-        for k in ("mutants", "equivalent", "crashing", "within_tolerance", "output_changing", "killed", "named"):
+                     s["output_changing"], s["killed"], rate, f"{s['named']}/{s['killed']}",
+                     f"{s['named_or_pointed']}/{s['killed']}", _share(s["near"], s["pointed"])))
+        for k in ("mutants", "equivalent", "crashing", "within_tolerance", "output_changing", "killed", "named",
+                  "named_or_pointed", "near", "pointed"):
             total[k] += s[k]
     if len(report["exercises"]) > 1:
         rate = f"{100 * total['killed'] / total['output_changing']:.1f}%" if total["output_changing"] else "—"
         rows.append(("total", total["mutants"], total["equivalent"], total["crashing"], total["within_tolerance"],
-                     total["output_changing"], total["killed"], rate, f"{total['named']}/{total['killed']}"))
+                     total["output_changing"], total["killed"], rate, f"{total['named']}/{total['killed']}",
+                     f"{total['named_or_pointed']}/{total['killed']}", _share(total["near"], total["pointed"])))
     widths = [max(len(str(r[i])) for r in rows + [COLUMNS]) for i in range(len(COLUMNS))]
     line = lambda r: "| " + " | ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths))) + " |"
     out = [line(COLUMNS), "|" + "|".join(("-" * (w + 1)).ljust(w + 2, "-") if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"]

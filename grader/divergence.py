@@ -189,8 +189,9 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             todo.extend(children.get(j, []))
         return False
 
+    ref_names = {assigned(r.code) for r in reference} - {""}
     for i, step in enumerate(attempt):
-        if matched[i] is not None or _tensor(step) is None or recovers(i):
+        if step.free or matched[i] is not None or _tensor(step) is None or recovers(i):
             continue
         t = _tensor(step)
         same = matcher.same_values(t)
@@ -211,6 +212,27 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
                          name_shape(parent.shape, axes), reason, assigned(ref_step.code),
                          name_shape(ref_step.shape, axes), ref_step.code)
+        for p in step.parents:
+            parent, m = attempt[p], matched[p]
+            # a tensor made by the file alone (a mask) that the reference never makes: the earliest
+            # such step it was made from
+            if parent.free and m is None:
+                while True:
+                    up = [q for q in parent.parents if attempt[q].free and matched[q] is None]
+                    if not up:
+                        break
+                    p = min(up)
+                    parent = attempt[p]
+                return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
+                             name_shape(parent.shape, axes), "made")
+            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x))
+            name = assigned(parent.code)
+            ref_name = assigned(reference[m[0]].code) if m is not None else ""
+            if (m is not None and parent.line != step.line and name in ref_names and "," not in ref_name + name
+                    and ref_name not in ("", name)):
+                ref_step = reference[m[0]]
+                return Found(parent.line, parent.code, name, tuple(parent.shape), name_shape(parent.shape, axes),
+                             "role", assigned(ref_step.code), name_shape(ref_step.shape, axes))
         return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes), "values")
     if raised_at is None and attempt and matched[-1] is not None and matched[-1][0] != len(reference) - 1:
         # every step has a counterpart, yet the result is wrong: the attempt stops short of the end

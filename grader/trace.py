@@ -33,18 +33,20 @@ class Step:
     dtype: str
     parents: list[int] = field(default_factory=list)  # indices of earlier steps it was computed from
     values: list[float] | None = None  # flattened float64, None when too big
+    free: bool = False  # made by the file without the inputs (a mask from torch.ones(T, T) …)
 
     def to_data(self) -> list:
-        return [self.line, self.code, self.func, self.shape, self.dtype, self.parents, self.values]
+        return [self.line, self.code, self.func, self.shape, self.dtype, self.parents, self.values, self.free]
 
     @classmethod
     def from_data(cls, data) -> "Step":
-        line, code, func, shape, dtype, parents, values = data
+        line, code, func, shape, dtype, parents, values, free = data
         if not (isinstance(line, int) and isinstance(code, str) and isinstance(func, str) and isinstance(shape, list)
                 and all(isinstance(n, int) for n in shape) and isinstance(parents, list)
-                and all(isinstance(p, int) for p in parents) and (values is None or isinstance(values, list))):
+                and all(isinstance(p, int) for p in parents) and (values is None or isinstance(values, list))
+                and isinstance(free, bool)):
             raise ValueError("malformed trail step")
-        return cls(line, code[:200], func[:80], shape, str(dtype)[:20], parents, values)
+        return cls(line, code[:200], func[:80], shape, str(dtype)[:20], parents, values, free)
 
 
 def _tensors(obj, out):
@@ -93,11 +95,16 @@ class Tracer(TorchFunctionMode):
     def _record(self, name, args, kwargs, out) -> None:
         inputs = _tensors((args, kwargs), [])
         parents = [self.index[id(t)] for t in inputs if id(t) in self.index]
-        if not parents:
-            return
         results = _tensors(out, [])
         if not results:
             return
+        if not parents:  # made without the inputs: kept (as free) when the file makes it, a mask say
+            where = self._where()
+            if where is None or len(results) != 1 or results[0].dim() < 2:
+                return
+            self._step(where, name, results[0], [], free=True)
+            return
+        free = all(p >= 0 and self.steps[p].free for p in parents)
         where = self._where()
         if where is None:  # made outside the file (the grader's clone of an input): derived, not a step
             for result in results:
@@ -108,14 +115,17 @@ class Tracer(TorchFunctionMode):
         for result in results[:1] if not isinstance(out, (list, tuple)) else results:
             if id(result) in self.index and self.index[id(result)] == -1:
                 continue  # an in-place op on a source
-            data = result.detach()
-            values = None
-            if data.numel() <= MAX_VALUES and data.device.type != "meta" and not data.is_complex():
-                values = data.to("cpu", torch.float64).flatten().tolist()
-            self.steps.append(Step(where[0], where[1], name, list(data.shape), str(data.dtype).replace("torch.", ""),
-                                   sorted({p for p in parents if p >= 0}), values))
-            self.index[id(result)] = len(self.steps) - 1
-            self.keep.append(result)
+            self._step(where, name, result, parents, free)
+
+    def _step(self, where, name, result, parents, free: bool) -> None:
+        data = result.detach()
+        values = None
+        if data.numel() <= MAX_VALUES and data.device.type != "meta" and not data.is_complex():
+            values = data.to("cpu", torch.float64).flatten().tolist()
+        self.steps.append(Step(where[0], where[1], name, list(data.shape), str(data.dtype).replace("torch.", ""),
+                               sorted({p for p in parents if p >= 0}), values, free))
+        self.index[id(result)] = len(self.steps) - 1
+        self.keep.append(result)
 
     def note_exception(self, exc: BaseException) -> None:
         tb = exc.__traceback__
