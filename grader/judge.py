@@ -100,8 +100,9 @@ class Judge:
         mapping = dict(first.mapping) if first else {}
         notes = tuple(MappingNote(*n) for n in first.notes) if first else ()
         if problem is not None:
+            diagnoses = self._diagnose_completed(configs, reply.problem_config) if problem.kind == "exception" else ()
             return Result(**base, verdict=Verdict.ERROR, checks=(Check("runs", False, Message(problem.key, problem.params)),),
-                          error=ErrorInfo(problem.kind, Message(problem.key, problem.params), problem.traceback),
+                          diagnoses=diagnoses, error=ErrorInfo(problem.kind, Message(problem.key, problem.params), problem.traceback),
                           mapping=mapping, mapping_notes=notes)
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
@@ -407,6 +408,28 @@ class Judge:
                 found.append(d)
         made = {d.id for d in found}
         return [d for d in found if variants.SUPERSEDED_BY.get(d.id) not in made]
+
+    def _diagnose_completed(self, configs: list[ConfigReply], failed: int | None) -> tuple[Diagnosis, ...]:
+        """An attempt that raised at some sizes may reproduce a named mistake at the sizes where it
+        ran to the end (keys projected from x compute while d_context == d_model and raise after):
+        name it from those configs, when their outputs differ from the reference."""
+        done = [c for c in configs if c.index != failed]
+        differs = False
+        for data in done:
+            reference = self.kind.reference(data.index, frozenset(data.zero_bias))
+            for case in self.cases(data.index):
+                got_all = self._outputs(data, case)
+                if not got_all or any(g is None for g in got_all.values()):
+                    return ()
+                with torch.no_grad():
+                    wanted = reference(case)
+                for name, got in got_all.items():
+                    want = wanted[name].double()
+                    if got.shape != want.shape or not close(got, want, case.mask(name, tuple(got.shape))):
+                        differs = True
+        if not differs:
+            return ()
+        return tuple(self._diagnose(done))
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[ConfigReply]) -> tuple[Message, ...]:
         evidence = [msg("evidence.variant")]

@@ -102,8 +102,15 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
 
 
 # Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
-_MODULE = lambda ex: ex.contract.kind == "attention_module"  # noqa: E731
+# By what the contract offers: heads and projections, a padding mask, a causal mask.
+_MODULE = lambda ex: "num_heads" in _arg_names(ex.contract.constructor)  # noqa: E731
 _CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa: E731
+_PADDED = lambda ex: "mask" in ex.contract.forward  # noqa: E731  (attention_mask, context_mask)
+_CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex)  # noqa: E731
+# flash has no softmax over whole rows: a softmax dim, a mask after the exp (p is still normalised
+# by the same sum: right) or k @ q^T on tiles do not apply; its causal off-by-ones have their own
+# name (flash_causal_off_by_one), since they interact with the skipped key blocks.
+_ROWS = lambda ex: ex.id != "flash"  # noqa: E731
 
 
 def _k_as_wide_as_v(ex) -> bool:
@@ -119,22 +126,22 @@ MISTAKE_APPLIES = {
     "scale_d_model": _MODULE,
     "scale_inverted": lambda ex: True,
     "scale_by_dim": lambda ex: True,
-    "softmax_wrong_dim": lambda ex: True,
-    "scores_k_q_swapped": lambda ex: True,
+    "softmax_wrong_dim": _ROWS,
+    "scores_k_q_swapped": _ROWS,
     "attn_times_k": _k_as_wide_as_v,
     "split_heads_no_transpose": _MODULE,
     "merge_heads_no_transpose": _MODULE,
-    "mask_after_softmax": lambda ex: True,
-    "mask_fill_zero": lambda ex: True,
-    "padding_mask_inverted": lambda ex: True,
-    "padding_mask_ignored": lambda ex: True,
-    "padding_mask_on_queries": lambda ex: True,
-    "masks_combined_or": lambda ex: True,  # any attempt that builds one combined mask
-    "causal_masks_diagonal": lambda ex: True,
-    "causal_leaks_next": lambda ex: True,
-    "causal_inverted": lambda ex: True,
-    "causal_ignored": lambda ex: True,
-    "causal_flag_inverted": _MODULE,
+    "mask_after_softmax": lambda ex: (_PADDED(ex) or _CAUSAL(ex)) and _ROWS(ex),
+    "mask_fill_zero": lambda ex: _PADDED(ex) or _CAUSAL(ex),
+    "padding_mask_inverted": _PADDED,
+    "padding_mask_ignored": _PADDED,
+    "padding_mask_on_queries": _PADDED,
+    "masks_combined_or": lambda ex: _PADDED(ex) and _CAUSAL(ex),  # any attempt that builds one combined mask
+    "causal_masks_diagonal": lambda ex: _CAUSAL(ex) and _ROWS(ex),
+    "causal_leaks_next": lambda ex: _CAUSAL(ex) and _ROWS(ex),
+    "causal_inverted": _CAUSAL,
+    "causal_ignored": _CAUSAL,
+    "causal_flag_inverted": lambda ex: "is_causal" in ex.contract.forward,
     "causal_mask_inverted": _CAUSAL_FUNCTIONS,
     "output_proj_skipped": _MODULE,
     "dropout_in_eval": lambda ex: "dropout" in _arg_names(ex.contract.constructor),
@@ -147,6 +154,9 @@ MISTAKE_APPLIES = {
     "rope_skipped": lambda ex: ex.id == "mla",
     "rope_cos_sin_swapped": lambda ex: ex.id == "mla",
     "rope_rotate_half": lambda ex: ex.id == "mla",
+    "cross_kv_from_x": lambda ex: ex.id == "cross_attention",
+    "cross_causal_mask": lambda ex: ex.id == "cross_attention",
+    "cross_scale_d_context": lambda ex: ex.id == "cross_attention",
     "tensor_without_device": lambda ex: True,
     "used_builtin": lambda ex: True,
 }
