@@ -33,15 +33,16 @@ SAMPLE = 6
 # mistakes; the first output-changing mutant of each family is graded.
 FOCUS = {"gqa": ("repeat",), "mha_fused": ("split_order",), "mla": ("layer_drop", "split_order"),
          "mqa": ("qkv_swap",), "mha": ("transpose", "layer_drop"), "causal": ("qkv_swap",),
-         "cross_attention": ("qkv_swap", "layer_drop")}
+         "cross_attention": ("qkv_swap", "layer_drop"), "flash": ("arith", "mask_drop")}
 FAMILY_ORDER = ("scale", "softmax_dim", "mask_negate", "mask_drop", "causal_tri", "qkv_swap", "transpose",
                 "layer_drop", "repeat", "split_order", "mask_axis", "matmul_swap", "reshape", "condition", "constant")
 EXPECTED_FAMILIES = {"transpose", "softmax_dim", "scale", "mask_drop", "mask_negate", "causal_tri", "constant",
                      "matmul_swap", "qkv_swap", "split_order"}
 EXTRA_FAMILIES = {"gqa": {"repeat", "layer_drop"}, "mla": {"layer_drop"}, "mha": {"layer_drop"},
                   "mqa": {"layer_drop"}, "mha_fused": {"layer_drop"}, "cross_attention": {"layer_drop"}}
-# Families a reference cannot offer: cross-attention has no causal mask (no tril).
-ABSENT_FAMILIES = {"cross_attention": {"causal_tri"}}
+# Families a reference cannot offer: cross-attention has no causal mask (no tril); flash has no
+# softmax call (exp and running sums) and builds its causal mask per tile from arange, not tril.
+ABSENT_FAMILIES = {"cross_attention": {"causal_tri"}, "flash": {"softmax_dim", "causal_tri"}}
 # Mutants equivalent on the graded inputs only (benchmarks/MUTATION.md). Empty since MLA's
 # config 2 has qk_nope_head_dim != qk_rope_head_dim; a new entry here is a grading gap to close.
 KNOWN_BLIND_SPOTS: dict[str, set[str]] = {}
