@@ -91,8 +91,11 @@ class Judge:
         problem = reply.problem
         if problem is not None and problem.kind == "contract":
             return Result(**base, verdict=Verdict.CONTRACT, checks=(Check("contract", False, Message(problem.key, problem.params)),))
-        if reply.builtins:
-            names = ", ".join(reply.builtins)
+        # built-ins the child's observer saw, and those a kind saw at the aten level ("builtins" in its extra)
+        seen = set(reply.builtins) | {b for c in reply.configs if isinstance(c.extra, dict)
+                                      for b in c.extra.get("builtins") or () if isinstance(b, str)}
+        if seen:
+            names = ", ".join(sorted(seen))
             return Result(**base, verdict=Verdict.BUILTIN, checks=(Check("hand_written", False, msg("check.hand_written.bad", names=names)),),
                           diagnoses=(Diagnosis("used_builtin", (msg("evidence.builtin", names=names),)),))
         configs = reply.configs

@@ -35,6 +35,10 @@ from attnprep.grader.cases import CAUSAL_CUT, Case, generator, rows
 from attnprep.grader.kinds.base import Built, ContractError, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
+# aten ops that compute the whole attention: torch's SDPA kernels called through torch.ops, which
+# the observer (a torch function mode) does not see
+BUILTIN_OPS = ("scaled_dot_product", "_flash_attention", "_efficient_attention", "_cudnn_attention",
+               "native_multi_head_attention", "flex_attention")
 STABILITY_DIM = 4  # an exact scale (1/2): integer scores stay exact however the attempt orders the ops
 STABILITY_RANGE = 16  # q, k entries in [-16, 16]: scores up to ±512, block maxima far apart
 
@@ -57,6 +61,7 @@ class Allocations(TorchDispatchMode):
         self.dtype = ""
         self.line = 0
         self.code = ""
+        self.builtins: set[str] = set()
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:  # the default wraps the hook in torch._dynamo: seconds to import
@@ -65,6 +70,9 @@ class Allocations(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         try:
+            name = str(func)
+            if any(op in name for op in BUILTIN_OPS):
+                self.builtins.add(name)
             for t in tree_leaves(out):
                 if isinstance(t, torch.Tensor):
                     self._see(t)
@@ -195,7 +203,7 @@ class BlockedAttention:
         for L, S, causal in st["cases"]:
             name = f"long L={L} S={S}" + (" causal" if causal else "")
             bound = st["batch"] * st["heads"] * L * max(st["dim"], st["block_size"])
-            out[name] = {"L": L, "S": S, "causal": bool(causal), "bound": bound, "block": st["block_size"],
+            out[name] = {"L": L, "S": S, "is_causal": bool(causal), "bound": bound, "block": st["block_size"],
                          "batch": st["batch"], "heads": st["heads"], "dim": st["dim"]}
         return out
 
@@ -255,7 +263,7 @@ class BlockedAttention:
         if ci == 0:
             for name, spec in self.long_cases().items():
                 t = qkv(spec["L"], spec["S"], spec["batch"], spec["heads"], spec["dim"])
-                cases.append(case(name, t, spec["causal"], spec["block"]))
+                cases.append(case(name, t, spec["is_causal"], spec["block"]))
         return cases
 
     def config_params(self, ci: int) -> dict[str, Any]:
@@ -284,7 +292,7 @@ class BlockedAttention:
         if not callable(fn):
             raise ContractError("contract.missing_functions", names=self.name, count=1,
                                 signature=self.exercise.contract.forward)
-        return Built({"fn": fn, "file": str(namespace.get("__file__", "")), "config": ci, "largest": {}})
+        return Built({"fn": fn, "file": str(namespace.get("__file__", "")), "config": ci, "largest": {}, "builtins": set()})
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         if case.name not in self.long_cases():
@@ -295,6 +303,7 @@ class BlockedAttention:
             out = first(attempt["fn"](*args))
         attempt["largest"][case.name] = {"elements": watch.elements, "shape": list(watch.shape), "dtype": watch.dtype,
                                          "line": watch.line, "code": watch.code[:200]}
+        attempt["builtins"].update(watch.builtins)
         return {"out": out}
 
     def grad_leaves(self, attempt, case: Case):
@@ -309,10 +318,11 @@ class BlockedAttention:
         return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
 
     def child_extra(self, attempt) -> dict | None:
-        """The largest allocation of each long case (config 0, where they run)."""
+        """The largest allocation of each long case (config 0, where they run), and the aten ops of
+        a built-in attention seen there (the judge treats those as built-ins)."""
         if attempt["config"] != 0:
             return None
-        return {"largest": dict(attempt["largest"])}
+        return {"largest": dict(attempt["largest"]), "builtins": sorted(attempt["builtins"])}
 
     # --- parent -------------------------------------------------------------------------------
 
@@ -382,6 +392,8 @@ class BlockedAttention:
         params = dict(case=name, elements=got["elements"], allowed=spec["bound"], what=self._what(got, spec),
                       line=got.get("line", 0), code=got.get("code", ""), B=spec["batch"], H=spec["heads"],
                       L=spec["L"], D=spec["dim"], block=spec["block"])
+        if min(g["elements"] for _, g, _ in measured) == 0:  # every call allocates its output at least
+            return [Check("structure_memory", False, msg("blocked_attention.structure_unseen", **params))]
         if got["elements"] <= spec["bound"]:
             return [Check("structure_memory", True, msg("blocked_attention.structure_ok", **params))]
         key = "blocked_attention.structure_bad" if params["line"] else "blocked_attention.structure_bad_no_line"
