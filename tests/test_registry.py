@@ -159,7 +159,7 @@ MISTAKE_APPLIES = {
     "cross_scale_d_context": lambda ex: ex.id == "cross_attention",
     **{m: (lambda ex: ex.id == "flash") for m in (
         "flash_acc_not_rescaled", "flash_sum_not_rescaled", "flash_normalised_per_block", "flash_max_not_carried",
-        "flash_max_init_zero", "flash_final_division_missing", "flash_causal_off_by_one", "flash_full_scores",
+        "flash_max_init_zero", "flash_final_division_missing", "flash_causal_off_by_one", "flash_causal_bottom_right", "flash_full_scores",
         "flash_row_blocks")},
     "tensor_without_device": lambda ex: True,
     "used_builtin": lambda ex: True,

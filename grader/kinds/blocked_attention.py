@@ -125,6 +125,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
     elif mistake == "causal_flag_inverted":
         is_causal = not is_causal
     skip = mistake.endswith("skip")
+    shift = S - L if mistake.startswith("flash_causal_bottom_right") else 0  # aligned at the last key
     allowed = {  # key column c, query row r: True where the (wrong) mask lets the key through
         "flash_causal_off_by_one:diagonal": lambda c, r: c < r,
         "flash_causal_off_by_one:next": lambda c, r: c <= r + 1,
@@ -133,7 +134,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
         "causal_inverted:skip": lambda c, r: c >= r,
         "causal_inverted:strict": lambda c, r: c > r,  # masked_fill(allowed): only later keys kept
         "causal_inverted:strict_skip": lambda c, r: c > r,
-    }.get(mistake, lambda c, r: c <= r)
+    }.get(mistake, lambda c, r: c <= r + shift)
     blocks = []
     for ib, i in enumerate(range(0, L, block)):
         q_blk = q[:, :, i : i + block]
@@ -147,7 +148,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
                     continue  # the loop stops before the diagonal block
                 if mistake == "flash_causal_off_by_one:block_long" and jb > ib + 1:
                     continue  # … or one block after it
-                if (skip or mistake == "") and j > i + bq - 1:
+                if (skip or mistake == "") and j > i + bq - 1 + shift:
                     continue
             k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
             s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (B, H, bq, bk)
