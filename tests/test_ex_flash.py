@@ -149,7 +149,13 @@ def test_cases_cover_the_sizes_and_flags_that_matter(ci):
     for case in cases:
         B, H, L, D = case.inputs["q"].shape
         assert case.inputs["k"].shape[:2] == (B, H) and case.inputs["k"].shape == case.inputs["v"].shape
-        assert case.queries.shape == (B, L) and case.queries.all()
+        assert case.queries.all() and case.queries.shape[0] == B
+        if case.name in kind.long_cases():  # a sample of rows, both edges of every block included
+            sent = kind.sent(case, torch.arange(L).view(1, 1, L, 1).expand(B, H, L, 1))[0, 0, :, 0].tolist()
+            assert case.queries.shape == (B, len(sent)) and {0, 63, 64, L - 1} <= set(sent)
+            assert kind.expected_shapes(ci, case)["out"] == (B, H, len(sent), D)
+        else:
+            assert case.queries.shape == (B, L) and kind.expected_shapes(ci, case)["out"] == (B, H, L, D)
 
 
 def test_large_score_case_is_exact_and_breaks_a_max_that_is_not_carried():
