@@ -112,7 +112,11 @@ class Judge:
         problem = reply.problem
         if problem is not None and problem.kind == "contract":
             return Result(**base, verdict=Verdict.CONTRACT, checks=(Check("contract", False, Message(problem.key, problem.params)),))
-        builtins = sorted(set(reply.builtins) | self._builtin_ops(reply))
+        # built-ins the child's observer saw, what the autograd graph shows, and those a kind saw
+        # at the aten level ("builtins" in its extra)
+        seen = set(reply.builtins) | self._builtin_ops(reply) | {
+            b for c in reply.configs if isinstance(c.extra, dict) for b in c.extra.get("builtins") or () if isinstance(b, str)}
+        builtins = sorted(seen)
         if builtins:
             names = ", ".join(builtins)
             return Result(**base, verdict=Verdict.BUILTIN, checks=(Check("hand_written", False, msg("check.hand_written.bad", names=names)),),
@@ -124,6 +128,8 @@ class Judge:
         if problem is not None:
             listed = {m.id for m in self.ex.mistakes}  # a mistake the kind saw behind the exception
             named = tuple(Diagnosis(i, (Message(key, params),)) for i, key, params in problem.named if i in listed)
+            if not named and problem.kind == "exception":
+                named = self._diagnose_completed(configs, reply.problem_config)
             return Result(**base, verdict=Verdict.ERROR, checks=(Check("runs", False, Message(problem.key, problem.params)),),
                           error=ErrorInfo(problem.kind, Message(problem.key, problem.params), problem.traceback),
                           diagnoses=named[:1], mapping=mapping, mapping_notes=notes)
@@ -510,6 +516,28 @@ class Judge:
                 return [Diagnosis(m.id, (msg("evidence.pair_named", first=ids[0], second=ids[1]),))]
         return [Diagnosis(ids[0], (msg("evidence.pair", other=ids[1]),)),
                 Diagnosis(ids[1], (msg("evidence.pair", other=ids[0]),))]
+
+    def _diagnose_completed(self, configs: list[ConfigReply], failed: int | None) -> tuple[Diagnosis, ...]:
+        """An attempt that raised at some sizes may reproduce a named mistake at the sizes where it
+        ran to the end (keys projected from x compute while d_context == d_model and raise after):
+        name it from those configs, when their outputs differ from the reference."""
+        done = [c for c in configs if c.index != failed]
+        differs = False
+        for data in done:
+            reference = self.kind.reference(data.index, frozenset(data.zero_bias))
+            for case in self.cases(data.index):
+                got_all = self._outputs(data, case)
+                if not got_all or any(g is None for g in got_all.values()):
+                    return ()
+                with torch.no_grad():
+                    wanted = reference(case)
+                for name, got in got_all.items():
+                    want = wanted[name].double()
+                    if got.shape != want.shape or not close(got, want, case.mask(name, tuple(got.shape))):
+                        differs = True
+        if not differs:
+            return ()
+        return tuple(self._diagnose(done))
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[ConfigReply]) -> tuple[Message, ...]:
         evidence = [msg("evidence.variant")]

@@ -40,7 +40,8 @@ OWN = {
 FOCUS = {"gqa": ("repeat",), "mha_fused": ("split_order",), "mla": ("layer_drop", "split_order"),
          "mqa": ("qkv_swap",), "mha": ("transpose", "layer_drop"), "causal": ("qkv_swap",),
          "kv_cache": ("split_order", "causal_tri"), "mla_decode": ("split_order", "matmul_swap"),
-         "rope": ("sign", "cast"), "norms": ("param_drop", "cast")}
+         "rope": ("sign", "cast"), "norms": ("param_drop", "cast"),
+         "cross_attention": ("qkv_swap", "layer_drop"), "flash": ("arith", "mask_drop")}
 FAMILY_ORDER = ("scale", "softmax_dim", "mask_negate", "mask_drop", "causal_tri", "qkv_swap", "transpose",
                 "layer_drop", "repeat", "split_order", "mask_axis", "matmul_swap", "reshape", "condition", "constant",
                 "cast", "param_drop", "sign", "arith")
@@ -48,9 +49,11 @@ EXPECTED_FAMILIES = {"transpose", "softmax_dim", "scale", "mask_drop", "mask_neg
                      "matmul_swap", "qkv_swap", "split_order"}
 EXTRA_FAMILIES = {"gqa": {"repeat", "layer_drop"}, "mla": {"layer_drop"}, "mha": {"layer_drop"},
                   "mqa": {"layer_drop"}, "mha_fused": {"layer_drop"}, "kv_cache": {"repeat", "layer_drop"},
-                  "mla_decode": {"layer_drop"}}
-# Expected families a reference does not offer: DeepSeek's absorb path is einsum only, no transpose.
-NOT_OFFERED = {"mla_decode": {"transpose"}}
+                  "mla_decode": {"layer_drop"}, "cross_attention": {"layer_drop"}}
+# Expected families a reference does not offer: DeepSeek's absorb path is einsum only, no transpose;
+# cross-attention has no causal mask (no tril); flash has no softmax call (exp and running sums) and
+# builds its causal mask per tile from arange, not tril.
+NOT_OFFERED = {"mla_decode": {"transpose"}, "cross_attention": {"causal_tri"}, "flash": {"softmax_dim", "causal_tri"}}
 # Mutants equivalent on the graded inputs only (benchmarks/MUTATION.md). Empty since MLA's
 # config 2 has qk_nope_head_dim != qk_rope_head_dim; a new entry here is a grading gap to close.
 KNOWN_BLIND_SPOTS: dict[str, set[str]] = {}

@@ -144,10 +144,11 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
 
 
 # Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
-_MODULE = lambda ex: ex.contract.kind == "attention_module"  # noqa: E731
+# By what the contract offers: heads and projections, a padding mask, a causal mask.
+_MODULE = lambda ex: "num_heads" in _arg_names(ex.contract.constructor)  # noqa: E731
 _CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa: E731
 _WINDOWED = lambda ex: "window" in ex.grading.get("args", [])  # noqa: E731  (its own inverted-mask mistake)
-_PADDING = lambda ex: "attention_mask" in ex.contract.forward  # noqa: E731  (a (B, T) key padding mask)
+_PADDING = lambda ex: "attention_mask" in ex.contract.forward or "context_mask" in ex.contract.forward  # noqa: E731  (a (B, T) key padding mask)
 _SDPA = lambda ex: ex.contract.kind == "sdpa_functions"  # noqa: E731  (torch's SDPA: attn_mask, scale, L != S)
 _CACHED = lambda ex: ex.contract.kind == "cached_module"  # noqa: E731
 _PROJECTED = lambda ex: _MODULE(ex) or _CACHED(ex)  # noqa: E731  (d_model, heads merged, an output projection)
@@ -157,6 +158,12 @@ _LATENT = lambda ex: ex.id in ("mla", "mla_decode")  # noqa: E731
 _ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules")  # noqa: E731  (scores, softmax, masks)
 _ROPE = lambda ex: ex.id == "rope"  # noqa: E731
 _NORMS = lambda ex: ex.id == "norms"  # noqa: E731
+_CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex)  # noqa: E731
+# flash has no softmax over whole rows: a softmax dim, a mask after the exp (p is still normalised
+# by the same sum: right) or k @ q^T on tiles do not apply; its causal off-by-ones have their own
+# name (flash_causal_off_by_one), since they interact with the skipped key blocks.
+_ROWS = lambda ex: ex.id != "flash"  # noqa: E731
+_CROSS = lambda ex: ex.id == "cross_attention"  # noqa: E731
 
 
 def _k_as_wide_as_v(ex) -> bool:
@@ -178,21 +185,21 @@ MISTAKE_APPLIES = {
     "scale_d_model": _PROJECTED,
     "scale_inverted": _ATTENTION,
     "scale_by_dim": _ATTENTION,
-    "softmax_wrong_dim": _ATTENTION,
-    "scores_k_q_swapped": lambda ex: _ATTENTION(ex) and not _SDPA(ex) and not _CACHED(ex),  # L != S / (T_new, S): k @ q^T raises
+    "softmax_wrong_dim": lambda ex: _ATTENTION(ex) and _ROWS(ex),
+    "scores_k_q_swapped": lambda ex: _ATTENTION(ex) and _ROWS(ex) and not _SDPA(ex) and not _CACHED(ex),  # L != S / (T_new, S): k @ q^T raises
     "attn_times_k": _k_as_wide_as_v,
     "split_heads_no_transpose": lambda ex: _MODULE(ex) or _KV_CACHE(ex),  # the absorbed form splits no heads
     "merge_heads_no_transpose": _PROJECTED,
-    "mask_after_softmax": _ATTENTION,
+    "mask_after_softmax": lambda ex: _ATTENTION(ex) and _ROWS(ex),
     "mask_fill_zero": _ATTENTION,
     "padding_mask_inverted": _PADDING,
     "padding_mask_ignored": _PADDING,
     "padding_mask_on_queries": _PADDING,
-    "masks_combined_or": _PADDING,  # any attempt that combines causal and padding masks in one
-    "causal_masks_diagonal": _ATTENTION,
-    "causal_leaks_next": _ATTENTION,
-    "causal_inverted": lambda ex: _ATTENTION(ex) and not _WINDOWED(ex),
-    "causal_ignored": _ATTENTION,
+    "masks_combined_or": lambda ex: _PADDING(ex) and _CAUSAL(ex),  # any attempt that combines causal and padding masks in one
+    "causal_masks_diagonal": lambda ex: _ATTENTION(ex) and _CAUSAL(ex) and _ROWS(ex),
+    "causal_leaks_next": lambda ex: _ATTENTION(ex) and _CAUSAL(ex) and _ROWS(ex),
+    "causal_inverted": lambda ex: _ATTENTION(ex) and _CAUSAL(ex) and not _WINDOWED(ex),
+    "causal_ignored": lambda ex: _ATTENTION(ex) and _CAUSAL(ex),
     "causal_flag_inverted": lambda ex: "is_causal" in ex.contract.forward,
     "causal_mask_inverted": lambda ex: _CAUSAL_FUNCTIONS(ex) and not _WINDOWED(ex),
     "window_off_by_one": _WINDOWED,
@@ -242,6 +249,13 @@ MISTAKE_APPLIES = {
     "mla_scale_kv_rank": _MLA_DECODE,
     "mla_decompressed_prefix": _MLA_DECODE,
     "tensor_without_device": lambda ex: _ATTENTION(ex) or _ROPE(ex),  # rope: arange(T) without device
+    "cross_kv_from_x": _CROSS,
+    "cross_causal_mask": _CROSS,
+    "cross_scale_d_context": _CROSS,
+    **{m: (lambda ex: ex.id == "flash") for m in (
+        "flash_acc_not_rescaled", "flash_sum_not_rescaled", "flash_normalised_per_block", "flash_max_not_carried",
+        "flash_max_init_zero", "flash_final_division_missing", "flash_causal_off_by_one", "flash_causal_bottom_right", "flash_full_scores",
+        "flash_row_blocks")},
     "used_builtin": lambda ex: True,
     "output_dtype_not_kept": lambda ex: _ROPE(ex) or _NORMS(ex),  # graded in bfloat16 / float16
     "rope_interleaved_pairs": _ROPE,

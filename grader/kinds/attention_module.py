@@ -35,6 +35,13 @@ def arg_names(signature: str) -> list[str]:
     return [a.arg for a in fn.args.args]
 
 
+def arg_defaults(signature: str) -> dict[str, Any]:
+    """The literal defaults of an argument list written as Python: {"d_context": None, …}."""
+    args = ast.parse(f"def f({signature}): pass").body[0].args
+    names = [a.arg for a in args.args]
+    return dict(zip(names[len(names) - len(args.defaults):], (ast.literal_eval(d) for d in args.defaults)))
+
+
 def roles_text(exercise) -> str:
     return ", ".join(f"{p.name}: {p.describe()}" for p in exercise.contract.params)
 
@@ -43,12 +50,14 @@ class AttentionModule:
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     token_axis = 1
     pair_knobs = True  # its variants take two knobs at once (variants.slips)
+    forward_key = "contract.forward_signature"  # the text when forward takes fewer than 3 arguments
 
     def __init__(self, exercise, seed: int):
         self.exercise = exercise
         self.seed = seed
         self.object = exercise.contract.objects[0]
         self.arg_names = arg_names(exercise.contract.constructor)
+        self.arg_defaults = arg_defaults(exercise.contract.constructor)
         self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
         self._solution = None
 
@@ -63,14 +72,27 @@ class AttentionModule:
         return to_case(s, inputs, lambda positions: {"out": rows(positions, 1, 3)})
 
     def args(self, ci: int) -> list:
+        """The constructor's positional arguments up to the last one the config gives; one it
+        skips (``d_context`` left to its default) is passed as the contract's default."""
         config = self.configs[ci]
-        return [config[n] for n in self.arg_names if n in config]
+        given = [i for i, n in enumerate(self.arg_names) if n in config]
+        last = max(given, default=-1)
+        return [config[n] if n in config else self.arg_defaults.get(n) for n in self.arg_names[: last + 1]]
+
+    def sizes(self, ci: int) -> dict[str, Any]:
+        """The config with the sizes it leaves to a default filled in (``[grading] defaults``:
+        ``d_context = "d_model"``), for the parameter shapes and the variants."""
+        config = dict(self.configs[ci])
+        for name, expression in self.exercise.grading.get("defaults", {}).items():
+            if config.get(name) is None:
+                config[name] = exercises.evaluate(expression, config)
+        return config
 
     def config_params(self, ci: int) -> dict[str, Any]:
         return dict(self.configs[ci])
 
     def roles(self, ci: int) -> list[W.Role]:
-        return W.roles_for(self.exercise, self.configs[ci])
+        return W.roles_for(self.exercise, self.sizes(ci))
 
     def role_weights(self, ci: int, zero_bias=frozenset()) -> dict:
         weights = W.role_tensors(self.roles(ci), self.seed, ci)
@@ -274,7 +296,7 @@ class AttentionModule:
         return []
 
 
-def _check_forward(cls) -> None:
+def _check_forward(cls, key: str = "contract.forward_signature") -> None:
     try:
         sig = inspect.signature(cls.forward)
     except (TypeError, ValueError):
@@ -284,7 +306,7 @@ def _check_forward(cls) -> None:
         return
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(positional) < 3:
-        raise ContractError("contract.forward_signature", names=", ".join(p.name for p in params))
+        raise ContractError(key, names=", ".join(p.name for p in params))
 
 
 KIND = AttentionModule

@@ -1,0 +1,435 @@
+"""Kind ``blocked_attention``: one function ``attention(q, k, v, is_causal=False, block_size=…)``
+over ``q (B, H, L, D)``, ``k, v (B, H, S, D)`` that must equal ``softmax(q·kᵀ / sqrt(D))·v``
+(``is_causal`` aligned top-left, as torch's SDPA) *and* compute it by blocks.
+
+Outputs are graded on cases of several (L, S, block_size), with and without ``is_causal``, plus a
+case of large integer scores (where a max that is not carried from block to block overflows), the
+causality and batch probes, gradients reaching q, k, v and device placement. The structure is
+measured in the child while the attempt runs: on the long cases of config 0 a
+:class:`Allocations` dispatch mode sees every aten op's outputs and keeps the largest newly
+allocated storage (views of the inputs or of earlier tensors do not count), with the attempt's line
+that made it. On the grading side :meth:`BlockedAttention.extra_checks` compares it with
+``B·H·L·max(D, block_size)`` (check ``structure_memory``, verdict ``structure`` when the outputs are
+right): tiles of (block_q, block_k) or (L, block_k) fit, an (L, S) score matrix or mask and
+(block, S) rows do not.
+
+Exercise data (``[grading]``): ``configs`` (batch, heads, dim); ``shapes``, the (L, S, block_size)
+of the cases (block_size 0: the function's default); ``stability``, (L, S, block_size) of the
+large-score case; ``structure``, the long cases and their sizes; ``knobs``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import linecache
+import math
+import sys
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from attnprep.grader import variants
+from attnprep.grader.cases import CAUSAL_CUT, Case, generator, rows
+from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.result import Check, Diagnosis, msg
+
+# aten ops that compute the whole attention: torch's SDPA kernels called through torch.ops, which
+# the observer (a torch function mode) does not see
+BUILTIN_OPS = ("scaled_dot_product", "_flash_attention", "_efficient_attention", "_cudnn_attention",
+               "native_multi_head_attention", "flex_attention")
+LONG_ROWS = 8  # long cases send query rows 0, 7, 8, 15, 16 … only: both edges of every 8-row stretch
+STABILITY_DIM = 4  # an exact scale (1/2): integer scores stay exact however the attempt orders the ops
+STABILITY_RANGE = 16  # q, k entries in [-16, 16]: scores up to ±512, block maxima far apart
+
+
+# --- what the attempt allocates ----------------------------------------------------------------
+
+
+class Allocations(TorchDispatchMode):
+    """The largest storage newly allocated by any aten op while active, and the line of ``source``
+    (the attempt's file) that made it. Storages are told apart by (address, size), so that views,
+    in-place results and outputs written into an existing tensor never count, and a freed address
+    reused for a different size does."""
+
+    def __init__(self, existing, source: str):
+        super().__init__()
+        self.known = {_storage_key(t) for t in existing}
+        self.source = source
+        self.elements = 0
+        self.shape: tuple[int, ...] = ()
+        self.dtype = ""
+        self.line = 0
+        self.code = ""
+        self.builtins: set[str] = set()
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:  # the default wraps the hook in torch._dynamo: seconds to import
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        try:
+            name = str(func)
+            if any(op in name for op in BUILTIN_OPS):
+                self.builtins.add(name)
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor):
+                    self._see(t)
+        except Exception:  # measuring must never change what the attempt computes
+            pass
+        return out
+
+    def _see(self, t: torch.Tensor) -> None:
+        key = _storage_key(t)
+        if key is None or key in self.known:
+            return
+        self.known.add(key)
+        elements = key[1] // max(t.element_size(), 1)
+        if elements > self.elements:
+            self.elements, self.shape, self.dtype = elements, tuple(t.shape), str(t.dtype).replace("torch.", "")
+            self.line, self.code = self._where()
+
+    def _where(self) -> tuple[int, str]:
+        frame = sys._getframe(3)
+        while frame is not None:
+            if frame.f_code.co_filename == self.source:
+                return frame.f_lineno, linecache.getline(self.source, frame.f_lineno).strip()
+            frame = frame.f_back
+        return 0, ""
+
+
+def long_rows(L: int) -> torch.Tensor:
+    """Query rows 0, 7, 8, 15, 16 …: the first and last row of every stretch of LONG_ROWS, so both
+    edges of every block of a multiple of LONG_ROWS rows."""
+    index = torch.arange(L)
+    return index[(index % LONG_ROWS == 0) | (index % LONG_ROWS == LONG_ROWS - 1)]
+
+
+def _storage_key(t: torch.Tensor) -> tuple[int, int] | None:
+    try:
+        storage = t.untyped_storage()
+        return storage.data_ptr(), storage.nbytes()
+    except Exception:  # a tensor without a storage (meta, sparse, a subclass)
+        return None
+
+
+# --- the blocked computation with the mistakes as knobs ------------------------------------------
+
+
+def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float = float("-inf")):
+    """FlashAttention's forward by blocks of ``block`` queries and keys, with one mistake.
+
+    A knob ending in ``skip`` (and the reference's own loop) leaves out the key blocks entirely after
+    a query block's last row; the others visit every key block and rely on the mask, which only
+    differs when the mask itself is wrong."""
+    B, H, L, D = q.shape
+    S = k.shape[-2]
+    scale = variants.head_scale(D, mistake)
+    unmasked = mistake == "causal_ignored:skip"  # blocks after the diagonal skipped, no mask inside it
+    if mistake == "causal_ignored":
+        is_causal = False
+    elif mistake == "causal_flag_inverted":
+        is_causal = not is_causal
+    skip = mistake.endswith("skip")
+    shift = S - L if mistake.startswith("flash_causal_bottom_right") else 0  # aligned at the last key
+    allowed = {  # key column c, query row r: True where the (wrong) mask lets the key through
+        "flash_causal_off_by_one:diagonal": lambda c, r: c < r,
+        "flash_causal_off_by_one:next": lambda c, r: c <= r + 1,
+        "flash_causal_off_by_one:next_skip": lambda c, r: c <= r + 1,
+        "causal_inverted": lambda c, r: c >= r,
+        "causal_inverted:skip": lambda c, r: c >= r,
+        "causal_inverted:strict": lambda c, r: c > r,  # masked_fill(allowed): only later keys kept
+        "causal_inverted:strict_skip": lambda c, r: c > r,
+    }.get(mistake, lambda c, r: c <= r + shift)
+    blocks = []
+    for ib, i in enumerate(range(0, L, block)):
+        q_blk = q[:, :, i : i + block]
+        bq = q_blk.shape[-2]
+        m = torch.full((B, H, bq, 1), 0.0 if mistake == "flash_max_init_zero" else float("-inf"), dtype=q.dtype)
+        l = torch.zeros(B, H, bq, 1, dtype=q.dtype)
+        acc = torch.zeros(B, H, bq, D, dtype=q.dtype)
+        for jb, j in enumerate(range(0, S, block)):
+            if is_causal:
+                if mistake == "flash_causal_off_by_one:block_short" and jb >= ib:
+                    continue  # the loop stops before the diagonal block
+                if mistake == "flash_causal_off_by_one:block_long" and jb > ib + 1:
+                    continue  # … or one block after it
+                if (skip or mistake == "") and j > i + bq - 1 + shift:
+                    continue
+            k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
+            s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (B, H, bq, bk)
+            if is_causal and not unmasked and not (mistake == "flash_causal_off_by_one:block_long" and jb != ib):
+                r = torch.arange(i, i + bq)[:, None]
+                c = torch.arange(j, j + k_blk.shape[-2])[None, :]
+                blocked_out = ~allowed(c, r)
+                s = s.masked_fill(blocked_out, 0.0 if mistake.startswith("mask_fill_zero") else fill)
+            if mistake.startswith("flash_max_not_carried"):
+                m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
+            else:
+                m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+            p = torch.exp(s - m_new)
+            alpha = torch.exp(m - m_new)
+            l_new = p.sum(-1, keepdim=True) + (l if mistake == "flash_sum_not_rescaled" else alpha * l)
+            pv = p @ (k_blk if mistake == "attn_times_k" else v_blk)
+            acc = pv + (acc if mistake == "flash_acc_not_rescaled" else alpha * acc)
+            if mistake.startswith("flash_normalised_per_block"):
+                acc = acc / l_new  # FlashAttention-1's update without the old sum's factor
+            l, m = l_new, m_new
+        if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip"):
+            blocks.append(acc)
+        else:
+            blocks.append(acc / l)
+    return torch.cat(blocks, dim=2)  # (B, H, L, D)
+
+
+# --- the kind -------------------------------------------------------------------------------------
+
+
+class BlockedAttention:
+    probes = frozenset({"causality", "batch", "gradients", "device"})
+    token_axis = 2
+
+    def __init__(self, exercise, seed: int):
+        self.exercise = exercise
+        self.seed = seed
+        self.name = exercise.contract.objects[0]
+        grading = exercise.grading
+        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
+        self.shapes = [tuple(s) for s in grading["shapes"]]
+        self.stability = tuple(grading["stability"])
+        self.structure = dict(grading["structure"])
+        self._solution = None
+        self._cases: dict[int, list[Case]] = {}
+
+    # --- shared -------------------------------------------------------------------------------
+
+    def long_cases(self) -> dict[str, dict[str, Any]]:
+        """The structure cases by name: their sizes and the bound B·H·L·max(D, block_size)."""
+        st = self.structure
+        out = {}
+        for L, S, causal in st["cases"]:
+            name = f"long L={L} S={S}" + (" causal" if causal else "")
+            bound = st["batch"] * st["heads"] * L * max(st["dim"], st["block_size"])
+            out[name] = {"L": L, "S": S, "is_causal": bool(causal), "bound": bound, "block": st["block_size"],
+                         "batch": st["batch"], "heads": st["heads"], "dim": st["dim"]}
+        return out
+
+    def cases(self, ci: int) -> list[Case]:
+        if ci not in self._cases:  # drawn once per config: the long ones are not free
+            self._cases[ci] = self._draw(ci)
+        return [Case(**vars(c)) for c in self._cases[ci]]  # fresh objects: the child replaces inputs
+
+    def _draw(self, ci: int) -> list[Case]:
+        c = self.configs[ci]
+        B, H, D = c["batch"], c["heads"], c["dim"]
+        g = generator(self.seed, ci)
+
+        def qkv(L, S, b=B, h=H, d=D):
+            return {"q": torch.randn(b, h, L, d, generator=g), "k": torch.randn(b, h, S, d, generator=g),
+                    "v": torch.randn(b, h, S, d, generator=g)}
+
+        def case(name, t, causal, block, rows_sent=None, **kw) -> Case:
+            b, _, L, _ = t["q"].shape
+            everywhere = torch.ones(b, L if rows_sent is None else len(rows_sent), dtype=torch.bool)
+            return Case(name=name, inputs={**t, "is_causal": causal, "block_size": block or None},
+                        queries=everywhere, seq=(L, t["k"].shape[-2]), graded={"out": rows(everywhere, 2, 4)}, **kw)
+
+        cases: list[Case] = []
+        drawn = {}
+        for L, S, block in self.shapes:
+            drawn[(L, S, block)] = t = qkv(L, S)
+            label = f"L={L} S={S} " + (f"block={block}" if block else "default block")
+            cases.append(case(label, t, False, block))
+            cases.append(case(label + " causal", t, True, block, observe=not any(x.observe for x in cases)))
+        L, S, block = self.stability
+        big = {"q": torch.randint(-STABILITY_RANGE, STABILITY_RANGE + 1, (B, H, L, STABILITY_DIM), generator=g).float(),
+               "k": torch.randint(-STABILITY_RANGE, STABILITY_RANGE + 1, (B, H, S, STABILITY_DIM), generator=g).float(),
+               "v": torch.randn(B, H, S, STABILITY_DIM, generator=g)}
+        # query 0 against keys whose first feature is 14..16: every score of its row is below -104,
+        # where exp(score) underflows to 0 in float32 (a max started at 0 gives 0/0 there)
+        big["k"][..., 0] = torch.randint(14, STABILITY_RANGE + 1, (B, H, S), generator=g).float()
+        big["q"][:, :, 0] = torch.tensor([-float(STABILITY_RANGE), 0.0, 0.0, 0.0])
+        cases.append(case(f"large scores L={L} S={S} block={block}", big, False, block))
+        cases.append(case(f"large scores L={L} S={S} block={block} causal", big, True, block))
+        # perturbations: keys and values after CAUSAL_CUT changed, earlier queries unchanged
+        for L, S, block in self.shapes[:2]:
+            t = drawn[(L, S, block)]
+            fresh = qkv(L, S)
+            later = torch.arange(S) >= CAUSAL_CUT  # (S,)
+            changed = {n: torch.where(later[:, None], fresh[n], t[n]) if n != "q" else t[n] for n in t}
+            earlier = torch.arange(L)[None, :] < CAUSAL_CUT  # (1, L)
+            base = f"L={L} S={S} block={block} causal"
+            cases.append(case(base + ", future changed", changed, True, block, base=base, check="causality",
+                              unchanged={"out": rows(earlier.expand(B, L), 2, 4)}))
+        if B > 1:
+            L, S, block = self.shapes[1]
+            t = drawn[(L, S, block)]
+            name = f"L={L} S={S} block={block}"
+            cases.append(case("sample 2 alone", {n: x[1:2].clone() for n, x in t.items()}, False, block, base=name,
+                              base_rows=(1, 2), check="batch", unchanged={"out": rows(torch.ones(1, L, dtype=torch.bool), 2, 4)}))
+        if ci == 0:
+            for name, spec in self.long_cases().items():
+                t = qkv(spec["L"], spec["S"], spec["batch"], spec["heads"], spec["dim"])
+                cases.append(case(name, t, spec["is_causal"], spec["block"], rows_sent=long_rows(spec["L"])))
+        return cases
+
+    def config_params(self, ci: int) -> dict[str, Any]:
+        return dict(self.configs[ci])
+
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        B, H, L, D = case.inputs["q"].shape
+        return {"out": (B, H, case.queries.shape[1], D)}
+
+    def sent(self, case: Case, out):
+        """What is graded of an output: every query row, or a sample of them on a long case (all the
+        rows of a long case would cost more to send and compare than the rest of the check)."""
+        if case.name in self.long_cases() and isinstance(out, torch.Tensor) and out.dim() == 4:
+            return out[:, :, long_rows(out.shape[2])]
+        return out
+
+    @staticmethod
+    def arguments(case: Case) -> list:
+        """Copies of the inputs, positionally (a renamed argument still works), block_size only
+        when the case sets it (else the function's default)."""
+        i = case.inputs
+        args = [i["q"].clone(), i["k"].clone(), i["v"].clone(), i["is_causal"]]
+        if i["block_size"] is not None:
+            args.append(i["block_size"])
+        return args
+
+    def call(self, fn, case: Case):
+        return fn(*self.arguments(case))
+
+    # --- child --------------------------------------------------------------------------------
+
+    def build(self, namespace: dict, ci: int, channel) -> Built:
+        fn = namespace.get(self.name)
+        if not callable(fn):
+            raise ContractError("contract.missing_functions", names=self.name, count=1,
+                                signature=self.exercise.contract.forward)
+        return Built({"fn": fn, "file": str(namespace.get("__file__", "")), "config": ci, "largest": {}, "builtins": set()})
+
+    def run(self, attempt, case: Case) -> dict[str, Any]:
+        if case.name not in self.long_cases():
+            return {"out": first(self.call(attempt["fn"], case))}
+        args = self.arguments(case)  # copied before the watch: the copies are the inputs
+        watch = Allocations(args[:3], attempt["file"])
+        with watch:
+            out = first(attempt["fn"](*args))
+        attempt["largest"][case.name] = {"elements": watch.elements, "shape": list(watch.shape), "dtype": watch.dtype,
+                                         "line": watch.line, "code": watch.code[:200]}
+        attempt["builtins"].update(watch.builtins)
+        return {"out": self.sent(case, out)}
+
+    def grad_leaves(self, attempt, case: Case):
+        inputs = dict(case.inputs)
+        leaves = {}
+        for n in ("q", "k", "v"):
+            inputs[n] = leaves[n] = inputs[n].detach().clone().requires_grad_(True)
+        case.inputs = inputs
+        return case, leaves
+
+    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
+        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
+
+    def child_extra(self, attempt) -> dict | None:
+        """The largest allocation of each long case (config 0, where they run), and the aten ops of
+        a built-in attention seen there (the judge treats those as built-ins)."""
+        if attempt["config"] != 0:
+            return None
+        return {"largest": dict(attempt["largest"]), "builtins": sorted(attempt["builtins"])}
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self):
+        if self._solution is None:
+            self._solution = getattr(importlib.import_module(self.exercise.solution_module), self.name)
+        return self._solution
+
+    def reference(self, ci: int, zero_bias=frozenset()):
+        fn = self.solution()
+        return lambda case: {"out": self.sent(case, first(self.call(fn, case)))}
+
+    def answer(self, question: dict) -> dict:
+        return {}
+
+    def knobs(self) -> list[str]:
+        return list(self.exercise.grading.get("knobs", []))
+
+    def variant(self, ci: int, zero_bias, knob: str, fill: float):
+        default = self._default_block()
+
+        def call(case: Case):
+            i = case.inputs
+            block = i["block_size"] or default
+            return {"out": self.sent(case, blocked(i["q"], i["k"], i["v"], i["is_causal"], block, knob, fill))}
+
+        return call
+
+    def _default_block(self) -> int:
+        import inspect
+
+        return inspect.signature(self.solution()).parameters["block_size"].default
+
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        L, S = case.seq
+        allowed = torch.ones(L, S, dtype=torch.bool)
+        return torch.tril(allowed) if case.inputs["is_causal"] else allowed
+
+    def _measured(self, extra: dict) -> list[tuple[str, dict, dict]]:
+        """(case, measured, spec) of each long case, worst first."""
+        largest = extra.get("largest") if isinstance(extra, dict) else None
+        if not isinstance(largest, dict):
+            return []
+        out = []
+        for name, spec in self.long_cases().items():
+            got = largest.get(name)
+            if isinstance(got, dict) and isinstance(got.get("elements"), int):
+                out.append((name, got, spec))
+        return sorted(out, key=lambda x: -(x[1]["elements"] / x[2]["bound"]))
+
+    def _what(self, got: dict, spec: dict):
+        """What the largest tensor is, from its shape: an L×S score matrix or mask, (block, S) rows …"""
+        shape = tuple(got.get("shape") or ())
+        L, S = spec["L"], spec["S"]
+        mask = got.get("dtype") == "bool"
+        if len(shape) >= 2 and shape[-1] == S and shape[-2] == L:
+            return msg("blocked_attention.what_mask" if mask else "blocked_attention.what_scores", L=L, S=S)
+        if len(shape) >= 2 and shape[-1] == S and shape[-2] < L:
+            return msg("blocked_attention.what_rows", rows=shape[-2], S=S)
+        return msg("blocked_attention.what_tensor", shape=str(shape), dtype=got.get("dtype", ""))
+
+    def extra_checks(self, extra: dict) -> list[Check]:
+        measured = self._measured(extra)
+        if not measured:
+            return []
+        name, got, spec = measured[0]
+        params = dict(case=name, elements=got["elements"], allowed=spec["bound"], what=self._what(got, spec),
+                      line=got.get("line", 0), code=got.get("code", ""), B=spec["batch"], H=spec["heads"],
+                      L=spec["L"], D=spec["dim"], block=spec["block"])
+        if min(g["elements"] for _, g, _ in measured) == 0:  # every call allocates its output at least
+            return [Check("structure_memory", False, msg("blocked_attention.structure_unseen", **params))]
+        if got["elements"] <= spec["bound"]:
+            return [Check("structure_memory", True, msg("blocked_attention.structure_ok", **params))]
+        key = "blocked_attention.structure_bad" if params["line"] else "blocked_attention.structure_bad_no_line"
+        return [Check("structure_memory", False, msg(key, **params))]
+
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
+        found: dict[str, Diagnosis] = {}
+        for name, got, spec in self._measured(extra):
+            if got["elements"] <= spec["bound"]:
+                continue
+            shape = tuple(got.get("shape") or ())
+            if len(shape) < 2 or shape[-1] != spec["S"]:
+                continue
+            mistake = "flash_full_scores" if shape[-2] == spec["L"] else "flash_row_blocks"
+            if mistake not in found:
+                evidence = msg("blocked_attention.evidence", case=name, elements=got["elements"], allowed=spec["bound"],
+                               what=self._what(got, spec), line=got.get("line", 0))
+                found[mistake] = Diagnosis(mistake, (evidence,))
+        return list(found.values())
+
+
+KIND = BlockedAttention

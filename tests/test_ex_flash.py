@@ -1,0 +1,226 @@
+"""flash: the reference against torch's scaled_dot_product_attention (values and gradients), the
+allocation measure behind the structure check, the cases the blocked_attention kind grades, and
+what the report says about a materialised score matrix."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnprep import exercises, texts
+from attnprep.grader import grade
+from attnprep.grader.kinds import kind_for
+from attnprep.grader.kinds.blocked_attention import Allocations, blocked
+from attnprep.grader.result import Verdict
+from attnprep.solutions.flash import flash_attention
+
+EX = exercises.get("flash")
+CORPUS = Path(__file__).parent / "corpus" / "flash"
+F64 = torch.float64
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors; and the grader forks: torch stays single-threaded (as warm_up leaves it)."""
+    torch.set_num_threads(1)
+
+
+def _qkv(B, H, L, S, D, seed=0, dtype=F64):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(B, H, L, D, generator=g, dtype=dtype), torch.randn(B, H, S, D, generator=g, dtype=dtype),
+            torch.randn(B, H, S, D, generator=g, dtype=dtype))
+
+
+@pytest.mark.parametrize(("L", "S"), [(1, 1), (1, 9), (7, 7), (5, 11), (9, 4), (16, 16), (13, 30)])
+@pytest.mark.parametrize("block", [1, 3, 4, 8, 64])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_reference_equals_torch_sdpa(L, S, block, is_causal):
+    q, k, v = _qkv(2, 3, L, S, 5, seed=L * 100 + S)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # causal: top-left aligned
+    torch.testing.assert_close(flash_attention(q, k, v, is_causal, block), want, rtol=1e-10, atol=1e-10)
+    assert inspect.signature(flash_attention).parameters["block_size"].default == 64
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_reference_gradients_equal_torch_sdpa(is_causal):
+    leaves = [t.requires_grad_(True) for t in _qkv(2, 2, 9, 13, 4, seed=3)]
+    weights = torch.randn(2, 2, 9, 4, dtype=F64, generator=torch.Generator().manual_seed(1))
+    (flash_attention(*leaves, is_causal, 4) * weights).sum().backward()
+    mine = [t.grad.clone() for t in leaves]
+    for t in leaves:
+        t.grad = None
+    (F.scaled_dot_product_attention(*leaves, is_causal=is_causal) * weights).sum().backward()
+    for got, t in zip(mine, leaves):
+        torch.testing.assert_close(got, t.grad, rtol=1e-9, atol=1e-9)
+
+
+def test_reference_stays_finite_where_a_naive_exp_overflows():
+    q = torch.full((1, 1, 3, 4), 30.0)
+    k = torch.cat([torch.full((1, 1, 2, 4), 30.0), torch.full((1, 1, 5, 4), -30.0)], dim=2)
+    v = torch.randn(1, 1, 7, 4, generator=torch.Generator().manual_seed(0))
+    out = flash_attention(q, k, v, False, 2)  # scores 1800 then -1800
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
+
+
+# --- the allocation measure -------------------------------------------------------------------------
+
+
+def _measure(fn, *args):
+    watch = Allocations(args[:3], __file__)
+    with torch.no_grad(), watch:
+        fn(*args)
+    return watch
+
+
+def test_allocations_count_new_storages_not_views_nor_in_place():
+    q, k, v = _qkv(1, 1, 32, 64, 8, dtype=torch.float32)
+
+    def views_only(q, k, v):
+        a = k.transpose(-2, -1)[..., :3]
+        b = v.expand(2, -1, -1, -1)
+        q.mul_(1.0)
+        return a, b
+
+    assert _measure(views_only, q, k, v).elements == 0
+
+    def one_mask(q, k, v):
+        return torch.arange(64)[None, :] > torch.arange(32)[:, None]  # bool (32, 64)
+
+    watch = _measure(one_mask, q, k, v)
+    assert (watch.elements, watch.shape, watch.dtype) == (32 * 64, (32, 64), "bool")
+    assert watch.line > 0 and "torch.arange(64)" in watch.code
+
+    def scores(q, k, v):
+        return q @ k.transpose(-2, -1)
+
+    assert _measure(scores, q, k, v).elements == 32 * 64
+
+
+def test_reference_fits_the_bound_and_a_full_softmax_does_not():
+    kind = kind_for(EX, 0)
+    for name, spec in kind.long_cases().items():
+        q, k, v = _qkv(spec["batch"], spec["heads"], spec["L"], spec["S"], spec["dim"], dtype=torch.float32)
+        ref = _measure(flash_attention, q, k, v, spec["is_causal"], spec["block"])
+        assert 0 < ref.elements <= spec["bound"], (name, ref.elements, ref.shape)
+
+        def full(q, k, v, is_causal, block_size):
+            s = (q @ k.transpose(-2, -1)) / 4.0
+            if is_causal:
+                s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+            return s.softmax(-1) @ v
+
+        assert _measure(full, q, k, v, spec["is_causal"], spec["block"]).elements == spec["L"] * spec["S"]
+
+
+def test_structure_bounds_are_spec_7s():
+    kind = kind_for(EX, 0)
+    cases = {(c["L"], c["S"], c["is_causal"]): c for c in kind.long_cases().values()}
+    assert set(cases) == {(256, 1024, False), (512, 512, True)}
+    for (L, S, _), c in cases.items():
+        assert (c["dim"], c["block"]) == (16, 64)
+        assert c["bound"] == c["batch"] * c["heads"] * L * max(16, 64)
+        # (L, block) tiles fit, an (L, S) matrix does not; (block, S) rows do not fit the non-causal case
+        assert L * c["block"] <= c["bound"] // (c["batch"] * c["heads"]) < L * S
+    assert 64 * 1024 > cases[(256, 1024, False)]["bound"]
+
+
+# --- the graded cases ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ci", range(len(EX.grading["configs"])))
+def test_cases_cover_the_sizes_and_flags_that_matter(ci):
+    kind = kind_for(EX, 0)
+    cases = kind.cases(ci)
+    shapes = {(c.seq, c.inputs["block_size"], c.inputs["is_causal"]) for c in cases}
+    assert any(L > S for (L, S), _, _ in shapes) and any(L < S for (L, S), _, _ in shapes)
+    assert any(L == 1 for (L, S), _, _ in shapes)
+    assert any(b == 1 for _, b, _ in shapes) and any(b is None for _, b, _ in shapes)
+    assert any(b and (L % b or S % b) for (L, S), b, _ in shapes)  # ragged last blocks
+    assert {c for _, _, c in shapes} == {False, True}
+    assert sum(c.observe for c in cases) == 1
+    assert {c.check for c in cases if c.base} <= {"causality", "batch"} and any(c.check == "causality" for c in cases)
+    long = [c for c in cases if c.name in kind.long_cases()]
+    assert len(long) == (2 if ci == 0 else 0)
+    for case in cases:
+        B, H, L, D = case.inputs["q"].shape
+        assert case.inputs["k"].shape[:2] == (B, H) and case.inputs["k"].shape == case.inputs["v"].shape
+        assert case.queries.all() and case.queries.shape[0] == B
+        if case.name in kind.long_cases():  # a sample of rows, both edges of every block included
+            sent = kind.sent(case, torch.arange(L).view(1, 1, L, 1).expand(B, H, L, 1))[0, 0, :, 0].tolist()
+            assert case.queries.shape == (B, len(sent)) and {0, 63, 64, L - 1} <= set(sent)
+            assert kind.expected_shapes(ci, case)["out"] == (B, H, len(sent), D)
+        else:
+            assert case.queries.shape == (B, L) and kind.expected_shapes(ci, case)["out"] == (B, H, L, D)
+
+
+def test_large_score_case_is_exact_and_breaks_a_max_that_is_not_carried():
+    kind = kind_for(EX, 0)
+    for ci in range(len(kind.configs)):
+        big = [c for c in kind.cases(ci) if c.name.startswith("large scores")]
+        assert len(big) == 2
+        for case in big:
+            i = case.inputs
+            q, k, v = i["q"].double(), i["k"].double(), i["v"].double()
+            scores = q @ k.transpose(-2, -1) / 2
+            assert scores.abs().max() > 100 and torch.equal(2 * scores, (2 * scores).round())  # exact halves
+            want = F.scaled_dot_product_attention(q, k, v, is_causal=i["is_causal"])
+            torch.testing.assert_close(kind.reference(ci)(case)["out"].double(), want, rtol=1e-5, atol=1e-6)
+        for case in big:  # each of these overflows or underflows here, and only here
+            i = case.inputs
+            for knob in ("flash_max_not_carried:skip", "flash_max_init_zero"):
+                wrong = blocked(i["q"], i["k"], i["v"], i["is_causal"], i["block_size"], knob)
+                assert not torch.isfinite(wrong).all(), (ci, case.name, knob)
+    # and on ordinary scores the same mistakes are exact: only the large case can name them
+    for small in kind.cases(0)[:6]:
+        i = small.inputs
+        for knob in ("flash_max_not_carried:skip", "flash_max_init_zero"):
+            torch.testing.assert_close(blocked(i["q"], i["k"], i["v"], i["is_causal"], i["block_size"] or 64, knob),
+                                       kind.reference(0)(small)["out"], rtol=1e-5, atol=1e-6)
+
+
+# --- what the grader says ------------------------------------------------------------------------------
+
+
+def test_full_softmax_is_right_but_fails_structure_with_the_measured_figure():
+    result = grade(CORPUS / "flash_full_scores.py")
+    assert result.verdict is Verdict.STRUCTURE
+    assert [d.id for d in result.diagnoses] == ["flash_full_scores"]
+    assert all(c.passed is not False for c in result.checks if c.id != "structure_memory")
+    (check,) = [c for c in result.checks if c.id == "structure_memory"]
+    words = texts.render(check.message)
+    assert "262,144 elements" in words and "an L×S score matrix" in words and "allowed 16,384" in words
+    assert "line 14" in words and "q @ k.transpose" in words
+
+
+def test_block_rows_are_named_as_rows():
+    result = grade(CORPUS / "flash_row_blocks.py")
+    assert result.verdict is Verdict.STRUCTURE and [d.id for d in result.diagnoses] == ["flash_row_blocks"]
+    (check,) = [c for c in result.checks if c.id == "structure_memory"]
+    assert "(64, S) rows" in texts.render(check.message)
+
+
+def test_reference_and_blank_stub(tmp_path):
+    attempt = tmp_path / "flash.py"
+    attempt.write_text(EX.solution_path.read_text(encoding="utf-8"), encoding="utf-8")
+    result = grade(attempt)
+    assert result.passed
+    (check,) = [c for c in result.checks if c.id == "structure_memory"]
+    assert check.passed and check.message.params["elements"] <= check.message.params["allowed"]
+    attempt.write_text(exercises.render_stub(EX), encoding="utf-8")
+    assert grade(attempt).blank
+
+
+def test_wrong_and_too_big_names_both(tmp_path):
+    """A full-softmax attempt that also forgets the scale: wrong outputs, the scale named, and the
+    score matrix named from what was measured."""
+    source = (CORPUS / "flash_full_scores.py").read_text(encoding="utf-8").replace(" / math.sqrt(q.shape[-1])", "")
+    attempt = tmp_path / "flash.py"
+    attempt.write_text(source, encoding="utf-8")
+    result = grade(attempt)
+    assert result.verdict is Verdict.WRONG_OUTPUT
+    assert [d.id for d in result.diagnoses] == ["missing_scale", "flash_full_scores"]
