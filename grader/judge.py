@@ -479,7 +479,8 @@ class Judge:
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()
-        if not matched and getattr(self.kind, "pair_knobs", False):  # kinds whose variants take two knobs
+        # two knobs at once, for kinds whose variants take them, and only for outputs that differ
+        if not matched and self.failed_cases and getattr(self.kind, "pair_knobs", False):
             pair = next((p for p in self._pairs() if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None:
                 found.extend(self._pair_diagnoses(pair))

@@ -1,5 +1,5 @@
 # attnprep: cross_attention
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: split_heads_no_transpose
 """Heads split with a view to (B, H, n, D) and no transpose."""
 
