@@ -105,6 +105,14 @@ def describe(exc: BaseException, path: Path, stage: str, config: dict | None = N
     return Problem(kind, key, params, tb, named_mistakes(exc))
 
 
+def _forget_references() -> None:
+    """The grading process may have imported reference solutions (judging an earlier file); the
+    fork inherits its modules. Drop them so that the attempt cannot find them by name (importing
+    one again opens its file, which the guard sees)."""
+    for name in [n for n in sys.modules if n == "attnprep.solutions" or n.startswith("attnprep.solutions.")]:
+        del sys.modules[name]
+
+
 def load(path: Path) -> dict:
     sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(ATTEMPT_MODULE, path)
@@ -116,6 +124,7 @@ def load(path: Path) -> dict:
 
 def run_attempt(path: Path, kind, device: str, channel) -> dict:
     """Grade-side data of the attempt at ``path`` as a plain dict (a :class:`Reply`)."""
+    _forget_references()
     guard = Guard()
     reply = Reply()
     builtins: set[str] = set()
@@ -294,6 +303,7 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel) -> dict:
     for the divergence finder. Run only for a failing attempt."""
     from attnprep.grader.trace import Tracer
 
+    _forget_references()
     guard = Guard()
     torch.manual_seed(0)
     try:

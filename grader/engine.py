@@ -200,6 +200,10 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     found = divergence.find(steps, tracer.steps, axes, raised_at)
     if found is None:
         return None
+    if not found.code:  # a line no traced step was made on (where it raised): the file's own text
+        import linecache
+
+        found = replace(found, code=linecache.getline(str(path), found.line).strip())
     from attnprep.grader.result import Divergence
 
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,

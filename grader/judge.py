@@ -432,7 +432,8 @@ class Judge:
         heatmap = self._heatmap(data, zero_bias, ref)
         got_shapes = data.observed.shapes if data.observed is not None else {}
         shape_rows = []
-        for stage in ("q", "k^T", "scores", "attn", "attn @ v"):
+        stages = ("q", "k^T", "scores", "attn", "attn @ v") if getattr(self.kind, "compare_stages", True) else ()
+        for stage in stages:
             if stage in ref.shapes:
                 got = tuple(got_shapes[stage]) if stage in got_shapes else None
                 shape_rows.append(_shape_row(stage, tuple(ref.shapes[stage]), got))

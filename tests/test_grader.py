@@ -297,6 +297,9 @@ def test_no_exercise_id_is_spelled_in_engine_or_shell_code():
             for tok in tokenize.generate_tokens(io.StringIO(f.read_text(encoding="utf-8")).readline):
                 if tok.type == tokenize.STRING and tok.string.strip("\"'") in ids:
                     found.append(f"{f.relative_to(root)}:{tok.start[0]} {tok.string}")
+    # `compare`'s JSON has a metric named "kv_cache" (relative KV-cache size) since before the
+    # exercise of that name: a key of its output, not a branch on an exercise
+    found = [f for f in found if not (f.endswith('"kv_cache"') and f.split(":")[0] in ("attnprep/costs.py", "attnprep/commands/compare.py"))]
     assert not found, found
 
 

@@ -191,6 +191,7 @@ class BlockedAttention:
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their
     # output tiles in place (a training backward is a kernel of its own)
     probes = frozenset({"causality", "batch", "device"})
+    compare_stages = False  # tiles, not whole score matrices: no stage shapes
     token_axis = 2
 
     def __init__(self, exercise, seed: int):
