@@ -119,7 +119,7 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
 
     def suspect(p: int) -> str | None:
         m = matched[p]
-        if m is None:
+        if m is None or attempt[p].free:  # a mask made apart from the inputs is no half-done computation
             return None
         if not m[1]:
             return "layout"
