@@ -194,8 +194,9 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     case = kind.cases(ci)[ni]
     zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
     tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
+    runner = getattr(kind, "trail_reference", kind.reference)
     with tracer, torch.no_grad():
-        kind.reference(ci, zero_bias)(case)
+        runner(ci, zero_bias)(case)
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
     found = divergence.find(steps, tracer.steps, axes, raised_at)
     if found is None:

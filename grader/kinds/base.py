@@ -114,6 +114,11 @@ class Kind(Protocol):
 
     def reference(self, ci: int, zero_bias: frozenset[str] = frozenset()) -> Runner: ...
 
+    def trail_reference(self, ci: int, zero_bias: frozenset[str] = frozenset()) -> Runner:
+        """Optional: the reference driven the way the attempt is, for the divergence finder's trail
+        (default: :meth:`reference`). A kind whose reference computes its expected outputs another
+        way (one full forward for a script of calls) gives the reference's own script here."""
+
     def reference_grads(self, ci: int, zero_bias: frozenset[str], case: Case) -> tuple[Outputs, dict[str, torch.Tensor]]:
         """The reference's outputs on ``case`` with gradients on, and its leaves' gradients after
         the backward of the graded outputs' sum (what the child does to the attempt)."""
