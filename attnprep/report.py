@@ -20,12 +20,15 @@ No torch here: this module renders plain data. Colours come from the console (Ri
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from rich import box
-from rich.cells import cell_len
+from rich.cells import cell_len, chop_cells
 from rich.console import Console, Group, RenderableType
+from rich.containers import Lines
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -39,6 +42,85 @@ HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated wit
 SHADES = " ░▒▓█"  # level 0 (negligible) … 4 (the largest probability shown)
 
 OK, FAIL, NA = "✓", "✗", "–"
+
+
+# --- text that wraps the way Chinese is set --------------------------------------------------------
+
+# Rich breaks lines at spaces only: a Chinese sentence, written without spaces, is one "word" that
+# moves whole to the next line (leaving a half-empty line behind) and makes a table column as wide
+# as the sentence. Chinese may break between any two characters, except before a closing mark
+# (，。）…) and after an opening one (（“…). A shape such as (B, H, T, D) stays on one line.
+_IDEOGRAPH = "\u2e80-\u2fff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_OPENING = "（［｛「『《〈【〔“‘"
+_CLOSING = "，。、；：！？）］｝」』》〉】〕”’…"
+_SHAPE = r"\((?:[^()\s,]{1,20}, ){1,7}[^()\s,]{1,20}\)"
+_UNIT = re.compile(
+    rf"\s*(?:[{_OPENING}]*(?:[{_IDEOGRAPH}]|(?:{_SHAPE}|[^\s{_IDEOGRAPH}{_OPENING}{_CLOSING}])+)[{_CLOSING}]*|\S)\s*|\s+"
+)
+_WIDE = re.compile(f"[{_IDEOGRAPH}{_OPENING}{_CLOSING}]")
+
+
+def _units(text: str):
+    """(start, unit) of the pieces a line may break between."""
+    position = 0
+    while position < len(text):
+        match = _UNIT.match(text, position)
+        yield position, match.group()
+        position = match.end()
+
+
+def _divide(text: str, width: int, fold: bool) -> list[int]:
+    """Where to break ``text`` into lines of ``width`` cells: greedily between the units of
+    :func:`_units`, a unit longer than a line folded (as Rich's own word wrap does with words)."""
+    breaks: list[int] = []
+    offset = 0
+    for start, unit in _units(text):
+        size = cell_len(unit.rstrip())
+        if width - offset >= size:
+            offset += cell_len(unit)
+        elif size > width and fold:
+            pieces = chop_cells(unit, width)
+            for n, piece in enumerate(pieces):
+                if start:
+                    breaks.append(start)
+                if n == len(pieces) - 1:
+                    offset = cell_len(piece)
+                else:
+                    start += len(piece)
+        elif offset and start:
+            breaks.append(start)
+            offset = cell_len(unit)
+    return breaks
+
+
+class Prose(Text):
+    """A :class:`rich.text.Text` that wraps Chinese between characters (see :func:`_divide`) and
+    measures its narrowest width by those units. Same as Text for English."""
+
+    def wrap(self, console, width, *, justify=None, overflow=None, tab_size=8, no_wrap=None) -> Lines:
+        wrap_justify = justify or self.justify or "default"
+        wrap_overflow = overflow or self.overflow or "fold"
+        if (no_wrap if no_wrap is not None else self.no_wrap) or overflow == "ignore" or not _WIDE.search(self.plain):
+            return super().wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
+        lines = Lines()
+        for line in self.split(allow_blank=True):
+            if "\t" in line:
+                line.expand_tabs(tab_size)
+            new_lines = line.divide(_divide(line.plain, width, fold=wrap_overflow == "fold"))
+            for piece in new_lines:
+                piece.rstrip_end(width)
+            new_lines.justify(console, width, justify=wrap_justify, overflow=wrap_overflow)
+            for piece in new_lines:
+                piece.truncate(width, overflow=wrap_overflow)
+            lines.extend(new_lines)
+        return lines
+
+    def __rich_measure__(self, console, options) -> Measurement:
+        measured = super().__rich_measure__(console, options)
+        if not _WIDE.search(self.plain):
+            return measured
+        narrowest = max((cell_len(unit.strip()) for _, unit in _units(self.plain)), default=0)
+        return Measurement(min(narrowest, measured.maximum), measured.maximum)
 
 
 
@@ -114,7 +196,7 @@ def verdict_line(result: Result) -> Text:
     The Text is marked ``no_wrap`` with an ellipsis, which applies inside a Group, Table or Live.
     ``console.print`` joins the Texts it is given into a new one and drops that, so print it alone
     with ``console.print(line, no_wrap=True, overflow="ellipsis")`` to keep it on one line."""
-    line = Text(no_wrap=True, overflow="ellipsis")
+    line = Prose(no_wrap=True, overflow="ellipsis")
     line.append_text(_symbol(result))
     line.append(" ")
     line.append(_file_name(result), style="bold")
@@ -131,12 +213,12 @@ def verdict_line(result: Result) -> Text:
 
 
 def _header(result: Result, exercise=None) -> Group:
-    details = Text(style="dim", overflow="fold")
+    details = Prose(style="dim", overflow="fold")
     title = _exercise_title(result.exercise, exercise)
     details.append("  " + texts.t("report.exercise") + " ")
     details.append(result.exercise or "?")
     if title:
-        details.append(f" ({title})")
+        details.append(texts.t("report.exercise_title", title=title))
     details.append(" · " + texts.t("report.file") + " ")
     details.append(result.file or "?")
     details.append(f" · {_seconds(result.duration_s)}")
@@ -144,7 +226,7 @@ def _header(result: Result, exercise=None) -> Group:
     headline.no_wrap, headline.overflow = False, "fold"  # the full report shows the whole reason
     parts: list[RenderableType] = [headline, details]
     for note in result.notes:
-        parts.append(Text("  " + texts.render(note), style="yellow", overflow="fold"))
+        parts.append(Prose("  " + texts.render(note), style="yellow", overflow="fold"))
     return Group(*parts)
 
 
@@ -154,8 +236,8 @@ def _header(result: Result, exercise=None) -> Group:
 def _error_panel(result: Result, error: ErrorInfo) -> Panel:
     parts: list[RenderableType] = []
     if result.internal or error.kind == "internal":
-        parts.append(Text(texts.t("report.internal_banner"), style="bold yellow"))
-    message = Text(overflow="fold")
+        parts.append(Prose(texts.t("report.internal_banner"), style="bold yellow"))
+    message = Prose(overflow="fold")
     message.append(wording.error_kind(error), style="bold")
     line = wording.error_line(error)
     if line:
@@ -163,7 +245,7 @@ def _error_panel(result: Result, error: ErrorInfo) -> Panel:
         message.append(line)
     parts.append(message)
     if error.kind == "timeout":
-        parts.append(Text(texts.t("report.timeout_hint"), style="dim"))
+        parts.append(Prose(texts.t("report.timeout_hint"), style="dim"))
     if error.traceback.strip():
         parts.append(Text(""))
         parts.append(
@@ -193,11 +275,11 @@ def _diagnosis_panel(exercise_id: str, diagnosis: Diagnosis, index: int, count: 
     body = Table.grid(padding=(0, 1))
     body.add_column(style="bold", no_wrap=True)
     body.add_column(overflow="fold")
-    body.add_row(Text(texts.t("report.why")), Text(words.why))
-    body.add_row(Text(texts.t("report.fix")), Text(words.fix, style="bold green"))
-    parts: list[RenderableType] = [Text(words.title, style="bold"), body]
+    body.add_row(Text(texts.t("report.why")), Prose(words.why))
+    body.add_row(Text(texts.t("report.fix")), Prose(words.fix, style="bold green"))
+    parts: list[RenderableType] = [Prose(words.title, style="bold"), body]
     if words.evidence:
-        parts.append(Text(texts.t("report.evidence", text=words.evidence), style="dim", overflow="fold"))
+        parts.append(Prose(texts.t("report.evidence", text=words.evidence), style="dim", overflow="fold"))
     label = texts.t("report.mistake") if count == 1 else texts.t("report.mistake_n", index=index, count=count)
     return Panel(Group(*parts), title=label, title_align="left", border_style="magenta", box=box.ROUNDED)
 
@@ -214,7 +296,7 @@ def _checks_panel(checks: Sequence[Check], *, failed_only: bool = False) -> Pane
         if failed_only and check.passed is not False:
             continue
         style = "red" if check.passed is False else ("dim" if check.passed is None else "")
-        table.add_row(Text(wording.check_name(check)), _mark(check.passed), Text(wording.check_detail(check)), style=style)
+        table.add_row(Text(wording.check_name(check)), _mark(check.passed), Prose(wording.check_detail(check)), style=style)
     failed = sum(c.passed is False for c in checks)
     title = texts.t("report.checks_failed", failed=failed) if failed else texts.t("report.checks")
     return Panel(table, title=title, title_align="left", border_style="red" if failed else "dim", box=box.ROUNDED)
@@ -232,7 +314,7 @@ def _shapes_panel(shapes: Sequence[ShapeRow]) -> Panel:
     for row in shapes:
         got = Text(str(row.got)) if row.got is not None else Text(texts.t("report.not_observed"), style="dim")
         mark = _mark(row.ok) if row.got is not None else Text(NA, style="dim")
-        table.add_row(Text(row.stage), Text(str(row.expected)), got, mark, style="" if row.ok else "bold red")
+        table.add_row(Text(texts.term(row.stage)), Text(str(row.expected)), got, mark, style="" if row.ok else "bold red")
     mismatches = sum(not r.ok for r in shapes)
     title = texts.t("report.shapes_mismatch", count=mismatches) if mismatches else texts.t("report.shapes")
     return Panel(table, title=title, title_align="left", border_style="red" if mismatches else "dim", box=box.ROUNDED)
@@ -317,12 +399,12 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
     side.add_column(no_wrap=True)
     expected = Group(Text(texts.t("report.expected"), style="bold"), _grid(heatmap.expected, heatmap, n, vmax, is_got=False))
     if heatmap.got is None:
-        got: RenderableType = Group(Text(texts.t("report.your_attempt"), style="bold"), Text(texts.t("report.not_observed"), style="dim"))
+        got: RenderableType = Group(Text(texts.t("report.your_attempt"), style="bold"), Prose(texts.t("report.not_observed"), style="dim"))
     else:
         got = Group(Text(texts.t("report.your_attempt"), style="bold"), _grid(heatmap.got, heatmap, n, vmax, is_got=True))
     side.add_row(expected, got)
 
-    legend = Text(style="dim", overflow="fold")
+    legend = Prose(style="dim", overflow="fold")
     legend.append(texts.t("report.legend", vmax=vmax))
     found = leaks(heatmap)
     if found:
@@ -335,14 +417,14 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
         legend.append(texts.t("report.legend_ungraded"))
     parts: list[RenderableType] = [side, legend]
     if size > n:
-        parts.append(Text(texts.t("report.showing", last=n - 1, size=size), style="dim"))
+        parts.append(Prose(texts.t("report.showing", last=n - 1, size=size), style="dim"))
     if found:
         cells = ", ".join(f"q{i}→k{j} {p:.2f}" if _finite(p) else f"q{i}→k{j} {texts.t('report.not_finite')}" for i, j, p in found[:3])
         key = "report.leaked_many" if len(found) > 1 else "report.leaked_one"
-        parts.append(Text(texts.t(key, count=len(found), threshold=LEAK_THRESHOLD, cells=cells), style="bold red"))
-    title: str | None = texts.t("report.attention_title", sample=heatmap.sample, head=heatmap.head, case=heatmap.case)
+        parts.append(Prose(texts.t(key, count=len(found), threshold=LEAK_THRESHOLD, cells=cells), style="bold red"))
+    title: str | None = texts.t("report.attention_title", sample=heatmap.sample, head=heatmap.head, case=texts.term(heatmap.case))
     if cell_len(title) + 6 > width:  # Rich would cut a long panel title silently: it opens the body instead
-        parts.insert(0, Text(title, style="bold", overflow="fold"))
+        parts.insert(0, Prose(title, style="bold", overflow="fold"))
         title = None
     return Panel(Group(*parts), title=title, title_align="left", border_style="red" if found else "dim", box=box.ROUNDED)
 
@@ -353,7 +435,7 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
 def _row_sums_line(row_sums: tuple[float, float]) -> Text:
     low, high = row_sums
     ok = all(_finite(v) and abs(v - 1.0) <= ROW_SUM_TOL for v in (low, high))
-    line = Text(no_wrap=False, overflow="fold")
+    line = Prose(no_wrap=False, overflow="fold")
     line.append(texts.t("report.row_sums") + "  ", style="bold")
     line.append(texts.t("report.row_sums_values", low=low, high=high) + "  ")
     line.append_text(_mark(ok))
@@ -378,10 +460,10 @@ def _mapping_panel(result: Result) -> Panel | None:
         table.add_column(no_wrap=True, style="dim")
         table.add_column(overflow="fold")
         for role, name in renamed:
-            table.add_row(Text(role, style="bold"), Text("←"), Text(texts.t("report.your_layer", name=name)))
+            table.add_row(Text(role, style="bold"), Text("←"), Prose(texts.t("report.your_layer", name=name)))
         parts.append(table)
     for note in notes:
-        parts.append(Text("- " + wording.mapping_note(note), style="dim", overflow="fold"))
+        parts.append(Prose("- " + wording.mapping_note(note), style="dim", overflow="fold"))
     title = texts.t("report.mapping_title") if renamed else texts.t("report.mapping_notes_title")
     return Panel(Group(*parts), title=title, title_align="left", border_style="dim", box=box.ROUNDED)
 
@@ -393,10 +475,10 @@ def _footer(result: Result) -> Text | None:
     if result.passed:
         return None
     if result.internal:
-        return Text(texts.t("report.internal_footer"), style="dim")
+        return Prose(texts.t("report.internal_footer"), style="dim")
     if not result.exercise:
         return None
-    footer = Text(overflow="fold")
+    footer = Prose(overflow="fold")
     footer.append(texts.t("report.stuck") + " ", style="dim")
     footer.append(f"attnprep hint {result.exercise}", style="bold")
     footer.append(" · ", style="dim")
@@ -409,7 +491,7 @@ def _footer(result: Result) -> Text | None:
 
 def _divergence_panel(result: Result) -> Panel:
     d = result.divergence
-    parts: list[RenderableType] = [Text(wording.divergence_text(d), overflow="fold")]
+    parts: list[RenderableType] = [Prose(wording.divergence_text(d), overflow="fold")]
     if d.code:
         parts.append(Syntax(d.code, "python", line_numbers=True, start_line=d.line, theme="ansi_dark",
                             background_color="default", word_wrap=True))
@@ -448,7 +530,7 @@ def render_result(result: Result, console: Console, *, full: bool = True, exerci
         if result.row_sums is not None:
             console.print(_row_sums_line(result.row_sums))
         if result.output_diff is not None:
-            diff = Text(wording.diff_text(result.output_diff), overflow="fold")
+            diff = Prose(wording.diff_text(result.output_diff), overflow="fold")
             console.print(Panel(diff, title=texts.t("report.diff_title"), title_align="left", border_style="red", box=box.ROUNDED))
         mapping = _mapping_panel(result)
         if mapping is not None:
@@ -474,7 +556,7 @@ def render_summary(results: list[Result], console: Console) -> None:
     passed = sum(r.passed for r in results)
     internal = sum(r.internal for r in results)
     failed = len(results) - passed - internal
-    total = Text()
+    total = Prose()
     total.append(texts.t("report.total_files", count=len(results)) + " ", style="bold")
     total.append(texts.t("report.total_passed", count=passed), style="bold green" if passed else "dim")
     total.append(", ")

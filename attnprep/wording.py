@@ -76,7 +76,7 @@ def _config(config: dict) -> str:
 
 def diff_text(diff: OutputDiff) -> str:
     """``torch.testing.assert_close``'s summary, in the reading order people expect."""
-    lines = [texts.t("diff.header", case=diff.case, output=diff.output, config=_config(diff.config))]
+    lines = [texts.t("diff.header", case=texts.term(diff.case), output=texts.term(diff.output), config=_config(diff.config))]
     percent = 100 * diff.mismatched / max(diff.total, 1)
     lines.append(texts.t("diff.mismatched", bad=diff.mismatched, total=diff.total, percent=percent))
     if diff.nonfinite is not None:

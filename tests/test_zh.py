@@ -36,6 +36,7 @@ KEPT = {
 }
 CODE = re.compile(r"`[^`]*`|《[^》]*》|'[^']*'|\"[^\"]*\"")
 IDENTIFIER = re.compile(r"\S*[_()\[\]./\\@=<>:#$*+|-]\S*|\S*\d\S*")
+MATH = re.compile(r"[b-zB-Z]")  # a single letter is a variable of a formula (i - window < j <= i); "a" is a word
 ENGLISH = re.compile(r"[A-Za-z]+(?:[ ,]+[A-Za-z]+){2,}")
 
 
@@ -48,8 +49,9 @@ def english_left(text: str) -> list[str]:
             continue
         line = CODE.sub(" ", line)
         line = IDENTIFIER.sub(" ", line)
-        line = " ".join(w if w.strip(",;").lower() not in KEPT else "·" for w in re.split(r"(\s+)", line) if w.strip())
-        line = re.sub(r"[^\x00-\x7f]", "·", line)
+        line = re.sub(r"[^\x00-\x7f]", " · ", line)
+        line = " ".join(w if w.strip(",;").lower() not in KEPT and not MATH.fullmatch(w.strip(",;")) else "·"
+                        for w in re.split(r"(\s+)", line) if w.strip())
         found += [m.group(0) for m in ENGLISH.finditer(line)]
     return found
 
@@ -63,6 +65,8 @@ def test_checker_finds_english_and_spares_code():
     assert english_left("the attempt was still running") == ["the attempt was still running"]
     assert english_left("第 3 行：q.view(B, T, H, D) 的 head_dim 和 `attnprep check mha` 都是代码") == []
     assert english_left("softmax 行和 · KV 缓存 · padding token") == []
+    assert english_left("在 i - window < j <= i 处为 True") == []
+    assert english_left("（the first wrong values come from here）") == ["the first wrong values come from here"]
 
 
 def run(*args: str, env: dict | None = None, home: Path, lang: str | None = "zh") -> subprocess.CompletedProcess:

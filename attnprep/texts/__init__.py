@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -95,10 +96,66 @@ def has(key: str, lang: str | None = None) -> bool:
     return key in catalogue(lang or language()) or key in catalogue("en")
 
 
+# Parameters that carry the grader's English names of cases, steps, stages and outputs (see term()).
+TERM_PARAMS = frozenset({"case", "cases", "stage", "step", "output", "before", "after", "names", "shapes"})
+
+
 def render(message, lang: str | None = None) -> str:
     """A :class:`~attnprep.grader.result.Message` (or None) as text. Parameters that are
-    Messages themselves (a nested reason) are rendered first."""
+    Messages themselves (a nested reason) are rendered first; the grader's names of cases, steps
+    and outputs (:data:`TERM_PARAMS`) are said in the language (:func:`term`)."""
     if message is None:
         return ""
-    params = {k: render(v, lang) if hasattr(v, "key") and hasattr(v, "params") else v for k, v in message.params.items()}
+    lang = lang or language()
+    params = {}
+    for k, v in message.params.items():
+        if hasattr(v, "key") and hasattr(v, "params"):
+            v = render(v, lang)
+        elif k in TERM_PARAMS and isinstance(v, str):
+            v = term(v, lang)
+        params[k] = v
     return t(message.key, lang, **params)
+
+
+@functools.cache
+def _phrases(lang: str) -> tuple[tuple[re.Pattern, str], ...]:
+    """The phrases of ``names.<lang>.toml`` as (pattern, replacement), in the file's order."""
+    path = HERE / f"names.{lang}.toml"
+    if not path.is_file():
+        return ()
+    out = []
+    for english, said in tomllib.loads(path.read_text(encoding="utf-8"))["phrases"].items():
+        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^\\s,()]+?)", re.escape(english))
+        if english[0].isalnum():
+            pattern = r"(?<![\w.-])" + pattern
+        if english[-1].isalnum() or english.endswith("}"):
+            pattern += r"(?![\w.-])"
+        out.append((re.compile(pattern), re.sub(r"\{(\w+)\}", r"\\g<\1>", said.replace("\\", "\\\\"))))
+    return tuple(out)
+
+
+def term(name: str, lang: str | None = None) -> str:
+    """One of the grader's English names of a case, a step, a stage or an output
+    ("padded, padding changed", "step 2 out (pos 5)") in ``lang``: its phrases replaced by those of
+    ``names.<lang>.toml`` (English: as it is). A comma outside brackets between translated parts
+    becomes the language's own."""
+    phrases = _phrases(lang or language())
+    if not phrases or not name:
+        return name
+    said = name
+    for pattern, replacement in phrases:
+        said = pattern.sub(replacement, said)
+    if said == name:
+        return name
+    out, depth, skip = [], 0, False
+    for i, ch in enumerate(said):  # ", " at bracket depth 0 separates the parts of a list
+        if skip:
+            skip = False
+            continue
+        depth += 1 if ch in "(（[" else -1 if ch in ")）]" else 0
+        if ch == "," and depth == 0 and said[i + 1:i + 2] == " ":
+            out.append("，")
+            skip = True
+        else:
+            out.append(ch)
+    return "".join(out)
