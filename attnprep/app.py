@@ -47,6 +47,7 @@ def _localise(command, name: str):
     ``help.<name>`` and ``help.<name>.<parameter>`` texts. Cheap; redone when the language changes."""
     from attnprep import texts
 
+    command.context_class = LocalisedContext  # its usage line ("Usage:") in the language too
     lang = texts.language()
     if getattr(command, "_attnprep_lang", None) == lang:
         return command
@@ -64,18 +65,141 @@ def _localise(command, name: str):
 
 
 def _localise_help_option(option):
-    """The --help option and the panel titles of Typer's help in the current language (called while
-    the help is formatted, once Typer's rich_utils is loaded)."""
+    """The --help option and Typer's own words in the current language (called while the help is
+    formatted, once Typer's rich_utils is loaded)."""
     from attnprep import texts
 
     if option is not None:
         option.help = texts.t("help.help_option")
     rich_utils = sys.modules.get("typer.rich_utils")
     if rich_utils is not None:
-        rich_utils.ARGUMENTS_PANEL_TITLE = texts.t("help.panel_arguments")
-        rich_utils.OPTIONS_PANEL_TITLE = texts.t("help.panel_options")
-        rich_utils.COMMANDS_PANEL_TITLE = texts.t("help.panel_commands")
+        _typer_words(rich_utils)
     return option
+
+
+# Typer's words in its rich help and error panels: module-level settings of typer.rich_utils it reads
+# each time it formats (its own `_()` calls fix them at import, in whatever language the process had
+# then), and the texts that say them. Set before each help or error is printed.
+TYPER_WORDS = {
+    "ARGUMENTS_PANEL_TITLE": "help.panel_arguments",
+    "OPTIONS_PANEL_TITLE": "help.panel_options",
+    "COMMANDS_PANEL_TITLE": "help.panel_commands",
+    "ERRORS_PANEL_TITLE": "help.panel_error",
+    "RICH_HELP": "help.try_help",
+    "DEFAULT_STRING": "help.default",
+    "REQUIRED_LONG_STRING": "help.required",
+    "ENVVAR_STRING": "help.envvar",
+    "DEPRECATED_STRING": "help.deprecated",
+    "ABORTED_TEXT": "help.aborted",
+}
+
+
+def _typer_words(rich_utils) -> None:
+    from attnprep import texts
+
+    for name, key in TYPER_WORDS.items():
+        if hasattr(rich_utils, name):
+            setattr(rich_utils, name, texts.t(key))
+
+
+class LocalisedContext(typer.Context):
+    """A Context whose help formatter writes the usage line with the language's "Usage:" (Click's
+    HelpFormatter.write_usage takes the prefix as a parameter; Context.formatter_class is Click's
+    documented way to choose the formatter)."""
+
+    class formatter_class(typer.Context.formatter_class):
+        def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+            from attnprep import texts
+
+            super().write_usage(prog, args, texts.t("help.usage") if prefix is None else prefix)
+
+
+class SaidUsageError(typer.BadParameter):
+    """A usage error whose message is already said in the language (Click's own exceptions compose
+    theirs in English in format_message)."""
+
+    def format_message(self) -> str:
+        return self.message
+
+
+# Click's usage errors, in the English it composes them with (the same words in click and in the
+# copy of it Typer 0.28 carries; neither translates them: Click's gettext calls are not in Typer's
+# copy): the pattern of its message and the text that says it. A message matching none is left as it is.
+CLICK_MESSAGES = (
+    (r"No such option:? '?(?P<name>[^'\s]+?)'?\.?(?:\s+Did you mean (?P<close>\S+?)\?)?", "click.no_such_option"),
+    (r"Option '(?P<name>[^']+)' requires an argument\.", "click.option_needs_value"),
+    (r"Option '(?P<name>[^']+)' requires (?P<nargs>\d+) arguments\.", "click.option_needs_values"),
+    (r"Option '(?P<name>[^']+)' does not take a value\.", "click.option_takes_no_value"),
+    (r"Got unexpected extra argument(?:s|\(s\))? \((?P<args>.*)\)", "click.extra_arguments"),
+)
+CLICK_VALUE_MESSAGES = (
+    (r"(?P<value>'.*') is not a valid (?P<type>integer|int|float|boolean|UUID)\..*", "click.not_a_valid"),
+    (r"(?P<value>'.*') is not (?:one of )?(?P<choices>.*)\.", "click.not_one_of"),
+    (r"(?P<value>.*) is not in the range (?P<range>.*)\.", "click.not_in_range"),
+)
+
+
+def _said(pattern_table, message: str) -> str | None:
+    import re
+
+    from attnprep import texts
+
+    for pattern, key in pattern_table:
+        match = re.fullmatch(pattern, message.strip(), re.S)
+        if match:
+            return texts.t(key, **{k: v for k, v in match.groupdict().items() if v is not None})
+    return None
+
+
+def say_usage_error(error) -> str | None:
+    """A Click usage error (``UsageError`` and its kinds) in the current language, or None to leave
+    it as Click says it (English, or a message attnprep wrote itself)."""
+    from attnprep import texts
+
+    if texts.language() == "en":
+        return None
+    kind = type(error).__name__
+    param = getattr(error, "param", None)
+    hint = getattr(error, "param_hint", None)
+    if hint is None and param is not None:
+        hint = param.get_error_hint(error.ctx)
+    if isinstance(hint, (list, tuple)):
+        hint = " / ".join(f"'{h}'" for h in hint)
+    if kind == "MissingParameter":
+        which = getattr(error, "param_type", None) or getattr(param, "param_type_name", "parameter")
+        return texts.t(f"click.missing_{which}" if texts.has(f"click.missing_{which}") else "click.missing_parameter",
+                       hint=hint or "")
+    if kind == "NoSuchOption":
+        said = texts.t("click.no_such_option", name=error.option_name)
+        close = getattr(error, "possibilities", None)
+        return said + (texts.t("click.did_you_mean", close=", ".join(close)) if close else "")
+    if kind == "BadParameter" or (hint and kind not in ("UsageError", "BadOptionUsage", "BadArgumentUsage")):
+        inner = _said(CLICK_VALUE_MESSAGES, error.message) or error.message
+        return texts.t("click.bad_value", hint=hint, message=inner) if hint else texts.t("click.bad_value_no_hint", message=inner)
+    return _said(CLICK_MESSAGES, error.message)
+
+
+class _SaysClickErrors:
+    """Parsing and dispatching with Click's usage errors said in the language (see
+    :func:`say_usage_error`): the error is raised again as a :class:`SaidUsageError` with the same
+    context, so that Typer prints it as it prints any usage error."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if error is None or not (hasattr(error, "format_message") and hasattr(error, "ctx")):
+            return False
+        if isinstance(error, SaidUsageError) or getattr(error, "exit_code", 2) != 2:
+            return False
+        rich_utils = sys.modules.get("typer.rich_utils")
+        if rich_utils is None:
+            import typer.rich_utils as rich_utils  # Typer loads it next to print the error
+        _typer_words(rich_utils)
+        said = say_usage_error(error)
+        if said is None:
+            return False
+        raise SaidUsageError(said, ctx=error.ctx) from None
 
 
 @functools.cache
@@ -86,7 +210,18 @@ def _module_commands(module: str) -> dict[str, typer.core.TyperCommand]:
 
 
 class LazyGroup(TyperGroup):
-    """The top-level group: knows the command names, loads a command's module on first use."""
+    """The top-level group: knows the command names, loads a command's module on first use, says
+    Click's usage line and usage errors in the language."""
+
+    context_class = LocalisedContext
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        with _SaysClickErrors():
+            return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx):
+        with _SaysClickErrors():
+            return super().invoke(ctx)
 
     def _main_shell_completion(self, ctx_args, prog_name, complete_var=None) -> None:
         # The shell asking for completions ($_ATTNPREP_COMPLETE set by the script that
@@ -120,11 +255,12 @@ class LazyGroup(TyperGroup):
         if name and not name.startswith("-") and name not in COMMANDS:
             import difflib
 
+            from attnprep import texts
+
             close = difflib.get_close_matches(name, list(COMMANDS), n=1)
             if close:
-                from attnprep import texts
-
                 ctx.fail(texts.t("help.no_such_command", name=name, close=close[0]))
+            ctx.fail(texts.t("click.no_such_command", name=repr(name)))
         return super().resolve_command(ctx, args)
 
 
@@ -221,7 +357,9 @@ def usage_error(message: str) -> NoReturn:
     """One clear line on stderr and exit code 2."""
     from rich.text import Text
 
-    err_console().print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+    from attnprep import texts
+
+    err_console().print(Text.assemble((texts.t("sys.error_prefix"), "bold red"), message), soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
 

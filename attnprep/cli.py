@@ -81,7 +81,7 @@ def main() -> None:
         from attnprep import texts
 
         if lang.strip().lower() not in texts.LANGUAGES:
-            sys.stderr.write("error: " + texts.t("help.bad_lang", lang=lang) + "\n")
+            sys.stderr.write(texts.t("sys.error_prefix") + texts.t("help.bad_lang", lang=lang) + "\n")
             raise SystemExit(2)
         texts.set_language(lang.strip().lower())
         sys.argv[1:] = args
@@ -90,15 +90,21 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        from attnprep import texts
+
+        sys.stderr.write(texts.t("sys.interrupted") + "\n")
         raise SystemExit(130) from None
     except DataFolderError as exc:  # $ATTNPREP_HOME (or the platform's folder) is unusable
-        sys.stderr.write(f"error: {exc}\n")
+        from attnprep import texts
+
+        sys.stderr.write(f"{texts.t('sys.error_prefix')}{exc}\n")
         raise SystemExit(2) from None
     except Exception as exc:  # a bug in attnprep itself: one line, the traceback on request
         if os.environ.get("ATTNPREP_DEBUG"):
             raise
-        sys.stderr.write(f"attnprep: internal error: {type(exc).__name__}: {exc} (ATTNPREP_DEBUG=1 shows the traceback)\n")
+        from attnprep import texts
+
+        sys.stderr.write(texts.t("sys.internal", type=type(exc).__name__, error=exc) + "\n")
         raise SystemExit(3) from None
     finally:
         gc.enable()  # when no command ran (--help, a usage error), for a caller that goes on

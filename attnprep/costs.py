@@ -105,17 +105,19 @@ class Shape:
 
     def problems(self) -> list[str]:
         """Why these sizes cannot be built (empty when they can)."""
-        found = [f"{f.name} must be a positive integer (got {getattr(self, f.name)})"
+        from attnprep import texts
+
+        found = [texts.t("compare_error.not_positive", name=f.name, value=getattr(self, f.name))
                  for f in dataclasses.fields(self)
                  if f.name != "dtype" and not (isinstance(getattr(self, f.name), int) and getattr(self, f.name) > 0)]
         if found:
             return found
         if self.dtype not in DTYPE_BYTES:
-            found.append(f"unknown dtype {self.dtype!r} (choose from {', '.join(DTYPE_BYTES)})")
+            found.append(texts.t("compare_error.unknown_dtype", dtype=self.dtype, choices=", ".join(DTYPE_BYTES)))
         if self.num_heads % self.num_kv_heads:
-            found.append(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.num_kv_heads}")
+            found.append(texts.t("compare_error.kv_heads", heads=self.num_heads, kv_heads=self.num_kv_heads))
         if self.qk_rope_head_dim % 2:
-            found.append(f"qk_rope_head_dim {self.qk_rope_head_dim} must be even (RoPE rotates pairs)")
+            found.append(texts.t("compare_error.rope_odd", dim=self.qk_rope_head_dim))
         return found
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,23 +166,25 @@ def resolve(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Shap
 
     Raises :class:`CompareError` for an unknown preset, an unknown field or sizes that cannot be built.
     """
+    from attnprep import texts
+
     key = preset.strip().lower()
     if key not in PRESETS:
         close = difflib.get_close_matches(key, list(PRESETS), n=2, cutoff=0.4)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise CompareError(f"unknown preset {preset!r}{hint} (choose from {', '.join(PRESETS)})")
+        said = texts.t("compare_error.or").join(repr(c) for c in close)
+        hint = texts.t("compare_error.did_you_mean", close=said) if close else ""
+        raise CompareError(texts.t("compare_error.unknown_preset", preset=preset, hint=hint, choices=", ".join(PRESETS)))
     names = {f.name for f in dataclasses.fields(Shape)}
     unknown = sorted(set(overrides) - names)
     if unknown:
-        raise CompareError(f"unknown size {unknown[0]!r} (known: {', '.join(sorted(names))})")
+        raise CompareError(texts.t("compare_error.unknown_size", name=unknown[0], known=", ".join(sorted(names))))
     given = {k: v for k, v in overrides.items() if v is not None}
     base = PRESETS[key].shape
     if given.get("head_dim") is None and ({"d_model", "num_heads"} & set(given)):
         d, h = given.get("d_model", base.d_model), given.get("num_heads", base.num_heads)
         if isinstance(d, int) and isinstance(h, int) and d > 0 and h > 0:
             if d % h:
-                raise CompareError(f"d_model {d} is not divisible by num_heads {h} (head_dim is d_model / num_heads "
-                                   "unless given)")
+                raise CompareError(texts.t("compare_error.head_dim", d=d, h=h))
             given["head_dim"] = d // h
     shape = dataclasses.replace(base, **given)
     if isinstance(shape.dtype, str):

@@ -251,9 +251,9 @@ class ForkedCheck:
         data = b"".join(self._chunks)
         if not data:
             status = self._status or 0
-            how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
-                   else f"exit code {os.WEXITSTATUS(status)}")
-            raise CheckLost(errno.EIO, f"the check stopped without a verdict ({how})")
+            how = (texts.t("sys.check_lost_signal", signal=signal.Signals(os.WTERMSIG(status)).name) if os.WIFSIGNALED(status)
+                   else texts.t("sys.check_lost_exit", code=os.WEXITSTATUS(status)))
+            raise CheckLost(errno.EIO, texts.t("sys.check_lost", how=how))
         reply = pickle.loads(data)
         if reply[0] == "oserror":
             raise OSError(*reply[1:3], *reply[3:4] if reply[3] is not None else ())
@@ -469,7 +469,7 @@ class PlainView:
         minute = int(elapsed // 60)
         if minute > self._minute:
             self._minute = minute
-            self._line(elapsed, f"{history.format_duration(remaining)} left")
+            self._line(elapsed, texts.t("drill.left", left=history.format_duration(remaining)))
 
     def grading(self, elapsed: float, final: bool) -> None:
         self._final = final
@@ -478,16 +478,16 @@ class PlainView:
         self._line(elapsed, texts.t("drill.final_arrow") if self._final else texts.t("drill.saved_arrow"), short_verdict(result))
 
     def superseded(self, elapsed: float, by: float) -> None:
-        self._line(elapsed, "saved → ", superseded_text(by))
+        self._line(elapsed, texts.t("drill.saved_arrow"), superseded_text(by))
 
     def unreadable(self, elapsed: float, error: OSError) -> None:
-        self._line(elapsed, "saved → ", unreadable_text(error))
+        self._line(elapsed, texts.t("drill.saved_arrow"), unreadable_text(error))
 
     def time_up(self, elapsed: float) -> None:
         self._line(elapsed, texts.t("drill.time_up"))
 
     def interrupted(self, elapsed: float) -> None:
-        self._line(elapsed, "interrupted")
+        self._line(elapsed, texts.t("sys.interrupted"))
 
 
 @dataclass
@@ -533,7 +533,7 @@ class LiveView:
         done = int(width * min(1.0, self.elapsed / self.budget_s)) if self.budget_s else width
         style = "bold red" if remaining < 60 else "bold yellow" if remaining < 0.3 * self.budget_s else "bold green"
         clock = Text.assemble(
-            (f"{history.format_duration(remaining)} left", style),
+            (texts.t("drill.left", left=history.format_duration(remaining)), style),
             "  ",
             ("█" * done, style),
             ("░" * (width - done), "dim"),

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnprep import paths
+from attnprep import paths, texts
 from attnprep.exercises import Exercise
 
 _KEY = "hints"
@@ -84,7 +84,7 @@ def save_state(state: dict, path: Path | None = None) -> None:
 
 def _cannot_write(path: Path, exc: OSError) -> str:
     reason = exc.strerror.lower() if exc.strerror else type(exc).__name__
-    return f"cannot write {path.name} in the data folder {path.parent}: {reason}"
+    return texts.t("sys.cannot_write", name=path.name, folder=path.parent, reason=reason)
 
 
 def level(exercise_id: str) -> int:

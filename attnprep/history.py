@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from attnprep import paths
+from attnprep import paths, texts
 
 if TYPE_CHECKING:
     from attnprep.exercises import Exercise
@@ -355,7 +355,7 @@ def _precheck(db: Path) -> None:
 def _why(exc: sqlite3.DatabaseError, db: Path) -> str:
     """SQLite's reason, or the plainer one behind its "unable to open database file"."""
     if not os.access(db.parent, os.W_OK):
-        return f"the data folder {db.parent} is not writable"
+        return texts.t("sys.folder_not_writable", folder=db.parent)
     return str(exc)
 
 
@@ -370,16 +370,16 @@ def connect(db: Path | None = None) -> sqlite3.Connection:
         return _open(db)
     except sqlite3.DatabaseError as exc:
         if not _is_corruption(exc):
-            raise HistoryUnavailable(f"history database {db} is unusable: {_why(exc, db)}") from None
+            raise HistoryUnavailable(texts.t("sys.history_unusable", db=db, reason=_why(exc, db))) from None
         try:
             aside = _move_aside(db)
         except OSError as move_error:
-            raise HistoryUnavailable(f"history database {db} is corrupt and could not be moved aside: {move_error}") from None
-        _warn(f"history database was unreadable ({exc}); kept it as {aside} and started a fresh one")
+            raise HistoryUnavailable(texts.t("sys.history_corrupt", db=db, error=move_error)) from None
+        _warn(texts.t("sys.history_moved", error=exc, aside=aside))
     try:
         return _open(db)
     except sqlite3.DatabaseError as exc:
-        raise HistoryUnavailable(f"history database {db} is unusable: {exc}") from None
+        raise HistoryUnavailable(texts.t("sys.history_unusable", db=db, reason=exc)) from None
 
 
 @contextlib.contextmanager
@@ -440,13 +440,13 @@ def record(
         "INSERT INTO runs (exercise, file, kind, started_at, duration_s, verdict, diagnoses, passed, outcome,"
         " interview, first_try, budget_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         row,
-        "this run was not recorded in the history",
+        "sys.run_not_recorded",
     )
 
 
 def _write(sql: str, row: tuple, failure: str) -> int | None:
-    """One statement in its own transaction; the new row's id, or None (said on stderr) when the
-    history is unusable."""
+    """One statement in its own transaction; the new row's id, or None (said on stderr with the text
+    ``failure``) when the history is unusable."""
     try:
         with _database() as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -458,7 +458,7 @@ def _write(sql: str, row: tuple, failure: str) -> int | None:
                 raise
             return cursor.lastrowid
     except (HistoryUnavailable, sqlite3.Error, OSError) as exc:
-        _warn(f"{failure}: {exc}")
+        _warn(texts.t("sys.not_recorded", failure=texts.t(failure), error=exc))
         return None
 
 
@@ -467,7 +467,7 @@ def open_interview(exercise: str, file: str | Path, *, started_at: float, budget
     return _write(
         "INSERT INTO interviews (exercise, file, started_at, budget_s) VALUES (?, ?, ?, ?)",
         (exercise, str(file), float(started_at), float(budget_s)),
-        "this interview was not recorded in the history",
+        "sys.interview_not_recorded",
     )
 
 
@@ -479,7 +479,7 @@ def close_interview(interview: int, *, outcome: str, duration_s: float) -> None:
     _write(
         "UPDATE interviews SET outcome = ?, duration_s = ? WHERE id = ? AND outcome = 'open'",
         (outcome, float(duration_s), interview),
-        "the end of this interview was not recorded in the history",
+        "sys.interview_end_not_recorded",
     )
 
 
@@ -488,7 +488,7 @@ def mark_card(exercise: str, card: int, question: str, *, known: bool, marked_at
     return _write(
         "INSERT INTO qa_marks (exercise, card, question, known, marked_at, interview) VALUES (?, ?, ?, ?, ?, ?)",
         (exercise, int(card), question, int(known), float(marked_at), interview),
-        "this answer was not recorded in the history",
+        "sys.answer_not_recorded",
     )
 
 
@@ -503,7 +503,7 @@ def _read(query: str, args: tuple = ()) -> list[tuple]:
         with _database() as conn:
             return conn.execute(query, args).fetchall()
     except (HistoryUnavailable, sqlite3.Error, OSError) as exc:
-        _warn(f"history not available: {exc}")
+        _warn(texts.t("sys.history_unavailable", error=exc))
         return []
 
 
@@ -608,12 +608,12 @@ def format_duration(seconds: float) -> str:
 
 def _ago(seconds: float) -> str:
     if seconds < 120:
-        return "just now"
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        return texts.t("weakest.just_now")
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
         if seconds >= size:
             n = int(seconds // size)
-            return f"{n} {unit}{'s' if n != 1 else ''} ago"
-    return "just now"
+            return texts.t(f"weakest.{unit}_ago_1" if n == 1 else f"weakest.{unit}_ago", n=n)
+    return texts.t("weakest.just_now")
 
 
 def pick_weakest(
@@ -642,11 +642,9 @@ def pick_weakest(
         s = summary(ex)
         if not s.passes:
             if not s.attempts:
-                return ex.id, f"{ex.id} has never been attempted (first unpassed exercise in teaching order)"
-            tries = f"{s.attempts} attempt{'s' if s.attempts != 1 else ''}"
-            from attnprep import texts
-
-            return ex.id, f"{ex.id} has never passed ({tries}, last verdict: {texts.t(f'verdict.{s.last_verdict}')})"
+                return ex.id, texts.t("weakest.never_attempted", id=ex.id)
+            tries = texts.t("weakest.attempts_1" if s.attempts == 1 else "weakest.attempts", n=s.attempts)
+            return ex.id, texts.t("weakest.never_passed", id=ex.id, tries=tries, verdict=texts.t(f"verdict.{s.last_verdict}"))
 
     def budget(ex: Exercise) -> float:
         """The budget the best drill ran on (its own; else the exercise's)."""
@@ -659,14 +657,11 @@ def pick_weakest(
     weakest = max(exercises, key=lambda ex: (ratio(ex), -(summary(ex).last_at or 0.0)))
     s = summary(weakest)
     if s.best_drill_s is None:
-        why = f"{weakest.id} has passed a check but never a timed drill (budget {format_duration(weakest.minutes * 60)})"
+        why = texts.t("weakest.no_drill", id=weakest.id, budget=format_duration(weakest.minutes * 60))
     else:
-        r = ratio(weakest)
-        why = (
-            f"{weakest.id} has the worst best drill time against its budget: "
-            f"{format_duration(s.best_drill_s)} of {format_duration(budget(weakest))} ({r:.0%})"
-        )
+        why = texts.t("weakest.worst_ratio", id=weakest.id, best=format_duration(s.best_drill_s),
+                      budget=format_duration(budget(weakest)), ratio=ratio(weakest))
     ties = [ex for ex in exercises if ex is not weakest and ratio(ex) == ratio(weakest)]
     if ties and s.last_at is not None:
-        why += f"; of those tied, practised longest ago ({_ago(now - s.last_at)})"
+        why += texts.t("weakest.tied", ago=_ago(now - s.last_at))
     return weakest.id, why

@@ -25,9 +25,11 @@ def data_home() -> Path:
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        where = f"{home} ($ATTNPREP_HOME)" if override else str(home)
+        from attnprep import texts
+
+        where = texts.t("sys.data_folder_env", home=home) if override else str(home)
         reason = exc.strerror.lower() if exc.strerror else type(exc).__name__
-        raise DataFolderError(f"cannot use the data folder {where}: {reason}") from None
+        raise DataFolderError(texts.t("sys.data_folder", where=where, reason=reason)) from None
     return home
 
 

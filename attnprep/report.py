@@ -183,7 +183,7 @@ def _reason(result: Result) -> str:
             detail = wording.check_detail(check)
             if not detail:
                 return texts.t("report.check_failed", name=wording.check_name(check))
-            return detail if check.id in ("runs", "contract", "syntax") else f"{wording.check_name(check)}: {detail}"
+            return detail if check.id in ("runs", "contract", "syntax") else texts.t("report.check_reason", name=wording.check_name(check), detail=detail)
     return ""
 
 
@@ -241,7 +241,7 @@ def _error_panel(result: Result, error: ErrorInfo) -> Panel:
     message.append(wording.error_kind(error), style="bold")
     line = wording.error_line(error)
     if line:
-        message.append(": ")
+        message.append(texts.t("report.error_colon"))
         message.append(line)
     parts.append(message)
     if error.kind == "timeout":

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import attnprep
-from attnprep import exercises, paths
+from attnprep import exercises, paths, texts
 from attnprep.exercises import Exercise
 
 
@@ -225,31 +225,31 @@ def write_stub(exercise: Exercise, folder: str | Path, *, force: bool = False) -
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise WorkspaceError(f"cannot create folder {folder}: a file of that name exists") from None
+        raise WorkspaceError(texts.t("workspace.folder_is_file", folder=folder)) from None
     except OSError as exc:
-        raise WorkspaceError(f"cannot create folder {folder}: {_describe(exc)}") from None
+        raise WorkspaceError(texts.t("workspace.cannot_create", folder=folder, reason=_describe(exc))) from None
     if not folder.is_dir():
-        raise WorkspaceError(f"{folder} is not a folder")
+        raise WorkspaceError(texts.t("workspace.not_a_folder", folder=folder))
     if path.is_dir():
-        raise WorkspaceError(f"{path} is a folder; move it away first")
+        raise WorkspaceError(texts.t("workspace.path_is_folder", path=path))
     if path.exists() and not force:
-        raise WorkspaceError(f"{path} already exists; nothing written (--force keeps it as a backup and writes a fresh stub)")
+        raise WorkspaceError(texts.t("workspace.exists_force", path=path))
 
     try:
         tmp = _write_temp(folder, exercise.filename, text)
     except OSError as exc:
-        raise WorkspaceError(f"cannot write to {folder}: {_describe(exc)}") from None
+        raise WorkspaceError(texts.t("workspace.cannot_write_in", folder=folder, reason=_describe(exc))) from None
     try:
         backup = None
         if path.exists() or path.is_symlink():
             if not force:  # appeared since the check above
-                raise WorkspaceError(f"{path} already exists; nothing written")
+                raise WorkspaceError(texts.t("workspace.exists", path=path))
             backup = _keep_backup(path)
             os.replace(tmp, path)
         elif not _link_no_clobber(tmp, path):  # created by someone else meanwhile: leave it alone
-            raise WorkspaceError(f"{path} already exists; nothing written")
+            raise WorkspaceError(texts.t("workspace.exists", path=path))
     except OSError as exc:
-        raise WorkspaceError(f"cannot write {path}: {_describe(exc)}") from None
+        raise WorkspaceError(texts.t("workspace.cannot_write", path=path, reason=_describe(exc))) from None
     finally:
         tmp.unlink(missing_ok=True)
     return Written(path=path, backup=backup)

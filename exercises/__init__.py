@@ -32,8 +32,11 @@ class UnknownExercise(KeyError):
         self.suggestions = suggestions
 
     def __str__(self) -> str:
-        hint = f"; did you mean {' or '.join(repr(s) for s in self.suggestions)}?" if self.suggestions else ""
-        return f"unknown exercise {self.exercise_id!r}{hint} (see `attnprep list`)"
+        from attnprep import texts
+
+        said = texts.t("compare_error.or").join(repr(s) for s in self.suggestions)
+        hint = texts.t("registry.did_you_mean", close=said) if self.suggestions else ""
+        return texts.t("registry.unknown", id=self.exercise_id, hint=hint)
 
 
 class Param(NamedTuple):

@@ -186,3 +186,84 @@ def test_zh_drill_non_interactive(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert texts.t("drill.time_up", "zh") in proc.stdout and texts.t("drill.end_timeout", "zh") in proc.stdout
     assert_chinese(proc.stdout)
+
+
+# --- Click's and Typer's own words, usage errors, attnprep's error lines ---------------------------------
+
+CLICK_ENGLISH = ("Usage:", "Options", "Commands", "Arguments", "Try '", "for help", "Error", "Missing argument",
+                 "No such command", "No such option", "Invalid value", "Got unexpected", "is not a valid", "default:",
+                 "error:")
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (("--help",), 0), (("check", "--help"), 0), (("new",), 2), (("nosuch",), 2), (("chek",), 2),
+    (("check", "--seed", "abc", "x.py"), 2), (("list", "--bogus"), 2), (("new", "mha", "extra"), 2),
+    (("check", "--seed"), 2), (("hint", "mhaa"), 2), (("compare", "--preset", "llama4"), 2),
+    (("--lang", "fr", "list"), 2),
+])
+def test_click_and_typer_speak_chinese(args, code, tmp_path):
+    proc = run(*args, home=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == code, out
+    assert "Traceback" not in out
+    assert [word for word in CLICK_ENGLISH if word in out] == [], out
+    assert_chinese(out)
+
+
+def test_click_keeps_its_english_in_english(tmp_path):
+    proc = run("new", home=tmp_path, lang="en")
+    assert proc.returncode == 2
+    assert "Usage: python -m attnprep new" in proc.stderr and "Missing argument 'ID'." in proc.stderr and "Error" in proc.stderr
+    assert "Options" in run("check", "--help", home=tmp_path, lang="en").stdout
+
+
+def test_the_language_can_change_in_one_process(monkeypatch):
+    """Typer fixes its words when its rich_utils is first imported; attnprep sets them again on each
+    help and error, so that a process (the tests' CliRunner) that changes language gets the new ones."""
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep.app import app
+
+    for lang, options, error in (("zh", "选项", "错误"), ("en", "Options", "Error"), ("zh", "选项", "错误")):
+        monkeypatch.setenv("ATTNPREP_LANG", lang)
+        helped = CliRunner().invoke(app, ["check", "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+        assert options in helped.output, helped.output
+        failed = CliRunner().invoke(app, ["list", "--bogus"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+        assert failed.exit_code == 2 and error in failed.output, failed.output
+
+
+def test_written_twice_the_stub_is_refused_in_chinese(tmp_path):
+    assert run("new", "mha", home=tmp_path).returncode == 0
+    proc = run("new", "mha", home=tmp_path)
+    assert proc.returncode == 2 and "已经存在" in proc.stderr
+    assert_chinese(proc.stderr)
+
+
+def test_the_drill_says_why_it_picked_an_exercise_in_chinese(monkeypatch):
+    from types import SimpleNamespace
+
+    from attnprep import history
+
+    monkeypatch.setenv("ATTNPREP_LANG", "zh")
+    exercises_ = [SimpleNamespace(id="mha", minutes=5), SimpleNamespace(id="gqa", minutes=8)]
+    now = 1_700_000_000.0
+
+    def summary(ex, **kw):
+        return history.empty_summary(ex)._replace(**kw)
+
+    reasons = [
+        history.pick_weakest(exercises_, {}, now=now)[1],
+        history.pick_weakest(exercises_, {"mha": summary("mha", attempts=3, last_verdict="mask_leak")}, now=now)[1],
+        history.pick_weakest(exercises_, {
+            "mha": summary("mha", attempts=2, passes=1, best_drill_s=250.0, best_drill_budget_s=300.0, last_at=now - 3 * 86400),
+            "gqa": summary("gqa", attempts=1, passes=1, best_drill_s=400.0, best_drill_budget_s=480.0, last_at=now - 3600),
+        }, now=now)[1],
+        history.pick_weakest(exercises_, {"mha": summary("mha", attempts=1, passes=1), "gqa": summary("gqa", attempts=1, passes=1)},
+                             now=now)[1],
+    ]
+    assert reasons[0].startswith("mha 还没做过")
+    assert "做过 3 次" in reasons[1] and "掩码泄漏" in reasons[1]
+    assert "天前" in reasons[2] and "（83%）" in reasons[2]
+    for reason in reasons:
+        assert_chinese(reason)
