@@ -57,7 +57,7 @@ _SHAPE = r"\((?:[^()\s,]{1,20}, ){1,7}[^()\s,]{1,20}\)"
 _UNIT = re.compile(
     rf"\s*(?:[{_OPENING}]*(?:[{_IDEOGRAPH}]|(?:{_SHAPE}|[^\s{_IDEOGRAPH}{_OPENING}{_CLOSING}])+)[{_CLOSING}]*|\S)\s*|\s+"
 )
-_WIDE = re.compile(f"[{_IDEOGRAPH}{_OPENING}{_CLOSING}]")
+WIDE = re.compile(f"[{_IDEOGRAPH}{_OPENING}{_CLOSING}]")
 
 
 def _units(text: str):
@@ -69,7 +69,7 @@ def _units(text: str):
         position = match.end()
 
 
-def _divide(text: str, width: int, fold: bool) -> list[int]:
+def break_points(text: str, width: int, fold: bool) -> list[int]:
     """Where to break ``text`` into lines of ``width`` cells: greedily between the units of
     :func:`_units`, a unit longer than a line folded (as Rich's own word wrap does with words)."""
     breaks: list[int] = []
@@ -100,13 +100,13 @@ class Prose(Text):
     def wrap(self, console, width, *, justify=None, overflow=None, tab_size=8, no_wrap=None) -> Lines:
         wrap_justify = justify or self.justify or "default"
         wrap_overflow = overflow or self.overflow or "fold"
-        if (no_wrap if no_wrap is not None else self.no_wrap) or overflow == "ignore" or not _WIDE.search(self.plain):
+        if (no_wrap if no_wrap is not None else self.no_wrap) or overflow == "ignore" or not WIDE.search(self.plain):
             return super().wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
         lines = Lines()
         for line in self.split(allow_blank=True):
             if "\t" in line:
                 line.expand_tabs(tab_size)
-            new_lines = line.divide(_divide(line.plain, width, fold=wrap_overflow == "fold"))
+            new_lines = line.divide(break_points(line.plain, width, fold=wrap_overflow == "fold"))
             for piece in new_lines:
                 piece.rstrip_end(width)
             new_lines.justify(console, width, justify=wrap_justify, overflow=wrap_overflow)
@@ -117,7 +117,7 @@ class Prose(Text):
 
     def __rich_measure__(self, console, options) -> Measurement:
         measured = super().__rich_measure__(console, options)
-        if not _WIDE.search(self.plain):
+        if not WIDE.search(self.plain):
             return measured
         narrowest = max((cell_len(unit.strip()) for _, unit in _units(self.plain)), default=0)
         return Measurement(min(narrowest, measured.maximum), measured.maximum)

@@ -125,3 +125,84 @@ def results_json(results: list[Result]) -> dict:
     from attnprep.grader.result import JSON_VERSION
 
     return {"version": JSON_VERSION, "results": [result_json(r) for r in results]}
+
+
+# --- the reference solutions in the language ------------------------------------------------------
+
+_PROSE = r"[A-Za-z]{2,}[,;:]?\s+[A-Za-z]{2,}"
+_MARKER = r"(?:end)?region \S+"  # `# region rope-helpers`: read by the stub templates, not prose
+
+
+def needs_words(comment: str) -> bool:
+    """Whether a comment (its text after "#") says something in English: not only shapes, code or
+    a region marker. ``(B, H, T, D) @ (B, H, D, T) -> (B, H, T, T)`` needs no translation."""
+    import re
+
+    text = comment.strip()
+    if re.fullmatch(_MARKER, text):
+        return False
+    return bool(re.search(_PROSE, re.sub(r"\([^()]*\)", " ", text)))
+
+
+def solution_words(exercise_id: str, lang: str) -> dict[str, dict[str, str]]:
+    """{"comments": {English: said}, "docstrings": {name: said}} for the reference solution of an
+    exercise: ``exercises/<id>/solution.<lang>.toml`` over the shared ``exercises/solution.<lang>.toml``."""
+    import tomllib
+
+    from attnprep import exercises
+
+    words: dict[str, dict[str, str]] = {"comments": {}, "docstrings": {}}
+    for path in (exercises.HERE / f"solution.{lang}.toml", exercises.HERE / exercise_id / f"solution.{lang}.toml"):
+        if path.is_file():
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            for table in words:
+                words[table].update(data.get(table, {}))
+    return words
+
+
+def _docstrings(source: str):
+    """(name, string node) of every docstring: "module" for the file's own, else the name of the
+    function or class it documents."""
+    import ast
+
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                yield getattr(node, "name", "module"), first.value
+
+
+def solution_source(exercise_id: str, source: str, lang: str | None = None) -> str:
+    """The source of a reference solution with its comments and docstrings in ``lang`` (default:
+    the current language), from :func:`solution_words`; the code itself is untouched, and a comment
+    or docstring without its translation stays as written. English: the file as it is."""
+    import io
+    import tokenize
+
+    lang = lang or texts.language()
+    if lang == "en":
+        return source
+    words = solution_words(exercise_id, lang)
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, int, str]] = []  # (row, col, end row, end col, text), rows from 1
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            said = words["comments"].get(token.string[1:].strip())
+            if said is not None:
+                edits.append((*token.start, *token.end, "# " + said))
+    for name, node in _docstrings(source):
+        said = words["docstrings"].get(name)
+        if said is None:
+            continue
+        first, last = lines[node.lineno - 1], lines[node.end_lineno - 1]
+        col = len(first.encode("utf-8")[: node.col_offset].decode("utf-8"))
+        end_col = len(last.encode("utf-8")[: node.end_col_offset].decode("utf-8"))
+        indent = " " * col if first[:col].strip() == "" else ""
+        text = said.replace("\n", "\n" + indent).replace("\n" + indent + "\n", "\n\n")
+        closing = "\n" + indent if node.lineno != node.end_lineno and not last[:end_col - 3].strip() else ""
+        edits.append((node.lineno, col, node.end_lineno, end_col, f'"""{text}{closing}"""'))
+    for row, col, end_row, end_col, text in sorted(edits, reverse=True):
+        head, tail = lines[row - 1][:col], lines[end_row - 1][end_col:]
+        lines[row - 1:end_row] = [head + text + tail]
+    return "".join(lines)

@@ -244,6 +244,9 @@ def solution(
         source = exercise.solution_path.read_text(encoding="utf-8")
     except OSError:
         usage_error(texts.t("cli.solution.missing", id=exercise.id, path=exercise.solution_path))
+    from attnprep.wording import solution_source
+
+    source = solution_source(exercise.id, source)  # its comments and docstrings in the language
     if code:
         typer.echo(source, nl=False)
         return
@@ -271,9 +274,13 @@ def readable_source(source: str, width: int) -> tuple[str, bool]:
     import textwrap
     import tokenize
 
+    from rich.cells import cell_len
+
+    from attnprep.report import WIDE, break_points
+
     lines = source.splitlines()
     gutter = len(str(len(lines))) + 2  # Syntax's line numbers and their padding
-    if max(map(len, lines), default=0) <= width - gutter:
+    if max(map(cell_len, lines), default=0) <= width - gutter:
         return source, True
     trailing: dict[int, int] = {}  # line number -> column of a comment that follows code
     comment_only: set[int] = set()
@@ -289,17 +296,35 @@ def readable_source(source: str, width: int) -> tuple[str, bool]:
         pass  # not valid Python: wrap it as prose
 
     def wrap(line: str, kind: str) -> list[str]:
-        if len(line) <= width:
+        if cell_len(line) <= width:
             return [line]
         indent = line[: len(line) - len(line.lstrip())]
         follow = {"code": indent + "    ", "comment": indent + "# ", "moved": indent + "# ", "prose": indent}[kind]
-        return textwrap.wrap(line, width, initial_indent="", subsequent_indent=follow, break_long_words=False,
-                             break_on_hyphens=False, drop_whitespace=True) or [line]
+        if not WIDE.search(line):
+            return textwrap.wrap(line, width, initial_indent="", subsequent_indent=follow, break_long_words=False,
+                                 break_on_hyphens=False, drop_whitespace=True) or [line]
+        out = []  # Chinese: broken between characters, counted in cells (see attnprep.report.break_points)
+        while cell_len(line) > width and cell_len(follow) < width:
+            floor = len(follow) if line.startswith(follow) else len(indent)
+            breaks = [b for b in break_points(line, width, fold=True) if b > floor]
+            if not breaks:
+                break
+            out.append(line[:breaks[0]].rstrip())
+            line = follow + line[breaks[0]:].lstrip()
+        return out + [line]
+
+    def joined(block: list[str]) -> str:
+        out = ""
+        for text in block:
+            if out and not (WIDE.search(out[-1]) or WIDE.search(text[:1])):  # no space beside Chinese
+                out += " "
+            out += text
+        return out
 
     laid: list[tuple[str, str]] = []  # (line, kind) once trailing comments are above their code
     for number, line in enumerate(lines, 1):
         col = trailing.get(number)
-        if col is not None and len(line) > width:
+        if col is not None and cell_len(line) > width:
             indent = line[: len(line) - len(line.lstrip())]
             laid.append((indent + line[col:].strip(), "moved"))  # a paragraph of its own
             line = line[:col].rstrip()
@@ -315,8 +340,8 @@ def readable_source(source: str, width: int) -> tuple[str, bool]:
                     and not laid[j][0][len(indent):len(indent) + 1].isspace():
                 j += 1
         block = [text for text, _ in laid[i:j]]
-        if j - i > 1 and any(len(text) > width for text in block):  # reflowed as one paragraph
-            words = " ".join(text.strip().removeprefix("# ") if kind == "comment" else text.strip() for text in block)
+        if j - i > 1 and any(cell_len(text) > width for text in block):  # reflowed as one paragraph
+            words = joined([text.strip().removeprefix("# ") if kind == "comment" else text.strip() for text in block])
             start = indent + "# " if kind == "comment" else indent
             shown += wrap(start + words, kind)
         else:
