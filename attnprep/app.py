@@ -126,7 +126,6 @@ class SaidUsageError(typer.BadParameter):
 # copy of it Typer 0.28 carries; neither translates them: Click's gettext calls are not in Typer's
 # copy): the pattern of its message and the text that says it. A message matching none is left as it is.
 CLICK_MESSAGES = (
-    (r"No such option:? '?(?P<name>[^'\s]+?)'?\.?(?:\s+Did you mean (?P<close>\S+?)\?)?", "click.no_such_option"),
     (r"Option '(?P<name>[^']+)' requires an argument\.", "click.option_needs_value"),
     (r"Option '(?P<name>[^']+)' requires (?P<nargs>\d+) arguments\.", "click.option_needs_values"),
     (r"Option '(?P<name>[^']+)' does not take a value\.", "click.option_takes_no_value"),
