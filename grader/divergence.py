@@ -39,8 +39,9 @@ MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 # the same operation spelt otherwise: x * s and s * x, x / s and x.div(s), an in-place form
-_SAME_FUNC = {"radd": "add", "rmul": "mul", "rsub": "sub", "truediv": "div", "rtruediv": "div", "rdiv": "div",
-              "rpow": "pow", "rmatmul": "matmul", "iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div"}
+# (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
+_SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
+              "itruediv": "div"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,23 @@ def func_name(name: str) -> str:
     """A torch function's name without the spelling: ``__rmul__``, ``mul_`` and ``mul`` are ``mul``."""
     bare = name.strip("_")
     return _SAME_FUNC.get(bare, bare)
+
+
+def _scaling(step: Step) -> float | None:
+    """The factor a step scales one tensor by (``x * s``, ``x / s``: ``1 / s``), or None."""
+    f = func_name(step.func)
+    if f not in ("mul", "div") or len(step.scalars) != 1 or step.scalars[0].key != "1":
+        return None
+    if len(step.parents) + len(step.inputs) != 1 or (f == "div" and step.scalars[0].value == 0):
+        return None
+    value = step.scalars[0].value
+    return value if f == "mul" else 1.0 / value
+
+
+def _kind(step: Step) -> str:
+    """What a step does, for lining steps up: its function, and ``scale`` for any scaling of
+    one tensor by a number (``scores * scale`` stands for ``scores / math.sqrt(D)``)."""
+    return "scale" if _scaling(step) is not None else func_name(step.func)
 
 
 def _refines(fine: tuple[int, ...], coarse: tuple[int, ...]) -> bool:
@@ -228,6 +246,12 @@ def _names(name: str) -> set[str]:
     return {n.strip() for n in name.split(",") if n.strip()}
 
 
+def _final(steps: list[Step], k: int) -> bool:
+    """Whether step ``k`` is a value its statement ends with (see :meth:`_Trails.final`)."""
+    run = _Trails.statement_run(steps, k)
+    return not any(k in steps[q].parents for q in run if q > k)
+
+
 class _Trails:
     """The two trails side by side: what each attempt step matches, the reference's ancestry."""
 
@@ -258,7 +282,13 @@ class _Trails:
                     srcs |= self.src_up[p]
             self.src_up.append(srcs)
         self.scalar_names = set().union(*(_names(x.name) for s in reference for x in s.scalars))
+        self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
         self.ref_names = set().union(*(_names(self.name_of(reference, j)) for j in range(len(reference))))
+
+    def wrong_free(self, p: int) -> bool:
+        """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
+        the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
+        return self.att[p].free and not self.own(p)
 
     def own(self, p: int) -> set[int]:
         """The reference steps attempt step ``p`` matches in the reference's own layout."""
@@ -301,14 +331,14 @@ class _Trails:
     def final(self, k: int) -> bool:
         """Whether attempt step ``k`` is a value its statement ends with (what the line assigns),
         not one that a later step of the same statement, or of a helper it calls, goes on from."""
-        run = self.statement_run(self.att, k)
-        return not any(k in self.att[q].parents for q in run if q > k)
+        return _final(self.att, k)
 
     def swapped(self, k: int) -> bool:
         """Attempt step ``k`` is what its line assigns to a name the reference uses, and holds what
-        the reference calls by another of its names (``q = self.k_proj(x)``)."""
+        the reference calls by another of its names (``q = self.k_proj(x)``), what that name holds
+        there (not a step half-way through the reference's line)."""
         m = self.matched[k]
-        if m is None or not self.final(k):
+        if m is None or not self.final(k) or not _final(self.ref, m[0]):
             return False
         name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
         return ("," not in name + ref_name and ref_name not in ("", name) and name in self.ref_names)
@@ -360,17 +390,17 @@ class _Trails:
         (free inputs that match nothing aside). Ties go to the one fed most directly, then to the
         one whose rank among the reference's calls of that function is the attempt's."""
         step = self.att[i]
-        f = func_name(step.func)
-        need = [{m for m, _ in self.cands[p]} for p in step.parents if self.cands[p] or not self.att[p].free]
+        f = _kind(step)
+        need = [{m for m, _ in self.cands[p]} for p in step.parents if not self.wrong_free(p)]
         if any(not n for n in need):
             return None
-        rank = sum(1 for s in self.att[:i] if func_name(s.func) == f)
+        rank = sum(1 for s in self.att[:i] if _kind(s) == f)
         options = []
         for r, s in enumerate(self.ref):
-            if func_name(s.func) != f or not all(n & self.up[r] for n in need):
+            if _kind(s) != f or not all(n & self.up[r] for n in need) or not set(step.inputs) <= self.src_up[r]:
                 continue
-            direct = sum(1 for n in need if n & set(s.parents))
-            place = sum(1 for q in self.ref[:r] if func_name(q.func) == f)
+            direct = sum(1 for n in need if n & set(s.parents)) + len(set(step.inputs) & set(s.inputs))
+            place = sum(1 for q in self.ref[:r] if _kind(q) == f)
             options.append((-direct, place != rank, r))
         return min(options)[2] if options else None
 
@@ -382,16 +412,13 @@ class _Trails:
         # the inputs of r that no input of i supplies as they are: what a stale input may stand for
         supplied = {m for p in step.parents for m in self.own(p)}
         missing = [x for x in ref.parents if x not in supplied]
-        held = [{c for c, _ in self.cands[p]} for p in step.parents]
-        for x in self.up[r]:
-            px = set(self.ref[x].parents)
-            if len(px) >= 2 and len(px) == len(held) and all(h & px for h in held) and px <= set().union(*held):
-                # i combines what an earlier step of the reference combines, with another function
-                # (scores - attn_bias where the reference adds them): i itself is the wrong step
-                return None
+        if self.combines_as(i, self.up[r]):
+            # i combines what an earlier step of the reference combines, with another function
+            # (scores - attn_bias where the reference adds them): i itself is the wrong step
+            return None
         for p in step.parents:
             parent = self.att[p]
-            if not self.cands[p]:
+            if not self.cands[p] or self.wrong_free(p):
                 if parent.free:  # a tensor made without the inputs (a mask, a rotation table) that is wrong
                     top = self.free_top(p)
                     q = self.counterpart(top)
@@ -420,10 +447,10 @@ class _Trails:
             m = max(earlier)
             # the reference's steps from m to the input of r it stands for
             between = sorted(q for x in missing if m in self.up[x] for q in self.up[x] | {x} if m in self.up[q])
-            if depth < MAX_DEPTH and func_name(parent.func) != func_name(self.ref[m].func):
+            if depth < MAX_DEPTH and _kind(parent) != _kind(self.ref[m]):
                 # p does what a later step of the reference does, to an input that stops short: why
                 for q in between:
-                    if func_name(self.ref[q].func) == func_name(parent.func):
+                    if _kind(self.ref[q]) == _kind(parent):
                         deeper = self.explain(p, q, depth + 1)
                         if deeper is not None:
                             return deeper
@@ -433,7 +460,9 @@ class _Trails:
                 return None
             if self.done_later(i, nxt, m):
                 continue  # the attempt takes that step after this one (the masks in another order)
-            if func_name(self.ref[nxt].func) == func_name(step.func) and depth < MAX_DEPTH:
+            if self.combines_as(p, between):
+                return self.found(p, "values")  # p combines what a later step of the reference does, otherwise (| for &)
+            if _kind(self.ref[nxt]) == _kind(step) and depth < MAX_DEPTH:
                 return self.explain(i, nxt, depth + 1)  # i stands for that earlier step (v @ kᵀ for q @ kᵀ)
             # Where the missing step belongs follows the reference's lines: the rest of the line that
             # made the input (q @ kᵀ without its scale), the line that uses it (masked_fill(~mask, …)
@@ -446,22 +475,21 @@ class _Trails:
             if frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m)):
                 # done where the input is used: on that line, or in the helper that uses it
                 return self.found(i, "input", r, self.ref[nxt].code)
-            unused = self.unused(p, {nxt, *between})
+            unused = self.unused(p, {nxt, *between}, nxt)
             if unused is not None:  # the attempt takes the step but drops its result (masked_fill not assigned)
-                return self.found(unused, "unused", nxt, self.ref[nxt].code)
+                return self.at_caller(self.found(unused, "unused", nxt, self.ref[nxt].code), unused, i)
             made = self.unused_input(nxt, m)
             if made is not None:  # it makes what that step takes in (the causal mask) and never uses it
-                return self.found(made, "unused", nxt, self.ref[nxt].code)
-            found = self.found(p, "skipped", m, self.ref[nxt].code)
-            line = self.caller_line(p, i)
-            return found if line is None else dataclasses.replace(found, line=line, code="")
+                return self.at_caller(self.found(made, "unused", nxt, self.ref[nxt].code), made, i)
+            return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
 
-    def unused(self, p: int, wanted: set[int]) -> int | None:
-        """A later step computed from ``p`` that nothing uses and that holds one of ``wanted``."""
+    def unused(self, p: int, wanted: set[int], nxt: int) -> int | None:
+        """A later step computed from ``p`` that nothing uses and that holds one of ``wanted`` or does
+        what the first of them does (a masked_fill with -1e9 where the reference fills -inf)."""
         for j in range(p + 1, len(self.att)):
-            if p in self.att[j].parents and not any(j in s.parents for s in self.att[j + 1:]) \
-                    and {c for c, _ in self.cands[j]} & wanted:
+            if p in self.att[j].parents and not any(j in s.parents for s in self.att[j + 1:]) and (
+                    {c for c, _ in self.cands[j]} & wanted or _kind(self.att[j]) == _kind(self.ref[nxt])):
                 return j
         return None
 
@@ -480,13 +508,14 @@ class _Trails:
                 return j
         return None
 
-    def caller_line(self, p: int, i: int) -> int | None:
-        """When ``p`` was made inside a helper of the file that ``i``'s function called, the line of
-        that call (the statement whose value is ``p``), else None."""
+    def at_caller(self, found: Found, p: int, i: int) -> Found:
+        """``found`` about step ``p``; when ``p`` was made inside a helper of the file that ``i``'s
+        function called (``allowed = causal_mask(T)``), said of the line of that call, the
+        statement whose value ``p`` is (the code is read from the file)."""
         mine, theirs = self.att[p].stack, self.att[i].stack
         if mine and theirs and len(mine) > len(theirs) and mine[:len(theirs) - 1] == theirs[:-1]:
-            return mine[len(theirs) - 1]
-        return None
+            return dataclasses.replace(found, line=mine[len(theirs) - 1], code="")
+        return found
 
     def maker(self, p: int, m: int) -> int:
         """The attempt step that first holds what ``p`` holds (reference step ``m``): ``p`` or the
@@ -496,6 +525,16 @@ class _Trails:
             if len(up) != 1 or len(self.att[p].parents) != 1:
                 return p
             p = up[0]
+
+    def combines_as(self, k: int, among) -> bool:
+        """Attempt step ``k`` takes in exactly what one of the reference steps ``among`` combines (two
+        inputs or more): it stands for that step, whatever function it applies."""
+        held = [{c for c, _ in self.cands[p]} for p in self.att[k].parents]
+        for x in among:
+            px = set(self.ref[x].parents)
+            if len(px) >= 2 and len(px) == len(held) and all(h & px for h in held) and px <= set().union(*held):
+                return True
+        return False
 
     def done_later(self, i: int, nxt: int, m: int) -> bool:
         """Whether the attempt applies the reference's step ``nxt`` (made from ``m`` and other inputs)
@@ -515,7 +554,7 @@ class _Trails:
                     later.add(j)
                     todo.append(j)
         for j in sorted(later):
-            if func_name(self.att[j].func) != func_name(self.ref[nxt].func):
+            if _kind(self.att[j]) != _kind(self.ref[nxt]):
                 continue
             # each other input there, or an earlier stage of it (a mask not inverted is still that mask)
             theirs = {c for p in self.att[j].parents for c, _ in self.cands[p]}
@@ -527,7 +566,7 @@ class _Trails:
         """The earliest step of the wrong free tensor ``p`` was made from (through steps that match
         nothing and are computed from something: a factory such as ``arange`` is not climbed to)."""
         while True:
-            up = [q for q in self.att[p].parents if self.att[q].free and not self.cands[q] and self.att[q].parents]
+            up = [q for q in self.att[p].parents if self.wrong_free(q) and self.att[q].parents]
             if not up:
                 return p
             p = min(up)
@@ -538,19 +577,37 @@ class _Trails:
         the attempt's own (when not merely the reference's numbers in another order): the line where
         that variable got its value."""
         mine, theirs = self.att[i].scalars, self.ref[r].scalars
+        a_factor, b_factor = _scaling(self.att[i]), _scaling(self.ref[r])
+        if a_factor is not None and b_factor is not None:
+            # a scaling against a scaling, * s or / s: the factors compared, the reference's said in the
+            # attempt's form (its / 2.0 is * 0.5 beside the attempt's * scale)
+            if math.isclose(a_factor, b_factor, rel_tol=1e-6):
+                return None
+            shown = b_factor if func_name(self.att[i].func) == "mul" else 1.0 / b_factor
+            theirs = [Scalar(mine[0].key, shown, theirs[0].name, theirs[0].origin, theirs[0].size)]
         by_key: dict[str, Scalar] = {s.key: s for s in theirs}
         reordered = sorted(s.value for s in mine) == sorted(s.value for s in theirs)
         for a in mine:
             b = by_key.get(a.key)
             if b is not None and math.isclose(a.value, b.value, rel_tol=1e-6, abs_tol=1e-12):
                 continue
-            if a.origin is None or not a.name or b is None or not b.name:
-                continue  # a number the reference computes in place (/ math.sqrt(D)): the step's own line
+            if (b is not None and not a.name and not b.name and not a.key[:1].isdigit()
+                    and float(a.value).is_integer() and float(b.value).is_integer()):
+                # a whole number written on the line, given by keyword (softmax(…, dim=-2)): the line
+                step = self.att[i]
+                return Found(step.line, step.code, a.key, (), _number(a.value), "scalar", b.key, _number(b.value),
+                             _code(self.ref[r].code))
+            if a.origin is None or not a.name or b is None:
+                continue
             names = _names(a.name)
-            # the variable the reference reads there, or one of the attempt's own that the reference
-            # never reads (its scale under another name); not a variable the reference reads
-            # elsewhere (D where the reference has its scale: the step uses the wrong one)
-            if names & _names(b.name) or not (names & self.scalar_names or reordered):
+            # The variable the reference reads there, holding another value: where it got it. Or one of
+            # the attempt's own that the reference never reads (its scale under another name, where the
+            # reference may compute it in place): where it got it, unless it is a size (read from a
+            # shape, or a number the reference has as a size of its own, head_dim where sqrt(head_dim)
+            # belongs: then the step uses the wrong one, and the step's line is the one).
+            own = not (names & self.scalar_names or reordered or a.size
+                       or any(math.isclose(a.value, v, rel_tol=1e-9) for v in self.scalar_values))
+            if (b.name and names & _names(b.name)) or own:
                 return Found(a.origin, "", a.name, (), _number(a.value), "scalar", b.name if b is not None else "",
                              _number(b.value) if b is not None else "", _code(self.ref[r].code))
         return None
@@ -611,6 +668,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     for i, step in enumerate(attempt):
         if step.free or matched[i] is not None or _tensor(step) is None or recovers(i):
             continue
+        if i not in children and i != len(attempt) - 1 and i not in set((outputs or ({}, {}))[0].values()):
+            continue  # nothing uses it (the indices torch.max returns beside the values): it cannot be the story
         # Lined up with the reference's step that does the same to the same inputs, the difference may
         # lie in what it was given: an input one step short, a wrong mask, a wrong number.
         t = _tensor(step)
@@ -621,7 +680,14 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
             if explained is not None and (not same or explained.reason == "scalar"):
                 return explained
-        swapped = [p for p in step.parents if attempt[p].line != step.line and trails.swapped(p)]
+        # inputs that are what the reference feeds its counterpart: their role is right, whatever their name
+        # (only when the counterpart takes in every input as it is: with roles swapped, the step lined
+        # up may well be another one, attn @ v for a q that holds v)
+        fine = set()
+        if counterpart is not None and set(step.inputs) == set(reference[counterpart].inputs) and all(
+                trails.own(p) & set(reference[counterpart].parents) for p in step.parents if not attempt[p].free):
+            fine = set(step.parents)
+        swapped = [p for p in step.parents if attempt[p].line != step.line and p not in fine and trails.swapped(p)]
         if same and swapped:  # kᵀ q where q kᵀ belongs: the inputs' roles, not the layout, are wrong
             same = []
         if same:  # the right numbers in a layout no correct attempt uses: a view where a transpose belongs
@@ -648,13 +714,13 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             parent, m = attempt[p], matched[p]
             # a tensor made by the file alone (a mask) that the reference never makes: the earliest
             # such step it was made from
-            if parent.free and m is None:
+            if trails.wrong_free(p):
                 return trails.found(trails.free_top(p), "made")
             # a tensor named like one of the reference's that holds another of its values (q = k_proj(x));
             # only the value its line ends with is what the name holds
             # (followed up while the inputs are swapped the same way: cos[:, None] of a cos that holds sin);
             # an input made on this line (kᵀ of a k that holds v) is looked through
-            if m is not None:
+            if m is not None and p not in fine:
                 role = trails.swapped_above(p)
                 if role is not None and role.line != step.line:
                     return role

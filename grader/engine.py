@@ -218,7 +218,8 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 
-        found = replace(found, code=linecache.getline(str(path), found.line).strip())
+        code = linecache.getline(str(path), found.line).strip()
+        found = replace(found, code=code, name=found.name or divergence.assigned(code))
     from attnprep.grader.result import Divergence
 
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,

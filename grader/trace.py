@@ -37,23 +37,25 @@ class Scalar:
     """A plain number a step was given: where in the call (``"1"``: the second positional argument,
     ``"0.2"``: the third item of the first, ``"dim"``: a keyword), its value, the variable of the
     line that holds it (``scale_factor``, ``self.eps``; "" for a literal or an expression), and the
-    line where that variable got its value (None when unknown or given by the grader)."""
+    line where that variable got its value (None when unknown or given by the grader); ``size``: that
+    line reads it from a tensor's shape (``B, T, C = x.shape``), a size rather than a computed number."""
 
     key: str
     value: float
     name: str = ""
     origin: int | None = None
+    size: bool = False
 
     def to_data(self) -> list:
-        return [self.key, self.value, self.name, self.origin]
+        return [self.key, self.value, self.name, self.origin, self.size]
 
     @classmethod
     def from_data(cls, data) -> "Scalar":
-        key, value, name, origin = data
+        key, value, name, origin, size = data
         if not (isinstance(key, str) and isinstance(value, (int, float)) and not isinstance(value, bool)
-                and isinstance(name, str) and (origin is None or isinstance(origin, int))):
+                and isinstance(name, str) and (origin is None or isinstance(origin, int)) and isinstance(size, bool)):
             raise ValueError("malformed scalar")
-        return cls(key[:40], float(value), name[:80], origin)
+        return cls(key[:40], float(value), name[:80], origin, size)
 
 
 @dataclass
@@ -135,6 +137,18 @@ class Source:
                         self.classes[item.lineno] = node
             if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.statements.append(node)
+
+    def reads_size(self, line: int) -> bool:
+        """Whether the statement on ``line`` reads a tensor's sizes (``.shape``, ``.size(…)``, ``len``)."""
+        s = self.statement(line)
+        if s is None:
+            return False
+        for node in ast.walk(s):
+            if isinstance(node, ast.Attribute) and node.attr in ("shape", "size", "ndim"):
+                return True
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "len":
+                return True
+        return False
 
     def statement(self, line: int) -> ast.stmt | None:
         """The innermost simple statement that holds ``line``."""
@@ -325,7 +339,7 @@ class Tracer(TorchFunctionMode):
                 origins = {self._origin(frame, h, value, 0) for h in holders}
                 name = ", ".join(holders)
                 origin = origins.pop() if len(origins) == 1 else None
-            out.append(Scalar(key, float(value), name, origin))
+            out.append(Scalar(key, float(value), name, origin, origin is not None and self._source.reads_size(origin)))
         return out
 
     @staticmethod
