@@ -581,8 +581,8 @@ class _Trails:
         if a_factor is not None and b_factor is not None:
             # a scaling against a scaling, * s or / s: the factors compared, the reference's said in the
             # attempt's form (its / 2.0 is * 0.5 beside the attempt's * scale)
-            if math.isclose(a_factor, b_factor, rel_tol=1e-6):
-                return None
+            if math.isclose(a_factor, b_factor, rel_tol=1e-6) or math.isclose(mine[0].value, theirs[0].value, rel_tol=1e-6):
+                return None  # the same number, used otherwise (/ scale for * scale): the step itself
             shown = b_factor if func_name(self.att[i].func) == "mul" else 1.0 / b_factor
             theirs = [Scalar(mine[0].key, shown, theirs[0].name, theirs[0].origin, theirs[0].size)]
         by_key: dict[str, Scalar] = {s.key: s for s in theirs}
@@ -741,3 +741,18 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return Found(raised_at, code, assigned(code), shape, name_shape(shape, axes) if shape else "", "raised")
     return None
 
+
+
+def attribute_line(source: str, attr: str) -> int | None:
+    """The line of ``source`` that sets ``self.<attr>`` (the only one), or None: where a layer that
+    a contract check is about is made."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    lines = {node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return lines.pop() if len(lines) == 1 else None

@@ -123,7 +123,9 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     try:
         judged = judge.Judge(exercise, kind, reply, path)
         result = judged.result()
-        if _worth_tracing(result):
+        if result.verdict is Verdict.CONTRACT:
+            result = replace(result, divergence=_contract_line(source, result))
+        elif _worth_tracing(result):
             result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
@@ -132,6 +134,24 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
                         error=ErrorInfo("internal", msg("error.internal_judge", type=type(exc).__name__, text=str(exc)),
                                         traceback.format_exc()))
     return replace(done(result), stdout=stdout)
+
+
+def _contract_line(source: str, result: Result):
+    """For a contract failure about one of the attempt's layers (a bias the contract's layer does
+    not have), the line that makes that layer, or None."""
+    from attnprep.grader import divergence
+    from attnprep.grader.result import Divergence
+
+    for check in result.checks:
+        params = check.message.params if check.passed is False and check.message is not None else {}
+        layer = params.get("layer")
+        if isinstance(layer, str) and layer:
+            attr = layer.split(".")[-1]
+            line = divergence.attribute_line(source, attr)
+            if line is not None:
+                code = source.splitlines()[line - 1].strip()
+                return Divergence(line, code, f"self.{attr}", (), "", "contract", str(params.get("role", "")))
+    return None
 
 
 def _worth_tracing(result: Result) -> bool:

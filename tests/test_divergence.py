@@ -212,9 +212,19 @@ def test_every_reason_reads_in_both_languages():
     from attnprep.grader.result import Divergence
 
     for reason in ("made", "role", "layout", "incomplete", "values", "short", "raised", "skipped", "scalar", "dtype",
-                   "input", "unused"):
+                   "input", "unused", "contract"):
         d = Divergence(12, "x = y", "x", (3, 4), "(B, T)", reason, "y", "(B, T)", "y = z")
         for lang in texts.LANGUAGES:
             words = texts.t(f"divergence.{reason}", lang, line=d.line, name=d.name, shape=d.shape, named=d.named,
                             ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
             assert "12" in words and "{" not in words, (reason, lang)
+
+
+def test_a_layer_the_contract_refuses_is_pointed_at_where_it_is_made(tmp_path):
+    text = (CORPUS / "mla/ok_deepseek_verbatim_rope.py").read_text(encoding="utf-8")
+    old = next(line for line in text.splitlines() if "self.wo = " in line)
+    path, line = _with(tmp_path, "mla/ok_deepseek_verbatim_rope.py", old, old.replace("bias=False", "bias=True"))
+    result = grade(path)
+    assert result.verdict.value == "contract"
+    d = result.divergence
+    assert d is not None and (d.line, d.reason, d.name) == (line, "contract", "self.wo"), d
