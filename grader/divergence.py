@@ -11,10 +11,20 @@ The divergence is the first step that matches nothing and from which the attempt
 on track (no later step computed from it matches). When that step was computed from a tensor that
 holds the right values in a layout the reference never feeds to that operation, the line that made
 the tensor is the one to fix ("q is (B, T, H, D) where the reference has (B, H, T, D)").
+
+Before those rules, the step is lined up with its *counterpart*, the reference step that applies the
+same function to the same inputs (or to earlier stages of them), and the difference is looked for
+in what it was given: an input that holds an earlier stage of what the reference feeds there (a step
+the attempt skipped: the line that made the input stops short), or a plain number that differs
+from the reference's (``scores * scale_factor`` with the wrong ``scale_factor``: the line where
+that variable got its value, which the trail records). Inputs that are themselves one step short
+are followed up the same way, so the line is where the attempt first departs, even inside one of
+its own helper functions or in a number set in ``__init__``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -23,9 +33,15 @@ from dataclasses import dataclass
 import torch
 
 from attnprep.grader.tensors import ATOL, RTOL
-from attnprep.grader.trace import Step
+from attnprep.grader.trace import Scalar, Step
 
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
+MAX_DEPTH = 6  # how far up the inputs a difference is followed
+LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
+# the same operation spelt otherwise: x * s and s * x, x / s and x.div(s), an in-place form
+# (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
+_SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
+              "itruediv": "div"}
 
 
 @dataclass(frozen=True)
@@ -35,16 +51,41 @@ class Found:
     name: str  # the variable the line assigns ("q"), or "" when it assigns none
     shape: tuple[int, ...]
     named: str  # the shape in axis names, "(B, T, H, D)"
-    reason: str  # "layout", "values", "raised"
+    reason: str  # "layout", "values", "raised", "incomplete", "skipped", "scalar", "made", "role", "short"
     ref_name: str = ""  # the reference's counterpart, when one is known
     ref_named: str = ""
     ref_code: str = ""
 
 
 def _tensor(step: Step) -> torch.Tensor | None:
-    if step.values is None or len(step.values) != math.prod(step.shape):
+    """The step's values in its shape; a complex step as its real view ``(…, 2)``."""
+    shape = list(step.shape) + ([2] if step.dtype.startswith("complex") else [])
+    if step.values is None or len(step.values) != math.prod(shape):
         return None
-    return torch.tensor(step.values, dtype=torch.float64).reshape(step.shape)
+    return torch.tensor(step.values, dtype=torch.float64).reshape(shape)
+
+
+def func_name(name: str) -> str:
+    """A torch function's name without the spelling: ``__rmul__``, ``mul_`` and ``mul`` are ``mul``."""
+    bare = name.strip("_")
+    return _SAME_FUNC.get(bare, bare)
+
+
+def _scaling(step: Step) -> float | None:
+    """The factor a step scales one tensor by (``x * s``, ``x / s``: ``1 / s``), or None."""
+    f = func_name(step.func)
+    if f not in ("mul", "div") or len(step.scalars) != 1 or step.scalars[0].key != "1":
+        return None
+    if len(step.parents) + len(step.inputs) != 1 or (f == "div" and step.scalars[0].value == 0):
+        return None
+    value = step.scalars[0].value
+    return value if f == "mul" else 1.0 / value
+
+
+def _kind(step: Step) -> str:
+    """What a step does, for lining steps up: its function, and ``scale`` for any scaling of
+    one tensor by a number (``scores * scale`` stands for ``scores / math.sqrt(D)``)."""
+    return "scale" if _scaling(step) is not None else func_name(step.func)
 
 
 def _refines(fine: tuple[int, ...], coarse: tuple[int, ...]) -> bool:
@@ -64,45 +105,66 @@ def _refines(fine: tuple[int, ...], coarse: tuple[int, ...]) -> bool:
     return i == len(fine)
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return bool(torch.isclose(a, b, rtol=RTOL * 10, atol=ATOL * 10, equal_nan=True).all())
+def _close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
+    """Equal up to the grader's tolerance (ten times), its absolute part scaled down for a tensor
+    whose values are all tiny (mean(x²) of inputs near 1e-3 is about 1e-6, where eps decides), and
+    widened to a few ulps when either side was computed in a low precision (``eps``)."""
+    finite = b[torch.isfinite(b)]
+    scale = min(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+    rtol, atol = max(RTOL * 10, 4 * eps), max(ATOL * 10 * scale, 4 * eps * scale)
+    return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
 class Matcher:
     def __init__(self, reference: list[Step]):
+        self.steps = reference
         self.ref = [(s, _tensor(s)) for s in reference]
         self.sorted = {}
         for i, (s, t) in enumerate(self.ref):
             if t is not None:
                 self.sorted[i] = t.flatten().nan_to_num(nan=1e30).sort().values
 
-    def same_values(self, t: torch.Tensor) -> list[int]:
+    def _eps(self, i: int, dtype: str) -> float:
+        return max(LOW_PRECISION_EPS.get(dtype, 0.0), LOW_PRECISION_EPS.get(self.steps[i].dtype, 0.0))
+
+    def same_values(self, t: torch.Tensor, dtype: str = "") -> list[int]:
         """Reference steps holding the same multiset of values (any layout)."""
         key = t.flatten().nan_to_num(nan=1e30).sort().values
-        return [i for i, v in self.sorted.items() if v.numel() == key.numel() and _close(v, key)]
+        return [i for i, v in self.sorted.items() if v.numel() == key.numel() and _close(key, v, self._eps(i, dtype))]
 
-    def match(self, t: torch.Tensor) -> tuple[int, bool] | None:
-        """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
-        A step the reference makes in the same layout wins over a permuted one."""
-        same = self.same_values(t)
+    def matches(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """Every (reference step, whether in the reference's own layout) that ``t`` matches: the
+        ones in the same layout first, then permuted, merged or split ones."""
+        same = self.same_values(t, dtype)
+        own = [(i, True) for i in same
+               if tuple(self.ref[i][1].shape) == tuple(t.shape) and _close(t, self.ref[i][1], self._eps(i, dtype))]
+        other = []
         for i in same:
-            _, r = self.ref[i]
-            if tuple(r.shape) == tuple(t.shape) and _close(r, t):
-                return i, True
-        for i in same:
+            if (i, True) in own:
+                continue
             _, r = self.ref[i]
             if r.dim() > MAX_PERMUTED_DIMS:
                 continue
+            eps = self._eps(i, dtype)
             for perm in itertools.permutations(range(r.dim())):
                 p = r.permute(perm)
                 shape = tuple(p.shape)
-                if _refines(shape, tuple(t.shape)):
-                    if _close(p.reshape(t.shape), t):
-                        return i, perm == tuple(range(r.dim()))
-                elif _refines(tuple(t.shape), shape):
-                    if _close(t.reshape(shape), p):
-                        return i, perm == tuple(range(r.dim()))
-        return None
+                if (_refines(shape, tuple(t.shape)) and _close(t, p.reshape(t.shape), eps)) or \
+                        (_refines(tuple(t.shape), shape) and _close(t.reshape(shape), p, eps)):
+                    other.append((i, perm == tuple(range(r.dim()))))
+                    break
+        return own + sorted(other, key=lambda m: not m[1])
+
+    def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
+        """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
+        A step the reference makes in the same layout wins over a permuted one; among those, one
+        made by the same function (a cast that changes nothing holds its input's values too)."""
+        found = self.matches(t, dtype)
+        if not found:
+            return None
+        best = [m for m in found if m[1]] or found
+        same_func = [m for m in best if func and func_name(self.steps[m[0]].func) == func_name(func)]
+        return (same_func or best)[0]
 
 
 def _intermediate(reference: list[Step], i: int) -> bool:
@@ -163,15 +225,429 @@ def name_shape(shape, axes: dict[str, int]) -> str:
     return "(" + ", ".join(names) + ")"
 
 
-def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None) -> Found | None:
-    """The first step of ``attempt`` that goes wrong for good (see the module doc), or None."""
+def _code(text: str) -> str:
+    """A line of code without its comment (the reference's shape comments are not what to type)."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text.strip()
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    return text[: comment.start[1]].rstrip() if comment is not None else text.strip()
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _names(name: str) -> set[str]:
+    return {n.strip() for n in name.split(",") if n.strip()}
+
+
+def _final(steps: list[Step], k: int) -> bool:
+    """Whether step ``k`` is a value its statement ends with (see :meth:`_Trails.final`)."""
+    run = _Trails.statement_run(steps, k)
+    return not any(k in steps[q].parents for q in run if q > k)
+
+
+class _Trails:
+    """The two trails side by side: what each attempt step matches, the reference's ancestry."""
+
+    def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int]):
+        self.att, self.ref, self.axes = attempt, reference, axes
+        self.matcher = Matcher(reference)
+        self.cands: list[list[tuple[int, bool]]] = []
+        self.matched: list[tuple[int, bool] | None] = []
+        for step in attempt:
+            t = _tensor(step)
+            found = [] if t is None else self.matcher.matches(t, step.dtype)
+            self.cands.append(found)
+            best = [m for m in found if m[1]] or found
+            same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
+            self.matched.append((same or best)[0] if best else None)
+        self.up: list[set[int]] = []  # every earlier reference step each one is computed from
+        for s in reference:
+            ups = set()
+            for p in s.parents:
+                if 0 <= p < len(self.up):
+                    ups |= {p} | self.up[p]
+            self.up.append(ups)
+        self.src_up: list[set[int]] = []  # the traced inputs each reference step is computed from
+        for s in reference:
+            srcs = set(s.inputs)
+            for p in s.parents:
+                if 0 <= p < len(self.src_up):
+                    srcs |= self.src_up[p]
+            self.src_up.append(srcs)
+        self.scalar_names = set().union(*(_names(x.name) for s in reference for x in s.scalars))
+        self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
+        self.ref_names = set().union(*(_names(self.name_of(reference, j)) for j in range(len(reference))))
+
+    def wrong_free(self, p: int) -> bool:
+        """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
+        the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
+        return self.att[p].free and not self.own(p)
+
+    def own(self, p: int) -> set[int]:
+        """The reference steps attempt step ``p`` matches in the reference's own layout."""
+        return {m for m, own in self.cands[p] if own}
+
+    # --- names -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def statement_run(steps: list[Step], k: int) -> range:
+        """The steps of the statement execution step ``k`` belongs to (its line, and the calls of
+        the file's own helpers made from it)."""
+        stack = steps[k].stack or [steps[k].line]
+
+        def same_statement(j: int) -> bool:
+            other = steps[j].stack or [steps[j].line]
+            return other[:len(stack)] == stack or (other == stack[:len(other)] and other[-1] == stack[-1])
+
+        lo = hi = k
+        while lo > 0 and same_statement(lo - 1):
+            lo -= 1
+        while hi + 1 < len(steps) and same_statement(hi + 1):
+            hi += 1
+        return range(lo, hi + 1)
+
+    @classmethod
+    def name_of(cls, steps: list[Step], k: int) -> str:
+        """The variable step ``k`` is assigned to: for ``cos, sin = cos[p], sin[p]``, the one of its
+        place among the line's results (when the line makes as many results as it names)."""
+        names = [n.strip() for n in assigned(steps[k].code).split(",")]
+        if len(names) == 1:
+            return names[0]
+        run = cls.statement_run(steps, k)
+        depth = len(steps[k].stack or [0])
+        finals = [j for j in run if steps[j].line == steps[k].line and len(steps[j].stack or [0]) == depth
+                  and not any(j in steps[q].parents for q in run if q > j)]
+        if len(finals) == len(names) and k in finals:
+            return names[finals.index(k)]
+        return ", ".join(names)
+
+    def final(self, k: int) -> bool:
+        """Whether attempt step ``k`` is a value its statement ends with (what the line assigns),
+        not one that a later step of the same statement, or of a helper it calls, goes on from."""
+        return _final(self.att, k)
+
+    def swapped(self, k: int) -> bool:
+        """Attempt step ``k`` is what its line assigns to a name the reference uses, and holds what
+        the reference calls by another of its names (``q = self.k_proj(x)``), what that name holds
+        there (not a step half-way through the reference's line)."""
+        m = self.matched[k]
+        if m is None or not self.final(k) or not _final(self.ref, m[0]):
+            return False
+        name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
+        return ("," not in name + ref_name and ref_name not in ("", name) and name in self.ref_names)
+
+    def climb_swapped(self, q: int) -> int:
+        """Up from a swapped step while the one value it is made from (through the steps of its own
+        line) is swapped the same way: ``q = q_.view(…)`` of ``k, q_, v = …`` goes back to the unpacking."""
+        while True:
+            up, todo = [], list(self.att[q].parents)
+            while todo:
+                u = todo.pop()
+                if self.att[u].line == self.att[q].line and not self.final(u):
+                    todo.extend(self.att[u].parents)
+                else:
+                    up.append(u)
+            if len(up) != 1 or self.matched[up[0]] is None or not self.swapped(up[0]):
+                return q
+            q = up[0]
+
+    def swapped_above(self, p: int) -> Found | None:
+        """The role found among ``p`` and its ancestors (a few steps up): the earliest step named
+        like one of the reference's values that holds another, followed up while its input is
+        swapped the same way."""
+        level, seen, found = [p], set(), []
+        for _ in range(4):
+            found += [q for q in level if self.swapped(q)]
+            seen |= set(level)
+            level = [q for k in level for q in self.att[k].parents if q not in seen]
+        if not found:
+            return None
+        q = self.climb_swapped(min(found))
+        m = self.matched[q]
+        step, ref = self.att[q], self.ref[m[0]]
+        return Found(step.line, step.code, self.name_of(self.att, q), tuple(step.shape), name_shape(step.shape, self.axes),
+                     "role", self.name_of(self.ref, m[0]), name_shape(ref.shape, self.axes))
+
+    def found(self, k: int, reason: str, ref: int | None = None, ref_code: str = "") -> Found:
+        step = self.att[k]
+        r = self.ref[ref] if ref is not None else None
+        return Found(step.line, step.code, self.name_of(self.att, k), tuple(step.shape), name_shape(step.shape, self.axes),
+                     reason, self.name_of(self.ref, ref) if r is not None else "",
+                     name_shape(r.shape, self.axes) if r is not None else "", _code(ref_code))
+
+    # --- lining up a step with the reference's ---------------------------------------------------
+
+    def counterpart(self, i: int) -> int | None:
+        """The reference step attempt step ``i`` stands for: the same function, applied to inputs
+        each of which the reference has as one of that step's inputs or an earlier stage of them
+        (free inputs that match nothing aside). Ties go to the one fed most directly, then to the
+        one whose rank among the reference's calls of that function is the attempt's."""
+        step = self.att[i]
+        f = _kind(step)
+        need = [{m for m, _ in self.cands[p]} for p in step.parents if not self.wrong_free(p)]
+        if any(not n for n in need):
+            return None
+        rank = sum(1 for s in self.att[:i] if _kind(s) == f)
+        options = []
+        for r, s in enumerate(self.ref):
+            if _kind(s) != f or not all(n & self.up[r] for n in need) or not set(step.inputs) <= self.src_up[r]:
+                continue
+            direct = sum(1 for n in need if n & set(s.parents)) + len(set(step.inputs) & set(s.inputs))
+            place = sum(1 for q in self.ref[:r] if _kind(q) == f)
+            options.append((-direct, place != rank, r))
+        return min(options)[2] if options else None
+
+    def explain(self, i: int, r: int, depth: int = 0) -> Found | None:
+        """Why attempt step ``i`` differs from its counterpart ``r``, when its inputs or numbers
+        say it: an input that stops short of what the reference feeds ``r`` (followed up to the
+        step that departs), a free input made wrong, a number that differs. None: the step itself."""
+        step, ref = self.att[i], self.ref[r]
+        # the inputs of r that no input of i supplies as they are: what a stale input may stand for
+        supplied = {m for p in step.parents for m in self.own(p)}
+        missing = [x for x in ref.parents if x not in supplied]
+        if self.combines_as(i, self.up[r]):
+            # i combines what an earlier step of the reference combines, with another function
+            # (scores - attn_bias where the reference adds them): i itself is the wrong step
+            return None
+        for p in step.parents:
+            parent = self.att[p]
+            if not self.cands[p] or self.wrong_free(p):
+                if parent.free:  # a tensor made without the inputs (a mask, a rotation table) that is wrong
+                    top = self.free_top(p)
+                    q = self.counterpart(top)
+                    if q is not None and depth < MAX_DEPTH:
+                        deeper = self.explain(top, q, depth + 1)  # a step of the mask left out, a wrong number
+                        if deeper is not None:
+                            return deeper
+                    return self.found(top, "made")
+                if depth == 0:
+                    return None  # a wrong input that got back on track later: not this step's story
+                # inside a step that stands for a later one of the reference (a masked_fill that changed
+                # nothing): its wrong input is the story, from where it first went wrong
+                while True:
+                    up = [q for q in self.att[p].parents if not self.cands[q] and not self.att[q].free]
+                    if not up:
+                        return self.found(p, "values")
+                    p = min(up)
+            mine = self.own(p)
+            if not mine:
+                return None  # the right values in another layout: the layout rules say it
+            if mine & set(ref.parents):
+                continue
+            earlier = {m for m in mine for x in missing if m == x or m in self.up[x]}
+            if not earlier:
+                return None  # another of the reference's values (a swapped role): said by the role rule
+            m = max(earlier)
+            # the reference's steps from m to the input of r it stands for
+            between = sorted(q for x in missing if m in self.up[x] for q in self.up[x] | {x} if m in self.up[q])
+            if depth < MAX_DEPTH and _kind(parent) != _kind(self.ref[m]):
+                # p does what a later step of the reference does, to an input that stops short: why
+                for q in between:
+                    if _kind(self.ref[q]) == _kind(parent):
+                        deeper = self.explain(p, q, depth + 1)
+                        if deeper is not None:
+                            return deeper
+                        break
+            nxt = next((q for q in between if m in self.ref[q].parents), None)
+            if nxt is None:
+                return None
+            if self.done_later(i, nxt, m):
+                continue  # the attempt takes that step after this one (the masks in another order)
+            if self.combines_as(p, between):
+                return self.found(p, "values")  # p combines what a later step of the reference does, otherwise (| for &)
+            if _kind(self.ref[nxt]) == _kind(step) and depth < MAX_DEPTH:
+                return self.explain(i, nxt, depth + 1)  # i stands for that earlier step (v @ kᵀ for q @ kᵀ)
+            # Where the missing step belongs follows the reference's lines: the rest of the line that
+            # made the input (q @ kᵀ without its scale), the line that uses it (masked_fill(~mask, …)
+            # given the mask itself), or a line of its own after the input's.
+            def frame(k: int) -> list[int]:
+                return self.ref[k].stack[:-1]
+
+            if self.ref[nxt].line == self.ref[m].line and frame(nxt) == frame(m):
+                return self.found(self.maker(p, m), "incomplete", m, self.ref[m].code)
+            if frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m)):
+                # done where the input is used: on that line, or in the helper that uses it
+                return self.found(i, "input", r, self.ref[nxt].code)
+            unused = self.unused(p, {nxt, *between}, nxt)
+            if unused is not None:  # the attempt takes the step but drops its result (masked_fill not assigned)
+                return self.at_caller(self.found(unused, "unused", nxt, self.ref[nxt].code), unused, i)
+            made = self.unused_input(nxt, m)
+            if made is not None:  # it makes what that step takes in (the causal mask) and never uses it
+                return self.at_caller(self.found(made, "unused", nxt, self.ref[nxt].code), made, i)
+            return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
+        return self.numbers(i, r)
+
+    def unused(self, p: int, wanted: set[int], nxt: int) -> int | None:
+        """A later step computed from ``p`` that nothing uses and that holds one of ``wanted`` or does
+        what the first of them does (a masked_fill with -1e9 where the reference fills -inf)."""
+        for j in range(p + 1, len(self.att)):
+            if p in self.att[j].parents and not any(j in s.parents for s in self.att[j + 1:]) and (
+                    {c for c, _ in self.cands[j]} & wanted or _kind(self.att[j]) == _kind(self.ref[nxt])):
+                return j
+        return None
+
+    def unused_input(self, nxt: int, m: int) -> int | None:
+        """An attempt step that nothing uses and that holds another input of the reference's step
+        ``nxt`` (besides ``m``), or an earlier stage of it: the mask made for a masked_fill that is
+        never applied."""
+        wanted = set()
+        for x in self.ref[nxt].parents:
+            if x != m:
+                wanted |= self.up[x] | {x}
+        for j, step in enumerate(self.att):
+            if any(j in s.parents for s in self.att[j + 1:]):
+                continue
+            if self.own(j) & wanted:
+                return j
+        return None
+
+    def at_caller(self, found: Found, p: int, i: int) -> Found:
+        """``found`` about step ``p``; when ``p`` was made inside a helper of the file that ``i``'s
+        function called (``allowed = causal_mask(T)``), said of the line of that call, the
+        statement whose value ``p`` is (the code is read from the file)."""
+        mine, theirs = self.att[p].stack, self.att[i].stack
+        if mine and theirs and len(mine) > len(theirs) and mine[:len(theirs) - 1] == theirs[:-1]:
+            return dataclasses.replace(found, line=mine[len(theirs) - 1], code="")
+        return found
+
+    def maker(self, p: int, m: int) -> int:
+        """The attempt step that first holds what ``p`` holds (reference step ``m``): ``p`` or the
+        input it merely views, casts or copies (``allowed[None, None]`` of ``torch.ones(T, T)``)."""
+        while True:
+            up = [q for q in self.att[p].parents if m in {c for c, _ in self.cands[q]}]
+            if len(up) != 1 or len(self.att[p].parents) != 1:
+                return p
+            p = up[0]
+
+    def combines_as(self, k: int, among) -> bool:
+        """Attempt step ``k`` takes in exactly what one of the reference steps ``among`` combines (two
+        inputs or more): it stands for that step, whatever function it applies."""
+        held = [{c for c, _ in self.cands[p]} for p in self.att[k].parents]
+        for x in among:
+            px = set(self.ref[x].parents)
+            if len(px) >= 2 and len(px) == len(held) and all(h & px for h in held) and px <= set().union(*held):
+                return True
+        return False
+
+    def done_later(self, i: int, nxt: int, m: int) -> bool:
+        """Whether the attempt applies the reference's step ``nxt`` (made from ``m`` and other inputs)
+        after its step ``i``, to ``i``'s result: the same function with those other inputs."""
+        side = [x for x in self.ref[nxt].parents if x != m and not self.ref[x].free]
+        side_free = [x for x in self.ref[nxt].parents if x != m and self.ref[x].free]
+        side_inputs = set(self.ref[nxt].inputs)
+        if side and all(self.src_up[x] & set(self.att[i].inputs) for x in side) or side_inputs & set(self.att[i].inputs):
+            return True  # step i itself takes in what that step does (attn_bias + attn_mask for a masked_fill)
+        if not side and not side_free:
+            return False
+        later, todo = set(), [i]
+        while todo:
+            k = todo.pop()
+            for j in range(k + 1, len(self.att)):
+                if k in self.att[j].parents and j not in later:
+                    later.add(j)
+                    todo.append(j)
+        for j in sorted(later):
+            if _kind(self.att[j]) != _kind(self.ref[nxt]):
+                continue
+            # each other input there, or an earlier stage of it (a mask not inverted is still that mask)
+            theirs = {c for p in self.att[j].parents for c, _ in self.cands[p]}
+            if all(theirs & (self.up[x] | {x}) for x in side) and (side or len(self.att[j].parents) > 1):
+                return True
+        return False
+
+    def free_top(self, p: int) -> int:
+        """The earliest step of the wrong free tensor ``p`` was made from (through steps that match
+        nothing and are computed from something: a factory such as ``arange`` is not climbed to)."""
+        while True:
+            up = [q for q in self.att[p].parents if self.wrong_free(q) and self.att[q].parents]
+            if not up:
+                return p
+            p = min(up)
+
+    def numbers(self, i: int, r: int) -> Found | None:
+        """A plain number that attempt step ``i`` is given where its counterpart ``r`` has another,
+        held by a variable the reference's step reads too (``scale_factor``, ``self.eps``) or one of
+        the attempt's own (when not merely the reference's numbers in another order): the line where
+        that variable got its value."""
+        mine, theirs = self.att[i].scalars, self.ref[r].scalars
+        a_factor, b_factor = _scaling(self.att[i]), _scaling(self.ref[r])
+        if a_factor is not None and b_factor is not None:
+            # a scaling against a scaling, * s or / s: the factors compared, the reference's said in the
+            # attempt's form (its / 2.0 is * 0.5 beside the attempt's * scale)
+            if math.isclose(a_factor, b_factor, rel_tol=1e-6) or math.isclose(mine[0].value, theirs[0].value, rel_tol=1e-6):
+                return None  # the same number, used otherwise (/ scale for * scale): the step itself
+            shown = b_factor if func_name(self.att[i].func) == "mul" else 1.0 / b_factor
+            theirs = [Scalar(mine[0].key, shown, theirs[0].name, theirs[0].origin, theirs[0].size)]
+        by_key: dict[str, Scalar] = {s.key: s for s in theirs}
+        reordered = sorted(s.value for s in mine) == sorted(s.value for s in theirs)
+        for a in mine:
+            b = by_key.get(a.key)
+            if b is not None and math.isclose(a.value, b.value, rel_tol=1e-6, abs_tol=1e-12):
+                continue
+            if (b is not None and not a.name and not b.name and not a.key[:1].isdigit()
+                    and float(a.value).is_integer() and float(b.value).is_integer()):
+                # a whole number written on the line, given by keyword (softmax(…, dim=-2)): the line
+                step = self.att[i]
+                return Found(step.line, step.code, a.key, (), _number(a.value), "scalar", b.key, _number(b.value),
+                             _code(self.ref[r].code))
+            if a.origin is None or not a.name or b is None:
+                continue
+            names = _names(a.name)
+            # The variable the reference reads there, holding another value: where it got it. Or one of
+            # the attempt's own that the reference never reads (its scale under another name, where the
+            # reference may compute it in place): where it got it, unless it is a size (read from a
+            # shape, or a number the reference has as a size of its own, head_dim where sqrt(head_dim)
+            # belongs: then the step uses the wrong one, and the step's line is the one).
+            own = not (names & self.scalar_names or reordered or a.size
+                       or any(math.isclose(a.value, v, rel_tol=1e-9) for v in self.scalar_values))
+            if (b.name and names & _names(b.name)) or own:
+                return Found(a.origin, "", a.name, (), _number(a.value), "scalar", b.name if b is not None else "",
+                             _number(b.value) if b is not None else "", _code(self.ref[r].code))
+        return None
+
+    def short(self, outputs) -> Found | None:
+        """An output that holds an earlier stage of the reference's output of that name."""
+        mine, theirs = outputs
+        for name, a in sorted(mine.items(), key=lambda kv: kv[1]):
+            r = theirs.get(name)
+            if r is None or not (0 <= a < len(self.att)) or not (0 <= r < len(self.ref)):
+                continue
+            own = self.own(a)
+            if r in own and self.att[a].dtype != self.ref[r].dtype:
+                # the right values in another dtype (float32 where the input was bfloat16): the
+                # reference's cast back is missing; its line is the one that changes the dtype
+                cast = next((q for q in sorted(self.up[r] | {r}, reverse=True)
+                             if self.ref[q].dtype == self.ref[r].dtype
+                             and any(self.ref[p].dtype != self.ref[r].dtype for p in self.ref[q].parents)), r)
+                f = self.found(a, "dtype", r, self.ref[cast].code)
+                return dataclasses.replace(f, named=f"{f.named} {self.att[a].dtype}",
+                                           ref_named=f"{f.ref_named} {self.ref[r].dtype}")
+            if not own or r in own:
+                continue
+            earlier = own & self.up[r]
+            if not earlier:
+                continue
+            m = max(earlier)
+            nxt = min(q for q in self.up[r] | {r} if m in self.ref[q].parents)
+            return self.found(a, "short", m, self.ref[nxt].code)
+        return None
+
+
+def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
+         outputs: tuple[dict[str, int], dict[str, int]] | None = None) -> Found | None:
+    """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
+    ``outputs``: the steps that made each named output, the attempt's and the reference's."""
     if not attempt or not reference:
         return None
-    matcher = Matcher(reference)
-    matched: list[tuple[int, bool] | None] = []
-    for step in attempt:
-        t = _tensor(step)
-        matched.append(None if t is None else matcher.match(t))
+    trails = _Trails(attempt, reference, axes)
+    matcher, matched = trails.matcher, trails.matched
     children: dict[int, list[int]] = {}
     for i, step in enumerate(attempt):
         for p in step.parents:
@@ -189,18 +665,37 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             todo.extend(children.get(j, []))
         return False
 
-    ref_names = {assigned(r.code) for r in reference} - {""}
     for i, step in enumerate(attempt):
         if step.free or matched[i] is not None or _tensor(step) is None or recovers(i):
             continue
+        if i not in children and i != len(attempt) - 1 and i not in set((outputs or ({}, {}))[0].values()):
+            continue  # nothing uses it (the indices torch.max returns beside the values): it cannot be the story
+        # Lined up with the reference's step that does the same to the same inputs, the difference may
+        # lie in what it was given: an input one step short, a wrong mask, a wrong number.
         t = _tensor(step)
-        same = matcher.same_values(t)
+        same = matcher.same_values(t, step.dtype)
+        counterpart = trails.counterpart(i)
+        if counterpart is not None:
+            explained = trails.explain(i, counterpart)
+            # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
+            if explained is not None and (not same or explained.reason == "scalar"):
+                return explained
+        # inputs that are what the reference feeds its counterpart: their role is right, whatever their name
+        # (only when the counterpart takes in every input as it is: with roles swapped, the step lined
+        # up may well be another one, attn @ v for a q that holds v)
+        fine = set()
+        if counterpart is not None and set(step.inputs) == set(reference[counterpart].inputs) and all(
+                trails.own(p) & set(reference[counterpart].parents) for p in step.parents if not attempt[p].free):
+            fine = set(step.parents)
+        swapped = [p for p in step.parents if attempt[p].line != step.line and p not in fine and trails.swapped(p)]
+        if same and swapped:  # kᵀ q where q kᵀ belongs: the inputs' roles, not the layout, are wrong
+            same = []
         if same:  # the right numbers in a layout no correct attempt uses: a view where a transpose belongs
-            name = assigned(step.code)
-            same.sort(key=lambda j: (assigned(reference[j].code) != name, len(reference[j].shape) != len(step.shape)))
+            name = trails.name_of(attempt, i)
+            same.sort(key=lambda j: (trails.name_of(reference, j) != name, len(reference[j].shape) != len(step.shape)))
             ref_step = reference[same[0]]
-            return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
-                         "layout", assigned(ref_step.code), name_shape(ref_step.shape, axes))
+            return Found(step.line, step.code, name, tuple(step.shape), name_shape(step.shape, axes),
+                         "layout", trails.name_of(reference, same[0]), name_shape(ref_step.shape, axes))
         # The right values computed from inputs that are not what the reference feeds that operation:
         # an input in a layout the reference never uses there ("layout"), or one the reference only
         # has half-way through one of its lines, q @ kᵀ before the scale ("incomplete"). The
@@ -208,40 +703,56 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         blamed = _blame(i, attempt, matched, reference)
         if blamed is not None:
             p, reason = blamed
+            role = trails.swapped_above(p)
+            if role is not None:  # the layout comes from inputs in swapped roles (k, q, v = … for q, k, v)
+                return role
             parent, ref_step = attempt[p], reference[matched[p][0]]
-            return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
-                         name_shape(parent.shape, axes), reason, assigned(ref_step.code),
-                         name_shape(ref_step.shape, axes), ref_step.code)
+            return Found(parent.line, parent.code, trails.name_of(attempt, p), tuple(parent.shape),
+                         name_shape(parent.shape, axes), reason, trails.name_of(reference, matched[p][0]),
+                         name_shape(ref_step.shape, axes), _code(ref_step.code))
         for p in step.parents:
             parent, m = attempt[p], matched[p]
             # a tensor made by the file alone (a mask) that the reference never makes: the earliest
             # such step it was made from
-            if parent.free and m is None:
-                while True:
-                    up = [q for q in parent.parents if attempt[q].free and matched[q] is None]
-                    if not up:
-                        break
-                    p = min(up)
-                    parent = attempt[p]
-                return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
-                             name_shape(parent.shape, axes), "made")
-            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x))
-            name = assigned(parent.code)
-            ref_name = assigned(reference[m[0]].code) if m is not None else ""
-            if (m is not None and parent.line != step.line and name in ref_names and "," not in ref_name + name
-                    and ref_name not in ("", name)):
-                ref_step = reference[m[0]]
-                return Found(parent.line, parent.code, name, tuple(parent.shape), name_shape(parent.shape, axes),
-                             "role", assigned(ref_step.code), name_shape(ref_step.shape, axes))
-        return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes), "values")
+            if trails.wrong_free(p):
+                return trails.found(trails.free_top(p), "made")
+            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x));
+            # only the value its line ends with is what the name holds
+            # (followed up while the inputs are swapped the same way: cos[:, None] of a cos that holds sin);
+            # an input made on this line (kᵀ of a k that holds v) is looked through
+            if m is not None and p not in fine:
+                role = trails.swapped_above(p)
+                if role is not None and role.line != step.line:
+                    return role
+        return Found(step.line, step.code, trails.name_of(attempt, i), tuple(step.shape), name_shape(step.shape, axes), "values")
+    if raised_at is None and outputs is not None:
+        short = trails.short(outputs)
+        if short is not None:
+            return short
     if raised_at is None and attempt and matched[-1] is not None and matched[-1][0] != len(reference) - 1:
         # every step has a counterpart, yet the result is wrong: the attempt stops short of the end
         last, ref_last = attempt[-1], reference[-1]
         return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, axes),
-                     "short", assigned(reference[matched[-1][0]].code), name_shape(ref_last.shape, axes), ref_last.code)
+                     "short", assigned(reference[matched[-1][0]].code), name_shape(ref_last.shape, axes), _code(ref_last.code))
     if raised_at is not None:
         last = next((s for s in reversed(attempt) if s.line == raised_at), None)
         code = last.code if last is not None else ""
         shape = tuple(last.shape) if last is not None else ()
         return Found(raised_at, code, assigned(code), shape, name_shape(shape, axes) if shape else "", "raised")
     return None
+
+
+
+def attribute_line(source: str, attr: str) -> int | None:
+    """The line of ``source`` that sets ``self.<attr>`` (the only one), or None: where a layer that
+    a contract check is about is made."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    lines = {node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return lines.pop() if len(lines) == 1 else None

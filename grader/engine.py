@@ -123,7 +123,9 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     try:
         judged = judge.Judge(exercise, kind, reply, path)
         result = judged.result()
-        if _worth_tracing(result):
+        if result.verdict is Verdict.CONTRACT:
+            result = replace(result, divergence=_contract_line(source, result))
+        elif _worth_tracing(result):
             result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
@@ -132,6 +134,24 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
                         error=ErrorInfo("internal", msg("error.internal_judge", type=type(exc).__name__, text=str(exc)),
                                         traceback.format_exc()))
     return replace(done(result), stdout=stdout)
+
+
+def _contract_line(source: str, result: Result):
+    """For a contract failure about one of the attempt's layers (a bias the contract's layer does
+    not have), the line that makes that layer, or None."""
+    from attnprep.grader import divergence
+    from attnprep.grader.result import Divergence
+
+    for check in result.checks:
+        params = check.message.params if check.passed is False and check.message is not None else {}
+        layer = params.get("layer")
+        if isinstance(layer, str) and layer:
+            attr = layer.split(".")[-1]
+            line = divergence.attribute_line(source, attr)
+            if line is not None:
+                code = source.splitlines()[line - 1].strip()
+                return Divergence(line, code, f"self.{attr}", (), "", "contract", str(params.get("role", "")))
+    return None
 
 
 def _worth_tracing(result: Result) -> bool:
@@ -145,7 +165,7 @@ def _safe_divergence(path: Path, exercise, kind, reply, timeout: float, judged):
     """The divergence, or None when it cannot be found: finding it is a help on top of the verdict,
     never a reason for the verdict to fail."""
     try:
-        where = _clearest(kind, judged.failures) if judged.failures else _raised_in(kind, reply)
+        where = _clearest(kind, judged.failures) if judged.failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
         return _divergence(path, exercise, kind, reply, timeout, where)
     except Exception:  # noqa: BLE001
         if os.environ.get("ATTNPREP_DEBUG"):
@@ -163,6 +183,18 @@ def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
         return len(set(sizes)) - len(sizes)
 
     return max(failures, key=lambda f: (named(f), -failures.index(f)))
+
+
+def _wrong_dtype_in(kind, reply) -> tuple[int, int] | None:
+    """(config, case index) of the first case whose outputs have the right values in another dtype
+    than the case's (a cast back to the input's dtype left out), or None."""
+    for c in reply.configs:
+        for i, case in enumerate(kind.cases(c.index)):
+            outputs = c.runs.get(case.name)
+            if isinstance(outputs, dict) and any(isinstance(run, dict) and run.get("type") == "Tensor"
+                                                 and run.get("dtype") != case.dtype for run in outputs.values()):
+                return c.index, i
+    return None
 
 
 def _raised_in(kind, reply) -> tuple[int, int]:
@@ -189,22 +221,25 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
         steps = [Step.from_data(s) for s in outcome.data.get("steps", [])]
         raised_at = outcome.data.get("raised_at")
         raised_at = raised_at if isinstance(raised_at, int) else None
-    except (TypeError, ValueError):
+        made = outcome.data.get("outputs") or {}
+        made = {k: v for k, v in made.items() if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)}
+    except (TypeError, ValueError, AttributeError):
         return None
     case = kind.cases(ci)[ni]
     zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
     tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
     runner = getattr(kind, "trail_reference", kind.reference)
     with tracer, torch.no_grad():
-        runner(ci, zero_bias)(case)
+        wanted = runner(ci, zero_bias)(case)
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
-    found = divergence.find(steps, tracer.steps, axes, raised_at)
+    found = divergence.find(steps, tracer.steps, axes, raised_at, (made, tracer.mark_outputs(wanted)))
     if found is None:
         return None
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 
-        found = replace(found, code=linecache.getline(str(path), found.line).strip())
+        code = linecache.getline(str(path), found.line).strip()
+        found = replace(found, code=code, name=found.name or divergence.assigned(code))
     from attnprep.grader.result import Divergence
 
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,

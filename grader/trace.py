@@ -4,13 +4,20 @@
 through it. For each call whose result is a tensor derived from the traced inputs (the case's
 tensors and the module's parameters), it keeps a :class:`Step`: the line of the traced file that
 made it (the innermost frame in that file: a call inside ``nn.Linear`` is charged to the user's
-``self.q_proj(x)`` line), the function, the shape, which earlier steps it was computed from, and its
-values. The child records the attempt's trail this way, the grading process the reference's; the
-divergence finder (:mod:`.divergence`) compares the two.
+``self.q_proj(x)`` line), the file's lines on the way there (a step inside one of the file's helper
+functions also knows the line that called the helper), the function, the shape, which earlier steps
+it was computed from, its values (a complex tensor keeps its real view), and the plain numbers it
+was given (``scores * scale``: the ``scale``, with the variable that holds it and the line where
+that variable got its value). The child records the attempt's trail this way, the grading process
+the reference's; the divergence finder (:mod:`.divergence`) compares the two.
+
+A case with no tensor inputs (a function of sizes: ``rope_cache(seq_len, head_dim)``) has nothing
+to derive from: there every tensor the file makes is a step of the computation.
 """
 
 from __future__ import annotations
 
+import ast
 import linecache
 import sys
 from dataclasses import dataclass, field
@@ -20,8 +27,35 @@ from torch.overrides import TorchFunctionMode
 
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
 MAX_VALUES = 20_000  # values kept per step; bigger tensors keep their shape only
+MAX_SCALARS = 8  # plain numbers kept per step
 _SKIP = {"__get__", "__set__", "size", "dim", "numel", "__len__", "__bool__", "__index__", "__int__", "__float__",
          "item", "tolist", "is_floating_point", "data_ptr", "stride", "element_size", "__repr__", "__format__"}
+
+
+@dataclass
+class Scalar:
+    """A plain number a step was given: where in the call (``"1"``: the second positional argument,
+    ``"0.2"``: the third item of the first, ``"dim"``: a keyword), its value, the variable of the
+    line that holds it (``scale_factor``, ``self.eps``; "" for a literal or an expression), and the
+    line where that variable got its value (None when unknown or given by the grader); ``size``: that
+    line reads it from a tensor's shape (``B, T, C = x.shape``), a size rather than a computed number."""
+
+    key: str
+    value: float
+    name: str = ""
+    origin: int | None = None
+    size: bool = False
+
+    def to_data(self) -> list:
+        return [self.key, self.value, self.name, self.origin, self.size]
+
+    @classmethod
+    def from_data(cls, data) -> "Scalar":
+        key, value, name, origin, size = data
+        if not (isinstance(key, str) and isinstance(value, (int, float)) and not isinstance(value, bool)
+                and isinstance(name, str) and (origin is None or isinstance(origin, int)) and isinstance(size, bool)):
+            raise ValueError("malformed scalar")
+        return cls(key[:40], float(value), name[:80], origin, size)
 
 
 @dataclass
@@ -32,21 +66,27 @@ class Step:
     shape: list[int]
     dtype: str
     parents: list[int] = field(default_factory=list)  # indices of earlier steps it was computed from
-    values: list[float] | None = None  # flattened float64, None when too big
+    values: list[float] | None = None  # flattened float64 (a complex tensor: its real view), None when too big
     free: bool = False  # made by the file without the inputs (a mask from torch.ones(T, T) …)
+    stack: list[int] = field(default_factory=list)  # the file's lines from the outermost call in to ``line``
+    scalars: list[Scalar] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)  # the traced inputs it was computed from directly, by position
 
     def to_data(self) -> list:
-        return [self.line, self.code, self.func, self.shape, self.dtype, self.parents, self.values, self.free]
+        return [self.line, self.code, self.func, self.shape, self.dtype, self.parents, self.values, self.free,
+                self.stack, [s.to_data() for s in self.scalars], self.inputs]
 
     @classmethod
     def from_data(cls, data) -> "Step":
-        line, code, func, shape, dtype, parents, values, free = data
+        line, code, func, shape, dtype, parents, values, free, stack, scalars, inputs = data
         if not (isinstance(line, int) and isinstance(code, str) and isinstance(func, str) and isinstance(shape, list)
                 and all(isinstance(n, int) for n in shape) and isinstance(parents, list)
                 and all(isinstance(p, int) for p in parents) and (values is None or isinstance(values, list))
-                and isinstance(free, bool)):
+                and isinstance(free, bool) and isinstance(stack, list) and all(isinstance(n, int) for n in stack)
+                and isinstance(scalars, list) and isinstance(inputs, list) and all(isinstance(n, int) for n in inputs)):
             raise ValueError("malformed trail step")
-        return cls(line, code[:200], func[:80], shape, str(dtype)[:20], parents, values, free)
+        return cls(line, code[:200], func[:80], shape, str(dtype)[:20], parents, values, free, stack[-20:],
+                   [Scalar.from_data(s) for s in scalars[:MAX_SCALARS]], inputs[:20])
 
 
 def _tensors(obj, out):
@@ -61,6 +101,134 @@ def _tensors(obj, out):
     return out
 
 
+def _numbers(args, kwargs) -> list[tuple[str, float]]:
+    """The plain numbers among a call's arguments, keyed by where they are (see :class:`Scalar`)."""
+    found = []
+
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    for i, a in enumerate(args):
+        if number(a):
+            found.append((str(i), a))
+        elif isinstance(a, (list, tuple)) and not isinstance(a, torch.Size):
+            found += [(f"{i}.{j}", v) for j, v in enumerate(a) if number(v)]
+    found += [(k, v) for k, v in kwargs.items() if number(v)]
+    return found[:MAX_SCALARS]
+
+
+class Source:
+    """The traced file's syntax, to say where a variable of a line got its value."""
+
+    def __init__(self, filename: str):
+        text = "".join(linecache.getlines(filename))
+        self.tree = ast.parse(text) if text else ast.Module(body=[], type_ignores=[])
+        self.functions: dict[int, ast.AST] = {}  # first line of a function's code -> its node
+        self.classes: dict[int, ast.ClassDef] = {}  # a method's def line -> its class
+        self.statements: list[ast.stmt] = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.lineno] = node
+                for d in node.decorator_list:
+                    self.functions[d.lineno] = node
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.classes[item.lineno] = node
+            if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.statements.append(node)
+
+    def reads_size(self, line: int) -> bool:
+        """Whether the statement on ``line`` reads a tensor's sizes (``.shape``, ``.size(…)``, ``len``)."""
+        s = self.statement(line)
+        if s is None:
+            return False
+        for node in ast.walk(s):
+            if isinstance(node, ast.Attribute) and node.attr in ("shape", "size", "ndim"):
+                return True
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "len":
+                return True
+        return False
+
+    def statement(self, line: int) -> ast.stmt | None:
+        """The innermost simple statement that holds ``line``."""
+        best = None
+        for s in self.statements:
+            if s.lineno <= line <= (s.end_lineno or s.lineno) and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                if best is None or s.lineno >= best.lineno:
+                    best = s
+        return best
+
+    @staticmethod
+    def dotted(node) -> str:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return f"{node.value.id}.{node.attr}"
+        return ""
+
+    @staticmethod
+    def own_nodes(fn):
+        """The nodes of a function's body, without the bodies of functions or classes inside it."""
+        todo = list(fn.body)
+        while todo:
+            node = todo.pop()
+            yield node
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                todo.extend(ast.iter_child_nodes(node))
+
+    @staticmethod
+    def targets(node) -> list:
+        if isinstance(node, ast.Assign):
+            roots = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            roots = [node.target]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            roots = [node.target]
+        elif isinstance(node, ast.NamedExpr):
+            roots = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            roots = [node.optional_vars]
+        else:
+            return []
+        out, todo = [], list(roots)
+        while todo:
+            t = todo.pop()
+            if isinstance(t, (ast.Tuple, ast.List)):
+                todo.extend(t.elts)
+            elif isinstance(t, ast.Starred):
+                todo.append(t.value)
+            else:
+                out.append(t)
+        return out
+
+    @staticmethod
+    def literal(node):
+        try:
+            value = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _parameters(fn) -> list[ast.arg]:
+    a = fn.args
+    return [*a.posonlyargs, *a.args, *a.kwonlyargs]
+
+
+def _default(fn, name: str):
+    """The default expression of parameter ``name`` of ``fn``, or None."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    for arg, default in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+        if arg.arg == name:
+            return default
+    for arg, default in zip(a.kwonlyargs, a.kw_defaults):
+        if arg.arg == name:
+            return default
+    return None
+
+
 class Tracer(TorchFunctionMode):
     """Record the steps derived from ``sources`` that a file's lines make (see the module doc)."""
 
@@ -68,9 +236,12 @@ class Tracer(TorchFunctionMode):
         super().__init__()
         self.filename = filename
         self.keep = list(sources)  # keep the tensors alive: their ids must not be reused
-        self.index: dict[int, int] = {id(t): -1 for t in sources}  # tensor id -> step (-1: a source)
+        # tensor id -> step; the k-th source is -(k + 1)
+        self.index: dict[int, int] = {id(t): -(k + 1) for k, t in enumerate(sources)}
+        self.derive_all = not self.keep  # nothing to derive from: every tensor the file makes is a step
         self.steps: list[Step] = []
         self.raised_at: int | None = None  # the line of the file where an exception left
+        self._source: Source | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -84,13 +255,14 @@ class Tracer(TorchFunctionMode):
             pass
         return out
 
-    def _where(self) -> tuple[int, str] | None:
-        frame = sys._getframe(3)
+    def _frames(self) -> list:
+        """The frames of the traced file on the stack, innermost first."""
+        frame, found = sys._getframe(1), []
         while frame is not None:
             if frame.f_code.co_filename == self.filename:
-                return frame.f_lineno, linecache.getline(self.filename, frame.f_lineno).strip()
+                found.append(frame)
             frame = frame.f_back
-        return None
+        return found
 
     def _record(self, name, args, kwargs, out) -> None:
         inputs = _tensors((args, kwargs), [])
@@ -98,34 +270,211 @@ class Tracer(TorchFunctionMode):
         results = _tensors(out, [])
         if not results:
             return
-        if not parents:  # made without the inputs: kept (as free) when the file makes it, a mask say
-            where = self._where()
-            if where is None or len(results) != 1 or results[0].dim() < 2:
+        frames = self._frames()
+        if not parents and not self.derive_all:  # made without the inputs: kept (as free) when the file makes it, a mask say
+            if not frames or len(results) != 1 or results[0].dim() < 1:
                 return
-            self._step(where, name, results[0], [], free=True)
+            self._step(frames, name, results[0], [], True, args, kwargs)
             return
-        free = all(p >= 0 and self.steps[p].free for p in parents)
-        where = self._where()
-        if where is None:  # made outside the file (the grader's clone of an input): derived, not a step
+        free = bool(parents) and all(p >= 0 and self.steps[p].free for p in parents)
+        if not frames:  # made outside the file (the grader's clone of an input): derived, not a step
             for result in results:
-                if id(result) not in self.index:
+                if id(result) not in self.index and parents:
                     self.index[id(result)] = max(parents)
                     self.keep.append(result)
             return
         for result in results[:1] if not isinstance(out, (list, tuple)) else results:
-            if id(result) in self.index and self.index[id(result)] == -1:
+            if id(result) in self.index and self.index[id(result)] < 0:
                 continue  # an in-place op on a source
-            self._step(where, name, result, parents, free)
+            self._step(frames, name, result, parents, free, args, kwargs)
 
-    def _step(self, where, name, result, parents, free: bool) -> None:
+    def _step(self, frames, name, result, parents, free: bool, args, kwargs) -> None:
         data = result.detach()
         values = None
-        if data.numel() <= MAX_VALUES and data.device.type != "meta" and not data.is_complex():
-            values = data.to("cpu", torch.float64).flatten().tolist()
-        self.steps.append(Step(where[0], where[1], name, list(data.shape), str(data.dtype).replace("torch.", ""),
-                               sorted({p for p in parents if p >= 0}), values, free))
+        if data.numel() <= MAX_VALUES and data.device.type != "meta":
+            if data.is_complex():  # kept as its real view (…, 2): a complex rotation is compared like any tensor
+                data_real = torch.view_as_real(data.resolve_conj())
+                values = data_real.to("cpu", torch.float64).flatten().tolist()
+            else:
+                values = data.to("cpu", torch.float64).flatten().tolist()
+        line = frames[0].f_lineno
+        scalars = []
+        try:
+            scalars = self._scalars(frames[0], args, kwargs)
+        except Exception:  # a number whose origin cannot be read is only a number
+            scalars = [Scalar(k, float(v)) for k, v in _numbers(args, kwargs)]
+        self.steps.append(Step(line, linecache.getline(self.filename, line).strip(), name, list(data.shape),
+                               str(data.dtype).replace("torch.", ""), sorted({p for p in parents if p >= 0}), values,
+                               free, [f.f_lineno for f in reversed(frames)], scalars,
+                               sorted({-p - 1 for p in parents if p < 0})))
         self.index[id(result)] = len(self.steps) - 1
         self.keep.append(result)
+
+    # --- where a number of a line got its value ---------------------------------------------------
+
+    def _scalars(self, frame, args, kwargs) -> list[Scalar]:
+        numbers = _numbers(args, kwargs)
+        if not numbers:
+            return []
+        if self._source is None:
+            self._source = Source(self.filename)
+        statement = self._source.statement(frame.f_lineno)
+        exprs = []  # the variables the statement reads: x, self.eps, …
+        if statement is not None:
+            seen = set()
+            for node in ast.walk(statement):
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+                    text = Source.dotted(node)
+                    if text and text not in seen:
+                        seen.add(text)
+                        exprs.append(text)
+        out = []
+        for key, value in numbers:
+            holders = [e for e in exprs if self._same(self._value(frame, e), value)]
+            name, origin = "", None
+            if len(holders) == 1:
+                name = holders[0]
+                origin = self._origin(frame, name, value, 0)
+            elif holders:  # several variables hold it (H and D both 4): named only when they agree on a line
+                origins = {self._origin(frame, h, value, 0) for h in holders}
+                name = ", ".join(holders)
+                origin = origins.pop() if len(origins) == 1 else None
+            out.append(Scalar(key, float(value), name, origin, origin is not None and self._source.reads_size(origin)))
+        return out
+
+    @staticmethod
+    def _same(found, value) -> bool:
+        return isinstance(found, (int, float)) and not isinstance(found, bool) and found == value
+
+    @staticmethod
+    def _value(frame, expr: str):
+        """The value of ``name`` or ``name.attr`` in ``frame`` (instance attributes only: no code runs)."""
+        head, _, attr = expr.partition(".")
+        missing = object()
+        obj = frame.f_locals.get(head, missing)
+        if obj is missing:
+            obj = frame.f_globals.get(head, missing)
+        if obj is missing:
+            return None
+        if not attr:
+            return obj
+        try:
+            return object.__getattribute__(obj, "__dict__").get(attr)
+        except (AttributeError, TypeError):
+            return None
+
+    def _origin(self, frame, expr: str, value, depth: int) -> int | None:
+        """The line of the file where ``expr`` (read by ``frame``'s current line) got ``value``."""
+        if depth > 4:
+            return None
+        src = self._source
+        head, _, attr = expr.partition(".")
+        fn = src.functions.get(frame.f_code.co_firstlineno)
+        if attr:
+            return self._attribute_origin(fn, head, attr, value)
+        if fn is None:  # module level
+            return self._last_assignment(src.tree.body, head, frame.f_lineno)
+        line = self._last_assignment(list(Source.own_nodes(fn)), head, frame.f_lineno)
+        if line is not None:
+            return line
+        if head in {a.arg for a in _parameters(fn)}:
+            return self._parameter_origin(frame, fn, head, value, depth)
+        if head in frame.f_globals:
+            return self._last_assignment(src.tree.body, head, 10**9)
+        return None
+
+    @staticmethod
+    def _last_assignment(nodes, name: str, before: int) -> int | None:
+        best = None
+        for node in nodes:
+            for t in Source.targets(node):
+                if isinstance(t, ast.Name) and t.id == name and node.lineno <= before:
+                    if best is None or node.lineno > best:
+                        best = node.lineno
+        return best
+
+    def _parameter_origin(self, frame, fn, name: str, value, depth: int) -> int | None:
+        """A parameter's value: the argument of the file's call that passed it, else its default."""
+        caller = frame.f_back
+        if caller is not None and caller.f_code.co_filename == self.filename:
+            arg = self._argument(caller, fn, name)
+            if arg is not None:
+                text = Source.dotted(arg)
+                if text and self._same(self._value(caller, text), value):
+                    return self._origin(caller, text, value, depth + 1)
+                return caller.f_lineno
+        default = _default(fn, name)
+        if default is not None and Source.literal(default) == value:
+            return default.lineno
+        return None
+
+    def _argument(self, caller, fn, name: str):
+        """The expression the caller's current statement passes as parameter ``name`` of ``fn``."""
+        statement = self._source.statement(caller.f_lineno)
+        if statement is None:
+            return None
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called != fn.name:
+                continue
+            for kw in node.keywords:
+                if kw.arg == name:
+                    return kw.value
+            positional = params[1:] if isinstance(node.func, ast.Attribute) and params[:1] == ["self"] else params
+            if name in positional and positional.index(name) < len(node.args):
+                arg = node.args[positional.index(name)]
+                return None if isinstance(arg, ast.Starred) else arg
+        return None
+
+    def _attribute_origin(self, fn, head: str, attr: str, value) -> int | None:
+        """``self.attr``: the line of the class that sets it; when that line stores a parameter of
+        ``__init__``, the file's construction that passes the value, or the parameter's default."""
+        src = self._source
+        cls = src.classes.get(fn.lineno) if fn is not None else None
+        if cls is None:
+            return None
+        sets = []
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in Source.own_nodes(method):
+                for t in Source.targets(node):
+                    if isinstance(t, ast.Attribute) and Source.dotted(t) == f"{head}.{attr}":
+                        sets.append((method, node))
+        if not sets:
+            return None
+        method, node = max(sets, key=lambda s: (s[0].name == "__init__", s[1].lineno))
+        rhs = getattr(node, "value", None)
+        if isinstance(node, ast.Assign) and isinstance(rhs, ast.Name) and rhs.id in {a.arg for a in _parameters(method)}:
+            param = rhs.id
+            passed = []
+            for call in ast.walk(src.tree):
+                if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == cls.name:
+                    params = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][1:]
+                    arg = next((kw.value for kw in call.keywords if kw.arg == param), None)
+                    if arg is None and param in params and params.index(param) < len(call.args):
+                        arg = call.args[params.index(param)]
+                    if arg is not None and Source.literal(arg) == value:
+                        passed.append(arg.lineno)
+            if len(passed) == 1:
+                return passed[0]
+            default = _default(method, param)
+            if not passed and default is not None and Source.literal(default) == value:
+                return default.lineno
+        return node.lineno
+
+    def mark_outputs(self, outputs) -> dict[str, int]:
+        """The steps that made the named outputs of a run (``{"out": tensor}``), by output name."""
+        found = {}
+        if isinstance(outputs, dict):
+            for key, value in outputs.items():
+                tensors = _tensors(value, [])
+                if tensors and id(tensors[0]) in self.index and self.index[id(tensors[0])] >= 0:
+                    found[str(key)[:80]] = self.index[id(tensors[0])]
+        return found
 
     def note_exception(self, exc: BaseException) -> None:
         tb = exc.__traceback__

@@ -123,3 +123,108 @@ def test_shared_kv_heads_are_a_layout_too():
     assert same_layout_family((3, 4, 4, 7), (3, 2, 7, 4))  # GQA's k^T before repeat: G of H heads
     assert same_layout_family((3, 4, 7, 4), (3, 1, 7, 4))  # MQA: one shared head
     assert not same_layout_family((3, 4, 7, 4), (3, 3, 7, 4))  # 3 does not divide 4
+
+
+# --- the line where it first goes wrong, inside helpers, in numbers, in tables of sizes ------------
+
+
+def _with(tmp_path, attempt: str, old: str, new: str) -> tuple[Path, int]:
+    """A corpus attempt with ``old`` replaced by ``new`` (once), and the line ``new`` is on."""
+    text = (CORPUS / attempt).read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    text = text.replace(old, new)
+    path = tmp_path / Path(attempt).name
+    path.write_text(text, encoding="utf-8")
+    return path, text[: text.index(new)].count("\n") + 1
+
+
+def test_a_wrong_rope_angle_in_mla_is_pointed_at_where_the_angles_are_made(tmp_path):
+    """DeepSeek's rotations are complex tensors: their values are compared like any other, so a
+    wrong frequency shows at the line that makes it, not two helper calls later."""
+    path, line = _with(tmp_path, "mla/ok_deepseek_verbatim_rope.py", "freqs = 1.0 / (theta **", "freqs = 2.0 / (theta **")
+    result = grade(path)
+    assert not result.passed and result.divergence is not None
+    assert result.divergence.line == line and "freqs = 2.0" in result.divergence.code, result.divergence
+
+
+def test_a_wrong_angle_table_in_mla_is_pointed_at_even_without_a_wrong_number(tmp_path):
+    path, line = _with(tmp_path, "mla/ok_deepseek_verbatim_rope.py", "freqs = torch.outer(t, freqs)",
+                       "freqs = torch.outer(t * 2, freqs)")  # (t + 1: RoPE is relative, passes)
+    result = grade(path)
+    assert result.divergence is not None and result.divergence.line == line, result.divergence
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("exp_x = torch.exp(x - x_max)", "exp_x = torch.exp(x + x_max)"),
+    ("return exp_x / torch.sum(exp_x, dim=dim, keepdim=True)", "return exp_x / torch.sum(exp_x, dim=-1, keepdim=True)"),
+])
+def test_a_wrong_softmax_helper_is_pointed_at_inside_the_helper(tmp_path, old, new):
+    """The attention calls the file's own softmax: the line is the helper's, not the call's."""
+    path, line = _with(tmp_path, "sdpa/ok_torch_docs.py", old, new)
+    result = grade(path)
+    assert not result.passed and result.divergence is not None
+    assert result.divergence.line == line, result.divergence
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    ("torch.arange(0, d, 2, device=device)", "torch.arange(1, d, 2, device=device)", "values"),
+    ("torch.outer(m, theta_i)", "torch.outer(m + 1, theta_i)", "values"),
+    ("def rope_cache(seq_len, head_dim, theta=10000.0, device=None):", "def rope_cache(seq_len, head_dim, theta=1000.0, device=None):",
+     "scalar"),
+])
+def test_a_wrong_rope_cache_gets_a_line(tmp_path, old, new, reason):
+    """rope_cache takes sizes, no tensors: every tensor it makes is traced, and a wrong default
+    theta is pointed at where the default is written."""
+    path, line = _with(tmp_path, "rope/ok_interview_notes.py", old, new)
+    result = grade(path)
+    assert not result.passed and result.divergence is not None
+    assert (result.divergence.line, result.divergence.reason) == (line, reason), result.divergence
+
+
+def test_a_wrong_number_set_in_init_is_pointed_at_where_it_is_set(tmp_path):
+    path, line = _with(tmp_path, "mha/ok_helpers_combined_mask.py", "self.scale = self.head_dim ** -0.5",
+                       "self.scale = self.head_dim ** -0.25")
+    result = grade(path)
+    d = result.divergence
+    assert d is not None and (d.line, d.reason, d.name) == (line, "scalar", "self.scale"), d
+    assert d.named != d.ref_named  # the attempt's value and the reference's
+    assert d.named in wording.divergence_text(d) and d.ref_named in wording.divergence_text(d)
+
+
+@pytest.mark.parametrize(("attempt", "line_has", "reason"), [
+    ("norms/norm_eps_convention.py", "eps=1e-5", "scalar"),  # the default as written
+    ("sdpa/scale_value_dim.py", "math.sqrt(value.size(-1))", "scalar"),  # the scale's own line, not where it is used
+    ("mha/masked_fill_discarded.py", "the result is not assigned", "unused"),
+    ("mha_fused/fused_split_order.py", "q, v, k =", "role"),  # followed up to the unpacking
+    ("norms/output_dtype_not_kept.py", "return self.weight * h", "dtype"),
+    ("norms/norm_weight_not_applied.py", "return h.to(x.dtype)", "short"),
+    ("sdpa/softmax_unstable.py", "e = torch.exp(x)", "input"),  # the max subtraction is missing here, in the helper
+    ("sliding_window/causal_ignored.py", "allowed = torch.ones(T, T", "skipped"),
+])
+def test_the_divergence_says_why(attempt, line_has, reason):
+    result = grade(CORPUS / attempt)
+    d = result.divergence
+    assert not result.passed and d is not None
+    assert line_has in d.code and d.reason == reason, d
+
+
+def test_every_reason_reads_in_both_languages():
+    from attnprep.grader.result import Divergence
+
+    for reason in ("made", "role", "layout", "incomplete", "values", "short", "raised", "skipped", "scalar", "dtype",
+                   "input", "unused", "contract"):
+        d = Divergence(12, "x = y", "x", (3, 4), "(B, T)", reason, "y", "(B, T)", "y = z")
+        for lang in texts.LANGUAGES:
+            words = texts.t(f"divergence.{reason}", lang, line=d.line, name=d.name, shape=d.shape, named=d.named,
+                            ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+            assert "12" in words and "{" not in words, (reason, lang)
+
+
+def test_a_layer_the_contract_refuses_is_pointed_at_where_it_is_made(tmp_path):
+    text = (CORPUS / "mla/ok_deepseek_verbatim_rope.py").read_text(encoding="utf-8")
+    old = next(line for line in text.splitlines() if "self.wo = " in line)
+    path, line = _with(tmp_path, "mla/ok_deepseek_verbatim_rope.py", old, old.replace("bias=False", "bias=True"))
+    result = grade(path)
+    assert result.verdict.value == "contract"
+    d = result.divergence
+    assert d is not None and (d.line, d.reason, d.name) == (line, "contract", "self.wo"), d

@@ -366,6 +366,26 @@ class NormModules:
 
         return call
 
+    def trail_reference(self, ci: int, zero_bias=frozenset()):
+        """The references run as the attempt is, for the divergence finder's trail: float32 modules
+        with the seeded weights, converted to the case's dtype and called on its input as it is (the
+        graded reference computes a low precision exactly instead, which no attempt does)."""
+        weights = self.role_weights(ci)
+        modules = {}
+        for name, cls in self.solution().items():
+            module = cls(*self.args(ci)).eval()
+            with torch.no_grad():
+                for role, value in weights[name].items():
+                    getattr(module, role).data = value.clone()
+            modules[name] = module
+
+        def call(case: Case):
+            dtype = LOW_PRECISION.get(case.dtype)
+            return {name: first((copy.deepcopy(m).to(dtype) if dtype is not None else m)(case.inputs["x"].clone()))
+                    for name, m in modules.items()}
+
+        return call
+
     def reference_grads(self, ci: int, zero_bias, case: Case):
         """The references' outputs on ``case`` (float32) with gradients on, and their parameters'
         gradients after the backward of the outputs' sum (what the child does to the attempt)."""

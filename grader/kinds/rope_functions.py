@@ -282,6 +282,12 @@ class RopeFunctions:
 
         return call
 
+    def trail_reference(self, ci: int, zero_bias=frozenset()):
+        """The reference called as the attempt is, for the divergence finder's trail: on the case's
+        own inputs (a bfloat16 ``x`` stays bfloat16; the graded reference computes it exactly)."""
+        functions = self.solution()
+        return lambda case: self.call(functions, case)
+
     def reference_grads(self, ci: int, zero_bias, case: Case):
         """The reference's output on ``case`` with gradients on, and the gradient of x after the
         backward of its sum (what the child does to the attempt)."""
