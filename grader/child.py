@@ -315,11 +315,13 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel) -> dict:
     case = kind.cases(ci)[case_index]
     sources = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
     tracer = Tracer(sources, str(path))
+    outputs = {}
     try:
         with guard.armed(), tracer, torch.no_grad():
-            kind.run(built.attempt, case)
+            outputs = kind.run(built.attempt, case)
     except BaseException as exc:
         tracer.note_exception(exc)
     if guard.opened:
         return {"steps": [], "raised_at": None}
-    return {"steps": [s.to_data() for s in tracer.steps], "raised_at": tracer.raised_at}
+    return {"steps": [s.to_data() for s in tracer.steps], "raised_at": tracer.raised_at,
+            "outputs": tracer.mark_outputs(outputs), "marks": [list(m) for m in tracer.marks]}

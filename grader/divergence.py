@@ -68,6 +68,14 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.isclose(a, b, rtol=RTOL * 10, atol=ATOL * 10, equal_nan=True).all())
 
 
+def _identical(a: Step, b: Step) -> bool:
+    """The same shape and values (a step too big to keep its values: the same shape)."""
+    ta, tb = _tensor(a), _tensor(b)
+    if ta is None or tb is None:
+        return a.shape == b.shape
+    return ta.shape == tb.shape and _close(ta, tb)
+
+
 class Matcher:
     def __init__(self, reference: list[Step]):
         self.ref = [(s, _tensor(s)) for s in reference]
@@ -80,6 +88,10 @@ class Matcher:
         """Reference steps holding the same multiset of values (any layout)."""
         key = t.flatten().nan_to_num(nan=1e30).sort().values
         return [i for i, v in self.sorted.items() if v.numel() == key.numel() and _close(v, key)]
+
+    def equal(self, t: torch.Tensor) -> list[int]:
+        """Reference steps holding ``t`` in its own shape (a no-op such as ``.to`` repeats one)."""
+        return [i for i in self.same_values(t) if tuple(self.ref[i][1].shape) == tuple(t.shape) and _close(self.ref[i][1], t)]
 
     def match(self, t: torch.Tensor) -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
@@ -111,7 +123,16 @@ def _intermediate(reference: list[Step], i: int) -> bool:
     return any(s.line == line and i in s.parents for s in reference[i + 1:])
 
 
-def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:
+_SCALING = {"mul", "div", "truediv", "rmul", "rtruediv", "rdiv", "imul", "itruediv", "idiv", "multiply", "divide"}
+
+
+def _family(func: str) -> str:
+    """An operation's name up to its spelling: ``x * s``, ``x / s`` and ``torch.mul`` all scale."""
+    name = func.strip("_")
+    return "scale" if name in _SCALING else name
+
+
+def _blame(i: int, attempt: list[Step], matched, reference: list[Step], equal=None) -> tuple[int, str] | None:
     """The input of step ``i`` that holds reference values in a layout of its own ("layout") or a
     value the reference only has half-way through one of its lines ("incomplete"): the earliest
     such input made on another line than step ``i``; when those are all on step ``i``'s own line
@@ -123,7 +144,16 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
             return None
         if not m[1]:
             return "layout"
-        return "incomplete" if _intermediate(reference, m[0]) else None
+        # half-way through a line of the reference wherever the reference has that value (a cast
+        # that keeps the values makes it twice, once half-way and once as the line's result)
+        same = (equal(p) if equal is not None else []) or [m[0]]
+        half = [r for r in same if _intermediate(reference, r)]
+        if len(half) < len(same):
+            return None
+        # ... unless step i takes that missing step itself, another way (the scale on a line of its
+        # own, with the wrong number): then step i is where it goes wrong
+        done = {_family(s.func) for r in half for s in reference[r + 1:] if s.line == reference[r].line and r in s.parents}
+        return "incomplete" if half and _family(attempt[i].func) not in done else None
 
     level = list(attempt[i].parents)
     for _ in range(3):
@@ -134,6 +164,166 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
         if not found:
             return None
         level = [q for p, _ in found for q in attempt[p].parents]
+    return None
+
+
+def _inputs(i: int, attempt: list[Step]) -> list[int]:
+    """The steps of other lines that step ``i``'s line feeds it (through up to three steps of its own
+    line: ``k`` in ``q @ k.transpose(-2, -1)``), earliest first."""
+    found, level = set(), list(attempt[i].parents)
+    for _ in range(3):
+        found.update(p for p in level if attempt[p].line != attempt[i].line)
+        level = [q for p in level if attempt[p].line == attempt[i].line for q in attempt[p].parents]
+    return sorted(found)
+
+
+def _ancestors(r: int, reference: list[Step]) -> set[int]:
+    """The reference steps that step ``r`` is computed from, however far back."""
+    seen, todo = set(), list(reference[r].parents)
+    while todo:
+        q = todo.pop()
+        if q not in seen:
+            seen.add(q)
+            todo.extend(reference[q].parents)
+    return seen
+
+
+def _own_name(i: int, attempt: list[Step]) -> str:
+    """The variable step ``i`` is assigned to: ``k_pe`` for the second result of
+    ``kv, k_pe = torch.split(…)``."""
+    names = [n.strip() for n in assigned(attempt[i].code).split(",")]
+    if len(names) < 2:
+        return names[0]
+    step = attempt[i]
+    siblings = [j for j, s in enumerate(attempt) if s.line == step.line and s.func == step.func
+                and s.parents == step.parents and abs(j - i) < len(names)]
+    return names[siblings.index(i)] if len(siblings) == len(names) else ", ".join(names)
+
+
+def _first_of_role(p: int, attempt: list[Step], matched, reference: list[Step]) -> int:
+    """The earliest step up ``p``'s chain that has its name and holds the same reference tensor as
+    it (``k = v_proj(x)…`` before ``k = k.repeat_interleave(…)``)."""
+    name, ref_name = assigned(attempt[p].code), assigned(reference[matched[p][0]].code)
+    while True:
+        up = [q for q in attempt[p].parents if matched[q] is not None and assigned(attempt[q].code) == name
+              and assigned(reference[matched[q][0]].code) == ref_name]
+        if not up:
+            return p
+        p = min(up)
+
+
+def _idle_mask(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:
+    """A step up to three back from ``i`` that gave out the reference's value of its own input, unchanged,
+    while it took a mask the reference never makes (made without the inputs, matching nothing): the
+    mask's first such step ("made"), or the line before it whose mask stops half-way through the
+    reference's line (``tril`` with the wrong diagonal leaving ``ones(T, S)``: "incomplete")."""
+    level, seen = [i], set()
+    for _ in range(3):
+        nxt = []
+        for a in level:
+            for p in attempt[a].parents:
+                if p in seen:
+                    continue
+                seen.add(p)
+                m, step = matched[p], attempt[p]
+                if m is None or step.free:
+                    continue
+                masks = [q for q in step.parents if attempt[q].free and matched[q] is None]
+                same = [q for q in step.parents if not attempt[q].free and matched[q] is not None and matched[q][0] == m[0]]
+                if masks and same:
+                    f = min(masks)
+                    while True:
+                        up = [q for q in attempt[f].parents if attempt[q].free and matched[q] is None]
+                        if not up:
+                            break
+                        f = min(up)
+                    short = [q for q in attempt[f].parents if attempt[q].free and matched[q] is not None
+                             and _intermediate(reference, matched[q][0])]
+                    return (short[0], "incomplete") if short else (f, "made")
+                nxt.append(p)
+        level = nxt
+    return None
+
+
+def _stale(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, int] | None:
+    """(input of step ``i``, the reference's next step on it) when the reference, before it applies
+    ``i``'s operation to that input's value, takes further steps on it that the attempt leaves out:
+    the input is used as it was some lines too early. Steps that keep the values (``.to`` of the
+    same dtype, ``contiguous``) are no steps here."""
+    func = attempt[i].func.strip("_")
+    tensors: dict[int, torch.Tensor | None] = {}
+
+    def tensor(r: int):
+        if r not in tensors:
+            tensors[r] = _tensor(reference[r])
+        return tensors[r]
+
+    kids: dict[int, list[int]] = {}
+    for r, s in enumerate(reference):
+        for q in s.parents:
+            kids.setdefault(q, []).append(r)
+
+    def next_steps(r: int) -> list[int]:
+        """What the reference does with ``r``'s value, looking through steps that keep it."""
+        out, todo, seen = [], list(kids.get(r, [])), set()
+        while todo:
+            k = todo.pop(0)
+            if k in seen:
+                continue
+            seen.add(k)
+            a, b = tensor(r), tensor(k)
+            if a is not None and b is not None and a.shape == b.shape and _close(a, b):
+                todo.extend(kids.get(k, []))
+            else:
+                out.append(k)
+        return out
+
+    def feeds(c: int) -> set[int]:
+        """What reference step ``c`` is computed from, through the steps of its own line."""
+        out, level = set(), list(reference[c].parents)
+        for _ in range(3):
+            out.update(level)
+            level = [q for r in level if reference[r].line == reference[c].line for q in reference[r].parents]
+        return out
+
+    for p in attempt[i].parents:
+        m = matched[p]
+        if m is None or not m[1] or attempt[p].free:
+            continue
+        # the reference's counterparts of step i's other inputs: the later step must take them too
+        others = {matched[q][0] for q in attempt[i].parents if q != p and matched[q] is not None and not attempt[q].free}
+        first = next_steps(m[0])
+        if not first or any(reference[k].func.strip("_") == func for k in first):
+            continue  # the reference does this very operation to that value (or nothing at all)
+        frontier, seen = list(kids.get(m[0], [])), set(kids.get(m[0], []))
+        for _ in range(8):
+            for k in frontier:
+                fed = feeds(k)
+                # the same operation, on the same other inputs, and on a later value of this one
+                if reference[k].func.strip("_") == func and others <= fed and (fed - others) & seen:
+                    return p, min(first)
+            frontier = [c for k in frontier for c in kids.get(k, []) if c not in seen]
+            seen.update(frontier)
+    return None
+
+
+def _output_layout(attempt: list[Step], matched, reference: list[Step]) -> tuple[int, int] | None:
+    """(attempt step, reference step) where a result of the reference (a step nothing of the
+    reference uses) comes out in another layout and never in its own: the earliest step of that
+    other layout on the way to it."""
+    used = {q for s in reference for q in s.parents}
+    sinks = {r for r, s in enumerate(reference) if r not in used and not s.free}
+    own = {m[0] for j, m in enumerate(matched) if m is not None and tuple(attempt[j].shape) == tuple(reference[m[0]].shape)}
+    for j, m in enumerate(matched):
+        if m is None or m[0] not in sinks or m[0] in own or tuple(attempt[j].shape) == tuple(reference[m[0]].shape):
+            continue
+        p = j
+        while True:
+            up = [q for q in attempt[p].parents if matched[q] is not None and not attempt[q].free
+                  and tuple(attempt[q].shape) != tuple(reference[matched[q][0]].shape)]
+            if not up:
+                return p, matched[p][0]
+            p = max(up)
     return None
 
 
@@ -163,8 +353,13 @@ def name_shape(shape, axes: dict[str, int]) -> str:
     return "(" + ", ".join(names) + ")"
 
 
-def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None) -> Found | None:
-    """The first step of ``attempt`` that goes wrong for good (see the module doc), or None."""
+def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
+         outputs: list[tuple[int, int, str]] = ()) -> Found | None:
+    """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
+    ``outputs``: (attempt step, reference step, name) of each graded output both made. An output
+    that differs from the reference's is wrong for good, whatever is made from it later (a cache in
+    the wrong order that the next call's attention happens not to mind); one that holds another
+    value of the reference's is wrong where it is made (the keys returned as the values)."""
     if not attempt or not reference:
         return None
     matcher = Matcher(reference)
@@ -189,9 +384,19 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             todo.extend(children.get(j, []))
         return False
 
+    wrong_outputs = {a: (r, name) for a, r, name in outputs if 0 <= a < len(attempt) and 0 <= r < len(reference)
+                     and not _identical(attempt[a], reference[r]) and (matched[a] is None or matched[a][0] != r)}
     ref_names = {assigned(r.code) for r in reference} - {""}
     for i, step in enumerate(attempt):
-        if step.free or matched[i] is not None or _tensor(step) is None or recovers(i):
+        if i in wrong_outputs and matched[i] is not None and not step.free:
+            r, output = wrong_outputs[i]
+            ref_out = reference[r]
+            if matched[i][0] in _ancestors(r, reference):  # an earlier value of that output: it stops short
+                return Found(step.line, step.code, _own_name(i, attempt), tuple(step.shape),
+                             name_shape(step.shape, axes), "short", output, name_shape(ref_out.shape, axes), ref_out.code)
+            return Found(step.line, step.code, _own_name(i, attempt), tuple(step.shape), name_shape(step.shape, axes),
+                         "output", output, name_shape(ref_out.shape, axes), ref_out.code)
+        if step.free or matched[i] is not None or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
             continue
         t = _tensor(step)
         same = matcher.same_values(t)
@@ -205,7 +410,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         # an input in a layout the reference never uses there ("layout"), or one the reference only
         # has half-way through one of its lines, q @ kᵀ before the scale ("incomplete"). The
         # earliest such ancestor (up to three steps back) made the mistake.
-        blamed = _blame(i, attempt, matched, reference)
+        blamed = _blame(i, attempt, matched, reference, lambda p: matcher.equal(_tensor(attempt[p])))
         if blamed is not None:
             p, reason = blamed
             parent, ref_step = attempt[p], reference[matched[p][0]]
@@ -225,15 +430,44 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                     parent = attempt[p]
                 return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
                              name_shape(parent.shape, axes), "made")
-            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x))
+        for p in _inputs(i, attempt):
+            parent, m = attempt[p], matched[p]
+            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x)),
+            # from the first line of that confusion on (k = v_proj(x) … k = k.repeat_interleave(…))
             name = assigned(parent.code)
             ref_name = assigned(reference[m[0]].code) if m is not None else ""
             if (m is not None and parent.line != step.line and name in ref_names and "," not in ref_name + name
                     and ref_name not in ("", name)):
-                ref_step = reference[m[0]]
+                p = _first_of_role(p, attempt, matched, reference)
+                parent, ref_step = attempt[p], reference[matched[p][0]]
                 return Found(parent.line, parent.code, name, tuple(parent.shape), name_shape(parent.shape, axes),
                              "role", assigned(ref_step.code), name_shape(ref_step.shape, axes))
+        # a mask the reference never makes that a step used to no effect (masked_fill with nothing
+        # to mask: the scores come out as the reference's before masking): the line that made it
+        unused = _idle_mask(i, attempt, matched, reference)
+        if unused is not None:
+            p, reason = unused
+            parent = attempt[p]
+            ref_step = reference[matched[p][0]] if matched[p] is not None else None
+            return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
+                         name_shape(parent.shape, axes), reason, assigned(ref_step.code) if ref_step else "",
+                         name_shape(ref_step.shape, axes) if ref_step else "", ref_step.code if ref_step else "")
+        # an input the reference transforms further (on lines the attempt does not have) before it
+        # does what this step does with it: kv used where the reference uses kv_norm(kv)
+        stale = _stale(i, attempt, matched, reference)
+        if stale is not None:
+            p, r = stale
+            parent, ref_step = attempt[p], reference[r]
+            return Found(parent.line, parent.code, _own_name(p, attempt), tuple(parent.shape),
+                         name_shape(parent.shape, axes), "stale", assigned(ref_step.code),
+                         name_shape(ref_step.shape, axes), ref_step.code)
         return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes), "values")
+    turned = _output_layout(attempt, matched, reference)
+    if turned is not None:  # every value has a counterpart, but a result comes out in another layout
+        p, r = turned
+        step, ref_step = attempt[p], reference[r]
+        return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
+                     "layout", assigned(ref_step.code), name_shape(ref_step.shape, axes))
     if raised_at is None and attempt and matched[-1] is not None and matched[-1][0] != len(reference) - 1:
         # every step has a counterpart, yet the result is wrong: the attempt stops short of the end
         last, ref_last = attempt[-1], reference[-1]
@@ -245,3 +479,18 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         shape = tuple(last.shape) if last is not None else ()
         return Found(raised_at, code, assigned(code), shape, name_shape(shape, axes) if shape else "", "raised")
     return None
+
+
+def locate(found: Found, attempt: list[Step], reference: list[Step]) -> int | None:
+    """The attempt step ``found`` is about: the first step of its line and shape (for wrong values,
+    the first of those that match nothing the reference makes; where it raised, the last step)."""
+    if found.reason == "raised":
+        return len(attempt) - 1 if attempt else None
+    candidates = [j for j, s in enumerate(attempt) if s.line == found.line and tuple(s.shape) == tuple(found.shape)]
+    if found.reason in ("values", "made") and len(candidates) > 1:
+        matcher = Matcher(reference)
+        for j in candidates:
+            t = _tensor(attempt[j])
+            if t is not None and matcher.match(t) is None:
+                return j
+    return candidates[0] if candidates else None

@@ -189,26 +189,99 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
         steps = [Step.from_data(s) for s in outcome.data.get("steps", [])]
         raised_at = outcome.data.get("raised_at")
         raised_at = raised_at if isinstance(raised_at, int) else None
+        marks, made = _trail_extras(outcome.data, len(steps))
     except (TypeError, ValueError):
         return None
+    _by_statement(steps, path)
+    if raised_at is not None:
+        raised_at = _statements(path).get(raised_at, (raised_at, ""))[0]
     case = kind.cases(ci)[ni]
     zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
     tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
-    runner = getattr(kind, "trail_reference", kind.reference)
+    runner = getattr(kind, "trail_reference", kind.reference)(ci, zero_bias)  # built before tracing: no init steps
     with tracer, torch.no_grad():
-        runner(ci, zero_bias)(case)
+        ref_made = tracer.mark_outputs(runner(case))
+    _by_statement(tracer.steps, exercise.solution_path.resolve())
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
-    found = divergence.find(steps, tracer.steps, axes, raised_at)
+    outputs = [(made[name], ref_made[name], name) for name in made if name in ref_made]
+    found = divergence.find(steps, tracer.steps, axes, raised_at, outputs)
     if found is None:
         return None
+    # the part of a script of calls it is in ("step 3 (pos 6..8)"), its shapes named with that
+    # call's sizes where the kind names them per call
+    at = divergence.locate(found, steps, tracer.steps) if marks else None
+    part = next((label for first, label in reversed(marks) if at is not None and first <= at), "")
+    if part and hasattr(kind, "part_axis_names"):
+        part_axes = kind.part_axis_names(ci, case, part)
+        if part_axes and part_axes != axes:
+            found = divergence.find(steps, tracer.steps, part_axes, raised_at, outputs) or found
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 
-        found = replace(found, code=linecache.getline(str(path), found.line).strip())
+        found = replace(found, code=_statements(path).get(found.line, (0, ""))[1]
+                        or linecache.getline(str(path), found.line).strip())
     from attnprep.grader.result import Divergence
 
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
-                      found.ref_named, found.ref_code)
+                      found.ref_named, found.ref_code, part)
+
+
+def _statements(path: Path) -> dict[int, tuple[int, str]]:
+    """Each line of a statement written over several lines -> (its first line, the statement on one
+    line without its comments): a trail step is charged to the statement, as a traceback names it."""
+    import ast
+    import textwrap
+
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    lines = text.splitlines()
+    found = {}
+    for node in ast.walk(tree):
+        end = getattr(node, "end_lineno", None)
+        if not isinstance(node, ast.stmt) or hasattr(node, "body") or end is None or end <= node.lineno:
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # a docstring
+            continue
+        segment = textwrap.dedent("\n".join(lines[node.lineno - 1:end]))
+        try:
+            comments = [t.start for t in tokenize.generate_tokens(io.StringIO(segment).readline) if t.type == tokenize.COMMENT]
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            continue
+        parts = segment.split("\n")
+        for row, col in reversed(comments):
+            parts[row - 1] = parts[row - 1][:col]
+        joined = " ".join(p.strip() for p in parts if p.strip()).replace("( ", "(").replace(" )", ")")
+        joined = joined.replace("[ ", "[").replace(" ]", "]")
+        for n in range(node.lineno, end + 1):
+            found[n] = (node.lineno, joined)
+    return found
+
+
+def _by_statement(steps: list, path: Path) -> None:
+    """Charge each step of a statement written over several lines to its first line (in place)."""
+    statements = _statements(path)
+    for step in steps:
+        if step.line in statements:
+            step.line, step.code = statements[step.line]
+            step.code = step.code[:200]
+
+
+def _trail_extras(data: dict, n: int) -> tuple[list[tuple[int, str]], dict[str, int]]:
+    """The child's marks (where each part of a script starts) and the steps of its named outputs,
+    checked to be plain data about its ``n`` steps (what the attempt's process sends is never
+    trusted); raises ValueError when they are not."""
+    marks = data.get("marks") or []
+    made = data.get("outputs") or {}
+    if not (isinstance(marks, list) and all(isinstance(m, list) and len(m) == 2 and isinstance(m[0], int)
+                                            and 0 <= m[0] <= n and isinstance(m[1], str) for m in marks)):
+        raise ValueError("malformed marks")
+    if not (isinstance(made, dict) and all(isinstance(k, str) and isinstance(v, int) and 0 <= v < n
+                                           for k, v in made.items())):
+        raise ValueError("malformed outputs")
+    return [(m[0], m[1][:80]) for m in marks[:200]], dict(made)
 
 
 def _answerer(kind):

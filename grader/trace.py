@@ -71,6 +71,7 @@ class Tracer(TorchFunctionMode):
         self.index: dict[int, int] = {id(t): -1 for t in sources}  # tensor id -> step (-1: a source)
         self.steps: list[Step] = []
         self.raised_at: int | None = None  # the line of the file where an exception left
+        self.marks: list[tuple[int, str]] = []  # (first step, label) of each part of a run (see mark())
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -115,6 +116,8 @@ class Tracer(TorchFunctionMode):
         for result in results[:1] if not isinstance(out, (list, tuple)) else results:
             if id(result) in self.index and self.index[id(result)] == -1:
                 continue  # an in-place op on a source
+            if not name.endswith("_") and any(result is t for t in inputs):
+                continue  # an op that returned its input unchanged (x.to(x.dtype), contiguous()): no step
             self._step(where, name, result, parents, free)
 
     def _step(self, where, name, result, parents, free: bool) -> None:
@@ -127,6 +130,16 @@ class Tracer(TorchFunctionMode):
         self.index[id(result)] = len(self.steps) - 1
         self.keep.append(result)
 
+    def mark_outputs(self, outputs) -> dict[str, int]:
+        """The steps that made the named outputs of a run (``{"out": tensor}``), by output name."""
+        found = {}
+        if isinstance(outputs, dict):
+            for key, value in outputs.items():
+                tensors = _tensors(value, [])
+                if tensors and id(tensors[0]) in self.index and self.index[id(tensors[0])] >= 0:
+                    found[str(key)[:80]] = self.index[id(tensors[0])]
+        return found
+
     def note_exception(self, exc: BaseException) -> None:
         tb = exc.__traceback__
         line = None
@@ -135,3 +148,11 @@ class Tracer(TorchFunctionMode):
                 line = tb.tb_lineno
             tb = tb.tb_next
         self.raised_at = line
+
+
+def mark(label: str) -> None:
+    """Note in every active :class:`Tracer` that the steps from here on belong to ``label`` (one call
+    of a script of calls: "step 3 (pos 6..8)"); nothing when none is active."""
+    for mode in torch.overrides._get_current_function_mode_stack():
+        if isinstance(mode, Tracer):
+            mode.marks.append((len(mode.steps), str(label)[:80]))
