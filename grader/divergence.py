@@ -245,11 +245,13 @@ def _idle_mask(i: int, attempt: list[Step], matched, reference: list[Step]) -> t
     return None
 
 
-def _stale(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, int] | None:
-    """(input of step ``i``, the reference's next step on it) when the reference, before it applies
-    ``i``'s operation to that input's value, takes further steps on it that the attempt leaves out:
-    the input is used as it was some lines too early. Steps that keep the values (``.to`` of the
-    same dtype, ``contiguous``) are no steps here."""
+def _stale(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, int, bool] | None:
+    """(input of step ``i``, the reference's next step on it, whether that step belongs next to
+    step ``i`` rather than next to the input) when the reference, before it applies ``i``'s
+    operation to that input's value, takes further steps on it that the attempt leaves out: the
+    input is used as it was some lines too early. The missing step sits next to whichever of the
+    two it is nearer in the reference's order (a mask just before the softmax, a norm just after
+    the projection). Steps that keep the values (``.to`` of the same dtype) are no steps here."""
     func = attempt[i].func.strip("_")
     tensors: dict[int, torch.Tensor | None] = {}
 
@@ -296,12 +298,13 @@ def _stale(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
         if not first or any(reference[k].func.strip("_") == func for k in first):
             continue  # the reference does this very operation to that value (or nothing at all)
         frontier, seen = list(kids.get(m[0], [])), set(kids.get(m[0], []))
-        for _ in range(8):
+        for _ in range(16):  # a helper's few lines (a rotation through complex numbers) count as steps
             for k in frontier:
                 fed = feeds(k)
                 # the same operation, on the same other inputs, and on a later value of this one
                 if reference[k].func.strip("_") == func and others <= fed and (fed - others) & seen:
-                    return p, min(first)
+                    missing = min(first)
+                    return p, missing, k - missing < missing - m[0]
             frontier = [c for k in frontier for c in kids.get(k, []) if c not in seen]
             seen.update(frontier)
     return None
@@ -456,8 +459,11 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         # does what this step does with it: kv used where the reference uses kv_norm(kv)
         stale = _stale(i, attempt, matched, reference)
         if stale is not None:
-            p, r = stale
+            p, r, at_use = stale
             parent, ref_step = attempt[p], reference[r]
+            if at_use:  # the step is missing just before this line
+                return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
+                             "stale_use", _own_name(p, attempt), name_shape(parent.shape, axes), ref_step.code)
             return Found(parent.line, parent.code, _own_name(p, attempt), tuple(parent.shape),
                          name_shape(parent.shape, axes), "stale", assigned(ref_step.code),
                          name_shape(ref_step.shape, axes), ref_step.code)

@@ -10,7 +10,7 @@ import io
 import os
 import time
 import tokenize
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnprep import exercises
@@ -125,6 +125,8 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         result = judged.result()
         if _worth_tracing(result):
             result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged))
+        elif result.verdict is Verdict.CONTRACT:
+            result = replace(result, divergence=_layer_line(path, result))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
@@ -153,6 +155,36 @@ def _safe_divergence(path: Path, exercise, kind, reply, timeout: float, judged):
         return None
 
 
+def _layer_line(path: Path, result: Result):
+    """For a contract failure about one layer of the attempt (a bias the contract's layer does not
+    have): the line that builds that layer (``self.wo = nn.Linear(…, bias=True)``), or None."""
+    import ast
+
+    from attnprep.grader.result import Divergence
+
+    check = next((c for c in result.checks if c.id == "contract" and c.passed is False), None)
+    layer = check.message.params.get("layer") if check is not None and check.message.key == "contract.extra_bias" else None
+    if not isinstance(layer, str) or not layer:
+        return None
+    attr = layer.rsplit(".", 1)[-1]
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    lines = sorted({node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(target, ast.Attribute) and target.attr == attr
+                    and isinstance(target.value, ast.Name) and target.value.id == "self"})
+    if len(lines) != 1:  # not built in one place the file says
+        return None
+    code = _statements(path).get(lines[0], (0, ""))[1]
+    if not code:
+        import linecache
+
+        code = linecache.getline(str(path), lines[0]).strip()
+    return Divergence(lines[0], code, layer, (), "", "bias")
+
+
 def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
     """Of the failing (config, case) pairs, the one whose sizes name the most axes apart (so the
     divergence can write ``(B, T, H, D)`` rather than numbers); the first on a tie."""
@@ -173,15 +205,29 @@ def _raised_in(kind, reply) -> tuple[int, int]:
     return ci, next((i for i, c in enumerate(cases) if c.name not in done), 0)
 
 
-def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[int, int]):
-    """Trace the attempt on the case where it first fails, in a second child (failures only), and
-    the reference here; compare."""
+@dataclass
+class Trails:
+    """The attempt's trail on one case (from the child) and the reference's (traced here), each
+    with where the parts of a script of calls start (``marks``: first step, label) and which steps
+    made the named outputs (``made``)."""
+
+    attempt: list
+    raised_at: int | None
+    marks: list[tuple[int, str]]
+    made: dict[str, int]
+    reference: list
+    ref_marks: list[tuple[int, str]]
+    ref_made: dict[str, int]
+
+
+def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float) -> Trails | None:
+    """Trace the attempt on case ``ni`` of config ``ci`` in a child, and the reference here (the
+    way the kind drives the attempt, see ``trail_reference``); None when the child sent no trail."""
     import torch
 
-    from attnprep.grader import child, divergence, sandbox
+    from attnprep.grader import child, sandbox
     from attnprep.grader.trace import Step, Tracer
 
-    ci, ni = where
     outcome = sandbox.run(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
     if not isinstance(outcome.data, dict):
         return None
@@ -196,25 +242,38 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     if raised_at is not None:
         raised_at = _statements(path).get(raised_at, (raised_at, ""))[0]
     case = kind.cases(ci)[ni]
-    zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
     tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
     runner = getattr(kind, "trail_reference", kind.reference)(ci, zero_bias)  # built before tracing: no init steps
     with tracer, torch.no_grad():
         ref_made = tracer.mark_outputs(runner(case))
     _by_statement(tracer.steps, exercise.solution_path.resolve())
+    return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made)
+
+
+def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[int, int]):
+    """Trace the attempt on the case where it first fails, in a second child (failures only), and
+    the reference here; compare."""
+    from attnprep.grader import divergence
+
+    ci, ni = where
+    zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
+    t = trails(path, exercise, kind, ci, ni, zero_bias, timeout)
+    if t is None:
+        return None
+    case = kind.cases(ci)[ni]
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
-    outputs = [(made[name], ref_made[name], name) for name in made if name in ref_made]
-    found = divergence.find(steps, tracer.steps, axes, raised_at, outputs)
+    outputs = [(t.made[name], t.ref_made[name], name) for name in t.made if name in t.ref_made]
+    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs)
     if found is None:
         return None
     # the part of a script of calls it is in ("step 3 (pos 6..8)"), its shapes named with that
     # call's sizes where the kind names them per call
-    at = divergence.locate(found, steps, tracer.steps) if marks else None
-    part = next((label for first, label in reversed(marks) if at is not None and first <= at), "")
+    at = divergence.locate(found, t.attempt, t.reference) if t.marks else None
+    part = next((label for first, label in reversed(t.marks) if at is not None and first <= at), "")
     if part and hasattr(kind, "part_axis_names"):
         part_axes = kind.part_axis_names(ci, case, part)
         if part_axes and part_axes != axes:
-            found = divergence.find(steps, tracer.steps, part_axes, raised_at, outputs) or found
+            found = divergence.find(t.attempt, t.reference, part_axes, t.raised_at, outputs) or found
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 

@@ -181,15 +181,16 @@ class CachedModule(AttentionModule):
 
     def part_axis_names(self, ci: int, case: Case, part: str) -> dict[str, int]:
         """:meth:`axis_names` for one call of the script (its :attr:`Call.part`): ``T`` its new
-        tokens, ``S`` the keys so far (each named only when more than one and no other axis has
-        its size, ``S`` only past the prefill), the batch of its sequence; {} for a part that is no
-        call of the case."""
+        tokens, ``S`` the keys so far (``S`` only past the prefill), ``B`` the batch of its
+        sequence, each named only when more than one and no other axis has its size; {} for a part
+        that is no call of the case."""
         call = next((c for c in case.inputs["calls"] if c.part == part), None)
         if call is None:
             return {}
         new, total = call.end - call.start, call.end
         others = {k: v for k, v in self.axis_names(ci, case).items() if k not in ("B", "T")}
-        axes = {"B": case.inputs[call.seq].shape[0]}
+        B = case.inputs[call.seq].shape[0]
+        axes = {"B": B} if B > 1 else {}  # a size of 1 names nothing: (1, 1, 4) is no (B, T, 4)
         if new > 1 and new not in others.values():  # a chunk of 3 with 3 heads: which is which depends on the layout
             axes["T"] = new
         if total > 1 and total != new and total not in others.values():
@@ -370,6 +371,7 @@ class CachedModule(AttentionModule):
                 x = case.inputs[call.seq][:, call.start:call.end]
                 cache = given.get(call.seq) if call.replay else current.get(call.seq)
                 given[call.seq] = cache
+                trace.mark(call.part)
                 out, returned = _split(own(x.clone(), cache))
                 names = output_names(call, self.specs)
                 outputs[names[0]] = out
