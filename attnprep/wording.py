@@ -90,9 +90,8 @@ def diff_text(diff: OutputDiff) -> str:
 def divergence_text(d) -> str:
     """One line: where the attempt first goes wrong and what the reference has there."""
     reason = "reordered" if d.reason == "layout" and d.named == d.ref_named else d.reason
-    ref_name = d.ref_name or (texts.t("divergence.unnamed_input") if reason == "stale_use" else "")
     text = texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
-                   shape=d.shape, named=d.named, ref_name=ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+                   shape=d.shape, named=d.named, ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
     part = getattr(d, "part", "")
     return texts.t("divergence.part", part=part, text=text) if part else text
 

@@ -89,10 +89,6 @@ class Matcher:
         key = t.flatten().nan_to_num(nan=1e30).sort().values
         return [i for i, v in self.sorted.items() if v.numel() == key.numel() and _close(v, key)]
 
-    def equal(self, t: torch.Tensor) -> list[int]:
-        """Reference steps holding ``t`` in its own shape (a no-op such as ``.to`` repeats one)."""
-        return [i for i in self.same_values(t) if tuple(self.ref[i][1].shape) == tuple(t.shape) and _close(self.ref[i][1], t)]
-
     def match(self, t: torch.Tensor) -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
         A step the reference makes in the same layout wins over a permuted one."""
@@ -123,16 +119,7 @@ def _intermediate(reference: list[Step], i: int) -> bool:
     return any(s.line == line and i in s.parents for s in reference[i + 1:])
 
 
-_SCALING = {"mul", "div", "truediv", "rmul", "rtruediv", "rdiv", "imul", "itruediv", "idiv", "multiply", "divide"}
-
-
-def _family(func: str) -> str:
-    """An operation's name up to its spelling: ``x * s``, ``x / s`` and ``torch.mul`` all scale."""
-    name = func.strip("_")
-    return "scale" if name in _SCALING else name
-
-
-def _blame(i: int, attempt: list[Step], matched, reference: list[Step], equal=None) -> tuple[int, str] | None:
+def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:
     """The input of step ``i`` that holds reference values in a layout of its own ("layout") or a
     value the reference only has half-way through one of its lines ("incomplete"): the earliest
     such input made on another line than step ``i``; when those are all on step ``i``'s own line
@@ -144,16 +131,7 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step], equal=No
             return None
         if not m[1]:
             return "layout"
-        # half-way through a line of the reference wherever the reference has that value (a cast
-        # that keeps the values makes it twice, once half-way and once as the line's result)
-        same = (equal(p) if equal is not None else []) or [m[0]]
-        half = [r for r in same if _intermediate(reference, r)]
-        if len(half) < len(same):
-            return None
-        # ... unless step i takes that missing step itself, another way (the scale on a line of its
-        # own, with the wrong number): then step i is where it goes wrong
-        done = {_family(s.func) for r in half for s in reference[r + 1:] if s.line == reference[r].line and r in s.parents}
-        return "incomplete" if half and _family(attempt[i].func) not in done else None
+        return "incomplete" if _intermediate(reference, m[0]) else None
 
     level = list(attempt[i].parents)
     for _ in range(3):
@@ -167,14 +145,19 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step], equal=No
     return None
 
 
-def _inputs(i: int, attempt: list[Step]) -> list[int]:
-    """The steps of other lines that step ``i``'s line feeds it (through up to three steps of its own
-    line: ``k`` in ``q @ k.transpose(-2, -1)``), earliest first."""
-    found, level = set(), list(attempt[i].parents)
-    for _ in range(3):
-        found.update(p for p in level if attempt[p].line != attempt[i].line)
-        level = [q for p in level if attempt[p].line == attempt[i].line for q in attempt[p].parents]
-    return sorted(found)
+def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs) -> dict[int, tuple[str, int]]:
+    """Attempt step -> (output name, the reference's step for it), for each named output whose
+    values differ from the reference's in every layout a correct attempt may use."""
+    if not outputs:
+        return {}
+    mine, theirs = outputs
+    wrong = {}
+    for name, a in mine.items():
+        r = theirs.get(name)
+        if (r is not None and 0 <= a < len(attempt) and 0 <= r < len(reference) and not _identical(attempt[a], reference[r])
+                and (matched[a] is None or matched[a][0] != r)):
+            wrong[a] = (name, r)
+    return wrong
 
 
 def _ancestors(r: int, reference: list[Step]) -> set[int]:
@@ -186,128 +169,6 @@ def _ancestors(r: int, reference: list[Step]) -> set[int]:
             seen.add(q)
             todo.extend(reference[q].parents)
     return seen
-
-
-def _own_name(i: int, attempt: list[Step]) -> str:
-    """The variable step ``i`` is assigned to: ``k_pe`` for the second result of
-    ``kv, k_pe = torch.split(…)``."""
-    names = [n.strip() for n in assigned(attempt[i].code).split(",")]
-    if len(names) < 2:
-        return names[0]
-    step = attempt[i]
-    siblings = [j for j, s in enumerate(attempt) if s.line == step.line and s.func == step.func
-                and s.parents == step.parents and abs(j - i) < len(names)]
-    return names[siblings.index(i)] if len(siblings) == len(names) else ", ".join(names)
-
-
-def _first_of_role(p: int, attempt: list[Step], matched, reference: list[Step]) -> int:
-    """The earliest step up ``p``'s chain that has its name and holds the same reference tensor as
-    it (``k = v_proj(x)…`` before ``k = k.repeat_interleave(…)``)."""
-    name, ref_name = assigned(attempt[p].code), assigned(reference[matched[p][0]].code)
-    while True:
-        up = [q for q in attempt[p].parents if matched[q] is not None and assigned(attempt[q].code) == name
-              and assigned(reference[matched[q][0]].code) == ref_name]
-        if not up:
-            return p
-        p = min(up)
-
-
-def _idle_mask(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:
-    """A step up to three back from ``i`` that gave out the reference's value of its own input, unchanged,
-    while it took a mask the reference never makes (made without the inputs, matching nothing): the
-    mask's first such step ("made"), or the line before it whose mask stops half-way through the
-    reference's line (``tril`` with the wrong diagonal leaving ``ones(T, S)``: "incomplete")."""
-    level, seen = [i], set()
-    for _ in range(3):
-        nxt = []
-        for a in level:
-            for p in attempt[a].parents:
-                if p in seen:
-                    continue
-                seen.add(p)
-                m, step = matched[p], attempt[p]
-                if m is None or step.free:
-                    continue
-                masks = [q for q in step.parents if attempt[q].free and matched[q] is None]
-                same = [q for q in step.parents if not attempt[q].free and matched[q] is not None and matched[q][0] == m[0]]
-                if masks and same:
-                    f = min(masks)
-                    while True:
-                        up = [q for q in attempt[f].parents if attempt[q].free and matched[q] is None]
-                        if not up:
-                            break
-                        f = min(up)
-                    short = [q for q in attempt[f].parents if attempt[q].free and matched[q] is not None
-                             and _intermediate(reference, matched[q][0])]
-                    return (short[0], "incomplete") if short else (f, "made")
-                nxt.append(p)
-        level = nxt
-    return None
-
-
-def _stale(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, int, bool] | None:
-    """(input of step ``i``, the reference's next step on it, whether that step belongs next to
-    step ``i`` rather than next to the input) when the reference, before it applies ``i``'s
-    operation to that input's value, takes further steps on it that the attempt leaves out: the
-    input is used as it was some lines too early. The missing step sits next to whichever of the
-    two it is nearer in the reference's order (a mask just before the softmax, a norm just after
-    the projection). Steps that keep the values (``.to`` of the same dtype) are no steps here."""
-    func = attempt[i].func.strip("_")
-    tensors: dict[int, torch.Tensor | None] = {}
-
-    def tensor(r: int):
-        if r not in tensors:
-            tensors[r] = _tensor(reference[r])
-        return tensors[r]
-
-    kids: dict[int, list[int]] = {}
-    for r, s in enumerate(reference):
-        for q in s.parents:
-            kids.setdefault(q, []).append(r)
-
-    def next_steps(r: int) -> list[int]:
-        """What the reference does with ``r``'s value, looking through steps that keep it."""
-        out, todo, seen = [], list(kids.get(r, [])), set()
-        while todo:
-            k = todo.pop(0)
-            if k in seen:
-                continue
-            seen.add(k)
-            a, b = tensor(r), tensor(k)
-            if a is not None and b is not None and a.shape == b.shape and _close(a, b):
-                todo.extend(kids.get(k, []))
-            else:
-                out.append(k)
-        return out
-
-    def feeds(c: int) -> set[int]:
-        """What reference step ``c`` is computed from, through the steps of its own line."""
-        out, level = set(), list(reference[c].parents)
-        for _ in range(3):
-            out.update(level)
-            level = [q for r in level if reference[r].line == reference[c].line for q in reference[r].parents]
-        return out
-
-    for p in attempt[i].parents:
-        m = matched[p]
-        if m is None or not m[1] or attempt[p].free:
-            continue
-        # the reference's counterparts of step i's other inputs: the later step must take them too
-        others = {matched[q][0] for q in attempt[i].parents if q != p and matched[q] is not None and not attempt[q].free}
-        first = next_steps(m[0])
-        if not first or any(reference[k].func.strip("_") == func for k in first):
-            continue  # the reference does this very operation to that value (or nothing at all)
-        frontier, seen = list(kids.get(m[0], [])), set(kids.get(m[0], []))
-        for _ in range(16):  # a helper's few lines (a rotation through complex numbers) count as steps
-            for k in frontier:
-                fed = feeds(k)
-                # the same operation, on the same other inputs, and on a later value of this one
-                if reference[k].func.strip("_") == func and others <= fed and (fed - others) & seen:
-                    missing = min(first)
-                    return p, missing, k - missing < missing - m[0]
-            frontier = [c for k in frontier for c in kids.get(k, []) if c not in seen]
-            seen.update(frontier)
-    return None
 
 
 def _output_layout(attempt: list[Step], matched, reference: list[Step]) -> tuple[int, int] | None:
@@ -357,12 +218,9 @@ def name_shape(shape, axes: dict[str, int]) -> str:
 
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
-         outputs: list[tuple[int, int, str]] = ()) -> Found | None:
+         outputs: tuple[dict[str, int], dict[str, int]] | None = None) -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
-    ``outputs``: (attempt step, reference step, name) of each graded output both made. An output
-    that differs from the reference's is wrong for good, whatever is made from it later (a cache in
-    the wrong order that the next call's attention happens not to mind); one that holds another
-    value of the reference's is wrong where it is made (the keys returned as the values)."""
+    ``outputs``: the steps that made each named output, the attempt's and the reference's."""
     if not attempt or not reference:
         return None
     matcher = Matcher(reference)
@@ -387,18 +245,18 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             todo.extend(children.get(j, []))
         return False
 
-    wrong_outputs = {a: (r, name) for a, r, name in outputs if 0 <= a < len(attempt) and 0 <= r < len(reference)
-                     and not _identical(attempt[a], reference[r]) and (matched[a] is None or matched[a][0] != r)}
+    wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     ref_names = {assigned(r.code) for r in reference} - {""}
     for i, step in enumerate(attempt):
         if i in wrong_outputs and matched[i] is not None and not step.free:
-            r, output = wrong_outputs[i]
-            ref_out = reference[r]
-            if matched[i][0] in _ancestors(r, reference):  # an earlier value of that output: it stops short
-                return Found(step.line, step.code, _own_name(i, attempt), tuple(step.shape),
-                             name_shape(step.shape, axes), "short", output, name_shape(ref_out.shape, axes), ref_out.code)
-            return Found(step.line, step.code, _own_name(i, attempt), tuple(step.shape), name_shape(step.shape, axes),
-                         "output", output, name_shape(ref_out.shape, axes), ref_out.code)
+            # an output that holds another value of the reference's (the keys returned as the
+            # values, the latent cached before its norm): wrong where that value is made
+            name, r = wrong_outputs[i]
+            short = matched[i][0] in _ancestors(r, reference)  # an earlier stage of that output
+            return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
+                         "short" if short else "output", name, name_shape(reference[r].shape, axes), reference[r].code)
+        # an output that differs from the reference's is wrong for good, whatever is made from it
+        # later (a cache in the wrong order that the next call's attention happens not to mind)
         if step.free or matched[i] is not None or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
             continue
         t = _tensor(step)
@@ -413,7 +271,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         # an input in a layout the reference never uses there ("layout"), or one the reference only
         # has half-way through one of its lines, q @ kᵀ before the scale ("incomplete"). The
         # earliest such ancestor (up to three steps back) made the mistake.
-        blamed = _blame(i, attempt, matched, reference, lambda p: matcher.equal(_tensor(attempt[p])))
+        blamed = _blame(i, attempt, matched, reference)
         if blamed is not None:
             p, reason = blamed
             parent, ref_step = attempt[p], reference[matched[p][0]]
@@ -433,40 +291,14 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                     parent = attempt[p]
                 return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
                              name_shape(parent.shape, axes), "made")
-        for p in _inputs(i, attempt):
-            parent, m = attempt[p], matched[p]
-            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x)),
-            # from the first line of that confusion on (k = v_proj(x) … k = k.repeat_interleave(…))
+            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x))
             name = assigned(parent.code)
             ref_name = assigned(reference[m[0]].code) if m is not None else ""
             if (m is not None and parent.line != step.line and name in ref_names and "," not in ref_name + name
                     and ref_name not in ("", name)):
-                p = _first_of_role(p, attempt, matched, reference)
-                parent, ref_step = attempt[p], reference[matched[p][0]]
+                ref_step = reference[m[0]]
                 return Found(parent.line, parent.code, name, tuple(parent.shape), name_shape(parent.shape, axes),
                              "role", assigned(ref_step.code), name_shape(ref_step.shape, axes))
-        # a mask the reference never makes that a step used to no effect (masked_fill with nothing
-        # to mask: the scores come out as the reference's before masking): the line that made it
-        unused = _idle_mask(i, attempt, matched, reference)
-        if unused is not None:
-            p, reason = unused
-            parent = attempt[p]
-            ref_step = reference[matched[p][0]] if matched[p] is not None else None
-            return Found(parent.line, parent.code, assigned(parent.code), tuple(parent.shape),
-                         name_shape(parent.shape, axes), reason, assigned(ref_step.code) if ref_step else "",
-                         name_shape(ref_step.shape, axes) if ref_step else "", ref_step.code if ref_step else "")
-        # an input the reference transforms further (on lines the attempt does not have) before it
-        # does what this step does with it: kv used where the reference uses kv_norm(kv)
-        stale = _stale(i, attempt, matched, reference)
-        if stale is not None:
-            p, r, at_use = stale
-            parent, ref_step = attempt[p], reference[r]
-            if at_use:  # the step is missing just before this line
-                return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
-                             "stale_use", _own_name(p, attempt), name_shape(parent.shape, axes), ref_step.code)
-            return Found(parent.line, parent.code, _own_name(p, attempt), tuple(parent.shape),
-                         name_shape(parent.shape, axes), "stale", assigned(ref_step.code),
-                         name_shape(ref_step.shape, axes), ref_step.code)
         return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes), "values")
     turned = _output_layout(attempt, matched, reference)
     if turned is not None:  # every value has a counterpart, but a result comes out in another layout

@@ -262,7 +262,7 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
         return None
     case = kind.cases(ci)[ni]
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
-    outputs = [(t.made[name], t.ref_made[name], name) for name in t.made if name in t.ref_made]
+    outputs = (t.made, t.ref_made)
     found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs)
     if found is None:
         return None
