@@ -315,7 +315,7 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel) -> dict:
     case = kind.cases(ci)[case_index]
     sources = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
     tracer = Tracer(sources, str(path))
-    outputs = {}
+    outputs = None
     try:
         with guard.armed(), tracer, torch.no_grad():
             outputs = kind.run(built.attempt, case)

@@ -125,8 +125,6 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         result = judged.result()
         if _worth_tracing(result):
             result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged))
-        elif result.verdict is Verdict.CONTRACT:
-            result = replace(result, divergence=_layer_line(path, result))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
@@ -153,36 +151,6 @@ def _safe_divergence(path: Path, exercise, kind, reply, timeout: float, judged):
         if os.environ.get("ATTNPREP_DEBUG"):
             raise
         return None
-
-
-def _layer_line(path: Path, result: Result):
-    """For a contract failure about one layer of the attempt (a bias the contract's layer does not
-    have): the line that builds that layer (``self.wo = nn.Linear(…, bias=True)``), or None."""
-    import ast
-
-    from attnprep.grader.result import Divergence
-
-    check = next((c for c in result.checks if c.id == "contract" and c.passed is False), None)
-    layer = check.message.params.get("layer") if check is not None and check.message.key == "contract.extra_bias" else None
-    if not isinstance(layer, str) or not layer:
-        return None
-    attr = layer.rsplit(".", 1)[-1]
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
-        return None
-    lines = sorted({node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
-                    for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                    if isinstance(target, ast.Attribute) and target.attr == attr
-                    and isinstance(target.value, ast.Name) and target.value.id == "self"})
-    if len(lines) != 1:  # not built in one place the file says
-        return None
-    code = _statements(path).get(lines[0], (0, ""))[1]
-    if not code:
-        import linecache
-
-        code = linecache.getline(str(path), lines[0]).strip()
-    return Divergence(lines[0], code, layer, (), "", "bias")
 
 
 def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:

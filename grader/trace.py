@@ -116,8 +116,6 @@ class Tracer(TorchFunctionMode):
         for result in results[:1] if not isinstance(out, (list, tuple)) else results:
             if id(result) in self.index and self.index[id(result)] == -1:
                 continue  # an in-place op on a source
-            if not name.endswith("_") and any(result is t for t in inputs):
-                continue  # an op that returned its input unchanged (x.to(x.dtype), contiguous()): no step
             self._step(where, name, result, parents, free)
 
     def _step(self, where, name, result, parents, free: bool) -> None:
