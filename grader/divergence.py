@@ -147,15 +147,30 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
 
 def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs) -> dict[int, tuple[str, int]]:
     """Attempt step -> (output name, the reference's step for it), for each named output whose
-    values differ from the reference's in every layout a correct attempt may use."""
+    values differ from the reference's in every layout a correct attempt may use and that no
+    wrong tensor made apart from the inputs led to (a rotation by the wrong angles is the angles'
+    mistake, not the output's)."""
     if not outputs:
         return {}
     mine, theirs = outputs
+
+    def wrong_free_above(a: int) -> bool:
+        seen, todo = set(), list(attempt[a].parents)
+        while todo:
+            q = todo.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            if attempt[q].free and matched[q] is None and _tensor(attempt[q]) is not None:
+                return True
+            todo.extend(attempt[q].parents)
+        return False
+
     wrong = {}
     for name, a in mine.items():
         r = theirs.get(name)
         if (r is not None and 0 <= a < len(attempt) and 0 <= r < len(reference) and not _identical(attempt[a], reference[r])
-                and (matched[a] is None or matched[a][0] != r)):
+                and (matched[a] is None or matched[a][0] != r) and not wrong_free_above(a)):
             wrong[a] = (name, r)
     return wrong
 
