@@ -90,8 +90,10 @@ def diff_text(diff: OutputDiff) -> str:
 def divergence_text(d) -> str:
     """One line: where the attempt first goes wrong and what the reference has there."""
     reason = "reordered" if d.reason == "layout" and d.named == d.ref_named else d.reason
-    return texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
+    text = texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
                    shape=d.shape, named=d.named, ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+    part = getattr(d, "part", "")
+    return texts.t("divergence.part", part=part, text=text) if part else text
 
 
 def result_json(result: Result) -> dict:
@@ -108,7 +110,8 @@ def result_json(result: Result) -> dict:
             {"id": d.id, **mistake(result.exercise, d)._asdict()} for d in result.diagnoses
         ],
         "divergence": None if result.divergence is None else {
-            "line": result.divergence.line, "code": result.divergence.code, "detail": divergence_text(result.divergence)},
+            "line": result.divergence.line, "code": result.divergence.code, "detail": divergence_text(result.divergence),
+            "part": result.divergence.part},
         "stdout": result.stdout,
         "mapping": dict(result.mapping),
         "notes": [texts.render(n) for n in result.notes],

@@ -324,4 +324,4 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel) -> dict:
     if guard.opened:
         return {"steps": [], "raised_at": None}
     return {"steps": [s.to_data() for s in tracer.steps], "raised_at": tracer.raised_at,
-            "outputs": tracer.mark_outputs(outputs)}
+            "outputs": tracer.mark_outputs(outputs), "marks": [list(m) for m in tracer.marks]}

@@ -115,6 +115,14 @@ def _close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
+def _identical(a: Step, b: Step) -> bool:
+    """The same shape and values (a step too big to keep its values: the same shape)."""
+    ta, tb = _tensor(a), _tensor(b)
+    if ta is None or tb is None:
+        return a.shape == b.shape
+    return ta.shape == tb.shape and _close(ta, tb)
+
+
 class Matcher:
     def __init__(self, reference: list[Step]):
         self.steps = reference
@@ -196,6 +204,67 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
         if not found:
             return None
         level = [q for p, _ in found for q in attempt[p].parents]
+    return None
+
+
+def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs) -> dict[int, tuple[str, int]]:
+    """Attempt step -> (output name, the reference's step for it), for each named output whose
+    values differ from the reference's in every layout a correct attempt may use and that no
+    wrong tensor made apart from the inputs led to (a rotation by the wrong angles is the angles'
+    mistake, not the output's)."""
+    if not outputs:
+        return {}
+    mine, theirs = outputs
+
+    def wrong_free_above(a: int) -> bool:
+        seen, todo = set(), list(attempt[a].parents)
+        while todo:
+            q = todo.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            if attempt[q].free and matched[q] is None and _tensor(attempt[q]) is not None:
+                return True
+            todo.extend(attempt[q].parents)
+        return False
+
+    wrong = {}
+    for name, a in mine.items():
+        r = theirs.get(name)
+        if (r is not None and 0 <= a < len(attempt) and 0 <= r < len(reference) and not _identical(attempt[a], reference[r])
+                and (matched[a] is None or matched[a][0] != r) and not wrong_free_above(a)):
+            wrong[a] = (name, r)
+    return wrong
+
+
+def _ancestors(r: int, reference: list[Step]) -> set[int]:
+    """The reference steps that step ``r`` is computed from, however far back."""
+    seen, todo = set(), list(reference[r].parents)
+    while todo:
+        q = todo.pop()
+        if q not in seen:
+            seen.add(q)
+            todo.extend(reference[q].parents)
+    return seen
+
+
+def _output_layout(attempt: list[Step], matched, reference: list[Step]) -> tuple[int, int] | None:
+    """(attempt step, reference step) where a result of the reference (a step nothing of the
+    reference uses) comes out in another layout and never in its own: the earliest step of that
+    other layout on the way to it."""
+    used = {q for s in reference for q in s.parents}
+    sinks = {r for r, s in enumerate(reference) if r not in used and not s.free}
+    own = {m[0] for j, m in enumerate(matched) if m is not None and tuple(attempt[j].shape) == tuple(reference[m[0]].shape)}
+    for j, m in enumerate(matched):
+        if m is None or m[0] not in sinks or m[0] in own or tuple(attempt[j].shape) == tuple(reference[m[0]].shape):
+            continue
+        p = j
+        while True:
+            up = [q for q in attempt[p].parents if matched[q] is not None and not attempt[q].free
+                  and tuple(attempt[q].shape) != tuple(reference[matched[q][0]].shape)]
+            if not up:
+                return p, matched[p][0]
+            p = max(up)
     return None
 
 
@@ -665,8 +734,18 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             todo.extend(children.get(j, []))
         return False
 
+    wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     for i, step in enumerate(attempt):
-        if step.free or matched[i] is not None or _tensor(step) is None or recovers(i):
+        if i in wrong_outputs and matched[i] is not None and not step.free:
+            # an output that holds another value of the reference's (the keys returned as the
+            # values, the latent cached before its norm): wrong where that value is made
+            name, r = wrong_outputs[i]
+            short = matched[i][0] in _ancestors(r, reference)  # an earlier stage of that output
+            return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
+                         "short" if short else "output", name, name_shape(reference[r].shape, axes), reference[r].code)
+        # an output that differs from the reference's is wrong for good, whatever is made from it
+        # later (a cache in the wrong order that the next call's attention happens not to mind)
+        if step.free or matched[i] is not None or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
             continue
         if i not in children and i != len(attempt) - 1 and i not in set((outputs or ({}, {}))[0].values()):
             continue  # nothing uses it (the indices torch.max returns beside the values): it cannot be the story
@@ -729,6 +808,12 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         short = trails.short(outputs)
         if short is not None:
             return short
+    turned = _output_layout(attempt, matched, reference)
+    if turned is not None:  # every value has a counterpart, but a result comes out in another layout
+        p, r = turned
+        step, ref_step = attempt[p], reference[r]
+        return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
+                     "layout", assigned(ref_step.code), name_shape(ref_step.shape, axes))
     if raised_at is None and attempt and matched[-1] is not None and matched[-1][0] != len(reference) - 1:
         # every step has a counterpart, yet the result is wrong: the attempt stops short of the end
         last, ref_last = attempt[-1], reference[-1]
@@ -756,3 +841,18 @@ def attribute_line(source: str, attr: str) -> int | None:
              for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
              if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"}
     return lines.pop() if len(lines) == 1 else None
+
+
+def locate(found: Found, attempt: list[Step], reference: list[Step]) -> int | None:
+    """The attempt step ``found`` is about: the first step of its line and shape (for wrong values,
+    the first of those that match nothing the reference makes; where it raised, the last step)."""
+    if found.reason == "raised":
+        return len(attempt) - 1 if attempt else None
+    candidates = [j for j, s in enumerate(attempt) if s.line == found.line and tuple(s.shape) == tuple(found.shape)]
+    if found.reason in ("values", "made") and len(candidates) > 1:
+        matcher = Matcher(reference)
+        for j in candidates:
+            t = _tensor(attempt[j])
+            if t is not None and matcher.match(t) is None:
+                return j
+    return candidates[0] if candidates else None

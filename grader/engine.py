@@ -10,7 +10,7 @@ import io
 import os
 import time
 import tokenize
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnprep import exercises
@@ -205,15 +205,29 @@ def _raised_in(kind, reply) -> tuple[int, int]:
     return ci, next((i for i, c in enumerate(cases) if c.name not in done), 0)
 
 
-def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[int, int]):
-    """Trace the attempt on the case where it first fails, in a second child (failures only), and
-    the reference here; compare."""
+@dataclass
+class Trails:
+    """The attempt's trail on one case (from the child) and the reference's (traced here), each
+    with where the parts of a script of calls start (``marks``: first step, label) and which steps
+    made the named outputs (``made``)."""
+
+    attempt: list
+    raised_at: int | None
+    marks: list[tuple[int, str]]
+    made: dict[str, int]
+    reference: list
+    ref_marks: list[tuple[int, str]]
+    ref_made: dict[str, int]
+
+
+def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float) -> Trails | None:
+    """Trace the attempt on case ``ni`` of config ``ci`` in a child, and the reference here (the
+    way the kind drives the attempt, see ``trail_reference``); None when the child sent no trail."""
     import torch
 
-    from attnprep.grader import child, divergence, sandbox
+    from attnprep.grader import child, sandbox
     from attnprep.grader.trace import Step, Tracer
 
-    ci, ni = where
     outcome = sandbox.run(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
     if not isinstance(outcome.data, dict):
         return None
@@ -221,29 +235,112 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
         steps = [Step.from_data(s) for s in outcome.data.get("steps", [])]
         raised_at = outcome.data.get("raised_at")
         raised_at = raised_at if isinstance(raised_at, int) else None
-        made = outcome.data.get("outputs") or {}
-        made = {k: v for k, v in made.items() if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)}
+        marks, made = _trail_extras(outcome.data, len(steps))
     except (TypeError, ValueError, AttributeError):
         return None
+    _by_statement(steps, path)
+    if raised_at is not None:
+        raised_at = _statements(path).get(raised_at, (raised_at, ""))[0]
     case = kind.cases(ci)[ni]
-    zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
     tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
-    runner = getattr(kind, "trail_reference", kind.reference)
+    runner = getattr(kind, "trail_reference", kind.reference)(ci, zero_bias)  # built before tracing: no init steps
     with tracer, torch.no_grad():
-        wanted = runner(ci, zero_bias)(case)
+        ref_made = tracer.mark_outputs(runner(case))
+    _by_statement(tracer.steps, exercise.solution_path.resolve())
+    return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made)
+
+
+def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[int, int]):
+    """Trace the attempt on the case where it first fails, in a second child (failures only), and
+    the reference here; compare."""
+    from attnprep.grader import divergence
+
+    ci, ni = where
+    zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
+    t = trails(path, exercise, kind, ci, ni, zero_bias, timeout)
+    if t is None:
+        return None
+    case = kind.cases(ci)[ni]
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
-    found = divergence.find(steps, tracer.steps, axes, raised_at, (made, tracer.mark_outputs(wanted)))
+    outputs = (t.made, t.ref_made)
+    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs)
     if found is None:
         return None
+    # the part of a script of calls it is in ("step 3 (pos 6..8)"), its shapes named with that
+    # call's sizes where the kind names them per call
+    at = divergence.locate(found, t.attempt, t.reference) if t.marks else None
+    part = next((label for first, label in reversed(t.marks) if at is not None and first <= at), "")
+    if part and hasattr(kind, "part_axis_names"):
+        part_axes = kind.part_axis_names(ci, case, part)
+        if part_axes and part_axes != axes:
+            found = divergence.find(t.attempt, t.reference, part_axes, t.raised_at, outputs) or found
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 
-        code = linecache.getline(str(path), found.line).strip()
+        code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
     from attnprep.grader.result import Divergence
 
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
-                      found.ref_named, found.ref_code)
+                      found.ref_named, found.ref_code, part)
+
+
+def _statements(path: Path) -> dict[int, tuple[int, str]]:
+    """Each line of a statement written over several lines -> (its first line, the statement on one
+    line without its comments): a trail step is charged to the statement, as a traceback names it."""
+    import ast
+    import textwrap
+
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    lines = text.splitlines()
+    found = {}
+    for node in ast.walk(tree):
+        end = getattr(node, "end_lineno", None)
+        if not isinstance(node, ast.stmt) or hasattr(node, "body") or end is None or end <= node.lineno:
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # a docstring
+            continue
+        segment = textwrap.dedent("\n".join(lines[node.lineno - 1:end]))
+        try:
+            comments = [t.start for t in tokenize.generate_tokens(io.StringIO(segment).readline) if t.type == tokenize.COMMENT]
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            continue
+        parts = segment.split("\n")
+        for row, col in reversed(comments):
+            parts[row - 1] = parts[row - 1][:col]
+        joined = " ".join(p.strip() for p in parts if p.strip()).replace("( ", "(").replace(" )", ")")
+        joined = joined.replace("[ ", "[").replace(" ]", "]")
+        for n in range(node.lineno, end + 1):
+            found[n] = (node.lineno, joined)
+    return found
+
+
+def _by_statement(steps: list, path: Path) -> None:
+    """Charge each step of a statement written over several lines to its first line (in place)."""
+    statements = _statements(path)
+    for step in steps:
+        if step.line in statements:
+            step.line, step.code = statements[step.line]
+            step.code = step.code[:200]
+
+
+def _trail_extras(data: dict, n: int) -> tuple[list[tuple[int, str]], dict[str, int]]:
+    """The child's marks (where each part of a script starts) and the steps of its named outputs,
+    checked to be plain data about its ``n`` steps (what the attempt's process sends is never
+    trusted); raises ValueError when they are not."""
+    marks = data.get("marks") or []
+    made = data.get("outputs") or {}
+    if not (isinstance(marks, list) and all(isinstance(m, list) and len(m) == 2 and isinstance(m[0], int)
+                                            and 0 <= m[0] <= n and isinstance(m[1], str) for m in marks)):
+        raise ValueError("malformed marks")
+    if not (isinstance(made, dict) and all(isinstance(k, str) and isinstance(v, int) and 0 <= v < n
+                                           for k, v in made.items())):
+        raise ValueError("malformed outputs")
+    return [(m[0], m[1][:80]) for m in marks[:200]], dict(made)
 
 
 def _answerer(kind):

@@ -134,6 +134,7 @@ class Divergence:
     ref_name: str = ""  # the reference's counterpart
     ref_named: str = ""
     ref_code: str = ""  # the reference's line, where it helps ("incomplete")
+    part: str = ""  # the call of a script of calls it is in ("step 3 (pos 6..8)"), "" for one call
 
 
 @dataclass(frozen=True)

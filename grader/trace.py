@@ -242,6 +242,7 @@ class Tracer(TorchFunctionMode):
         self.steps: list[Step] = []
         self.raised_at: int | None = None  # the line of the file where an exception left
         self._source: Source | None = None
+        self.marks: list[tuple[int, str]] = []  # (first step, label) of each part of a run (see mark())
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -484,3 +485,11 @@ class Tracer(TorchFunctionMode):
                 line = tb.tb_lineno
             tb = tb.tb_next
         self.raised_at = line
+
+
+def mark(label: str) -> None:
+    """Note in every active :class:`Tracer` that the steps from here on belong to ``label`` (one call
+    of a script of calls: "step 3 (pos 6..8)"); nothing when none is active."""
+    for mode in torch.overrides._get_current_function_mode_stack():
+        if isinstance(mode, Tracer):
+            mode.marks.append((len(mode.steps), str(label)[:80]))

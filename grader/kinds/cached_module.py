@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from attnprep import exercises
-from attnprep.grader import cached_variants
+from attnprep.grader import cached_variants, trace
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.kinds.attention_module import AttentionModule
 from attnprep.grader.kinds.base import Built, ContractError, first, name_mistakes
@@ -71,6 +71,11 @@ class Call:
 
     def positions(self) -> str:
         return f"pos {self.start}" if self.end - self.start == 1 else f"pos {self.start}..{self.end - 1}"
+
+    @property
+    def part(self) -> str:
+        """The call as the divergence finder names the part of the trail it made: "step 3 (pos 6..8)"."""
+        return f"{self.label} ({self.positions()})"
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,24 @@ class CachedModule(AttentionModule):
                 masks[name] = torch.zeros((1,) * len(spec.shape), dtype=torch.bool)
         return masks
 
+    def part_axis_names(self, ci: int, case: Case, part: str) -> dict[str, int]:
+        """:meth:`axis_names` for one call of the script (its :attr:`Call.part`): ``T`` its new
+        tokens, ``S`` the keys so far (``S`` only past the prefill), ``B`` the batch of its
+        sequence, each named only when more than one and no other axis has its size; {} for a part
+        that is no call of the case."""
+        call = next((c for c in case.inputs["calls"] if c.part == part), None)
+        if call is None:
+            return {}
+        new, total = call.end - call.start, call.end
+        others = {k: v for k, v in self.axis_names(ci, case).items() if k not in ("B", "T")}
+        B = case.inputs[call.seq].shape[0]
+        axes = {"B": B} if B > 1 else {}  # a size of 1 names nothing: (1, 1, 4) is no (B, T, 4)
+        if new > 1 and new not in others.values():  # a chunk of 3 with 3 heads: which is which depends on the layout
+            axes["T"] = new
+        if total > 1 and total != new and total not in others.values():
+            axes["S"] = total
+        return {**axes, **others}
+
     def cache_shape(self, ci: int, spec: CacheSpec, B: int, T: int) -> tuple[int, ...]:
         args = {**self.configs[ci], "B": B, "T": T}
         return tuple(exercises.evaluate(e, args) for e in spec.shape)
@@ -241,6 +264,7 @@ class CachedModule(AttentionModule):
             x = case.inputs[call.seq][:, call.start:call.end]
             cache = given.get(call.seq) if call.replay else current.get(call.seq)
             given[call.seq] = cache
+            trace.mark(call.part)  # when the divergence finder traces the script: where each call starts
             recorder = StepRecorder(meta, self.specs, cache, call, x.shape[0]) if meta is not None else None
             state = _state(attempt)
             try:
@@ -329,6 +353,30 @@ class CachedModule(AttentionModule):
                     caches[call.seq] = own(x)[1]
                 for spec, name, entry in zip(self.specs, names[1:], caches[call.seq]):
                     outputs[name] = entry.narrow(spec.token_axis, 0, call.end)
+            return outputs
+
+        return run
+
+    def trail_reference(self, ci: int, zero_bias=frozenset()):
+        """The exercise's own reference driven through the case's script as :meth:`run` drives the
+        attempt (the new tokens of each call, its own cache fed back, a replayed call given the same
+        cache again), so that the divergence finder's two trails line up call by call."""
+        _, own = self._modules(ci, zero_bias)
+
+        def run(case: Case) -> dict[str, Any]:
+            outputs: dict[str, Any] = {}
+            given: dict[str, Any] = {}
+            current: dict[str, Any] = {}
+            for call in case.inputs["calls"]:
+                x = case.inputs[call.seq][:, call.start:call.end]
+                cache = given.get(call.seq) if call.replay else current.get(call.seq)
+                given[call.seq] = cache
+                trace.mark(call.part)
+                out, returned = _split(own(x.clone(), cache))
+                names = output_names(call, self.specs)
+                outputs[names[0]] = out
+                outputs.update(zip(names[1:], _entries(returned, len(self.specs))))
+                current[call.seq] = returned
             return outputs
 
         return run
