@@ -128,7 +128,7 @@ def run_attempt(path: Path, kind, device: str, channel) -> dict:
     guard = Guard()
     reply = Reply()
     builtins: set[str] = set()
-    torch.manual_seed(0)
+    _seed(0, device)
     try:
         with guard.armed():
             namespace = load(path)
@@ -158,6 +158,16 @@ def run_attempt(path: Path, kind, device: str, channel) -> dict:
     return _finish(reply, builtins, guard, kind)
 
 
+def _seed(seed: int, device: str) -> None:
+    """Seed the attempt's global generator. On the CPU that is all ``torch.manual_seed`` does now:
+    it also queues the seed for each lazy accelerator with a formatted stack trace (milliseconds
+    per call in a deep stack)."""
+    if device == "cpu":
+        torch.random.default_generator.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
+
+
 class _Failed:
     def __init__(self, partial: ConfigReply, problem: Problem):
         self.partial, self.problem = partial, problem
@@ -180,7 +190,7 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     for case in cases:
         _move(case, device)
         observer = Observer(*case.seq, forbidden=forbidden)
-        torch.manual_seed(EVAL_SEED if case.check == "eval" else 0)
+        _seed(EVAL_SEED if case.check == "eval" else 0, device)
         # the attempt gets copies; a copy that differs afterwards was changed in place
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
                                                   for k, v in case.inputs.items()})
@@ -201,7 +211,8 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         elif case.picture and ci == 0 and observer.obs.probs is not None:
             config.pictures[case.name] = encode_tensor(observer.obs.probs)
     if "gradients" in kind.probes:
-        config.grads, config.grad_values, config.ops = _grads(kind, attempt, built, cases, guard, path, full=ci == 0)
+        config.grads, config.grad_values, config.ops = _grads(kind, attempt, built, cases, guard, path, device,
+                                                                     full=ci == 0)
     with guard.armed():
         config.extra = kind.child_extra(attempt)
     if device == "cpu" and "device" in kind.probes:
@@ -239,7 +250,7 @@ def _observed_case(cases):
     return next(c for c in cases if c.observe)
 
 
-def _grads(kind, attempt, built, cases, guard, path: Path, full: bool) -> tuple[Probe, dict, list[str]]:
+def _grads(kind, attempt, built, cases, guard, path: Path, device: str, full: bool) -> tuple[Probe, dict, list[str]]:
     """One case with gradients on: which leaves (parameters by their contract role, or the float
     inputs of functions) receive no gradient, and (``full``) the outputs and every gradient, which
     the grading process compares with the reference's. A backward that raises is the attempt's
@@ -247,7 +258,7 @@ def _grads(kind, attempt, built, cases, guard, path: Path, full: bool) -> tuple[
     case, leaves = _grad_leaves(kind, attempt, grads_case(cases), built)
     nodes: list[str] = []
     try:
-        torch.manual_seed(0)
+        _seed(0, device)
         with guard.armed():
             outputs = kind.run(attempt, case)
             nodes = graph_nodes(list(outputs.values()))
@@ -305,7 +316,7 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel) -> dict:
 
     _forget_references()
     guard = Guard()
-    torch.manual_seed(0)
+    _seed(0, "cpu")  # the trace runs the case where it is, on the CPU
     try:
         with guard.armed():
             namespace = load(path)

@@ -85,13 +85,23 @@ class Observer(TorchFunctionMode):
         self.forbidden = forbidden or {}  # an exercise's own built-ins (see forbidden_functions)
         self.obs = Observation()
 
+    def __enter__(self):
+        # the frame that runs the attempt under this mode: no reference solution runs below it, so
+        # the walk up the stack stops there (not at the bottom of however deep a caller's stack is)
+        self.floor = sys._getframe(1)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        self.floor = None
+        return super().__exit__(*exc)
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _BUILTINS:
             self.obs.builtins.add(_BUILTINS[func])
         elif func in self.forbidden:
             self.obs.builtins.add(self.forbidden[func])
-        if _called_from_solutions():
+        if _called_from_solutions(getattr(self, "floor", None)):
             self.obs.builtins.add("attnprep's reference solution")
         out = func(*args, **kwargs)
         try:
@@ -134,9 +144,9 @@ class Observer(TorchFunctionMode):
                 obs.shapes["attn @ v"] = tuple(out.shape)
 
 
-def _called_from_solutions() -> bool:
+def _called_from_solutions(floor=None) -> bool:
     frame = sys._getframe(2)
-    while frame is not None:
+    while frame is not None and frame is not floor:
         if frame.f_code.co_filename.startswith(SOLUTIONS_DIR):
             return True
         frame = frame.f_back

@@ -19,7 +19,17 @@ class WireError(ValueError):
 
 
 def to_data(obj: Any) -> Any:
-    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
+    """Dataclasses as dicts, all the way down; leaves shared, not copied (``dataclasses.asdict``
+    deep-copies every float of every encoded tensor, and the result only goes to ``json.dumps``)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list):
+        return [to_data(o) for o in obj]
+    if isinstance(obj, tuple):
+        return type(obj)(*map(to_data, obj)) if hasattr(obj, "_fields") else tuple(map(to_data, obj))
+    if isinstance(obj, dict):
+        return {to_data(k): to_data(v) for k, v in obj.items()}
+    return obj
 
 
 # --- decoding helpers ----------------------------------------------------------------------------

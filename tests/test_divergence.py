@@ -68,8 +68,8 @@ def test_the_seed_notes_fused_attempt_points_at_its_unbind_line(tmp_path):
     ("gqa/gqa_heads_tiled.py", ".repeat("),
     ("mla/masked_fill_discarded.py", "the result is not assigned"),
 ])
-def test_the_divergence_is_the_line_that_makes_the_mistake(attempt, line_has):
-    result = grade(CORPUS / attempt)
+def test_the_divergence_is_the_line_that_makes_the_mistake(attempt, line_has, graded):
+    result = graded(CORPUS / attempt)
     assert not result.passed and result.divergence is not None
     assert line_has in result.divergence.code, result.divergence
 

@@ -172,8 +172,8 @@ def test_an_attempt_that_raises_later_but_is_right_where_it_ran_is_not_named(tmp
     assert "only square" in texts.render(result.error.message)
 
 
-def test_keys_from_x_is_an_error_with_its_name_and_the_users_line(tmp_path):
-    result = grade(CORPUS / "cross_kv_from_x.py")
+def test_keys_from_x_is_an_error_with_its_name_and_the_users_line(tmp_path, graded):
+    result = graded(CORPUS / "cross_kv_from_x.py")
     assert result.verdict is Verdict.ERROR and [d.id for d in result.diagnoses] == ["cross_kv_from_x"]
     assert "cross_kv_from_x.py" in result.error.traceback and "k_proj(x)" in result.error.traceback
 
@@ -189,8 +189,8 @@ def test_layers_named_otherwise_are_mapped_by_shape_in_every_config(tmp_path):
     assert result.mapping == {"q_proj": "to_q", "k_proj": "to_k", "v_proj": "to_v", "o_proj": "to_out"}
 
 
-def test_context_mask_inverted_is_a_mask_leak_with_the_context_heatmap():
-    result = grade(CORPUS / "padding_mask_inverted.py")
+def test_context_mask_inverted_is_a_mask_leak_with_the_context_heatmap(graded):
+    result = graded(CORPUS / "padding_mask_inverted.py")
     assert result.verdict is Verdict.MASK_LEAK
     heatmap = result.heatmap
     assert heatmap is not None and heatmap.case in ("padded", "left-padded")

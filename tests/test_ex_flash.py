@@ -186,8 +186,8 @@ def test_large_score_case_is_exact_and_breaks_a_max_that_is_not_carried():
 # --- what the grader says ------------------------------------------------------------------------------
 
 
-def test_full_softmax_is_right_but_fails_structure_with_the_measured_figure():
-    result = grade(CORPUS / "flash_full_scores.py")
+def test_full_softmax_is_right_but_fails_structure_with_the_measured_figure(graded):
+    result = graded(CORPUS / "flash_full_scores.py")
     assert result.verdict is Verdict.STRUCTURE
     assert [d.id for d in result.diagnoses] == ["flash_full_scores"]
     assert all(c.passed is not False for c in result.checks if c.id != "structure_memory")
@@ -197,8 +197,8 @@ def test_full_softmax_is_right_but_fails_structure_with_the_measured_figure():
     assert "line 14" in words and "q @ k.transpose" in words
 
 
-def test_block_rows_are_named_as_rows():
-    result = grade(CORPUS / "flash_row_blocks.py")
+def test_block_rows_are_named_as_rows(graded):
+    result = graded(CORPUS / "flash_row_blocks.py")
     assert result.verdict is Verdict.STRUCTURE and [d.id for d in result.diagnoses] == ["flash_row_blocks"]
     (check,) = [c for c in result.checks if c.id == "structure_memory"]
     assert "(64, S) rows" in texts.render(check.message)

@@ -207,14 +207,14 @@ def test_reprojecting_the_prefix_fails_structure_whatever_the_call(style, tmp_pa
     assert f"multiplied {p['rows']} rows" in words and f"allowed {p['allowed']}" in words
 
 
-def test_correct_attempts_pass_the_structure_checks():
-    result = grade(CORPUS / "ok_plain.py")
+def test_correct_attempts_pass_the_structure_checks(graded):
+    result = graded(CORPUS / "ok_plain.py")
     rows = {c.id: c for c in result.checks}
     assert rows["structure_projection_rows"].passed and rows["structure_cache_heads"].passed
 
 
-def test_cache_stored_after_repeat_kv_reports_the_heads():
-    result = grade(CORPUS / "cache_after_repeat_kv.py")
+def test_cache_stored_after_repeat_kv_reports_the_heads(graded):
+    result = graded(CORPUS / "cache_after_repeat_kv.py")
     assert result.verdict is Verdict.STRUCTURE
     check = next(c for c in result.checks if c.id == "structure_cache_heads")
     p = check.message.params
@@ -230,14 +230,14 @@ def test_cache_stored_after_repeat_kv_reports_the_heads():
     ("cache_prepended", "step 2 cache k (pos 0..5)"),  # its output is right, its cache is not
     ("missing_scale", "step 1 out (pos 0..4)"),
 ])
-def test_the_first_diverging_step_is_named_with_its_positions(attempt, output):
-    result = grade(CORPUS / f"{attempt}.py")
+def test_the_first_diverging_step_is_named_with_its_positions(attempt, output, graded):
+    result = graded(CORPUS / f"{attempt}.py")
     assert result.output_diff is not None and result.output_diff.case == MAIN
     assert result.output_diff.output == output
 
 
-def test_wrong_axis_is_named_behind_the_exception():
-    result = grade(CORPUS / "cache_wrong_axis.py")
+def test_wrong_axis_is_named_behind_the_exception(graded):
+    result = graded(CORPUS / "cache_wrong_axis.py")
     assert result.verdict is Verdict.ERROR and not result.internal
     (d,) = result.diagnoses
     assert d.id == "cache_wrong_axis" and d.evidence[0].params["dim"] == 1 and d.evidence[0].params["axis"] == 2

@@ -227,8 +227,8 @@ def test_only_what_comes_from_the_cache_is_watched():
     assert rec.prefix_hit is not None and rec.prefix_hit[0] == [2, 9, H * (nope + v)]
 
 
-def test_decompressing_the_prefix_reports_shape_and_line():
-    result = grade(CORPUS / "mla_decompressed_prefix.py")
+def test_decompressing_the_prefix_reports_shape_and_line(graded):
+    result = graded(CORPUS / "mla_decompressed_prefix.py")
     assert result.verdict is Verdict.STRUCTURE
     check = next(c for c in result.checks if c.id == "structure_prefix_heads")
     p = check.message.params
@@ -243,13 +243,13 @@ def test_decompressing_the_prefix_reports_shape_and_line():
     ("mla_cache_before_norm", "step 1 cache c_kv (pos 0..4)"),
     ("cache_chunk_unmasked", "step 3 out (pos 6..8)"),
 ])
-def test_the_first_diverging_step_is_named(attempt, output):
-    result = grade(CORPUS / f"{attempt}.py")
+def test_the_first_diverging_step_is_named(attempt, output, graded):
+    result = graded(CORPUS / f"{attempt}.py")
     assert result.output_diff.case == MAIN and result.output_diff.output == output
 
 
-def test_a_failing_absorbed_product_is_named():
-    result = grade(CORPUS / "mla_absorb_transpose_raises.py")
+def test_a_failing_absorbed_product_is_named(graded):
+    result = graded(CORPUS / "mla_absorb_transpose_raises.py")
     assert result.verdict is Verdict.ERROR
     (d,) = result.diagnoses
     assert d.id == "mla_absorb_transpose" and d.evidence[0].params["role"] == "wkv_b"

@@ -191,16 +191,16 @@ def test_a_class_without_its_parameters_is_a_contract_failure(tmp_path):
     assert "RMSNorm has no parameter of shape (16,)" in words and "weight" in words
 
 
-def test_the_eps_convention_says_both_values():
-    result = grade(_corpus("norm_eps_convention"))
+def test_the_eps_convention_says_both_values(graded):
+    result = graded(_corpus("norm_eps_convention"))
     (diagnosis,) = result.diagnoses
     assert diagnosis.id == "norm_eps_convention"
     words = " ".join(texts.render(m) for m in diagnosis.evidence)
     assert "1e-5" in words and "1e-6" in words
 
 
-def test_parameters_with_other_names_are_mapped_and_said_so():
-    result = grade(_corpus("ok_unnamed_params_by_order"))
+def test_parameters_with_other_names_are_mapped_and_said_so(graded):
+    result = graded(_corpus("ok_unnamed_params_by_order"))
     assert result.passed
     assert result.mapping == {"RMSNorm.weight": "RMSNorm.p", "LayerNorm.weight": "LayerNorm.p", "LayerNorm.bias": "LayerNorm.q"}
     assert {n.kind for n in result.mapping_notes} == {"by_shape"}

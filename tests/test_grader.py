@@ -42,9 +42,9 @@ def test_corpus_covers_every_exercise_and_mistake():
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_corpus_attempt(path):
+def test_corpus_attempt(path, graded):
     expect, diagnosis = header(path)
-    result = grade(path)
+    result = graded(path)
     assert not result.internal, result.error
     assert result.verdict.value == expect, (result.checks, result.diagnoses, result.error)
     ids = [d.id for d in result.diagnoses]
@@ -63,6 +63,22 @@ def test_corpus_attempt(path):
     if result.divergence is not None:  # the line is the attempt's own, as it reads
         lines = path.read_text(encoding="utf-8").splitlines()
         assert lines[result.divergence.line - 1].strip() == result.divergence.code
+
+
+def test_a_cached_grade_is_a_fresh_grade(graded):
+    """``graded`` (tests/conftest.py) grades a file once per session; what it hands out is what a
+    fresh grade says: a pass, a named mistake with its divergence, and an error, graded again here,
+    equal their cached results in everything but the time taken."""
+    from dataclasses import replace
+
+    for path in (CORPUS / "mha" / "ok_textbook.py", CORPUS / "gqa" / "gqa_heads_tiled.py",
+                 CORPUS / "kv_cache" / "cache_wrong_axis.py"):
+        cached = graded(path)
+        assert graded(path) is cached
+        fresh = grade(path)
+        assert fresh is not cached
+        assert replace(fresh, duration_s=0.0) == replace(cached, duration_s=0.0), path
+    assert graded(CORPUS / "mha" / "missing_scale.py", seed=7) is not graded(CORPUS / "mha" / "missing_scale.py")
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
@@ -138,9 +154,9 @@ def test_every_variant_changes_the_output(exercise_id):
         assert differs, knob
 
 
-def test_seed_changes_weights_but_not_verdicts(tmp_path):
+def test_seed_changes_weights_but_not_verdicts(tmp_path, graded):
     attempt = CORPUS / "mha" / "missing_scale.py"
-    a, b = grade(attempt, seed=0), grade(attempt, seed=7)
+    a, b = graded(attempt, seed=0), graded(attempt, seed=7)
     assert a.verdict == b.verdict == Verdict.WRONG_OUTPUT
     assert a.output_diff != b.output_diff
     assert [d.id for d in a.diagnoses] == [d.id for d in b.diagnoses] == ["missing_scale"]
@@ -152,10 +168,10 @@ def test_seed_changes_weights_but_not_verdicts(tmp_path):
     ("padding_mask_ignored", "padded", True),  # right padding hides it from a causal picture
     ("padding_mask_on_queries", "padded", True),
 ])
-def test_heatmap_shows_the_case_where_the_attempt_goes_wrong(attempt, case, leaking):
+def test_heatmap_shows_the_case_where_the_attempt_goes_wrong(attempt, case, leaking, graded):
     from attnprep.report import leaks
 
-    heatmap = grade(CORPUS / "mha" / f"{attempt}.py").heatmap
+    heatmap = graded(CORPUS / "mha" / f"{attempt}.py").heatmap
     assert heatmap is not None and heatmap.got is not None
     assert heatmap.case == case
     assert heatmap.graded == [True] * 4 + [False] * 3  # sample 2: 4 real tokens of 7
@@ -163,8 +179,8 @@ def test_heatmap_shows_the_case_where_the_attempt_goes_wrong(attempt, case, leak
     assert all(i < 4 for i, _, _ in leaks(heatmap))
 
 
-def test_mapping_by_shape_is_reported():
-    result = grade(CORPUS / "mha" / "ok_einsum_own_names.py")
+def test_mapping_by_shape_is_reported(graded):
+    result = graded(CORPUS / "mha" / "ok_einsum_own_names.py")
     assert result.passed
     assert set(result.mapping) == {"q_proj", "k_proj", "v_proj", "o_proj"}
     assert set(result.mapping.values()) != set(result.mapping)  # the user's names

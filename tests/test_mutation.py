@@ -9,6 +9,7 @@ output-changing) runs on every mutant, it is cheap.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import importlib.util
 import sys
@@ -60,6 +61,13 @@ KNOWN_BLIND_SPOTS: dict[str, set[str]] = {}
 
 
 @functools.cache
+def generated(exercise_id: str) -> tuple:
+    """Every mutant of the exercise as generated (unclassified: ``evaluated`` classifies copies)."""
+    ex = exercises.get(exercise_id)
+    return tuple(mutation.generate(exercise_id, ex.solution_path.read_text(encoding="utf-8")))
+
+
+@functools.cache
 def evaluated(exercise_id: str) -> tuple:
     """Every mutant of the exercise, classified in-process (seed 0, plus seed 1 and a probe config
     for the equivalent ones)."""
@@ -67,7 +75,7 @@ def evaluated(exercise_id: str) -> tuple:
 
     warm_up()
     ex = exercises.get(exercise_id)
-    mutants = mutation.generate(exercise_id, ex.solution_path.read_text(encoding="utf-8"))
+    mutants = copy.deepcopy(list(generated(exercise_id)))
     oracle = mutation.Oracle(ex, seed=0)
     probe = {"seed": mutation.Oracle(ex, seed=mutation.PROBE_SEED), "config": mutation.Oracle(ex, seed=0, probes=True)}
     for m in mutants:
@@ -85,7 +93,7 @@ def graded(m, tmp_path: Path):
 def test_generator_makes_many_distinct_valid_mutants(exercise_id):
     ex = exercises.get(exercise_id)
     source = ex.solution_path.read_text(encoding="utf-8")
-    mutants = mutation.generate(exercise_id, source)
+    mutants = list(generated(exercise_id))
     assert len(mutants) >= OWN.get(exercise_id, {}).get("min", MIN_MUTANTS)
     assert len({m.id for m in mutants}) == len(mutants)
     assert len({m.source for m in mutants}) == len(mutants)  # no duplicates

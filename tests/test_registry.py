@@ -143,8 +143,14 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
     raise AssertionError(f"no SPEC entry for {exercise_id}")
 
 
-# Which catalogue mistakes can happen in which exercise. Mistakes without a rule are not judged.
-# By what the contract offers: heads and projections, a padding mask, a causal mask.
+# Which mistakes can happen in which exercise.
+#
+# An exercise's own mistakes (exercises/<id>/mistakes.toml: "mistakes that only one exercise can
+# make") belong to that exercise: it must list every one of them, and no other exercise may list one
+# unless a rule below says where else it can happen. The shared catalogue (exercises/mistakes.toml)
+# is judged by the rules below, written from what a contract offers (heads and projections, a padding
+# mask, a causal mask …), not copied from the exercises' lists. Shared mistakes without a rule are
+# not judged.
 _MODULE = lambda ex: "num_heads" in _arg_names(ex.contract.constructor)  # noqa: E731
 _CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa: E731
 _WINDOWED = lambda ex: "window" in ex.grading.get("args", [])  # noqa: E731  (its own inverted-mask mistake)
@@ -152,18 +158,17 @@ _PADDING = lambda ex: "attention_mask" in ex.contract.forward or "context_mask" 
 _SDPA = lambda ex: ex.contract.kind == "sdpa_functions"  # noqa: E731  (torch's SDPA: attn_mask, scale, L != S)
 _CACHED = lambda ex: ex.contract.kind == "cached_module"  # noqa: E731
 _PROJECTED = lambda ex: _MODULE(ex) or _CACHED(ex)  # noqa: E731  (d_model, heads merged, an output projection)
-_KV_CACHE = lambda ex: ex.id == "kv_cache"  # noqa: E731
-_MLA_DECODE = lambda ex: ex.id == "mla_decode"  # noqa: E731
-_LATENT = lambda ex: ex.id in ("mla", "mla_decode")  # noqa: E731
+_GROUPED = lambda ex: "num_kv_heads" in _arg_names(ex.contract.constructor)  # noqa: E731  (shared K/V heads, some grouped)
+_FUSED = lambda ex: any(p.name == "qkv_proj" for p in ex.contract.params)  # noqa: E731  (one projection for q, k and v)
+_LATENT = lambda ex: "kv_lora_rank" in _arg_names(ex.contract.constructor)  # noqa: E731  (MLA: a compressed latent)
+_MLA_DECODE = lambda ex: _LATENT(ex) and _CACHED(ex)  # noqa: E731  (the absorbed form over a cache of latents)
 _ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules")  # noqa: E731  (scores, softmax, masks)
-_ROPE = lambda ex: ex.id == "rope"  # noqa: E731
-_NORMS = lambda ex: ex.id == "norms"  # noqa: E731
+_LOW_PRECISION = lambda ex: ex.contract.kind in ("rope_functions", "norm_modules")  # noqa: E731  (graded in bfloat16 / float16)
 _CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex)  # noqa: E731
-# flash has no softmax over whole rows: a softmax dim, a mask after the exp (p is still normalised
-# by the same sum: right) or k @ q^T on tiles do not apply; its causal off-by-ones have their own
-# name (flash_causal_off_by_one), since they interact with the skipped key blocks.
-_ROWS = lambda ex: ex.id != "flash"  # noqa: E731
-_CROSS = lambda ex: ex.id == "cross_attention"  # noqa: E731
+# a blocked (flash) kernel has no softmax over whole rows: a softmax dim, a mask after the exp (p is
+# still normalised by the same sum: right) or k @ q^T on tiles do not apply; its causal off-by-ones
+# have their own name (flash_causal_off_by_one), since they interact with the skipped key blocks.
+_ROWS = lambda ex: ex.contract.kind != "blocked_attention"  # noqa: E731
 
 
 def _k_as_wide_as_v(ex) -> bool:
@@ -173,9 +178,9 @@ def _k_as_wide_as_v(ex) -> bool:
         return False
     if _SDPA(ex):
         return all(c["E"] == c["Ev"] for c in ex.grading["configs"])
-    if ex.id == "mla_decode":  # the absorbed form attends over latents: keys are [c; rope], values c
+    if _MLA_DECODE(ex):  # the absorbed form attends over latents: keys are [c; rope], values c
         return False
-    if ex.id != "mla":
+    if not _LATENT(ex):
         return True
     return all(c["qk_nope_head_dim"] + c["qk_rope_head_dim"] == c["v_head_dim"] for c in ex.grading["configs"])
 
@@ -202,29 +207,10 @@ MISTAKE_APPLIES = {
     "causal_ignored": lambda ex: _ATTENTION(ex) and _CAUSAL(ex),
     "causal_flag_inverted": lambda ex: "is_causal" in ex.contract.forward,
     "causal_mask_inverted": lambda ex: _CAUSAL_FUNCTIONS(ex) and not _WINDOWED(ex),
-    "window_off_by_one": _WINDOWED,
-    "window_not_causal": _WINDOWED,
-    "window_ignored": _WINDOWED,
-    "window_mask_inverted": _WINDOWED,
-    "softmax_unstable": _SDPA,
-    "softmax_dim_ignored": _SDPA,
-    "softmax_global_max": _SDPA,
-    "softmax_max_wrong_dim": _SDPA,
-    "scale_value_dim": _SDPA,
-    "scale_argument_ignored": _SDPA,
-    "scale_after_softmax": _SDPA,
-    "bool_mask_inverted": _SDPA,
-    "bool_mask_added": _SDPA,
-    "bool_mask_ignored": _SDPA,
-    "float_mask_multiplied": _SDPA,
-    "float_mask_as_bool": _SDPA,
-    "float_mask_ignored": _SDPA,
-    "attn_mask_ignored": _SDPA,
-    "causal_bottom_right": _SDPA,
     "output_proj_skipped": _PROJECTED,
     "dropout_in_eval": lambda ex: "dropout" in _arg_names(ex.contract.constructor),
-    "fused_qkv_layout": lambda ex: ex.id == "mha_fused",
-    "gqa_heads_tiled": lambda ex: ex.id in ("gqa", "kv_cache"),
+    "fused_qkv_layout": _FUSED,
+    "gqa_heads_tiled": _GROUPED,
     "mla_scale_sum_sqrt": _LATENT,
     "mla_scale_partial": _LATENT,
     "mla_norm_skipped": _LATENT,
@@ -232,55 +218,35 @@ MISTAKE_APPLIES = {
     "rope_skipped": _LATENT,
     "rope_cos_sin_swapped": _LATENT,
     "rope_rotate_half": _LATENT,
+    "tensor_without_device": lambda ex: _ATTENTION(ex) or ex.contract.kind == "rope_functions",  # rope: arange(T) without device
+    "used_builtin": lambda ex: True,
+    # an exercise's own mistakes that can happen elsewhere too
     "cache_mask_not_offset": _CACHED,
     "cache_chunk_unmasked": _CACHED,
     "cache_prepended": _CACHED,
     "cache_wrong_axis": _CACHED,
     "cache_not_returned": _CACHED,
     "cache_in_module_state": _CACHED,
-    "cache_layout": _KV_CACHE,
-    "cache_kv_swapped": _KV_CACHE,  # MLA's (c_kv, k_pe) differ in width: swapped, they cannot run
-    "cache_after_repeat_kv": _KV_CACHE,
-    "cache_prefix_reprojected": _KV_CACHE,
-    "mla_absorb_rows": _MLA_DECODE,
-    "mla_absorb_transpose": _MLA_DECODE,
-    "mla_rope_position_zero": _MLA_DECODE,
-    "mla_cache_before_norm": _MLA_DECODE,
-    "mla_scale_kv_rank": _MLA_DECODE,
-    "mla_decompressed_prefix": _MLA_DECODE,
-    "tensor_without_device": lambda ex: _ATTENTION(ex) or _ROPE(ex),  # rope: arange(T) without device
-    "cross_kv_from_x": _CROSS,
-    "cross_causal_mask": _CROSS,
-    "cross_scale_d_context": _CROSS,
-    **{m: (lambda ex: ex.id == "flash") for m in (
-        "flash_acc_not_rescaled", "flash_sum_not_rescaled", "flash_normalised_per_block", "flash_max_not_carried",
-        "flash_max_init_zero", "flash_final_division_missing", "flash_causal_off_by_one", "flash_causal_bottom_right", "flash_full_scores",
-        "flash_row_blocks")},
-    "used_builtin": lambda ex: True,
-    "output_dtype_not_kept": lambda ex: _ROPE(ex) or _NORMS(ex),  # graded in bfloat16 / float16
-    "rope_interleaved_pairs": _ROPE,
-    "rope_emb_repeat_interleave": _ROPE,
-    "rotate_half_cos_sin_swapped": _ROPE,
-    "rotate_half_sign_flipped": _ROPE,
-    "rope_exponent_arange_half": _ROPE,
-    "rope_inv_freq_not_inverted": _ROPE,
-    "rope_theta_ignored": _ROPE,
-    "rope_positions_ignored": _ROPE,
-    "norm_unbiased_variance": _NORMS,
-    "layernorm_unbiased_std_eps": _NORMS,
-    "norm_eps_outside_sqrt": _NORMS,
-    "norm_wrong_dim": _NORMS,
-    "norm_weight_not_applied": _NORMS,
-    "layernorm_bias_not_applied": _NORMS,
-    "rmsnorm_subtracts_mean": _NORMS,
-    "layernorm_no_mean": _NORMS,
-    "norm_no_upcast": _NORMS,
-    "norm_eps_convention": _NORMS,
-    "norm_eps_ignored": _NORMS,
-    "norm_eps_missing": _NORMS,
-    "norm_rsqrt_inverted": _NORMS,
-    "rmsnorm_one_plus_weight": _NORMS,
+    "output_dtype_not_kept": _LOW_PRECISION,
 }
+
+
+def _own_mistakes() -> dict[str, str]:
+    """mistake id -> the exercise whose own mistakes.toml defines it."""
+    return {m["id"]: path.parent.name for path in sorted(exercises.HERE.glob("*/mistakes.toml"))
+            for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", [])}
+
+
+OWN_MISTAKES = _own_mistakes()
+
+
+def mistake_applies(mistake_id: str, ex) -> bool | None:
+    """Whether the mistake can happen in the exercise; None when it is not judged."""
+    if mistake_id in MISTAKE_APPLIES:
+        return MISTAKE_APPLIES[mistake_id](ex)
+    if mistake_id in OWN_MISTAKES:
+        return ex.id == OWN_MISTAKES[mistake_id]
+    return None
 
 IDS = sorted(SPEC)  # the exercises written out above; the registry may hold more
 ALL_IDS = list(registry())  # every exercise: the registry-walking checks
@@ -432,8 +398,8 @@ def test_referenced_mistakes_exist_once(exercise_id):
 def test_listed_mistakes_are_exactly_those_that_can_happen(exercise_id):
     ex = registry()[exercise_id]
     listed = {m.id for m in ex.mistakes}
-    judged = {m for m in mistake_catalogue() if m in MISTAKE_APPLIES}
-    expected = {m for m in judged if MISTAKE_APPLIES[m](ex)}
+    judged = {m for m in mistake_catalogue() if mistake_applies(m, ex) is not None}
+    expected = {m for m in judged if mistake_applies(m, ex)}
     assert listed & judged == expected, (
         f"missing: {sorted(expected - listed)}, cannot happen here: {sorted((listed & judged) - expected)}"
     )
