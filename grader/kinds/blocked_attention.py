@@ -143,6 +143,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
         "causal_inverted:strict": lambda c, r: c > r,  # masked_fill(allowed): only later keys kept
         "causal_inverted:strict_skip": lambda c, r: c > r,
     }.get(mistake, lambda c, r: c <= r + shift)
+    local = mistake.startswith("flash_causal_local_mask")  # the tile's own triu(1): local, not global positions
     blocks = []
     for ib, i in enumerate(range(0, L, block)):
         q_blk = q[:, :, i : i + block]
@@ -163,14 +164,15 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
             if is_causal and not unmasked and not (mistake == "flash_causal_off_by_one:block_long" and jb != ib):
                 r = torch.arange(i, i + bq)[:, None]
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
-                blocked_out = ~allowed(c, r)
+                blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
                 s = s.masked_fill(blocked_out, 0.0 if mistake.startswith("mask_fill_zero") else fill)
             if mistake.startswith("flash_max_not_carried"):
                 m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
             else:
                 m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
             p = torch.exp(s - m_new)
-            alpha = torch.exp(m - m_new)
+            # the max updated before the rescale factor is taken: exp(m_new - m_new), 1 (NaN where -inf)
+            alpha = torch.exp((m_new if mistake == "flash_max_updated_before_rescale" else m) - m_new)
             l_new = p.sum(-1, keepdim=True) + (l if mistake == "flash_sum_not_rescaled" else alpha * l)
             pv = p @ (k_blk if mistake == "attn_times_k" else v_blk)
             acc = pv + (acc if mistake == "flash_acc_not_rescaled" else alpha * acc)
@@ -284,6 +286,17 @@ class BlockedAttention:
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         B, H, L, D = case.inputs["q"].shape
         return {"out": (B, H, case.queries.shape[1], D)}
+
+    def axis_names(self, ci: int, case: Case) -> dict[str, int]:
+        """Sizes by name for the divergence finder's shapes, ``(B, H, block, D)`` for a tile. A lone
+        size of 1 stays a number (a ragged last block of one row, keepdim's 1, are no batch axis);
+        several axes of 1 (B = H = 1 on the long cases) keep their names, which cannot tell them
+        apart: the engine traces a case whose sizes tell its axes apart, where there is one."""
+        B, H, L, D = case.inputs["q"].shape
+        block = case.inputs["block_size"] or self._default_block()
+        sizes = {"B": B, "H": H, "L": L, "S": case.inputs["k"].shape[-2], "D": D, "block": block}
+        ones = sum(size == 1 for size in sizes.values())
+        return {name: size for name, size in sizes.items() if size > 1 or ones > 1}
 
     def sent(self, case: Case, out):
         """What is graded of an output: every query row, or a sample of them on a long case (all the
