@@ -541,8 +541,10 @@ class _Trails:
 
             if self.ref[nxt].line == self.ref[m].line and frame(nxt) == frame(m):
                 return self.found(self.maker(p, m), "incomplete", m, self.ref[m].code)
-            if frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m)):
-                # done where the input is used: on that line, or in the helper that uses it
+            if (frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m))) or (
+                    parent.line == step.line and parent.stack == step.stack):
+                # done where the input is used: on that line (or the input is made on the line that uses
+                # it, self.wq_b(self.wq_a(x)) without the norm between), or in the helper that uses it
                 return self.found(i, "input", r, self.ref[nxt].code)
             unused = self.unused(p, {nxt, *between}, nxt)
             if unused is not None:  # the attempt takes the step but drops its result (masked_fill not assigned)
