@@ -277,6 +277,12 @@ class CachedModule(AttentionModule):
                 named = recorder.named_on_error() if recorder is not None else []
                 if not named and self._stateful is not None:  # an earlier call kept state in the module
                     named = [(STATEFUL, "cached_module.evidence_state", self._stateful)]
+                bad = next((r for r in records if r.get("repeated")), None)
+                if not named and bad is not None:  # fed back a cache of the repeated heads, the next call breaks on it
+                    name, got, expected = bad["repeated"]
+                    named = [(REPEATED, "cached_module.cache_heads_bad", {
+                        "step": bad["label"], "case": bad["case"], "name": name, "got": str(tuple(got)),
+                        "heads": got[1], "expected": str(tuple(expected)), "allowed": expected[1]})]
                 name_mistakes(exc, named)
                 raise
             out, returned = _split(result)
