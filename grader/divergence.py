@@ -35,6 +35,7 @@ import torch
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
+FILL = -1e8  # at or below: a masked entry, as -inf
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
@@ -58,11 +59,19 @@ class Found:
 
 
 def _tensor(step: Step) -> torch.Tensor | None:
-    """The step's values in its shape; a complex step as its real view ``(…, 2)``."""
+    """The step's values in its shape; a complex step as its real view ``(…, 2)``. A large negative
+    fill (-1e9, finfo.min) reads as -inf: a mask filled either way is one convention."""
     shape = list(step.shape) + ([2] if step.dtype.startswith("complex") else [])
     if step.values is None or len(step.values) != math.prod(shape):
         return None
-    return torch.tensor(step.values, dtype=torch.float64).reshape(shape)
+    t = torch.tensor(step.values, dtype=torch.float64).reshape(shape)
+    return t.masked_fill(t <= FILL, -math.inf)
+
+
+def _constant(t: torch.Tensor | None) -> bool:
+    """A tensor of one repeated value (all -inf, all zeros): matching one is no sign of being back on
+    track, any wrong input gives it (exp(m - m_new) of a running max started at -inf is 0)."""
+    return t is not None and t.numel() > 1 and bool((t.flatten() == t.flatten()[0]).all())
 
 
 def func_name(name: str) -> str:
@@ -710,13 +719,25 @@ class _Trails:
 
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
-         outputs: tuple[dict[str, int], dict[str, int]] | None = None) -> Found | None:
+         outputs: tuple[dict[str, int], dict[str, int]] | None = None, source: str = "",
+         ref_source: str = "") -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
-    ``outputs``: the steps that made each named output, the attempt's and the reference's."""
+    ``outputs``: the steps that made each named output, the attempt's and the reference's.
+    ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
+    where the values alone say no more than "wrong values here"."""
     if not attempt or not reference:
         return None
     trails = _Trails(attempt, reference, axes)
     matcher, matched = trails.matcher, trails.matched
+    why = None
+
+    def explainer():
+        nonlocal why
+        if why is None:
+            from attnprep.grader.explain import Explainer
+
+            why = Explainer(attempt, reference, matcher, matched, axes, source, ref_source)
+        return why
     children: dict[int, list[int]] = {}
     for i, step in enumerate(attempt):
         for p in step.parents:
@@ -729,11 +750,12 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             if j in seen:
                 continue
             seen.add(j)
-            if matched[j] is not None:
+            if matched[j] is not None and not constant[j]:  # a constant is no sign of being back on track
                 return True
             todo.extend(children.get(j, []))
         return False
 
+    constant = [_constant(_tensor(s)) for s in attempt]
     wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     for i, step in enumerate(attempt):
         if i in wrong_outputs and matched[i] is not None and not step.free:
@@ -785,6 +807,10 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             role = trails.swapped_above(p)
             if role is not None:  # the layout comes from inputs in swapped roles (k, q, v = … for q, k, v)
                 return role
+            if reason == "incomplete" and source:  # a number that undid the line's step, or a later factor
+                instead = explainer().instead_of_incomplete(i, p)
+                if instead is not None:
+                    return instead
             parent, ref_step = attempt[p], reference[matched[p][0]]
             return Found(parent.line, parent.code, trails.name_of(attempt, p), tuple(parent.shape),
                          name_shape(parent.shape, axes), reason, trails.name_of(reference, matched[p][0]),
@@ -803,6 +829,12 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                 role = trails.swapped_above(p)
                 if role is not None and role.line != step.line:
                     return role
+        if source:  # the values say no more: a cause the two files show (a number, a guard, a start value)
+            explained = explainer().explain(i)
+            if explained is not None:
+                return explained
+            if not explainer().claims(i):
+                return None
         return Found(step.line, step.code, trails.name_of(attempt, i), tuple(step.shape), name_shape(step.shape, axes), "values")
     if raised_at is None and outputs is not None:
         short = trails.short(outputs)

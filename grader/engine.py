@@ -263,7 +263,9 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     case = kind.cases(ci)[ni]
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
     outputs = (t.made, t.ref_made)
-    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs)
+    files = dict(source=path.read_text(encoding="utf-8", errors="replace"),
+                 ref_source=exercise.solution_path.read_text(encoding="utf-8"))
+    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs, **files)
     if found is None:
         return None
     # the part of a script of calls it is in ("step 3 (pos 6..8)"), its shapes named with that
@@ -273,7 +275,7 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     if part and hasattr(kind, "part_axis_names"):
         part_axes = kind.part_axis_names(ci, case, part)
         if part_axes and part_axes != axes:
-            found = divergence.find(t.attempt, t.reference, part_axes, t.raised_at, outputs) or found
+            found = divergence.find(t.attempt, t.reference, part_axes, t.raised_at, outputs, **files) or found
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 
