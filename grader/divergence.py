@@ -185,9 +185,15 @@ class Matcher:
 
 
 def _intermediate(reference: list[Step], i: int) -> bool:
-    """Whether reference step ``i`` is consumed by a later step of the same line of the reference."""
+    """Whether reference step ``i`` is consumed by a later step of the same run of its line (not
+    by the same line on a loop's next pass)."""
     line = reference[i].line
-    return any(s.line == line and i in s.parents for s in reference[i + 1:])
+    for s in reference[i + 1:]:
+        if s.line != line:
+            return False
+        if i in s.parents:
+            return True
+    return False
 
 
 def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:

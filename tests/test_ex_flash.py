@@ -297,7 +297,7 @@ def test_the_scale_variable_is_blamed_where_it_is_computed(tmp_path):
     path = tmp_path / "flash.py"
     path.write_text(source, encoding="utf-8")
     d = grade(path).divergence
-    assert d is not None and d.line == _line_of(path, "scale = 1 / D") and d.reason == "number"
+    assert d is not None and d.line == _line_of(path, "scale = 1 / D") and d.reason == "scalar"  # main's key for a wrong number
     assert d.name == "scale" and float(d.named) == pytest.approx(float(d.ref_named) ** 2, rel=1e-4)  # 1/D, 1/sqrt(D)
 
 
