@@ -786,6 +786,12 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             explained = trails.explain(i, counterpart)
             # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
             if explained is not None and (not same or explained.reason == "scalar"):
+                if explained.reason == "incomplete" and source:
+                    # the line's step made up for later by a wrong factor (the scores scaled, not q)
+                    end = explainer().run_end(i)
+                    factor = explainer().scaled(end) if end != i else None
+                    if factor is not None:
+                        return factor
                 return explained
         # inputs that are what the reference feeds its counterpart: their role is right, whatever their name
         # (only when the counterpart takes in every input as it is: with roles swapped, the step lined
@@ -836,7 +842,9 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                 if role is not None and role.line != step.line:
                     return role
         if source:  # the values say no more: a cause the two files show (a number, a guard, a start value)
-            explained = explainer().explain(i)
+            # (not dvf's *missing*: a step short of the reference's is what main's lined-up rules say)
+            why_ = explainer()
+            explained = why_.culprit(i) or why_.scaled(why_.run_end(i)) or why_.skipped(i)
             if explained is not None:
                 return explained
             if not explainer().claims(i):

@@ -400,7 +400,7 @@ class Explainer:
                 # the step ran and changed nothing (a mask that masks nothing here)
                 return self._found(parent.line, parent.code, name, parent.shape, shape, "noop", nexts[0])
             dropped = [j for j in self.children.get(p, []) if j < i and op_name(attempt[j].func) == want
-                       and j not in self.children]
+                       and j not in self.children and attempt[j].dtype.startswith(("float", "bfloat", "complex"))]
             if dropped:
                 j = dropped[0]
                 return self._found(attempt[j].line, attempt[j].code, name, parent.shape, shape, "discarded", nexts[0])

@@ -255,9 +255,9 @@ def _line_of(path: Path, text: str) -> int:
     ("flash_max_init_zero.py", "m = torch.zeros", "start"),
     # 1 / D for 1 / sqrt(D), applied to the scores: the scores' line and the factor
     ("scale_by_dim.py", "s = qi @ kj.transpose(-2, -1) * scale", "scaled"),
-    # the accumulator not rescaled: its own update
-    ("flash_acc_not_rescaled.py", "acc = acc + p @ vj", "values"),
-    ("flash_sum_not_rescaled.py", "l = l + p.sum(", "values"),
+    # the accumulator not rescaled: its own update, holding what the reference has half-way through its line
+    ("flash_acc_not_rescaled.py", "acc = acc + p @ vj", "incomplete"),
+    ("flash_sum_not_rescaled.py", "l = l + p.sum(", "incomplete"),
 ])
 def test_the_divergence_is_the_line_of_the_flash_mistake(attempt, line_has, reason):
     result = grade(CORPUS / attempt)
@@ -298,7 +298,7 @@ def test_the_scale_variable_is_blamed_where_it_is_computed(tmp_path):
     path.write_text(source, encoding="utf-8")
     d = grade(path).divergence
     assert d is not None and d.line == _line_of(path, "scale = 1 / D") and d.reason == "scalar"  # main's key for a wrong number
-    assert d.name == "scale" and float(d.named) == pytest.approx(float(d.ref_named) ** 2, rel=1e-4)  # 1/D, 1/sqrt(D)
+    assert d.name == "scale" and float(d.named) == pytest.approx(float(d.ref_named) ** 2, rel=1e-3)  # 1/D, 1/sqrt(D) (4 digits)
 
 
 def test_row_tiles_in_another_layout_claim_no_line(tmp_path):
