@@ -744,6 +744,15 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
 
             why = Explainer(attempt, reference, matcher, matched, axes, source, ref_source)
         return why
+
+    def cause(j: int) -> Found | None:
+        """What :mod:`.explain` finds behind wrong step ``j``: not its *missing* nor its wrong
+        numbers, which the lined-up rules here say their own way ("incomplete", "scalar")."""
+        w = explainer()
+        found = w.culprit(j)
+        if found is not None and found.reason in ("number", "number_literal"):
+            found = None
+        return found or w.scaled(w.run_end(j)) or w.skipped(j)
     children: dict[int, list[int]] = {}
     for i, step in enumerate(attempt):
         for p in step.parents:
@@ -786,6 +795,11 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             explained = trails.explain(i, counterpart)
             # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
             if explained is not None and (not same or explained.reason == "scalar"):
+                if explained.reason == "values" and source:  # bare wrong values: a cause on another line?
+                    at = locate(explained, attempt, reference)
+                    better = cause(at) if at is not None else None
+                    if better is not None:
+                        return better
                 if explained.reason == "incomplete" and source:
                     # the line's step made up for later by a wrong factor (the scores scaled, not q)
                     end = explainer().run_end(i)
@@ -842,9 +856,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                 if role is not None and role.line != step.line:
                     return role
         if source:  # the values say no more: a cause the two files show (a number, a guard, a start value)
-            # (not dvf's *missing*: a step short of the reference's is what main's lined-up rules say)
-            why_ = explainer()
-            explained = why_.culprit(i) or why_.scaled(why_.run_end(i)) or why_.skipped(i)
+            explained = cause(i)
             if explained is not None:
                 return explained
             if not explainer().claims(i):
