@@ -752,7 +752,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         found = w.culprit(j)
         if found is not None and found.reason in ("number", "number_literal"):
             found = None
-        return found or w.scaled(w.run_end(j)) or w.skipped(j)
+        end = w.run_end(j)  # (a factor only where the line scales by a number: `* scale`)
+        return found or (w.scaled(end) if _scaling(attempt[end]) is not None else None) or w.skipped(j)
     children: dict[int, list[int]] = {}
     for i, step in enumerate(attempt):
         for p in step.parents:
