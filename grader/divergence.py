@@ -802,6 +802,10 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                     if better is not None:
                         return better
                 if explained.reason == "incomplete" and source:
+                    # a step of the reference's left out by an `if` or a loop bound that cut it short
+                    guarded = explainer().skipped(i)
+                    if guarded is not None and guarded.reason == "guarded":
+                        return guarded
                     # the line's step made up for later by a wrong factor (the scores scaled, not q)
                     end = explainer().run_end(i)
                     factor = explainer().scaled(end) if end != i else None
