@@ -52,7 +52,8 @@ class Found:
     name: str  # the variable the line assigns ("q"), or "" when it assigns none
     shape: tuple[int, ...]
     named: str  # the shape in axis names, "(B, T, H, D)"
-    reason: str  # "layout", "values", "raised", "incomplete", "skipped", "scalar", "made", "role", "short"
+    reason: str  # "layout", "values", "raised", "incomplete", "skipped", "scalar", "made", "role", "short", or
+    # a cause grader/explain.py finds ("guarded", "twice", "start", …), "raised_first": a key of [divergence]
     ref_name: str = ""  # the reference's counterpart, when one is known
     ref_named: str = ""
     ref_code: str = ""
@@ -731,6 +732,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     ``outputs``: the steps that made each named output, the attempt's and the reference's.
     ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
     where the values alone say no more than "wrong values here"."""
+    if not attempt and raised_at is not None and reference:  # it raised before computing anything from the inputs
+        return Found(raised_at, "", "", (), "", "raised_first")
     if not attempt or not reference:
         return None
     trails = _Trails(attempt, reference, axes)

@@ -307,3 +307,11 @@ def test_row_tiles_in_another_layout_claim_no_line(tmp_path):
     path = _variant(tmp_path, "ok_row_tiles_einsum.py", "return out / running_sum", "return out")
     result = grade(path)
     assert [d.id for d in result.diagnoses] == ["flash_final_division_missing"] and result.divergence is None
+
+
+def test_a_line_that_raises_before_any_step_is_named(tmp_path):
+    """Nothing computed from the inputs before the line raised: that line, said as such."""
+    path = _variant(tmp_path, "flash_final_division_missing.py", "    out = []\n", "    out = []\n    B = q.shape[9]\n")
+    d = grade(path).divergence
+    assert d is not None and d.reason == "raised_first" and d.line == _line_of(path, "B = q.shape[9]"), d
+    assert f"line {d.line} raised before any tensor" in wording.divergence_text(d)
