@@ -14,8 +14,11 @@ writes. :class:`Explainer` then looks for a cause on another line than the wrong
   size);
 - *guarded*: a step the reference takes next is written in the file but did not run here: the
   ``if`` or the loop (or its ``break``) that left it out; *discarded*: it ran and its result was
-  dropped; *noop*: it ran and changed nothing (a mask that masks nothing there); *missing*: the
-  file never takes it (``acc`` concatenated without ``/ l``).
+  dropped; *noop*: it ran and changed nothing (a mask that masks nothing there).
+
+:func:`.divergence.find` asks it where its own lined-up rules end in bare wrong values (and for a
+factor or a guard behind an "incomplete"); a step the file never takes, and a wrong number, are
+said by those rules ("input", "unused", "scalar").
 
 Nothing here names an exercise; the reasons are texts of ``[divergence]``.
 """
@@ -201,10 +204,6 @@ class Explainer:
         self.comparable = 4 * sum(shared) >= len(shared)  # the attempt mostly computes in the reference's shapes
 
     # --- entry points ---------------------------------------------------------------------------
-
-    def explain(self, i: int) -> Found | None:
-        """A cause of wrong step ``i`` on the line that makes it or another, or None."""
-        return self.culprit(i) or self.scaled(self.run_end(i)) or self.skipped(i) or self.missing(i)
 
     def instead_of_incomplete(self, i: int, p: int) -> Found | None:
         """Step ``i`` is computed from ``p``, which holds what the reference has half-way through
@@ -427,28 +426,4 @@ class Explainer:
                     guard = loop[0]
             if guard is not None:
                 return self._found(guard, src.code(guard), name, parent.shape, shape, "guarded", nexts[0])
-        return None
-
-    def missing(self, i: int) -> Found | None:
-        """Step ``i`` does what a reference step does, but one of its inputs is what the reference
-        has one step earlier: the step in between (``acc / l`` before the concatenation, the mask
-        before the max) is not in the attempt."""
-        step = self.attempt[i]
-        for ref in self.reference:
-            if op_name(ref.func) != op_name(step.func) or len(ref.parents) != len(step.parents):
-                continue
-            short = None
-            for p in step.parents:
-                if any(self.holds(p, q) for q in ref.parents):
-                    continue
-                before = [q for q in ref.parents if any(self.holds(p, x) for x in self.reference[q].parents)]
-                if not before or self.attempt[p].line == step.line:
-                    break
-                short = short or (p, before[0])
-            else:
-                if short is not None:
-                    p, q = short
-                    parent = self.attempt[p]
-                    return self._found(step.line, step.code, assigned(parent.code), parent.shape,
-                                       name_shape(parent.shape, self.axes), "missing", self.reference[q])
         return None
