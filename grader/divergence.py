@@ -35,6 +35,7 @@ import torch
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
+FILL = -1e8  # at or below: a masked entry, as -inf
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
@@ -51,18 +52,27 @@ class Found:
     name: str  # the variable the line assigns ("q"), or "" when it assigns none
     shape: tuple[int, ...]
     named: str  # the shape in axis names, "(B, T, H, D)"
-    reason: str  # "layout", "values", "raised", "incomplete", "skipped", "scalar", "made", "role", "short"
+    reason: str  # "layout", "values", "raised", "incomplete", "skipped", "scalar", "made", "role", "short", or
+    # a cause grader/explain.py finds ("guarded", "twice", "start", …), "raised_first": a key of [divergence]
     ref_name: str = ""  # the reference's counterpart, when one is known
     ref_named: str = ""
     ref_code: str = ""
 
 
 def _tensor(step: Step) -> torch.Tensor | None:
-    """The step's values in its shape; a complex step as its real view ``(…, 2)``."""
+    """The step's values in its shape; a complex step as its real view ``(…, 2)``. A large negative
+    fill (-1e9, finfo.min) reads as -inf: a mask filled either way is one convention."""
     shape = list(step.shape) + ([2] if step.dtype.startswith("complex") else [])
     if step.values is None or len(step.values) != math.prod(shape):
         return None
-    return torch.tensor(step.values, dtype=torch.float64).reshape(shape)
+    t = torch.tensor(step.values, dtype=torch.float64).reshape(shape)
+    return t.masked_fill(t <= FILL, -math.inf)
+
+
+def _constant(t: torch.Tensor | None) -> bool:
+    """A tensor of one repeated value (all -inf, all zeros): matching one is no sign of being back on
+    track, any wrong input gives it (exp(m - m_new) of a running max started at -inf is 0)."""
+    return t is not None and t.numel() > 1 and bool((t.flatten() == t.flatten()[0]).all())
 
 
 def func_name(name: str) -> str:
@@ -176,9 +186,15 @@ class Matcher:
 
 
 def _intermediate(reference: list[Step], i: int) -> bool:
-    """Whether reference step ``i`` is consumed by a later step of the same line of the reference."""
+    """Whether reference step ``i`` is consumed by a later step of the same run of its line (not
+    by the same line on a loop's next pass)."""
     line = reference[i].line
-    return any(s.line == line and i in s.parents for s in reference[i + 1:])
+    for s in reference[i + 1:]:
+        if s.line != line:
+            return False
+        if i in s.parents:
+            return True
+    return False
 
 
 def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple[int, str] | None:
@@ -712,13 +728,37 @@ class _Trails:
 
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
-         outputs: tuple[dict[str, int], dict[str, int]] | None = None) -> Found | None:
+         outputs: tuple[dict[str, int], dict[str, int]] | None = None, source: str = "",
+         ref_source: str = "") -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
-    ``outputs``: the steps that made each named output, the attempt's and the reference's."""
+    ``outputs``: the steps that made each named output, the attempt's and the reference's.
+    ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
+    where the values alone say no more than "wrong values here"."""
+    if not attempt and raised_at is not None and reference:  # it raised before computing anything from the inputs
+        return Found(raised_at, "", "", (), "", "raised_first")
     if not attempt or not reference:
         return None
     trails = _Trails(attempt, reference, axes)
     matcher, matched = trails.matcher, trails.matched
+    why = None
+
+    def explainer():
+        nonlocal why
+        if why is None:
+            from attnprep.grader.explain import Explainer
+
+            why = Explainer(attempt, reference, matcher, matched, axes, source, ref_source)
+        return why
+
+    def cause(j: int) -> Found | None:
+        """What :mod:`.explain` finds behind wrong step ``j``: not its *missing* nor its wrong
+        numbers, which the lined-up rules here say their own way ("incomplete", "scalar")."""
+        w = explainer()
+        found = w.culprit(j)
+        if found is not None and found.reason in ("number", "number_literal"):
+            found = None
+        end = w.run_end(j)  # (a factor only where the line scales by a number: `* scale`)
+        return found or (w.scaled(end) if _scaling(attempt[end]) is not None else None) or w.skipped(j)
     children: dict[int, list[int]] = {}
     for i, step in enumerate(attempt):
         for p in step.parents:
@@ -731,11 +771,12 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             if j in seen:
                 continue
             seen.add(j)
-            if matched[j] is not None:
+            if matched[j] is not None and not constant[j]:  # a constant is no sign of being back on track
                 return True
             todo.extend(children.get(j, []))
         return False
 
+    constant = [_constant(_tensor(s)) for s in attempt]
     wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     for i, step in enumerate(attempt):
         if i in wrong_outputs and matched[i] is not None and not step.free:
@@ -760,6 +801,21 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             explained = trails.explain(i, counterpart)
             # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
             if explained is not None and (not same or explained.reason == "scalar"):
+                if explained.reason == "values" and source:  # bare wrong values: a cause on another line?
+                    at = locate(explained, attempt, reference)
+                    better = cause(at) if at is not None else None
+                    if better is not None:
+                        return better
+                if explained.reason == "incomplete" and source:
+                    # a step of the reference's left out by an `if` or a loop bound that cut it short
+                    guarded = explainer().skipped(i)
+                    if guarded is not None and guarded.reason == "guarded":
+                        return guarded
+                    # the line's step made up for later by a wrong factor (the scores scaled, not q)
+                    end = explainer().run_end(i)
+                    factor = explainer().scaled(end) if end != i else None
+                    if factor is not None:
+                        return factor
                 return explained
         # inputs that are what the reference feeds its counterpart: their role is right, whatever their name
         # (only when the counterpart takes in every input as it is: with roles swapped, the step lined
@@ -787,6 +843,10 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             role = trails.swapped_above(p)
             if role is not None:  # the layout comes from inputs in swapped roles (k, q, v = … for q, k, v)
                 return role
+            if reason == "incomplete" and source:  # a number that undid the line's step, or a later factor
+                instead = explainer().instead_of_incomplete(i, p)
+                if instead is not None:
+                    return instead
             parent, ref_step = attempt[p], reference[matched[p][0]]
             return Found(parent.line, parent.code, trails.name_of(attempt, p), tuple(parent.shape),
                          name_shape(parent.shape, axes), reason, trails.name_of(reference, matched[p][0]),
@@ -805,6 +865,12 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                 role = trails.swapped_above(p)
                 if role is not None and role.line != step.line:
                     return role
+        if source:  # the values say no more: a cause the two files show (a number, a guard, a start value)
+            explained = cause(i)
+            if explained is not None:
+                return explained
+            if not explainer().claims(i):
+                return None
         return Found(step.line, step.code, trails.name_of(attempt, i), tuple(step.shape), name_shape(step.shape, axes), "values")
     if raised_at is None and outputs is not None:
         short = trails.short(outputs)

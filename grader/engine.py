@@ -126,7 +126,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         if result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
         elif _worth_tracing(result):
-            result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged))
+            result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged, result.verdict))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
@@ -161,11 +161,14 @@ def _worth_tracing(result: Result) -> bool:
     return result.verdict is Verdict.ERROR and result.error is not None and result.error.kind == "exception"
 
 
-def _safe_divergence(path: Path, exercise, kind, reply, timeout: float, judged):
+def _safe_divergence(path: Path, exercise, kind, reply, timeout: float, judged, verdict=None):
     """The divergence, or None when it cannot be found: finding it is a help on top of the verdict,
-    never a reason for the verdict to fail."""
+    never a reason for the verdict to fail. Traced on a case that fails the way the headline says
+    (a wrong shape, else wrong values)."""
     try:
-        where = _clearest(kind, judged.failures) if judged.failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
+        shape_first = verdict is Verdict.WRONG_SHAPE and judged.shape_failures
+        failures = judged.shape_failures if shape_first else judged.failures
+        where = _clearest(kind, failures) if failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
         return _divergence(path, exercise, kind, reply, timeout, where)
     except Exception:  # noqa: BLE001
         if os.environ.get("ATTNPREP_DEBUG"):
@@ -263,7 +266,9 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     case = kind.cases(ci)[ni]
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
     outputs = (t.made, t.ref_made)
-    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs)
+    files = dict(source=path.read_text(encoding="utf-8", errors="replace"),
+                 ref_source=exercise.solution_path.read_text(encoding="utf-8"))
+    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs, **files)
     if found is None:
         return None
     # the part of a script of calls it is in ("step 3 (pos 6..8)"), its shapes named with that
@@ -273,7 +278,7 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     if part and hasattr(kind, "part_axis_names"):
         part_axes = kind.part_axis_names(ci, case, part)
         if part_axes and part_axes != axes:
-            found = divergence.find(t.attempt, t.reference, part_axes, t.raised_at, outputs) or found
+            found = divergence.find(t.attempt, t.reference, part_axes, t.raised_at, outputs, **files) or found
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 

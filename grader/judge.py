@@ -87,6 +87,7 @@ class Judge:
         self._cases: dict[int, list[Case]] = {}
         self._ref_scores = None
         self.failures: list[tuple[int, int]] = []  # (config, case index) of every wrong output
+        self.shape_failures: list[tuple[int, int]] = []  # … of every output of the wrong shape
         self.backward_error: dict | None = None  # the attempt's backward raised (its params)
         self.mutated: list[str] | None = None  # [case, input names …] changed in place by the attempt
         self.grad_problem: Message | None = None  # outputs with gradients on, or gradients, differ
@@ -200,6 +201,7 @@ class Judge:
                     if tuple(run["shape"]) != shape:
                         shape_problems.append(msg("check.shapes.bad", case=case.name, output=name,
                                                   got=str(tuple(run["shape"])), expected=str(shape)))
+                        self.shape_failures.append((ci, self.cases(ci).index(case)))
                         continue
                     if run.get("dtype") != case.dtype and not dtype_problems:
                         dtype_problems.append(msg("check.dtype.bad", dtype=run.get("dtype"), expected=case.dtype))

@@ -130,7 +130,8 @@ class Divergence:
     name: str  # the variable the line assigns ("q"), "" when none
     shape: tuple[int, ...]
     named: str  # the shape in axis names, "(B, T, H, D)"
-    reason: str  # "layout" (the right numbers, a wrong layout), "incomplete", "values", "short", "raised"
+    reason: str  # "layout" (the right numbers, a wrong layout), "incomplete", "values", "short", "raised", or a
+    # cause grader/explain.py found on another line ("guarded", "twice", "start", …): a key of [divergence]
     ref_name: str = ""  # the reference's counterpart
     ref_named: str = ""
     ref_code: str = ""  # the reference's line, where it helps ("incomplete")

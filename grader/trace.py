@@ -28,6 +28,9 @@ from torch.overrides import TorchFunctionMode
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
 MAX_VALUES = 20_000  # values kept per step; bigger tensors keep their shape only
 MAX_SCALARS = 8  # plain numbers kept per step
+# made from an input's shape, dtype and device only, never its values: a buffer, free like a mask
+_SHAPED = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "new_empty", "new_zeros",
+           "new_ones", "new_full"}
 _SKIP = {"__get__", "__set__", "size", "dim", "numel", "__len__", "__bool__", "__index__", "__int__", "__float__",
          "item", "tolist", "is_floating_point", "data_ptr", "stride", "element_size", "__repr__", "__format__"}
 
@@ -272,6 +275,8 @@ class Tracer(TorchFunctionMode):
         if not results:
             return
         frames = self._frames()
+        if name in _SHAPED and not self.derive_all:
+            parents = []
         if not parents and not self.derive_all:  # made without the inputs: kept (as free) when the file makes it, a mask say
             if not frames or len(results) != 1 or results[0].dim() < 1:
                 return

@@ -1,6 +1,7 @@
 """flash: the reference against torch's scaled_dot_product_attention (values and gradients), the
-allocation measure behind the structure check, the cases the blocked_attention kind grades, and
-what the report says about a materialised score matrix."""
+allocation measure behind the structure check, the cases the blocked_attention kind grades,
+what the report says about a materialised score matrix, and where it first goes wrong in buggy blocked
+attempts (the line of the slip, not of the output it spoils)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnprep import exercises, texts
+from attnprep import exercises, texts, wording
 from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
 from attnprep.grader.kinds.blocked_attention import Allocations, blocked
@@ -224,3 +225,93 @@ def test_wrong_and_too_big_names_both(tmp_path):
     result = grade(attempt)
     assert result.verdict is Verdict.WRONG_OUTPUT
     assert [d.id for d in result.diagnoses] == ["missing_scale", "flash_full_scores"]
+
+
+# --- where it first goes wrong -------------------------------------------------------------------------
+
+
+def _variant(tmp_path, corpus: str, old: str, new: str) -> Path:
+    """A corpus attempt with one slip put in (the attempt must contain ``old`` once)."""
+    source = (CORPUS / corpus).read_text(encoding="utf-8")
+    assert source.count(old) == 1, old
+    path = tmp_path / f"{corpus[:-3]}_slip.py"
+    path.write_text(source.replace("# expect: passed\n", "").replace(old, new), encoding="utf-8")
+    return path
+
+
+def _line_of(path: Path, text: str) -> int:
+    (line,) = [n for n, code in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if text in code]
+    return line
+
+
+@pytest.mark.parametrize(("attempt", "line_has", "reason"), [
+    # the key loop breaks one block early: the condition of the break, not the output it spoils
+    ("flash_causal_block_skipped.py", "if is_causal and j >= i:", "guarded"),
+    # m = m_new before alpha = exp(m - m_new): the line that made m and m_new one tensor
+    ("flash_max_updated_before_rescale.py", "m = m_new", "twice"),
+    # acc appended without acc / l: l is made and never used, where the reference goes on with acc / l
+    ("flash_final_division_missing.py", "l = alpha * l + p.sum(", "unused"),
+    # the running max started at 0: its starting line and value
+    ("flash_max_init_zero.py", "m = torch.zeros", "start"),
+    # 1 / D for 1 / sqrt(D), applied to the scores: the scores' line and the factor
+    ("scale_by_dim.py", "s = qi @ kj.transpose(-2, -1) * scale", "scaled"),
+    # the accumulator not rescaled: its own update, holding what the reference has half-way through its line
+    ("flash_acc_not_rescaled.py", "acc = acc + p @ vj", "incomplete"),
+    ("flash_sum_not_rescaled.py", "l = l + p.sum(", "incomplete"),
+])
+def test_the_divergence_is_the_line_of_the_flash_mistake(attempt, line_has, reason):
+    result = grade(CORPUS / attempt)
+    d = result.divergence
+    assert not result.passed and d is not None, attempt
+    assert d.line == _line_of(CORPUS / attempt, line_has) and line_has in d.code and d.reason == reason, d
+
+
+def test_scale_named_in_words():
+    d = grade(CORPUS / "scale_by_dim.py").divergence
+    words = wording.divergence_text(d)
+    assert "times 0.3536" in words and "s = q_blk @ k_blk.transpose(-2, -1)" in words  # 1/8 for 1/sqrt(8), D = 8
+    d = grade(CORPUS / "flash_max_init_zero.py").divergence
+    assert "starts at 0 where the reference starts it at -inf" in wording.divergence_text(d)
+
+
+@pytest.mark.parametrize(("old", "new", "line_has"), [
+    # statistics kept in place, as a kernel keeps them in registers: the in-place update that lacks the factor
+    ("row_sum.mul_(scale).add_(", "row_sum.add_(", "row_sum.add_("),
+    ("o_tile.mul_(scale).add_(", "o_tile.add_(", "o_tile.add_("),
+    # the tile's causal mask one diagonal too low: the mask's line
+    (".triu(q0 - k0 + 1)", ".triu(q0 - k0)", ".triu(q0 - k0)"),
+    # the causal skip one block early: the skip's condition
+    ("if is_causal and k0 >= q0 + rows:", "if is_causal and k0 >= q0:", "if is_causal and k0 >= q0:"),
+])
+def test_in_place_statistics_point_at_the_slip(tmp_path, old, new, line_has):
+    path = _variant(tmp_path, "ok_inplace_buffers.py", old, new)
+    result = grade(path)
+    assert not result.passed and result.divergence is not None
+    assert result.divergence.line == _line_of(path, line_has), result.divergence
+
+
+def test_the_scale_variable_is_blamed_where_it_is_computed(tmp_path):
+    """The reference's own shape with scale = 1 / D: the tensors going into q_blk * scale are right,
+    the number is not; the line that computes it, with both values."""
+    source = EX.solution_path.read_text(encoding="utf-8").replace("scale = 1 / math.sqrt(D)", "scale = 1 / D")
+    path = tmp_path / "flash.py"
+    path.write_text(source, encoding="utf-8")
+    d = grade(path).divergence
+    assert d is not None and d.line == _line_of(path, "scale = 1 / D") and d.reason == "scalar"  # main's key for a wrong number
+    assert d.name == "scale" and float(d.named) == pytest.approx(float(d.ref_named) ** 2, rel=1e-3)  # 1/D, 1/sqrt(D) (4 digits)
+
+
+def test_row_tiles_in_another_layout_claim_no_line(tmp_path):
+    """All L query rows against (L, block) key tiles: no step but the slices has a counterpart in the
+    reference's (block, block) tiles, so no line is claimed (the named mistake still is)."""
+    path = _variant(tmp_path, "ok_row_tiles_einsum.py", "return out / running_sum", "return out")
+    result = grade(path)
+    assert [d.id for d in result.diagnoses] == ["flash_final_division_missing"] and result.divergence is None
+
+
+def test_a_line_that_raises_before_any_step_is_named(tmp_path):
+    """Nothing computed from the inputs before the line raised: that line, said as such."""
+    path = _variant(tmp_path, "flash_final_division_missing.py", "    out = []\n", "    out = []\n    B = q.shape[9]\n")
+    d = grade(path).divergence
+    assert d is not None and d.reason == "raised_first" and d.line == _line_of(path, "B = q.shape[9]"), d
+    assert f"line {d.line} raised before any tensor" in wording.divergence_text(d)
