@@ -62,7 +62,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
-JSON_VERSION = 1
+JSON_VERSION = 2  # 2: relative["kv_elements"] (1 called it "kv_cache")
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -284,7 +284,7 @@ class Row:
     kv_bytes_per_token: int
     kv_elements_total: int
     kv_bytes_total: int
-    relative: dict[str, float]  # to the MHA row: params, flops, kv_cache
+    relative: dict[str, float]  # to the MHA row: params, flops, kv_elements (the KV cache per token)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -392,7 +392,7 @@ def compare_shape(shape: Shape, preset: str = "") -> Comparison:
             kv_elements_total=m.kv_elements_per_token * shape.tokens,
             kv_bytes_total=m.kv_elements_per_token * shape.dtype_bytes * shape.tokens,
             relative={"params": ratio(m.params, base.params), "flops": ratio(m.flops, base.flops),
-                      "kv_cache": ratio(m.kv_elements_per_token, base.kv_elements_per_token)})
+                      "kv_elements": ratio(m.kv_elements_per_token, base.kv_elements_per_token)})
         for v, m in measured
     )
     return Comparison(preset=preset.strip().lower(), shape=shape, rows=rows)

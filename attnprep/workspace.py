@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 import errno
 import os
-import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -158,6 +157,8 @@ def _umask() -> int:
 def _write_temp(folder: Path, name: str, text: str) -> Path:
     """``text`` in a new temporary file next to its destination (same file system, so it can be
     moved into place atomically)."""
+    import tempfile  # here: `list` only writes when its stub cache misses
+
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a user's file gets the usual mode

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -179,6 +178,8 @@ def _language() -> str:
 
 def _translation(path: Path) -> dict:
     """The texts of ``path`` in another language (``zh.toml``, ``mistakes.zh.toml``), {} if none."""
+    import tomllib
+
     return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
@@ -194,6 +195,8 @@ def mistake_catalogue(lang: str | None = None) -> dict[str, Mistake]:
 
 @functools.cache
 def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
+    import tomllib
+
     files = [HERE / "mistakes.toml", *sorted(HERE.glob("*/mistakes.toml"))]
     out: dict[str, Mistake] = {}
     for path in files:
@@ -229,6 +232,8 @@ def _translate(data: dict, words: dict) -> dict:
 
 
 def _load(folder: Path, lang: str = "en") -> Exercise:
+    import tomllib
+
     data = tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8"))
     if lang != "en":
         data = _translate(data, _translation(folder / f"{lang}.toml"))
@@ -300,6 +305,8 @@ LISTED = ("title", "difficulty", "minutes", "order")
 
 def _head_title(path: Path) -> str | None:
     """The ``title = "…"`` line of a translation file, read without parsing the rest."""
+    import tomllib
+
     if not path.is_file():
         return None
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -318,6 +325,8 @@ def _listing(path: Path, lang: str = "en") -> Listing:
     title, difficulty, minutes and order) instead of the whole file: `attnprep list` needs no
     hints, notes, contract nor mistake catalogue. Falls back to the whole file when the head does
     not hold the four keys."""
+    import tomllib
+
     text = path.read_text(encoding="utf-8")
     try:
         data = tomllib.loads("\n".join(itertools.takewhile(str.strip, text.splitlines())))
@@ -337,7 +346,19 @@ def listing(lang: str | None = None) -> dict[str, Listing]:
 
 @functools.cache
 def _listings(lang: str) -> dict[str, Listing]:
-    found = [_listing(p, lang) for p in HERE.glob("*/exercise.toml")]
+    from attnprep import paths
+
+    files = sorted(HERE.glob("*/exercise.toml"))
+    translations = [] if lang == "en" else [p.with_name(f"{lang}.toml") for p in files]
+
+    def parse() -> list[list]:
+        return [list(_listing(p, lang)) for p in files]
+
+    rows = paths.cached(f"listing-{lang}", files + [p for p in translations if p.is_file()], parse)
+    try:
+        found = [Listing(*row) for row in rows]
+    except TypeError:  # a copy of another shape
+        found = [Listing(*row) for row in parse()]
     return {e.id: e for e in sorted(found, key=lambda e: (e.order, e.id))}
 
 

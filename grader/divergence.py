@@ -43,6 +43,9 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 # (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
 _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
               "itruediv": "div"}
+# ... and what the file writes for the reflected forms, which read as the operation's own name
+_AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
+               "rpow": "pow"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,13 @@ def func_name(name: str) -> str:
     """A torch function's name without the spelling: ``__rmul__``, ``mul_`` and ``mul`` are ``mul``."""
     bare = name.strip("_")
     return _SAME_FUNC.get(bare, bare)
+
+
+def op_name(name: str) -> str:
+    """A torch function's name as the file writes the operation, for reading the file: also
+    ``s - x`` (``__rsub__``) is ``sub`` and ``amax`` is ``max``."""
+    bare = name.strip("_")
+    return func_name(_AS_WRITTEN.get(bare, bare))
 
 
 def _scaling(step: Step) -> float | None:

@@ -32,21 +32,10 @@ import re
 import torch
 
 from attnprep.grader import divergence as dv
-from attnprep.grader.divergence import FILL, Found, assigned, name_shape
+from attnprep.grader.divergence import FILL, Found, assigned, name_shape, op_name
 from attnprep.grader.trace import Step
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
-
-_REVERSED = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "truediv": "div", "rtruediv": "div",
-             "rmul": "mul", "radd": "add", "rmatmul": "matmul", "rpow": "pow", "iadd": "add", "imul": "mul",
-             "isub": "sub", "itruediv": "div"}
-
-
-def op_name(func: str) -> str:
-    """A torch function's name as the file writes the operation: ``masked_fill_`` and
-    ``masked_fill``, ``__rsub__`` and ``sub``, ``amax`` and ``max`` are one operation."""
-    name = func.strip("_")
-    return _REVERSED.get(name, name)
 
 
 def _literal(node) -> float | None:

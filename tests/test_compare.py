@@ -116,7 +116,7 @@ def test_every_number_matches_the_closed_forms(name):
         assert r.kv_elements_total == w["kv"] * s.batch * s.seq
         assert r.kv_bytes_total == w["kv"] * size * s.batch * s.seq
         assert r.relative == {"params": w["params"] / mha["params"], "flops": w["flops"] / mha["flops"],
-                              "kv_cache": w["kv"] / mha["kv"]}
+                              "kv_elements": w["kv"] / mha["kv"]}
 
 
 @pytest.mark.parametrize("name", SHAPES)
@@ -151,8 +151,8 @@ def test_presets_fill_every_field_as_documented():
 def test_headline_ratios_of_llama3():
     """The numbers an interviewer expects: GQA-8 of 32 heads caches a quarter, MQA 1/32."""
     c = measured("llama3-8b")
-    assert c.row("gqa").relative["kv_cache"] == 0.25
-    assert c.row("mqa").relative["kv_cache"] == 1 / 32
+    assert c.row("gqa").relative["kv_elements"] == 0.25
+    assert c.row("mqa").relative["kv_elements"] == 1 / 32
     assert c.row("mla_absorbed").kv_elements_per_token == 576
     assert c.row("gqa").kv_bytes_per_token == 4096  # 2·8·128 elements × 2 bytes (bf16)
 
@@ -163,8 +163,8 @@ def test_deepseek_v3_mha_is_the_papers_128_heads_of_128():
     c = measured("deepseek-v3")
     assert c.row("mha").kv_elements_per_token == 32_768 and c.row("mha").kv_formula.endswith("2·128·128")
     assert c.row("mla_absorbed").kv_elements_per_token == 576
-    assert c.row("mla_absorbed").relative["kv_cache"] == 576 / 32_768
-    assert c.row("mla").relative["kv_cache"] == 1.25
+    assert c.row("mla_absorbed").relative["kv_elements"] == 576 / 32_768
+    assert c.row("mla").relative["kv_elements"] == 1.25
     assert c.row("gqa").kv_elements_per_token == 2 * 8 * 128 and c.row("mqa").kv_elements_per_token == 256
     # the projections map the model's width to the heads and back
     mha = costs.build(costs.VARIANTS[0], c.shape)
@@ -274,7 +274,7 @@ def test_json_document():
         w = want[row["variant"]]
         assert (row["params"], row["flops"], row["kv_elements_per_token"]) == (w["params"], w["flops"], w["kv"])
         assert row["kv_bytes_total"] == w["kv"] * 4 * 2 * 10
-        assert set(row["relative"]) == {"params", "flops", "kv_cache"}
+        assert set(row["relative"]) == {"params", "flops", "kv_elements"}
 
 
 def test_overrides_change_the_config():
@@ -317,7 +317,7 @@ def test_table_and_chart():
         table_line = next(line for line in lines if line.startswith(r.label + " ") and compare_cmd.si(r.params) in line)
         for cell in (compare_cmd.si(r.flops), f"{r.kv_elements_per_token:,}",
                      compare_cmd.binary_bytes(r.kv_bytes_per_token), compare_cmd.binary_bytes(r.kv_bytes_total),
-                     compare_cmd.times(r.relative["kv_cache"])):
+                     compare_cmd.times(r.relative["kv_elements"])):
             assert cell in table_line, (cell, table_line)
         assert r.kv_formula in out
     # the chart: the largest cache (naive MLA here) fills the bar, GQA is a quarter of MHA's

@@ -90,7 +90,7 @@ def table(c: "Comparison") -> Table:
     for r in c.rows:
         t.add_row(r.label, si(r.params), times(r.relative["params"]), si(r.flops), times(r.relative["flops"]),
                   f"{r.kv_elements_per_token:,}", binary_bytes(r.kv_bytes_per_token), binary_bytes(r.kv_bytes_total),
-                  times(r.relative["kv_cache"]))
+                  times(r.relative["kv_elements"]))
     return t
 
 
@@ -103,7 +103,7 @@ def chart(c: "Comparison") -> Text:
         text.append(f"{r.label:<{label_width}} ", style="bold")
         text.append(bar(r.kv_elements_per_token, largest), style="cyan")
         text.append(f" {r.kv_elements_per_token:>7,} {binary_bytes(r.kv_bytes_per_token):>9} ")
-        text.append(f"{times(r.relative['kv_cache']):>6}\n", style="dim")
+        text.append(f"{times(r.relative['kv_elements']):>6}\n", style="dim")
         key = f"cli.compare.cached.{r.variant}"
         cached = texts.t(key) if texts.has(key) else r.cached
         text.append(f"{'':<{label_width}} {cached}: {r.kv_formula}\n", style="dim")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +67,15 @@ def catalogue(lang: str) -> dict[str, str]:
     path = HERE / f"{lang}.toml"
     if not path.is_file():
         return {}
-    return _flatten(tomllib.loads(path.read_text(encoding="utf-8")))
+    from attnprep import paths
+
+    def parse() -> dict[str, str]:
+        import tomllib
+
+        return _flatten(tomllib.loads(path.read_text(encoding="utf-8")))
+
+    texts = paths.cached(f"texts-{lang}", [path], parse)
+    return texts if isinstance(texts, dict) else parse()
 
 
 class _Lenient(dict):
@@ -123,6 +130,8 @@ def _phrases(lang: str) -> tuple[tuple[re.Pattern, str], ...]:
     path = HERE / f"names.{lang}.toml"
     if not path.is_file():
         return ()
+    import tomllib
+
     out = []
     for english, said in tomllib.loads(path.read_text(encoding="utf-8"))["phrases"].items():
         pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^\\s,()]+?)", re.escape(english))
