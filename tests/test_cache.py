@@ -84,7 +84,7 @@ def test_the_texts_read_through_the_copy_are_the_files(tmp_path, monkeypatch):
 
 
 def test_the_listing_read_through_the_copy_is_the_registry(tmp_path, monkeypatch):
-    import exercises
+    from attnprep import exercises
 
     monkeypatch.setenv("ATTNPREP_HOME", str(tmp_path))
     for lang in ("en", "zh"):
