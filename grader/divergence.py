@@ -470,6 +470,27 @@ class _Trails:
         return Found(step.line, step.code, self.name_of(self.att, q), tuple(step.shape), name_shape(step.shape, self.axes),
                      "role", self.name_of(self.ref, m[0]), name_shape(ref.shape, self.axes))
 
+    def raised_on(self, line: int, source: str) -> Found | None:
+        """The attempt raised at ``line`` on a tensor of a shape the reference never has: the step
+        that made it, the last value of a name the raising line reads (``m`` made (B, H, H, 1) from
+        a size read off the wrong axis, where ``torch.maximum(m, s)`` then fails)."""
+        lines = source.splitlines()
+        if not 0 < line <= len(lines):
+            return None
+        code = lines[line - 1].strip()
+        read = set(re.findall(r"[A-Za-z_]\w*", code.split("=", 1)[1] if re.match(r"[\w\s,.()\[\]]+=[^=]", code) else code))
+        shapes = {tuple(r.shape) for r in self.ref}
+        last: dict[str, int] = {}
+        for k, step in enumerate(self.att):
+            name = assigned(step.code)
+            if name and step.line != line and self.final(k):
+                last[name] = k
+        for name in sorted(read & set(last), key=lambda n: last[n]):
+            k = last[name]
+            if self.matched[k] is None and tuple(self.att[k].shape) not in shapes:
+                return self.found(k, "raised_shape", ref_code=code)
+        return None
+
     def found(self, k: int, reason: str, ref: int | None = None, ref_code: str = "") -> Found:
         step = self.att[k]
         r = self.ref[ref] if ref is not None else None
@@ -898,6 +919,9 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, axes),
                      "short", assigned(reference[matched[-1][0]].code), name_shape(ref_last.shape, axes), _code(ref_last.code))
     if raised_at is not None:
+        made = trails.raised_on(raised_at, source)
+        if made is not None:
+            return made
         last = next((s for s in reversed(attempt) if s.line == raised_at), None)
         code = last.code if last is not None else ""
         shape = tuple(last.shape) if last is not None else ()

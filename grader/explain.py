@@ -316,6 +316,8 @@ class Explainer:
             return None
         for scalar, ref_scalar in zip(step.scalars, ref.scalars):
             value, name, ref_value = scalar.value, scalar.name, ref_scalar.value
+            if ref_scalar.name in dv._names(name):  # several variables held it (scale and i both 0): the reference's
+                name = ref_scalar.name
             if _same_number(value, ref_value):
                 continue
             numbers = dict(named=f"{value:g}", ref=ref, ref_named=f"{ref_value:g}")

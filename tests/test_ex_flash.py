@@ -315,3 +315,26 @@ def test_a_line_that_raises_before_any_step_is_named(tmp_path):
     d = grade(path).divergence
     assert d is not None and d.reason == "raised_first" and d.line == _line_of(path, "B = q.shape[9]"), d
     assert f"line {d.line} raised before any tensor" in wording.divergence_text(d)
+
+
+def test_a_zero_scale_is_blamed_where_it_is_set_though_the_loop_index_is_zero_too(tmp_path):
+    """scale = 0: on the first block the loop index i holds the same number as scale; the number
+    is the reference's scale's, so the line that sets scale is the one."""
+    source = EX.solution_path.read_text(encoding="utf-8").replace("scale = 1 / math.sqrt(D)", "scale = 0 / math.sqrt(D)")
+    path = tmp_path / "flash.py"
+    path.write_text(source, encoding="utf-8")
+    d = grade(path).divergence
+    assert d is not None and d.line == _line_of(path, "scale = 0 / math.sqrt(D)") and d.name == "scale", d
+
+
+def test_a_tensor_made_in_a_shape_the_reference_never_has_is_blamed_when_a_later_line_raises(tmp_path):
+    """bq read off the heads axis: m is made (B, H, H, 1) and torch.maximum(m, …) raises two lines
+    further down; the line that made m, not the one that raised."""
+    source = EX.solution_path.read_text(encoding="utf-8").replace("bq = q_blk.shape[-2]", "bq = q_blk.shape[-3]")
+    path = tmp_path / "flash.py"
+    path.write_text(source, encoding="utf-8")
+    result = grade(path)
+    d = result.divergence
+    assert result.verdict is Verdict.ERROR and d is not None, result
+    assert d.line == _line_of(path, "m = torch.full(") and d.reason == "raised_shape" and d.name == "m", d
+    assert "torch.maximum(m" in wording.divergence_text(d)
