@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from attnprep.grader import sandbox
 from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
 from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
@@ -53,6 +54,9 @@ class Guard:
         self.folder = os.path.realpath(SOLUTIONS_DIR)
         self.files = _identities(self.folder)
         sys.addaudithook(self._hook)
+        # and below Python: the files cannot be read at all, by this process or any program it
+        # forks or runs (`python -m attnprep solution`, `cat`), however it names them
+        self.hidden = sandbox.hide(self.folder)
 
     def _hook(self, event, args):
         if not (self.armed_now and event == "open" and args):

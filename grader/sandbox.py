@@ -122,6 +122,96 @@ WEAKER: tuple[str, ...] = (
 )
 
 
+# --- hiding files from the child (Landlock) --------------------------------------------------
+
+_LANDLOCK_CREATE, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT = 444, 445, 446  # the same on every Linux arch
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_LANDLOCK_READ_FILE, _LANDLOCK_READ_DIR = 1 << 2, 1 << 3
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _landlock():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syscall = libc.syscall
+    except (OSError, AttributeError):
+        return None
+    syscall.restype = ctypes.c_long
+    if syscall(_LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1)) < 1:  # the ABI version
+        return None
+    return syscall
+
+
+_syscall = _landlock()
+HIDES_FILES = _syscall is not None  # False: hide() does nothing here (no Landlock in this kernel)
+
+
+def hide(folder: str) -> bool:
+    """Make the files under ``folder`` unreadable for this process and everything it forks or
+    executes from now on (Landlock: it cannot be undone, and a program the attempt runs, such as
+    ``python -m attnprep solution``, inherits it). Every other file stays readable; directory
+    listings too. Returns whether the files are hidden. Call it in the child only."""
+    if _syscall is None:
+        return False
+    target = os.path.realpath(folder)
+    handled = ctypes.c_uint64(_LANDLOCK_READ_FILE | _LANDLOCK_READ_DIR)
+    ruleset = _syscall(_LANDLOCK_CREATE, ctypes.byref(handled), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return False
+    ruleset = int(ruleset)
+
+    def allow(path: str, access: int) -> bool:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return True  # gone since it was listed: nothing to allow
+        try:
+            rule = _PathBeneath(access, fd)
+            return _syscall(_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                            ctypes.byref(rule), ctypes.c_uint32(0)) == 0
+        finally:
+            os.close(fd)
+
+    try:
+        ok = allow("/", _LANDLOCK_READ_DIR)  # listing any folder, the hidden one's names included
+        # reading: every entry of every folder on the way down to ``target``, except that way
+        above, below = "/", [p for p in target.split(os.sep) if p]
+        for part in below:
+            try:
+                names = os.listdir(above)
+            except OSError:
+                names = []
+            for name in names:
+                if name == part:
+                    continue
+                path = os.path.join(above, name)
+                if os.path.islink(path):
+                    continue  # followed to its target, which has its own rule (or is hidden)
+                access = _LANDLOCK_READ_FILE | (_LANDLOCK_READ_DIR if os.path.isdir(path) else 0)
+                ok = allow(path, access) and ok
+            above = os.path.join(above, part)
+        if not ok or _prctl_raw(_PR_SET_NO_NEW_PRIVS, 1) != 0:
+            return False
+        return _syscall(_LANDLOCK_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0
+    finally:
+        os.close(ruleset)
+
+
+def _prctl_raw(option: int, arg: int) -> int:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return -1
+    return function(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+
 # --- the child's side ---------------------------------------------------------------------------
 
 
