@@ -22,7 +22,8 @@ import torch
 from attnprep.grader import sandbox
 from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
-from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
+from attnprep.grader.forbidden import ForbiddenOps
+from attnprep.grader.observe import ATTENTION_OPS, SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -198,17 +199,18 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         # the attempt gets copies; a copy that differs afterwards was changed in place
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
                                                   for k, v in case.inputs.items()})
+        ran: set[str] = set()
         try:
-            with guard.armed(), observer, torch.no_grad():
+            with guard.armed(), observer, ForbiddenOps(ATTENTION_OPS, ran), torch.no_grad():
                 outputs = kind.run(attempt, given)
             changed = [k for k, v in case.inputs.items() if isinstance(v, torch.Tensor) and not _same(given.inputs[k], v)]
             if changed:
                 config.mutated.append([case.name, *changed])
         except BaseException as exc:
-            builtins.update(observer.obs.builtins)
+            builtins.update(observer.obs.builtins, ran)
             stage = f"forward ({case.name})"
             return _Failed(config, describe(exc, path, stage, kind.config_params(ci)))
-        builtins.update(observer.obs.builtins)
+        builtins.update(observer.obs.builtins, ran)
         config.runs[case.name] = {name: encode_tensor(value) for name, value in outputs.items()}
         if case.observe and ci == 0:
             config.observed = _observed(observer.obs)
