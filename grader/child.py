@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader import sandbox
+from attnprep.paths import data_path
 from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
 from attnprep.grader.forbidden import ForbiddenOps
@@ -55,9 +56,9 @@ class Guard:
         self.folder = os.path.realpath(SOLUTIONS_DIR)
         self.files = _identities(self.folder)
         sys.addaudithook(self._hook)
-        # and below Python: the files cannot be read at all, by this process or any program it
-        # forks or runs (`python -m attnprep solution`, `cat`), however it names them
-        self.hidden = sandbox.hide(self.folder)
+        # and below Python: the solutions cannot be read or rewritten, nor the user's history written,
+        # by this process or any program it forks or runs (`python -m attnprep solution`, `cat`)
+        self.hidden = sandbox.hide(unreadable=[self.folder], unwritable=[self.folder, str(data_path())])
 
     def _hook(self, event, args):
         if not (self.armed_now and event == "open" and args):

@@ -126,7 +126,13 @@ WEAKER: tuple[str, ...] = (
 
 _LANDLOCK_CREATE, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT = 444, 445, 446  # the same on every Linux arch
 _LANDLOCK_RULE_PATH_BENEATH = 1
-_LANDLOCK_READ_FILE, _LANDLOCK_READ_DIR = 1 << 2, 1 << 3
+_READ_FILE, _READ_DIR, _REFER = 1 << 2, 1 << 3, 1 << 13
+_READ = _READ_FILE | _READ_DIR
+# writing: write, remove a file or folder, make a char device, folder, file, socket, fifo, block
+# device, symlink (bits 1, 4-12); truncate (14, ABI 3) is added when the kernel has it
+_WRITE = (1 << 1) | sum(1 << b for b in range(4, 13))
+_TRUNCATE = 1 << 14
+_FILE_RIGHTS = (1 << 0) | (1 << 1) | _READ_FILE | _TRUNCATE  # what a rule on a file (not a folder) may grant
 _PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -136,70 +142,89 @@ class _PathBeneath(ctypes.Structure):
 
 
 def _landlock():
+    """(syscall, ABI version) when this kernel has Landlock, else None."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        syscall = libc.syscall
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
     except (OSError, AttributeError):
         return None
     syscall.restype = ctypes.c_long
-    if syscall(_LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1)) < 1:  # the ABI version
-        return None
-    return syscall
+    abi = syscall(_LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # the ABI version
+    return (syscall, int(abi)) if abi >= 2 else None  # 2: REFER, without which moving files is always denied
 
 
-_syscall = _landlock()
-HIDES_FILES = _syscall is not None  # False: hide() does nothing here (no Landlock in this kernel)
+_landlock_abi = _landlock()
+HIDES_FILES = _landlock_abi is not None  # False: hide() does nothing here (no Landlock in this kernel)
 
 
-def hide(folder: str) -> bool:
-    """Make the files under ``folder`` unreadable for this process and everything it forks or
-    executes from now on (Landlock: it cannot be undone, and a program the attempt runs, such as
-    ``python -m attnprep solution``, inherits it). Every other file stays readable; directory
-    listings too. Returns whether the files are hidden. Call it in the child only."""
-    if _syscall is None:
+def hide(unreadable=(), unwritable=()) -> bool:
+    """From now on, for this process and everything it forks or executes (Landlock: it cannot be
+    undone, and a program the attempt runs, such as ``python -m attnprep solution``, inherits it):
+    the files under each ``unreadable`` folder cannot be read, nothing under each ``unwritable``
+    folder can be written, created or removed. Everything else stays as it was, except that the
+    folders on the way down to these (``/``, ``/home`` …) cannot be written into directly. Listing
+    any folder stays allowed. Returns whether the rules are in force. Call it in the child only."""
+    if _landlock_abi is None:
         return False
-    target = os.path.realpath(folder)
-    handled = ctypes.c_uint64(_LANDLOCK_READ_FILE | _LANDLOCK_READ_DIR)
-    ruleset = _syscall(_LANDLOCK_CREATE, ctypes.byref(handled), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    syscall, abi = _landlock_abi
+    write = _WRITE | (_TRUNCATE if abi >= 3 else 0)
+    handled = _READ | write | _REFER
+    denied: dict[str, int] = {}
+    for folders, rights in ((unreadable, _READ_FILE), (unwritable, write)):
+        for folder in folders:
+            if os.path.isdir(folder):
+                path = os.path.realpath(folder)
+                denied[path] = denied.get(path, 0) | rights
+    if not denied:
+        return True
+    ways = {os.sep}  # the folders on the way down to a protected one
+    for path in denied:
+        parts = [p for p in path.split(os.sep) if p]
+        ways.update(os.sep + os.sep.join(parts[:i]) for i in range(1, len(parts)))
+    attr = ctypes.c_uint64(handled)
+    ruleset = syscall(_LANDLOCK_CREATE, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
     if ruleset < 0:
         return False
     ruleset = int(ruleset)
 
-    def allow(path: str, access: int) -> bool:
+    def allow(path: str, access: int, folder: bool) -> bool:
+        access &= handled if folder else _FILE_RIGHTS & handled
+        if not access:
+            return True
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError:
             return True  # gone since it was listed: nothing to allow
         try:
             rule = _PathBeneath(access, fd)
-            return _syscall(_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
-                            ctypes.byref(rule), ctypes.c_uint32(0)) == 0
+            return syscall(_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                           ctypes.byref(rule), ctypes.c_uint32(0)) == 0
         finally:
             os.close(fd)
 
     try:
-        ok = allow("/", _LANDLOCK_READ_DIR)  # listing any folder, the hidden one's names included
-        # reading: every entry of every folder on the way down to ``target``, except that way
-        above, below = "/", [p for p in target.split(os.sep) if p]
-        for part in below:
+        # listing anywhere, and moving files where both ends allow it (Landlock never lets a
+        # move give a file rights it did not have)
+        ok = allow(os.sep, _READ_DIR | _REFER, True)
+        todo = [os.sep]
+        while todo:
+            above = todo.pop()
             try:
                 names = os.listdir(above)
             except OSError:
                 names = []
             for name in names:
-                if name == part:
-                    continue
                 path = os.path.join(above, name)
-                if os.path.islink(path):
-                    continue  # followed to its target, which has its own rule (or is hidden)
-                access = _LANDLOCK_READ_FILE | (_LANDLOCK_READ_DIR if os.path.isdir(path) else 0)
-                ok = allow(path, access) and ok
-            above = os.path.join(above, part)
+                if path in denied:
+                    ok = allow(path, handled & ~denied[path], True) and ok
+                elif path in ways:
+                    todo.append(path)
+                elif not os.path.islink(path):  # a link is followed to its target, which has its own rule
+                    ok = allow(path, handled, os.path.isdir(path)) and ok
         if not ok or _prctl_raw(_PR_SET_NO_NEW_PRIVS, 1) != 0:
             return False
-        return _syscall(_LANDLOCK_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0
+        return syscall(_LANDLOCK_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0
     finally:
         os.close(ruleset)
 
