@@ -48,6 +48,7 @@ MAX_REPLY = 64 << 20  # default cap on one message, in bytes
 MAX_VALUES = 2_000_000
 CAPTURE_BYTES = 8 << 10  # the attempt's output kept: at most this many bytes …
 CAPTURE_LINES = 40  # … and this many lines
+LOST_CHANNEL = 71  # the child's exit code when the attempt closed or replaced the channel's descriptors
 KILL_GRACE = 2.0  # seconds spent killing a tree that keeps forking before giving up
 
 _PR_SET_PDEATHSIG = 1
@@ -247,8 +248,22 @@ class Channel:
         self._send_fd = send_fd
         self._receive_fd = receive_fd
         self._token = token
+        self._pipes = self._identities()
+
+    def _identities(self) -> tuple | None:
+        try:
+            return tuple((st.st_dev, st.st_ino) for st in map(os.fstat, (self._send_fd, self._receive_fd)))
+        except OSError:
+            return None
+
+    def intact(self) -> bool:
+        """Whether the channel's descriptors are still the grader's pipes (the attempt may have
+        closed them, or put a pipe of its own in their place with dup2)."""
+        return self._pipes is not None and self._identities() == self._pipes
 
     def ask(self, question: dict) -> dict:
+        if not self.intact():
+            raise ConnectionError("the grader's channel was closed or replaced")
         self._send(QUESTION, json.dumps(question, allow_nan=True).encode())
         kind, payload = self._receive()
         if kind != ANSWER:
@@ -320,6 +335,7 @@ def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, outpu
            token: bytes, timeout: float, parent: int) -> None:
     """Child side: limits, output to the capture pipe, do the work, send the final frame, exit."""
     code = 0
+    channel = None
     try:
         os.setsid()
         if _prctl:
@@ -370,9 +386,12 @@ def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, outpu
             payload = json.dumps(data, allow_nan=True).encode()
         except (TypeError, ValueError, RecursionError) as exc:
             payload = json.dumps({"internal": f"the reply is not JSON: {type(exc).__name__}: {exc}"}).encode()
-        channel._send(REPLY, payload)
+        if not channel.intact():  # a reply would go nowhere, or into the attempt's own pipe
+            code = LOST_CHANNEL
+        else:
+            channel._send(REPLY, payload)
     except BaseException:
-        code = 70
+        code = LOST_CHANNEL if channel is not None and not channel.intact() else 70
     finally:
         os._exit(code)
 
@@ -746,6 +765,8 @@ class _Session:
             sig = os.WTERMSIG(status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
             return None, "signal", name, elapsed
+        if os.WEXITSTATUS(status) == LOST_CHANNEL:
+            return None, "malformed", "the grader's channel was closed or replaced in the attempt's process", elapsed
         return None, "exit", str(os.WEXITSTATUS(status)), elapsed
 
     def _read_frames(self) -> list[tuple[bytes, Any]]:
