@@ -45,6 +45,28 @@ def _identities(folder: str) -> frozenset[tuple[int, int]]:
     return frozenset(found)
 
 
+def _repository(folder: str) -> list[str]:
+    """The git folders of a checkout the solutions are installed from (``pip install -e``): its
+    objects hold the solutions too (``git show HEAD:solutions/mha.py``). A worktree's ``.git`` is a
+    file naming its folder, which names the shared one."""
+    found: list[str] = []
+    dot = os.path.join(os.path.dirname(folder), ".git")
+    try:
+        if os.path.isdir(dot):
+            return [dot]
+        with open(dot, encoding="utf-8") as f:
+            line = f.readline().strip()
+        if not line.startswith("gitdir:"):
+            return []
+        own = os.path.join(os.path.dirname(folder), line.removeprefix("gitdir:").strip())
+        found.append(own)
+        with open(os.path.join(own, "commondir"), encoding="utf-8") as f:
+            found.append(os.path.join(own, f.readline().strip()))
+    except (OSError, ValueError):
+        pass
+    return found
+
+
 class Guard:
     """An audit hook that notices the attempt opening attnprep's reference solutions, by the
     file's identity (its inode, or its real path), not by the string it is named with: a
@@ -58,7 +80,8 @@ class Guard:
         sys.addaudithook(self._hook)
         # and below Python: the solutions cannot be read or rewritten, nor the user's history written,
         # by this process or any program it forks or runs (`python -m attnprep solution`, `cat`)
-        self.hidden = sandbox.hide(unreadable=[self.folder], unwritable=[self.folder, str(data_path())])
+        self.hidden = sandbox.hide(unreadable=[self.folder, *_repository(self.folder)],
+                                   unwritable=[self.folder, str(data_path())])
 
     def _hook(self, event, args):
         if not (self.armed_now and event == "open" and args):
