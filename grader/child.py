@@ -19,9 +19,12 @@ from pathlib import Path
 
 import torch
 
+from attnprep.grader import sandbox
+from attnprep.paths import data_path
 from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
-from attnprep.grader.observe import SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
+from attnprep.grader.forbidden import ForbiddenOps
+from attnprep.grader.observe import ATTENTION_OPS, SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -42,6 +45,28 @@ def _identities(folder: str) -> frozenset[tuple[int, int]]:
     return frozenset(found)
 
 
+def _repository(folder: str) -> list[str]:
+    """The git folders of a checkout the solutions are installed from (``pip install -e``): its
+    objects hold the solutions too (``git show HEAD:solutions/mha.py``). A worktree's ``.git`` is a
+    file naming its folder, which names the shared one."""
+    found: list[str] = []
+    dot = os.path.join(os.path.dirname(folder), ".git")
+    try:
+        if os.path.isdir(dot):
+            return [dot]
+        with open(dot, encoding="utf-8") as f:
+            line = f.readline().strip()
+        if not line.startswith("gitdir:"):
+            return []
+        own = os.path.join(os.path.dirname(folder), line.removeprefix("gitdir:").strip())
+        found.append(own)
+        with open(os.path.join(own, "commondir"), encoding="utf-8") as f:
+            found.append(os.path.join(own, f.readline().strip()))
+    except (OSError, ValueError):
+        pass
+    return found
+
+
 class Guard:
     """An audit hook that notices the attempt opening attnprep's reference solutions, by the
     file's identity (its inode, or its real path), not by the string it is named with: a
@@ -53,6 +78,10 @@ class Guard:
         self.folder = os.path.realpath(SOLUTIONS_DIR)
         self.files = _identities(self.folder)
         sys.addaudithook(self._hook)
+        # and below Python: the solutions cannot be read or rewritten, nor the user's history written,
+        # by this process or any program it forks or runs (`python -m attnprep solution`, `cat`)
+        self.hidden = sandbox.hide(unreadable=[self.folder, *_repository(self.folder)],
+                                   unwritable=[self.folder, str(data_path())])
 
     def _hook(self, event, args):
         if not (self.armed_now and event == "open" and args):
@@ -194,17 +223,18 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         # the attempt gets copies; a copy that differs afterwards was changed in place
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
                                                   for k, v in case.inputs.items()})
+        ran: set[str] = set()
         try:
-            with guard.armed(), observer, torch.no_grad():
+            with guard.armed(), observer, ForbiddenOps(ATTENTION_OPS, ran), torch.no_grad():
                 outputs = kind.run(attempt, given)
             changed = [k for k, v in case.inputs.items() if isinstance(v, torch.Tensor) and not _same(given.inputs[k], v)]
             if changed:
                 config.mutated.append([case.name, *changed])
         except BaseException as exc:
-            builtins.update(observer.obs.builtins)
+            builtins.update(observer.obs.builtins, ran)
             stage = f"forward ({case.name})"
             return _Failed(config, describe(exc, path, stage, kind.config_params(ci)))
-        builtins.update(observer.obs.builtins)
+        builtins.update(observer.obs.builtins, ran)
         config.runs[case.name] = {name: encode_tensor(value) for name, value in outputs.items()}
         if case.observe and ci == 0:
             config.observed = _observed(observer.obs)

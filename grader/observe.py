@@ -40,6 +40,19 @@ try:  # flex_attention is not in every build
     _BUILTINS[_flex] = "flex_attention"
 except Exception:  # pragma: no cover
     pass
+# The same built-ins by the aten ops they run (watched with forbidden.ForbiddenOps, below the Python
+# API: an attempt that calls them under torch._C.DisableTorchFunction() hides from the Observer,
+# not from these). _fused_sdp_choice is how every SDPA call picks its backend.
+ATTENTION_OPS = {
+    "aten._fused_sdp_choice": "scaled_dot_product_attention",
+    "aten._scaled_dot_product_flash_attention_for_cpu": "scaled_dot_product_attention (flash, CPU)",
+    "aten._scaled_dot_product_flash_attention": "scaled_dot_product_attention (flash)",
+    "aten._scaled_dot_product_efficient_attention": "scaled_dot_product_attention (efficient)",
+    "aten._scaled_dot_product_cudnn_attention": "scaled_dot_product_attention (cuDNN)",
+    "aten._scaled_dot_product_fused_attention_overrideable": "scaled_dot_product_attention (fused)",
+    "aten._safe_softmax": "scaled_dot_product_attention (math)",
+    "aten._native_multi_head_attention": "nn.MultiheadAttention",
+}
 _DROPOUT = {F.dropout, torch.dropout, torch.nn.functional.dropout}
 
 

@@ -48,6 +48,7 @@ MAX_REPLY = 64 << 20  # default cap on one message, in bytes
 MAX_VALUES = 2_000_000
 CAPTURE_BYTES = 8 << 10  # the attempt's output kept: at most this many bytes …
 CAPTURE_LINES = 40  # … and this many lines
+LOST_CHANNEL = 71  # the child's exit code when the attempt closed or replaced the channel's descriptors
 KILL_GRACE = 2.0  # seconds spent killing a tree that keeps forking before giving up
 
 _PR_SET_PDEATHSIG = 1
@@ -122,6 +123,121 @@ WEAKER: tuple[str, ...] = (
 )
 
 
+# --- hiding files from the child (Landlock) --------------------------------------------------
+
+_LANDLOCK_CREATE, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT = 444, 445, 446  # the same on every Linux arch
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_READ_FILE, _READ_DIR, _REFER = 1 << 2, 1 << 3, 1 << 13
+_READ = _READ_FILE | _READ_DIR
+# writing: write, remove a file or folder, make a char device, folder, file, socket, fifo, block
+# device, symlink (bits 1, 4-12); truncate (14, ABI 3) is added when the kernel has it
+_WRITE = (1 << 1) | sum(1 << b for b in range(4, 13))
+_TRUNCATE = 1 << 14
+_FILE_RIGHTS = (1 << 0) | (1 << 1) | _READ_FILE | _TRUNCATE  # what a rule on a file (not a folder) may grant
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _landlock():
+    """(syscall, ABI version) when this kernel has Landlock, else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    syscall.restype = ctypes.c_long
+    abi = syscall(_LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # the ABI version
+    return (syscall, int(abi)) if abi >= 2 else None  # 2: REFER, without which moving files is always denied
+
+
+_landlock_abi = _landlock()
+HIDES_FILES = _landlock_abi is not None  # False: hide() does nothing here (no Landlock in this kernel)
+
+
+def hide(unreadable=(), unwritable=()) -> bool:
+    """From now on, for this process and everything it forks or executes (Landlock: it cannot be
+    undone, and a program the attempt runs, such as ``python -m attnprep solution``, inherits it):
+    the files under each ``unreadable`` folder cannot be read, nothing under each ``unwritable``
+    folder can be written, created or removed. Everything else stays as it was, except that the
+    folders on the way down to these (``/``, ``/home`` …) cannot be written into directly. Listing
+    any folder stays allowed. Returns whether the rules are in force. Call it in the child only."""
+    if _landlock_abi is None:
+        return False
+    syscall, abi = _landlock_abi
+    write = _WRITE | (_TRUNCATE if abi >= 3 else 0)
+    handled = _READ | write | _REFER
+    denied: dict[str, int] = {}
+    for folders, rights in ((unreadable, _READ_FILE), (unwritable, write)):
+        for folder in folders:
+            if os.path.isdir(folder):
+                path = os.path.realpath(folder)
+                denied[path] = denied.get(path, 0) | rights
+    if not denied:
+        return True
+    ways = {os.sep}  # the folders on the way down to a protected one
+    for path in denied:
+        parts = [p for p in path.split(os.sep) if p]
+        ways.update(os.sep + os.sep.join(parts[:i]) for i in range(1, len(parts)))
+    attr = ctypes.c_uint64(handled)
+    ruleset = syscall(_LANDLOCK_CREATE, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return False
+    ruleset = int(ruleset)
+
+    def allow(path: str, access: int, folder: bool) -> bool:
+        access &= handled if folder else _FILE_RIGHTS & handled
+        if not access:
+            return True
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return True  # gone since it was listed: nothing to allow
+        try:
+            rule = _PathBeneath(access, fd)
+            return syscall(_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                           ctypes.byref(rule), ctypes.c_uint32(0)) == 0
+        finally:
+            os.close(fd)
+
+    try:
+        # listing anywhere, and moving files where both ends allow it (Landlock never lets a
+        # move give a file rights it did not have)
+        ok = allow(os.sep, _READ_DIR | _REFER, True)
+        todo = [os.sep]
+        while todo:
+            above = todo.pop()
+            try:
+                names = os.listdir(above)
+            except OSError:
+                names = []
+            for name in names:
+                path = os.path.join(above, name)
+                if path in denied:
+                    ok = allow(path, handled & ~denied[path], True) and ok
+                elif path in ways:
+                    todo.append(path)
+                elif not os.path.islink(path):  # a link is followed to its target, which has its own rule
+                    ok = allow(path, handled, os.path.isdir(path)) and ok
+        if not ok or _prctl_raw(_PR_SET_NO_NEW_PRIVS, 1) != 0:
+            return False
+        return syscall(_LANDLOCK_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0
+    finally:
+        os.close(ruleset)
+
+
+def _prctl_raw(option: int, arg: int) -> int:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return -1
+    return function(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+
 # --- the child's side ---------------------------------------------------------------------------
 
 
@@ -132,8 +248,22 @@ class Channel:
         self._send_fd = send_fd
         self._receive_fd = receive_fd
         self._token = token
+        self._pipes = self._identities()
+
+    def _identities(self) -> tuple | None:
+        try:
+            return tuple((st.st_dev, st.st_ino) for st in map(os.fstat, (self._send_fd, self._receive_fd)))
+        except OSError:
+            return None
+
+    def intact(self) -> bool:
+        """Whether the channel's descriptors are still the grader's pipes (the attempt may have
+        closed them, or put a pipe of its own in their place with dup2)."""
+        return self._pipes is not None and self._identities() == self._pipes
 
     def ask(self, question: dict) -> dict:
+        if not self.intact():
+            raise ConnectionError("the grader's channel was closed or replaced")
         self._send(QUESTION, json.dumps(question, allow_nan=True).encode())
         kind, payload = self._receive()
         if kind != ANSWER:
@@ -205,6 +335,7 @@ def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, outpu
            token: bytes, timeout: float, parent: int) -> None:
     """Child side: limits, output to the capture pipe, do the work, send the final frame, exit."""
     code = 0
+    channel = None
     try:
         os.setsid()
         if _prctl:
@@ -255,9 +386,12 @@ def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, outpu
             payload = json.dumps(data, allow_nan=True).encode()
         except (TypeError, ValueError, RecursionError) as exc:
             payload = json.dumps({"internal": f"the reply is not JSON: {type(exc).__name__}: {exc}"}).encode()
-        channel._send(REPLY, payload)
+        if not channel.intact():  # a reply would go nowhere, or into the attempt's own pipe
+            code = LOST_CHANNEL
+        else:
+            channel._send(REPLY, payload)
     except BaseException:
-        code = 70
+        code = LOST_CHANNEL if channel is not None and not channel.intact() else 70
     finally:
         os._exit(code)
 
@@ -631,6 +765,8 @@ class _Session:
             sig = os.WTERMSIG(status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
             return None, "signal", name, elapsed
+        if os.WEXITSTATUS(status) == LOST_CHANNEL:
+            return None, "malformed", "the grader's channel was closed or replaced in the attempt's process", elapsed
         return None, "exit", str(os.WEXITSTATUS(status)), elapsed
 
     def _read_frames(self) -> list[tuple[bytes, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from attnprep import texts
-from attnprep.grader import grade
+from attnprep.grader import grade, sandbox
 
 HOSTILE = Path(__file__).parent / "corpus" / "hostile"
 EXPECT = tomllib.loads((HOSTILE / "EXPECT.toml").read_text(encoding="utf-8")) if (HOSTILE / "EXPECT.toml").exists() else {}
@@ -24,6 +24,8 @@ TIMEOUT = 3.0
 @pytest.mark.parametrize("name", sorted(EXPECT))
 def test_hostile_attempt(name):
     spec = EXPECT[name]
+    if spec.get("needs") == "landlock" and not sandbox.HIDES_FILES:
+        pytest.skip("no Landlock in this kernel: the solutions stay readable by a program the attempt runs")
     start = time.monotonic()
     result = grade(HOSTILE / name, spec.get("exercise", "mha"), timeout=TIMEOUT)
     elapsed = time.monotonic() - start

@@ -644,3 +644,52 @@ def test_the_engine_keeps_what_the_attempt_printed(tmp_path):
     failed = grade(attempt, "mha", timeout=20)
     assert failed.verdict.value == "error"
     assert failed.stdout.splitlines()[0].startswith("x.shape = (")
+
+
+# --- files the child cannot read or write (Landlock) ---------------------------------------------
+
+needs_landlock = pytest.mark.skipif(not sandbox.HIDES_FILES, reason="no Landlock in this kernel")
+
+
+@needs_landlock
+def test_hidden_and_protected_folders_hold_for_the_child_and_every_program_it_runs(tmp_path):
+    secret, data, free = tmp_path / "secret", tmp_path / "data", tmp_path / "free"
+    for folder in (secret, data, free):
+        folder.mkdir()
+    (secret / "ref.py").write_text("REF")
+    (data / "history.db").write_text("H")
+
+    def work(channel):
+        ok = sandbox.hide(unreadable=[str(secret)], unwritable=[str(secret), str(data)])
+        shell = ('cat "$1/ref.py"; echo x > "$2/history.db"; rm -f "$2/history.db"; echo y > "$1/ref.py"; '
+                 'echo z > "$2/new.txt"; echo free > "$3/out.txt"; cat "$2/history.db"')
+        done = subprocess.run(["sh", "-c", shell, "sh", str(secret), str(data), str(free)], capture_output=True, text=True)
+        try:
+            (secret / "ref.py").read_text()
+            read_here = True
+        except PermissionError:
+            read_here = False
+        return {"ok": ok, "stdout": done.stdout, "read_here": read_here, "listed": sorted(os.listdir(secret))}
+
+    outcome = sandbox.run(work, timeout=30)
+    assert outcome.data is not None, outcome
+    assert outcome.data["ok"] and not outcome.data["read_here"]
+    assert outcome.data["stdout"] == "H"  # the history is readable, the reference is not
+    assert outcome.data["listed"] == ["ref.py"]  # listing stays allowed
+    assert (secret / "ref.py").read_text() == "REF" and (data / "history.db").read_text() == "H"
+    assert not (data / "new.txt").exists() and (free / "out.txt").read_text() == "free\n"
+
+
+@needs_landlock
+@needs_linux
+@pytest.mark.slow
+def test_cli_the_attempt_cannot_write_the_history(tmp_path, attnprep_home):
+    for _ in range(2):  # the second check finds a history to attack
+        doc, proc, _ = _check(tmp_path, HOSTILE / "trashes_history.py")
+        assert doc["results"][0]["verdict"] == "passed", proc.stderr
+    assert not (attnprep_home / "forged.txt").exists()
+    assert not list(attnprep_home.glob("*corrupt*")), "the history was overwritten"
+    stats = subprocess.run([sys.executable, "-m", "attnprep", "stats", "--json"], capture_output=True, text=True,
+                           env=dict(os.environ), timeout=120)
+    mha = next(e for e in json.loads(stats.stdout)["exercises"] if e["exercise"] == "mha")
+    assert mha["attempts"] == 2 and mha["passes"] == 2, "both checks are in the history"
