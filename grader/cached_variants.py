@@ -33,6 +33,9 @@ def attend_cached(q, k, v, offset, scale, mistake="", fill=float("-inf")):
         allowed = ones  # no mask at all, or only on the first call (the cache was None)
     elif mistake == "cache_mask_not_offset":
         allowed = torch.tril(ones)  # top-left: new token t sees keys 0 .. t
+    elif mistake == "cache_mask_not_offset:chunk":
+        # Meta's llama masks only when seqlen > 1: a one-token step is right, a chunk top-left
+        allowed = torch.tril(ones) if T > 1 else ones
     elif mistake == "causal_inverted":
         allowed = torch.triu(ones, diagonal=offset)  # its own position and the future
     elif mistake == "causal_inverted:strict":

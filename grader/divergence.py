@@ -62,6 +62,18 @@ class Found:
     ref_code: str = ""
 
 
+# operations that only move a tensor's values around (or cast them): applied straight to an input of
+# the call, their result holds the input's own numbers, which the reference's trail (the steps it
+# computes) never holds on their own, so "matches nothing" says nothing about such a step
+_REARRANGING = {"reshape", "view", "permute", "transpose", "contiguous", "flatten", "unflatten", "unsqueeze",
+                "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "float", "to", "type_as", "clone"}
+
+
+def _rearranged_input(step: Step) -> bool:
+    """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``."""
+    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in _REARRANGING
+
+
 def _tensor(step: Step) -> torch.Tensor | None:
     """The step's values in its shape; a complex step as its real view ``(…, 2)``. A large negative
     fill (-1e9, finfo.min) reads as -inf: a mask filled either way is one convention."""
@@ -821,6 +833,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         # later (a cache in the wrong order that the next call's attention happens not to mind)
         if step.free or matched[i] is not None or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
             continue
+        if i not in wrong_outputs and _rearranged_input(step):
+            continue  # an input in the file's own layout: what is computed from it tells whether that layout is right
         if i not in children and i != len(attempt) - 1 and i not in set((outputs or ({}, {}))[0].values()):
             continue  # nothing uses it (the indices torch.max returns beside the values): it cannot be the story
         # Lined up with the reference's step that does the same to the same inputs, the difference may

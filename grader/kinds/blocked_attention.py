@@ -174,12 +174,15 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
             # the max updated before the rescale factor is taken: exp(m_new - m_new), 1 (NaN where -inf)
             alpha = torch.exp((m_new if mistake == "flash_max_updated_before_rescale" else m) - m_new)
             l_new = p.sum(-1, keepdim=True) + (l if mistake == "flash_sum_not_rescaled" else alpha * l)
+            if mistake == "flash_normalised_per_block:local_skip":
+                p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
             pv = p @ (k_blk if mistake == "attn_times_k" else v_blk)
             acc = pv + (acc if mistake == "flash_acc_not_rescaled" else alpha * acc)
-            if mistake.startswith("flash_normalised_per_block"):
+            if mistake.startswith("flash_normalised_per_block") and not mistake.endswith("local_skip"):
                 acc = acc / l_new  # FlashAttention-1's update without the old sum's factor
             l, m = l_new, m_new
-        if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip"):
+        if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
+                       "flash_normalised_per_block:local_skip"):
             blocks.append(acc)
         else:
             blocks.append(acc / l)

@@ -1,0 +1,30 @@
+# attnprep: sliding_window
+# expect: passed
+"""Mistral's reference (mistral-src one_file_ref): a float mask of ones, tril then triu, log() turns
+it into 0 / -inf and it is added to the scores; the bool mask is read back from it."""
+import math
+
+import torch
+
+
+def _additive_mask(seqlen: int, sliding_window: int, device=None) -> torch.Tensor:
+    mask = torch.full((seqlen, seqlen), fill_value=1.0, device=device)
+    mask = torch.tril(mask, diagonal=0)
+    mask = torch.triu(mask, diagonal=-(sliding_window - 1))
+    return torch.log(mask)  # 0 where allowed, -inf elsewhere
+
+
+def sliding_window_mask(seq_len, window, device=None):
+    return _additive_mask(seq_len, window, device) == 0
+
+
+def sliding_window_attention(q, k, v, window, attention_mask=None):
+    bsz, n_heads, seqlen, head_dim = q.shape
+    scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(head_dim)
+    scores = scores + _additive_mask(seqlen, window, q.device).to(scores.dtype)
+    if attention_mask is not None:
+        pad = torch.zeros(attention_mask.shape, dtype=scores.dtype, device=q.device)
+        pad = pad.masked_fill(~attention_mask, float("-inf"))
+        scores = scores + pad[:, None, None, :]
+    scores = torch.softmax(scores.float(), dim=-1).type_as(q)
+    return torch.matmul(scores, v)
