@@ -415,6 +415,8 @@ class Judge:
             return None
         _, case, sample, head, expected, got = best
         allowed = self.kind.allowed(case, sample)
+        if allowed.dim() == 3:  # per head
+            allowed = allowed[head]
         return Heatmap(
             sample=sample, head=head, case=case.name,
             expected=[[round(float(v), 4) for v in row] for row in expected],

@@ -348,10 +348,8 @@ class SdpaFunctions:
         if i.get("is_causal"):
             allowed = torch.tril(allowed)
         mask = i.get("attn_mask")
-        if mask is not None:
+        if mask is not None:  # a mask given per head gives (H, L, S): the heat-map takes its head's
             m = torch.broadcast_to(mask, (*i["query"].shape[:-2], L, S))[sample]
-            while m.dim() > 2:
-                m = m[0]
             allowed = allowed & (m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2)
         return allowed
 
