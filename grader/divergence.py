@@ -42,7 +42,7 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 # the same operation spelt otherwise: x * s and s * x, x / s and x.div(s), an in-place form
 # (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
 _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
-              "itruediv": "div"}
+              "itruediv": "div", "amax": "max", "amin": "min"}
 # ... and what the file writes for the reflected forms, which read as the operation's own name
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
@@ -76,6 +76,13 @@ def _constant(t: torch.Tensor | None) -> bool:
     """A tensor of one repeated value (all -inf, all zeros): matching one is no sign of being back on
     track, any wrong input gives it (exp(m - m_new) of a running max started at -inf is 0)."""
     return t is not None and t.numel() > 1 and bool((t.flatten() == t.flatten()[0]).all())
+
+
+def _fill(step: Step) -> bool:
+    """A tensor made only of the masking fill (``full_like(scores, -inf)``, ``tensor(-1e9)``) for a
+    ``torch.where``: it holds no mask and cannot itself be wrong; the step that uses it may be."""
+    t = _tensor(step)
+    return t is not None and t.numel() > 0 and bool(torch.isneginf(t).all())
 
 
 def func_name(name: str) -> str:
@@ -383,7 +390,7 @@ class _Trails:
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
-        return self.att[p].free and not self.own(p)
+        return self.att[p].free and not self.own(p) and not _fill(self.att[p])
 
     def own(self, p: int) -> set[int]:
         """The reference steps attempt step ``p`` matches in the reference's own layout."""
@@ -514,7 +521,7 @@ class _Trails:
         for p in step.parents:
             parent = self.att[p]
             if not self.cands[p] or self.wrong_free(p):
-                if parent.free:  # a tensor made without the inputs (a mask, a rotation table) that is wrong
+                if parent.free and not _fill(parent):  # made without the inputs (a mask, a rotation table), wrong
                     top = self.free_top(p)
                     q = self.counterpart(top)
                     if q is not None and depth < MAX_DEPTH:
