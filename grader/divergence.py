@@ -188,7 +188,25 @@ class Matcher:
                         (_refines(tuple(t.shape), shape) and _close(t.reshape(shape), p, eps)):
                     other.append((i, perm == tuple(range(r.dim()))))
                     break
+        if not own and not other:
+            own = self.part_of(t, dtype)
         return own + sorted(other, key=lambda m: not m[1])
+
+    def part_of(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """Reference steps of which ``t`` is a run of the last dim (``cos[..., :D // 2]`` of the
+        reference's table, the first half of its ``x * cos``), as in the reference's own layout: a
+        slice the reference never takes on its own is still its values."""
+        found = []
+        if t.dim() == 0:
+            return found
+        w = t.shape[-1]
+        for i, (_, r) in enumerate(self.ref):
+            if r is None or r.dim() != t.dim() or tuple(r.shape[:-1]) != tuple(t.shape[:-1]) or r.shape[-1] <= w:
+                continue
+            eps = self._eps(i, dtype)
+            if any(_close(t, r[..., o:o + w], eps) for o in range(0, r.shape[-1] - w + 1, w)):
+                found.append((i, True))
+        return found
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
