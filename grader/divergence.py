@@ -246,6 +246,12 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
             return "layout"
         return "incomplete" if _intermediate(reference, m[0]) else None
 
+    def carried(q: int, p: int) -> bool:
+        """Step ``p`` feeds ``q`` as the reference's counterpart of ``p`` feeds that of ``q``: the
+        attempt takes the reference's next step on it (on another line), nothing stops short."""
+        return matched[q] is not None and matched[p] is not None and \
+            matched[p][0] in reference[matched[q][0]].parents
+
     level = list(attempt[i].parents)
     for _ in range(3):
         found = [(p, r) for p in level if (r := suspect(p)) is not None]
@@ -254,7 +260,7 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
             return min(elsewhere)
         if not found:
             return None
-        level = [q for p, _ in found for q in attempt[p].parents]
+        level = [q for p, _ in found for q in attempt[p].parents if not carried(p, q)]
     return None
 
 
