@@ -43,6 +43,9 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 # (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
 _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
               "itruediv": "div", "amax": "max", "amin": "min"}
+# what only reshapes or casts a tensor (a factory reshaped is still a factory, for free_top)
+_RESHAPES = {"view", "reshape", "unsqueeze", "squeeze", "getitem", "expand", "expand_as", "transpose", "permute", "t",
+             "flatten", "contiguous", "to", "float", "double", "long", "int", "type", "type_as"}
 # ... and what the file writes for the reflected forms, which read as the operation's own name
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
@@ -694,10 +697,19 @@ class _Trails:
         """The earliest step of the wrong free tensor ``p`` was made from (through steps that match
         nothing and are computed from something: a factory such as ``arange`` is not climbed to)."""
         while True:
-            up = [q for q in self.att[p].parents if self.wrong_free(q) and self.att[q].parents]
+            up = [q for q in self.att[p].parents if self.wrong_free(q) and not self.factory(q)]
             if not up:
                 return p
             p = min(up)
+
+    def factory(self, q: int) -> bool:
+        """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
+        ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
+        while self.att[q].parents:
+            if func_name(self.att[q].func) not in _RESHAPES or len(self.att[q].parents) != 1:
+                return False
+            q = self.att[q].parents[0]
+        return True
 
     def numbers(self, i: int, r: int) -> Found | None:
         """A plain number that attempt step ``i`` is given where its counterpart ``r`` has another,
