@@ -42,7 +42,10 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 # the same operation spelt otherwise: x * s and s * x, x / s and x.div(s), an in-place form
 # (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
 _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
-              "itruediv": "div"}
+              "itruediv": "div", "amax": "max", "amin": "min"}
+# what only reshapes or casts a tensor (a factory reshaped is still a factory, for free_top)
+_RESHAPES = {"view", "reshape", "unsqueeze", "squeeze", "getitem", "expand", "expand_as", "transpose", "permute", "t",
+             "flatten", "contiguous", "to", "float", "double", "long", "int", "type", "type_as"}
 # ... and what the file writes for the reflected forms, which read as the operation's own name
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
@@ -88,6 +91,13 @@ def _constant(t: torch.Tensor | None) -> bool:
     """A tensor of one repeated value (all -inf, all zeros): matching one is no sign of being back on
     track, any wrong input gives it (exp(m - m_new) of a running max started at -inf is 0)."""
     return t is not None and t.numel() > 1 and bool((t.flatten() == t.flatten()[0]).all())
+
+
+def _fill(step: Step) -> bool:
+    """A tensor made only of the masking fill (``full_like(scores, -inf)``, ``tensor(-1e9)``) for a
+    ``torch.where``: it holds no mask and cannot itself be wrong; the step that uses it may be."""
+    t = _tensor(step)
+    return t is not None and t.numel() > 0 and bool(torch.isneginf(t).all())
 
 
 def func_name(name: str) -> str:
@@ -193,7 +203,25 @@ class Matcher:
                         (_refines(tuple(t.shape), shape) and _close(t.reshape(shape), p, eps)):
                     other.append((i, perm == tuple(range(r.dim()))))
                     break
+        if not own and not other:
+            own = self.part_of(t, dtype)
         return own + sorted(other, key=lambda m: not m[1])
+
+    def part_of(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """Reference steps of which ``t`` is a run of the last dim (``cos[..., :D // 2]`` of the
+        reference's table, the first half of its ``x * cos``), as in the reference's own layout: a
+        slice the reference never takes on its own is still its values."""
+        found = []
+        if t.dim() == 0:
+            return found
+        w = t.shape[-1]
+        for i, (_, r) in enumerate(self.ref):
+            if r is None or r.dim() != t.dim() or tuple(r.shape[:-1]) != tuple(t.shape[:-1]) or r.shape[-1] <= w:
+                continue
+            eps = self._eps(i, dtype)
+            if any(_close(t, r[..., o:o + w], eps) for o in range(0, r.shape[-1] - w + 1, w)):
+                found.append((i, True))
+        return found
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
@@ -233,6 +261,12 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
             return "layout"
         return "incomplete" if _intermediate(reference, m[0]) else None
 
+    def carried(q: int, p: int) -> bool:
+        """Step ``p`` feeds ``q`` as the reference's counterpart of ``p`` feeds that of ``q``: the
+        attempt takes the reference's next step on it (on another line), nothing stops short."""
+        return matched[q] is not None and matched[p] is not None and \
+            matched[p][0] in reference[matched[q][0]].parents
+
     level = list(attempt[i].parents)
     for _ in range(3):
         found = [(p, r) for p in level if (r := suspect(p)) is not None]
@@ -241,7 +275,7 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
             return min(elsewhere)
         if not found:
             return None
-        level = [q for p, _ in found for q in attempt[p].parents]
+        level = [q for p, _ in found for q in attempt[p].parents if not carried(p, q)]
     return None
 
 
@@ -395,7 +429,7 @@ class _Trails:
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
-        return self.att[p].free and not self.own(p)
+        return self.att[p].free and not self.own(p) and not _fill(self.att[p])
 
     def own(self, p: int) -> set[int]:
         """The reference steps attempt step ``p`` matches in the reference's own layout."""
@@ -547,7 +581,7 @@ class _Trails:
         for p in step.parents:
             parent = self.att[p]
             if not self.cands[p] or self.wrong_free(p):
-                if parent.free:  # a tensor made without the inputs (a mask, a rotation table) that is wrong
+                if parent.free and not _fill(parent):  # made without the inputs (a mask, a rotation table), wrong
                     top = self.free_top(p)
                     q = self.counterpart(top)
                     if q is not None and depth < MAX_DEPTH:
@@ -696,10 +730,19 @@ class _Trails:
         """The earliest step of the wrong free tensor ``p`` was made from (through steps that match
         nothing and are computed from something: a factory such as ``arange`` is not climbed to)."""
         while True:
-            up = [q for q in self.att[p].parents if self.wrong_free(q) and self.att[q].parents]
+            up = [q for q in self.att[p].parents if self.wrong_free(q) and not self.factory(q)]
             if not up:
                 return p
             p = min(up)
+
+    def factory(self, q: int) -> bool:
+        """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
+        ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
+        while self.att[q].parents:
+            if func_name(self.att[q].func) not in _RESHAPES or len(self.att[q].parents) != 1:
+                return False
+            q = self.att[q].parents[0]
+        return True
 
     def numbers(self, i: int, r: int) -> Found | None:
         """A plain number that attempt step ``i`` is given where its counterpart ``r`` has another,

@@ -415,6 +415,8 @@ class Judge:
             return None
         _, case, sample, head, expected, got = best
         allowed = self.kind.allowed(case, sample)
+        if allowed.dim() == 3:  # per head
+            allowed = allowed[head]
         return Heatmap(
             sample=sample, head=head, case=case.name,
             expected=[[round(float(v), 4) for v in row] for row in expected],
@@ -443,7 +445,9 @@ class Judge:
             run = data.runs.get(case.name, {}).get(name, {})
             got = tuple(run["shape"]) if run.get("type") == "Tensor" else None
             shape_rows.append(_shape_row("output" if name == "out" else name, tuple(want.shape), got, strict=True))
-        return heatmap, tuple(shape_rows), self._row_sums(data)
+        # softmax row sums only where the kind has a softmax to check (a norm's einsum('nd,nd->n', h, h)
+        # is no probs @ v)
+        return heatmap, tuple(shape_rows), self._row_sums(data) if "softmax_rows" in self.kind.probes else None
 
     # --- diagnosis ----------------------------------------------------------------------------
 

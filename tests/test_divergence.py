@@ -67,6 +67,12 @@ def test_the_seed_notes_fused_attempt_points_at_its_unbind_line(tmp_path):
     ("mha/missing_scale.py", "scores = q @ k.transpose(-2, -1)"),
     ("gqa/gqa_heads_tiled.py", ".repeat("),
     ("mla/masked_fill_discarded.py", "the result is not assigned"),
+    ("sdpa/bool_mask_inverted_where.py", "torch.where(attn_mask, neg, scores)"),  # not the -inf fill's line
+    ("sdpa/attn_mask_ignored_baddbmm_beta0.py", "beta=0.0"),  # not inside the softmax
+    ("sdpa/causal_leaks_next_arange.py", "j > i + 1"),  # not the line of j = arange(S).view(1, S)
+    ("rope/rotate_half_cos_sin_swapped_halves.py", "x1 * s - x2 * c"),  # not the half of cos it reads
+    ("rope/rope_interleaved_pairs_view_unbind.py", ".view(B, H, T, D // 2, 2)"),
+    ("norms/layernorm_weight_added_for_bias.py", "normed * self.weight + self.weight"),  # not the cast before it
 ])
 def test_the_divergence_is_the_line_that_makes_the_mistake(attempt, line_has, graded):
     result = graded(CORPUS / attempt)

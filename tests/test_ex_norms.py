@@ -232,3 +232,24 @@ def test_the_variants_compute_the_textbook_formulas():
     assert N.eps_for("rms", {"dim": 6, "eps": 1e-3}, 1e-6, "norm_eps_convention:rms=1e-5") == 1e-3
     assert N.eps_for("rms", {"dim": 6, "eps": 1e-3}, 1e-6, "norm_eps_ignored") == 1e-6
     assert math.isclose(N.eps_for("layer", {"dim": 6}, 1e-5, "norm_eps_convention:swapped"), 1e-6)
+
+
+def test_a_norm_written_with_einsum_shows_no_softmax_row_sums(graded):
+    """einsum('nd,nd->n', h, h) looks like probs @ v to the observer; norms have no softmax, so no
+    row-sum line (it read ✗ under a pass)."""
+    from pathlib import Path
+
+    result = graded(Path(__file__).parent / "corpus" / "norms" / "ok_einsum_flatten.py")
+    assert result.passed, result.checks
+    assert result.row_sums is None
+
+
+@pytest.mark.parametrize(("name", "mistake"), [
+    ("norm_wrong_dim_batch.py", "norm_wrong_dim"), ("norm_wrong_dim_last_two.py", "norm_wrong_dim"),
+    ("layernorm_no_mean_variance.py", "layernorm_no_mean"),
+])
+def test_more_wrong_dims_and_an_uncentred_variance_are_named(graded, name, mistake):
+    from pathlib import Path
+
+    result = graded(Path(__file__).parent / "corpus" / "norms" / name)
+    assert [d.id for d in result.diagnoses] == [mistake]

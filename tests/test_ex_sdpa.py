@@ -176,3 +176,22 @@ def test_every_softmax_builtin_is_recognised(how, tmp_path):
     result = grade(path)
     assert result.verdict is Verdict.BUILTIN, (how, result.checks, result.error)
     assert [d.id for d in result.diagnoses] == ["used_builtin"]
+
+
+def test_large_softmax_inputs_allow_an_ulp_of_the_inputs_and_the_heat_map_uses_the_heads_mask(graded):
+    """exp(x - logsumexp) by hand rounds the log-sum-exp of inputs near 1e4 (about 3e-4 relative):
+    a correct softmax. Its heat-map shows head 2 of the per-head float mask: the allowed cells are
+    that head's, so nothing reads as a leak."""
+    from pathlib import Path
+
+    result = graded(Path(__file__).parent / "corpus" / "sdpa" / "ok_logsumexp_by_hand.py")
+    assert result.passed, result.checks
+    h = result.heatmap
+    assert h is not None and h.got is not None
+    leaks = [(i, j) for i, row in enumerate(h.got) for j, p in enumerate(row)
+             if h.graded[i] and not h.allowed[i][j] and p > 0.01]
+    assert leaks == []
+    kind = kind_for(EX)
+    case = next(c for c in kind.cases(0) if c.name == "float mask (full)")
+    per_head = kind.allowed(case, 1)
+    assert per_head.dim() == 3 and not all(bool((per_head[0] == m).all()) for m in per_head)

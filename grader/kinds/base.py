@@ -130,7 +130,8 @@ class Kind(Protocol):
         """The reference with exactly the mistake ``knob``; masks filled with ``fill``."""
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
-        """(T_q, T_k) bool: where the reference lets queries attend, for the heat-map."""
+        """(T_q, T_k) bool: where the reference lets queries attend, for the heat-map; (H, T_q, T_k)
+        when it differs per head (the heat-map takes the head it shows)."""
 
     def extra_checks(self, extra: dict) -> list[Check]: ...
 

@@ -23,6 +23,7 @@ import copy
 import importlib
 import inspect
 import itertools
+import math
 from typing import Any
 
 import torch
@@ -103,7 +104,8 @@ def norm(model: str, x: torch.Tensor, weights: dict, eps: float, knob: str = "")
     mistake, part = _parse(knob) if _applies(knob, model) else ("", "")
     compute = x.dtype if mistake == "norm_no_upcast" else torch.float64
     h = x.to(compute)
-    dim = 1 if mistake == "norm_wrong_dim" else -1
+    # the wrong dim: 1 (right for (N, dim) only), 0 (over the batch, as BatchNorm), or the last two
+    dim = {"": 1, "batch": 0, "last_two": (-2, -1)}.get(part, 1) if mistake == "norm_wrong_dim" else -1
     y = _normalised(model, h, dim, eps, mistake, part).to(x.dtype)
     w = weights["weight"].to(x.dtype)
     if model == "rms":
@@ -130,11 +132,11 @@ def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str,
         if mistake == "norm_eps_outside_sqrt":
             return h / (ms.sqrt() + eps)
         return h * torch.rsqrt(ms + eps)
-    n = h.shape[dim]
+    n = math.prod(h.shape[d] for d in dim) if isinstance(dim, tuple) else h.shape[dim]
     mean = h.mean(dim, keepdim=True)
     centred = h - mean
-    if mistake == "layernorm_no_mean" and part == "mean_square":
-        centred = h
+    if mistake == "layernorm_no_mean" and part in ("mean_square", "variance"):
+        centred = h if part == "mean_square" else centred  # variance: only the variance is not centred
         var = h.pow(2).mean(dim, keepdim=True)
     else:
         var = centred.pow(2).mean(dim, keepdim=True)  # (..., 1), biased

@@ -31,6 +31,7 @@ from attnprep.grader import variants
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.tensors import RTOL
 
 SOFTMAX_OUT, ATTENTION_OUT = "probs", "out"
 
@@ -132,6 +133,20 @@ def _rows_with_a_true(m: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     picks = torch.randint(0, m.shape[-1], (flat.shape[0],), generator=g)
     flat[empty, picks[empty]] = True
     return flat.reshape(m.shape)
+
+
+def _softmax_tolerance(x: torch.Tensor) -> tuple[float, float] | None:
+    """(rtol, atol) of a softmax case whose inputs are large, None (the grader's float32 one) otherwise.
+
+    A float32 softmax that rounds an intermediate of the inputs' size (``exp(x - logsumexp)``, with
+    the log-sum-exp ``m + log(sum)`` rounded to float32) errs in the exponent by up to an ulp of
+    ``max|x|``, i.e. by that much relatively in every probability: on inputs near 1e4, about 1e-3.
+    Four such ulps are allowed; the mistakes graded on these cases (overflow, the wrong max) give
+    NaN or errors of order one."""
+    finite = x[torch.isfinite(x)]
+    big = float(finite.abs().max()) if finite.numel() else 0.0
+    rtol = 4 * torch.finfo(torch.float32).eps * big
+    return (rtol, rtol) if rtol > RTOL else None
 
 
 class SdpaFunctions:
@@ -242,7 +257,8 @@ class SdpaFunctions:
             label = "default dim" if dim is None else f"dim={dim}"
             name = f"softmax {tuple(shape)} {label}" + (f" ×{spec['magnitude']:g}" if "magnitude" in spec else "") + \
                 (f" {spec['offset']:+g}" if "offset" in spec else "") + (" with -inf" if share else "")
-            out.append(Case(name, {"x": x, "dim": dim}, torch.ones(1, 1, dtype=torch.bool), (1, 1), {SOFTMAX_OUT: graded}))
+            out.append(Case(name, {"x": x, "dim": dim}, torch.ones(1, 1, dtype=torch.bool), (1, 1), {SOFTMAX_OUT: graded},
+                            tolerance=_softmax_tolerance(x)))
         return out
 
     def config_params(self, ci: int) -> dict[str, Any]:
@@ -332,10 +348,8 @@ class SdpaFunctions:
         if i.get("is_causal"):
             allowed = torch.tril(allowed)
         mask = i.get("attn_mask")
-        if mask is not None:
+        if mask is not None:  # a mask given per head gives (H, L, S): the heat-map takes its head's
             m = torch.broadcast_to(mask, (*i["query"].shape[:-2], L, S))[sample]
-            while m.dim() > 2:
-                m = m[0]
             allowed = allowed & (m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2)
         return allowed
 
