@@ -92,17 +92,15 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         if weight is None:
             if bias is not None:
                 params["bias"] = bias
-            used = set()
             for n, p in params.items():
                 if p.dim() != 2:
                     continue
                 b = bias_partner(n, params)
                 name = f"{prefix}.{n}".lstrip(".")
                 bias_shape = tuple(params[b].shape) if b is not None else None
-                used.update({n, b} - {None})
                 layers.append(Layer(name, tuple(p.shape), bias_shape))
                 layers.append(Layer(name, tuple(reversed(p.shape)), bias_shape, transposed=True))
-            stray.extend(f"{prefix}.{n}".lstrip(".") for n in params if n not in used)
+            stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)  # until a role takes them: bare_params
             continue
         bias_shape = tuple(bias.shape) if bias is not None else None
         layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
@@ -110,6 +108,17 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
         stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
     return layers, stray
+
+
+def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
+    """The bare parameters that ``mapping`` gives a role: each bare weight and its bias."""
+    subs, params, taken = dict(module.named_modules()), dict(module.named_parameters()), set()
+    for layer_name in mapping.layers.values():
+        if layer_name in params and layer_name not in subs:
+            owner, _, leaf = layer_name.rpartition(".")
+            b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
+            taken.update({layer_name} | ({f"{owner}.{b}".lstrip(".")} if b is not None else set()))
+    return taken
 
 
 def bias_partner(weight: str, params) -> str | None:
