@@ -166,6 +166,7 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
         "mla_scale_partial:rope": r ** -0.5,
         "mla_scale_partial:v": dv ** -0.5,
         "mla_scale_kv_rank": c ** -0.5,
+        "mla_scale_kv_rank:row": (c + r) ** -0.5,  # the width of the [c_kv; k_pe] key row
     })
     H_key = key.expand(B, H, key.shape[2], key.shape[3])
     out = attend_cached(query, H_key, latent[:, None].expand(B, H, latent.shape[1], c), c_all.shape[1] - T,

@@ -635,8 +635,25 @@ def same_layout_family(expected: tuple, got: tuple) -> bool:
     return False
 
 
+FEATURE_AXIS = {"q": -1, "k^T": -2}  # the head-feature axis of a stage's expected shape
+
+
+def feature_part(expected: tuple, got: tuple, axis: int) -> bool:
+    """Whether ``got`` is a part of ``expected``'s head features, in a layout of its family: MLA's
+    scores written as q_nope·k_nopeᵀ + q_pe·k_peᵀ show q_pe, e.g. (B*H, T, rope) for (B, H, T, nope + rope)."""
+    size = expected[axis]
+    part, rest = divmod(math.prod(got) * size, math.prod(expected))
+    if rest or not 0 < part < size:
+        return False
+    smaller = list(expected)
+    smaller[axis] = part
+    return same_layout_family(tuple(smaller), tuple(got))
+
+
 def _shape_row(stage: str, expected: tuple, got: tuple | None, strict: bool = False) -> ShapeRow:
     if got is None:
         return ShapeRow(stage, tuple(expected), None)
-    equivalent = not strict and tuple(got) != tuple(expected) and same_layout_family(tuple(expected), tuple(got))
+    equivalent = not strict and tuple(got) != tuple(expected) and (
+        same_layout_family(tuple(expected), tuple(got))
+        or (stage in FEATURE_AXIS and feature_part(tuple(expected), tuple(got), FEATURE_AXIS[stage])))
     return ShapeRow(stage, tuple(expected), tuple(got), equivalent=equivalent)

@@ -79,7 +79,9 @@ def _mix(seed: int, config_index: int, name: str) -> int:
 
 
 def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
-    """The attempt's parameter-owning layers, and parameters that do not fit a layer."""
+    """The attempt's parameter-owning layers, and parameters that do not fit a layer. A bare 2-d
+    ``nn.Parameter`` used through ``F.linear`` or ``x @ W`` (``self.wq``, with ``self.bq`` as its
+    bias) is a layer of its own, named by the parameter."""
     layers, stray = [], []
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False))
@@ -88,9 +90,17 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         weight = params.pop("weight", None)
         bias = params.pop("bias", None)
         if weight is None:
-            stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
             if bias is not None:
-                stray.append(f"{prefix}.bias".lstrip("."))
+                params["bias"] = bias
+            for n, p in params.items():
+                if p.dim() != 2:
+                    continue
+                b = bias_partner(n, params)
+                name = f"{prefix}.{n}".lstrip(".")
+                bias_shape = tuple(params[b].shape) if b is not None else None
+                layers.append(Layer(name, tuple(p.shape), bias_shape))
+                layers.append(Layer(name, tuple(reversed(p.shape)), bias_shape, transposed=True))
+            stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)  # until a role takes them: bare_params
             continue
         bias_shape = tuple(bias.shape) if bias is not None else None
         layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
@@ -98,6 +108,27 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
         stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
     return layers, stray
+
+
+def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
+    """The bare parameters that ``mapping`` gives a role: each bare weight and its bias."""
+    subs, params, taken = dict(module.named_modules()), dict(module.named_parameters()), set()
+    for layer_name in mapping.layers.values():
+        if layer_name in params and layer_name not in subs:
+            owner, _, leaf = layer_name.rpartition(".")
+            b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
+            taken.update({layer_name} | ({f"{owner}.{b}".lstrip(".")} if b is not None else set()))
+    return taken
+
+
+def bias_partner(weight: str, params) -> str | None:
+    """The 1-d parameter that is the bias of a bare weight parameter: wq -> bq, W_q -> b_q,
+    q_weight -> q_bias, weight_q -> bias_q; None when there is none."""
+    options = []
+    if weight[:1] in "wW":
+        options += ["b" + weight[1:], "B" + weight[1:]]
+    options += [weight.replace("weight", "bias"), weight.replace("Weight", "Bias")]
+    return next((o for o in options if o != weight and o in params and params[o].dim() == 1), None)
 
 
 def layer_named(layers: list[Layer], name: str) -> Layer:
@@ -184,11 +215,23 @@ def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping
 def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str, torch.Tensor]]) -> None:
     """Copy the role weights into the attempt's layers; other parameters get seeded values."""
     subs = dict(module.named_modules())
+    params = dict(module.named_parameters())
     used = set()
     for role, layer_name in mapping.layers.items():
-        sub = subs[layer_name]
         weight = weights[role]["weight"]
-        sub.weight.copy_(weight.t() if role in mapping.transposed else weight)
+        weight = weight.t() if role in mapping.transposed else weight
+        if layer_name in params and layer_name not in subs:  # a bare weight parameter
+            params[layer_name].copy_(weight)
+            used.add(layer_name)
+            owner, _, leaf = layer_name.rpartition(".")
+            b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
+            if b is not None and "bias" in weights[role]:
+                bias_name = f"{owner}.{b}".lstrip(".")
+                params[bias_name].copy_(weights[role]["bias"])
+                used.add(bias_name)
+            continue
+        sub = subs[layer_name]
+        sub.weight.copy_(weight)
         used.add(f"{layer_name}.weight".lstrip("."))
         bias = getattr(sub, "bias", None)
         if isinstance(bias, torch.nn.Parameter) and "bias" in weights[role]:

@@ -131,6 +131,16 @@ def test_shared_kv_heads_are_a_layout_too():
     assert not same_layout_family((3, 4, 7, 4), (3, 3, 7, 4))  # 3 does not divide 4
 
 
+def test_a_part_of_the_head_features_is_a_layout_of_q_and_k():
+    """MLA's scores as q_nope·k_nopeᵀ + q_pe·k_peᵀ over (B*H) (baddbmm): the q seen is q_pe."""
+    from attnprep.grader.judge import _shape_row
+
+    assert _shape_row("q", (3, 2, 7, 8), (6, 7, 4)).equivalent  # (B*H, T, rope) of (B, H, T, nope + rope)
+    assert _shape_row("k^T", (3, 2, 8, 7), (6, 4, 7)).equivalent
+    assert not _shape_row("scores", (3, 2, 7, 7), (3, 2, 7, 4)).equivalent  # only the feature axis
+    assert not _shape_row("q", (3, 2, 7, 8), (3, 2, 4, 8)).equivalent  # T is no feature axis
+
+
 # --- the line where it first goes wrong, inside helpers, in numbers, in tables of sizes ------------
 
 

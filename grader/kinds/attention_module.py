@@ -176,7 +176,8 @@ class AttentionModule:
             p = next(p for p in self.exercise.contract.params if p.name == r.name)
             raise ContractError("contract.extra_bias", layer=chosen.layers[r.name], role=r.name, expected=p.describe())
         W.load(module, chosen, weights)
-        notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray]
+        taken = W.bare_params(module, chosen)
+        notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray if p not in taken]
         if not chosen.by_name:
             notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items() if role != layer] + notes
         return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed))
@@ -188,10 +189,19 @@ class AttentionModule:
         """The parameters, named by their contract role where mapped (``q_proj.weight``)."""
         attempt.zero_grad(set_to_none=True)
         role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed}
+        params = dict(attempt.named_parameters())
+        bare = {}  # bare weight parameters (F.linear(x, self.wq, self.bq)): wq -> q_proj.weight, bq -> q_proj.bias
+        for layer, role in role_of.items():
+            if layer in params:
+                owner, _, leaf = layer.rpartition(".")
+                bare[layer] = f"{role}.weight"
+                b = W.bias_partner(leaf, {n.rpartition(".")[2]: p for n, p in params.items() if n.rpartition(".")[0] == owner})
+                if b is not None:
+                    bare[f"{owner}.{b}".lstrip(".")] = f"{role}.bias"
         leaves = {}
-        for name, p in attempt.named_parameters():
+        for name, p in params.items():
             layer, _, leaf = name.rpartition(".")
-            leaves[f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
+            leaves[bare[name] if name in bare else f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
         return case, leaves
 
     def reference_grads(self, ci: int, zero_bias, case: Case):
