@@ -47,6 +47,13 @@ class Mapping:
     notes: list[MappingNote] = field(default_factory=list)
     zero_bias: set[str] = field(default_factory=set)  # roles whose attempt layer has no bias
     transposed: set[str] = field(default_factory=set)  # roles whose layer stores (in, out)
+    # roles that share a layer with others or are spread over several: role -> [(layer, its rows
+    # that make the role's rows, in order)]; the role's rows are those pieces concatenated
+    rows: dict[str, list[tuple[str, tuple[int, ...]]]] = field(default_factory=dict)
+
+    def layer_names(self, role: str) -> list[str]:
+        """The attempt layers that hold ``role``'s weights."""
+        return [name for name, _ in self.rows[role]] if role in self.rows else [self.layers[role]]
 
 
 def roles_for(exercise, args: dict[str, int]) -> list[Role]:
@@ -113,7 +120,7 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
 def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
     """The bare parameters that ``mapping`` gives a role: each bare weight and its bias."""
     subs, params, taken = dict(module.named_modules()), dict(module.named_parameters()), set()
-    for layer_name in mapping.layers.values():
+    for layer_name in {n for role in mapping.layers for n in mapping.layer_names(role)}:
         if layer_name in params and layer_name not in subs:
             owner, _, leaf = layer_name.rpartition(".")
             b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
@@ -154,8 +161,18 @@ def _key(name: str) -> str:
     return last
 
 
-def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Message | None]:
-    """Assignments role -> layer to try, best guess first; or ([], why none fits)."""
+def candidates(roles: list[Role], layers: list[Layer], heads: tuple[int, ...] = ()) -> tuple[list[Mapping], Message | None]:
+    """Assignments role -> layer to try, best guess first; or ([], why none fits). When no plain
+    assignment exists, layers that stack several roles or one role spread over per-head layers
+    (see :func:`_fused`; ``heads``: the exercise's head counts) are tried."""
+    plain, why = _plain(roles, layers)
+    if plain or why is None:
+        return plain, why
+    fused = _fused(roles, layers, tuple(sorted(set(h for h in heads if h > 1))))
+    return (fused, None) if fused else ([], why)
+
+
+def _plain(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Message | None]:
     either = _oriented(layers)
     fixed: dict[str, Layer] = {}
     for role in roles:
@@ -198,6 +215,202 @@ def candidates(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], M
     return mappings, None
 
 
+MAX_FUSED = 48  # candidates with stacked or split layers, best guess first
+MAX_FUSED_VISITS = 4000  # combinations of such pieces looked at
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Roles held by one layer stacked along its rows, or one role spread over per-head layers."""
+
+    kind: str  # "stacked", "stacked_heads" or "split": the MappingNote kind
+    roles: tuple[str, ...]
+    layers: tuple[Layer, ...]
+    rows: dict  # role -> [(layer name, row indices)]
+    shown: str  # the layer name the report shows for these roles
+    score: int  # how much the names agree
+
+
+def _letters(name: str) -> set[str]:
+    """The roles a fused layer's name spells: 'to_kv' -> {k, v}, 'query_key_value' -> {q, k, v}."""
+    found = set()
+    for token in re.split(r"[_\W\d]+", name.split(".")[-1].lower()):
+        token = {"query": "q", "key": "k", "value": "v", "attn": ""}.get(token, token)
+        token = token[1:] if token.startswith("w") and len(token) > 1 else token
+        if token and set(token) <= set("qkv"):
+            found |= set(token)
+    return found
+
+
+def _stacked(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[_Piece]:
+    """One layer whose out-features are several roles' out-features summed (same in-features):
+    its rows are those roles' weights in some order, as blocks or interleaved per head."""
+    pieces = []
+    for layer in layers:
+        if len(layer.weight) != 2:
+            continue
+        letters = _letters(layer.name)
+        fits = [r for r in roles if r.kind == "linear" and r.weight[1] == layer.weight[1]
+                and (layer.bias is None or r.bias is not None)]
+        for size in range(2, len(fits) + 1):
+            for subset in itertools.combinations(fits, size):
+                if sum(r.weight[0] for r in subset) != layer.weight[0]:
+                    continue
+                score = sum(1 if _key(r.name) in letters else -1 for r in subset) if letters else 0
+                orders = list(itertools.permutations(subset))
+                for order in orders:
+                    rows, start = {}, 0
+                    for r in order:
+                        rows[r.name] = [(layer.name, tuple(range(start, start + r.weight[0])))]
+                        start += r.weight[0]
+                    pieces.append(_Piece("stacked", tuple(r.name for r in order), (layer,), rows, layer.name, score))
+                widths = {r.weight[0] for r in subset}
+                for h in heads if len(widths) == 1 else ():
+                    width = next(iter(widths))
+                    if width % h:
+                        continue
+                    D, n = width // h, len(subset)
+                    for order in orders:
+                        rows = {r.name: [(layer.name, tuple(i for head in range(h) for i in range((head * n + j) * D, (head * n + j + 1) * D)))]
+                                for j, r in enumerate(order)}
+                        pieces.append(_Piece("stacked_heads", tuple(r.name for r in order), (layer,), rows, layer.name, score))
+    return pieces
+
+
+def _index_pattern(name: str) -> tuple[str, tuple[int, ...]]:
+    """'heads.2.query' -> ('heads.*.query', (2,)): a layer's place in a ModuleList."""
+    parts = name.split(".")
+    return ".".join("*" if p.isdigit() else p for p in parts), tuple(int(p) for p in parts if p.isdigit())
+
+
+def _split(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[_Piece]:
+    """One role whose out-features are k same-shaped layers' summed (k a head count): the
+    layers of one ModuleList, in its order, their outputs concatenated."""
+    groups: dict[tuple, list[Layer]] = {}
+    for layer in layers:
+        pattern, index = _index_pattern(layer.name)
+        if index and len(layer.weight) == 2:
+            groups.setdefault((pattern, layer.weight, layer.bias, layer.transposed), []).append(layer)
+    pieces = []
+    for (pattern, shape, bias, _), members in groups.items():
+        if len(members) not in heads:
+            continue
+        members.sort(key=lambda l: _index_pattern(l.name)[1])
+        named = next((p for p in reversed(pattern.split(".")) if p != "*"), pattern)
+        for r in roles:
+            if r.kind != "linear" or r.weight != (shape[0] * len(members), shape[1]) or (bias is not None and r.bias is None):
+                continue
+            rows = {r.name: [(l.name, tuple(range(shape[0]))) for l in members]}
+            pieces.append(_Piece("split", (r.name,), tuple(members), rows, pattern, int(_key(named) == _key(r.name))))
+    return pieces
+
+
+def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[Mapping]:
+    """Mappings where some layers stack several roles or some roles spread over per-head layers,
+    the rest mapped as usual; the names that agree best first, at most MAX_FUSED."""
+    pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads), key=lambda p: -p.score)
+    combos: list[tuple[int, int, tuple[_Piece, ...]]] = []
+    visits = 0
+
+    def extend(start: int, chosen: tuple[_Piece, ...], used_roles: set, used_layers: set) -> None:
+        nonlocal visits
+        for i in range(start, len(pieces)):
+            p = pieces[i]
+            names = {l.name for l in p.layers}
+            if used_roles & set(p.roles) or used_layers & names:
+                continue
+            visits += 1
+            if visits > MAX_FUSED_VISITS:
+                return
+            combo = chosen + (p,)
+            combos.append((-sum(c.score for c in combo), len(combos), combo))
+            extend(i + 1, combo, used_roles | set(p.roles), used_layers | names)
+
+    extend(0, (), set(), set())
+    combos.sort(key=lambda c: (c[0], c[1]))
+    by_name = {r.name: r for r in roles}
+    mappings: list[Mapping] = []
+    for _, _, combo in combos:
+        taken_roles = {r for p in combo for r in p.roles}
+        taken_layers = {l.name for p in combo for l in p.layers}
+        rest, why = _plain([r for r in roles if r.name not in taken_roles], [l for l in layers if l.name not in taken_layers])
+        for plain in rest:
+            mappings.append(_combine(roles, by_name, combo, plain))
+            if len(mappings) >= MAX_FUSED:
+                return mappings
+    return mappings
+
+
+def _combine(roles: list[Role], by_name: dict[str, Role], combo, plain: Mapping) -> Mapping:
+    mapping = Mapping(layers={}, by_name=False, notes=list(plain.notes), zero_bias=set(plain.zero_bias),
+                      transposed=set(plain.transposed))
+    shown = dict(plain.layers)
+    for p in combo:
+        layer = p.layers[0]
+        mapping.notes.append(MappingNote(p.kind, ", ".join(p.roles), p.shown))
+        for role in p.roles:
+            shown[role] = p.shown
+            mapping.rows[role] = p.rows[role]
+            if by_name[role].bias is not None and layer.bias is None:
+                mapping.zero_bias.add(role)
+                mapping.notes.append(MappingNote("zero_bias", role, p.shown))
+            if layer.transposed:
+                mapping.transposed.add(role)
+                mapping.notes.append(MappingNote("transposed", role, p.shown))
+    mapping.layers = {r.name: shown[r.name] for r in roles}
+    return mapping
+
+
+def params_of(module: torch.nn.Module, layer_name: str) -> tuple[torch.nn.Parameter, torch.nn.Parameter | None, list[str]]:
+    """A layer's weight and bias parameters (a module's, or a bare weight and its partner), and
+    their names."""
+    subs, params = dict(module.named_modules()), dict(module.named_parameters())
+    if layer_name in params and layer_name not in subs:
+        owner, _, leaf = layer_name.rpartition(".")
+        b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
+        bias_name = f"{owner}.{b}".lstrip(".") if b is not None else None
+        return params[layer_name], params.get(bias_name) if bias_name else None, [layer_name] + ([bias_name] if bias_name else [])
+    sub = subs[layer_name]
+    bias = getattr(sub, "bias", None)
+    bias = bias if isinstance(bias, torch.nn.Parameter) else None
+    names = [f"{layer_name}.weight".lstrip(".")] + ([f"{layer_name}.bias".lstrip(".")] if bias is not None else [])
+    return sub.weight, bias, names
+
+
+class RowsGrad:
+    """The gradient of a role whose rows live in slices of the attempt's layers: those slices of
+    the layers' gradients, concatenated (None while any is missing). Stands in for a parameter
+    in the gradient leaves."""
+
+    def __init__(self, pieces: list[tuple[torch.Tensor, tuple[int, ...]]], transposed: bool):
+        self.pieces, self.transposed = pieces, transposed
+
+    @property
+    def grad(self) -> torch.Tensor | None:
+        grads = [p.grad for p, _ in self.pieces]
+        if any(g is None for g in grads):
+            return None
+        parts = [g[:, list(i)].t() if self.transposed else g[list(i)] for g, (_, i) in zip(grads, self.pieces)]
+        return torch.cat(parts, 0)
+
+
+def rows_leaves(module: torch.nn.Module, rows: dict, transposed) -> tuple[dict[str, RowsGrad], set[str]]:
+    """Gradient leaves for the roles in ``rows`` (``q_proj.weight``, ``q_proj.bias``), and the
+    attempt's parameter names they cover."""
+    leaves, covered = {}, set()
+    for role, pieces in rows.items():
+        weights, biases = [], []
+        for layer_name, index in pieces:
+            w, b, names = params_of(module, layer_name)
+            covered.update(names)
+            weights.append((w, index))
+            biases.append((b, index))
+        leaves[f"{role}.weight"] = RowsGrad(weights, role in transposed)
+        if all(b is not None for b, _ in biases):
+            leaves[f"{role}.bias"] = RowsGrad(biases, False)
+    return leaves, covered
+
+
 def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping:
     mapping = Mapping(layers={r.name: chosen[r.name].name for r in roles}, by_name=named)
     for role in roles:
@@ -217,7 +430,23 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
     subs = dict(module.named_modules())
     params = dict(module.named_parameters())
     used = set()
+    for role, pieces in mapping.rows.items():
+        weight, bias, start = weights[role]["weight"], weights[role].get("bias"), 0
+        for layer_name, index in pieces:
+            w, b, names = params_of(module, layer_name)
+            rows = list(index)
+            part = weight[start:start + len(rows)]
+            if role in mapping.transposed:
+                w[:, rows] = part.t().to(w.dtype)
+            else:
+                w[rows] = part.to(w.dtype)
+            if b is not None and bias is not None:
+                b[rows] = bias[start:start + len(rows)].to(b.dtype)
+            used.update(names)
+            start += len(rows)
     for role, layer_name in mapping.layers.items():
+        if role in mapping.rows:
+            continue
         weight = weights[role]["weight"]
         weight = weight.t() if role in mapping.transposed else weight
         if layer_name in params and layer_name not in subs:  # a bare weight parameter

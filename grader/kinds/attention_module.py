@@ -150,7 +150,7 @@ class AttentionModule:
         module.eval()
         roles = self.roles(ci)
         layers, stray = W.layers_of(module)
-        options, why = W.candidates(roles, layers)
+        options, why = W.candidates(roles, layers, self.head_counts(ci))
         if not options:
             raise ContractError(why.key, **why.params, roles=roles_text(self.exercise))
         weights = W.role_tensors(roles, self.seed, ci)
@@ -170,17 +170,29 @@ class AttentionModule:
             choice = answer.get("choice")
             if isinstance(choice, int) and 0 <= choice < len(options):
                 chosen = options[choice]
-        extra = [r for r in roles if r.bias is None and W.layer_named(layers, chosen.layers[r.name]).bias is not None]  # noqa: E501
+        extra = [(r, name) for r in roles if r.bias is None for name in chosen.layer_names(r.name)
+                 if W.layer_named(layers, name).bias is not None]
         if extra:
-            r = extra[0]
+            r, name = extra[0]
             p = next(p for p in self.exercise.contract.params if p.name == r.name)
-            raise ContractError("contract.extra_bias", layer=chosen.layers[r.name], role=r.name, expected=p.describe())
+            raise ContractError("contract.extra_bias", layer=name, role=r.name, expected=p.describe())
         W.load(module, chosen, weights)
         taken = W.bare_params(module, chosen)
         notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray if p not in taken]
         if not chosen.by_name:
-            notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items() if role != layer] + notes
-        return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed))
+            notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items()
+                     if role != layer and role not in chosen.rows] + notes
+        return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed),
+                     dict(chosen.rows))
+
+    def head_counts(self, ci: int) -> tuple[int, ...]:
+        """The config's head counts (its arguments named ``…heads``) and the KV head count: how
+        many per-head layers a role may be spread over, or interleaved in a stacked layer."""
+        config = self.sizes(ci)
+        counts = {v for k, v in config.items() if "heads" in k and isinstance(v, int)}
+        if "kv_heads" in self.exercise.grading:
+            counts.add(exercises.evaluate(self.exercise.grading["kv_heads"], config))
+        return tuple(sorted(counts))
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         return {"out": first(self.call(attempt, case))}
@@ -188,8 +200,10 @@ class AttentionModule:
     def grad_leaves(self, attempt, case: Case, built: Built):
         """The parameters, named by their contract role where mapped (``q_proj.weight``)."""
         attempt.zero_grad(set_to_none=True)
-        role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed}
+        rows = getattr(built, "rows", {})
+        role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed and role not in rows}
         params = dict(attempt.named_parameters())
+        fused, covered = W.rows_leaves(attempt, rows, set(built.transposed))  # stacked / per-head layers
         bare = {}  # bare weight parameters (F.linear(x, self.wq, self.bq)): wq -> q_proj.weight, bq -> q_proj.bias
         for layer, role in role_of.items():
             if layer in params:
@@ -198,8 +212,10 @@ class AttentionModule:
                 b = W.bias_partner(leaf, {n.rpartition(".")[2]: p for n, p in params.items() if n.rpartition(".")[0] == owner})
                 if b is not None:
                     bare[f"{owner}.{b}".lstrip(".")] = f"{role}.bias"
-        leaves = {}
+        leaves: dict = dict(fused)
         for name, p in params.items():
+            if name in covered:
+                continue
             layer, _, leaf = name.rpartition(".")
             leaves[bare[name] if name in bare else f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
         return case, leaves

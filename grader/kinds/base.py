@@ -63,6 +63,7 @@ class Built:
     notes: list[MappingNote] = field(default_factory=list)
     zero_bias: list[str] = field(default_factory=list)  # roles graded with a zero bias
     transposed: list[str] = field(default_factory=list)  # roles whose layer stores (in, out)
+    rows: dict = field(default_factory=dict)  # roles in stacked / per-head layers: role -> [(layer, rows)]
 
 
 class Kind(Protocol):

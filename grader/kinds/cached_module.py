@@ -243,7 +243,8 @@ class CachedModule(AttentionModule):
                       "widths": [[w, exercises.evaluate(w, config)] for w in grading["prefix_widths"]]}
         self._meta[id(module)] = {
             "module": module,
-            "weights": {role: module.get_submodule(built.mapping[role]).weight for role in dict.fromkeys(watched)},
+            "weights": {role: module.get_submodule(built.mapping[role]).weight for role in dict.fromkeys(watched)
+                        if role in built.mapping and role not in built.rows},
             "rows_of": list(grading.get("rows_of", [])),
             "prefix": prefix,
             "file": namespace.get("__file__") or "",
