@@ -348,15 +348,16 @@ def _combine(roles: list[Role], by_name: dict[str, Role], combo, plain: Mapping)
     for p in combo:
         layer = p.layers[0]
         mapping.notes.append(MappingNote(p.kind, ", ".join(p.roles), p.shown))
+        unbiased = [role for role in p.roles if by_name[role].bias is not None and layer.bias is None]
         for role in p.roles:
             shown[role] = p.shown
             mapping.rows[role] = p.rows[role]
-            if by_name[role].bias is not None and layer.bias is None:
-                mapping.zero_bias.add(role)
-                mapping.notes.append(MappingNote("zero_bias", role, p.shown))
-            if layer.transposed:
-                mapping.transposed.add(role)
-                mapping.notes.append(MappingNote("transposed", role, p.shown))
+        mapping.zero_bias.update(unbiased)
+        if unbiased:  # one note for the layer, whatever the number of roles it holds
+            mapping.notes.append(MappingNote("zero_bias", ", ".join(unbiased), p.shown))
+        if layer.transposed:
+            mapping.transposed.update(p.roles)
+            mapping.notes.append(MappingNote("transposed", ", ".join(p.roles), p.shown))
     mapping.layers = {r.name: shown[r.name] for r in roles}
     return mapping
 

@@ -1,0 +1,157 @@
+"""The weight mapping's fused candidates: one layer stacking several roles along its rows, one
+role spread over per-head layers (grader/weights.py)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import torch
+from torch import nn
+
+from attnprep.grader import grade
+from attnprep.grader import weights as W
+
+D = 8
+ROLES = [W.Role(n, "linear", (D, D), (D,)) for n in ("q_proj", "k_proj", "v_proj", "o_proj")]
+
+
+def _layers(module):
+    return W.layers_of(module)[0]
+
+
+class NanoGPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn = nn.Linear(D, 3 * D)
+        self.c_proj = nn.Linear(D, D)
+
+
+class PerHead(nn.Module):
+    def __init__(self, heads=2):
+        super().__init__()
+        self.q_heads = nn.ModuleList([nn.Linear(D, D // heads) for _ in range(heads)])
+        self.k_heads = nn.ModuleList([nn.Linear(D, D // heads) for _ in range(heads)])
+        self.v_heads = nn.ModuleList([nn.Linear(D, D // heads) for _ in range(heads)])
+        self.out = nn.Linear(D, D)
+
+
+def test_plain_layers_map_as_before_without_rows():
+    module = nn.Module()
+    for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        setattr(module, n, nn.Linear(D, D))
+    options, why = W.candidates(ROLES, _layers(module), heads=(2,))
+    assert why is None and len(options) == 1 and options[0].by_name and not options[0].rows
+
+
+def test_stacked_layer_takes_the_roles_in_contract_order_first():
+    options, why = W.candidates(ROLES, _layers(NanoGPT()), heads=(2,))
+    assert why is None and 1 < len(options) <= W.MAX_FUSED
+    first = options[0]
+    assert first.layers == {"q_proj": "c_attn", "k_proj": "c_attn", "v_proj": "c_attn", "o_proj": "c_proj"}
+    assert first.rows["q_proj"] == [("c_attn", tuple(range(0, D)))]
+    assert first.rows["v_proj"] == [("c_attn", tuple(range(2 * D, 3 * D)))]
+    assert ("stacked", "q_proj, k_proj, v_proj", "c_attn") in [(n.kind, n.role, n.layer) for n in first.notes]
+    orders = [tuple(sorted(m.rows, key=lambda r: m.rows[r][0][1][0])) for m in options if m.notes[-1].kind == "stacked"]
+    assert ("q_proj", "v_proj", "k_proj") in orders  # the other orders are tried too
+
+
+def test_per_head_interleave_only_with_a_head_count():
+    with_heads, _ = W.candidates(ROLES, _layers(NanoGPT()), heads=(2,))
+    without, _ = W.candidates(ROLES, _layers(NanoGPT()), heads=())
+    interleaved = [m for m in with_heads if any(n.kind == "stacked_heads" for n in m.notes)]
+    assert interleaved and not any(any(n.kind == "stacked_heads" for n in m.notes) for m in without)
+    m = next(m for m in interleaved if m.layers["o_proj"] == "c_proj" and "q_proj" in m.rows
+             and m.rows["q_proj"][0][1][0] == 0 and m.rows["k_proj"][0][1][0] == D // 2)
+    half = D // 2  # two heads of 4: rows [q_0; k_0; v_0; q_1; k_1; v_1]
+    assert m.rows["q_proj"][0][1] == tuple(range(0, half)) + tuple(range(3 * half, 4 * half))
+    assert m.rows["v_proj"][0][1] == tuple(range(2 * half, 3 * half)) + tuple(range(5 * half, 6 * half))
+
+
+def test_a_layer_whose_name_spells_its_roles_is_tried_first():
+    roles = ROLES[:1] + [W.Role(n, "linear", (D, 6), (D,)) for n in ("k_proj", "v_proj")] + ROLES[3:]
+    module = nn.Module()
+    module.to_q, module.to_kv, module.to_out = nn.Linear(D, D), nn.Linear(6, 2 * D), nn.Linear(D, D)
+    options, _ = W.candidates(roles, _layers(module), heads=(2,))
+    assert options[0].layers["k_proj"] == options[0].layers["v_proj"] == "to_kv"
+    square = ROLES  # d_context == d_model: q_proj could share to_kv too, but the name says k and v
+    module.to_kv = nn.Linear(D, 2 * D)
+    options, _ = W.candidates(square, _layers(module), heads=(2,))
+    assert set(options[0].rows) == {"k_proj", "v_proj"} and options[0].layers["q_proj"] == "to_q"
+
+
+def test_split_role_over_per_head_layers_in_list_order():
+    options, why = W.candidates(ROLES, _layers(PerHead()), heads=(2,))
+    assert why is None
+    first = options[0]
+    assert first.rows["q_proj"] == [("q_heads.0", tuple(range(D // 2))), ("q_heads.1", tuple(range(D // 2)))]
+    assert first.layers["k_proj"] == "k_heads.*" and first.layers["o_proj"] == "out"
+    # the number of per-head layers must be a head count
+    none, why = W.candidates(ROLES, _layers(PerHead()), heads=(4,))
+    assert none == [] and why.key == "contract.no_layer"
+
+
+def test_no_fused_fit_still_names_the_missing_layer():
+    module = nn.Module()
+    module.c_attn = nn.Linear(D, 3 * D)  # q, k, v but nothing for the fourth role
+    options, why = W.candidates(ROLES, _layers(module), heads=(2,))
+    assert options == [] and why.key == "contract.no_layer"
+
+
+def test_load_fills_row_slices_and_gradients_slice_back():
+    module = NanoGPT()
+    options, _ = W.candidates(ROLES, _layers(module), heads=(2,))
+    m = next(m for m in options if any(n.kind == "stacked_heads" for n in m.notes))
+    weights = W.role_tensors(ROLES, 0, 0)
+    W.load(module, m, weights)
+    for role in ("q_proj", "k_proj", "v_proj"):
+        rows = list(m.rows[role][0][1])
+        assert torch.equal(module.c_attn.weight[rows], weights[role]["weight"])
+        assert torch.equal(module.c_attn.bias[rows], weights[role]["bias"])
+    leaves, covered = W.rows_leaves(module, m.rows, m.transposed)
+    assert covered == {"c_attn.weight", "c_attn.bias"}
+    assert leaves["k_proj.weight"].grad is None
+    module.c_attn(torch.randn(3, D)).pow(2).sum().backward()
+    rows = list(m.rows["k_proj"][0][1])
+    assert torch.equal(leaves["k_proj.weight"].grad, module.c_attn.weight.grad[rows])
+    assert torch.equal(leaves["v_proj.bias"].grad, module.c_attn.bias.grad[list(m.rows["v_proj"][0][1])])
+
+
+NANOGPT = '''
+# attnprep: mha
+import math
+import torch
+import torch.nn as nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, dropout=0.0):
+        super().__init__()
+        self.c_attn = nn.Linear(d_model, 3 * d_model)
+        self.c_proj = nn.Linear(d_model, d_model)
+        self.h = num_heads
+
+    def forward(self, x, attention_mask=None, is_causal=False):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        k = K_LINE
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        att = q @ k.transpose(-2, -1) / math.sqrt(C // self.h)
+        allowed = torch.ones(T, T, dtype=torch.bool, device=x.device)
+        if is_causal:
+            allowed = allowed.tril()
+        if attention_mask is not None:
+            allowed = allowed & attention_mask[:, None, None, :]
+        att = att.masked_fill(~allowed, float("-inf")).softmax(-1)
+        return self.c_proj((att @ v).transpose(1, 2).reshape(B, T, C))
+'''
+
+
+def test_stacked_layer_gradients_are_graded_per_role(tmp_path):
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text(NANOGPT.replace("K_LINE", "k"))
+    # the same outputs, but no gradient reaches the key rows of c_attn
+    bad.write_text(NANOGPT.replace("K_LINE", "k.detach()"))
+    assert grade(good).passed
+    result = grade(bad)
+    check = next(c for c in result.checks if c.id == "gradients")
+    assert check.passed is False and check.message.params.get("name") == "k_proj.weight", check
