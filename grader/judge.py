@@ -437,10 +437,15 @@ class Judge:
         got_shapes = data.observed.shapes if data.observed is not None else {}
         shape_rows = []
         stages = ("q", "k^T", "scores", "attn", "attn @ v") if getattr(self.kind, "compare_stages", True) else ()
+        try:  # an attempt that runs one head at a time shows one head's stages
+            axes = self.kind.axis_names(0, case)
+            heads = tuple(v for k, v in axes.items() if k in ("H", "G") and v > 1)
+        except Exception:
+            heads = ()
         for stage in stages:
             if stage in ref.shapes:
                 got = tuple(got_shapes[stage]) if stage in got_shapes else None
-                shape_rows.append(_shape_row(stage, tuple(ref.shapes[stage]), got))
+                shape_rows.append(_shape_row(stage, tuple(ref.shapes[stage]), got, heads=heads))
         for name, want in ref_out.items():
             run = data.runs.get(case.name, {}).get(name, {})
             got = tuple(run["shape"]) if run.get("type") == "Tensor" else None
@@ -650,10 +655,18 @@ def feature_part(expected: tuple, got: tuple, axis: int) -> bool:
     return same_layout_family(tuple(smaller), tuple(got))
 
 
-def _shape_row(stage: str, expected: tuple, got: tuple | None, strict: bool = False) -> ShapeRow:
+def one_head(expected: tuple, got: tuple, heads: tuple[int, ...]) -> bool:
+    """Whether ``got`` is one head's part of ``expected`` in a layout of its family: an attempt
+    that runs each head by itself (a ModuleList of heads) shows (B, T, T) for (B, H, T, T)."""
+    return any(size in heads and (tuple(got) == smaller or same_layout_family(smaller, tuple(got)))
+               for i, size in enumerate(expected) for smaller in [tuple(expected[:i]) + tuple(expected[i + 1:])])
+
+
+def _shape_row(stage: str, expected: tuple, got: tuple | None, strict: bool = False, heads: tuple[int, ...] = ()) -> ShapeRow:
     if got is None:
         return ShapeRow(stage, tuple(expected), None)
     equivalent = not strict and tuple(got) != tuple(expected) and (
         same_layout_family(tuple(expected), tuple(got))
-        or (stage in FEATURE_AXIS and feature_part(tuple(expected), tuple(got), FEATURE_AXIS[stage])))
+        or (stage in FEATURE_AXIS and feature_part(tuple(expected), tuple(got), FEATURE_AXIS[stage]))
+        or one_head(tuple(expected), tuple(got), heads))
     return ShapeRow(stage, tuple(expected), tuple(got), equivalent=equivalent)

@@ -155,3 +155,12 @@ def test_stacked_layer_gradients_are_graded_per_role(tmp_path):
     result = grade(bad)
     check = next(c for c in result.checks if c.id == "gradients")
     assert check.passed is False and check.message.params.get("name") == "k_proj.weight", check
+
+
+def test_one_heads_stages_are_a_layout_of_the_reference_stages():
+    from attnprep.grader.judge import _shape_row
+
+    assert _shape_row("scores", (3, 4, 7, 7), (3, 7, 7), heads=(4,)).equivalent  # a ModuleList of heads
+    assert _shape_row("attn @ v", (3, 4, 7, 2), (3, 7, 2), heads=(4,)).equivalent
+    assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 7)).equivalent  # no head count: not a head's part
+    assert not _shape_row("q", (3, 4, 7, 2), (3, 7, 8), heads=(4,)).equivalent  # every head at once, unsplit
