@@ -163,4 +163,4 @@ def test_one_heads_stages_are_a_layout_of_the_reference_stages():
     assert _shape_row("scores", (3, 4, 7, 7), (3, 7, 7), heads=(4,)).equivalent  # a ModuleList of heads
     assert _shape_row("attn @ v", (3, 4, 7, 2), (3, 7, 2), heads=(4,)).equivalent
     assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 7)).equivalent  # no head count: not a head's part
-    assert not _shape_row("q", (3, 4, 7, 2), (3, 7, 8), heads=(4,)).equivalent  # every head at once, unsplit
+    assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 4), heads=(4,)).equivalent  # no head of it
