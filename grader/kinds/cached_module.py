@@ -44,6 +44,7 @@ from torch.overrides import TorchFunctionMode
 
 from attnprep import exercises
 from attnprep.grader import cached_variants, trace
+from attnprep.grader import weights as W
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.kinds.attention_module import AttentionModule
 from attnprep.grader.kinds.base import Built, ContractError, first, name_mistakes
@@ -243,8 +244,8 @@ class CachedModule(AttentionModule):
                       "widths": [[w, exercises.evaluate(w, config)] for w in grading["prefix_widths"]]}
         self._meta[id(module)] = {
             "module": module,
-            "weights": {role: module.get_submodule(built.mapping[role]).weight for role in dict.fromkeys(watched)
-                        if role in built.mapping and role not in built.rows},
+            "weights": {role: _watched_weight(module, built, role) for role in dict.fromkeys(watched)
+                        if role in built.mapping and len(built.rows.get(role, [None])) == 1},
             "rows_of": list(grading.get("rows_of", [])),
             "prefix": prefix,
             "file": namespace.get("__file__") or "",
@@ -580,6 +581,14 @@ def _tensors(obj):
     elif isinstance(obj, dict):
         for o in obj.values():
             yield from _tensors(o)
+
+
+def _watched_weight(module, built: Built, role: str) -> torch.Tensor:
+    """The weight of the layer that computes ``role``: its own, or a layer stacking it with others
+    (``kv_proj`` for k_proj and v_proj: the rows of what it multiplies are counted alike)."""
+    if role in built.rows:
+        return W.params_of(module, built.rows[role][0][0])[0]
+    return module.get_submodule(built.mapping[role]).weight
 
 
 class StepRecorder(TorchFunctionMode):
