@@ -5,6 +5,11 @@ seeded by (seed, config, role), so the attempt and the reference see the same nu
 the attempt calls its layers. The attempt's layers are matched to roles by name first; the rest
 by shape, trying every assignment among same-shaped layers (ordered by how much the names look
 alike), and the caller keeps the first assignment whose output matches the reference.
+
+When no such assignment exists, two more styles are tried: one layer stacking several roles
+along its out-features (nanoGPT's ``c_attn``, Perceiver's ``to_kv``, NeoX's per-head interleaved
+``query_key_value``), and one role spread over a ``ModuleList`` of per-head layers. Their roles
+are recorded as row slices (:attr:`Mapping.rows`): loaded by rows, their gradients graded by rows.
 """
 
 from __future__ import annotations
