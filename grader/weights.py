@@ -276,7 +276,8 @@ def _stacked(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> 
                         continue
                     D, n = width // h, len(subset)
                     for order in orders:
-                        rows = {r.name: [(layer.name, tuple(i for head in range(h) for i in range((head * n + j) * D, (head * n + j + 1) * D)))]
+                        # head h's rows: [role 0's D rows; role 1's; …], heads one after another
+                        rows = {r.name: [(layer.name, tuple((head * n + j) * D + i for head in range(h) for i in range(D)))]
                                 for j, r in enumerate(order)}
                         pieces.append(_Piece("stacked_heads", tuple(r.name for r in order), (layer,), rows, layer.name, score))
     return pieces
