@@ -165,7 +165,7 @@ class AttentionModule:
                         outputs.append(encode_tensor(first(self.call(module, probe))))
                 except Exception:
                     outputs.append(None)
-            answer = channel.ask({"question": "mapping", "config": ci,
+            answer = channel.ask({"question": "mapping", "config": ci, "fused": bool(options[0].rows),
                                   "zero_bias": [sorted(m.zero_bias) for m in options], "outputs": outputs})
             choice = answer.get("choice")
             if isinstance(choice, int) and 0 <= choice < len(options):
@@ -283,7 +283,30 @@ class AttentionModule:
                     wanted[key] = self.probe_output(ci, key, probe)
             if matches(got, wanted[key]):
                 return {"choice": index}
+        if question.get("fused") is True:
+            return {"choice": self._mistaken_layout(ci, probe, question)}
         return {"choice": 0}
+
+    def _mistaken_layout(self, ci: int, probe: Case, question: dict) -> int:
+        """None of the stacked / per-head layouts computes the reference: the first one under
+        which the attempt computes a named mistake (its rows read as the mistake's variant would
+        need), so that the mistake is named; else the first layout."""
+        decoded = [(i, decode_tensor(e), frozenset(z)) for i, (z, e) in enumerate(zip(question["zero_bias"], question["outputs"]))]
+        for knob in self.knobs():
+            for fill in variants.FILLS:
+                wanted: dict[frozenset, torch.Tensor | None] = {}
+                for index, got, zero_bias in decoded:
+                    if got is None:
+                        continue
+                    if zero_bias not in wanted:
+                        try:
+                            with torch.no_grad():
+                                wanted[zero_bias] = self.variant(ci, zero_bias, knob, fill)(probe)["out"]
+                        except Exception:  # a variant that does not run on the probe names nothing
+                            wanted[zero_bias] = None
+                    if wanted[zero_bias] is not None and matches(got, wanted[zero_bias]):
+                        return index
+        return 0
 
     def knobs(self) -> list[str]:
         return list(self.exercise.grading.get("knobs", []))
