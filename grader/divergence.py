@@ -383,7 +383,40 @@ class _Trails:
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
-        return self.att[p].free and not self.own(p)
+        return self.att[p].free and not self.own(p) and not self.same_mask(p)
+
+    def same_mask(self, p: int) -> bool:
+        """Attempt step ``p`` is a mask that holds nothing wrong: a neutral start (all zeros, all
+        True, all False) to combine masks into, or an additive mask (0 where allowed, -inf or a
+        large negative where not) that is a bool mask of the reference, maybe with axes to
+        broadcast over (``(B, 1, T, T)`` for ``(T, T)``)."""
+        step = self.att[p]
+        t = _tensor(step)
+        if t is None or t.numel() == 0:
+            return False
+        if step.dtype.endswith("bool"):
+            return bool((t == t.flatten()[0]).all())
+        if not bool(((t == 0) | (t == -math.inf)).all()):
+            return False
+        allowed = t == 0
+        if bool(allowed.all()):
+            return True
+        for s, r in self.matcher.ref:
+            if not s.free or r is None:
+                continue
+            if s.dtype.endswith("bool"):
+                theirs = r == 1
+            elif bool(((r == 0) | (r == -math.inf)).all()):
+                theirs = r == 0
+            else:
+                continue
+            try:
+                shape = torch.broadcast_shapes(allowed.shape, theirs.shape)
+            except RuntimeError:
+                continue
+            if shape == allowed.shape and torch.equal(allowed, theirs.expand(shape)):
+                return True
+        return False
 
     def own(self, p: int) -> set[int]:
         """The reference steps attempt step ``p`` matches in the reference's own layout."""
