@@ -87,17 +87,54 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             continue
         weight = params.pop("weight", None)
         bias = params.pop("bias", None)
-        if weight is None:
-            stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
-            if bias is not None:
-                stray.append(f"{prefix}.bias".lstrip("."))
-            continue
-        bias_shape = tuple(bias.shape) if bias is not None else None
-        layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
-        if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
-            layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
-        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
+        if weight is not None:
+            bias_shape = tuple(bias.shape) if bias is not None else None
+            layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
+            if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
+                layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
+        elif bias is not None:
+            params["bias"] = bias
+        # bare matrices (self.W_q = nn.Parameter(...) used with F.linear or x @ W), each with the
+        # vector named like it as its bias (b_q, q_bias), are layers too
+        for n, p in list(params.items()):
+            if p.dim() != 2:
+                continue
+            b = params.get(_bias_name(n, params))
+            out, inp = p.shape
+            name = f"{prefix}.{n}".lstrip(".")
+            layers.append(Layer(name, (out, inp), (out,) if b is not None and b.shape == (out,) else None))
+            layers.append(Layer(name, (inp, out), (inp,) if b is not None and b.shape == (inp,) else None, transposed=True))
+        used = {n for n, p in params.items() if p.dim() == 2}
+        used |= {_bias_name(n, params) for n in used} - {None}
+        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params if n not in used)
     return layers, stray
+
+
+def _bias_name(name: str, params: dict) -> str | None:
+    """The 1-D parameter that is the bias of the bare matrix ``name``: W_q -> b_q, wq -> bq,
+    q_weight -> q_bias, weight_q -> bias_q."""
+    guesses = [name.replace("weight", "bias"), name.replace("Weight", "Bias")]
+    for i, c in enumerate(name):
+        if c in "wW":
+            guesses.append(name[:i] + ("b" if c == "w" else "B") + name[i + 1:])
+            guesses.append(name[:i] + "b" + name[i + 1:])
+    return next((g for g in guesses if g != name and g in params and params[g].dim() == 1), None)
+
+
+def parameters_of(module: torch.nn.Module, layer: str) -> tuple[torch.nn.Parameter, torch.nn.Parameter | None, str, str]:
+    """A layer's weight and bias (or None) and their parameter names: a submodule's ``weight`` and
+    ``bias``, or a bare matrix and the vector named like it."""
+    prefix, _, leaf = layer.rpartition(".")
+    owner = module.get_submodule(prefix) if prefix else module
+    own = dict(owner.named_parameters(recurse=False))
+    if leaf in own and own[leaf].dim() == 2 and not isinstance(getattr(owner, leaf, None), torch.nn.Module):
+        b = _bias_name(leaf, own)
+        join = (prefix + ".") if prefix else ""
+        return own[leaf], (own[b] if b else None), layer, (join + b if b else "")
+    sub = module.get_submodule(layer)
+    bias = getattr(sub, "bias", None)
+    join = (layer + ".") if layer else ""
+    return sub.weight, bias if isinstance(bias, torch.nn.Parameter) else None, join + "weight", join + "bias"
 
 
 def layer_named(layers: list[Layer], name: str) -> Layer:
@@ -183,17 +220,15 @@ def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping
 @torch.no_grad()
 def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str, torch.Tensor]]) -> None:
     """Copy the role weights into the attempt's layers; other parameters get seeded values."""
-    subs = dict(module.named_modules())
     used = set()
     for role, layer_name in mapping.layers.items():
-        sub = subs[layer_name]
+        w, bias, w_name, b_name = parameters_of(module, layer_name)
         weight = weights[role]["weight"]
-        sub.weight.copy_(weight.t() if role in mapping.transposed else weight)
-        used.add(f"{layer_name}.weight".lstrip("."))
-        bias = getattr(sub, "bias", None)
-        if isinstance(bias, torch.nn.Parameter) and "bias" in weights[role]:
+        w.copy_(weight.t() if role in mapping.transposed else weight)
+        used.add(w_name)
+        if bias is not None and "bias" in weights[role]:
             bias.copy_(weights[role]["bias"])
-            used.add(f"{layer_name}.bias".lstrip("."))
+            used.add(b_name)
     g = torch.Generator().manual_seed(12345)
     for name, p in module.named_parameters():
         if name not in used:

@@ -187,11 +187,14 @@ class AttentionModule:
     def grad_leaves(self, attempt, case: Case, built: Built):
         """The parameters, named by their contract role where mapped (``q_proj.weight``)."""
         attempt.zero_grad(set_to_none=True)
-        role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed}
+        role_of = {}
+        for role, layer in built.mapping.items():
+            if role not in built.transposed:
+                _, _, w_name, b_name = W.parameters_of(attempt, layer)
+                role_of[w_name], role_of[b_name] = f"{role}.weight", f"{role}.bias"
         leaves = {}
         for name, p in attempt.named_parameters():
-            layer, _, leaf = name.rpartition(".")
-            leaves[f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
+            leaves[role_of.get(name, name)] = p
         return case, leaves
 
     def reference_grads(self, ci: int, zero_bias, case: Case):
