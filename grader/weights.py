@@ -107,7 +107,44 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         used = {n for n, p in params.items() if p.dim() == 2}
         used |= {_bias_name(n, params) for n in used} - {None}
         stray.extend(f"{prefix}.{n}".lstrip(".") for n in params if n not in used)
-    return layers, stray
+    return layers + _stacked(layers), stray
+
+
+def _stacked(layers: list[Layer]) -> list[Layer]:
+    """Per-head layers of an nn.ModuleList (``heads.0.query`` … ``heads.3.query``, each
+    Linear(d_model, head_dim)) as one layer ``heads.*.query`` whose rows are theirs, head after head."""
+    groups: dict[str, list[tuple[int, Layer]]] = {}
+    for layer in layers:
+        parts = layer.name.split(".")
+        for i, part in enumerate(parts):
+            if part.isdigit() and not layer.transposed and len(layer.weight) == 2:
+                groups.setdefault(".".join(parts[:i] + ["*"] + parts[i + 1:]), []).append((int(part), layer))
+    stacked = []
+    for name, members in groups.items():
+        members.sort(key=lambda m: m[0])
+        first = members[0][1]
+        if (len(members) < 2 or [i for i, _ in members] != list(range(len(members)))
+                or any((l.weight, l.bias) != (first.weight, first.bias) for _, l in members)):
+            continue
+        n = len(members)
+        stacked.append(Layer(name, (n * first.weight[0], first.weight[1]),
+                             (n * first.bias[0],) if first.bias is not None else None))
+    return stacked
+
+
+def stack_members(module: torch.nn.Module, layer: str) -> list[str]:
+    """The layers a stacked layer (``heads.*.query``) is made of, in order; [] for another layer."""
+    if "*" not in layer.split("."):
+        return []
+    names = []
+    for i in itertools.count():
+        name = layer.replace("*", str(i), 1)
+        try:
+            module.get_submodule(name)
+        except AttributeError:
+            return names
+        names.append(name)
+    return names
 
 
 def _bias_name(name: str, params: dict) -> str | None:
@@ -222,6 +259,18 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
     """Copy the role weights into the attempt's layers; other parameters get seeded values."""
     used = set()
     for role, layer_name in mapping.layers.items():
+        members = stack_members(module, layer_name)
+        if members:  # per-head layers: each takes its head's rows
+            n = len(members)
+            for name, w_rows, b_rows in zip(members, weights[role]["weight"].chunk(n), (
+                    weights[role]["bias"].chunk(n) if "bias" in weights[role] else [None] * n)):
+                w, bias, w_name, b_name = parameters_of(module, name)
+                w.copy_(w_rows)
+                used.add(w_name)
+                if bias is not None and b_rows is not None:
+                    bias.copy_(b_rows)
+                    used.add(b_name)
+            continue
         w, bias, w_name, b_name = parameters_of(module, layer_name)
         weight = weights[role]["weight"]
         w.copy_(weight.t() if role in mapping.transposed else weight)

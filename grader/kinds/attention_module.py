@@ -189,7 +189,7 @@ class AttentionModule:
         attempt.zero_grad(set_to_none=True)
         role_of = {}
         for role, layer in built.mapping.items():
-            if role not in built.transposed:
+            if role not in built.transposed and not W.stack_members(attempt, layer):
                 _, _, w_name, b_name = W.parameters_of(attempt, layer)
                 role_of[w_name], role_of[b_name] = f"{role}.weight", f"{role}.bias"
         leaves = {}

@@ -244,7 +244,8 @@ class CachedModule(AttentionModule):
                       "widths": [[w, exercises.evaluate(w, config)] for w in grading["prefix_widths"]]}
         self._meta[id(module)] = {
             "module": module,
-            "weights": {role: W.parameters_of(module, built.mapping[role])[0] for role in dict.fromkeys(watched)},
+            "weights": {role: W.parameters_of(module, built.mapping[role])[0] for role in dict.fromkeys(watched)
+                        if not W.stack_members(module, built.mapping[role])},
             "rows_of": list(grading.get("rows_of", [])),
             "prefix": prefix,
             "file": namespace.get("__file__") or "",
