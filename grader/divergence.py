@@ -78,6 +78,19 @@ def _constant(t: torch.Tensor | None) -> bool:
     return t is not None and t.numel() > 1 and bool((t.flatten() == t.flatten()[0]).all())
 
 
+_COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
+_LAYOUTS = {"reshape", "view", "flatten", "contiguous", "transpose", "permute", "unsqueeze", "squeeze", "movedim", "mT"}
+
+
+def _broadcast(parent, shape) -> bool:
+    """``shape`` differs from ``parent`` (aligned from the right) only where ``parent`` has 1 or
+    no axis: copies along a broadcast axis, never a tile of several heads."""
+    parent, shape = tuple(parent), tuple(shape)
+    if len(parent) > len(shape) or parent == shape:
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(parent), reversed(shape)))
+
+
 def func_name(name: str) -> str:
     """A torch function's name without the spelling: ``__rmul__``, ``mul_`` and ``mul`` are ``mul``."""
     bare = name.strip("_")
@@ -820,6 +833,17 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return False
 
     constant = [_constant(_tensor(s)) for s in attempt]
+    # copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's one
+    # K/V head, which the reference leaves to broadcasting): no values of their own to be wrong
+    copied = [False] * len(attempt)
+    for i, step in enumerate(attempt):
+        if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
+            p = step.parents[0]
+            name = func_name(step.func)
+            if copied[p] and name in _LAYOUTS:
+                copied[i] = True
+            elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
+                copied[i] = True
     wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     for i, step in enumerate(attempt):
         if i in wrong_outputs and matched[i] is not None and not step.free:
@@ -831,7 +855,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                          "short" if short else "output", name, name_shape(reference[r].shape, axes), reference[r].code)
         # an output that differs from the reference's is wrong for good, whatever is made from it
         # later (a cache in the wrong order that the next call's attention happens not to mind)
-        if step.free or matched[i] is not None or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
+        if step.free or matched[i] is not None or copied[i] or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
             continue
         if i not in children and i != len(attempt) - 1 and i not in set((outputs or ({}, {}))[0].values()):
             continue  # nothing uses it (the indices torch.max returns beside the values): it cannot be the story
