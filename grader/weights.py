@@ -104,9 +104,7 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             name = f"{prefix}.{n}".lstrip(".")
             layers.append(Layer(name, (out, inp), (out,) if b is not None and b.shape == (out,) else None))
             layers.append(Layer(name, (inp, out), (inp,) if b is not None and b.shape == (inp,) else None, transposed=True))
-        used = {n for n, p in params.items() if p.dim() == 2}
-        used |= {_bias_name(n, params) for n in used} - {None}
-        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params if n not in used)
+        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)  # until a mapping takes them (mapped_params)
     return layers + _stacked(layers), stray
 
 
@@ -130,6 +128,16 @@ def _stacked(layers: list[Layer]) -> list[Layer]:
         stacked.append(Layer(name, (n * first.weight[0], first.weight[1]),
                              (n * first.bias[0],) if first.bias is not None else None))
     return stacked
+
+
+def mapped_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
+    """The names of the parameters the mapping's layers own."""
+    names = set()
+    for layer in mapping.layers.values():
+        for name in stack_members(module, layer) or [layer]:
+            _, _, w_name, b_name = parameters_of(module, name)
+            names |= {w_name, b_name}
+    return names
 
 
 def stack_members(module: torch.nn.Module, layer: str) -> list[str]:

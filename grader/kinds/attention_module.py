@@ -176,7 +176,8 @@ class AttentionModule:
             p = next(p for p in self.exercise.contract.params if p.name == r.name)
             raise ContractError("contract.extra_bias", layer=chosen.layers[r.name], role=r.name, expected=p.describe())
         W.load(module, chosen, weights)
-        notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray]
+        taken = W.mapped_params(module, chosen)
+        notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray if p not in taken]
         if not chosen.by_name:
             notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items() if role != layer] + notes
         return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed))
