@@ -79,9 +79,7 @@ def _mix(seed: int, config_index: int, name: str) -> int:
 
 
 def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
-    """The attempt's parameter-owning layers, and parameters that do not fit a layer. A bare 2-d
-    ``nn.Parameter`` used through ``F.linear`` or ``x @ W`` (``self.wq``, with ``self.bq`` as its
-    bias) is a layer of its own, named by the parameter."""
+    """The attempt's parameter-owning layers, and parameters that do not fit a layer."""
     layers, stray = [], []
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False))
@@ -89,46 +87,99 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             continue
         weight = params.pop("weight", None)
         bias = params.pop("bias", None)
-        if weight is None:
-            if bias is not None:
-                params["bias"] = bias
-            for n, p in params.items():
-                if p.dim() != 2:
-                    continue
-                b = bias_partner(n, params)
-                name = f"{prefix}.{n}".lstrip(".")
-                bias_shape = tuple(params[b].shape) if b is not None else None
-                layers.append(Layer(name, tuple(p.shape), bias_shape))
-                layers.append(Layer(name, tuple(reversed(p.shape)), bias_shape, transposed=True))
-            stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)  # until a role takes them: bare_params
+        if weight is not None:
+            bias_shape = tuple(bias.shape) if bias is not None else None
+            layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
+            if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
+                layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
+        elif bias is not None:
+            params["bias"] = bias
+        # bare matrices (self.W_q = nn.Parameter(...) used with F.linear or x @ W), each with the
+        # vector named like it as its bias (b_q, q_bias), are layers too
+        for n, p in list(params.items()):
+            if p.dim() != 2:
+                continue
+            b = params.get(_bias_name(n, params))
+            out, inp = p.shape
+            name = f"{prefix}.{n}".lstrip(".")
+            layers.append(Layer(name, (out, inp), (out,) if b is not None and b.shape == (out,) else None))
+            layers.append(Layer(name, (inp, out), (inp,) if b is not None and b.shape == (inp,) else None, transposed=True))
+        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)  # until a mapping takes them (mapped_params)
+    return layers + _stacked(layers), stray
+
+
+def _stacked(layers: list[Layer]) -> list[Layer]:
+    """Per-head layers of an nn.ModuleList (``heads.0.query`` … ``heads.3.query``, each
+    Linear(d_model, head_dim)) as one layer ``heads.*.query`` whose rows are theirs, head after head."""
+    groups: dict[str, list[tuple[int, Layer]]] = {}
+    for layer in layers:
+        parts = layer.name.split(".")
+        for i, part in enumerate(parts):
+            if part.isdigit() and not layer.transposed and len(layer.weight) == 2:
+                groups.setdefault(".".join(parts[:i] + ["*"] + parts[i + 1:]), []).append((int(part), layer))
+    stacked = []
+    for name, members in groups.items():
+        members.sort(key=lambda m: m[0])
+        first = members[0][1]
+        if (len(members) < 2 or [i for i, _ in members] != list(range(len(members)))
+                or any((l.weight, l.bias) != (first.weight, first.bias) for _, l in members)):
             continue
-        bias_shape = tuple(bias.shape) if bias is not None else None
-        layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
-        if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
-            layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
-        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
-    return layers, stray
+        n = len(members)
+        stacked.append(Layer(name, (n * first.weight[0], first.weight[1]),
+                             (n * first.bias[0],) if first.bias is not None else None))
+    return stacked
 
 
-def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
-    """The bare parameters that ``mapping`` gives a role: each bare weight and its bias."""
-    subs, params, taken = dict(module.named_modules()), dict(module.named_parameters()), set()
-    for layer_name in mapping.layers.values():
-        if layer_name in params and layer_name not in subs:
-            owner, _, leaf = layer_name.rpartition(".")
-            b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
-            taken.update({layer_name} | ({f"{owner}.{b}".lstrip(".")} if b is not None else set()))
-    return taken
+def mapped_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
+    """The names of the parameters the mapping's layers own."""
+    names = set()
+    for layer in mapping.layers.values():
+        for name in stack_members(module, layer) or [layer]:
+            _, _, w_name, b_name = parameters_of(module, name)
+            names |= {w_name, b_name}
+    return names
 
 
-def bias_partner(weight: str, params) -> str | None:
-    """The 1-d parameter that is the bias of a bare weight parameter: wq -> bq, W_q -> b_q,
-    q_weight -> q_bias, weight_q -> bias_q; None when there is none."""
-    options = []
-    if weight[:1] in "wW":
-        options += ["b" + weight[1:], "B" + weight[1:]]
-    options += [weight.replace("weight", "bias"), weight.replace("Weight", "Bias")]
-    return next((o for o in options if o != weight and o in params and params[o].dim() == 1), None)
+def stack_members(module: torch.nn.Module, layer: str) -> list[str]:
+    """The layers a stacked layer (``heads.*.query``) is made of, in order; [] for another layer."""
+    if "*" not in layer.split("."):
+        return []
+    names = []
+    for i in itertools.count():
+        name = layer.replace("*", str(i), 1)
+        try:
+            module.get_submodule(name)
+        except AttributeError:
+            return names
+        names.append(name)
+    return names
+
+
+def _bias_name(name: str, params: dict) -> str | None:
+    """The 1-D parameter that is the bias of the bare matrix ``name``: W_q -> b_q, wq -> bq,
+    q_weight -> q_bias, weight_q -> bias_q."""
+    guesses = [name.replace("weight", "bias"), name.replace("Weight", "Bias")]
+    for i, c in enumerate(name):
+        if c in "wW":
+            guesses.append(name[:i] + ("b" if c == "w" else "B") + name[i + 1:])
+            guesses.append(name[:i] + "b" + name[i + 1:])
+    return next((g for g in guesses if g != name and g in params and params[g].dim() == 1), None)
+
+
+def parameters_of(module: torch.nn.Module, layer: str) -> tuple[torch.nn.Parameter, torch.nn.Parameter | None, str, str]:
+    """A layer's weight and bias (or None) and their parameter names: a submodule's ``weight`` and
+    ``bias``, or a bare matrix and the vector named like it."""
+    prefix, _, leaf = layer.rpartition(".")
+    owner = module.get_submodule(prefix) if prefix else module
+    own = dict(owner.named_parameters(recurse=False))
+    if leaf in own and own[leaf].dim() == 2 and not isinstance(getattr(owner, leaf, None), torch.nn.Module):
+        b = _bias_name(leaf, own)
+        join = (prefix + ".") if prefix else ""
+        return own[leaf], (own[b] if b else None), layer, (join + b if b else "")
+    sub = module.get_submodule(layer)
+    bias = getattr(sub, "bias", None)
+    join = (layer + ".") if layer else ""
+    return sub.weight, bias if isinstance(bias, torch.nn.Parameter) else None, join + "weight", join + "bias"
 
 
 def layer_named(layers: list[Layer], name: str) -> Layer:
@@ -214,29 +265,27 @@ def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping
 @torch.no_grad()
 def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str, torch.Tensor]]) -> None:
     """Copy the role weights into the attempt's layers; other parameters get seeded values."""
-    subs = dict(module.named_modules())
-    params = dict(module.named_parameters())
     used = set()
     for role, layer_name in mapping.layers.items():
-        weight = weights[role]["weight"]
-        weight = weight.t() if role in mapping.transposed else weight
-        if layer_name in params and layer_name not in subs:  # a bare weight parameter
-            params[layer_name].copy_(weight)
-            used.add(layer_name)
-            owner, _, leaf = layer_name.rpartition(".")
-            b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
-            if b is not None and "bias" in weights[role]:
-                bias_name = f"{owner}.{b}".lstrip(".")
-                params[bias_name].copy_(weights[role]["bias"])
-                used.add(bias_name)
+        members = stack_members(module, layer_name)
+        if members:  # per-head layers: each takes its head's rows
+            n = len(members)
+            for name, w_rows, b_rows in zip(members, weights[role]["weight"].chunk(n), (
+                    weights[role]["bias"].chunk(n) if "bias" in weights[role] else [None] * n)):
+                w, bias, w_name, b_name = parameters_of(module, name)
+                w.copy_(w_rows)
+                used.add(w_name)
+                if bias is not None and b_rows is not None:
+                    bias.copy_(b_rows)
+                    used.add(b_name)
             continue
-        sub = subs[layer_name]
-        sub.weight.copy_(weight)
-        used.add(f"{layer_name}.weight".lstrip("."))
-        bias = getattr(sub, "bias", None)
-        if isinstance(bias, torch.nn.Parameter) and "bias" in weights[role]:
+        w, bias, w_name, b_name = parameters_of(module, layer_name)
+        weight = weights[role]["weight"]
+        w.copy_(weight.t() if role in mapping.transposed else weight)
+        used.add(w_name)
+        if bias is not None and "bias" in weights[role]:
             bias.copy_(weights[role]["bias"])
-            used.add(f"{layer_name}.bias".lstrip("."))
+            used.add(b_name)
     g = torch.Generator().manual_seed(12345)
     for name, p in module.named_parameters():
         if name not in used:

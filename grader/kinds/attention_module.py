@@ -176,7 +176,7 @@ class AttentionModule:
             p = next(p for p in self.exercise.contract.params if p.name == r.name)
             raise ContractError("contract.extra_bias", layer=chosen.layers[r.name], role=r.name, expected=p.describe())
         W.load(module, chosen, weights)
-        taken = W.bare_params(module, chosen)
+        taken = W.mapped_params(module, chosen)
         notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray if p not in taken]
         if not chosen.by_name:
             notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items() if role != layer] + notes
@@ -188,20 +188,14 @@ class AttentionModule:
     def grad_leaves(self, attempt, case: Case, built: Built):
         """The parameters, named by their contract role where mapped (``q_proj.weight``)."""
         attempt.zero_grad(set_to_none=True)
-        role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed}
-        params = dict(attempt.named_parameters())
-        bare = {}  # bare weight parameters (F.linear(x, self.wq, self.bq)): wq -> q_proj.weight, bq -> q_proj.bias
-        for layer, role in role_of.items():
-            if layer in params:
-                owner, _, leaf = layer.rpartition(".")
-                bare[layer] = f"{role}.weight"
-                b = W.bias_partner(leaf, {n.rpartition(".")[2]: p for n, p in params.items() if n.rpartition(".")[0] == owner})
-                if b is not None:
-                    bare[f"{owner}.{b}".lstrip(".")] = f"{role}.bias"
+        role_of = {}
+        for role, layer in built.mapping.items():
+            if role not in built.transposed and not W.stack_members(attempt, layer):
+                _, _, w_name, b_name = W.parameters_of(attempt, layer)
+                role_of[w_name], role_of[b_name] = f"{role}.weight", f"{role}.bias"
         leaves = {}
-        for name, p in params.items():
-            layer, _, leaf = name.rpartition(".")
-            leaves[bare[name] if name in bare else f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
+        for name, p in attempt.named_parameters():
+            leaves[role_of.get(name, name)] = p
         return case, leaves
 
     def reference_grads(self, ci: int, zero_bias, case: Case):
@@ -267,6 +261,24 @@ class AttentionModule:
                     wanted[key] = self.probe_output(ci, key, probe)
             if matches(got, wanted[key]):
                 return {"choice": index}
+        # none gives the reference's output: the first that gives a named mistake's (a square bare
+        # matrix read in the orientation the attempt uses, so that the mistake can still be named)
+        if len(question["outputs"]) > 1:
+            mistaken: dict[tuple, torch.Tensor | None] = {}
+            for knob in self.knobs():
+                for index, (zero_bias, encoded) in enumerate(zip(question["zero_bias"], question["outputs"])):
+                    got = decode_tensor(encoded)
+                    key = (frozenset(zero_bias), knob)
+                    if got is None:
+                        continue
+                    if key not in mistaken:
+                        try:
+                            with torch.no_grad():
+                                mistaken[key] = self.variant(ci, key[0], knob, float("-inf"))(probe)["out"]
+                        except Exception:
+                            mistaken[key] = None
+                    if mistaken[key] is not None and matches(got, mistaken[key]):
+                        return {"choice": index}
         return {"choice": 0}
 
     def knobs(self) -> list[str]:

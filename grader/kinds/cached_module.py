@@ -44,6 +44,7 @@ from torch.overrides import TorchFunctionMode
 
 from attnprep import exercises
 from attnprep.grader import cached_variants, trace
+from attnprep.grader import weights as W
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.kinds.attention_module import AttentionModule
 from attnprep.grader.kinds.base import Built, ContractError, first, name_mistakes
@@ -243,7 +244,8 @@ class CachedModule(AttentionModule):
                       "widths": [[w, exercises.evaluate(w, config)] for w in grading["prefix_widths"]]}
         self._meta[id(module)] = {
             "module": module,
-            "weights": {role: module.get_submodule(built.mapping[role]).weight for role in dict.fromkeys(watched)},
+            "weights": {role: W.parameters_of(module, built.mapping[role])[0] for role in dict.fromkeys(watched)
+                        if not W.stack_members(module, built.mapping[role])},
             "rows_of": list(grading.get("rows_of", [])),
             "prefix": prefix,
             "file": namespace.get("__file__") or "",
