@@ -43,9 +43,11 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 # (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
 _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
               "itruediv": "div", "amax": "max", "amin": "min"}
-# what only reshapes or casts a tensor (a factory reshaped is still a factory, for free_top)
-_RESHAPES = {"view", "reshape", "unsqueeze", "squeeze", "getitem", "expand", "expand_as", "transpose", "permute", "t",
-             "flatten", "contiguous", "to", "float", "double", "long", "int", "type", "type_as"}
+# what only moves a tensor's values around: into other axes, or copied along an axis; and casts
+_LAYOUTS = {"reshape", "view", "flatten", "unflatten", "contiguous", "transpose", "permute", "t", "mT", "unsqueeze",
+            "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "clone"}
+_COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
+_CASTS = {"to", "float", "double", "long", "int", "type", "type_as"}
 # ... and what the file writes for the reflected forms, which read as the operation's own name
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
@@ -65,16 +67,11 @@ class Found:
     ref_code: str = ""
 
 
-# operations that only move a tensor's values around (or cast them): applied straight to an input of
-# the call, their result holds the input's own numbers, which the reference's trail (the steps it
-# computes) never holds on their own, so "matches nothing" says nothing about such a step
-_REARRANGING = {"reshape", "view", "permute", "transpose", "contiguous", "flatten", "unflatten", "unsqueeze",
-                "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "float", "to", "type_as", "clone"}
-
-
 def _rearranged_input(step: Step) -> bool:
-    """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``."""
-    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in _REARRANGING
+    """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``.
+    Its result holds the input's own numbers, which the reference's trail (the steps it computes)
+    never holds on their own, so "matches nothing" says nothing about such a step."""
+    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in _LAYOUTS | _CASTS
 
 
 def _tensor(step: Step) -> torch.Tensor | None:
@@ -98,10 +95,6 @@ def _fill(step: Step) -> bool:
     ``torch.where``: it holds no mask and cannot itself be wrong; the step that uses it may be."""
     t = _tensor(step)
     return t is not None and t.numel() > 0 and bool(torch.isneginf(t).all())
-
-
-_COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
-_LAYOUTS = {"reshape", "view", "flatten", "contiguous", "transpose", "permute", "unsqueeze", "squeeze", "movedim", "mT"}
 
 
 def _broadcast(parent, shape) -> bool:
@@ -785,7 +778,8 @@ class _Trails:
         """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
         ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
         while self.att[q].parents:
-            if func_name(self.att[q].func) not in _RESHAPES or len(self.att[q].parents) != 1:
+            moves = func_name(self.att[q].func) in _LAYOUTS | _COPIES | _CASTS | {"getitem"}
+            if not moves or len(self.att[q].parents) != 1:
                 return False
             q = self.att[q].parents[0]
         return True
