@@ -43,9 +43,11 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 # (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
 _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
               "itruediv": "div", "amax": "max", "amin": "min"}
-# what only reshapes or casts a tensor (a factory reshaped is still a factory, for free_top)
-_RESHAPES = {"view", "reshape", "unsqueeze", "squeeze", "getitem", "expand", "expand_as", "transpose", "permute", "t",
-             "flatten", "contiguous", "to", "float", "double", "long", "int", "type", "type_as"}
+# what only moves a tensor's values around: into other axes, or copied along an axis; and casts
+_LAYOUTS = {"reshape", "view", "flatten", "unflatten", "contiguous", "transpose", "permute", "t", "mT", "unsqueeze",
+            "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "clone"}
+_COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
+_CASTS = {"to", "float", "double", "long", "int", "type", "type_as"}
 # ... and what the file writes for the reflected forms, which read as the operation's own name
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
@@ -65,16 +67,11 @@ class Found:
     ref_code: str = ""
 
 
-# operations that only move a tensor's values around (or cast them): applied straight to an input of
-# the call, their result holds the input's own numbers, which the reference's trail (the steps it
-# computes) never holds on their own, so "matches nothing" says nothing about such a step
-_REARRANGING = {"reshape", "view", "permute", "transpose", "contiguous", "flatten", "unflatten", "unsqueeze",
-                "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "float", "to", "type_as", "clone"}
-
-
 def _rearranged_input(step: Step) -> bool:
-    """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``."""
-    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in _REARRANGING
+    """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``.
+    Its result holds the input's own numbers, which the reference's trail (the steps it computes)
+    never holds on their own, so "matches nothing" says nothing about such a step."""
+    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in _LAYOUTS | _CASTS
 
 
 def _tensor(step: Step) -> torch.Tensor | None:
@@ -98,6 +95,15 @@ def _fill(step: Step) -> bool:
     ``torch.where``: it holds no mask and cannot itself be wrong; the step that uses it may be."""
     t = _tensor(step)
     return t is not None and t.numel() > 0 and bool(torch.isneginf(t).all())
+
+
+def _broadcast(parent, shape) -> bool:
+    """``shape`` differs from ``parent`` (aligned from the right) only where ``parent`` has 1 or
+    no axis: copies along a broadcast axis, never a tile of several heads."""
+    parent, shape = tuple(parent), tuple(shape)
+    if len(parent) > len(shape) or parent == shape:
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(parent), reversed(shape)))
 
 
 def func_name(name: str) -> str:
@@ -212,7 +218,7 @@ class Matcher:
         reference's table, the first half of its ``x * cos``), as in the reference's own layout: a
         slice the reference never takes on its own is still its values."""
         found = []
-        if t.dim() == 0:
+        if t.dim() == 0 or _constant(t):  # zeros are part of anything that starts at zero
             return found
         w = t.shape[-1]
         for i, (_, r) in enumerate(self.ref):
@@ -429,7 +435,40 @@ class _Trails:
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
-        return self.att[p].free and not self.own(p) and not _fill(self.att[p])
+        return self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
+
+    def same_mask(self, p: int) -> bool:
+        """Attempt step ``p`` is a mask that holds nothing wrong: a neutral start (all zeros, all
+        True, all False) to combine masks into, or an additive mask (0 where allowed, -inf or a
+        large negative where not) that is a bool mask of the reference, maybe with axes to
+        broadcast over (``(B, 1, T, T)`` for ``(T, T)``)."""
+        step = self.att[p]
+        t = _tensor(step)
+        if t is None or t.numel() == 0:
+            return False
+        if step.dtype.endswith("bool"):
+            return bool((t == t.flatten()[0]).all())
+        if not bool(((t == 0) | (t == -math.inf)).all()):
+            return False
+        allowed = t == 0
+        if bool(allowed.all()):
+            return True
+        for s, r in self.matcher.ref:
+            if not s.free or r is None:
+                continue
+            if s.dtype.endswith("bool"):
+                theirs = r == 1
+            elif bool(((r == 0) | (r == -math.inf)).all()):
+                theirs = r == 0
+            else:
+                continue
+            try:
+                shape = torch.broadcast_shapes(allowed.shape, theirs.shape)
+            except RuntimeError:
+                continue
+            if shape == allowed.shape and torch.equal(allowed, theirs.expand(shape)):
+                return True
+        return False
 
     def own(self, p: int) -> set[int]:
         """The reference steps attempt step ``p`` matches in the reference's own layout."""
@@ -739,7 +778,8 @@ class _Trails:
         """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
         ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
         while self.att[q].parents:
-            if func_name(self.att[q].func) not in _RESHAPES or len(self.att[q].parents) != 1:
+            moves = func_name(self.att[q].func) in _LAYOUTS | _COPIES | _CASTS | {"getitem"}
+            if not moves or len(self.att[q].parents) != 1:
                 return False
             q = self.att[q].parents[0]
         return True
@@ -863,6 +903,17 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return False
 
     constant = [_constant(_tensor(s)) for s in attempt]
+    # copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's one
+    # K/V head, which the reference leaves to broadcasting): no values of their own to be wrong
+    copied = [False] * len(attempt)
+    for i, step in enumerate(attempt):
+        if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
+            p = step.parents[0]
+            name = func_name(step.func)
+            if copied[p] and name in _LAYOUTS:
+                copied[i] = True
+            elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
+                copied[i] = True
     wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     for i, step in enumerate(attempt):
         if i in wrong_outputs and matched[i] is not None and not step.free:
@@ -874,7 +925,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
                          "short" if short else "output", name, name_shape(reference[r].shape, axes), reference[r].code)
         # an output that differs from the reference's is wrong for good, whatever is made from it
         # later (a cache in the wrong order that the next call's attention happens not to mind)
-        if step.free or matched[i] is not None or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
+        if step.free or matched[i] is not None or copied[i] or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
             continue
         if i not in wrong_outputs and _rearranged_input(step):
             continue  # an input in the file's own layout: what is computed from it tells whether that layout is right

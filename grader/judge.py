@@ -625,8 +625,13 @@ def same_layout_family(expected: tuple, got: tuple) -> bool:
     permuted, adjacent axes merged or split (``(B, T, H, D)``, ``(B*H, T, D)``, ``(B, G, n, T, D)``)."""
     from attnprep.grader.divergence import _refines
 
+    squeezed = tuple(g for g in got if g != 1)
+    if squeezed != tuple(got) and len(squeezed) > 1 and same_layout_family(expected, squeezed):
+        return True  # an axis of one to broadcast over (K/V of a group as (B, G, 1, T, D))
     if len(expected) > 5:
         return tuple(expected) == tuple(got)
+    if len(got) == len(expected) - 1 and len(got) > 1:  # one head (or one row) at a time: a loop over that axis
+        return any(same_layout_family(tuple(expected[:i]) + tuple(expected[i + 1:]), got) for i in range(len(expected)))
     if math.prod(expected) != math.prod(got):
         # K/V shared by groups of query heads (GQA, MQA): one axis smaller by a factor, broadcast
         # (either side may hold the shared heads: the reference's or the attempt's expand/repeat)

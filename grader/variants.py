@@ -101,9 +101,10 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
     if attention_mask is not None and mistake != "padding_mask_ignored":
         keep = ~attention_mask if mistake == "padding_mask_inverted" else attention_mask
         real = keep[:, None, :, None] if mistake == "padding_mask_on_queries" else keep[:, None, None, :]
-    if mistake == "masks_combined_or" and attention_mask is not None:
+    if attention_mask is not None and (mistake == "masks_combined_or" or (mistake == "masks_combined_or:causal" and is_causal)):
         # either mask lets the key through; without is_causal the causal mask is all True, so the
-        # padding is ignored altogether (an attempt that starts from ones(T, T) and ORs the padding)
+        # padding is ignored altogether (an attempt that starts from ones(T, T) and ORs the padding);
+        # ":causal": the OR only when there is a causal mask to OR with (the padding alone otherwise)
         allowed = causal[None, None] | real
     else:
         allowed = causal[None, None] & real  # (B, 1, T, S)

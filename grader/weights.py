@@ -136,10 +136,10 @@ def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
 def bias_partner(weight: str, params) -> str | None:
     """The 1-d parameter that is the bias of a bare weight parameter: wq -> bq, W_q -> b_q,
     q_weight -> q_bias, weight_q -> bias_q; None when there is none."""
-    options = []
-    if weight[:1] in "wW":
-        options += ["b" + weight[1:], "B" + weight[1:]]
-    options += [weight.replace("weight", "bias"), weight.replace("Weight", "Bias")]
+    options = [weight.replace("weight", "bias"), weight.replace("Weight", "Bias")]
+    for i, c in enumerate(weight):  # wq -> bq, W_q -> b_q or B_q, q_w -> q_b
+        if c in "wW":
+            options += [weight[:i] + "b" + weight[i + 1:], weight[:i] + "B" + weight[i + 1:]]
     return next((o for o in options if o != weight and o in params and params[o].dim() == 1), None)
 
 

@@ -283,7 +283,7 @@ class AttentionModule:
                     wanted[key] = self.probe_output(ci, key, probe)
             if matches(got, wanted[key]):
                 return {"choice": index}
-        if question.get("fused") is True:
+        if len(question["outputs"]) > 1:  # (a square bare matrix read in either orientation, a stacked layout)
             return {"choice": self._mistaken_layout(ci, probe, question)}
         return {"choice": 0}
 

@@ -588,7 +588,7 @@ def _watched_weight(module, built: Built, role: str) -> torch.Tensor:
     (``kv_proj`` for k_proj and v_proj: the rows of what it multiplies are counted alike)."""
     if role in built.rows:
         return W.params_of(module, built.rows[role][0][0])[0]
-    return module.get_submodule(built.mapping[role]).weight
+    return W.params_of(module, built.mapping[role])[0]  # a module's weight, or a bare matrix
 
 
 class StepRecorder(TorchFunctionMode):
