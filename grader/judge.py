@@ -630,8 +630,6 @@ def same_layout_family(expected: tuple, got: tuple) -> bool:
         return True  # an axis of one to broadcast over (K/V of a group as (B, G, 1, T, D))
     if len(expected) > 5:
         return tuple(expected) == tuple(got)
-    if len(got) == len(expected) - 1 and len(got) > 1:  # one head (or one row) at a time: a loop over that axis
-        return any(same_layout_family(tuple(expected[:i]) + tuple(expected[i + 1:]), got) for i in range(len(expected)))
     if math.prod(expected) != math.prod(got):
         # K/V shared by groups of query heads (GQA, MQA): one axis smaller by a factor, broadcast
         # (either side may hold the shared heads: the reference's or the attempt's expand/repeat)

@@ -130,7 +130,7 @@ def test_shared_kv_heads_are_a_layout_too():
     assert same_layout_family((3, 4, 7, 4), (3, 1, 7, 4))  # MQA: one shared head
     assert not same_layout_family((3, 4, 7, 4), (3, 3, 7, 4))  # 3 does not divide 4
     assert same_layout_family((3, 4, 4, 7), (3, 2, 1, 4, 7))  # GQA's k^T as (B, G, 1, D, T), broadcast
-    assert same_layout_family((3, 4, 7, 4), (3, 7, 4))  # one head at a time (a per-head ModuleList)
+    assert not same_layout_family((3, 4, 7, 4), (3, 7, 4))  # one head's part: only where heads are known (one_head)
     assert not same_layout_family((3, 4, 7, 4), (3, 7, 5))
 
 
