@@ -218,7 +218,7 @@ class Matcher:
         reference's table, the first half of its ``x * cos``), as in the reference's own layout: a
         slice the reference never takes on its own is still its values."""
         found = []
-        if t.dim() == 0 or _constant(t):  # zeros are part of anything that starts at zero
+        if t.dim() == 0 or t.numel() == 0 or _constant(t):  # zeros are part of anything that starts at zero
             return found
         w = t.shape[-1]
         for i, (_, r) in enumerate(self.ref):

@@ -246,3 +246,17 @@ def test_the_interleaved_convention_is_named_as_a_mix_up_of_the_two(tmp_path):
     assert result.verdict is Verdict.WRONG_OUTPUT
     assert [d.id for d in result.diagnoses] == ["rope_interleaved_pairs"]
     assert {c.id: c.passed for c in result.checks}["relative"] is True  # it is a rotation, of other pairs
+
+
+def test_a_half_that_takes_the_whole_last_dim_gets_a_line(tmp_path):
+    """half = D // 1: x2 is empty, rotate_half(x) is x. The finder meets an empty tensor (which once
+    made it raise, and the report said nothing) and points at the split of x."""
+    source = EX.solution_path.read_text(encoding="utf-8").replace("half = x.shape[-1] // 2", "half = x.shape[-1] // 1")
+    path = tmp_path / "rope.py"
+    path.write_text(source, encoding="utf-8")
+    result = grade(path, "rope")
+    d = result.divergence
+    assert not result.passed and d is not None, result
+    lines = source.splitlines()
+    made = next(n for n, code in enumerate(lines, 1) if "half = x.shape[-1] // 1" in code)
+    assert abs(d.line - made) <= 2, d
