@@ -495,7 +495,7 @@ class Judge:
         if not matched and self.failed_cases and getattr(self.kind, "pair_knobs", False):
             pair = next((p for p in self._pairs() if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None:
-                found.extend(self._pair_diagnoses(pair))
+                found.extend(self._pair_diagnoses(pair, configs))
                 seen.update(d.id for d in found)
         for knob in matched:
             mistake_id = knob.split(":")[0]
@@ -515,18 +515,26 @@ class Judge:
         pairs the catalogue names come first of all."""
         knobs = self.kind.knobs()
         whole = {k.split(":")[0] for k in knobs}
-        named = [tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole]
+        named = list(dict.fromkeys(tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole))
         first = [k for k in knobs if any(word in k for word in PAIR_FIRST)]
         rest = [k for k in knobs if k not in first]
         ordered = first + rest
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
         return (named + [p for p in pairs if p not in named])[:PAIR_LIMIT]
 
-    def _pair_diagnoses(self, pair: tuple[str, str]) -> list[Diagnosis]:
+    def _pair_diagnoses(self, pair: tuple[str, str], configs: list[ConfigReply]) -> list[Diagnosis]:
+        """The catalogue's entry for the two mistakes together, or each of them. An entry that names
+        how the pair came about (``observed``: a masked_fill whose result nothing used) is given only
+        when the child saw it; otherwise the entry for the outcome (both masks ignored) is."""
         ids = tuple(k.split(":")[0] for k in pair)
-        for m in self.ex.mistakes:  # a known slip that makes both at once
-            if tuple(m.pair) == ids or tuple(reversed(m.pair)) == ids:
+        known = [m for m in self.ex.mistakes if tuple(m.pair) in (ids, ids[::-1])]
+        for m in sorted(known, key=lambda m: not m.observed):  # the specific slip before the outcome
+            if not m.observed:
                 return [Diagnosis(m.id, (msg("evidence.pair_named", first=ids[0], second=ids[1]),))]
+            count = max((getattr(c.observed, m.observed, 0) or 0 for c in configs if c.observed is not None), default=0)
+            if count:
+                return [Diagnosis(m.id, (msg("evidence.pair_named", first=ids[0], second=ids[1]),
+                                         msg(f"evidence.{m.observed}", count=count)))]
         return [Diagnosis(ids[0], (msg("evidence.pair", other=ids[1]),)),
                 Diagnosis(ids[1], (msg("evidence.pair", other=ids[0]),))]
 
