@@ -486,8 +486,15 @@ class Judge:
             return True
 
         matched = [k for k in self.kind.knobs() if any(reproduces(k, f) for f in variants.FILLS)]
+        if not matched and self.failed_cases and getattr(self.kind, "mask_fills", False):
+            # each mask with its own fill, or both added as biases (mask mistakes only, failures only)
+            fills = variants.MASK_FILLS
+            matched = [k for k in self.kind.knobs() if any(w in k for w in variants.MASK_KNOB_WORDS)
+                       and any(reproduces(k, f) for f in fills)]
+        else:
+            fills = variants.FILLS
         if len(matched) > 1:  # ties on the graded positions: the padded rows decide
-            strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in variants.FILLS)]
+            strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in fills)]
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()
