@@ -21,7 +21,7 @@ def causal_attention(q, k, v, attention_mask=None):
     if attention_mask is not None:
         allowed = allowed & attention_mask[:, None, None, :]  # (B, 1, T, T)
     bias = torch.zeros(B, H, T, T, dtype=q.dtype, device=q.device).masked_fill(~allowed, float("-inf"))
-    scores = torch.baddbmm(bias.reshape(B * H, T, T), q.reshape(B * H, T, D),
-                           k.reshape(B * H, T, D).transpose(1, 2), beta=0, alpha=1 / math.sqrt(D))
+    qf, kf = q.reshape(B * H, T, D), k.reshape(B * H, T, D)
+    scores = torch.baddbmm(bias.reshape(B * H, T, T), qf, kf.transpose(1, 2), beta=0, alpha=1 / math.sqrt(D))
     attn = F.softmax(scores.view(B, H, T, T), dim=-1)
     return attn @ v  # (B, H, T, D)

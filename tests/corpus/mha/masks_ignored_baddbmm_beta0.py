@@ -39,8 +39,9 @@ class MultiHeadAttention(nn.Module):
         if attention_mask is not None:
             bias = bias.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
         bias = bias.expand(B, H, T, T).reshape(B * H, T, T)
-        scores = torch.baddbmm(bias, q.reshape(B * H, T, D), k.reshape(B * H, T, D).transpose(1, 2),
-                               beta=0.0, alpha=D ** -0.5).view(B, H, T, T)  # beta=0: the bias is dropped
+        q, k = q.reshape(B * H, T, D), k.reshape(B * H, T, D)
+        scores = torch.baddbmm(bias, q, k.transpose(1, 2), beta=0.0, alpha=D ** -0.5)  # beta=0 drops the bias
+        scores = scores.view(B, H, T, T)
 
         attn = F.softmax(scores, dim=-1)
         attn = self.dropout(attn)
