@@ -56,7 +56,7 @@ class MaskFills:
 MASK_FILLS = tuple(MaskFills(a, b, order) for order in ("padding_first", "causal_first")
                    for a, b in ((float("-inf"), -1e9), (-1e9, float("-inf")))) + (
     MaskFills(None, None, "added"), MaskFills(-1e9, -1e9, "added"))
-MASK_KNOB_WORDS = ("mask", "causal", "padding", "window")  # knobs the per-mask fills apply to
+MASK_KNOB_WORDS = ("mask", "causal_", "padding", "window")  # knobs the per-mask fills apply to
 
 
 class Slips(frozenset):
