@@ -486,11 +486,14 @@ class Judge:
             return True
 
         matched = [k for k in self.kind.knobs() if any(reproduces(k, f) for f in variants.FILLS)]
+        mask_fills: dict[str, variants.MaskFills] = {}  # knob -> the per-mask fills it matched with
         if not matched and self.failed_cases and getattr(self.kind, "mask_fills", False):
             # each mask with its own fill, or both added as biases (mask mistakes only, failures only)
             fills = variants.MASK_FILLS
-            matched = [k for k in self.kind.knobs() if any(w in k for w in variants.MASK_KNOB_WORDS)
-                       and any(reproduces(k, f) for f in fills)]
+            by_fill = {k: next((f for f in fills if reproduces(k, f)), None) for k in self.kind.knobs()
+                       if any(w in k for w in variants.MASK_KNOB_WORDS)}
+            matched = [k for k, f in by_fill.items() if f is not None]
+            mask_fills.update((k, f) for k, f in by_fill.items() if f is not None)
         else:
             fills = variants.FILLS
         if len(matched) > 1:  # ties on the graded positions: the padded rows decide
@@ -509,7 +512,10 @@ class Judge:
             if mistake_id in seen:
                 continue
             seen.add(mistake_id)
-            found.append(Diagnosis(mistake_id, self._evidence(mistake_id, knob, configs)))
+            evidence = self._evidence(mistake_id, knob, configs)
+            if knob in mask_fills:
+                evidence += (_fills_message(mask_fills[knob]),)
+            found.append(Diagnosis(mistake_id, evidence))
         for d in self._evidence_only(configs):
             if d.id not in seen:
                 seen.add(d.id)
@@ -633,6 +639,13 @@ class Judge:
             if isinstance(dim, int) and ndim and dim not in (-1, ndim - 1):
                 found.append(Diagnosis("softmax_wrong_dim", (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)))
         return found
+
+
+def _fills_message(fills: variants.MaskFills) -> Message:
+    """What the two masks were filled with, as the matching variant fills them."""
+    def shown(f):
+        return "finfo.min" if f is None else "-inf" if f == -math.inf else "-1e9" if f == -1e9 else f"{f:g}"
+    return msg(f"evidence.mask_fills.{fills.order}", padding=shown(fills.padding), causal=shown(fills.causal))
 
 
 def same_layout_family(expected: tuple, got: tuple) -> bool:
