@@ -111,7 +111,7 @@ class Observer(TorchFunctionMode):
 
     def __exit__(self, *exc):
         self.floor = None
-        self._fills = {}  # the ones still alive (returned, kept in a list …) are not counted
+        self._fills.clear()  # the ones still alive (returned, kept in a list …) are not counted
         return super().__exit__(*exc)
 
     def _watch_fill(self, out) -> None:

@@ -8,10 +8,11 @@ from attnprep.grader import variants
 from attnprep.grader.observe import Observer
 
 
-def _run(body):
+def _run(body, after=lambda: None):
     observer = Observer(4, 4)
     with observer, torch.no_grad():
         body()
+    after()
     return observer.obs.discarded_fills
 
 
@@ -30,6 +31,12 @@ def test_a_bare_masked_fill_is_counted_and_an_assigned_one_is_not():
         bias = torch.zeros(2, 4, 4).masked_fill(mask, float("-inf"))
         torch.baddbmm(bias, scores, scores, beta=0)
 
+    kept = []
+
+    def returned():  # still alive when the observer exits (the attempt's output): not counted
+        kept.append(scores.masked_fill(mask, 0.0))
+
+    assert _run(returned, after=kept.clear) == 0  # freed only after the observer exited
     assert _run(bare) == 1
     assert _run(assigned) == 0
     assert _run(as_bias) == 0
