@@ -83,6 +83,9 @@ class Mistake(NamedTuple):
     named_by: str = "variant"  # "variant": a knob of the kind reproduces it; "evidence": named from what is observed;
     # "pair": the two knobs of ``pair`` together reproduce it
     pair: tuple[str, ...] = ()
+    # a field of the child's observation (grader/wire.py Observed) that must be set for the name to
+    # be given, e.g. "discarded_fills": the outputs alone show what happened, not how
+    observed: str = ""
 
 
 class QA(NamedTuple):

@@ -262,6 +262,7 @@ def _observed(obs) -> Observed:
         probs=None if obs.probs is None else encode_tensor(obs.probs),
         scores=None if obs.scores is None else encode_tensor(obs.scores),
         dropout_in_eval=obs.dropout_in_eval,
+        discarded_fills=obs.discarded_fills,
     )
 
 

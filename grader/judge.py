@@ -486,8 +486,18 @@ class Judge:
             return True
 
         matched = [k for k in self.kind.knobs() if any(reproduces(k, f) for f in variants.FILLS)]
+        mask_fills: dict[str, variants.MaskFills] = {}  # knob -> the per-mask fills it matched with
+        if not matched and self.failed_cases and getattr(self.kind, "mask_fills", False):
+            # each mask with its own fill, or both added as biases (mask mistakes only, failures only)
+            fills = variants.MASK_FILLS
+            by_fill = {k: next((f for f in fills if reproduces(k, f)), None) for k in self.kind.knobs()
+                       if any(w in k for w in variants.MASK_KNOB_WORDS)}
+            matched = [k for k, f in by_fill.items() if f is not None]
+            mask_fills.update((k, f) for k, f in by_fill.items() if f is not None)
+        else:
+            fills = variants.FILLS
         if len(matched) > 1:  # ties on the graded positions: the padded rows decide
-            strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in variants.FILLS)]
+            strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in fills)]
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()
@@ -495,14 +505,17 @@ class Judge:
         if not matched and self.failed_cases and getattr(self.kind, "pair_knobs", False):
             pair = next((p for p in self._pairs() if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None:
-                found.extend(self._pair_diagnoses(pair))
+                found.extend(self._pair_diagnoses(pair, configs))
                 seen.update(d.id for d in found)
         for knob in matched:
             mistake_id = knob.split(":")[0]
             if mistake_id in seen:
                 continue
             seen.add(mistake_id)
-            found.append(Diagnosis(mistake_id, self._evidence(mistake_id, knob, configs)))
+            evidence = self._evidence(mistake_id, knob, configs)
+            if knob in mask_fills:
+                evidence += (_fills_message(mask_fills[knob]),)
+            found.append(Diagnosis(mistake_id, evidence))
         for d in self._evidence_only(configs):
             if d.id not in seen:
                 seen.add(d.id)
@@ -515,18 +528,26 @@ class Judge:
         pairs the catalogue names come first of all."""
         knobs = self.kind.knobs()
         whole = {k.split(":")[0] for k in knobs}
-        named = [tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole]
+        named = list(dict.fromkeys(tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole))
         first = [k for k in knobs if any(word in k for word in PAIR_FIRST)]
         rest = [k for k in knobs if k not in first]
         ordered = first + rest
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
         return (named + [p for p in pairs if p not in named])[:PAIR_LIMIT]
 
-    def _pair_diagnoses(self, pair: tuple[str, str]) -> list[Diagnosis]:
+    def _pair_diagnoses(self, pair: tuple[str, str], configs: list[ConfigReply]) -> list[Diagnosis]:
+        """The catalogue's entry for the two mistakes together, or each of them. An entry that names
+        how the pair came about (``observed``: a masked_fill whose result nothing used) is given only
+        when the child saw it; otherwise the entry for the outcome (both masks ignored) is."""
         ids = tuple(k.split(":")[0] for k in pair)
-        for m in self.ex.mistakes:  # a known slip that makes both at once
-            if tuple(m.pair) == ids or tuple(reversed(m.pair)) == ids:
+        known = [m for m in self.ex.mistakes if tuple(m.pair) in (ids, ids[::-1])]
+        for m in sorted(known, key=lambda m: not m.observed):  # the specific slip before the outcome
+            if not m.observed:
                 return [Diagnosis(m.id, (msg("evidence.pair_named", first=ids[0], second=ids[1]),))]
+            count = max((getattr(c.observed, m.observed, 0) or 0 for c in configs if c.observed is not None), default=0)
+            if count:
+                return [Diagnosis(m.id, (msg("evidence.pair_named", first=ids[0], second=ids[1]),
+                                         msg(f"evidence.{m.observed}", count=count)))]
         return [Diagnosis(ids[0], (msg("evidence.pair", other=ids[1]),)),
                 Diagnosis(ids[1], (msg("evidence.pair", other=ids[0]),))]
 
@@ -618,6 +639,13 @@ class Judge:
             if isinstance(dim, int) and ndim and dim not in (-1, ndim - 1):
                 found.append(Diagnosis("softmax_wrong_dim", (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)))
         return found
+
+
+def _fills_message(fills: variants.MaskFills) -> Message:
+    """What the two masks were filled with, as the matching variant fills them."""
+    def shown(f):
+        return "finfo.min" if f is None else "-inf" if f == -math.inf else "-1e9" if f == -1e9 else f"{f:g}"
+    return msg(f"evidence.mask_fills.{fills.order}", padding=shown(fills.padding), causal=shown(fills.causal))
 
 
 def same_layout_family(expected: tuple, got: tuple) -> bool:

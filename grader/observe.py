@@ -8,6 +8,7 @@ through it, including ``F.softmax``, ``Tensor.softmax``, ``nn.Softmax``, ``@``, 
   probabilities @ V product, which also covers a hand-written exp/sum softmax;
 - the shapes of q, kᵀ, scores, probabilities and context at the first attention;
 - softmax ``dim`` arguments, dropout calls made with ``training=True``;
+- ``masked_fill`` results that nothing used (``scores.masked_fill(...)`` on a line of its own);
 - use of built-ins that do the attention for you, and of attnprep's own solutions (any frame
   running code from the solutions folder).
 """
@@ -15,6 +16,7 @@ through it, including ``F.softmax``, ``Tensor.softmax``, ``nn.Softmax``, ``@``, 
 from __future__ import annotations
 
 import sys
+import weakref
 from dataclasses import dataclass, field
 
 
@@ -54,6 +56,7 @@ ATTENTION_OPS = {
     "aten._native_multi_head_attention": "nn.MultiheadAttention",
 }
 _DROPOUT = {F.dropout, torch.dropout, torch.nn.functional.dropout}
+_MASKED_FILL = {torch.masked_fill, torch.Tensor.masked_fill}
 
 
 @dataclass
@@ -64,6 +67,7 @@ class Observation:
     shapes: dict = field(default_factory=dict)  # stage -> shape tuple
     builtins: set = field(default_factory=set)
     dropout_in_eval: bool = False
+    discarded_fills: int = 0  # masked_fill results freed without any torch function taking them
 
 
 def forbidden_functions(names) -> dict:
@@ -97,6 +101,7 @@ class Observer(TorchFunctionMode):
         self.training = training
         self.forbidden = forbidden or {}  # an exercise's own built-ins (see forbidden_functions)
         self.obs = Observation()
+        self._fills: dict[int, weakref.ref] = {}  # id -> the masked_fill results not used yet
 
     def __enter__(self):
         # the frame that runs the attempt under this mode: no reference solution runs below it, so
@@ -106,7 +111,30 @@ class Observer(TorchFunctionMode):
 
     def __exit__(self, *exc):
         self.floor = None
+        self._fills.clear()  # the ones still alive (returned, kept in a list …) are not counted
         return super().__exit__(*exc)
+
+    def _watch_fill(self, out) -> None:
+        """Count ``out`` (a masked_fill result) as discarded if it is freed before any torch function
+        takes it as an argument (see :meth:`_used`)."""
+        key = id(out)
+        fills, obs = self._fills, self.obs
+
+        def freed(ref, key=key):
+            if fills.get(key) is ref:
+                del fills[key]
+                obs.discarded_fills += 1
+
+        fills[key] = weakref.ref(out, freed)
+
+    def _used(self, args, kwargs) -> None:
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, torch.Tensor):
+                ref = self._fills.get(id(a))
+                if ref is not None and ref() is a:
+                    del self._fills[id(a)]
+            elif isinstance(a, (list, tuple)):
+                self._used(a, {})
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -118,6 +146,10 @@ class Observer(TorchFunctionMode):
             self.obs.builtins.add("attnprep's reference solution")
         out = func(*args, **kwargs)
         try:
+            if self._fills:
+                self._used(args, kwargs)
+            if func in _MASKED_FILL and isinstance(out, torch.Tensor):
+                self._watch_fill(out)
             self._record(func, args, kwargs, out)
         except Exception:  # observation must never change what the attempt computes
             pass

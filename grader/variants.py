@@ -14,11 +14,49 @@ the sub-variants that touch one of them follow that order: the later fill wins w
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 FILLS = (float("-inf"), -1e9)
+
+
+@dataclass(frozen=True)
+class MaskFills:
+    """A fill for each of the two masks, and how they meet where both block a key: ``"padding_first"``
+    (masked_fill one after the other, the causal fill written last), ``"causal_first"`` (the padding
+    fill last) or ``"added"`` (additive biases summed, Hugging Face's ``(1 - mask) * finfo.min``
+    convention: a key both masks block gets their sum, ``-inf`` once ``finfo.min`` twice overflows).
+    A fill of ``None`` is ``torch.finfo(scores.dtype).min``. Only :func:`attend` takes these; a
+    mistake that merges the two masks into one uses the padding fill."""
+
+    padding: float | None
+    causal: float | None
+    order: str = "padding_first"
+
+    def apply(self, scores, pad_blocked, causal_blocked):
+        low = torch.finfo(scores.dtype).min
+        fp, fc = (low if f is None else f for f in (self.padding, self.causal))
+        if self.order == "added":
+            zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
+            return scores + torch.where(pad_blocked, fp, zero) + torch.where(causal_blocked, fc, zero)
+        steps = [(pad_blocked, fp), (causal_blocked, fc)]
+        for blocked, f in steps if self.order == "padding_first" else steps[::-1]:
+            scores = scores.masked_fill(blocked, f)
+        return scores
+
+    def __float__(self) -> float:  # where one fill is needed: the padding's
+        return float(torch.finfo(torch.float32).min) if self.padding is None else self.padding
+
+
+# Tried (by kinds with ``mask_fills``) for mask mistakes only, when no knob reproduces the outputs
+# with one of FILLS: the two masks filled differently (-inf for one, -1e9 for the other, in either
+# order) or added as biases (-1e9, or finfo.min, which a key blocked twice overflows to -inf).
+MASK_FILLS = tuple(MaskFills(a, b, order) for order in ("padding_first", "causal_first")
+                   for a, b in ((float("-inf"), -1e9), (-1e9, float("-inf")))) + (
+    MaskFills(None, None, "added"), MaskFills(-1e9, -1e9, "added"))
+MASK_KNOB_WORDS = ("mask", "causal_", "padding", "window")  # knobs the per-mask fills apply to
 
 
 class Slips(frozenset):
@@ -108,14 +146,20 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
         allowed = causal[None, None] | real
     else:
         allowed = causal[None, None] & real  # (B, 1, T, S)
+    merged = False  # the two masks merged into one: one fill
     if mistake in ("causal_inverted:padding", "window_mask_inverted:padding") and is_causal:
         allowed = ~allowed
+        merged = True
+    merged = merged or mistake in ("masks_combined_or", "masks_combined_or:causal")
     dim = -2 if mistake == "softmax_wrong_dim" else -1
     if mistake == "attn_times_k":
         v = k  # the keys mixed instead of the values
     if mistake == "mask_after_softmax":
         return scores.softmax(dim=dim).masked_fill(~allowed, 0.0) @ v
-    scores = scores.masked_fill(~allowed, fill)
+    if isinstance(fill, MaskFills) and not merged:
+        scores = fill.apply(scores, ~real, ~causal[None, None])
+    else:
+        scores = scores.masked_fill(~allowed, float(fill))
     zeroed = pick({  # filled with 0.0: padding is filled first, the causal fill overwrites it
         "mask_fill_zero": ~allowed,
         "mask_fill_zero:padding": ~real & causal,

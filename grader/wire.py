@@ -104,6 +104,7 @@ class Observed:
     probs: dict | None = None  # encoded tensor
     scores: dict | None = None
     dropout_in_eval: bool = False
+    discarded_fills: int = 0  # masked_fill results nothing used
 
     @classmethod
     def decode(cls, data: Any, where: str) -> "Observed":
@@ -118,7 +119,7 @@ class Observed:
         probs = _field(data, "probs", dict, where, optional=True)
         scores = _field(data, "scores", dict, where, optional=True)
         return cls(dims, shapes, probs and _encoded(probs, where), scores and _encoded(scores, where),
-                   _field(data, "dropout_in_eval", bool, where))
+                   _field(data, "dropout_in_eval", bool, where), _field(data, "discarded_fills", int, where))
 
 
 @dataclass

@@ -43,6 +43,7 @@ class AttentionFunctions:
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     token_axis = 2
     pair_knobs = True  # its variants take two knobs at once (variants.slips)
+    mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
 
     def __init__(self, exercise, seed: int):
         self.exercise = exercise

@@ -50,6 +50,7 @@ class AttentionModule:
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     token_axis = 1
     pair_knobs = True  # its variants take two knobs at once (variants.slips)
+    mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
     forward_key = "contract.forward_signature"  # the text when forward takes fewer than 3 arguments
 
     def __init__(self, exercise, seed: int):

@@ -73,6 +73,7 @@ class Kind(Protocol):
     probes: frozenset[str]  # which of PROBES apply
     token_axis: int  # the token axis of the main output (heat-map rows, gradients' weighting)
     pair_knobs: bool  # optional: its variants accept two knobs at once, a tuple (two-mistake diagnoses)
+    mask_fills: bool  # optional: its variants take a variants.MaskFills as the fill (a fill per mask)
     # optional: built-ins the kind itself saw the attempt run (an exercise's own forbidden ops, see
     # attnprep.grader.forbidden), filled in the child; the child adds them to the reply's built-ins
     seen_builtins: set[str]
