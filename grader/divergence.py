@@ -229,6 +229,71 @@ class Matcher:
                 found.append((i, True))
         return found
 
+    def _in_layout(self, t: torch.Tensor, r: torch.Tensor, eps: float) -> bool | None:
+        """Whether ``t`` holds ``r``'s values in a layout a correct attempt may use: None when it
+        does not, else whether in ``r``'s own axis order (axes permuted, merged or split)."""
+        if r.dim() > MAX_PERMUTED_DIMS:
+            return None
+        for perm in itertools.permutations(range(r.dim())):
+            p = r.permute(perm)
+            shape = tuple(p.shape)
+            if (_refines(shape, tuple(t.shape)) and _close(t, p.reshape(t.shape), eps)) or \
+                    (_refines(tuple(t.shape), shape) and _close(t.reshape(shape), p, eps)):
+                return perm == tuple(range(r.dim()))
+        return None
+
+    def _contains(self, i: int, key: torch.Tensor, eps: float) -> bool:
+        """Whether every value of ``key`` (sorted) is close to some value of reference step ``i``
+        (loosely: a cheap test before the slices are compared one by one)."""
+        values = self.sorted[i].nan_to_num(nan=1e30, neginf=-1e30, posinf=1e30)
+        at = torch.searchsorted(values, key).clamp(max=values.numel() - 1)
+        near = torch.minimum((values[at] - key).abs(), (values[(at - 1).clamp(min=0)] - key).abs())
+        tol = max(RTOL * 100, 40 * eps) * key.abs() + max(ATOL * 100, 40 * eps)
+        return bool((near <= tol).all())
+
+    def slice_of(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """Reference steps of which ``t`` is one index, or an aligned run of indices, along one
+        axis (two adjacent axes taken as one: a ``(b, h)`` pair), in a layout a correct attempt may
+        use: one head of ``(B, H, T, D)``, one row block of ``(B, H, L, S)``, as an attempt that
+        loops over heads or rows computes them. Constant tensors match no slice (a zero row is in
+        anything that has one)."""
+        found = []
+        if t.dim() == 0 or t.numel() < 2 or _constant(t):
+            return found
+        n = t.numel()
+        key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
+        for i, (_, r) in enumerate(self.ref):
+            if r is None or r.numel() <= n or r.numel() % n or r.dim() > MAX_PERMUTED_DIMS:
+                continue
+            eps = self._eps(i, dtype)
+            if not self._contains(i, key, eps):  # some value of t is nowhere in r: no slice of it holds t
+                continue
+            views = [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]  # (b, h) pairs as one index
+            hit = None
+            for v in views:
+                for axis, size in enumerate(v.shape):
+                    rest = v.numel() // size
+                    if n % rest or not 0 < n // rest < size or size % (n // rest):
+                        continue
+                    run = n // rest
+                    for start in range(0, size, run):
+                        part = v.narrow(axis, start, run)
+                        if not _close(key, part.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values, eps):
+                            continue
+                        if run == 1:
+                            part = part.squeeze(axis)
+                        hit = self._in_layout(t, part, eps)
+                        if hit is not None:
+                            break
+                    if hit is not None:
+                        break
+                if hit is not None:
+                    break
+            if hit is not None:
+                found.append((i, hit))
+        # a head of the reference's q after its line's transpose, rather than of the view before it
+        return sorted(found, key=lambda m: (not m[1], _intermediate(self.steps, m[0])))
+
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
         A step the reference makes in the same layout wins over a permuted one; among those, one
@@ -405,11 +470,26 @@ class _Trails:
     def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int]):
         self.att, self.ref, self.axes = attempt, reference, axes
         self.matcher = Matcher(reference)
+        # the lines the attempt runs more than once (a loop's body, a helper called per head)
+        seen_lines: set = set()
+        repeated: set = set()
+        last = None
+        for step in attempt:
+            where = (step.line, tuple(step.stack or ()))
+            if where != last:  # a new run of the line, not the next step of the same statement
+                (repeated if where in seen_lines else seen_lines).add(where)
+            last = where
         self.cands: list[list[tuple[int, bool]]] = []
         self.matched: list[tuple[int, bool] | None] = []
         for step in attempt:
             t = _tensor(step)
             found = [] if t is None else self.matcher.matches(t, step.dtype)
+            if t is not None and (step.line, tuple(step.stack or ())) in repeated and \
+                    all(_intermediate(reference, m) for m, _ in found):
+                # one head (or row block) of a loop over them: of what the reference's line ends
+                # with, not only of a value half-way through it (a run of q_proj's output)
+                more = [m for m in self.matcher.slice_of(t, step.dtype) if m not in found]
+                found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
             same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
