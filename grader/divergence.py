@@ -48,6 +48,8 @@ _LAYOUTS = {"reshape", "view", "flatten", "unflatten", "contiguous", "transpose"
             "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "clone"}
 _COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
 _CASTS = {"to", "float", "double", "long", "int", "type", "type_as"}
+# what takes a part of a tensor as it is, or moves it: one head of an input
+_PICKS = _LAYOUTS | _CASTS | {"getitem", "select", "narrow", "unbind", "chunk", "split", "tensor_split"}
 # ... and what the file writes for the reflected forms, which read as the operation's own name
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
@@ -258,8 +260,10 @@ class Matcher:
         loops over heads or rows computes them. Constant tensors match no slice (a zero row is in
         anything that has one)."""
         found = []
-        if t.dim() == 0 or t.numel() < 2 or _constant(t):
+        if t.dim() == 0 or t.numel() == 0 or _constant(t):
             return found
+        if t.numel() == 1 and not (bool(torch.isfinite(t).all()) and float(t.flatten()[0]) not in (0.0, 1.0)):
+            return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
         n = t.numel()
         key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
         for i, (_, r) in enumerate(self.ref):
@@ -479,21 +483,6 @@ class _Trails:
             if where != last:  # a new run of the line, not the next step of the same statement
                 (repeated if where in seen_lines else seen_lines).add(where)
             last = where
-        self.cands: list[list[tuple[int, bool]]] = []
-        self.matched: list[tuple[int, bool] | None] = []
-        for step in attempt:
-            t = _tensor(step)
-            found = [] if t is None else self.matcher.matches(t, step.dtype)
-            if t is not None and (step.line, tuple(step.stack or ())) in repeated and \
-                    all(_intermediate(reference, m) for m, _ in found):
-                # one head (or row block) of a loop over them: of what the reference's line ends
-                # with, not only of a value half-way through it (a run of q_proj's output)
-                more = [m for m in self.matcher.slice_of(t, step.dtype) if m not in found]
-                found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
-            self.cands.append(found)
-            best = [m for m in found if m[1]] or found
-            same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
-            self.matched.append((same or best)[0] if best else None)
         self.up: list[set[int]] = []  # every earlier reference step each one is computed from
         for s in reference:
             ups = set()
@@ -508,9 +497,50 @@ class _Trails:
                 if 0 <= p < len(self.src_up):
                     srcs |= self.src_up[p]
             self.src_up.append(srcs)
+        self.cands: list[list[tuple[int, bool]]] = []
+        self.matched: list[tuple[int, bool] | None] = []
+        for step in attempt:
+            t = _tensor(step)
+            found = [] if t is None else self.matcher.matches(t, step.dtype)
+            if t is not None and (step.line, tuple(step.stack or ())) in repeated and \
+                    all(_intermediate(reference, m) for m, _ in found):
+                # one head (or row block) of a loop over them: of what the reference's line ends
+                # with, not only of a value half-way through it (a run of q_proj's output)
+                more = [m for m in self.matcher.slice_of(t, step.dtype) if m not in found and self.lined_up(step, m[0])]
+                found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
+            self.cands.append(found)
+            best = [m for m in found if m[1]] or found
+            same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
+            self.matched.append((same or best)[0] if best else None)
         self.scalar_names = set().union(*(_names(x.name) for s in reference for x in s.scalars))
         self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
         self.ref_names = set().union(*(_names(self.name_of(reference, j)) for j in range(len(reference))))
+
+    def lined_up(self, step: Step, r: int) -> bool:
+        """Whether ``step`` may hold a slice of reference step ``r``: what it is computed from is
+        ``r`` or the stages ``r`` is computed from (a per-head slice of q, scores from per-head q
+        and k), not a slice another stage happens to hold (a decode step's output that equals the
+        prefill's first row because its mask lets it see only key 0)."""
+        sources = self.src_up[r] | set(self.ref[r].inputs)
+        stages = self.up[r] | {r}
+
+        def grounded(s: Step, depth: int) -> bool:
+            if not set(s.inputs) <= sources:
+                return False
+            for p in s.parents:
+                parent = self.att[p]
+                if parent.free or _constant(_tensor(parent)):  # a start value (zeros, -inf) says nothing
+                    continue
+                if not parent.parents and parent.inputs and func_name(parent.func) in _PICKS and set(parent.inputs) <= sources:
+                    continue  # one head of an input as it is given (q[b, h] of flash's q)
+                if self.cands[p]:
+                    if not any(m in stages for m, _ in self.cands[p]):
+                        return False
+                elif depth >= MAX_DEPTH or not grounded(parent, depth + 1):
+                    return False  # a step the reference has no value for (x1 * cos - x2 * sin): what it is made from
+            return True
+
+        return grounded(step, 0)
 
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
