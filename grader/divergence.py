@@ -266,9 +266,11 @@ class Matcher:
             return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
         n = t.numel()
         key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
-        for i, (_, r) in enumerate(self.ref):
+        for i, (step, r) in enumerate(self.ref):
             if r is None or r.numel() <= n or r.numel() % n or r.dim() > MAX_PERMUTED_DIMS:
                 continue
+            if func_name(step.func) in ("cat", "stack", "concat", "concatenate"):
+                continue  # its parts are steps of their own: a slice of it that is none of them is no match
             eps = self._eps(i, dtype)
             if not self._contains(i, key, eps):  # some value of t is nowhere in r: no slice of it holds t
                 continue
@@ -468,18 +470,34 @@ def _final(steps: list[Step], k: int) -> bool:
     return not any(k in steps[q].parents for q in run if q > k)
 
 
+def _parts(n: int, marks) -> list[str]:
+    """The label of the part each of ``n`` steps is in, from ``marks`` ((first step, label), in
+    order); "" for every step of a single call."""
+    labels = [""] * n
+    for first, label in sorted(marks or []):
+        for k in range(max(first, 0), n):
+            labels[k] = label
+    return labels
+
+
 class _Trails:
     """The two trails side by side: what each attempt step matches, the reference's ancestry."""
 
-    def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int]):
+    def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int],
+                 marks: tuple[list, list] | None = None):
         self.att, self.ref, self.axes = attempt, reference, axes
         self.matcher = Matcher(reference)
-        # the lines the attempt runs more than once (a loop's body, a helper called per head)
+        # in a script of calls, the call each step is in (the label of its part): a slice lines up
+        # only within one call, and a line run again by the next call is no loop
+        att_marks, ref_marks = marks or ([], [])
+        self.att_part = _parts(len(attempt), att_marks)
+        self.ref_part = _parts(len(reference), ref_marks)
+        # the lines the attempt runs more than once in one call (a loop's body, a helper called per head)
         seen_lines: set = set()
         repeated: set = set()
         last = None
-        for step in attempt:
-            where = (step.line, tuple(step.stack or ()))
+        for k, step in enumerate(attempt):
+            where = (step.line, tuple(step.stack or ()), self.att_part[k])
             if where != last:  # a new run of the line, not the next step of the same statement
                 (repeated if where in seen_lines else seen_lines).add(where)
             last = where
@@ -499,14 +517,15 @@ class _Trails:
             self.src_up.append(srcs)
         self.cands: list[list[tuple[int, bool]]] = []
         self.matched: list[tuple[int, bool] | None] = []
-        for step in attempt:
+        for k, step in enumerate(attempt):
             t = _tensor(step)
             found = [] if t is None else self.matcher.matches(t, step.dtype)
-            if t is not None and (step.line, tuple(step.stack or ())) in repeated and \
+            if t is not None and (step.line, tuple(step.stack or ()), self.att_part[k]) in repeated and \
                     all(_intermediate(reference, m) for m, _ in found):
                 # one head (or row block) of a loop over them: of what the reference's line ends
                 # with, not only of a value half-way through it (a run of q_proj's output)
-                more = [m for m in self.matcher.slice_of(t, step.dtype) if m not in found and self.lined_up(step, m[0])]
+                more = [m for m in self.matcher.slice_of(t, step.dtype) if m not in found
+                        and self.ref_part[m[0]] == self.att_part[k] and self.lined_up(step, m[0])]
                 found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
@@ -965,16 +984,17 @@ class _Trails:
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
          outputs: tuple[dict[str, int], dict[str, int]] | None = None, source: str = "",
-         ref_source: str = "") -> Found | None:
+         ref_source: str = "", marks: tuple[list, list] | None = None) -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
     ``outputs``: the steps that made each named output, the attempt's and the reference's.
+    ``marks``: where each call of a script of calls starts, in the attempt's trail and the reference's.
     ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
     where the values alone say no more than "wrong values here"."""
     if not attempt and raised_at is not None and reference:  # it raised before computing anything from the inputs
         return Found(raised_at, "", "", (), "", "raised_first")
     if not attempt or not reference:
         return None
-    trails = _Trails(attempt, reference, axes)
+    trails = _Trails(attempt, reference, axes, marks)
     matcher, matched = trails.matcher, trails.matched
     why = None
 
