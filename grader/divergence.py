@@ -181,6 +181,7 @@ class Matcher:
         for i, (s, t) in enumerate(self.ref):
             if t is not None:
                 self.sorted[i] = t.flatten().nan_to_num(nan=1e30).sort().values
+        self._finite: dict[int, torch.Tensor] = {}  # self.sorted with -inf as a number, for searchsorted
 
     def _eps(self, i: int, dtype: str) -> float:
         return max(LOW_PRECISION_EPS.get(dtype, 0.0), LOW_PRECISION_EPS.get(self.steps[i].dtype, 0.0))
@@ -247,7 +248,9 @@ class Matcher:
     def _contains(self, i: int, key: torch.Tensor, eps: float) -> bool:
         """Whether every value of ``key`` (sorted) is close to some value of reference step ``i``
         (loosely: a cheap test before the slices are compared one by one)."""
-        values = self.sorted[i].nan_to_num(nan=1e30, neginf=-1e30, posinf=1e30)
+        values = self._finite.get(i)
+        if values is None:
+            values = self._finite[i] = self.sorted[i].nan_to_num(nan=1e30, neginf=-1e30, posinf=1e30)
         at = torch.searchsorted(values, key).clamp(max=values.numel() - 1)
         near = torch.minimum((values[at] - key).abs(), (values[(at - 1).clamp(min=0)] - key).abs())
         tol = max(RTOL * 100, 40 * eps) * key.abs() + max(ATOL * 100, 40 * eps)
