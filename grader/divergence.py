@@ -554,7 +554,7 @@ class _Trails:
                 if parent.free or _constant(_tensor(parent)):  # a start value (zeros, -inf) says nothing
                     continue
                 if not parent.parents and parent.inputs and func_name(parent.func) in _PICKS and set(parent.inputs) <= sources:
-                    continue  # one head of an input as it is given (q[b, h] of flash's q)
+                    continue  # one head of an input as it is given (q[b, h] of a (B, H, L, D) input)
                 if self.cands[p]:
                     if not any(m in stages for m, _ in self.cands[p]):
                         return False
