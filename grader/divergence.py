@@ -48,6 +48,8 @@ _LAYOUTS = {"reshape", "view", "flatten", "unflatten", "contiguous", "transpose"
             "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "clone"}
 _COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
 _CASTS = {"to", "float", "double", "long", "int", "type", "type_as"}
+# what takes a part of a tensor as it is, or moves it: one head of an input
+_PICKS = _LAYOUTS | _CASTS | {"getitem", "select", "narrow", "unbind", "chunk", "split", "tensor_split"}
 # ... and what the file writes for the reflected forms, which read as the operation's own name
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
@@ -179,6 +181,7 @@ class Matcher:
         for i, (s, t) in enumerate(self.ref):
             if t is not None:
                 self.sorted[i] = t.flatten().nan_to_num(nan=1e30).sort().values
+        self._finite: dict[int, torch.Tensor] = {}  # self.sorted with -inf as a number, for searchsorted
 
     def _eps(self, i: int, dtype: str) -> float:
         return max(LOW_PRECISION_EPS.get(dtype, 0.0), LOW_PRECISION_EPS.get(self.steps[i].dtype, 0.0))
@@ -228,6 +231,77 @@ class Matcher:
             if any(_close(t, r[..., o:o + w], eps) for o in range(0, r.shape[-1] - w + 1, w)):
                 found.append((i, True))
         return found
+
+    def _in_layout(self, t: torch.Tensor, r: torch.Tensor, eps: float) -> bool | None:
+        """Whether ``t`` holds ``r``'s values in a layout a correct attempt may use: None when it
+        does not, else whether in ``r``'s own axis order (axes permuted, merged or split)."""
+        if r.dim() > MAX_PERMUTED_DIMS:
+            return None
+        for perm in itertools.permutations(range(r.dim())):
+            p = r.permute(perm)
+            shape = tuple(p.shape)
+            if (_refines(shape, tuple(t.shape)) and _close(t, p.reshape(t.shape), eps)) or \
+                    (_refines(tuple(t.shape), shape) and _close(t.reshape(shape), p, eps)):
+                return perm == tuple(range(r.dim()))
+        return None
+
+    def _contains(self, i: int, key: torch.Tensor, eps: float) -> bool:
+        """Whether every value of ``key`` (sorted) is close to some value of reference step ``i``
+        (loosely: a cheap test before the slices are compared one by one)."""
+        values = self._finite.get(i)
+        if values is None:
+            values = self._finite[i] = self.sorted[i].nan_to_num(nan=1e30, neginf=-1e30, posinf=1e30)
+        at = torch.searchsorted(values, key).clamp(max=values.numel() - 1)
+        near = torch.minimum((values[at] - key).abs(), (values[(at - 1).clamp(min=0)] - key).abs())
+        tol = max(RTOL * 100, 40 * eps) * key.abs() + max(ATOL * 100, 40 * eps)
+        return bool((near <= tol).all())
+
+    def slice_of(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """Reference steps of which ``t`` is one index, or an aligned run of indices, along one
+        axis (two adjacent axes taken as one: a ``(b, h)`` pair), in a layout a correct attempt may
+        use: one head of ``(B, H, T, D)``, one row block of ``(B, H, L, S)``, as an attempt that
+        loops over heads or rows computes them. Constant tensors match no slice (a zero row is in
+        anything that has one)."""
+        found = []
+        if t.dim() == 0 or t.numel() == 0 or _constant(t):
+            return found
+        if t.numel() == 1 and not (bool(torch.isfinite(t).all()) and float(t.flatten()[0]) not in (0.0, 1.0)):
+            return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
+        n = t.numel()
+        key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
+        for i, (step, r) in enumerate(self.ref):
+            if r is None or r.numel() <= n or r.numel() % n or r.dim() > MAX_PERMUTED_DIMS:
+                continue
+            if func_name(step.func) in ("cat", "stack", "concat", "concatenate"):
+                continue  # its parts are steps of their own: a slice of it that is none of them is no match
+            eps = self._eps(i, dtype)
+            if not self._contains(i, key, eps):  # some value of t is nowhere in r: no slice of it holds t
+                continue
+            views = [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]  # (b, h) pairs as one index
+            hit = None
+            for v in views:
+                for axis, size in enumerate(v.shape):
+                    rest = v.numel() // size
+                    if n % rest or not 0 < n // rest < size or size % (n // rest):
+                        continue
+                    run = n // rest
+                    for start in range(0, size, run):
+                        part = v.narrow(axis, start, run)
+                        if not _close(key, part.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values, eps):
+                            continue
+                        if run == 1:
+                            part = part.squeeze(axis)
+                        hit = self._in_layout(t, part, eps)
+                        if hit is not None:
+                            break
+                    if hit is not None:
+                        break
+                if hit is not None:
+                    break
+            if hit is not None:
+                found.append((i, hit))
+        # a head of the reference's q after its line's transpose, rather than of the view before it
+        return sorted(found, key=lambda m: (not m[1], _intermediate(self.steps, m[0])))
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
@@ -399,21 +473,37 @@ def _final(steps: list[Step], k: int) -> bool:
     return not any(k in steps[q].parents for q in run if q > k)
 
 
+def _parts(n: int, marks) -> list[str]:
+    """The label of the part each of ``n`` steps is in, from ``marks`` ((first step, label), in
+    order); "" for every step of a single call."""
+    labels = [""] * n
+    for first, label in sorted(marks or []):
+        for k in range(max(first, 0), n):
+            labels[k] = label
+    return labels
+
+
 class _Trails:
     """The two trails side by side: what each attempt step matches, the reference's ancestry."""
 
-    def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int]):
+    def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int],
+                 marks: tuple[list, list] | None = None):
         self.att, self.ref, self.axes = attempt, reference, axes
         self.matcher = Matcher(reference)
-        self.cands: list[list[tuple[int, bool]]] = []
-        self.matched: list[tuple[int, bool] | None] = []
-        for step in attempt:
-            t = _tensor(step)
-            found = [] if t is None else self.matcher.matches(t, step.dtype)
-            self.cands.append(found)
-            best = [m for m in found if m[1]] or found
-            same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
-            self.matched.append((same or best)[0] if best else None)
+        # in a script of calls, the call each step is in (the label of its part): a slice lines up
+        # only within one call, and a line run again by the next call is no loop
+        att_marks, ref_marks = marks or ([], [])
+        self.att_part = _parts(len(attempt), att_marks)
+        self.ref_part = _parts(len(reference), ref_marks)
+        # the lines the attempt runs more than once in one call (a loop's body, a helper called per head)
+        seen_lines: set = set()
+        repeated: set = set()
+        last = None
+        for k, step in enumerate(attempt):
+            where = (step.line, tuple(step.stack or ()), self.att_part[k])
+            if where != last:  # a new run of the line, not the next step of the same statement
+                (repeated if where in seen_lines else seen_lines).add(where)
+            last = where
         self.up: list[set[int]] = []  # every earlier reference step each one is computed from
         for s in reference:
             ups = set()
@@ -428,9 +518,51 @@ class _Trails:
                 if 0 <= p < len(self.src_up):
                     srcs |= self.src_up[p]
             self.src_up.append(srcs)
+        self.cands: list[list[tuple[int, bool]]] = []
+        self.matched: list[tuple[int, bool] | None] = []
+        for k, step in enumerate(attempt):
+            t = _tensor(step)
+            found = [] if t is None else self.matcher.matches(t, step.dtype)
+            if t is not None and (step.line, tuple(step.stack or ()), self.att_part[k]) in repeated and \
+                    all(_intermediate(reference, m) for m, _ in found):
+                # one head (or row block) of a loop over them: of what the reference's line ends
+                # with, not only of a value half-way through it (a run of q_proj's output)
+                more = [m for m in self.matcher.slice_of(t, step.dtype) if m not in found
+                        and self.ref_part[m[0]] == self.att_part[k] and self.lined_up(step, m[0])]
+                found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
+            self.cands.append(found)
+            best = [m for m in found if m[1]] or found
+            same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
+            self.matched.append((same or best)[0] if best else None)
         self.scalar_names = set().union(*(_names(x.name) for s in reference for x in s.scalars))
         self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
         self.ref_names = set().union(*(_names(self.name_of(reference, j)) for j in range(len(reference))))
+
+    def lined_up(self, step: Step, r: int) -> bool:
+        """Whether ``step`` may hold a slice of reference step ``r``: what it is computed from is
+        ``r`` or the stages ``r`` is computed from (a per-head slice of q, scores from per-head q
+        and k), not a slice another stage happens to hold (a decode step's output that equals the
+        prefill's first row because its mask lets it see only key 0)."""
+        sources = self.src_up[r] | set(self.ref[r].inputs)
+        stages = self.up[r] | {r}
+
+        def grounded(s: Step, depth: int) -> bool:
+            if not set(s.inputs) <= sources:
+                return False
+            for p in s.parents:
+                parent = self.att[p]
+                if parent.free or _constant(_tensor(parent)):  # a start value (zeros, -inf) says nothing
+                    continue
+                if not parent.parents and parent.inputs and func_name(parent.func) in _PICKS and set(parent.inputs) <= sources:
+                    continue  # one head of an input as it is given (q[b, h] of a (B, H, L, D) input)
+                if self.cands[p]:
+                    if not any(m in stages for m, _ in self.cands[p]):
+                        return False
+                elif depth >= MAX_DEPTH or not grounded(parent, depth + 1):
+                    return False  # a step the reference has no value for (x1 * cos - x2 * sin): what it is made from
+            return True
+
+        return grounded(step, 0)
 
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
@@ -855,16 +987,17 @@ class _Trails:
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
          outputs: tuple[dict[str, int], dict[str, int]] | None = None, source: str = "",
-         ref_source: str = "") -> Found | None:
+         ref_source: str = "", marks: tuple[list, list] | None = None) -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
     ``outputs``: the steps that made each named output, the attempt's and the reference's.
+    ``marks``: where each call of a script of calls starts, in the attempt's trail and the reference's.
     ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
     where the values alone say no more than "wrong values here"."""
     if not attempt and raised_at is not None and reference:  # it raised before computing anything from the inputs
         return Found(raised_at, "", "", (), "", "raised_first")
     if not attempt or not reference:
         return None
-    trails = _Trails(attempt, reference, axes)
+    trails = _Trails(attempt, reference, axes, marks)
     matcher, matched = trails.matcher, trails.matched
     why = None
 

@@ -267,7 +267,7 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
     outputs = (t.made, t.ref_made)
     files = dict(source=path.read_text(encoding="utf-8", errors="replace"),
-                 ref_source=exercise.solution_path.read_text(encoding="utf-8"))
+                 ref_source=exercise.solution_path.read_text(encoding="utf-8"), marks=(t.marks, t.ref_marks))
     found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs, **files)
     if found is None:
         return None

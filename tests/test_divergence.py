@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from attnprep import texts, wording
 from attnprep.grader import grade
-from attnprep.grader.divergence import name_shape
+from attnprep.grader.divergence import Matcher, name_shape
+from attnprep.grader.trace import Step
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -247,3 +250,39 @@ def test_a_layer_the_contract_refuses_is_pointed_at_where_it_is_made(tmp_path):
     assert result.verdict.value == "contract"
     d = result.divergence
     assert d is not None and (d.line, d.reason, d.name) == (line, "contract", "self.wo"), d
+
+
+@pytest.mark.parametrize(("attempt", "line_has"), [
+    ("mha/head_slice_loop_causal_leaks_next.py", ".tril(1)"),  # not q_proj's line, 9 lines up
+    ("kv_cache/head_loop_scale_d_model.py", "/ math.sqrt(C)"),  # not qh = q[:, h]
+    ("cross_attention/head_slice_loop_scale_d_model.py", "math.sqrt(self.d_model)"),
+    ("flash/bh_loop_acc_not_rescaled.py", "acc = acc + p @ v_blk"),  # not the q[b, h] unpacking
+    ("mla/head_loop_k_pe_not_rotated.py", "c_kv, k_pe = self.wkv_a(x).split("),  # the rotation belongs after it
+])
+def test_an_attempt_that_loops_over_heads_is_pointed_at_its_slip(attempt, line_has):
+    """Per-head (or per-(b, h)) tensors hold one head of a reference stage: they line up with it,
+    so the first one that matches nothing is the slip, not the first per-head slice."""
+    result = grade(CORPUS / attempt)
+    d = result.divergence
+    assert not result.passed and d is not None
+    assert line_has in d.code, d
+
+
+def _step(values: torch.Tensor, line: int = 1) -> Step:
+    return Step(line, "x = f(x)", "mul", list(values.shape), "torch.float32", values=values.flatten().tolist())
+
+
+def test_a_slice_matches_one_head_of_the_same_stage_only():
+    """One head of (B, H, T, D) or one (b, h) pair matches its stage; a constant or a head with
+    one value changed matches no slice."""
+    g = torch.Generator().manual_seed(0)
+    q, scores = torch.randn(2, 3, 5, 4, generator=g, dtype=torch.float64), torch.randn(2, 3, 5, 5, generator=g, dtype=torch.float64)
+    matcher = Matcher([_step(q), _step(scores)])
+    assert matcher.matches(q[:, 1]) == [] and [i for i, _ in matcher.slice_of(q[:, 1])] == [0]
+    assert [i for i, _ in matcher.slice_of(scores[1, 2])] == [1]  # one (b, h) pair
+    assert [i for i, _ in matcher.slice_of(scores[:, :, 2:3])] == [1]  # a row block
+    wrong = scores[0, 1].clone()
+    wrong[2, 3] += 0.5
+    assert matcher.slice_of(wrong) == []
+    assert matcher.slice_of(torch.zeros(5, 4, dtype=torch.float64)) == []
+    assert matcher.slice_of(torch.full((5, 5), -math.inf, dtype=torch.float64)) == []
