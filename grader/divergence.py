@@ -165,6 +165,20 @@ def _close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
+def _ends(t: torch.Tensor) -> tuple[float, float]:
+    """The smallest and largest of sorted values, as numbers."""
+    return float(t[0]), float(t[-1])
+
+
+def _near(a: float, b: float, eps: float = 0.0) -> bool:
+    """Two numbers equal loosely (more loosely than :func:`_close`, whose rtol is at most
+    ``4 * eps``): a cheap necessary test before whole tensors are compared."""
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    tol = max(1e-2, 8 * eps)
+    return abs(a - b) <= tol * abs(b) + tol
+
+
 def _identical(a: Step, b: Step) -> bool:
     """The same shape and values (a step too big to keep its values: the same shape)."""
     ta, tb = _tensor(a), _tensor(b)
@@ -181,6 +195,7 @@ class Matcher:
         for i, (s, t) in enumerate(self.ref):
             if t is not None:
                 self.sorted[i] = t.flatten().nan_to_num(nan=1e30).sort().values
+        self.ends = {i: _ends(v) for i, v in self.sorted.items() if v.numel()}
         self._finite: dict[int, torch.Tensor] = {}  # self.sorted with -inf as a number, for searchsorted
 
     def _eps(self, i: int, dtype: str) -> float:
@@ -189,7 +204,11 @@ class Matcher:
     def same_values(self, t: torch.Tensor, dtype: str = "") -> list[int]:
         """Reference steps holding the same multiset of values (any layout)."""
         key = t.flatten().nan_to_num(nan=1e30).sort().values
-        return [i for i, v in self.sorted.items() if v.numel() == key.numel() and _close(key, v, self._eps(i, dtype))]
+        lo, hi = _ends(key) if key.numel() else (0.0, 0.0)
+        return [i for i, v in self.sorted.items() if v.numel() == key.numel()
+                and (not key.numel() or _near(lo, self.ends[i][0], self._eps(i, dtype))
+                     and _near(hi, self.ends[i][1], self._eps(i, dtype)))
+                and _close(key, v, self._eps(i, dtype))]
 
     def matches(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
         """Every (reference step, whether in the reference's own layout) that ``t`` matches: the
@@ -224,10 +243,15 @@ class Matcher:
         if t.dim() == 0 or t.numel() == 0 or _constant(t):  # zeros are part of anything that starts at zero
             return found
         w = t.shape[-1]
+        key = None
         for i, (_, r) in enumerate(self.ref):
             if r is None or r.dim() != t.dim() or tuple(r.shape[:-1]) != tuple(t.shape[:-1]) or r.shape[-1] <= w:
                 continue
             eps = self._eps(i, dtype)
+            if key is None:
+                key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
+            if not self._contains(i, key, eps):  # some value of t is nowhere in r: no run of it holds t
+                continue
             if any(_close(t, r[..., o:o + w], eps) for o in range(0, r.shape[-1] - w + 1, w)):
                 found.append((i, True))
         return found
@@ -248,6 +272,11 @@ class Matcher:
     def _contains(self, i: int, key: torch.Tensor, eps: float) -> bool:
         """Whether every value of ``key`` (sorted) is close to some value of reference step ``i``
         (loosely: a cheap test before the slices are compared one by one)."""
+        lo, hi = self.ends.get(i, (math.inf, -math.inf))
+        lo, hi = max(lo, -1e30), min(hi, 1e30)  # as in the list compared below: -inf and nan as ±1e30
+        tol = max(RTOL * 100, 40 * eps)
+        if float(key[0]) < lo - tol * abs(lo) - tol or float(key[-1]) > hi + tol * abs(hi) + tol:
+            return False  # a value of key lies outside r's range
         values = self._finite.get(i)
         if values is None:
             values = self._finite[i] = self.sorted[i].nan_to_num(nan=1e30, neginf=-1e30, posinf=1e30)

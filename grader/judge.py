@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 
 import torch
@@ -474,8 +475,13 @@ class Judge:
                 for case, got_all in order:
                     if any(g is None for g in got_all.values()):
                         return False
-                    with torch.no_grad():
-                        wanted = call(case)
+                    try:
+                        with torch.no_grad():
+                            wanted = call(case)
+                    except Exception:  # noqa: BLE001 — a variant that cannot run here names nothing
+                        if os.environ.get("ATTNPREP_DEBUG"):
+                            raise
+                        return False
                     for name, got in got_all.items():
                         want = wanted[name].double()
                         if want.shape != got.shape:

@@ -127,6 +127,7 @@ class CachedModule(AttentionModule):
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
     reference_grads = None  # a script of calls: gradients are graded for their presence only
     pair_knobs = False  # its variants take one knob
+    mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
     token_axis = 1
 
     def __init__(self, exercise, seed: int):

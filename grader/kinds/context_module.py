@@ -64,6 +64,7 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake: str = "
 class ContextModule(AttentionModule):
     probes = frozenset({"padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     pair_knobs = False  # its variants take one knob
+    mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
     forward_key = "context_module.forward_signature"
 
     def cases(self, ci: int) -> list[Case]:
