@@ -250,7 +250,8 @@ class Matcher:
             eps = self._eps(i, dtype)
             if key is None:
                 key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
-            if not self._contains(i, key, eps):  # some value of t is nowhere in r: no run of it holds t
+                ends = _ends(key)
+            if not self._contains(i, key, eps, ends):  # some value of t is nowhere in r: no run of it holds t
                 continue
             if any(_close(t, r[..., o:o + w], eps) for o in range(0, r.shape[-1] - w + 1, w)):
                 found.append((i, True))
@@ -269,13 +270,14 @@ class Matcher:
                 return perm == tuple(range(r.dim()))
         return None
 
-    def _contains(self, i: int, key: torch.Tensor, eps: float) -> bool:
+    def _contains(self, i: int, key: torch.Tensor, eps: float, ends: tuple[float, float] | None = None) -> bool:
         """Whether every value of ``key`` (sorted) is close to some value of reference step ``i``
         (loosely: a cheap test before the slices are compared one by one)."""
         lo, hi = self.ends.get(i, (math.inf, -math.inf))
         lo, hi = max(lo, -1e30), min(hi, 1e30)  # as in the list compared below: -inf and nan as ±1e30
         tol = max(RTOL * 100, 40 * eps)
-        if float(key[0]) < lo - tol * abs(lo) - tol or float(key[-1]) > hi + tol * abs(hi) + tol:
+        first, last = ends or _ends(key)
+        if first < lo - tol * abs(lo) - tol or last > hi + tol * abs(hi) + tol:
             return False  # a value of key lies outside r's range
         values = self._finite.get(i)
         if values is None:
@@ -298,13 +300,14 @@ class Matcher:
             return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
         n = t.numel()
         key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
+        ends = _ends(key)
         for i, (step, r) in enumerate(self.ref):
             if r is None or r.numel() <= n or r.numel() % n or r.dim() > MAX_PERMUTED_DIMS:
                 continue
             if func_name(step.func) in ("cat", "stack", "concat", "concatenate"):
                 continue  # its parts are steps of their own: a slice of it that is none of them is no match
             eps = self._eps(i, dtype)
-            if not self._contains(i, key, eps):  # some value of t is nowhere in r: no slice of it holds t
+            if not self._contains(i, key, eps, ends):  # some value of t is nowhere in r: no slice of it holds t
                 continue
             views = [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]  # (b, h) pairs as one index
             hit = None
