@@ -1099,6 +1099,11 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         # Lined up with the reference's step that does the same to the same inputs, the difference may
         # lie in what it was given: an input one step short, a wrong mask, a wrong number.
         t = _tensor(step)
+        if t.numel() == 0 and all(math.prod(r.shape) for r in reference):
+            # an empty slice (q[:, :, i:i - block]) where the reference never has one: nothing after it
+            # can match, this line is the story
+            return Found(step.line, step.code, trails.name_of(attempt, i), tuple(step.shape),
+                         name_shape(step.shape, axes), "values")
         same = matcher.same_values(t, step.dtype)
         counterpart = trails.counterpart(i)
         if counterpart is not None:

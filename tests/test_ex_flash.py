@@ -338,3 +338,13 @@ def test_a_tensor_made_in_a_shape_the_reference_never_has_is_blamed_when_a_later
     assert result.verdict is Verdict.ERROR and d is not None, result
     assert d.line == _line_of(path, "m = torch.full(") and d.reason == "raised_shape" and d.name == "m", d
     assert "torch.maximum(m" in wording.divergence_text(d)
+
+
+def test_an_empty_query_block_is_the_line(tmp_path):
+    """q[:, :, i:i - block_size]: every query block is empty, nothing after it has a shape the
+    reference has; the line that made the empty block is the one."""
+    source = EX.solution_path.read_text(encoding="utf-8").replace("q[:, :, i : i + block_size]", "q[:, :, i : i - block_size]")
+    path = tmp_path / "flash.py"
+    path.write_text(source, encoding="utf-8")
+    d = grade(path).divergence
+    assert d is not None and d.line == _line_of(path, "q[:, :, i : i - block_size]") and "0" in d.named, d
