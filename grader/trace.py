@@ -140,6 +140,21 @@ class Source:
                         self.classes[item.lineno] = node
             if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.statements.append(node)
+        self._assigned: dict[int, dict[str, list[int]]] = {}  # id(function or module body) -> name -> lines
+
+    def assigned(self, fn) -> dict[str, list[int]]:
+        """Each name a function's own body (``fn``; None: the module's top level) assigns, with the
+        lines that assign it; worked out once per function (every traced step asks)."""
+        key = id(fn) if fn is not None else 0
+        found = self._assigned.get(key)
+        if found is None:
+            found = {}
+            for node in (self.tree.body if fn is None else Source.own_nodes(fn)):
+                for t in Source.targets(node):
+                    if isinstance(t, ast.Name):
+                        found.setdefault(t.id, []).append(node.lineno)
+            self._assigned[key] = found
+        return found
 
     def reads_size(self, line: int) -> bool:
         """Whether the statement on ``line`` reads a tensor's sizes (``.shape``, ``.size(…)``, ``len``)."""
@@ -379,25 +394,19 @@ class Tracer(TorchFunctionMode):
         if attr:
             return self._attribute_origin(fn, head, attr, value)
         if fn is None:  # module level
-            return self._last_assignment(src.tree.body, head, frame.f_lineno)
-        line = self._last_assignment(list(Source.own_nodes(fn)), head, frame.f_lineno)
+            return self._last_assigned(src.assigned(None), head, frame.f_lineno)
+        line = self._last_assigned(src.assigned(fn), head, frame.f_lineno)
         if line is not None:
             return line
         if head in {a.arg for a in _parameters(fn)}:
             return self._parameter_origin(frame, fn, head, value, depth)
         if head in frame.f_globals:
-            return self._last_assignment(src.tree.body, head, 10**9)
+            return self._last_assigned(src.assigned(None), head, 10**9)
         return None
 
     @staticmethod
-    def _last_assignment(nodes, name: str, before: int) -> int | None:
-        best = None
-        for node in nodes:
-            for t in Source.targets(node):
-                if isinstance(t, ast.Name) and t.id == name and node.lineno <= before:
-                    if best is None or node.lineno > best:
-                        best = node.lineno
-        return best
+    def _last_assigned(assigned: dict[str, list[int]], name: str, before: int) -> int | None:
+        return max((n for n in assigned.get(name, ()) if n <= before), default=None)
 
     def _parameter_origin(self, frame, fn, name: str, value, depth: int) -> int | None:
         """A parameter's value: the argument of the file's call that passed it, else its default."""
