@@ -165,6 +165,11 @@ def _close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
+def _sorted_values(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s values sorted, NaN and -inf as ±1e30 (numbers searchsorted can place)."""
+    return t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
+
+
 def _ends(t: torch.Tensor) -> tuple[float, float]:
     """The smallest and largest of sorted values, as numbers."""
     return float(t[0]), float(t[-1])
@@ -220,17 +225,9 @@ class Matcher:
         for i in same:
             if (i, True) in own:
                 continue
-            _, r = self.ref[i]
-            if r.dim() > MAX_PERMUTED_DIMS:
-                continue
-            eps = self._eps(i, dtype)
-            for perm in itertools.permutations(range(r.dim())):
-                p = r.permute(perm)
-                shape = tuple(p.shape)
-                if (_refines(shape, tuple(t.shape)) and _close(t, p.reshape(t.shape), eps)) or \
-                        (_refines(tuple(t.shape), shape) and _close(t.reshape(shape), p, eps)):
-                    other.append((i, perm == tuple(range(r.dim()))))
-                    break
+            in_order = self._in_layout(t, self.ref[i][1], self._eps(i, dtype))
+            if in_order is not None:
+                other.append((i, in_order))
         if not own and not other:
             own = self.part_of(t, dtype)
         return own + sorted(other, key=lambda m: not m[1])
@@ -249,7 +246,7 @@ class Matcher:
                 continue
             eps = self._eps(i, dtype)
             if key is None:
-                key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
+                key = _sorted_values(t)
                 ends = _ends(key)
             if not self._contains(i, key, eps, ends):  # some value of t is nowhere in r: no run of it holds t
                 continue
@@ -299,7 +296,7 @@ class Matcher:
         if t.numel() == 1 and not (bool(torch.isfinite(t).all()) and float(t.flatten()[0]) not in (0.0, 1.0)):
             return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
         n = t.numel()
-        key = t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
+        key = _sorted_values(t)
         ends = _ends(key)
         for i, (step, r) in enumerate(self.ref):
             if r is None or r.numel() <= n or r.numel() % n or r.dim() > MAX_PERMUTED_DIMS:
@@ -319,7 +316,7 @@ class Matcher:
                     run = n // rest
                     for start in range(0, size, run):
                         part = v.narrow(axis, start, run)
-                        if not _close(key, part.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values, eps):
+                        if not _close(key, _sorted_values(part), eps):
                             continue
                         if run == 1:
                             part = part.squeeze(axis)

@@ -124,13 +124,9 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
 
 def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
     """The bare parameters that ``mapping`` gives a role: each bare weight and its bias."""
-    subs, params, taken = dict(module.named_modules()), dict(module.named_parameters()), set()
-    for layer_name in {n for role in mapping.layers for n in mapping.layer_names(role)}:
-        if layer_name in params and layer_name not in subs:
-            owner, _, leaf = layer_name.rpartition(".")
-            b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
-            taken.update({layer_name} | ({f"{owner}.{b}".lstrip(".")} if b is not None else set()))
-    return taken
+    subs, params = dict(module.named_modules()), dict(module.named_parameters())
+    return {name for role in mapping.layers for layer in mapping.layer_names(role)
+            if layer in params and layer not in subs for name in params_of(module, layer)[2]}
 
 
 def bias_partner(weight: str, params) -> str | None:
@@ -434,8 +430,6 @@ def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping
 @torch.no_grad()
 def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str, torch.Tensor]]) -> None:
     """Copy the role weights into the attempt's layers; other parameters get seeded values."""
-    subs = dict(module.named_modules())
-    params = dict(module.named_parameters())
     used = set()
     for role, pieces in mapping.rows.items():
         weight, bias, start = weights[role]["weight"], weights[role].get("bias"), 0
@@ -455,24 +449,12 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
         if role in mapping.rows:
             continue
         weight = weights[role]["weight"]
-        weight = weight.t() if role in mapping.transposed else weight
-        if layer_name in params and layer_name not in subs:  # a bare weight parameter
-            params[layer_name].copy_(weight)
-            used.add(layer_name)
-            owner, _, leaf = layer_name.rpartition(".")
-            b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
-            if b is not None and "bias" in weights[role]:
-                bias_name = f"{owner}.{b}".lstrip(".")
-                params[bias_name].copy_(weights[role]["bias"])
-                used.add(bias_name)
-            continue
-        sub = subs[layer_name]
-        sub.weight.copy_(weight)
-        used.add(f"{layer_name}.weight".lstrip("."))
-        bias = getattr(sub, "bias", None)
-        if isinstance(bias, torch.nn.Parameter) and "bias" in weights[role]:
-            bias.copy_(weights[role]["bias"])
-            used.add(f"{layer_name}.bias".lstrip("."))
+        w, b, names = params_of(module, layer_name)  # a module's weight and bias, or a bare matrix and its vector
+        w.copy_(weight.t() if role in mapping.transposed else weight)
+        used.add(names[0])
+        if b is not None and "bias" in weights[role]:
+            b.copy_(weights[role]["bias"])
+            used.add(names[1])
     g = torch.Generator().manual_seed(12345)
     for name, p in module.named_parameters():
         if name not in used:

@@ -208,11 +208,7 @@ class AttentionModule:
         bare = {}  # bare weight parameters (F.linear(x, self.wq, self.bq)): wq -> q_proj.weight, bq -> q_proj.bias
         for layer, role in role_of.items():
             if layer in params:
-                owner, _, leaf = layer.rpartition(".")
-                bare[layer] = f"{role}.weight"
-                b = W.bias_partner(leaf, {n.rpartition(".")[2]: p for n, p in params.items() if n.rpartition(".")[0] == owner})
-                if b is not None:
-                    bare[f"{owner}.{b}".lstrip(".")] = f"{role}.bias"
+                bare.update(zip(W.params_of(attempt, layer)[2], (f"{role}.weight", f"{role}.bias")))
         leaves: dict = dict(fused)
         for name, p in params.items():
             if name in covered:
