@@ -175,6 +175,17 @@ def _ends(t: torch.Tensor) -> tuple[float, float]:
     return float(t[0]), float(t[-1])
 
 
+def _probes(t: torch.Tensor) -> tuple[float, ...]:
+    """Sorted values at five places (both ends, the quartiles), as numbers: two lists of sorted
+    values :func:`_close` to each other have their probes :func:`_near` each other."""
+    n = t.numel()
+    return tuple(t[[0, n // 4, n // 2, 3 * n // 4, n - 1]].tolist()) if n else ()
+
+
+def _near_all(a: tuple[float, ...], b: tuple[float, ...], eps: float = 0.0) -> bool:
+    return len(a) == len(b) and all(_near(x, y, eps) for x, y in zip(a, b))
+
+
 def _near(a: float, b: float, eps: float = 0.0) -> bool:
     """Two numbers equal loosely (more loosely than :func:`_close`, whose rtol is at most
     ``4 * eps``): a cheap necessary test before whole tensors are compared."""
@@ -193,6 +204,11 @@ def _identical(a: Step, b: Step) -> bool:
 
 
 class Matcher:
+    """The reference's steps, indexed for the questions asked of each attempt step: which steps
+    hold the same values, in which layout, or a part or a slice of them. Steps with the same values
+    are compared once (a reference trail repeats values: a cache read back, a cast that changes
+    nothing), and what a slice test cuts out of a step is cut and sorted once for every attempt step."""
+
     def __init__(self, reference: list[Step]):
         self.steps = reference
         self.ref = [(s, _tensor(s)) for s in reference]
@@ -201,7 +217,22 @@ class Matcher:
             if t is not None:
                 self.sorted[i] = t.flatten().nan_to_num(nan=1e30).sort().values
         self.ends = {i: _ends(v) for i, v in self.sorted.items() if v.numel()}
+        self.probes = {i: _probes(v) for i, v in self.sorted.items()}
         self._finite: dict[int, torch.Tensor] = {}  # self.sorted with -inf as a number, for searchsorted
+        self.by_numel: dict[int, list[int]] = {}
+        for i, v in self.sorted.items():
+            self.by_numel.setdefault(v.numel(), []).append(i)
+        # the first step with the same sorted values (and dtype), and with the same tensor: a
+        # question answered for it is answered for the others
+        first_sorted: dict[tuple, int] = {}
+        first_same: dict[tuple, int] = {}
+        self.sorted_twin: dict[int, int] = {}
+        self.twin: dict[int, int] = {}
+        for i, v in self.sorted.items():
+            dtype, r = self.steps[i].dtype, self.ref[i][1]
+            self.sorted_twin[i] = first_sorted.setdefault((dtype, v.numel(), v.numpy().tobytes()), i)
+            self.twin[i] = first_same.setdefault((dtype, tuple(r.shape), r.numpy().tobytes()), i)
+        self._slices: dict[tuple[int, int], list] = {}  # (step, numel) -> the parts a slice test compares
 
     def _eps(self, i: int, dtype: str) -> float:
         return max(LOW_PRECISION_EPS.get(dtype, 0.0), LOW_PRECISION_EPS.get(self.steps[i].dtype, 0.0))
@@ -209,25 +240,41 @@ class Matcher:
     def same_values(self, t: torch.Tensor, dtype: str = "") -> list[int]:
         """Reference steps holding the same multiset of values (any layout)."""
         key = t.flatten().nan_to_num(nan=1e30).sort().values
-        lo, hi = _ends(key) if key.numel() else (0.0, 0.0)
-        return [i for i, v in self.sorted.items() if v.numel() == key.numel()
-                and (not key.numel() or _near(lo, self.ends[i][0], self._eps(i, dtype))
-                     and _near(hi, self.ends[i][1], self._eps(i, dtype)))
-                and _close(key, v, self._eps(i, dtype))]
+        probes = _probes(key)
+        answers: dict[int, bool] = {}
+
+        def same(i: int) -> bool:
+            eps = self._eps(i, dtype)
+            return _near_all(probes, self.probes[i], eps) and _close(key, self.sorted[i], eps)
+
+        found = []
+        for i in self.by_numel.get(key.numel(), []):
+            twin = self.sorted_twin[i]
+            if twin not in answers:
+                answers[twin] = same(twin)
+            if answers[twin]:
+                found.append(i)
+        return found
 
     def matches(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
         """Every (reference step, whether in the reference's own layout) that ``t`` matches: the
         ones in the same layout first, then permuted, merged or split ones."""
         same = self.same_values(t, dtype)
-        own = [(i, True) for i in same
-               if tuple(self.ref[i][1].shape) == tuple(t.shape) and _close(t, self.ref[i][1], self._eps(i, dtype))]
-        other = []
-        for i in same:
-            if (i, True) in own:
-                continue
-            in_order = self._in_layout(t, self.ref[i][1], self._eps(i, dtype))
-            if in_order is not None:
-                other.append((i, in_order))
+        layouts: dict[int, str | None] = {}  # twin -> "own" shape, "order" (merged or split), "permuted", None
+
+        def layout(i: int) -> str | None:
+            twin = self.twin[i]
+            if twin not in layouts:
+                r, eps = self.ref[twin][1], self._eps(twin, dtype)
+                if tuple(r.shape) == tuple(t.shape) and _close(t, r, eps):
+                    layouts[twin] = "own"
+                else:
+                    in_order = self._in_layout(t, r, eps)
+                    layouts[twin] = None if in_order is None else "order" if in_order else "permuted"
+            return layouts[twin]
+
+        own = [(i, True) for i in same if layout(i) == "own"]
+        other = [(i, layout(i) == "order") for i in same if layout(i) in ("order", "permuted")]
         if not own and not other:
             own = self.part_of(t, dtype)
         return own + sorted(other, key=lambda m: not m[1])
@@ -259,11 +306,21 @@ class Matcher:
         does not, else whether in ``r``'s own axis order (axes permuted, merged or split)."""
         if r.dim() > MAX_PERMUTED_DIMS:
             return None
+        compared: dict[tuple[int, ...], bool] = {}  # axes of more than one index, in order -> same values
         for perm in itertools.permutations(range(r.dim())):
             p = r.permute(perm)
             shape = tuple(p.shape)
-            if (_refines(shape, tuple(t.shape)) and _close(t, p.reshape(t.shape), eps)) or \
-                    (_refines(tuple(t.shape), shape) and _close(t.reshape(shape), p, eps)):
+            if _refines(shape, tuple(t.shape)):
+                flat = lambda: _close(t, p.reshape(t.shape), eps)  # noqa: E731
+            elif _refines(tuple(t.shape), shape):
+                flat = lambda: _close(t.reshape(shape), p, eps)  # noqa: E731
+            else:
+                continue
+            # where only axes of one index move, the values come in the same order: compared once
+            order = tuple(a for a in perm if r.shape[a] != 1)
+            if order not in compared:
+                compared[order] = flat()
+            if compared[order]:
                 return perm == tuple(range(r.dim()))
         return None
 
@@ -284,12 +341,13 @@ class Matcher:
         tol = max(RTOL * 100, 40 * eps) * key.abs() + max(ATOL * 100, 40 * eps)
         return bool((near <= tol).all())
 
-    def slice_of(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+    def slice_of(self, t: torch.Tensor, dtype: str = "", keep=None) -> list[tuple[int, bool]]:
         """Reference steps of which ``t`` is one index, or an aligned run of indices, along one
         axis (two adjacent axes taken as one: a ``(b, h)`` pair), in a layout a correct attempt may
         use: one head of ``(B, H, T, D)``, one row block of ``(B, H, L, S)``, as an attempt that
         loops over heads or rows computes them. Constant tensors match no slice (a zero row is in
-        anything that has one)."""
+        anything that has one). ``keep``: a test of each step a slice is found in (a costly one is
+        asked of few steps)."""
         found = []
         if t.dim() == 0 or t.numel() == 0 or _constant(t):
             return found
@@ -297,7 +355,7 @@ class Matcher:
             return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
         n = t.numel()
         key = _sorted_values(t)
-        ends = _ends(key)
+        ends, probes = _ends(key), _probes(key)
         for i, (step, r) in enumerate(self.ref):
             if r is None or r.numel() <= n or r.numel() % n or r.dim() > MAX_PERMUTED_DIMS:
                 continue
@@ -306,9 +364,23 @@ class Matcher:
             eps = self._eps(i, dtype)
             if not self._contains(i, key, eps, ends):  # some value of t is nowhere in r: no slice of it holds t
                 continue
-            views = [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]  # (b, h) pairs as one index
-            hit = None
-            for v in views:
+            for part, values, near in self._slices_of(i, n):
+                if _near_all(probes, near, eps) and _close(key, values, eps):
+                    hit = self._in_layout(t, part, eps)
+                    if hit is not None:
+                        if keep is None or keep(i):
+                            found.append((i, hit))
+                        break
+        # a head of the reference's q after its line's transpose, rather than of the view before it
+        return sorted(found, key=lambda m: (not m[1], _intermediate(self.steps, m[0])))
+
+    def _slices_of(self, i: int, n: int) -> list[tuple[torch.Tensor, torch.Tensor, tuple[float, float]]]:
+        """The slices of ``n`` values of reference step ``i`` that :meth:`slice_of` tries, in order:
+        (the slice, its values sorted, their probes), cut once per step and size."""
+        if (i, n) not in self._slices:
+            r = self.ref[i][1]
+            parts = []
+            for v in [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]:  # (b, h) pairs as one index
                 for axis, size in enumerate(v.shape):
                     rest = v.numel() // size
                     if n % rest or not 0 < n // rest < size or size % (n // rest):
@@ -316,21 +388,10 @@ class Matcher:
                     run = n // rest
                     for start in range(0, size, run):
                         part = v.narrow(axis, start, run)
-                        if not _close(key, _sorted_values(part), eps):
-                            continue
-                        if run == 1:
-                            part = part.squeeze(axis)
-                        hit = self._in_layout(t, part, eps)
-                        if hit is not None:
-                            break
-                    if hit is not None:
-                        break
-                if hit is not None:
-                    break
-            if hit is not None:
-                found.append((i, hit))
-        # a head of the reference's q after its line's transpose, rather than of the view before it
-        return sorted(found, key=lambda m: (not m[1], _intermediate(self.steps, m[0])))
+                        values = _sorted_values(part)
+                        parts.append((part.squeeze(axis) if run == 1 else part, values, _probes(values)))
+            self._slices[(i, n)] = parts
+        return self._slices[(i, n)]
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
@@ -556,8 +617,9 @@ class _Trails:
                     all(_intermediate(reference, m) for m, _ in found):
                 # one head (or row block) of a loop over them: of what the reference's line ends
                 # with, not only of a value half-way through it (a run of q_proj's output)
-                more = [m for m in self.matcher.slice_of(t, step.dtype) if m not in found
-                        and self.ref_part[m[0]] == self.att_part[k] and self.lined_up(step, m[0])]
+                more = [m for m in self.matcher.slice_of(
+                    t, step.dtype, keep=lambda r: self.ref_part[r] == self.att_part[k] and self.lined_up(step, r))
+                    if m not in found]
                 found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
