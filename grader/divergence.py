@@ -67,6 +67,7 @@ class Found:
     ref_name: str = ""  # the reference's counterpart, when one is known
     ref_named: str = ""
     ref_code: str = ""
+    part: str = ""  # in a script of calls, the call the line goes wrong in ("step 3 (pos 6..8)")
 
 
 def _rearranged_input(step: Step) -> bool:
@@ -1078,10 +1079,12 @@ class _Trails:
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
          outputs: tuple[dict[str, int], dict[str, int]] | None = None, source: str = "",
-         ref_source: str = "", marks: tuple[list, list] | None = None) -> Found | None:
+         ref_source: str = "", marks: tuple[list, list] | None = None, part_axes=None) -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
     ``outputs``: the steps that made each named output, the attempt's and the reference's.
-    ``marks``: where each call of a script of calls starts, in the attempt's trail and the reference's.
+    ``marks``: where each call of a script of calls starts, in the attempt's trail and the reference's;
+    the found step's call is its ``part``, and ``part_axes(part)`` the axis names to write its shapes
+    with when that call's sizes differ (None: ``axes``).
     ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
     where the values alone say no more than "wrong values here"."""
     if not attempt and raised_at is not None and reference:  # it raised before computing anything from the inputs
@@ -1089,6 +1092,24 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if not attempt or not reference:
         return None
     trails = _Trails(attempt, reference, axes, marks)
+    found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
+    if found is None or not marks or not marks[0]:
+        return found
+    at = locate(found, attempt, reference, trails.matcher)
+    part = next((label for first, label in reversed(sorted(marks[0])) if at is not None and first <= at), "")
+    if not part:
+        return found
+    named = part_axes(part) if part_axes is not None else None
+    if named and named != axes:
+        trails.axes = named
+        found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
+    return dataclasses.replace(found, part=part)
+
+
+def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
+                 outputs: tuple[dict[str, int], dict[str, int]] | None, source: str, ref_source: str) -> Found | None:
+    """:func:`find` on the two trails compared, its shapes written with ``axes``."""
+    attempt, reference = trails.att, trails.ref
     matcher, matched = trails.matcher, trails.matched
     why = None
 
@@ -1170,7 +1191,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
             if explained is not None and (not same or explained.reason == "scalar"):
                 if explained.reason == "values" and source:  # bare wrong values: a cause on another line?
-                    at = locate(explained, attempt, reference)
+                    at = locate(explained, attempt, reference, matcher)
                     better = cause(at) if at is not None else None
                     if better is not None:
                         return better
@@ -1282,14 +1303,14 @@ def attribute_line(source: str, attr: str) -> int | None:
     return lines.pop() if len(lines) == 1 else None
 
 
-def locate(found: Found, attempt: list[Step], reference: list[Step]) -> int | None:
+def locate(found: Found, attempt: list[Step], reference: list[Step], matcher: Matcher | None = None) -> int | None:
     """The attempt step ``found`` is about: the first step of its line and shape (for wrong values,
     the first of those that match nothing the reference makes; where it raised, the last step)."""
     if found.reason == "raised":
         return len(attempt) - 1 if attempt else None
     candidates = [j for j, s in enumerate(attempt) if s.line == found.line and tuple(s.shape) == tuple(found.shape)]
     if found.reason in ("values", "made") and len(candidates) > 1:
-        matcher = Matcher(reference)
+        matcher = matcher or Matcher(reference)
         for j in candidates:
             t = _tensor(attempt[j])
             if t is not None and matcher.match(t) is None:

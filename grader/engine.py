@@ -268,17 +268,10 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     outputs = (t.made, t.ref_made)
     files = dict(source=path.read_text(encoding="utf-8", errors="replace"),
                  ref_source=exercise.solution_path.read_text(encoding="utf-8"), marks=(t.marks, t.ref_marks))
-    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs, **files)
+    part_axes = (lambda part: kind.part_axis_names(ci, case, part)) if hasattr(kind, "part_axis_names") else None
+    found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs, **files, part_axes=part_axes)
     if found is None:
         return None
-    # the part of a script of calls it is in ("step 3 (pos 6..8)"), its shapes named with that
-    # call's sizes where the kind names them per call
-    at = divergence.locate(found, t.attempt, t.reference) if t.marks else None
-    part = next((label for first, label in reversed(t.marks) if at is not None and first <= at), "")
-    if part and hasattr(kind, "part_axis_names"):
-        part_axes = kind.part_axis_names(ci, case, part)
-        if part_axes and part_axes != axes:
-            found = divergence.find(t.attempt, t.reference, part_axes, t.raised_at, outputs, **files) or found
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
         import linecache
 
@@ -287,7 +280,7 @@ def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[
     from attnprep.grader.result import Divergence
 
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
-                      found.ref_named, found.ref_code, part)
+                      found.ref_named, found.ref_code, found.part)
 
 
 def _statements(path: Path) -> dict[int, tuple[int, str]]:

@@ -136,3 +136,12 @@ def test_a_correct_attempt_in_another_style_lines_up_with_the_reference_call_by_
         assert mine is not None and ref is not None and mine.shape == ref.shape, name
         assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), name
     assert divergence.find(t.attempt, t.reference, {}, t.raised_at, (t.made, t.ref_made)) is None
+
+
+def test_a_size_the_call_shares_with_another_axis_is_named_by_neither(tmp_path):
+    """mla_decode's second call has six keys so far and a rope width of 6: the latents
+    concatenated the wrong way round are (B, 6, kv_lora_rank), not (B, rope, kv_lora_rank)."""
+    path, _ = slipped(tmp_path, MLA, "c_kv = torch.cat([cache[0], c_kv], dim=1)", "c_kv = torch.cat([c_kv, cache[0]], dim=1)")
+    d = grade(path).divergence
+    assert d is not None and d.part == "step 2 (pos 5)"
+    assert d.named == "(B, 6, kv_lora_rank)" and d.ref_named == d.named

@@ -197,6 +197,9 @@ class CachedModule(AttentionModule):
             axes["T"] = new
         if total > 1 and total != new and total not in others.values():
             axes["S"] = total
+        # an axis of the call's size is named by neither: six keys so far with a rope width of 6 are
+        # no (B, rope, rope)
+        others = {k: v for k, v in others.items() if v not in (new, total) or v == 1}
         return {**axes, **others}
 
     def cache_shape(self, ci: int, spec: CacheSpec, B: int, T: int) -> tuple[int, ...]:
