@@ -141,6 +141,9 @@ class Source:
             if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.statements.append(node)
         self._assigned: dict[int, dict[str, list[int]]] = {}  # id(function or module body) -> name -> lines
+        self._statement: dict[int, ast.stmt | None] = {}  # line -> its statement
+        self._reads: dict[int, list[str]] = {}  # line -> the variables its statement reads
+        self._reads_size: dict[int, bool] = {}
 
     def assigned(self, fn) -> dict[str, list[int]]:
         """Each name a function's own body (``fn``; None: the module's top level) assigns, with the
@@ -158,7 +161,12 @@ class Source:
 
     def reads_size(self, line: int) -> bool:
         """Whether the statement on ``line`` reads a tensor's sizes (``.shape``, ``.size(…)``, ``len``)."""
-        s = self.statement(line)
+        if line not in self._reads_size:
+            self._reads_size[line] = self._sizes_read(self.statement(line))
+        return self._reads_size[line]
+
+    @staticmethod
+    def _sizes_read(s: ast.stmt | None) -> bool:
         if s is None:
             return False
         for node in ast.walk(s):
@@ -168,14 +176,29 @@ class Source:
                 return True
         return False
 
+    def reads(self, line: int) -> list[str]:
+        """The variables the statement on ``line`` reads (``x``, ``self.eps``), in order, once each."""
+        if line not in self._reads:
+            exprs, statement = [], self.statement(line)
+            if statement is not None:
+                for node in ast.walk(statement):
+                    if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+                        text = Source.dotted(node)
+                        if text and text not in exprs:
+                            exprs.append(text)
+            self._reads[line] = exprs
+        return self._reads[line]
+
     def statement(self, line: int) -> ast.stmt | None:
         """The innermost simple statement that holds ``line``."""
-        best = None
-        for s in self.statements:
-            if s.lineno <= line <= (s.end_lineno or s.lineno) and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
-                if best is None or s.lineno >= best.lineno:
-                    best = s
-        return best
+        if line not in self._statement:
+            best = None
+            for s in self.statements:
+                if s.lineno <= line <= (s.end_lineno or s.lineno) and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                    if best is None or s.lineno >= best.lineno:
+                        best = s
+            self._statement[line] = best
+        return self._statement[line]
 
     @staticmethod
     def dotted(node) -> str:
@@ -260,6 +283,7 @@ class Tracer(TorchFunctionMode):
         self.steps: list[Step] = []
         self.raised_at: int | None = None  # the line of the file where an exception left
         self._source: Source | None = None
+        self._attributes: dict[tuple, int | None] = {}  # see _attribute_origin
         self.marks: list[tuple[int, str]] = []  # (first step, label) of each part of a run (see mark())
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -339,16 +363,7 @@ class Tracer(TorchFunctionMode):
             return []
         if self._source is None:
             self._source = Source(self.filename)
-        statement = self._source.statement(frame.f_lineno)
-        exprs = []  # the variables the statement reads: x, self.eps, …
-        if statement is not None:
-            seen = set()
-            for node in ast.walk(statement):
-                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
-                    text = Source.dotted(node)
-                    if text and text not in seen:
-                        seen.add(text)
-                        exprs.append(text)
+        exprs = self._source.reads(frame.f_lineno)  # x, self.eps, …
         out = []
         for key, value in numbers:
             holders = [e for e in exprs if self._same(self._value(frame, e), value)]
@@ -446,7 +461,14 @@ class Tracer(TorchFunctionMode):
 
     def _attribute_origin(self, fn, head: str, attr: str, value) -> int | None:
         """``self.attr``: the line of the class that sets it; when that line stores a parameter of
-        ``__init__``, the file's construction that passes the value, or the parameter's default."""
+        ``__init__``, the file's construction that passes the value, or the parameter's default
+        (worked out once per function, attribute and value: the file does not change)."""
+        key = (id(fn), head, attr, value)
+        if key not in self._attributes:
+            self._attributes[key] = self._find_attribute_origin(fn, head, attr, value)
+        return self._attributes[key]
+
+    def _find_attribute_origin(self, fn, head: str, attr: str, value) -> int | None:
         src = self._source
         cls = src.classes.get(fn.lineno) if fn is not None else None
         if cls is None:

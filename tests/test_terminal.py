@@ -90,6 +90,26 @@ def test_head_dash_1_on_a_passing_check(workspace, attnprep_home):
     assert proc.stderr == ""
 
 
+# --- the end of a command that loaded torch --------------------------------------------------------
+
+
+def test_a_grading_command_ends_with_everything_written_and_its_status(workspace, attnprep_home):
+    """A command that loaded torch skips the interpreter's teardown (cli._exit_now): the whole
+    report still arrives through a pipe, the status is the check's, atexit handlers still run, and
+    the history holds the attempt."""
+    marker = workspace / "atexit-ran"
+    code = ("import atexit, pathlib, sys; "
+            f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes'); "
+            "sys.argv = ['attnprep', 'check', 'mha']; from attnprep.cli import main; main()")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ATTNPREP_HOME": str(attnprep_home), "NO_COLOR": "1", "COLUMNS": "80"})
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("stuck?"), proc.stdout[-300:]  # the report's last line
+    assert marker.read_text() == "yes"
+    stats = attnprep(["stats", "--json"], workspace, attnprep_home)
+    assert '"mha"' in stats.stdout, stats.stdout[:300]
+
+
 # --- a data folder that cannot be written ----------------------------------------------------------
 
 
