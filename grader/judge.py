@@ -476,20 +476,22 @@ class Judge:
                     if any(g is None for g in got_all.values()):
                         return False
                     try:
-                        with torch.no_grad():
+                        with torch.no_grad():  # outputs in order: a variant may make them as they are read
                             wanted = call(case)
+                            if not all(same(case, got, wanted[name], name, all_positions) for name, got in got_all.items()):
+                                return False
                     except Exception:  # noqa: BLE001 — a variant that cannot run here names nothing
                         if os.environ.get("ATTNPREP_DEBUG"):
                             raise
                         return False
-                    for name, got in got_all.items():
-                        want = wanted[name].double()
-                        if want.shape != got.shape:
-                            return False
-                        where = torch.ones_like(got, dtype=torch.bool) if all_positions else case.mask(name, tuple(got.shape))
-                        if not close(got, want, where, equal_nan=True, tolerance=case.tolerance):
-                            return False
             return True
+
+        def same(case, got, want, name, all_positions) -> bool:
+            want = want.double()
+            if want.shape != got.shape:
+                return False
+            where = torch.ones_like(got, dtype=torch.bool) if all_positions else case.mask(name, tuple(got.shape))
+            return close(got, want, where, equal_nan=True, tolerance=case.tolerance)
 
         matched = [k for k in self.kind.knobs() if any(reproduces(k, f) for f in variants.FILLS)]
         mask_fills: dict[str, variants.MaskFills] = {}  # knob -> the per-mask fills it matched with

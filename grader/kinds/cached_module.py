@@ -35,6 +35,7 @@ import importlib
 import inspect
 import linecache
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,30 @@ def output_names(call: Call, specs: tuple[CacheSpec, ...]) -> list[str]:
     """The graded outputs of one call: its output, then each cache tensor it returns."""
     return [f"{call.label} out ({call.positions()})"] + [f"{call.label} cache {s.name} (pos 0..{call.end - 1})"
                                                         for s in specs]
+
+
+class ScriptOutputs(Mapping):
+    """A variant's outputs on a script of calls (name -> tensor), made call by call as they are
+    read: the judge stops at the first output that differs from the attempt's, so a variant
+    already wrong in the prefill is never run through the decode steps. A call that raises
+    raises when its outputs are read."""
+
+    def __init__(self, names: list[str], calls: Iterator[dict[str, torch.Tensor]]):
+        self._names, self._calls, self._made = names, calls, {}
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        while name not in self._made:
+            made = next(self._calls, None)
+            if made is None:
+                raise KeyError(name)
+            self._made.update(made)
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 class CachedModule(AttentionModule):
@@ -403,19 +428,19 @@ class CachedModule(AttentionModule):
         config = self.configs[ci]
         weights = self.role_weights(ci, zero_bias)
 
-        def run(case: Case) -> dict[str, torch.Tensor]:
-            outputs: dict[str, torch.Tensor] = {}
-            given: dict[str, Any] = {}
-            current: dict[str, Any] = {}
-            for call in case.inputs["calls"]:
-                cache = given.get(call.seq) if call.replay else current.get(call.seq)
-                given[call.seq] = cache
-                out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
-                names = output_names(call, self.specs)
-                outputs[names[0]] = out
-                outputs.update(zip(names[1:], returned))
-                current[call.seq] = returned
-            return outputs
+        def run(case: Case) -> ScriptOutputs:
+            def calls():
+                given: dict[str, Any] = {}
+                current: dict[str, Any] = {}
+                for call in case.inputs["calls"]:
+                    cache = given.get(call.seq) if call.replay else current.get(call.seq)
+                    given[call.seq] = cache
+                    out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
+                    current[call.seq] = returned
+                    yield dict(zip(output_names(call, self.specs), [out, *returned]))
+
+            names = [n for call in case.inputs["calls"] for n in output_names(call, self.specs)]
+            return ScriptOutputs(names, calls())
 
         return run
 
