@@ -120,19 +120,31 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     except WireError as exc:
         return done(Result(exercise.id, str(path), Verdict.ERROR, checks=(Check("runs", False, msg("error.malformed", detail=str(exc))),),
                            error=ErrorInfo("malformed", msg("error.malformed", detail=str(exc)))))
+    tracing: list[_Tracing] = []
     try:
         judged = judge.Judge(exercise, kind, reply, path)
-        result = judged.result()
+
+        def compared(verdict: Verdict) -> None:
+            # the outputs are wrong: the trace child runs while the judge names the mistake
+            if verdict in _TRACED:
+                tracing.append(_Tracing(path, exercise, kind, reply, timeout, judged, verdict))
+
+        result = judged.result(compared=compared)
         if result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
         elif _worth_tracing(result):
-            result = replace(result, divergence=_safe_divergence(path, exercise, kind, reply, timeout, judged, result.verdict))
+            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, judged, result.verdict)
+            tracing.append(started)
+            result = replace(result, divergence=started.divergence())
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
         result = Result(exercise.id, str(path), Verdict.ERROR, internal=True,
                         error=ErrorInfo("internal", msg("error.internal_judge", type=type(exc).__name__, text=str(exc)),
                                         traceback.format_exc()))
+    finally:
+        for t in tracing:
+            t.close()
     return replace(done(result), stdout=stdout)
 
 
@@ -154,26 +166,52 @@ def _contract_line(source: str, result: Result):
     return None
 
 
+_TRACED = (Verdict.WRONG_OUTPUT, Verdict.MASK_LEAK, Verdict.WRONG_SHAPE)  # failures of values or shapes
+
+
 def _worth_tracing(result: Result) -> bool:
     """A failure the attempt's own lines explain: wrong values or shapes, or an exception it raised."""
-    if result.verdict in (Verdict.WRONG_OUTPUT, Verdict.MASK_LEAK, Verdict.WRONG_SHAPE):
+    if result.verdict in _TRACED:
         return True
     return result.verdict is Verdict.ERROR and result.error is not None and result.error.kind == "exception"
 
 
-def _safe_divergence(path: Path, exercise, kind, reply, timeout: float, judged, verdict=None):
-    """The divergence, or None when it cannot be found: finding it is a help on top of the verdict,
-    never a reason for the verdict to fail. Traced on a case that fails the way the headline says
-    (a wrong shape, else wrong values)."""
-    try:
-        shape_first = verdict is Verdict.WRONG_SHAPE and judged.shape_failures
-        failures = judged.shape_failures if shape_first else judged.failures
-        where = _clearest(kind, failures) if failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
-        return _divergence(path, exercise, kind, reply, timeout, where)
-    except Exception:  # noqa: BLE001
-        if os.environ.get("ATTNPREP_DEBUG"):
-            raise
-        return None
+class _Tracing:
+    """The divergence of a failing attempt, found in two halves: the trace child is forked when
+    this is made (as soon as the outputs are known to be wrong, so that it runs while the judge
+    names the mistake), :meth:`divergence` serves it and compares the trails. Finding it is a help
+    on top of the verdict, never a reason for the verdict to fail: any exception of ours gives None.
+    Traced on a case that fails the way the verdict says (a wrong shape, else wrong values)."""
+
+    def __init__(self, path: Path, exercise, kind, reply, timeout: float, judged, verdict: Verdict):
+        self.path, self.exercise, self.kind, self.reply, self.timeout = path, exercise, kind, reply, timeout
+        self.child = None
+        try:
+            shape_first = verdict is Verdict.WRONG_SHAPE and judged.shape_failures
+            failures = judged.shape_failures if shape_first else judged.failures
+            self.where = _clearest(kind, failures) if failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
+            ci, ni = self.where
+            self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
+            self.child = _start_trace(path, kind, ci, ni, timeout)
+        except Exception:  # noqa: BLE001
+            if os.environ.get("ATTNPREP_DEBUG"):
+                raise
+
+    def divergence(self):
+        if self.child is None:
+            return None
+        try:
+            return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias)
+        except Exception:  # noqa: BLE001
+            if os.environ.get("ATTNPREP_DEBUG"):
+                raise
+            return None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
 
 
 def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
@@ -223,15 +261,34 @@ class Trails:
     ref_made: dict[str, int]
 
 
+def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float):
+    """Fork the child that traces the attempt on case ``ni`` of config ``ci`` (a ``sandbox.Running``)."""
+    from attnprep.grader import child, sandbox
+
+    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
+
+
 def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float) -> Trails | None:
     """Trace the attempt on case ``ni`` of config ``ci`` in a child, and the reference here (the
     way the kind drives the attempt, see ``trail_reference``); None when the child sent no trail."""
+    with _start_trace(path, kind, ci, ni, timeout) as child:
+        return _trails(path, exercise, kind, child, ci, ni, zero_bias)
+
+
+def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: frozenset) -> Trails | None:
+    """:func:`trails` with the child already started: the reference is traced here while the child
+    runs, then the child is served to its end."""
     import torch
 
-    from attnprep.grader import child, sandbox
     from attnprep.grader.trace import Step, Tracer
 
-    outcome = sandbox.run(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
+    case = kind.cases(ci)[ni]
+    tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
+    runner = getattr(kind, "trail_reference", kind.reference)(ci, zero_bias)  # built before tracing: no init steps
+    with tracer, torch.no_grad():
+        ref_made = tracer.mark_outputs(runner(case))
+    _by_statement(tracer.steps, exercise.solution_path.resolve())
+    outcome = running.finish()
     if not isinstance(outcome.data, dict):
         return None
     try:
@@ -244,23 +301,16 @@ def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, t
     _by_statement(steps, path)
     if raised_at is not None:
         raised_at = _statements(path).get(raised_at, (raised_at, ""))[0]
-    case = kind.cases(ci)[ni]
-    tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
-    runner = getattr(kind, "trail_reference", kind.reference)(ci, zero_bias)  # built before tracing: no init steps
-    with tracer, torch.no_grad():
-        ref_made = tracer.mark_outputs(runner(case))
-    _by_statement(tracer.steps, exercise.solution_path.resolve())
     return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made)
 
 
-def _divergence(path: Path, exercise, kind, reply, timeout: float, where: tuple[int, int]):
-    """Trace the attempt on the case where it first fails, in a second child (failures only), and
-    the reference here; compare."""
+def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset):
+    """The attempt traced on the case where it first fails, in a second child (failures only,
+    ``running``), and the reference here; compared."""
     from attnprep.grader import divergence
 
     ci, ni = where
-    zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
-    t = trails(path, exercise, kind, ci, ni, zero_bias, timeout)
+    t = _trails(path, exercise, kind, running, ci, ni, zero_bias)
     if t is None:
         return None
     case = kind.cases(ci)[ni]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -105,7 +106,10 @@ class Judge:
 
     # --- entry --------------------------------------------------------------------------------
 
-    def result(self) -> Result:
+    def result(self, compared: Callable[[Verdict], None] | None = None) -> Result:
+        """The verdict, checks and named mistakes. ``compared`` is told the verdict of the outputs
+        as soon as they are compared and found wrong, before mistakes are named (the engine starts
+        the divergence finder's child then)."""
         reply = self.reply
         base = dict(exercise=self.ex.id, file=str(self.path))
         if reply.internal is not None:
@@ -137,6 +141,8 @@ class Judge:
                           diagnoses=named[:1], mapping=mapping, mapping_notes=notes)
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
+        if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE):
+            compared(verdict)
         heatmap, shapes, row_sums = self._observed(first)
         diagnoses: tuple[Diagnosis, ...] = ()
         if verdict is Verdict.STRUCTURE:  # the outputs are the reference's: no variant reproduces them

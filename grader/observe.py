@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from attnprep import exercises
+from attnprep.grader.tensors import tensors_in
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
@@ -205,17 +206,6 @@ _NO_MIX = {"__getitem__", "__setitem__", "to", "type_as", "copy_", "__get__", "_
 _MOVES = {"to", "cuda", "type_as", "new_tensor", "new_ones", "new_zeros", "new_empty", "new_full"}
 
 
-def _tensors(obj):
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            yield from _tensors(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from _tensors(o)
-
-
 class DeviceTracker(TorchFunctionMode):
     """Emulate a second device on the CPU: which tensors would live on the input's device?
 
@@ -239,7 +229,7 @@ class DeviceTracker(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        tensors = list(_tensors((args, kwargs)))
+        tensors = tensors_in((args, kwargs))
         on_device = [t for t in tensors if id(t) in self.on_device]
         stray = [t for t in tensors if id(t) not in self.on_device and t.dim() > 0]
         if on_device and stray and name not in _NO_MIX and self.problem is None:
@@ -258,12 +248,12 @@ class DeviceTracker(TorchFunctionMode):
         target = any(id(a) in self.devices for a in args[1:])
         moved = name in _MOVES and (explicit or target or len(on_device) > 0)
         if on_device and name not in ("to", "cpu") or explicit or moved:
-            for t in _tensors(out):
+            for t in tensors_in(out):
                 self.on_device.add(id(t))
                 self.keep.append(t)
         else:
             where = self._where()
-            for t in _tensors(out):
+            for t in tensors_in(out):
                 self.origin.setdefault(id(t), self.origin.get(id(stray[0]), where) if stray else where)
                 self.keep.append(t)
         return out

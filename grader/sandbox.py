@@ -664,38 +664,79 @@ def run(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict]
     One run at a time per process: while it runs, every process that comes back to this one as an
     orphan is taken for the attempt's and killed with its tree.
     """
-    token = secrets.token_hex(_TOKEN_BYTES).encode()
-    max_total = max_total if max_total is not None else 4 * max_reply
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with _Grading():
-        me = os.getpid()
-        up_read, up_write = os.pipe()
-        down_read, down_write = os.pipe()
-        out_read, out_write = os.pipe()
-        _widen(up_write)
-        start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # child
-            _child(work, up_write, down_read, out_write, token, timeout, me)
-        row = _stat(pid) if _HAS_PROC else None
-        born = row[3] if row else None  # the clock tick of the fork: later children are the attempt's
-        for fd in (up_write, down_read, out_write):
-            os.close(fd)
-        session = _Session(pid, token, up_read, down_write, out_read, answer, max_reply, max_total)
+    with start(work, timeout, answer, max_reply=max_reply, max_total=max_total) as child:
+        return child.finish()
+
+
+def start(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict], dict] | None = None,
+          *, max_reply: int = MAX_REPLY, max_total: int | None = None) -> Running:
+    """:func:`run`, in two halves: fork now, and let the grading process do other work while the
+    child runs (a question the child asks waits for :meth:`Running.finish`, which serves it to its
+    end). Use it as a context manager: leaving it ends the child's tree whatever happened."""
+    return Running(work, timeout, answer, max_reply, max_total if max_total is not None else 4 * max_reply)
+
+
+class Running:
+    """A child started by :func:`start` (see there)."""
+
+    def __init__(self, work, timeout: float, answer, max_reply: int, max_total: int):
+        self.timeout = timeout
+        self.outcome: Outcome | None = None
+        token = secrets.token_hex(_TOKEN_BYTES).encode()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._grading = _Grading().__enter__()
         try:
-            data, failure, detail, elapsed = session.serve(start, timeout)
-        finally:  # a reply, a failure, a timeout or Ctrl-C: the tree goes, the pipes close
-            # A second Ctrl-C waits until the tree is gone rather than cutting the cleanup short.
-            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
+            me = os.getpid()
+            up_read, up_write = os.pipe()
+            down_read, down_write = os.pipe()
+            out_read, out_write = os.pipe()
+            _widen(up_write)
+            self.start = time.monotonic()
+            pid = os.fork()
+            if pid == 0:  # child
+                _child(work, up_write, down_read, out_write, token, timeout, me)
+            row = _stat(pid) if _HAS_PROC else None
+            self.pid, self.born = pid, row[3] if row else None  # the clock tick of the fork: later children are the attempt's
+            for fd in (up_write, down_read, out_write):
+                os.close(fd)
+            self.session = _Session(pid, token, up_read, down_write, out_read, answer, max_reply, max_total)
+        except BaseException:
+            self._grading.__exit__(None, None, None)
+            raise
+        self._ended = False
+
+    def finish(self) -> Outcome:
+        """Serve the child to its final reply (or its failure, or the timeout), end its tree."""
+        if self.outcome is None:
             try:
-                _end_tree(pid, born, session.pidfd)
+                data, failure, detail, elapsed = self.session.serve(self.start, self.timeout)
             finally:
-                if held is not None:
-                    signal.pthread_sigmask(signal.SIG_SETMASK, held)
-                session.drain_output()
-                session.close()
-    return Outcome(data, failure, detail, elapsed, session.capture.text())
+                self.close()
+            self.outcome = Outcome(data, failure, detail, elapsed, self.session.capture.text())
+        return self.outcome
+
+    def close(self) -> None:
+        """End the child's tree and close the pipes (once; a reply not served yet is dropped)."""
+        if self._ended:
+            return
+        self._ended = True
+        # A second Ctrl-C waits until the tree is gone rather than cutting the cleanup short.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
+        try:
+            _end_tree(self.pid, self.born, self.session.pidfd)
+        finally:
+            if held is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            self.session.drain_output()
+            self.session.close()
+            self._grading.__exit__(None, None, None)
+
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class _Session:

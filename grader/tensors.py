@@ -20,6 +20,26 @@ _isinstance = isinstance
 _Tensor = torch.Tensor
 
 
+def tensors_in(obj: Any, out: list | None = None) -> list[torch.Tensor]:
+    """The tensors in ``obj`` and in the lists, tuples and dict values nested in it, in order
+    (the arguments of a torch call, what it returned). Asked of every call a mode sees: the
+    items of a container are looked at here, only containers in it are recursed into."""
+    found = [] if out is None else out
+    if _isinstance(obj, _Tensor):
+        found.append(obj)
+        return found
+    if _isinstance(obj, dict):
+        obj = obj.values()
+    elif not _isinstance(obj, (list, tuple)):
+        return found
+    for o in obj:
+        if _isinstance(o, _Tensor):
+            found.append(o)
+        elif _isinstance(o, (list, tuple, dict)):
+            tensors_in(o, found)
+    return found
+
+
 def encode_tensor(out: Any) -> dict:
     """``{"type": "Tensor", "shape", "dtype", "device", "values"}`` or ``{"type": <name>}``."""
     if not _isinstance(out, _Tensor):

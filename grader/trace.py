@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attnprep.grader.tensors import tensors_in
+
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
 MAX_VALUES = 20_000  # values kept per step; bigger tensors keep their shape only
 MAX_SCALARS = 8  # plain numbers kept per step
@@ -90,18 +92,6 @@ class Step:
             raise ValueError("malformed trail step")
         return cls(line, code[:200], func[:80], shape, str(dtype)[:20], parents, values, free, stack[-20:],
                    [Scalar.from_data(s) for s in scalars[:MAX_SCALARS]], inputs[:20])
-
-
-def _tensors(obj, out):
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            _tensors(o, out)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            _tensors(o, out)
-    return out
 
 
 def _numbers(args, kwargs) -> list[tuple[str, float]]:
@@ -308,9 +298,9 @@ class Tracer(TorchFunctionMode):
         return found
 
     def _record(self, name, args, kwargs, out) -> None:
-        inputs = _tensors((args, kwargs), [])
+        inputs = tensors_in((args, kwargs))
         parents = [self.index[id(t)] for t in inputs if id(t) in self.index]
-        results = _tensors(out, [])
+        results = tensors_in(out)
         if not results:
             return
         frames = self._frames()
@@ -508,7 +498,7 @@ class Tracer(TorchFunctionMode):
         found = {}
         if isinstance(outputs, dict):
             for key, value in outputs.items():
-                tensors = _tensors(value, [])
+                tensors = tensors_in(value)
                 if tensors and id(tensors[0]) in self.index and self.index[id(tensors[0])] >= 0:
                     found[str(key)[:80]] = self.index[id(tensors[0])]
         return found

@@ -337,3 +337,20 @@ def test_an_explicit_exercise_beats_the_files_header(tmp_path, monkeypatch):
     assert [r.exercise for r in history.runs()] == ["mha"]
     again = CliRunner().invoke(app, ["check", "mha.py", "-e", "gqa", "--json"])
     assert json.loads(again.stdout)["results"][0]["verdict"] == "passed"
+
+
+def test_the_trace_child_of_a_failure_is_started_before_the_mistake_is_named(monkeypatch):
+    """The divergence finder's child runs while the judge names the mistake (engine._Tracing is
+    made from Judge.result's ``compared``); a passing attempt starts none."""
+    from attnprep.grader import engine, judge
+
+    events = []
+    start_trace, diagnose = engine._start_trace, judge.Judge._diagnose
+    monkeypatch.setattr(engine, "_start_trace", lambda *a: events.append("trace") or start_trace(*a))
+    monkeypatch.setattr(judge.Judge, "_diagnose", lambda self, c: events.append("diagnose") or diagnose(self, c))
+    result = grade(CORPUS / "gqa" / "gqa_heads_tiled.py", "gqa")
+    assert not result.passed and result.diagnoses and result.divergence is not None
+    assert events == ["trace", "diagnose"]
+    events.clear()
+    assert grade(CORPUS / "gqa" / "ok_repeat_kv_llama.py", "gqa").passed
+    assert events == []

@@ -122,6 +122,39 @@ def test_time_spent_answering_is_not_the_childs():
     assert outcome.elapsed < 1.0
 
 
+def test_a_started_child_runs_while_the_parent_works_and_its_question_waits_for_finish():
+    """sandbox.start: the child runs while the grading process does other work (the divergence
+    finder's child while the judge names the mistake); its question is answered at finish()."""
+    def work(channel):
+        began = time.monotonic()
+        answer = channel.ask({"q": 1})
+        return {"began": began, "answer": answer["a"]}
+
+    with sandbox.start(work, 10, lambda q: {"a": q["q"] + 1}) as child:
+        started = time.monotonic()
+        time.sleep(0.3)  # the parent's own work
+        outcome = child.finish()
+    assert outcome.failure == "" and outcome.data["answer"] == 2, outcome
+    assert outcome.data["began"] < started + 0.3  # it ran before finish() was called
+    assert child.finish() is outcome  # served once
+
+
+def test_a_started_child_left_unfinished_is_ended_with_its_tree(tmp_path):
+    pidfile = tmp_path / "pids"
+
+    def work(channel):
+        _note_pid(pidfile)
+        time.sleep(60)
+        return {}
+
+    with sandbox.start(work, 10) as child:
+        deadline = time.monotonic() + 5
+        while not _pids(pidfile) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert _pids(pidfile) and not any(_exists(p) for p in _pids(pidfile))
+    assert child.outcome is None
+
+
 def test_a_forged_frame_on_any_descriptor_is_not_a_reply():
     def work(channel):
         fake = b"f" * 32

@@ -50,6 +50,7 @@ from attnprep.grader.cases import Case, generator
 from attnprep.grader.kinds.attention_module import AttentionModule
 from attnprep.grader.kinds.base import Built, ContractError, first, name_mistakes
 from attnprep.grader.result import Check, Diagnosis, msg
+from attnprep.grader.tensors import tensors_in
 
 # The mistakes this kind names from what it observes (the exercise lists those that apply).
 REPEATED = "cache_after_repeat_kv"
@@ -601,17 +602,6 @@ _MATMULS = {F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__
 _CATS = {torch.cat, torch.concat, torch.concatenate}
 
 
-def _tensors(obj):
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            yield from _tensors(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from _tensors(o)
-
-
 def _watched_weight(module, built: Built, role: str) -> torch.Tensor:
     """The weight of the layer that computes ``role``: its own, or a layer stacking it with others
     (``kv_proj`` for k_proj and v_proj: the rows of what it multiplies are counted alike)."""
@@ -696,8 +686,9 @@ class StepRecorder(TorchFunctionMode):
         return tracked, others
 
     def _record(self, func, args, kwargs, out) -> None:
+        inputs = tensors_in((args, kwargs))
         if self.prefix is not None:
-            self._prefix(args, kwargs, out)
+            self._prefix(inputs, out)
         if func in _MATMULS:
             tracked, others = self._operands(func, args, kwargs)
             roles = frozenset().union(*(self.derived[id(t)] for t in tracked)) if tracked else frozenset()
@@ -711,21 +702,20 @@ class StepRecorder(TorchFunctionMode):
                 if entry is None or rows > entry[0]:
                     self.rows[role] = [rows, *self._where()]
         else:
-            inputs = list(_tensors((args, kwargs)))
             if inputs and all(id(t) in self.derived for t in inputs):  # parameters only
                 roles = frozenset().union(*(self.derived[id(t)] for t in inputs))
-                for t in _tensors(out):
+                for t in tensors_in(out):
                     self.derived[id(t)] = roles
                     self.keep.append(t)
             if func in _CATS:
                 self._cat(args, kwargs)
 
-    def _prefix(self, args, kwargs, out) -> None:
-        """Follow what is computed from the cache; note the first such tensor that holds per-head
-        keys or values of every token so far."""
-        if not any(id(t) in self.tainted for t in _tensors((args, kwargs))):
+    def _prefix(self, inputs: list[torch.Tensor], out) -> None:
+        """Follow what is computed from the cache (``inputs``: the call's tensors); note the first
+        such tensor that holds per-head keys or values of every token so far."""
+        if not any(id(t) in self.tainted for t in inputs):
             return
-        for t in _tensors(out):
+        for t in tensors_in(out):
             self.tainted.add(id(t))
             self.keep.append(t)
             if self.prefix_hit is None:
@@ -777,7 +767,7 @@ class StepRecorder(TorchFunctionMode):
             tracked, others = self._operands(func, args, kwargs)
             if tracked:
                 line, code = self._where()
-                shapes = [tuple(t.shape) for t in list(_tensors((args, kwargs)))[:3]]
+                shapes = [tuple(t.shape) for t in tensors_in((args, kwargs))[:3]]
                 roles = sorted(frozenset().union(*(self.derived[id(t)] for t in tracked)))
                 return {"kind": "product", "line": line, "code": code, "shapes": " and ".join(map(str, shapes)),
                         "role": " / ".join(roles) or "a"}
