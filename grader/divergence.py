@@ -24,6 +24,7 @@ its own helper functions or in a number set in ``__init__``.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import math
@@ -220,6 +221,7 @@ class Matcher:
         self.ends = {i: _ends(v) for i, v in self.sorted.items() if v.numel()}
         self.probes = {i: _probes(v) for i, v in self.sorted.items()}
         self._finite: dict[int, torch.Tensor] = {}  # self.sorted with -inf as a number, for searchsorted
+        self._finite_list: dict[int, list[float]] = {}  # … and as numbers, for bisect
         self.by_numel: dict[int, list[int]] = {}
         for i, v in self.sorted.items():
             self.by_numel.setdefault(v.numel(), []).append(i)
@@ -234,6 +236,17 @@ class Matcher:
             self.sorted_twin[i] = first_sorted.setdefault((dtype, v.numel(), v.numpy().tobytes()), i)
             self.twin[i] = first_same.setdefault((dtype, tuple(r.shape), r.numpy().tobytes()), i)
         self._slices: dict[tuple[int, int], list] = {}  # (step, numel) -> the parts a slice test compares
+        self._answers: dict[tuple, list] = {}  # (question, dtype, an attempt's tensor) -> its answer
+        self._bounds: dict[tuple[int, float], tuple[float, float]] = {}  # (step, eps) -> the range _contains allows
+        self._sliced: dict[int, list[int]] = {}  # numel -> the steps a slice of that many values may come from
+
+    def _asked(self, question: str, t: torch.Tensor, dtype: str, answer) -> list:
+        """``answer()``, worked out once per tensor: an attempt's trail repeats values too (a
+        weight's view in every call of a script, the same row in every pass of a loop)."""
+        key = (question, dtype, tuple(t.shape), t.numpy().tobytes())
+        if key not in self._answers:
+            self._answers[key] = answer()
+        return list(self._answers[key])
 
     def _eps(self, i: int, dtype: str) -> float:
         return max(LOW_PRECISION_EPS.get(dtype, 0.0), LOW_PRECISION_EPS.get(self.steps[i].dtype, 0.0))
@@ -260,6 +273,9 @@ class Matcher:
     def matches(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
         """Every (reference step, whether in the reference's own layout) that ``t`` matches: the
         ones in the same layout first, then permuted, merged or split ones."""
+        return self._asked("matches", t, dtype, lambda: self._matches(t, dtype))
+
+    def _matches(self, t: torch.Tensor, dtype: str) -> list[tuple[int, bool]]:
         same = self.same_values(t, dtype)
         layouts: dict[int, str | None] = {}  # twin -> "own" shape, "order" (merged or split), "permuted", None
 
@@ -295,8 +311,8 @@ class Matcher:
             eps = self._eps(i, dtype)
             if key is None:
                 key = _sorted_values(t)
-                ends = _ends(key)
-            if not self._contains(i, key, eps, ends):  # some value of t is nowhere in r: no run of it holds t
+                probes = _probes(key)
+            if not self._contains(i, key, eps, probes):  # some value of t is nowhere in r: no run of it holds t
                 continue
             if any(_close(t, r[..., o:o + w], eps) for o in range(0, r.shape[-1] - w + 1, w)):
                 found.append((i, True))
@@ -325,22 +341,32 @@ class Matcher:
                 return perm == tuple(range(r.dim()))
         return None
 
-    def _contains(self, i: int, key: torch.Tensor, eps: float, ends: tuple[float, float] | None = None) -> bool:
-        """Whether every value of ``key`` (sorted) is close to some value of reference step ``i``
-        (loosely: a cheap test before the slices are compared one by one)."""
-        lo, hi = self.ends.get(i, (math.inf, -math.inf))
-        lo, hi = max(lo, -1e30), min(hi, 1e30)  # as in the list compared below: -inf and nan as ±1e30
-        tol = max(RTOL * 100, 40 * eps)
-        first, last = ends or _ends(key)
-        if first < lo - tol * abs(lo) - tol or last > hi + tol * abs(hi) + tol:
+    def _contains(self, i: int, key: torch.Tensor, eps: float, probes: tuple[float, ...]) -> bool:
+        """Whether every value of ``key`` (sorted, with ``_probes(key)``) is close to some value of
+        reference step ``i`` (loosely: a cheap test before the slices are compared one by one):
+        first its range, then its probes one by one, then every value."""
+        bounds = self._bounds.get((i, eps))
+        if bounds is None:
+            lo, hi = self.ends.get(i, (math.inf, -math.inf))
+            lo, hi = max(lo, -1e30), min(hi, 1e30)  # as in the list compared below: -inf and nan as ±1e30
+            tol = max(RTOL * 100, 40 * eps)
+            bounds = self._bounds[(i, eps)] = (lo - tol * abs(lo) - tol, hi + tol * abs(hi) + tol)
+        if probes[0] < bounds[0] or probes[-1] > bounds[1]:
             return False  # a value of key lies outside r's range
         values = self._finite.get(i)
         if values is None:
             values = self._finite[i] = self.sorted[i].nan_to_num(nan=1e30, neginf=-1e30, posinf=1e30)
+            self._finite_list[i] = values.tolist()
+        rtol, atol = max(RTOL * 100, 40 * eps), max(ATOL * 100, 40 * eps)
+        listed = self._finite_list[i]
+        for x in probes:
+            at = bisect.bisect_left(listed, x)
+            near = min(abs(listed[min(at, len(listed) - 1)] - x), abs(listed[max(at - 1, 0)] - x))
+            if not near <= rtol * abs(x) + atol:
+                return False
         at = torch.searchsorted(values, key).clamp(max=values.numel() - 1)
         near = torch.minimum((values[at] - key).abs(), (values[(at - 1).clamp(min=0)] - key).abs())
-        tol = max(RTOL * 100, 40 * eps) * key.abs() + max(ATOL * 100, 40 * eps)
-        return bool((near <= tol).all())
+        return bool((near <= rtol * key.abs() + atol).all())
 
     def slice_of(self, t: torch.Tensor, dtype: str = "", keep=None) -> list[tuple[int, bool]]:
         """Reference steps of which ``t`` is one index, or an aligned run of indices, along one
@@ -349,6 +375,10 @@ class Matcher:
         loops over heads or rows computes them. Constant tensors match no slice (a zero row is in
         anything that has one). ``keep``: a test of each step a slice is found in (a costly one is
         asked of few steps)."""
+        found = self._asked("slice_of", t, dtype, lambda: self._slice_of(t, dtype))
+        return [m for m in found if keep is None or keep(m[0])]
+
+    def _slice_of(self, t: torch.Tensor, dtype: str) -> list[tuple[int, bool]]:
         found = []
         if t.dim() == 0 or t.numel() == 0 or _constant(t):
             return found
@@ -356,21 +386,21 @@ class Matcher:
             return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
         n = t.numel()
         key = _sorted_values(t)
-        ends, probes = _ends(key), _probes(key)
-        for i, (step, r) in enumerate(self.ref):
-            if r is None or r.numel() <= n or r.numel() % n or r.dim() > MAX_PERMUTED_DIMS:
-                continue
-            if func_name(step.func) in ("cat", "stack", "concat", "concatenate"):
-                continue  # its parts are steps of their own: a slice of it that is none of them is no match
+        probes = _probes(key)
+        if n not in self._sliced:
+            # a concatenation's parts are steps of their own: a slice of it that is none of them is no match
+            self._sliced[n] = [i for i, (step, r) in enumerate(self.ref)
+                               if r is not None and r.numel() > n and not r.numel() % n and r.dim() <= MAX_PERMUTED_DIMS
+                               and func_name(step.func) not in ("cat", "stack", "concat", "concatenate")]
+        for i in self._sliced[n]:
             eps = self._eps(i, dtype)
-            if not self._contains(i, key, eps, ends):  # some value of t is nowhere in r: no slice of it holds t
+            if not self._contains(i, key, eps, probes):  # some value of t is nowhere in r: no slice of it holds t
                 continue
             for part, values, near in self._slices_of(i, n):
                 if _near_all(probes, near, eps) and _close(key, values, eps):
                     hit = self._in_layout(t, part, eps)
                     if hit is not None:
-                        if keep is None or keep(i):
-                            found.append((i, hit))
+                        found.append((i, hit))
                         break
         # a head of the reference's q after its line's transpose, rather than of the view before it
         return sorted(found, key=lambda m: (not m[1], _intermediate(self.steps, m[0])))
