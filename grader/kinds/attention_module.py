@@ -27,7 +27,7 @@ from attnprep.grader import weights as W
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
 from attnprep.grader.kinds.base import Built, ContractError, first
 from attnprep.grader.result import MappingNote
-from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
+from attnprep.grader.tensors import ATOL, RTOL, decode_tensor, encode_tensor
 
 
 def arg_names(signature: str) -> list[str]:
@@ -46,6 +46,36 @@ def roles_text(exercise) -> str:
     return ", ".join(f"{p.name}: {p.describe()}" for p in exercise.contract.params)
 
 
+class _Candidates:
+    """The probe outputs a child computed under each candidate mapping (a mapping question),
+    stacked by bias set and shape so that each is compared with a wanted output in one go: a
+    module of bare matrices can have hundreds of candidates, each tried against every variant."""
+
+    def __init__(self, question: dict):
+        groups: dict[tuple, list] = {}
+        for index, (zero_bias, encoded) in enumerate(zip(question["zero_bias"], question["outputs"])):
+            got = decode_tensor(encoded)
+            if got is not None:
+                groups.setdefault((frozenset(zero_bias), tuple(got.shape)), []).append((index, got))
+        self.groups = [(key[0], [i for i, _ in rows], torch.stack([g.double() for _, g in rows]))
+                       for key, rows in groups.items()]
+        self.zero_biases = list(dict.fromkeys(key for key, _, _ in self.groups))
+
+    def first_match(self, wanted: dict[frozenset, torch.Tensor | None]) -> int | None:
+        """The first candidate (in the question's order) close to the output wanted for its bias
+        set, as :func:`~attnprep.grader.tensors.matches` compares (NaN never matches); None."""
+        found = []
+        for zero_bias, indices, stacked in self.groups:
+            want = wanted.get(zero_bias)
+            if want is None or tuple(want.shape) != tuple(stacked.shape[1:]):
+                continue
+            close = torch.isclose(stacked, want.detach().double().expand_as(stacked), rtol=RTOL, atol=ATOL)
+            hits = close.flatten(1).all(1).nonzero().flatten().tolist()
+            if hits:
+                found.append(indices[hits[0]])
+        return min(found) if found else None
+
+
 class AttentionModule:
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     token_axis = 1
@@ -61,6 +91,7 @@ class AttentionModule:
         self.arg_defaults = arg_defaults(exercise.contract.constructor)
         self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
         self._solution = None
+        self._role_weights: dict[tuple, dict] = {}  # see role_weights
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -96,10 +127,17 @@ class AttentionModule:
         return W.roles_for(self.exercise, self.sizes(ci))
 
     def role_weights(self, ci: int, zero_bias=frozenset()) -> dict:
-        weights = W.role_tensors(self.roles(ci), self.seed, ci)
-        for role in zero_bias:
-            weights[role]["bias"] = torch.zeros_like(weights[role]["bias"])
-        return weights
+        """The seeded weights of config ``ci`` per role (``zero_bias``: roles whose bias is zero),
+        made once per config and shared: each caller gets its own dicts of the same tensors, which
+        every use reads (a module's load copies them)."""
+        key = (ci, frozenset(zero_bias))
+        made = self._role_weights
+        if key not in made:
+            weights = W.role_tensors(self.roles(ci), self.seed, ci)
+            for role in zero_bias:
+                weights[role]["bias"] = torch.zeros_like(weights[role]["bias"])
+            made[key] = weights
+        return {role: dict(tensors) for role, tensors in made[key].items()}
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         B, T = case.queries.shape
@@ -269,40 +307,34 @@ class AttentionModule:
         """Which candidate mapping's probe output equals the reference's (the first one)."""
         ci = int(question["config"])
         probe = self.cases(ci)[0]
+        candidates = _Candidates(question)
         wanted: dict[frozenset, torch.Tensor] = {}
-        for index, (zero_bias, encoded) in enumerate(zip(question["zero_bias"], question["outputs"])):
-            got = decode_tensor(encoded)
-            if got is None:
-                continue
-            key = frozenset(zero_bias)
-            if key not in wanted:
-                with torch.no_grad():
-                    wanted[key] = self.probe_output(ci, key, probe)
-            if matches(got, wanted[key]):
-                return {"choice": index}
+        for key in candidates.zero_biases:
+            with torch.no_grad():
+                wanted[key] = self.probe_output(ci, key, probe)
+        found = candidates.first_match(wanted)
+        if found is not None:
+            return {"choice": found}
         if len(question["outputs"]) > 1:  # (a square bare matrix read in either orientation, a stacked layout)
-            return {"choice": self._mistaken_layout(ci, probe, question)}
+            return {"choice": self._mistaken_layout(ci, probe, candidates)}
         return {"choice": 0}
 
-    def _mistaken_layout(self, ci: int, probe: Case, question: dict) -> int:
+    def _mistaken_layout(self, ci: int, probe: Case, candidates: _Candidates) -> int:
         """None of the stacked / per-head layouts computes the reference: the first one under
         which the attempt computes a named mistake (its rows read as the mistake's variant would
         need), so that the mistake is named; else the first layout."""
-        decoded = [(i, decode_tensor(e), frozenset(z)) for i, (z, e) in enumerate(zip(question["zero_bias"], question["outputs"]))]
         for knob in self.knobs():
             for fill in variants.FILLS:
                 wanted: dict[frozenset, torch.Tensor | None] = {}
-                for index, got, zero_bias in decoded:
-                    if got is None:
-                        continue
-                    if zero_bias not in wanted:
-                        try:
-                            with torch.no_grad():
-                                wanted[zero_bias] = self.variant(ci, zero_bias, knob, fill)(probe)["out"]
-                        except Exception:  # a variant that does not run on the probe names nothing
-                            wanted[zero_bias] = None
-                    if wanted[zero_bias] is not None and matches(got, wanted[zero_bias]):
-                        return index
+                for zero_bias in candidates.zero_biases:
+                    try:
+                        with torch.no_grad():
+                            wanted[zero_bias] = self.variant(ci, zero_bias, knob, fill)(probe)["out"]
+                    except Exception:  # a variant that does not run on the probe names nothing
+                        wanted[zero_bias] = None
+                found = candidates.first_match(wanted)
+                if found is not None:
+                    return found
         return 0
 
     def knobs(self) -> list[str]:
