@@ -233,6 +233,36 @@ def measure_check_one(ws: Workspace, repeat: int, exercise_id: str) -> dict:
                       {f"{exercise_id}.py": ROOT / "solutions" / f"{exercise_id}.py"}, [exercise_id], True, CHECK_TARGET, repeat)
 
 
+# One failing attempt per exercise for the `fail-<id>` rows: of the exercise's failing corpus
+# attempts, the one whose grading took longest in process when the rows were set up (the divergence
+# finder traces it in a second child and compares some hundreds of steps with the reference's).
+FAILING = {
+    "causal": "arange_gt_inverted.py",
+    "mha": "missing_scale_neox_interleaved.py",
+    "mha_fused": "dropout_in_eval.py",
+    "mqa": "raw_params_no_out.py",
+    "gqa": "causal_inverted.py",
+    "mla": "head_loop_k_pe_not_rotated.py",
+    "sdpa": "float_mask_ignored.py",
+    "rope": "rope_interleaved_pairs.py",
+    "norms": "layernorm_unbiased_std_eps.py",
+    "cross_attention": "flinear_dropout_no_training.py",
+    "kv_cache": "split_heads_no_transpose.py",
+    "sliding_window": "window_mask_inverted_where.py",
+    "flash": "bh_loop_acc_not_rescaled.py",
+    "mla_decode": "cache_mask_not_offset.py",
+}
+
+
+def measure_fail_one(ws: Workspace, repeat: int, exercise_id: str) -> dict:
+    """One `attnprep check` of a failing attempt of the exercise (FAILING), copied as <id>.py: the
+    variant search, the divergence finder's trace child and the comparison of the trails included."""
+    source = ROOT / "tests" / "corpus" / exercise_id / FAILING[exercise_id]
+    return _check_row(ws, f"fail-{exercise_id}", f"one `attnprep check` of a failing {exercise_id} "
+                      f"(tests/corpus/{exercise_id}/{source.name} as {exercise_id}.py)",
+                      {f"{exercise_id}.py": source}, [exercise_id], False, CHECK_TARGET, repeat)
+
+
 def measure_memory(ws: Workspace, repeat: int) -> dict:
     """Peak RSS of one correct MHA check: the attnprep process, its grading child, and the larger
     of the two (the process tree's peak) against bare ``import torch``'s peak RSS."""

@@ -7,7 +7,7 @@ drill row is an absolute latency. See benchmarks/README.md for what each row mea
     python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]]
 
 Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare, and check-<id>
-for every exercise. Exit code 1 when a row misses its target.
+(a correct attempt) and fail-<id> (a failing one) for every exercise. Exit code 1 when a row misses its target.
 """
 
 from __future__ import annotations
@@ -123,6 +123,9 @@ MEASURES = {
 # one row per exercise: `check-<id>`, each within the check target (the README lists them all)
 for _id in bench_check.exercise_ids():
     MEASURES[f"check-{_id}"] = (lambda eid: lambda ws, repeat: bench_check.measure_check_one(ws, repeat, eid))(_id)
+# … and one per exercise for a failing attempt: `fail-<id>`, within the same target
+for _id in bench_check.exercise_ids():
+    MEASURES[f"fail-{_id}"] = (lambda eid: lambda ws, repeat: bench_check.measure_fail_one(ws, repeat, eid))(_id)
 
 
 def machine() -> dict:

@@ -71,17 +71,34 @@ def test_unknown_row_is_a_usage_error():
 @pytest.mark.slow
 def test_every_row_runs_once():
     # every row once, and one of the per-exercise check rows (they are the same measure)
-    proc = bench("--repeat", "1", "--json", "--only", ",".join(ROWS + ["check-gqa"]))
+    proc = bench("--repeat", "1", "--json", "--only", ",".join(ROWS + ["check-gqa", "fail-flash"]))
     assert proc.returncode in (0, 1), proc.stderr
     rows = {row["name"]: row for row in json.loads(proc.stdout)["rows"]}
     from attnprep import exercises
 
     ids = list(exercises.registry())
-    assert list(rows) == ROWS + ["check-gqa"]
+    assert list(rows) == ROWS + ["check-gqa", "fail-flash"]
     for name, row in rows.items():
         assert_row(row, name)
     assert all(g["verdict"] == "passed" for g in rows["check"]["graded"])
     assert rows["check-fail"]["graded"][0]["diagnoses"] == ["gqa_heads_tiled"]
+    assert rows["fail-flash"]["graded"][0]["verdict"] != "passed" and rows["fail-flash"]["target"] == 1.5
     assert [g["exercise"] for g in rows["check-all"]["graded"]] == ids
     assert rows["drill"]["p90"] >= rows["drill"]["subject_median"] > 0
     assert rows["memory"]["attnprep_process_mib"] > 0 and rows["memory"]["grading_child_mib"] > 0
+
+
+def test_every_exercise_has_a_failing_row_of_an_attempt_that_fails():
+    """fail-<id>: a corpus attempt of the exercise whose header says it fails."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_check
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from attnprep import exercises
+
+    assert set(bench_check.FAILING) == set(exercises.registry())
+    for exercise_id, name in bench_check.FAILING.items():
+        path = bench_check.ROOT / "tests" / "corpus" / exercise_id / name
+        expect = next(line for line in path.read_text(encoding="utf-8").splitlines()[:3] if line.startswith("# expect:"))
+        assert expect.split(":", 1)[1].strip() != "passed", path
