@@ -218,7 +218,9 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     forbidden = forbidden_functions(kind.exercise.grading.get("forbidden_functions", ()))
     for case in cases:
         _move(case, device)
-        observer = Observer(*case.seq, forbidden=forbidden)
+        # what the report shows comes from the first config's observed and pictured cases: the
+        # others are watched for built-ins and the reference only
+        observer = Observer(*case.seq, forbidden=forbidden, record=ci == 0 and bool(case.observe or case.picture))
         _seed(EVAL_SEED if case.check == "eval" else 0, device)
         # the attempt gets copies; a copy that differs afterwards was changed in place
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v

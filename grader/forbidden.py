@@ -24,9 +24,12 @@ class ForbiddenOps(TorchDispatchMode):
         super().__init__()
         self.names = dict(names)  # "aten._softmax" -> "softmax"
         self.seen = seen  # filled with "softmax (aten._softmax)"
+        self._ops: dict = {}  # op overload -> its packet's name (formatting it for every op costs more than the op)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        op = str(getattr(func, "overloadpacket", func))
+        op = self._ops.get(func)
+        if op is None:
+            op = self._ops[func] = str(getattr(func, "overloadpacket", func))
         if op in self.names:
             self.seen.add(f"{self.names[op]} ({op})")
         return func(*args, **(kwargs or {}))

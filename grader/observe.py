@@ -96,13 +96,20 @@ def forbidden_functions(names) -> dict:
 
 
 class Observer(TorchFunctionMode):
-    def __init__(self, seq_q: int, seq_k: int, training: bool = False, forbidden: dict | None = None):
+    """Around one run of the attempt: the built-ins it calls and whether attnprep's reference
+    solution runs (always), and with ``record`` what the report shows of the observed case (softmax
+    dims, the scores and weights, stage shapes, dropout in eval, discarded masked_fill results)."""
+
+    def __init__(self, seq_q: int, seq_k: int, training: bool = False, forbidden: dict | None = None,
+                 record: bool = True):
         super().__init__()
         self.seq_q, self.seq_k = seq_q, seq_k
         self.training = training
         self.forbidden = forbidden or {}  # an exercise's own built-ins (see forbidden_functions)
+        self.record = record
         self.obs = Observation()
         self._fills: dict[int, weakref.ref] = {}  # id -> the masked_fill results not used yet
+        self._clean = None  # the caller of the last call, when nothing above it was the reference's
 
     def __enter__(self):
         # the frame that runs the attempt under this mode: no reference solution runs below it, so
@@ -112,8 +119,19 @@ class Observer(TorchFunctionMode):
 
     def __exit__(self, *exc):
         self.floor = None
+        self._clean = None  # first: a finished frame held here would keep its locals (and fills) alive
         self._fills.clear()  # the ones still alive (returned, kept in a list …) are not counted
         return super().__exit__(*exc)
+
+    def _from_solutions(self, caller) -> bool:
+        """Whether attnprep's reference solution is on the stack of a call made from ``caller``.
+        The same caller as the last clean call (a loop's body calling torch again and again) has
+        the same stack above it: the walk is done once per frame, not once per call."""
+        if caller is self._clean:
+            return False
+        found = _called_from_solutions(caller, self.floor)
+        self._clean = None if found else caller
+        return found
 
     def _watch_fill(self, out) -> None:
         """Count ``out`` (a masked_fill result) as discarded if it is freed before any torch function
@@ -143,9 +161,11 @@ class Observer(TorchFunctionMode):
             self.obs.builtins.add(_BUILTINS[func])
         elif func in self.forbidden:
             self.obs.builtins.add(self.forbidden[func])
-        if _called_from_solutions(getattr(self, "floor", None)):
+        if self._from_solutions(sys._getframe(1)):
             self.obs.builtins.add("attnprep's reference solution")
         out = func(*args, **kwargs)
+        if not self.record:
+            return out
         try:
             if self._fills:
                 self._used(args, kwargs)
@@ -190,8 +210,8 @@ class Observer(TorchFunctionMode):
                 obs.shapes["attn @ v"] = tuple(out.shape)
 
 
-def _called_from_solutions(floor=None) -> bool:
-    frame = sys._getframe(2)
+def _called_from_solutions(frame, floor=None) -> bool:
+    """Whether a frame from ``frame`` up to ``floor`` runs code of attnprep's solutions folder."""
     while frame is not None and frame is not floor:
         if frame.f_code.co_filename.startswith(SOLUTIONS_DIR):
             return True

@@ -54,3 +54,30 @@ def test_json_stays_clean_when_the_attempt_prints(tmp_path):
     doc = json.loads(proc.stdout)
     assert doc["results"][0]["verdict"] == "passed"
     assert proc.returncode == 0
+
+
+def test_the_reference_is_seen_from_a_loop_that_called_torch_cleanly_before():
+    """The observer walks the stack once per calling frame (observe.Observer._from_solutions): a
+    loop's body that called torch cleanly, then a function of the solutions folder called from that
+    same body, is still seen, also when nothing is recorded for the report (``record=False``)."""
+    import torch
+
+    from attnprep.grader.observe import SOLUTIONS_DIR, Observer
+
+    namespace: dict = {}
+    exec(compile("import torch\ndef attention(x):\n    return torch.softmax(x, -1)\n",
+                 os.path.join(SOLUTIONS_DIR, "pretend.py"), "exec"), namespace)
+    for record in (True, False):
+        observer = Observer(3, 3, record=record)
+        x = torch.randn(3, 3)
+        with observer:
+            for i in range(4):
+                y = torch.exp(x)  # the same frame calls torch again and again
+                if i == 2:
+                    y = namespace["attention"](y)
+        assert "attnprep's reference solution" in observer.obs.builtins, record
+        clean = Observer(3, 3, record=record)
+        with clean:
+            for _ in range(4):
+                torch.exp(x)
+        assert not clean.obs.builtins

@@ -63,6 +63,7 @@ class Allocations(TorchDispatchMode):
         self.line = 0
         self.code = ""
         self.builtins: set[str] = set()
+        self._builtin: dict = {}  # op overload -> its name when it is a built-in attention, else ""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:  # the default wraps the hook in torch._dynamo: seconds to import
@@ -71,12 +72,18 @@ class Allocations(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         try:
-            name = str(func)
-            if any(op in name for op in BUILTIN_OPS):
-                self.builtins.add(name)
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor):
-                    self._see(t)
+            builtin = self._builtin.get(func)
+            if builtin is None:  # worked out once per op: formatting its name costs more than many ops
+                name = str(func)
+                builtin = self._builtin[func] = name if any(op in name for op in BUILTIN_OPS) else ""
+            if builtin:
+                self.builtins.add(builtin)
+            if isinstance(out, torch.Tensor):
+                self._see(out)
+            else:
+                for t in tree_leaves(out):
+                    if isinstance(t, torch.Tensor):
+                        self._see(t)
         except Exception:  # measuring must never change what the attempt computes
             pass
         return out
