@@ -42,17 +42,20 @@ CHECK_TARGET = 1.5  # one check ≤ 1.5× bare `import torch`
 TORCH = [sys.executable, "-c", "import torch"]
 
 # Runs attnprep's entry point in this very interpreter (what the console script does), then writes
-# the process's own peak RSS and its reaped children's (the forked grading child) to a file.
+# the process's own peak RSS and its reaped children's (the forked grading child) to a file: at
+# exit, from an atexit handler (a command that loaded torch ends with os._exit after running them).
 _RUSAGE_WRAPPER = """\
-import json, os, resource, sys
+import atexit, json, os, resource, sys
 sys.argv[0] = "attnprep"
-from attnprep.cli import main
-try:
-    main()
-finally:
+
+def report():
     with open(os.environ["ATTNPREP_BENCH_RUSAGE"], "w") as f:
         json.dump({"self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                    "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}, f)
+
+atexit.register(report)
+from attnprep.cli import main
+main()
 """
 
 
