@@ -6,7 +6,7 @@ drill row is an absolute latency. See benchmarks/README.md for what each row mea
 
     python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]]
 
-Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare, and check-<id>
+Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare, teardown, and check-<id>
 (a correct attempt) and fail-<id> (a failing one) for every exercise. Exit code 1 when a row misses its target.
 """
 
@@ -110,6 +110,19 @@ def measure_compare(ws: Workspace, repeat: int) -> dict:
     }
 
 
+def measure_teardown(ws: Workspace, repeat: int) -> dict:
+    """What the interpreter's teardown costs once torch is loaded: `import torch` ended with
+    os._exit (as a command of attnprep that loaded torch ends) vs a plain `import torch`, the
+    baseline of the check rows, which pays it."""
+    baseline = [sys.executable, "-c", "import torch"]
+    cmd = [sys.executable, "-c", "import torch, os; os._exit(0)"]
+    run_once(baseline)
+    run_once(cmd)
+    base, subj = interleaved(lambda: run_once(baseline), lambda: run_once(cmd), repeat)
+    return timing_row("teardown", "`import torch` ended with os._exit (no interpreter teardown)",
+                      "python -c 'import torch'", base, subj, None, command="python -c 'import torch, os; os._exit(0)'")
+
+
 MEASURES = {
     "list": measure_list,
     "list-practised": measure_list_practised,
@@ -119,6 +132,7 @@ MEASURES = {
     "drill": measure_drill,
     "memory": bench_check.measure_memory,
     "compare": measure_compare,
+    "teardown": measure_teardown,
 }
 # one row per exercise: `check-<id>`, each within the check target (the README lists them all)
 for _id in bench_check.exercise_ids():

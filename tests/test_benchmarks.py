@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "run.py"
-ROWS = ["list", "list-practised", "check", "check-fail", "check-all", "drill", "memory", "compare"]
+ROWS = ["list", "list-practised", "check", "check-fail", "check-all", "drill", "memory", "compare", "teardown"]
 ROW_KEYS = {"name", "what", "unit", "subject_median", "baseline", "baseline_median", "ratio",
             "target", "target_kind", "ok", "runs", "samples"}
 
