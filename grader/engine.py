@@ -10,7 +10,6 @@ import io
 import os
 import time
 import tokenize
-import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -392,29 +391,16 @@ def _trail_extras(data: dict, n: int) -> tuple[list[tuple[int, str]], dict[str, 
     return [(m[0], m[1][:80]) for m in marks[:200]], dict(made)
 
 
-_ANSWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kind -> [(question, answer)]
-
-
 def _answerer(kind):
     """The grading process's answers to the child's questions (the weight-mapping probe): a
-    question that is not what a child of this grader asks is the attempt's doing (malformed).
-    A question asked again of the same kind (the trace child builds the attempt as the grading
-    child did) gets the answer already worked out: a module of bare matrices has hundreds of
-    candidate mappings to try."""
+    question that is not what a child of this grader asks is the attempt's doing (malformed)."""
     from attnprep.grader import sandbox
 
-    answered = _ANSWERED.setdefault(kind, [])
-
     def answer(question: dict) -> dict:
-        for asked, given in answered:
-            if asked == question:
-                return dict(given)
         try:
-            given = kind.answer(question)
+            return kind.answer(question)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise sandbox.Malformed(f"unexpected question: {type(exc).__name__}") from exc
-        answered.append((question, dict(given)))
-        return given
 
     return answer
 

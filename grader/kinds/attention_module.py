@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 from typing import Any
 
 import torch
@@ -44,6 +45,12 @@ def arg_defaults(signature: str) -> dict[str, Any]:
 
 def roles_text(exercise) -> str:
     return ", ".join(f"{p.name}: {p.describe()}" for p in exercise.contract.params)
+
+
+def _described(mapping: W.Mapping) -> list:
+    """A candidate mapping as plain data, the same for the same candidate in any child."""
+    return [sorted(mapping.layers.items()), sorted(mapping.zero_bias), sorted(mapping.transposed),
+            sorted((role, [[layer, list(rows)] for layer, rows in pieces]) for role, pieces in mapping.rows.items())]
 
 
 class _Candidates:
@@ -92,6 +99,7 @@ class AttentionModule:
         self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
         self._solution = None
         self._role_weights: dict[tuple, dict] = {}  # see role_weights
+        self._chosen: dict[tuple[int, str], int] = {}  # (config, the candidates described) -> the mapping chosen
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -195,18 +203,22 @@ class AttentionModule:
         weights = W.role_tensors(roles, self.seed, ci)
         chosen = options[0]
         if len(options) > 1:
-            probe = self.cases(ci)[0]
-            outputs = []
-            for mapping in options:
-                W.load(module, mapping, weights)
-                try:
-                    with torch.no_grad():
-                        outputs.append(encode_tensor(first(self.call(module, probe))))
-                except Exception:
-                    outputs.append(None)
-            answer = channel.ask({"question": "mapping", "config": ci, "fused": bool(options[0].rows),
-                                  "zero_bias": [sorted(m.zero_bias) for m in options], "outputs": outputs})
-            choice = answer.get("choice")
+            # the grading process may have chosen among these very candidates already (this is the
+            # divergence finder's child building what the grading child built): ask that first
+            described = [_described(m) for m in options]
+            choice = channel.ask({"question": "mapping_known", "config": ci, "options": described}).get("choice")
+            if not (isinstance(choice, int) and 0 <= choice < len(options)):
+                probe = self.cases(ci)[0]
+                outputs = []
+                for mapping in options:
+                    W.load(module, mapping, weights)
+                    try:
+                        with torch.no_grad():
+                            outputs.append(encode_tensor(first(self.call(module, probe))))
+                    except Exception:
+                        outputs.append(None)
+                choice = channel.ask({"question": "mapping", "config": ci, "fused": bool(options[0].rows), "options": described,
+                                      "zero_bias": [sorted(m.zero_bias) for m in options], "outputs": outputs}).get("choice")
             if isinstance(choice, int) and 0 <= choice < len(options):
                 chosen = options[choice]
         extra = [(r, name) for r in roles if r.bias is None for name in chosen.layer_names(r.name)
@@ -304,8 +316,18 @@ class AttentionModule:
         return self.reference(ci, zero_bias)(probe)["out"]
 
     def answer(self, question: dict) -> dict:
-        """Which candidate mapping's probe output equals the reference's (the first one)."""
+        """Which candidate mapping's probe output equals the reference's (the first one); asked
+        ``mapping_known``, the choice already made among the same candidates (None when none was)."""
         ci = int(question["config"])
+        key = (ci, json.dumps(question.get("options"), sort_keys=True))
+        if question["question"] == "mapping_known":
+            return {"choice": self._chosen.get(key)}
+        choice = self._choice(ci, question)
+        if question.get("options") is not None:
+            self._chosen[key] = choice
+        return {"choice": choice}
+
+    def _choice(self, ci: int, question: dict) -> int:
         probe = self.cases(ci)[0]
         candidates = _Candidates(question)
         wanted: dict[frozenset, torch.Tensor] = {}
@@ -314,10 +336,10 @@ class AttentionModule:
                 wanted[key] = self.probe_output(ci, key, probe)
         found = candidates.first_match(wanted)
         if found is not None:
-            return {"choice": found}
+            return found
         if len(question["outputs"]) > 1:  # (a square bare matrix read in either orientation, a stacked layout)
-            return {"choice": self._mistaken_layout(ci, probe, candidates)}
-        return {"choice": 0}
+            return self._mistaken_layout(ci, probe, candidates)
+        return 0
 
     def _mistaken_layout(self, ci: int, probe: Case, candidates: _Candidates) -> int:
         """None of the stacked / per-head layouts computes the reference: the first one under
