@@ -129,7 +129,7 @@ class Observer(TorchFunctionMode):
         the same stack above it: the walk is done once per frame, not once per call."""
         if caller is self._clean:
             return False
-        found = _called_from_solutions(caller, self.floor)
+        found = _called_from_solutions(caller, getattr(self, "floor", None))
         self._clean = None if found else caller
         return found
 
