@@ -43,11 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         times["compare"].append(wall(compare))
 
     medians = {k: statistics.median(v) for k, v in times.items()}
-    ratio = medians["compare"] / medians["import_torch"]
+    ratio = round(medians["compare"] / medians["import_torch"], 3)  # judged as reported
     result = {"preset": args.preset, "runs": args.runs,
               "median_s": {k: round(v, 3) for k, v in medians.items()},
               "runs_s": {k: [round(t, 3) for t in v] for k, v in times.items()},
-              "ratio": round(ratio, 3), "budget": BUDGET, "within_budget": ratio <= BUDGET}
+              "ratio": ratio, "budget": BUDGET, "within_budget": ratio <= BUDGET}
     if args.json:
         print(json.dumps(result, indent=2))
     else:
