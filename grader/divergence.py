@@ -172,11 +172,6 @@ def _sorted_values(t: torch.Tensor) -> torch.Tensor:
     return t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
 
 
-def _ends(t: torch.Tensor) -> tuple[float, float]:
-    """The smallest and largest of sorted values, as numbers."""
-    return float(t[0]), float(t[-1])
-
-
 def _probes(t: torch.Tensor) -> tuple[float, ...]:
     """Sorted values at five places (both ends, the quartiles), as numbers: two lists of sorted
     values :func:`_close` to each other have their probes :func:`_near` each other."""
@@ -218,7 +213,6 @@ class Matcher:
         for i, (s, t) in enumerate(self.ref):
             if t is not None:
                 self.sorted[i] = t.flatten().nan_to_num(nan=1e30).sort().values
-        self.ends = {i: _ends(v) for i, v in self.sorted.items() if v.numel()}
         self.probes = {i: _probes(v) for i, v in self.sorted.items()}
         self._finite: dict[int, torch.Tensor] = {}  # self.sorted with -inf as a number, for searchsorted
         self._finite_list: dict[int, list[float]] = {}  # … and as numbers, for bisect
@@ -347,7 +341,8 @@ class Matcher:
         first its range, then its probes one by one, then every value."""
         bounds = self._bounds.get((i, eps))
         if bounds is None:
-            lo, hi = self.ends.get(i, (math.inf, -math.inf))
+            ends = self.probes.get(i) or (math.inf, -math.inf)  # its smallest and largest value
+            lo, hi = ends[0], ends[-1]
             lo, hi = max(lo, -1e30), min(hi, 1e30)  # as in the list compared below: -inf and nan as ±1e30
             tol = max(RTOL * 100, 40 * eps)
             bounds = self._bounds[(i, eps)] = (lo - tol * abs(lo) - tol, hi + tol * abs(hi) + tol)
