@@ -223,8 +223,8 @@ def test_a_wrong_number_set_in_init_is_pointed_at_where_it_is_set(tmp_path):
     ("sdpa/softmax_unstable.py", "e = torch.exp(x)", "input"),  # the max subtraction is missing here, in the helper
     ("sliding_window/causal_ignored.py", "allowed = torch.ones(T, T", "skipped"),
 ])
-def test_the_divergence_says_why(attempt, line_has, reason):
-    result = grade(CORPUS / attempt)
+def test_the_divergence_says_why(attempt, line_has, reason, graded):
+    result = graded(CORPUS / attempt)
     d = result.divergence
     assert not result.passed and d is not None
     assert line_has in d.code and d.reason == reason, d
@@ -259,10 +259,10 @@ def test_a_layer_the_contract_refuses_is_pointed_at_where_it_is_made(tmp_path):
     ("flash/bh_loop_acc_not_rescaled.py", "acc = acc + p @ v_blk"),  # not the q[b, h] unpacking
     ("mla/head_loop_k_pe_not_rotated.py", "c_kv, k_pe = self.wkv_a(x).split("),  # the rotation belongs after it
 ])
-def test_an_attempt_that_loops_over_heads_is_pointed_at_its_slip(attempt, line_has):
+def test_an_attempt_that_loops_over_heads_is_pointed_at_its_slip(attempt, line_has, graded):
     """Per-head (or per-(b, h)) tensors hold one head of a reference stage: they line up with it,
     so the first one that matches nothing is the slip, not the first per-head slice."""
-    result = grade(CORPUS / attempt)
+    result = graded(CORPUS / attempt)
     d = result.divergence
     assert not result.passed and d is not None
     assert line_has in d.code, d

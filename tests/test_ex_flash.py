@@ -259,18 +259,18 @@ def _line_of(path: Path, text: str) -> int:
     ("flash_acc_not_rescaled.py", "acc = acc + p @ vj", "incomplete"),
     ("flash_sum_not_rescaled.py", "l = l + p.sum(", "incomplete"),
 ])
-def test_the_divergence_is_the_line_of_the_flash_mistake(attempt, line_has, reason):
-    result = grade(CORPUS / attempt)
+def test_the_divergence_is_the_line_of_the_flash_mistake(attempt, line_has, reason, graded):
+    result = graded(CORPUS / attempt)
     d = result.divergence
     assert not result.passed and d is not None, attempt
     assert d.line == _line_of(CORPUS / attempt, line_has) and line_has in d.code and d.reason == reason, d
 
 
-def test_scale_named_in_words():
-    d = grade(CORPUS / "scale_by_dim.py").divergence
+def test_scale_named_in_words(graded):
+    d = graded(CORPUS / "scale_by_dim.py").divergence
     words = wording.divergence_text(d)
     assert "times 0.3536" in words and "s = q_blk @ k_blk.transpose(-2, -1)" in words  # 1/8 for 1/sqrt(8), D = 8
-    d = grade(CORPUS / "flash_max_init_zero.py").divergence
+    d = graded(CORPUS / "flash_max_init_zero.py").divergence
     assert "starts at 0 where the reference starts it at -inf" in wording.divergence_text(d)
 
 

@@ -1,0 +1,178 @@
+"""``attnprep dev check ID``: one exercise folder validated the way the tests validate the registry.
+
+rustlings' ``dev check`` is the model: a contributor who adds ``exercises/<id>/`` and
+``solutions/<id>.py`` asks the tool what is missing, in words, instead of reading the test suite.
+:func:`findings` yields one :class:`Finding` per rule, in the order a contributor meets them (the
+folder loads, its texts exist in every language, the stub, the reference, the corpus); the command
+renders them. Each finding is a text key and its params: the words live in ``attnprep/texts``.
+
+The corpus (``tests/corpus/<id>/``) is part of a checkout, not of an installed wheel: without it the
+corpus rules say so and are skipped. Grading needs torch; the texts and folder rules do not.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from attnprep import exercises
+
+CORPUS = exercises.HERE.parent / "tests" / "corpus"
+MIN_HINTS = 3
+MIN_CORRECT = 3
+LANGUAGES = ("en", "zh")
+
+
+class Finding(NamedTuple):
+    rule: str  # a stable id: folder, solution, hints, texts, mistakes, stub, reference, corpus
+    ok: bool
+    key: str  # text key under devcheck.*
+    params: dict
+
+
+def _ok(rule: str, key: str, **params) -> Finding:
+    return Finding(rule, True, key, params)
+
+
+def _bad(rule: str, key: str, **params) -> Finding:
+    return Finding(rule, False, key, params)
+
+
+def corpus_header(path: Path) -> tuple[str | None, str | None]:
+    """A corpus attempt's ``# expect: <verdict>`` and ``# diagnosis: <mistake id>`` (lines 1–3)."""
+    expect = diagnosis = None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:3]:
+        if line.startswith("# expect:"):
+            expect = line.split(":", 1)[1].strip()
+        elif line.startswith("# diagnosis:"):
+            diagnosis = line.split(":", 1)[1].strip()
+    return expect, diagnosis
+
+
+def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
+    hints = exercise.hints
+    if len(hints) < MIN_HINTS or len(set(hints)) < len(hints):
+        yield _bad("hints", "devcheck.hints_few", count=len(set(hints)), least=MIN_HINTS)
+    else:
+        yield _ok("hints", "devcheck.hints_ok", count=len(hints))
+
+    english = tomllib.loads((exercise.folder / "exercise.toml").read_text(encoding="utf-8"))
+    for lang in LANGUAGES[1:]:
+        path = exercise.folder / f"{lang}.toml"
+        if not path.is_file():
+            yield _bad("texts", "devcheck.texts_file_missing", lang=lang, path=_shown(path))
+            continue
+        words = tomllib.loads(path.read_text(encoding="utf-8"))
+        missing = [key for key in ("title", "summary") if not words.get(key)]
+        if len(words.get("hints", [])) != len(english.get("hints", [])):
+            missing.append("hints")
+        notes, their = english.get("notes", {}), words.get("notes", {})
+        if len(their.get("key_points", [])) != len(notes.get("key_points", [])):
+            missing.append("notes.key_points")
+        if len(their.get("qa", [])) != len(notes.get("qa", [])):
+            missing.append("notes.qa")
+        if english.get("contract", {}).get("details") and not words.get("contract", {}).get("details"):
+            missing.append("contract.details")
+        if missing:
+            yield _bad("texts", "devcheck.texts_missing", lang=lang, path=_shown(path), keys=", ".join(missing))
+        else:
+            yield _ok("texts", "devcheck.texts_ok", lang=lang)
+
+        catalogue = exercises.mistake_catalogue("en")
+        translated = exercises.mistake_catalogue(lang)
+        # a fix may be pure code, the same in every language; a title and a why are prose
+        untranslated = [m.id for m in exercise.mistakes
+                        if any(getattr(translated[m.id], k) == getattr(catalogue[m.id], k) for k in ("title", "why"))]
+        if untranslated:
+            yield _bad("mistakes", "devcheck.mistakes_untranslated", lang=lang, ids=", ".join(untranslated))
+        else:
+            yield _ok("mistakes", "devcheck.mistakes_translated", lang=lang, count=len(exercise.mistakes))
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(exercises.HERE.parent))
+    except ValueError:
+        return str(path)
+
+
+def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding]:
+    """Every rule of the registry's self-check for one exercise, as findings (a generator: the
+    command shows each as it comes; grading takes a second a file)."""
+    folder = exercises.HERE / exercise_id
+    if not (folder / "exercise.toml").is_file():
+        yield _bad("folder", "devcheck.no_folder", path=_shown(folder / "exercise.toml"))
+        return
+    try:
+        exercise = exercises._load(folder)
+    except Exception as exc:  # a TOML error or a missing key: say it and stop, the rest needs it
+        yield _bad("folder", "devcheck.folder_unreadable", path=_shown(folder / "exercise.toml"),
+                   error=f"{type(exc).__name__}: {exc}")
+        return
+    yield _ok("folder", "devcheck.folder_ok", kind=exercise.contract.kind)
+    if not exercise.solution_path.is_file():
+        yield _bad("solution", "devcheck.no_solution", path=_shown(exercise.solution_path))
+        return
+    yield from _text_findings(exercise)
+
+    from attnprep.grader import grade
+    from attnprep.grader.kinds import UnknownKind, kind_for
+
+    try:
+        kind_for(exercise)
+    except UnknownKind:
+        yield _bad("folder", "devcheck.unknown_kind", kind=exercise.contract.kind)
+        return
+
+    with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:
+        stub = Path(tmp) / exercise.filename
+        for lang in LANGUAGES:
+            stub.write_text(exercises.render_stub(exercise, lang), encoding="utf-8")
+            result = grade(stub, exercise)
+            if result.blank and not result.internal:
+                yield _ok("stub", "devcheck.stub_ok", lang=lang)
+            else:
+                yield _bad("stub", "devcheck.stub_not_blank", lang=lang, verdict=result.verdict.value)
+        shutil.copy(exercise.solution_path, stub)
+        result = grade(stub, exercise)
+        if result.passed:
+            yield _ok("reference", "devcheck.reference_ok")
+        else:
+            failed = ", ".join(c.id for c in result.checks if c.passed is False) or result.verdict.value
+            yield _bad("reference", "devcheck.reference_fails", verdict=result.verdict.value, checks=failed)
+
+    corpus = CORPUS / exercise_id
+    if not CORPUS.is_dir():
+        yield _bad("corpus", "devcheck.no_corpus_checkout", path=_shown(CORPUS))
+        return
+    files = sorted(corpus.glob("*.py"))
+    headers = {path: corpus_header(path) for path in files}
+    correct = [p for p, (expect, _) in headers.items() if expect == "passed"]
+    if len(correct) < MIN_CORRECT:
+        yield _bad("corpus", "devcheck.corpus_few_correct", path=_shown(corpus), count=len(correct), least=MIN_CORRECT)
+    else:
+        yield _ok("corpus", "devcheck.corpus_correct_ok", count=len(correct))
+    named = {diagnosis for _, diagnosis in headers.values()}
+    unnamed = [m.id for m in exercise.mistakes if m.id not in named]
+    if unnamed:
+        yield _bad("corpus", "devcheck.corpus_mistake_missing", path=_shown(corpus), ids=", ".join(unnamed))
+    else:
+        yield _ok("corpus", "devcheck.corpus_mistakes_ok", count=len(exercise.mistakes))
+    headless = [p.name for p, (expect, _) in headers.items() if expect is None]
+    if headless:
+        yield _bad("corpus", "devcheck.corpus_no_header", files=", ".join(headless))
+    if not grade_corpus:
+        return
+    for path, (expect, diagnosis) in headers.items():
+        if expect is None:
+            continue
+        result = grade(path, exercise)
+        ids = [d.id for d in result.diagnoses]
+        if result.verdict.value == expect and ids == ([diagnosis] if diagnosis else []):
+            yield _ok("corpus", "devcheck.attempt_ok", file=path.name, verdict=expect)
+        else:
+            yield _bad("corpus", "devcheck.attempt_differs", file=path.name, expect=expect,
+                       diagnosis=diagnosis or "-", verdict=result.verdict.value, named=", ".join(ids) or "-")

@@ -1,0 +1,78 @@
+"""`attnprep dev check ID` (attnprep/devcheck.py): an exercise folder validated in words, as the
+tests validate the registry (rustlings' `dev check`)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from attnprep import devcheck, exercises, texts
+from attnprep.app import app
+
+
+@pytest.fixture
+def bank(tmp_path, monkeypatch):
+    """A copy of the exercise bank (and of norms' corpus) that a test may break."""
+    here = tmp_path / "exercises"
+    shutil.copytree(exercises.HERE, here, ignore=shutil.ignore_patterns("__pycache__"))
+    corpus = tmp_path / "corpus"
+    shutil.copytree(devcheck.CORPUS / "norms", corpus / "norms")
+    monkeypatch.setattr(exercises, "HERE", here)
+    monkeypatch.setattr(devcheck, "CORPUS", corpus)
+    exercises.cache_clear()
+    yield here
+    exercises.cache_clear()
+
+
+def by_rule(found):
+    return {(f.rule, f.ok) for f in found}
+
+
+def test_a_complete_folder_holds_every_rule(bank):
+    found = list(devcheck.findings("norms", grade_corpus=False))
+    assert [f for f in found if not f.ok] == []
+    assert {f.rule for f in found} == {"folder", "hints", "texts", "mistakes", "stub", "reference", "corpus"}
+    for f in found:
+        assert texts.t(f.key, **f.params)  # every finding has words, in both languages
+        assert texts.t(f.key, "zh", **f.params)
+
+
+def test_what_is_missing_is_said_rule_by_rule(bank):
+    toml = bank / "norms" / "exercise.toml"
+    source = toml.read_text(encoding="utf-8")
+    start = source.index("hints = [")
+    toml.write_text(source[:start] + 'hints = ["one", "one"]\n' + source[source.index("]\n", start) + 2:], encoding="utf-8")
+    (bank / "norms" / "zh.toml").unlink()
+    (devcheck.CORPUS / "norms" / "norm_unbiased_variance.py").unlink()
+    exercises.cache_clear()
+    found = list(devcheck.findings("norms", grade_corpus=False))
+    bad = {f.rule: f for f in found if not f.ok}
+    assert set(bad) == {"hints", "texts", "corpus"}, bad
+    assert bad["hints"].params == {"count": 1, "least": 3}
+    assert "zh.toml" in bad["texts"].params["path"]
+    assert bad["corpus"].params["ids"] == "norm_unbiased_variance"
+
+
+def test_a_corpus_attempt_that_the_grader_reads_otherwise_is_named(bank):
+    attempt = devcheck.CORPUS / "norms" / "norm_weight_not_applied.py"
+    lines = attempt.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2] = "# diagnosis: norm_eps_missing\n"
+    attempt.write_text("".join(lines), encoding="utf-8")
+    for other in devcheck.CORPUS.glob("norms/*.py"):
+        if other != attempt and "ok_llama" not in other.name:
+            other.unlink()
+    found = [f for f in devcheck.findings("norms") if f.key.startswith("devcheck.attempt")]
+    assert [(f.ok, f.params["file"]) for f in found] == [(False, "norm_weight_not_applied.py"), (True, "ok_llama.py")]
+    assert found[0].params["named"] == "norm_weight_not_applied"
+
+
+def test_the_command_exits_1_on_a_broken_folder_and_2_on_an_unknown_id(bank):
+    (bank / "norms" / "zh.toml").unlink()
+    exercises.cache_clear()
+    result = CliRunner().invoke(app, ["dev", "check", "norms", "--fast"])
+    assert result.exit_code == 1, result.output
+    assert "✗ texts" in result.output and "zh.toml" in result.output
+    result = CliRunner().invoke(app, ["dev", "check", "nroms"])
+    assert result.exit_code == 2 and "norms" in result.output
