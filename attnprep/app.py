@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "compare": "compare",
     "interview": "rehearse",
     "today": "rehearse",
+    "debug": "debug",
     "dev": "dev",
 }
 

@@ -598,13 +598,14 @@ class LiveView:
 # --- the drill -----------------------------------------------------------------------------------
 
 
-def new_drill_file(exercise: Exercise, directory: Path, *, now: float | None = None, subfolder: str = "drills") -> Path:
-    """Write a fresh stub as ``directory/<subfolder>/<id>-<YYYYmmdd-HHMM>.py``; never over a file
-    (`interview` writes to ``interviews/``)."""
+def new_drill_file(exercise: Exercise, directory: Path, *, now: float | None = None, subfolder: str = "drills",
+                   text: str | None = None) -> Path:
+    """Write a fresh stub (or ``text``) as ``directory/<subfolder>/<id>-<YYYYmmdd-HHMM>.py``; never
+    over a file (`interview` writes to ``interviews/``, `debug` its planted file to ``debug/``)."""
     folder = directory / subfolder
     folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M", time.localtime(now))
-    text = exercises.render_stub(exercise)
+    text = exercises.render_stub(exercise) if text is None else text
     for n in range(1, 1000):
         path = folder / (f"{exercise.id}-{stamp}.py" if n == 1 else f"{exercise.id}-{stamp}-{n}.py")
         try:
@@ -661,6 +662,7 @@ def run_drill(
     grade: Callable[[Path, str], Result] | None = None,
     events: Iterable[Event] | None = None,
     background: bool | None = None,
+    record: bool = True,
 ) -> DrillRun:
     """Drill ``exercise`` on the stub at ``path`` and record the outcome. ``grade``/``events``
     default to the real grader and the file watcher (the tests swap them). ``background``: each
@@ -695,7 +697,7 @@ def run_drill(
     )
     started_at = None if ending.started is None else ending.started + wall_minus_mono
     recorded = None
-    if ending.result is not None and started_at is not None:
+    if record and ending.result is not None and started_at is not None:  # a debug round records itself
         recorded = history.record(
             ending.result,
             kind="drill",

@@ -117,6 +117,26 @@ migrations: list[tuple[str, str]] = [
         "0005_runs_budget",
         "ALTER TABLE runs ADD COLUMN budget_s REAL CHECK (budget_s IS NULL OR budget_s > 0);",
     ),
+    (
+        # attnprep debug: one row per debug round (a file with named mistakes planted in it). What was
+        # planted is kept for `debug --reveal`; found = planted mistakes no longer named at the end.
+        "0006_debug_rounds",
+        """
+        CREATE TABLE debug_rounds (
+            id          INTEGER PRIMARY KEY,
+            exercise    TEXT    NOT NULL,
+            file        TEXT    NOT NULL,
+            seed        INTEGER NOT NULL,
+            planted     TEXT    NOT NULL,          -- JSON list of {mistake, line, code, fixed}
+            started_at  REAL    NOT NULL,          -- unix time the file was written
+            budget_s    REAL    NOT NULL,
+            outcome     TEXT    NOT NULL DEFAULT 'open' CHECK (outcome IN ('open', 'passed', 'timeout', 'abandoned')),
+            duration_s  REAL,
+            found       INTEGER
+        );
+        CREATE INDEX debug_rounds_by_file ON debug_rounds (file, started_at);
+        """,
+    ),
 ]
 
 # SQLite primary result codes that mean "this file is not a usable database".
@@ -492,6 +512,27 @@ def mark_card(exercise: str, card: int, question: str, *, known: bool, marked_at
     )
 
 
+def open_debug(exercise: str, file: str | Path, *, seed: int, planted: list[dict], started_at: float, budget_s: float) -> int | None:
+    """Record a debug round as its file is written; its row id (None: the history is unusable)."""
+    return _write(
+        "INSERT INTO debug_rounds (exercise, file, seed, planted, started_at, budget_s) VALUES (?, ?, ?, ?, ?, ?)",
+        (exercise, str(file), int(seed), json.dumps(planted), float(started_at), float(budget_s)),
+        "sys.debug_not_recorded",
+    )
+
+
+def close_debug(round_id: int, *, outcome: str, duration_s: float, found: int) -> None:
+    """Say how a debug round ended: 'passed', 'timeout' or 'abandoned', and how many of its planted
+    mistakes were fixed."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
+    _write(
+        "UPDATE debug_rounds SET outcome = ?, duration_s = ?, found = ? WHERE id = ? AND outcome = 'open'",
+        (outcome, float(duration_s), int(found), round_id),
+        "sys.debug_not_recorded",
+    )
+
+
 # --- reading -------------------------------------------------------------------------------------
 
 
@@ -538,6 +579,35 @@ def qa_marks(exercise: str | None = None) -> list[QAMark]:
         args = (exercise,)
     rows = _read(query + " ORDER BY marked_at, id", args)
     return [QAMark(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
+
+
+class DebugRound(NamedTuple):
+    id: int
+    exercise: str
+    file: str
+    seed: int
+    planted: list[dict]
+    started_at: float
+    budget_s: float
+    outcome: str  # open, passed, timeout, abandoned
+    duration_s: float | None
+    found: int | None
+
+
+def debug_rounds(file: str | Path | None = None) -> list[DebugRound]:
+    """Every debug round (of one file), oldest first."""
+    query = "SELECT id, exercise, file, seed, planted, started_at, budget_s, outcome, duration_s, found FROM debug_rounds"
+    args: tuple = ()
+    if file is not None:
+        query, args = query + " WHERE file = ?", (str(file),)
+    rows = []
+    for row in _read(query + " ORDER BY started_at, id", args):
+        try:
+            planted = json.loads(row[4])
+        except ValueError:
+            planted = []
+        rows.append(DebugRound(row[0], row[1], row[2], row[3], planted if isinstance(planted, list) else [], *row[5:]))
+    return rows
 
 
 def _load_ids(text: str) -> list[str]:

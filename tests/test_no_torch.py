@@ -111,6 +111,11 @@ def _check_solution_code(out: str, ws: Path) -> None:
     assert out == MHA.solution_path.read_text(encoding="utf-8")
 
 
+def _check_debug_written(out: str, ws: Path) -> None:
+    written = list((ws / "debug").glob("mha-*.py"))
+    assert len(written) == 1 and written[0].read_text(encoding="utf-8").startswith("# attnprep: mha\n")
+
+
 def _check_version(out: str, ws: Path) -> None:
     assert out.startswith("attnprep ")
 
@@ -129,6 +134,7 @@ CASES = {
     "today": (["today"], _check_today),
     "today --json": (["today", "--json"], _check_today_json),
     "interview --help": (["interview", "--help"], _check_interview_help),
+    "debug --no-clock": (["debug", "mha", "--seed", "1", "--no-clock"], _check_debug_written),
 }
 
 

@@ -203,7 +203,25 @@ def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) 
         "drills": sum(r["drills"] for r in rows),
         "drill_passes": sum(r["drill_passes"] for r in rows),
     }
-    return {"version": STATS_VERSION, "exercises": rows, "totals": totals}
+    return {"version": STATS_VERSION, "exercises": rows, "totals": totals, "debug": debug_summary()}
+
+
+def debug_summary() -> dict:
+    """The debug rounds of the history (`attnprep debug`): how many, how they ended, bugs fixed."""
+    rounds = [r for r in history.debug_rounds() if r.outcome != "open"]
+    return {
+        "rounds": len(rounds),
+        "passed": sum(r.outcome == "passed" for r in rounds),
+        "bugs_planted": sum(len(r.planted) for r in rounds),
+        "bugs_fixed": sum(r.found or 0 for r in rounds),
+        "recent": [{"exercise": r.exercise, "outcome": r.outcome, "duration_s": _round_s(r.duration_s),
+                    "bugs": len(r.planted), "fixed": r.found, "mistakes": [p.get("mistake") for p in r.planted]}
+                   for r in rounds[-5:]],
+    }
+
+
+def _round_s(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
 
 
 # The columns of `stats`; the mistakes wrap between words, down to MISTAKES_MIN wide: narrower, the
@@ -284,6 +302,10 @@ def stats(
 
     out = console()
     practised = [r for r in document["exercises"] if r["attempts"]]
+    debug = document["debug"]
+    if debug["rounds"]:
+        out.print(texts.t("cli.stats.debug_rounds", n=debug["rounds"], passed=debug["passed"],
+                          fixed=debug["bugs_fixed"], planted=debug["bugs_planted"]), soft_wrap=True)
     if not practised:
         out.print(Text.assemble(texts.t("cli.stats.none"), ("`attnprep drill`", "bold"), texts.t("cli.stats.none_after")))
         return

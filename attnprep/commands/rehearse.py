@@ -188,12 +188,14 @@ def today(
     and later after each pass; Q&A cards you did not know come back the next day; new exercises
     arrive a few a day in the order of `attnprep list`.
     """
-    from attnprep import plan
+    from attnprep import history, plan
 
     now = time.time()
     document = plan.plan_from_history(now=now)
+    rounds = [r for r in history.debug_rounds() if r.outcome != "open"]
     if as_json:
-        typer.echo(json.dumps(document.to_json(), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({**document.to_json(), "debug_rounds": len(rounds),
+                               "debug_passed": sum(r.outcome == "passed" for r in rounds)}, indent=2, ensure_ascii=False))
         return
     out = console()
     date = document.today.isoformat()
@@ -216,6 +218,10 @@ def today(
     if n:
         first = document.items[0].exercise
         out.print(Text(_w("start", interview=_w("command", id=first), drill=_w("drill", id=first)), style="dim"), soft_wrap=True)
+    if rounds:
+        out.print(Text(_w("debug_done", n=len(rounds), passed=sum(r.outcome == "passed" for r in rounds)), style="dim"), soft_wrap=True)
+    else:
+        out.print(Text(_w("debug_try"), style="dim"), soft_wrap=True)
 
 
 def _when(day, today) -> str:
