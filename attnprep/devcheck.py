@@ -27,7 +27,7 @@ LANGUAGES = ("en", "zh")
 
 
 class Finding(NamedTuple):
-    rule: str  # a stable id: folder, solution, hints, texts, mistakes, stub, reference, corpus
+    rule: str  # a stable id: folder, solution, hints, texts, mistakes, stub, reference, plants, corpus
     ok: bool
     key: str  # text key under devcheck.*
     params: dict
@@ -99,6 +99,21 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _plants_finding(exercise: exercises.Exercise) -> Finding:
+    """`attnprep debug`'s material: exercises/<id>/plants.toml, fitting the current reference."""
+    from attnprep import debugging
+
+    singles, pairs = debugging.load_plants(exercise)
+    if not singles:
+        return _bad("plants", "devcheck.plants_missing", id=exercise.id)
+    base = debugging.canonical(exercise.solution_path.read_text(encoding="utf-8")).split("\n")
+    stale = [p.line for p in singles if p.line > len(base) or base[p.line - 1] != p.old]
+    if stale:
+        return _bad("plants", "devcheck.plants_stale", id=exercise.id, lines=", ".join(map(str, stale)))
+    return _ok("plants", "devcheck.plants_ok", count=len(singles), pairs=len(pairs),
+               mistakes=len({p.mistake for p in singles}))
+
+
 def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding]:
     """Every rule of the registry's self-check for one exercise, as findings (a generator: the
     command shows each as it comes; grading takes a second a file)."""
@@ -143,6 +158,8 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         else:
             failed = ", ".join(c.id for c in result.checks if c.passed is False) or result.verdict.value
             yield _bad("reference", "devcheck.reference_fails", verdict=result.verdict.value, checks=failed)
+
+    yield _plants_finding(exercise)
 
     corpus = CORPUS / exercise_id
     if not CORPUS.is_dir():
