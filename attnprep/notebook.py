@@ -53,7 +53,11 @@ class Checked:
 
 
 class NotebookError(ValueError):
-    """Bad input to a check or a magic (an unknown id, a missing definition …): one sentence."""
+    """Bad input to a check or a magic (an unknown id, a missing definition …): one sentence,
+    which IPython shows as the whole traceback (``_render_traceback_``)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [texts.t("sys.error_prefix") + str(self)]
 
 
 def _w(key: str, **values) -> str:
@@ -63,15 +67,22 @@ def _w(key: str, **values) -> str:
 # --- the Python API ------------------------------------------------------------------------------
 
 
-def check(target: str | Path, exercise: str | None = None, *, seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
-          show: bool = True, namespace: dict | None = None, shown_as: str | None = None) -> Checked:
+def check(target: str | Path, exercise: str | None = None, **options) -> Checked:
     """Grade ``target`` and show the report (``show``); the :class:`Checked` is returned.
 
     ``target`` is source code (several lines), a file (a ``Path``, or a string naming an existing
     file), or an exercise id: then the contract's classes or functions defined in ``namespace``
-    (the caller's globals; the notebook's, in a notebook) are graded. Bad input raises
-    :class:`NotebookError` (or :class:`~attnprep.exercises.UnknownExercise`); KeyboardInterrupt
-    ends the child and propagates."""
+    (the caller's globals; the notebook's, in a notebook) are graded. Options: ``seed``,
+    ``timeout`` (seconds), ``show``, ``namespace``, ``shown_as`` (the name in the report). Bad
+    input raises :class:`NotebookError`; KeyboardInterrupt ends the child and propagates."""
+    try:
+        return _check(target, exercise, **options)
+    except exercises.UnknownExercise as exc:
+        raise NotebookError(str(exc)) from None
+
+
+def _check(target: str | Path, exercise: str | None = None, *, seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
+          show: bool = True, namespace: dict | None = None, shown_as: str | None = None) -> Checked:
     if timeout <= 0:
         raise NotebookError(texts.t("cli.check.bad_timeout"))
     if isinstance(target, Path) or ("\n" not in target and Path(target).is_file()):

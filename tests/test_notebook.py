@@ -77,6 +77,7 @@ CELLS = [
     ("new", "%attnprep new mha"),
     ("unknown", "%attnprep check nosuch"),
     ("usage", "%attnprep frobnicate"),
+    ("api_unknown", "attnprep.check('nosuch')"),
     ("no_color", "os.environ['NO_COLOR'] = '1'"),
     ("fails_no_color", "%%attnprep check mha\n" + FAILING),
 ]
@@ -118,7 +119,8 @@ def value(cell) -> str:
 
 def test_no_cell_raised(executed):
     cells, _ = executed
-    assert {name: [o.ename for o in outputs(cell, "error")] for name, cell in cells.items() if outputs(cell, "error")} == {}
+    raised = {name: [o.ename for o in outputs(cell, "error")] for name, cell in cells.items() if outputs(cell, "error")}
+    assert raised == {"api_unknown": ["NotebookError"]}
 
 
 def test_a_failing_cell_shows_the_named_mistake_and_gives_its_verdict(executed):
@@ -172,6 +174,10 @@ def test_bad_input_is_one_line_on_stderr(executed):
         assert stream.text.startswith(texts.t("sys.error_prefix", "en"))
     assert "nosuch" in cells["unknown"].outputs[0].text
     assert cells["usage"].outputs[0].text.endswith(texts.t("notebook.usage", "en") + "\n")
+    # the Python API raises, and IPython shows the one sentence instead of a traceback
+    (error,) = outputs(cells["api_unknown"], "error")
+    assert len(error.traceback) == 1 and error.traceback[0].startswith(texts.t("sys.error_prefix", "en"))
+    assert "nosuch" in error.traceback[0] and "\n" not in error.traceback[0]
 
 
 def test_no_color_is_honoured(executed):
@@ -229,7 +235,8 @@ def _run(kc, code: str, timeout: float = 120) -> tuple[dict, str, str]:
 
 def _finish(kc, msg_id: str, timeout: float) -> tuple[dict, str, str]:
     reply = kc.get_shell_msg(timeout=timeout)
-    assert reply["parent_header"]["msg_id"] == msg_id
+    while reply["parent_header"].get("msg_id") != msg_id:  # e.g. the kernel_info reply of the start
+        reply = kc.get_shell_msg(timeout=timeout)
     printed, shown = "", ""
     while True:
         msg = kc.get_iopub_msg(timeout=timeout)
