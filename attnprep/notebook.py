@@ -98,7 +98,9 @@ def _check(target: str | Path, exercise: str | None = None, *, seed: int = 0, ti
         named = exercise or exercises.detect(target)
         if not named:
             raise NotebookError(_w("which_exercise"))
-        return grade_source(target, exercises.get(named), seed=seed, timeout=timeout, show=show, shown_as=shown_as)
+        # named after the cell that called, in a notebook; else as Python names code from a string
+        return grade_source(target, exercises.get(named), seed=seed, timeout=timeout, show=show,
+                            shown_as=shown_as or _this_cell() or "<string>")
     if target.endswith(".py") or "/" in target or "\\" in target:
         raise NotebookError(texts.t("cli.check.no_such_file", target=target))
     resolved = exercises.get(exercise or target)
@@ -406,7 +408,8 @@ def magic(line: str, cell: str | None = None):
         if cell is not None:
             if not cell.strip():
                 raise NotebookError(_w("empty_cell", id=exercise.id))
-            return grade_source(cell, exercise, shown_as=_this_cell(), **options)
+            # a first empty line for the magic's: the report's line numbers are the cell's
+            return grade_source("\n" + cell, exercise, shown_as=_this_cell(), **options)
         shell = _shell()
         return check(exercise.id, namespace=shell.user_ns if shell is not None else {}, **options)
     except (NotebookError, exercises.UnknownExercise) as exc:

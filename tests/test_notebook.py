@@ -133,6 +133,10 @@ def test_a_failing_cell_shows_the_named_mistake_and_gives_its_verdict(executed):
     assert value(cell) == "Checked(exercise='mha', verdict='wrong_output', passed=False, mistakes=('missing_scale',))"
     html = outputs(cell, "display_data")[0].data["text/html"]
     assert "missing 1/sqrt(d) scale" in html and "color:" in html  # Rich's notebook output, in colour
+    # the line it names is the cell's line (the magic's line is line 1), as the notebook numbers it
+    (number,) = re.findall(r"│ line (\d+): ", text)
+    (shown,) = re.findall(rf"│ +{number} (.+?) *│", text)
+    assert cell.source.splitlines()[int(number) - 1].strip().startswith(shown.strip())
 
 
 def test_a_passing_cell_passes(executed):
