@@ -196,6 +196,7 @@ def defined_source(exercise: exercises.Exercise, namespace: dict) -> tuple[str, 
     missing = [name for name in exercise.contract.objects if name not in namespace]
     if missing:
         raise NotebookError(_w("not_defined", name=missing[0], file=exercise.filename))
+    constants: list[str] = []
     parts: list[str] = []
     needed_imports: dict[str, str] = {}
     done: set[str] = set()
@@ -215,17 +216,20 @@ def defined_source(exercise: exercises.Exercise, namespace: dict) -> tuple[str, 
                 needed_imports.setdefault(name, _import_of(name, value))
                 return
             if _is_constant(value):
-                parts.append(f"{name} = {_literal(value)}")
+                constants.append(f"{name} = {_literal(value)}")
                 return
             if not isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
                 return  # an object made at run time (a tensor, a model): not code the attempt has
-            if getattr(value, "__module__", "__main__") not in ("__main__", None):
+            module = getattr(value, "__module__", None)
+            if module not in ("__main__", namespace.get("__name__")) and module in sys.modules:  # a library's
                 needed_imports.setdefault(name, f"from {value.__module__} import {value.__qualname__.split('.')[0]} as {name}")
                 return
         found = _definition(name, value, cells)
         if found is None:
             raise NotebookError(_w("no_source", name=name, file=exercise.filename))
         code, text = found
+        for bound, line in _imports([text]).items():  # a script's own imports (a notebook's are in its cells)
+            imports.setdefault(bound, line)
         if first_cell is None and name == exercise.contract.objects[0]:
             first_cell = _cell_label(text)
         for used in _free_names(code):
@@ -235,7 +239,7 @@ def defined_source(exercise: exercises.Exercise, namespace: dict) -> tuple[str, 
     for name in exercise.contract.objects:
         add(name)
     ordered = sorted(dict.fromkeys(needed_imports.values()), key=lambda line: not line.startswith("from __future__"))
-    source = "\n".join(ordered) + "\n\n\n" + "\n\n\n".join(parts) + "\n"
+    source = "\n\n\n".join(block for block in ("\n".join(ordered), "\n".join(constants), *parts) if block) + "\n"
     label = first_cell or _w("kernel", names=", ".join(exercise.contract.objects))
     return source, label
 

@@ -1,9 +1,8 @@
-"""Grading from a notebook, in a real kernel (issue 28): nbclient, Jupyter's standard executor,
+"""Grading from a notebook (issue 28). In a real kernel: nbclient, Jupyter's standard executor,
 runs one notebook through the magics and ``attnprep.check``; a kernel driven by jupyter_client
-checks the stub handed to the next cell and Ctrl-C during a hung check.
-
-Needs the ``notebook`` extra (``pip install -e '.[test,notebook]'``, what CI installs); skipped
-without it. One kernel per test module part, so torch is imported twice in all.
+checks the stub handed to the next cell and Ctrl-C during a hung check. Those need the
+``notebook`` extra (``pip install -e '.[test,notebook]'``, what CI installs) and are skipped
+without it; two kernels in all. Then ``attnprep.check`` from plain Python, which needs nothing.
 """
 
 from __future__ import annotations
@@ -16,11 +15,8 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
-
-from attnprep import texts  # noqa: E402
+import attnprep
+from attnprep import exercises, notebook, texts
 
 MHA = Path(__file__).parent / "corpus" / "mha"
 FAILING = (MHA / "missing_scale.py").read_text(encoding="utf-8")
@@ -93,6 +89,9 @@ def kernel_env(home: Path) -> dict:
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The notebook, executed once by nbclient in one kernel: {name: cell} and the data folder."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
     home = tmp_path_factory.mktemp("notebook-home")
     work = tmp_path_factory.mktemp("notebook-work")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for _, source in CELLS])
@@ -257,7 +256,8 @@ def _finish(kc, msg_id: str, timeout: float) -> tuple[dict, str, str]:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the kernel's children from /proc")
 def test_the_stub_goes_to_the_next_cell_and_ctrl_c_stops_a_hung_check(tmp_path):
-    from jupyter_client.manager import start_new_kernel
+    pytest.importorskip("ipykernel")
+    start_new_kernel = pytest.importorskip("jupyter_client.manager").start_new_kernel
 
     km, kc = start_new_kernel(kernel_name="python3", env=kernel_env(tmp_path / "home"), cwd=str(tmp_path))
     try:
@@ -292,3 +292,80 @@ def test_the_stub_goes_to_the_next_cell_and_ctrl_c_stops_a_hung_check(tmp_path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+# --- attnprep.check from plain Python ------------------------------------------------------------
+
+SCRIPT_DEFINITIONS = """import math
+import os
+import torch
+from torch import nn
+import torch.nn.functional as F
+import attnprep
+
+x = torch.randn(2, 3)  # a global named like forward's argument
+NEG = float("-inf")
+unused = [1, 2]
+
+
+def split_heads(t, h):
+    B, T, C = t.shape
+    return t.view(B, T, h, C // h).transpose(1, 2)  # (B, H, T, D)
+
+
+""" + dict(CELLS)["define"] + "\n"
+
+
+def test_defined_source_takes_what_the_definitions_use_and_nothing_else(tmp_path):
+    import runpy
+
+    script = tmp_path / "practice.py"
+    script.write_text(SCRIPT_DEFINITIONS, encoding="utf-8")
+    namespace = runpy.run_path(str(script))  # functions and methods keep the file as their source
+    source, label = notebook.defined_source(exercises.get("mha"), namespace)
+    head, _ = source.split("\n\n", 1)
+    # the imports the class and its helper read, as the file wrote them, then the constant, the
+    # helper and the class
+    assert sorted(head.splitlines()) == ["from torch import nn", "import math", "import os", "import torch", "import torch.nn.functional as F"]
+    assert source.index('NEG = float("-inf")') < source.index("def split_heads") < source.index("class MultiHeadAttention")
+    assert "unused" not in source and "x = torch" not in source and "import attnprep" not in source
+    assert label == texts.t("notebook.kernel", names="MultiHeadAttention")
+    compile(source, "<graded>", "exec")
+
+
+def test_a_missing_definition_is_one_sentence():
+    with pytest.raises(notebook.NotebookError) as raised:
+        attnprep.check("mha", namespace={})
+    assert str(raised.value) == texts.t("notebook.not_defined", name="MultiHeadAttention", file="mha.py")
+    assert raised.value._render_traceback_() == [texts.t("sys.error_prefix") + str(raised.value)]
+    with pytest.raises(notebook.NotebookError, match="nosuch"):
+        attnprep.check("nosuch")
+    with pytest.raises(notebook.NotebookError, match="missing.py"):
+        attnprep.check("missing.py")
+    with pytest.raises(notebook.NotebookError) as raised:
+        attnprep.check(FAILING.replace("# attnprep: mha", ""))
+    assert str(raised.value) == texts.t("notebook.which_exercise")
+
+
+def test_check_grades_source_a_file_and_a_script_s_own_class(tmp_path, attnprep_home):
+    import subprocess
+    import sys
+
+    failing = attnprep.check(FAILING, show=False)  # the header names the exercise
+    assert (failing.exercise, failing.verdict, failing.passed, failing.mistakes) == ("mha", "wrong_output", False, ("missing_scale",))
+    assert not failing and failing.result.file == "<string>"
+    path = tmp_path / "attempt.py"
+    path.write_text(PASSING, encoding="utf-8")
+    passing = attnprep.check(path, show=False)
+    assert passing.passed and passing.result.file == str(path.resolve())
+    # a script calling attnprep.check("mha") on its own class: graded in the child, report shown
+    script = tmp_path / "practice.py"
+    script.write_text(SCRIPT_DEFINITIONS + "print(repr(attnprep.check('mha')), os.environ.get('MHA_BUILT_IN'))\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "ATTNPREP_LANG": "en", "COLUMNS": "100"})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("✓ MultiHeadAttention of the notebook  passed")
+    assert run.stdout.rstrip().endswith("Checked(exercise='mha', verdict='passed', passed=True, mistakes=()) None")
+    with sqlite3.connect(attnprep_home / "history.sqlite3") as db:
+        rows = db.execute("SELECT file, verdict FROM runs ORDER BY id").fetchall()
+    assert rows == [("<string>", "wrong_output"), (str(path.resolve()), "passed"), ("MultiHeadAttention of the notebook", "passed")]
