@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import linecache
 import math
 import shlex
@@ -135,13 +136,30 @@ def _graded(path: Path, exercise: exercises.Exercise, *, seed: int, timeout: flo
     from attnprep.commands.grading import record_check, run_checks
 
     started = time.time()
-    (result,) = run_checks([(path, exercise)], seed=seed, device="cpu", timeout=timeout, record=False)
+    with _one_thread():
+        (result,) = run_checks([(path, exercise)], seed=seed, device="cpu", timeout=timeout, record=False)
     if shown_as:
         result = replace(result, file=shown_as)
     record_check(result, started)
     if show:
         show_result(result, exercise)
     return Checked.of(result)
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """torch on one thread while grading (the grader forks, which is safe only then: the grader
+    sets it once, on its first import of torch), and the kernel's own number of threads again
+    afterwards, for the notebook's own work."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if before is not None:
+            torch.set_num_threads(before)
 
 
 def show_result(result: Result, exercise: exercises.Exercise) -> None:

@@ -68,8 +68,10 @@ CELLS = [
             scores = scores.masked_fill(~allowed, NEG)
         attn = self.dropout(F.softmax(scores, dim=-1))
         return self.o_proj((attn @ v).transpose(1, 2).reshape(B, T, C))'''),
+    # the notebook's own torch work on two threads (the OpenMP pool started) before the next check forks
+    ("threads", "torch.set_num_threads(2)\nfloat((torch.randn(256, 256) @ torch.randn(256, 256)).sum() * 0)"),
     ("check_defined", "import attnprep\nresult = attnprep.check('mha')\nresult"),
-    ("after", "print(result.passed, result.verdict, result.result.file, os.environ.get('MHA_BUILT_IN'))"),
+    ("after", "print(result.passed, result.verdict, result.result.file, os.environ.get('MHA_BUILT_IN'), torch.get_num_threads())"),
     ("new", "%attnprep new mha"),
     ("unknown", "%attnprep check nosuch"),
     ("usage", "%attnprep frobnicate"),
@@ -160,8 +162,9 @@ def test_check_grades_what_the_notebook_defined_in_a_child(executed):
     text = report_text(cells["check_defined"])
     assert text.startswith(f"✓ In [{NUMBER['define']}]  passed"), text[:300]
     assert value(cells["check_defined"]) == "Checked(exercise='mha', verdict='passed', passed=True, mistakes=())"
-    # built in the grading child only: the kernel's environment never saw the class's constructor run
-    assert [o.text for o in outputs(cells["after"], "stream")] == [f"True passed In [{NUMBER['define']}] None\n"]
+    # built in the grading child only: the kernel's environment never saw the class's constructor
+    # run; and the kernel has its two threads back
+    assert [o.text for o in outputs(cells["after"], "stream")] == [f"True passed In [{NUMBER['define']}] None 2\n"]
 
 
 def test_new_says_the_stub_is_in_the_next_cell(executed):
