@@ -116,7 +116,7 @@ def _caller_namespace() -> dict:
     if shell is not None:
         return shell.user_ns
     frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("attnprep"):
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "attnprep":
         frame = frame.f_back
     return frame.f_globals if frame is not None else {}
 
