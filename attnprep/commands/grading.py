@@ -133,17 +133,24 @@ def check(
 
 def run_checks(plan: list[tuple[Path, exercises.Exercise]], *, seed: int, device: str, timeout: float, record: bool = True):
     """Grade each (file, exercise) and record it in the history."""
-    from attnprep import history
     from attnprep.grader import grade
 
     results = []
     for path, exercise in plan:
         started = time.time()
         result = grade(path, exercise, seed=seed, device=device, timeout=timeout)
-        if record and not result.internal:
-            history.record(result, kind="check", started_at=started, duration_s=result.duration_s)
+        if record:
+            record_check(result, started)
         results.append(result)
     return results
+
+
+def record_check(result, started: float) -> None:
+    """Record a graded attempt in the history as a `check` (not when attnprep itself failed)."""
+    from attnprep import history
+
+    if not result.internal:
+        history.record(result, kind="check", started_at=started, duration_s=result.duration_s)
 
 
 DEMO = Path(__file__).resolve().parent.parent / "data" / "demo.py"  # names its exercise in its header
