@@ -128,16 +128,25 @@ def debug(
     budget_s = seconds if seconds is not None else (minutes * 60 if minutes is not None else exercise.minutes * 60.0)
     if not budget_s > 0 or math.isinf(budget_s):
         usage_error(texts.t("drill.bad_budget"))
+    raise typer.Exit(run_round(exercise, seed=seed, bugs=bugs, budget_s=budget_s,
+                               folder=folder if folder is not None else Path.cwd(), reason=reason, clock=not no_clock))
+
+
+def run_round(exercise, *, seed: int, bugs: int | None, budget_s: float, folder: Path, reason: str | None = None,
+              clock: bool = True) -> int:
+    """Write a debug round's file, run it on the clock (unless ``clock`` is off), record it; the
+    exit code (0 fixed, 1 time up, 130 given up; 0 when only written). `interview --debug` ends with one."""
+    from attnprep import debugging
+
     try:
         round_ = debugging.plant(exercise, seed, bugs, _weights(exercise.id))
     except debugging.NoPlants as exc:
-        usage_error(texts.t("debug.stale", detail=str(exc)))
+        usage_error(texts.t("debug.stale", detail=str(exc)) if str(exc) != exercise.id else texts.t("debug.no_plants", id=exercise.id))
 
     from attnprep import drill as drills
 
     try:
-        path = drills.new_drill_file(exercise, folder if folder is not None else Path.cwd(), subfolder="debug",
-                                     text=round_.source)
+        path = drills.new_drill_file(exercise, folder, subfolder="debug", text=round_.source)
     except OSError as exc:
         usage_error(texts.t("drill.cannot_write", error=exc))
     planted = [p._asdict() for p in round_.planted]
@@ -150,9 +159,11 @@ def debug(
     out.print(Text.assemble(texts.t("debug.wrote"), (str(path), "bold"),
                             texts.t("debug.wrote_about", n=n, title=exercise.title, budget=history.format_duration(budget_s))),
               soft_wrap=True)
-    if no_clock:
+    if bugs is not None and bugs > n:
+        out.print(Text(texts.t("debug.fewer", n=n, asked=bugs), style="dim"), soft_wrap=True)
+    if not clock:
         out.print(texts.t("debug.next_check", file=str(path)), soft_wrap=True)
-        raise typer.Exit(EXIT_OK)
+        return EXIT_OK
 
     from attnprep import grader
 
@@ -182,4 +193,4 @@ def debug(
                    style="bold green" if ending.outcome == "passed" else "bold"), soft_wrap=True)
     out.print(Text(texts.t("debug.reveal_head", file=str(path), n=n), style="bold"), soft_wrap=True)
     render_reveal(out, _planted_json(planted, exercises.mistake_catalogue()))
-    raise typer.Exit(ending.exit_code)
+    return ending.exit_code
