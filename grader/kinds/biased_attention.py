@@ -131,8 +131,11 @@ class BiasedAttention(AttentionFunctions):
                               shape=str(tuple(got.get("shape") or ())), H=H)
             if got.get("dtype") != "torch.float32":
                 return H, msg("biased_attention.wrong_dtype", call=call(H), dtype=got.get("dtype"))
-            if not self._values_are(got, H, ""):
-                return H, msg("biased_attention.wrong_values", call=call(H))
+        wrong = [H for H in self.slope_checks if not self._values_are(extra.get(str(H)) or {}, H, "")]
+        if wrong:  # the head counts where it is wrong and where it is right: a case group shows
+            right = [H for H in self.slope_checks if H not in wrong]
+            return wrong[0], msg("biased_attention.wrong_values", name=self.slopes_name,
+                                 heads=", ".join(map(str, wrong)), right=", ".join(map(str, right)) or "-")
         return None, None
 
     @staticmethod
