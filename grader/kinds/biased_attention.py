@@ -97,7 +97,6 @@ class BiasedAttention(AttentionFunctions):
         mistake = variants.slips(knob)
         form = variants.pick({"alibi_bias_after_softmax:key_only": "key_only", "alibi_bias_after_softmax:mpt": "mpt",
                               "alibi_no_causal_mask:symmetric": "symmetric"}, mistake, "relative")
-
         made = {m.split(":")[0] for m in mistake}  # the mistake ids, whatever their sub-variant
 
         def call(case: Case):
@@ -112,11 +111,12 @@ class BiasedAttention(AttentionFunctions):
                 return {"out": variants.attend(q, k, v, mask, False, scale, mistake, fill, bias=bias)}
             if "alibi_bias_after_softmax" in made:  # added to the probabilities of allowed keys
                 eye = torch.eye(T, dtype=q.dtype).expand(B, H, T, T)
-                probs = variants.masked(q, k, eye, mask, mistake, fill)  # (B, H, T, T): the attention itself
+                others = variants.slips(tuple(m for m in mistake if m != "attn_times_k"))
+                probs = variants.masked(q, k, eye, mask, others, fill)  # (B, H, T, T): the attention itself
                 allowed = variants.band(T, T, None)[None, None]
                 if mask is not None:
                     allowed = allowed & mask[:, None, None, :]
-                return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ v}
+                return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ (k if mistake == "attn_times_k" else v)}
             return {"out": variants.masked(q, k, v, mask, mistake, fill, bias=bias)}
 
         return call
