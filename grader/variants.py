@@ -120,15 +120,19 @@ def band(T, S, window, mistake="", device=None):
     return allowed
 
 
-def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf"), window=None):
+def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf"), window=None, bias=None):
     """Scaled dot-product attention on (B, H, T, D) with the masking, scores and output mistakes as
-    knobs; ``window``: the causal mask is a sliding window of that many keys (see :func:`band`)."""
+    knobs; ``window``: the causal mask is a sliding window of that many keys (see :func:`band`);
+    ``bias``: an additive score bias broadcastable to (B, H, T, S), added to the scaled scores
+    before the masks (a position bias such as ALiBi's)."""
     mistake = slips(mistake)
     T, S = q.shape[-2], k.shape[-2]
     if mistake == "scores_k_q_swapped":
         scores = (k @ q.transpose(-2, -1)) * scale  # (B, H, S, T): the transposed scores (T == S)
     else:
         scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, S)
+    if bias is not None:
+        scores = scores + bias
     if mistake == "causal_flag_inverted":
         is_causal = not is_causal
     ones = torch.ones(T, S, dtype=torch.bool, device=q.device)
@@ -297,9 +301,9 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
     return out if mistake == "output_proj_skipped" else _linear(weights, "wo", out)
 
 
-def masked(q, k, v, attention_mask, mistake="", fill=float("-inf"), window=None):
+def masked(q, k, v, attention_mask, mistake="", fill=float("-inf"), window=None, bias=None):
     """Causal attention on (B, H, T, D) with a key padding mask; a sliding window of ``window``
-    keys when given."""
+    keys when given; ``bias`` added to the scaled scores (see :func:`attend`)."""
     mistake = slips(mistake)
     scale = head_scale(q.shape[-1], mistake)
-    return attend(q, k, v, attention_mask, True, scale, mistake, fill, window)
+    return attend(q, k, v, attention_mask, True, scale, mistake, fill, window, bias)

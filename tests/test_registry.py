@@ -99,6 +99,12 @@ SPEC.update({
         "constructor": SPEC["mla"]["constructor"],
     },
 })
+# the third wave (SPEC §11)
+SPEC["alibi"] = {
+    "kind": "biased_attention",
+    "objects": ("alibi_slopes", "alibi_attention"),
+    "signatures": {"alibi_slopes": "num_heads", "alibi_attention": "q, k, v, attention_mask=None"},
+}
 
 
 def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
@@ -110,7 +116,7 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
-    if exercise_id in ("causal", "sliding_window", "sdpa", "rope"):
+    if exercise_id in ("causal", "sliding_window", "sdpa", "rope", "alibi"):
         return {}
     if exercise_id == "norms":
         return {}  # parameters of the classes themselves, not contract layers: see test_ex_norms
@@ -164,7 +170,8 @@ _LATENT = lambda ex: "kv_lora_rank" in _arg_names(ex.contract.constructor)  # no
 _MLA_DECODE = lambda ex: _LATENT(ex) and _CACHED(ex)  # noqa: E731  (the absorbed form over a cache of latents)
 _ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules")  # noqa: E731  (scores, softmax, masks)
 _LOW_PRECISION = lambda ex: ex.contract.kind in ("rope_functions", "norm_modules")  # noqa: E731  (graded in bfloat16 / float16)
-_CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex)  # noqa: E731
+_BIASED = lambda ex: ex.contract.kind == "biased_attention"  # noqa: E731  (causal, a position bias: "no causal mask" is its own mistake)
+_CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex) or _BIASED(ex)  # noqa: E731
 # a blocked (flash) kernel has no softmax over whole rows: a softmax dim, a mask after the exp (p is
 # still normalised by the same sum: right) or k @ q^T on tiles do not apply; its causal off-by-ones
 # have their own name (flash_causal_off_by_one), since they interact with the skipped key blocks.
@@ -204,7 +211,7 @@ MISTAKE_APPLIES = {
     "causal_masks_diagonal": lambda ex: _ATTENTION(ex) and _CAUSAL(ex) and _ROWS(ex),
     "causal_leaks_next": lambda ex: _ATTENTION(ex) and _CAUSAL(ex) and _ROWS(ex),
     "causal_inverted": lambda ex: _ATTENTION(ex) and _CAUSAL(ex) and not _WINDOWED(ex),
-    "causal_ignored": lambda ex: _ATTENTION(ex) and _CAUSAL(ex),
+    "causal_ignored": lambda ex: _ATTENTION(ex) and _CAUSAL(ex) and not _BIASED(ex),
     "causal_flag_inverted": lambda ex: "is_causal" in ex.contract.forward,
     "causal_mask_inverted": lambda ex: _CAUSAL_FUNCTIONS(ex) and not _WINDOWED(ex),
     "output_proj_skipped": _PROJECTED,

@@ -1,0 +1,171 @@
+"""Kind ``biased_attention``: a slopes function and causal attention with a linear position bias.
+
+The contract's objects are ``[slopes_function, attention_function]``: ``slopes(num_heads)`` returns
+float32 ``(H,)``, one slope per head (ALiBi's geometric sequence, Press et al.'s code for a head
+count that is not a power of two), and ``attention(q, k, v, attention_mask)`` on ``(B, H, T, D)``
+adds ``-slope_h · (i - j)`` to the scaled scores before the causal and key padding masks. It is
+:mod:`.attention_functions` with the mask function's role taken by the slopes function: the cases,
+calls, gradients and shared attention mistakes are that kind's (``variants.masked`` with a
+``bias``); what differs is here.
+
+The two objects are graded each on its own: the slopes function by its values for the head counts
+of ``slope_checks`` (a check and, when its values are a slope mistake's, that mistake named from
+them), the attention by its outputs. An attention that computes its slopes by calling a wrong slopes
+function has wrong outputs of its own, which the same slope knob reproduces: the mistake is named
+once. A slope mistake that only shows for some head counts (the rule for a count that is not a
+power of two) is graded on configs of both kinds.
+
+Exercise data (``[grading]``): ``configs`` (``heads``, ``dim``); ``slope_checks``, the head counts
+the slopes function is checked with on its own; ``knobs``, the mistakes tried, in order.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from attnprep.grader import variants
+from attnprep.grader.cases import Case
+from attnprep.grader.kinds.attention_functions import AttentionFunctions
+from attnprep.grader.result import Check, Diagnosis, msg
+
+SLOPE_RTOL, SLOPE_ATOL = 1e-5, 1e-8
+SLOPE_KNOBS = ("alibi_slopes_reversed", "alibi_pow2_rule_ignored")  # mistakes of the slopes themselves
+
+
+# --- the functional form of the reference and its mistakes (knobs) -------------------------------
+
+
+def slopes(num_heads: int, mistake="") -> torch.Tensor:
+    """float32 (H,): 2^(-8i/n) for i = 1..n, n the largest power of two <= H; the H - n others
+    2^(-4(2i-1)/n) (every other slope of 2n heads), or what a slope mistake gives instead."""
+    mistake = variants.slips(mistake)
+
+    def geometric(n: int) -> list[float]:
+        return [2 ** (-8 * i / n) for i in range(1, n + 1)]
+
+    n = 2 ** int(math.floor(math.log2(num_heads)))
+    if n == num_heads or mistake == "alibi_pow2_rule_ignored":
+        values = geometric(num_heads)  # the power-of-two formula with H in place of n
+    else:
+        values = geometric(n) + [2 ** (-4 * (2 * i - 1) / n) for i in range(1, num_heads - n + 1)]
+    if mistake == "alibi_slopes_reversed":
+        values = values[::-1]
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def distance_bias(slope: torch.Tensor, T: int, form: str = "relative") -> torch.Tensor:
+    """(H, T, T): slope_h times a per-key offset. ``relative``: -(i - j) (the reference);
+    ``key_only``: j (BLOOM's build_alibi_tensor; per row it differs by a constant, so the softmax
+    is the same); ``mpt``: j - (T - 1) (MPT's gen_alibi_bias); ``symmetric``: -|i - j|."""
+    i = torch.arange(T, dtype=slope.dtype, device=slope.device)[:, None]
+    j = torch.arange(T, dtype=slope.dtype, device=slope.device)[None, :]
+    offset = {"relative": j - i, "key_only": j.expand(T, T), "mpt": (j - (T - 1)).expand(T, T),
+              "symmetric": -(i - j).abs()}[form]
+    return slope[:, None, None] * offset  # (H, 1, 1) * (T, T) -> (H, T, T)
+
+
+# --- the kind -----------------------------------------------------------------------------------
+
+
+class BiasedAttention(AttentionFunctions):
+    def __init__(self, exercise, seed: int):
+        super().__init__(exercise, seed)
+        self.slopes_name = self.mask_name
+        self.slope_checks: list[int] = [int(h) for h in exercise.grading.get("slope_checks", [])]
+
+    # --- child --------------------------------------------------------------------------------
+
+    def child_extra(self, attempt) -> dict | None:
+        """The slopes function on its own: what it returns for each head count of ``slope_checks``."""
+        out: dict[str, Any] = {}
+        for H in self.slope_checks:
+            s = attempt[self.slopes_name](H)
+            is_tensor = isinstance(s, torch.Tensor)
+            out[str(H)] = {"type": type(s).__name__, "shape": list(s.shape) if is_tensor else [],
+                           "dtype": str(s.dtype) if is_tensor else "",
+                           "values": s.detach().double().cpu().reshape(-1).tolist() if is_tensor else None}
+        return out
+
+    # --- parent -------------------------------------------------------------------------------
+
+    def variant(self, ci: int, zero_bias, knob, fill):
+        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together): the
+        shared attention mistakes are :func:`variants.masked`'s, given the bias."""
+        mistake = variants.slips(knob)
+        form = variants.pick({"alibi_bias_after_softmax:key_only": "key_only", "alibi_bias_after_softmax:mpt": "mpt",
+                              "alibi_no_causal_mask:symmetric": "symmetric"}, mistake, "relative")
+        made = {m.split(":")[0] for m in mistake}  # the mistake ids, whatever their sub-variant
+
+        def call(case: Case):
+            i = case.inputs
+            q, k, v, mask = i["q"], i["k"], i["v"], i["attention_mask"]
+            B, H, T, D = q.shape
+            bias = distance_bias(slopes(H, mistake).to(q.dtype), T, form)  # (H, T, T)
+            if mistake == "alibi_bias_sign_flipped":
+                bias = -bias
+            if "alibi_no_causal_mask" in made:  # the bias trusted to hide the future: no causal mask
+                scale = variants.head_scale(D, mistake)
+                return {"out": variants.attend(q, k, v, mask, False, scale, mistake, fill, bias=bias)}
+            if "alibi_bias_after_softmax" in made:  # added to the probabilities of allowed keys
+                eye = torch.eye(T, dtype=q.dtype).expand(B, H, T, T)
+                others = variants.slips(tuple(m for m in mistake if m != "attn_times_k"))
+                probs = variants.masked(q, k, eye, mask, others, fill)  # (B, H, T, T): the attention itself
+                allowed = variants.band(T, T, None)[None, None]
+                if mask is not None:
+                    allowed = allowed & mask[:, None, None, :]
+                return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ (k if mistake == "attn_times_k" else v)}
+            return {"out": variants.masked(q, k, v, mask, mistake, fill, bias=bias)}
+
+        return call
+
+    def _slopes_problem(self, extra: dict):
+        """The first head count whose slopes are wrong, and the message saying how."""
+        call = lambda H: f"{self.slopes_name}({H})"  # noqa: E731
+        for H in self.slope_checks:
+            got = extra.get(str(H)) or {}
+            if got.get("type") != "Tensor" or got.get("shape") != [H]:
+                return H, msg("biased_attention.wrong_type", call=call(H), type=got.get("type"),
+                              shape=str(tuple(got.get("shape") or ())), H=H)
+            if got.get("dtype") != "torch.float32":
+                return H, msg("biased_attention.wrong_dtype", call=call(H), dtype=got.get("dtype"))
+        wrong = [H for H in self.slope_checks if not self._values_are(extra.get(str(H)) or {}, H, "")]
+        if wrong:  # the head counts where it is wrong and where it is right: a case group shows
+            right = [H for H in self.slope_checks if H not in wrong]
+            return wrong[0], msg("biased_attention.wrong_values", name=self.slopes_name,
+                                 heads=", ".join(map(str, wrong)), right=", ".join(map(str, right)) or "-")
+        return None, None
+
+    @staticmethod
+    def _values_are(got: dict, H: int, mistake) -> bool:
+        values = got.get("values")
+        if values is None or len(values) != H:
+            return False
+        want = slopes(H, mistake).double()
+        return bool(torch.isclose(torch.tensor(values, dtype=torch.float64), want, rtol=SLOPE_RTOL, atol=SLOPE_ATOL).all())
+
+    def extra_checks(self, extra: dict) -> list[Check]:
+        _, problem = self._slopes_problem(extra)
+        ok = msg("biased_attention.ok", name=self.slopes_name)
+        return [Check("slopes_function", problem is None, problem or ok)]
+
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
+        """A slope mistake named from the slopes function's own values, with the head counts where
+        they are wrong (the non-power-of-two rule shows only at those counts)."""
+        wrong, _ = self._slopes_problem(extra)
+        if wrong is None:
+            return []
+        for mistake in (*SLOPE_KNOBS, SLOPE_KNOBS):  # each, then both together
+            got = [(H, extra.get(str(H)) or {}) for H in self.slope_checks]
+            if all(g.get("type") == "Tensor" and self._values_are(g, H, mistake) for H, g in got):
+                differ = [H for H, g in got if not self._values_are(g, H, "")]
+                evidence = msg("biased_attention.evidence_slopes", name=self.slopes_name,
+                               heads=", ".join(str(H) for H in differ))
+                ids = (mistake,) if isinstance(mistake, str) else mistake
+                return [Diagnosis(i, (evidence,)) for i in ids]
+        return []
+
+
+KIND = BiasedAttention

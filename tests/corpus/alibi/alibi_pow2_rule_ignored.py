@@ -1,0 +1,28 @@
+# attnprep: alibi
+# expect: wrong_output
+# diagnosis: alibi_pow2_rule_ignored
+"""2^(-8i/H) for every H: right when H is a power of two, wrong for H = 3 or 6 (a case-group mistake)."""
+
+import math
+
+import torch
+
+
+def alibi_slopes(num_heads):
+    slopes = [2 ** (-8 * i / num_heads) for i in range(1, num_heads + 1)]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def alibi_attention(q, k, v, attention_mask=None):
+    B, H, T, D = q.shape
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D)
+    pos = torch.arange(T, device=q.device)
+    distance = (pos[:, None] - pos[None, :]).to(q.dtype)
+    slopes = alibi_slopes(H).to(q.device)
+    scores = scores - slopes[:, None, None] * distance
+    allowed = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    if attention_mask is not None:
+        allowed = allowed & attention_mask[:, None, None, :]
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    attn = scores.softmax(dim=-1)
+    return attn @ v

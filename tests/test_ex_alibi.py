@@ -1,0 +1,172 @@
+"""alibi: the slopes against the paper's code and written-out values, the reference against torch's
+SDPA with the bias as a float mask, BLOOM's and MPT's bias forms (the same attention), the kind's
+slope and bias knobs (each one nameable, the non-power-of-two rule only where H is not a power of
+two), the slopes function graded on its own, and two-mistake attempts named."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnprep import exercises
+from attnprep.grader import variants
+from attnprep.grader.kinds import kind_for
+from attnprep.grader.kinds.biased_attention import distance_bias, slopes
+from attnprep.solutions.alibi import alibi_attention, alibi_slopes
+
+EX = exercises.get("alibi")
+TWO = Path(__file__).parent / "corpus" / "alibi" / "two"
+
+
+def paper_slopes(n: int) -> list[float]:
+    """ofirpress/attention_with_linear_biases, get_slopes, as published."""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + paper_slopes(2 * closest)[0::2][: n - closest]
+
+
+def is_power_of_two(n: int) -> bool:
+    return n & (n - 1) == 0
+
+
+@pytest.mark.parametrize("H", list(range(1, 41)))
+def test_slopes_are_the_papers(H):
+    got = alibi_slopes(H)
+    assert got.dtype == torch.float32 and got.shape == (H,)
+    torch.testing.assert_close(got, torch.tensor(paper_slopes(H), dtype=torch.float32))
+    torch.testing.assert_close(slopes(H), got)
+
+
+def test_slopes_written_out():
+    assert alibi_slopes(8).tolist() == [2.0**-e for e in range(1, 9)]
+    assert alibi_slopes(4).tolist() == [2.0**-e for e in (2, 4, 6, 8)]
+    assert alibi_slopes(6).tolist() == [2.0**-e for e in (2, 4, 6, 8, 1, 3)]
+    assert alibi_slopes(1).tolist() == [2.0**-8]
+
+
+@pytest.mark.parametrize(("B", "H", "T", "D"), [(1, 1, 1, 4), (2, 3, 7, 5), (3, 8, 9, 4), (1, 6, 12, 3)])
+@pytest.mark.parametrize("padded", [False, True])
+def test_reference_equals_torch_sdpa_with_the_bias_as_a_float_mask(B, H, T, D, padded):
+    g = torch.Generator().manual_seed(B * 100 + H * 10 + T)
+    q, k, v = (torch.randn(B, H, T, D, generator=g, dtype=torch.float64) for _ in range(3))
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    bias = -alibi_slopes(H).double()[:, None, None] * (i - j)  # (H, T, T)
+    allowed = (j <= i)[None, None]
+    mask = None
+    if padded:
+        starts = T - torch.randint(1, T + 1, (B,), generator=g)  # left padding
+        mask = torch.arange(T)[None, :] >= starts[:, None]
+        allowed = allowed & mask[:, None, None, :]
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.masked_fill(~allowed, float("-inf")))
+    got = alibi_attention(q, k, v, mask)
+    rows = (torch.ones(B, T, dtype=torch.bool) if mask is None else mask)[:, None, :].expand(B, H, T)
+    torch.testing.assert_close(got[rows], want[rows])
+
+
+@pytest.mark.parametrize("form", ["key_only", "mpt"])
+def test_bloom_and_mpt_bias_forms_give_the_same_attention(form):
+    """-slope·(i - j), slope·j and slope·(j - (T - 1)) differ by a constant per row: one softmax."""
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 6, 7, 4, generator=g) for _ in range(3))
+    s = alibi_slopes(6)
+    ref = variants.masked(q, k, v, None, bias=distance_bias(s, 7))
+    torch.testing.assert_close(variants.masked(q, k, v, None, bias=distance_bias(s, 7, form)), ref)
+    torch.testing.assert_close(ref, alibi_attention(q, k, v))
+    # the forms are not the same bias: only after the softmax they agree
+    assert not torch.allclose(distance_bias(s, 7, form), distance_bias(s, 7))
+
+
+def test_attend_adds_its_bias_to_the_scaled_scores_before_the_masks():
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 2, 5, 3, generator=g) for _ in range(3))
+    bias = torch.randn(2, 5, 5, generator=g)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(3) + bias
+    want = scores.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf")).softmax(-1) @ v
+    torch.testing.assert_close(variants.attend(q, k, v, None, True, 1 / math.sqrt(3), bias=bias), want)
+    assert torch.equal(variants.attend(q, k, v, None, True, 0.5), variants.attend(q, k, v, None, True, 0.5, bias=None))
+
+
+def test_slope_knobs():
+    assert slopes(8, "alibi_slopes_reversed").tolist() == alibi_slopes(8).flip(0).tolist()
+    assert slopes(6, "alibi_pow2_rule_ignored").tolist() == torch.tensor([2 ** (-8 * i / 6) for i in range(1, 7)]).tolist()
+    for H in (1, 2, 4, 8, 16):  # the rule only changes a head count that is not a power of two
+        assert torch.equal(slopes(H, "alibi_pow2_rule_ignored"), slopes(H))
+    both = slopes(6, ("alibi_pow2_rule_ignored", "alibi_slopes_reversed"))
+    assert both.tolist() == slopes(6, "alibi_pow2_rule_ignored").flip(0).tolist()
+
+
+def test_configs_have_both_kinds_of_head_count_and_slope_checks_too():
+    heads = [c["heads"] for c in EX.grading["configs"]]
+    assert any(is_power_of_two(h) for h in heads) and any(not is_power_of_two(h) for h in heads)
+    checks = EX.grading["slope_checks"]
+    assert any(is_power_of_two(h) for h in checks) and any(not is_power_of_two(h) for h in checks)
+
+
+def test_every_knob_is_the_reference_without_its_mistake_and_differs_with_it():
+    kind = kind_for(EX)
+    for ci in range(len(kind.configs)):
+        case = next(c for c in kind.cases(ci) if c.name == "padded+causal")
+        ref = kind.reference(ci)(case)["out"]
+        plain = kind.variant(ci, frozenset(), "", float("-inf"))(case)["out"]
+        rows = case.mask("out", tuple(ref.shape))
+        torch.testing.assert_close(plain[rows], ref[rows])
+    for knob in kind.knobs():
+        differs = []
+        for ci in range(len(kind.configs)):
+            out = {}
+            for case in kind.cases(ci):
+                if case.name not in ("padded+causal", "left-padded+causal", "plain+causal"):
+                    continue
+                got = kind.variant(ci, frozenset(), knob, -1e9)(case)["out"]
+                want = kind.reference(ci)(case)["out"]
+                rows = case.mask("out", tuple(want.shape))
+                out[case.name] = not torch.allclose(got[rows], want[rows], atol=1e-5)
+            differs.append(any(out.values()))
+        assert any(differs), knob
+        if knob == "alibi_pow2_rule_ignored":  # a case-group mistake: only where H is not a power of two
+            assert differs == [not is_power_of_two(c["heads"]) for c in kind.configs]
+
+
+def test_the_slopes_function_is_checked_and_named_on_its_own():
+    from attnprep.solutions import alibi as solution
+
+    kind = kind_for(EX)
+    functions = {n: getattr(solution, n) for n in EX.contract.objects}
+    extra = kind.child_extra(functions)
+    assert {c.id: c.passed for c in kind.extra_checks(extra)} == {"slopes_function": True}
+    assert kind.extra_diagnoses(extra) == []
+    for mistake in ("alibi_slopes_reversed", "alibi_pow2_rule_ignored"):
+        wrong = kind.child_extra({**functions, "alibi_slopes": lambda H, m=mistake: slopes(H, m)})
+        assert {c.id: c.passed for c in kind.extra_checks(wrong)} == {"slopes_function": False}
+        found = kind.extra_diagnoses(wrong)
+        assert [d.id for d in found] == [mistake]
+        heads = found[0].evidence[0].params["heads"]
+        if mistake == "alibi_pow2_rule_ignored":  # says where it shows: the head counts that are not powers of two
+            assert heads == ", ".join(str(h) for h in EX.grading["slope_checks"] if not is_power_of_two(h))
+    as_list = kind.child_extra({**functions, "alibi_slopes": lambda H: slopes(H).tolist()})
+    assert kind.extra_checks(as_list)[0].message.key == "biased_attention.wrong_type"
+    as_double = kind.child_extra({**functions, "alibi_slopes": lambda H: slopes(H).double()})
+    assert kind.extra_checks(as_double)[0].message.key == "biased_attention.wrong_dtype"
+
+
+@pytest.mark.parametrize("path", sorted(TWO.glob("*.py")), ids=lambda p: p.stem)
+def test_two_mistakes_at_once_are_both_named(path, graded):
+    lines = path.read_text(encoding="utf-8").splitlines()[:3]
+    expected = {i.strip() for i in lines[2].split(":", 1)[1].split(",")}
+    assert len(expected) == 2
+    result = graded(path)
+    assert result.verdict.value == lines[1].split(":", 1)[1].strip()
+    assert {d.id for d in result.diagnoses} == expected
+
+
+def test_sdpa_chains_to_alibi():
+    assert "alibi" in exercises.get("sdpa").follow_ups
