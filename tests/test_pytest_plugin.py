@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 
 
-def pytest_in(folder: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+def pytest_in(folder: Path, home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", *args],
         cwd=folder, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120"},
+        env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", **(env or {})},
     )
 
 
@@ -107,3 +107,76 @@ def test_an_unknown_exercise_fails_its_item_with_one_line(tmp_path, attnprep_hom
 ])
 def test_the_header_line(line, expected):
     assert header_id(line) == expected
+
+
+# --- the plugin owns its files: no attempt is imported into pytest's process ---------------------
+
+# Every import of the attempt appends "pid module-name" to IMPORTS; conftest.py (pytest's own,
+# imported into its process) writes that process's pid. Its header must not make it an attempt.
+RECORDS_IMPORTS = '''
+import os as _os
+with open(_os.path.join(_os.path.dirname(__file__), "IMPORTS"), "a") as _f:
+    _f.write(f"{_os.getpid()} {__name__}\\n")
+'''
+CONFTEST = "# attnprep: mha\nimport os\nopen(os.path.join(os.path.dirname(__file__), 'PYTEST_PID'), 'w').write(str(os.getpid()))\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["folder", "named"])
+def test_no_attempt_is_imported_into_the_pytest_process_whatever_its_name(tmp_path, attnprep_home, how):
+    """test_mha.py and mha_test.py match pytest's python_files; a path named on the command line is
+    collected by pytest's Python collector whatever its name, and --doctest-modules imports every
+    module it collects."""
+    good = (ROOT / "solutions" / "mha.py").read_text(encoding="utf-8")
+    names = ["test_mha.py", "mha_test.py"] + (["plain.py"] if how == "named" else [])
+    for name in names:
+        (tmp_path / name).write_text("# attnprep: mha\n" + RECORDS_IMPORTS + good, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    args = ["--doctest-modules", *names] if how == "named" else []
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "-v", *args)
+    assert proc.returncode == 0 and f"{len(names)} passed" in proc.stdout, proc.stdout + proc.stderr
+    assert sorted(re.findall(r"^(\S+)::mha PASSED", proc.stdout, re.M)) == sorted(names)  # each graded once
+    pytest_pid = (tmp_path / "PYTEST_PID").read_text()
+    imports = [line.split() for line in (tmp_path / "IMPORTS").read_text().splitlines()]
+    assert imports and all(pid != pytest_pid for pid, _ in imports), imports  # imported by the grader's children only
+    assert {module for _, module in imports} == {"attnprep_attempt"}
+    assert len({pid for pid, _ in imports}) >= len(names)
+
+
+# --- what a failure says -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def failing(tmp_path) -> Path:
+    (tmp_path / "mha_bad.py").write_text((CORPUS / "mha" / "missing_scale.py").read_text(encoding="utf-8"), encoding="utf-8")
+    return tmp_path
+
+
+def failure_of(proc: subprocess.CompletedProcess) -> str:
+    return re.split(r"\n=+ short test summary", proc.stdout.split("= FAILURES =", 1)[1])[0]
+
+
+@pytest.mark.slow
+def test_quiet_shows_the_compact_report_and_verbose_the_whole_one(failing, attnprep_home):
+    quiet = failure_of(pytest_in(failing, attnprep_home, "--attnprep", "-q"))
+    verbose = failure_of(pytest_in(failing, attnprep_home, "--attnprep", "-v"))
+    for text in (quiet, verbose):
+        assert "missing 1/sqrt(d) scale" in text and "where it first goes wrong" in text
+        assert text.count("scores = q @ k.transpose(-2, -1)  # (B, H, T, T)") == 1  # the divergence, said once
+    for panel in ("─ shapes", "─ attention", "─ output vs reference", "softmax row sums"):
+        assert panel in verbose and panel not in quiet
+    assert re.search(r"causality\s+✓", verbose) and not re.search(r"causality\s+✓", quiet)  # -q: the failed checks only
+    assert all(line == line.rstrip() for line in verbose.splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["env", "option"])
+def test_the_failure_text_follows_the_language(failing, attnprep_home, how):
+    if how == "env":
+        proc = pytest_in(failing, attnprep_home, "--attnprep", "-q", env={"ATTNPREP_LANG": "zh"})
+    else:
+        proc = pytest_in(failing, attnprep_home, "--attnprep", "--attnprep-lang", "zh", "-q", env={"ATTNPREP_LANG": "en", "LANG": "en_US.UTF-8"})
+    text = failure_of(proc)
+    assert "忘了除以 √d" in text and "输出错误" in text and "首个出错位置" in text  # the mistake's zh title, verdict, divergence
+    for english in ("wrong output", "missing 1/sqrt(d) scale", "where it first goes wrong", "checks", "stuck?", "evidence"):
+        assert english not in text
