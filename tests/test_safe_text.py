@@ -288,3 +288,11 @@ def test_pytest_shows_a_forging_attempt_made_visible(attempts, attnprep_home, ve
     assert "Err" + SHOWN + ": boom" + MESSAGE_SHOWN in out
     assert f"unknown.py::mha{ID_SHOWN}" in out and f"unknown exercise 'mha{ID_SHOWN}'" in out
     assert ("your a" + NAME_SHOWN in out) == (verbosity == "-v")  # the mapping panel: the full report only
+
+
+def test_a_usage_error_quoting_a_file_name_shows_its_control_characters(tmp_path, attnprep_home):
+    name = f"notes{NAME_FORGE}.py"
+    (tmp_path / name).write_text("x = 1\n", encoding="utf-8")  # no header: the error names the file
+    proc = run(["-m", "attnprep", "check", name], tmp_path, attnprep_home)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert not raw_controls(proc.stderr) and f"notes{NAME_SHOWN}.py" in proc.stderr
