@@ -58,6 +58,8 @@ def test_one_pass_one_failure_with_the_mistake_named(attempts, attnprep_home):
     assert title in failure  # the mistake's name
     assert "wrong output" in failure and re.search(r"output\s+✗", failure)  # the verdict and the failed check
     assert "Traceback" not in failure
+    assert "─ shapes" in failure and re.search(r"causality\s+✓", failure)  # -v: the whole report
+    assert failure.count("scores = q @ k.transpose(-2, -1)  # (B, H, T, T)") == 1  # the divergence, said once
     # results go to the history like `check`
     runs = history.runs()
     assert sorted((Path(r.file).name, r.kind, r.passed) for r in runs) == [("mha_bad.py", "check", False), ("mha_good.py", "check", True)]
@@ -69,6 +71,8 @@ def test_addopts_in_a_pytest_ini_turns_it_on(attempts, attnprep_home):
     (attempts / "pytest.ini").write_text("[pytest]\naddopts = --attnprep\n", encoding="utf-8")
     proc = pytest_in(attempts, attnprep_home, "-q")
     assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout
+    failure = failure_of(proc)  # -q: the compact report
+    assert "where it first goes wrong" in failure and "─ shapes" not in failure and not re.search(r"causality\s+✓", failure)
 
 
 def test_off_unless_asked(attempts, attnprep_home):
@@ -115,27 +119,26 @@ def test_the_header_line(line, expected):
 # imported into its process) writes that process's pid. Its header must not make it an attempt.
 RECORDS_IMPORTS = '''
 import os as _os
-with open(_os.path.join(_os.path.dirname(__file__), "IMPORTS"), "a") as _f:
+with open(_os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "IMPORTS"), "a") as _f:
     _f.write(f"{_os.getpid()} {__name__}\\n")
 '''
 CONFTEST = "# attnprep: mha\nimport os\nopen(os.path.join(os.path.dirname(__file__), 'PYTEST_PID'), 'w').write(str(os.getpid()))\n"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["folder", "named"])
-def test_no_attempt_is_imported_into_the_pytest_process_whatever_its_name(tmp_path, attnprep_home, how):
-    """test_mha.py and mha_test.py match pytest's python_files; a path named on the command line is
-    collected by pytest's Python collector whatever its name, and --doctest-modules imports every
-    module it collects."""
-    good = (ROOT / "solutions" / "mha.py").read_text(encoding="utf-8")
-    names = ["test_mha.py", "mha_test.py"] + (["plain.py"] if how == "named" else [])
+def test_no_attempt_is_imported_into_the_pytest_process_whatever_its_name(tmp_path, attnprep_home):
+    """sub/test_mha.py and sub/mha_test.py match pytest's python_files; a path named on the command
+    line (attempts/plain.py) is collected by pytest's Python collector whatever its name; and
+    --doctest-modules imports every module it collects."""
+    good = "# attnprep: mha\n" + RECORDS_IMPORTS + (ROOT / "solutions" / "mha.py").read_text(encoding="utf-8")
+    names = ["sub/test_mha.py", "sub/mha_test.py", "attempts/plain.py"]
     for name in names:
-        (tmp_path / name).write_text("# attnprep: mha\n" + RECORDS_IMPORTS + good, encoding="utf-8")
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(good, encoding="utf-8")
     (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
-    args = ["--doctest-modules", *names] if how == "named" else []
-    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "-v", *args)
-    assert proc.returncode == 0 and f"{len(names)} passed" in proc.stdout, proc.stdout + proc.stderr
-    assert sorted(re.findall(r"^(\S+)::mha PASSED", proc.stdout, re.M)) == sorted(names)  # each graded once
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "-v", "--doctest-modules", "sub", "attempts/plain.py")
+    assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert sorted(re.findall(r"^(\S+)::mha PASSED", proc.stdout, re.M)) == sorted(names)  # each graded, once
     pytest_pid = (tmp_path / "PYTEST_PID").read_text()
     imports = [line.split() for line in (tmp_path / "IMPORTS").read_text().splitlines()]
     assert imports and all(pid != pytest_pid for pid, _ in imports), imports  # imported by the grader's children only
@@ -146,37 +149,46 @@ def test_no_attempt_is_imported_into_the_pytest_process_whatever_its_name(tmp_pa
 # --- what a failure says -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def failing(tmp_path) -> Path:
-    (tmp_path / "mha_bad.py").write_text((CORPUS / "mha" / "missing_scale.py").read_text(encoding="utf-8"), encoding="utf-8")
-    return tmp_path
-
-
 def failure_of(proc: subprocess.CompletedProcess) -> str:
     return re.split(r"\n=+ short test summary", proc.stdout.split("= FAILURES =", 1)[1])[0]
 
 
-@pytest.mark.slow
-def test_quiet_shows_the_compact_report_and_verbose_the_whole_one(failing, attnprep_home):
-    quiet = failure_of(pytest_in(failing, attnprep_home, "--attnprep", "-q"))
-    verbose = failure_of(pytest_in(failing, attnprep_home, "--attnprep", "-v"))
-    for text in (quiet, verbose):
-        assert "missing 1/sqrt(d) scale" in text and "where it first goes wrong" in text
+@pytest.fixture
+def missing_scale(graded):
+    return graded(CORPUS / "mha" / "missing_scale.py")
+
+
+def test_the_compact_text_and_the_whole_report(missing_scale, monkeypatch):
+    from attnprep import texts
+    from attnprep.pytest_plugin import failure_text
+
+    monkeypatch.setenv("ATTNPREP_LANG", "en")
+    texts.set_language(None)
+    compact, full = failure_text(missing_scale, width=100), failure_text(missing_scale, width=100, full=True)
+    for text in (compact, full):
+        assert text.startswith("✗ missing_scale.py  wrong output — missing 1/sqrt(d) scale")
         assert text.count("scores = q @ k.transpose(-2, -1)  # (B, H, T, T)") == 1  # the divergence, said once
+        assert all(line == line.rstrip() for line in text.splitlines())
     for panel in ("─ shapes", "─ attention", "─ output vs reference", "softmax row sums"):
-        assert panel in verbose and panel not in quiet
-    assert re.search(r"causality\s+✓", verbose) and not re.search(r"causality\s+✓", quiet)  # -q: the failed checks only
-    assert all(line == line.rstrip() for line in verbose.splitlines())
+        assert panel in full and panel not in compact
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("how", ["env", "option"])
-def test_the_failure_text_follows_the_language(failing, attnprep_home, how):
-    if how == "env":
-        proc = pytest_in(failing, attnprep_home, "--attnprep", "-q", env={"ATTNPREP_LANG": "zh"})
-    else:
-        proc = pytest_in(failing, attnprep_home, "--attnprep", "--attnprep-lang", "zh", "-q", env={"ATTNPREP_LANG": "en", "LANG": "en_US.UTF-8"})
-    text = failure_of(proc)
+def test_the_failure_text_follows_attnprep_lang(missing_scale, monkeypatch):
+    from attnprep import texts
+    from attnprep.pytest_plugin import failure_text
+
+    monkeypatch.setenv("ATTNPREP_LANG", "zh")
+    texts.set_language(None)
+    text = failure_text(missing_scale, width=100, full=True)
     assert "忘了除以 √d" in text and "输出错误" in text and "首个出错位置" in text  # the mistake's zh title, verdict, divergence
     for english in ("wrong output", "missing 1/sqrt(d) scale", "where it first goes wrong", "checks", "stuck?", "evidence"):
         assert english not in text
+
+
+@pytest.mark.slow
+def test_attnprep_lang_option_beats_the_environment(tmp_path, attnprep_home):
+    (tmp_path / "mha_bad.py").write_text((CORPUS / "mha" / "missing_scale.py").read_text(encoding="utf-8"), encoding="utf-8")
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", "-q", env={"ATTNPREP_LANG": "en"})
+    text = failure_of(proc)
+    assert "忘了除以 √d" in text and "输出错误" in text
+    assert "wrong output" not in text and "missing 1/sqrt(d) scale" not in text
