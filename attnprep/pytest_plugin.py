@@ -47,10 +47,10 @@ def _visible(text: object) -> str:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("attnprep")
-    group.addoption(OPTION, action="store_true", default=False, dest="attnprep", help=_w("help"))
     from attnprep import texts
 
+    group = parser.getgroup("attnprep")
+    group.addoption(OPTION, action="store_true", default=False, dest="attnprep", help=_w("help"))
     group.addoption(OPTION + "-lang", choices=texts.LANGUAGES, default=None, dest="attnprep_lang", help=_w("help_lang"))
 
 
