@@ -23,10 +23,11 @@ import re
 # move or hide text: soft hyphen, Arabic letter mark, Mongolian vowel separator, zero-width space
 # and joiners, the bidi marks, embeddings, overrides and isolates, the line and paragraph
 # separators, word joiner and invisible operators, the byte-order mark, the interlinear
-# annotation marks and the tag characters.
+# annotation marks and the tag characters. And the lone surrogates by which Python keeps the bytes
+# of a file name that is not UTF-8 (U+DCFF for the byte 0xFF): no terminal can be sent those.
 _HIDDEN = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
+    "\ud800-\udfff\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
 )
 _IN_TEXT = re.compile(f"\r\n|[{_HIDDEN}]")  # a text of lines: tab and newline are kept
 _IN_LINE = re.compile(f"[\t\n{_HIDDEN}]")  # one line: tab and newline are shown too

@@ -297,3 +297,16 @@ def test_a_usage_error_quoting_a_file_name_shows_its_control_characters(tmp_path
     proc = run(["-m", "attnprep", "check", name], tmp_path, attnprep_home)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert not raw_controls(proc.stderr) and f"notes{NAME_SHOWN}.py" in proc.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_graded_shown_and_recorded(tmp_path, attnprep_home):
+    """Python keeps the byte 0xFF of such a name as the lone surrogate U+DCFF, which no terminal
+    (and no SQLite text) takes: shown and stored as ``\\udcff``, never an internal error."""
+    name = os.fsdecode(b"mha\xff.py")
+    (tmp_path / name).write_text("# attnprep: mha\nx = 1\n", encoding="utf-8")
+    proc = run(["-m", "attnprep", "check"], tmp_path, attnprep_home)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "mha\\udcff.py  contract" in proc.stdout and not proc.stderr
+    from attnprep import history
+
+    assert [Path(r.file).name for r in history.runs()] == ["mha\\udcff.py"]
