@@ -412,7 +412,8 @@ def clock_text(seconds: float) -> str:
 def short_verdict(result: Result) -> Text:
     """The report's verdict line without its leading mark and file name (the drill shows the file
     once): ``wrong output — missing 1/sqrt(d) scale``."""
-    from attnprep.report import verdict_line, visible
+    from attnprep.report import verdict_line
+    from attnprep.safe_text import visible
 
     if result.passed:  # the report's "passed in 0.12 s" is the grading time, not the drill's
         return Text(texts.t("drill.passed"), style="bold green")

@@ -38,8 +38,8 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep import texts, wording
-from attnprep.safe_text import visible
 from attnprep.grader.result import ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
+from attnprep.safe_text import visible
 
 LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
 HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
@@ -579,4 +579,4 @@ def render_summary(results: list[Result], console: Console) -> None:
     console.print(total)
 
 
-__all__ = ["render_result", "render_summary", "verdict_line", "leaks", "visible"]
+__all__ = ["render_result", "render_summary", "verdict_line", "leaks"]
