@@ -13,8 +13,9 @@ The plugin owns the attempt files it collects: such a file is graded in the grad
 and never imported into pytest's, whatever its name (``test_mha.py`` matches pytest's
 ``python_files``; a path named on the command line is collected whatever its name). Its
 ``pytest_collect_file`` wraps every other implementation and puts its own collector in place of
-theirs (pytest's Python module, doctest's), so none of them can import the file. A
-``conftest.py`` is pytest's own, imported before collection; it is never an attempt.
+theirs (pytest's Python module, doctest's), so none of them can import the file; a folder whose
+``__init__.py`` is an attempt is collected as a plain folder, not as a package pytest would import.
+A ``conftest.py`` is pytest's own, imported before collection; it is never an attempt.
 
 Words follow the language as the CLI's do (``ATTNPREP_LANG``, the locale), or ``--attnprep-lang``.
 Text from the attempt (names, messages, file names) goes through
@@ -96,6 +97,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     if exercise_id is None:
         return collectors
     return [AttemptFile.collector(parent, file_path, exercise_id)]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector):
+    """A folder whose ``__init__.py`` is an attempt is a plain folder, not a package: pytest imports
+    a package's ``__init__.py`` to set up the tests inside it (the file is graded as any other)."""
+    collector = yield
+    if isinstance(collector, pytest.Package) and attempt_id(path / "__init__.py", parent.config):
+        return pytest.Dir.from_parent(parent, path=path)
+    return collector
 
 
 class AttemptFile(pytest.File):

@@ -127,17 +127,18 @@ CONFTEST = "# attnprep: mha\nimport os\nopen(os.path.join(os.path.dirname(__file
 
 @pytest.mark.slow
 def test_no_attempt_is_imported_into_the_pytest_process_whatever_its_name(tmp_path, attnprep_home):
-    """sub/test_mha.py and sub/mha_test.py match pytest's python_files; a path named on the command
-    line (attempts/plain.py) is collected by pytest's Python collector whatever its name; and
+    """sub/test_mha.py and sub/mha_test.py match pytest's python_files; pytest imports a package's
+    __init__.py (sub/__init__.py) to set up the tests inside it; a path named on the command line
+    (attempts/plain.py) is collected by pytest's Python collector whatever its name; and
     --doctest-modules imports every module it collects."""
     good = "# attnprep: mha\n" + RECORDS_IMPORTS + (ROOT / "solutions" / "mha.py").read_text(encoding="utf-8")
-    names = ["sub/test_mha.py", "sub/mha_test.py", "attempts/plain.py"]
+    names = ["sub/__init__.py", "sub/test_mha.py", "sub/mha_test.py", "attempts/plain.py"]
     for name in names:
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(good, encoding="utf-8")
     (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "-v", "--doctest-modules", "sub", "attempts/plain.py")
-    assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
     assert sorted(re.findall(r"^(\S+)::mha PASSED", proc.stdout, re.M)) == sorted(names)  # each graded, once
     pytest_pid = (tmp_path / "PYTEST_PID").read_text()
     imports = [line.split() for line in (tmp_path / "IMPORTS").read_text().splitlines()]
