@@ -355,12 +355,14 @@ def err_console() -> Console:
 
 
 def usage_error(message: str) -> NoReturn:
-    """One clear line on stderr and exit code 2."""
+    """One clear line on stderr and exit code 2. The message may quote a file's name or header
+    (an attempt's text): its control characters are shown, not sent (:mod:`attnprep.safe_text`)."""
     from rich.text import Text
 
     from attnprep import texts
+    from attnprep.safe_text import visible
 
-    err_console().print(Text.assemble((texts.t("sys.error_prefix"), "bold red"), message), soft_wrap=True)
+    err_console().print(Text.assemble((texts.t("sys.error_prefix"), "bold red"), visible(message, one_line=True)), soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
 

@@ -413,11 +413,12 @@ def short_verdict(result: Result) -> Text:
     """The report's verdict line without its leading mark and file name (the drill shows the file
     once): ``wrong output — missing 1/sqrt(d) scale``."""
     from attnprep.report import verdict_line
+    from attnprep.safe_text import visible
 
     if result.passed:  # the report's "passed in 0.12 s" is the grading time, not the drill's
         return Text(texts.t("drill.passed"), style="bold green")
     line = verdict_line(result)
-    prefix = f"{line.plain[:1]} {Path(result.file).name}  " if result.file else ""
+    prefix = f"{line.plain[:1]} {visible(Path(result.file).name, one_line=True)}  " if result.file else ""
     if prefix and line.plain.startswith(prefix):
         line = line[len(prefix) :]
     line.no_wrap, line.overflow = False, "fold"  # the whole reason, wrapped
@@ -434,8 +435,10 @@ def diagnosis_text(result: Result) -> Text | None:
         fix = wording.mistake(result.exercise, result.diagnoses[0]).fix
         return Text.assemble(("fix: ", "green"), fix, overflow="fold")
     if result.error is not None and result.error.traceback:
-        where = result.error.traceback.strip().splitlines()[-1].strip()
-        return Text(where, style="dim", overflow="fold")
+        from attnprep.safe_text import visible
+
+        where = result.error.traceback.strip().split("\n")[-1].strip()  # the exception's own line
+        return Text(visible(where, one_line=True), style="dim", overflow="fold")
     return None
 
 

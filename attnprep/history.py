@@ -444,7 +444,7 @@ def record(
     ids = list(dict.fromkeys([*mistakes, *(d.id for d in result.diagnoses)]))
     row = (
         result.exercise,
-        str(result.file),
+        _storable(result.file),
         kind,
         float(started_at),
         float(duration_s),
@@ -462,6 +462,12 @@ def record(
         row,
         "sys.run_not_recorded",
     )
+
+
+def _storable(path: str | Path) -> str:
+    """A path as SQLite can store it: a file name that is not UTF-8 (its bytes kept by Python as
+    lone surrogates) is written with backslash escapes (``mha\\udcff.py``)."""
+    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _write(sql: str, row: tuple, failure: str) -> int | None:
@@ -486,7 +492,7 @@ def open_interview(exercise: str, file: str | Path, *, started_at: float, budget
     """Record the start of an interview round; its row id (None: the history is unusable)."""
     return _write(
         "INSERT INTO interviews (exercise, file, started_at, budget_s) VALUES (?, ?, ?, ?)",
-        (exercise, str(file), float(started_at), float(budget_s)),
+        (exercise, _storable(file), float(started_at), float(budget_s)),
         "sys.interview_not_recorded",
     )
 

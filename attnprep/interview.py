@@ -327,10 +327,14 @@ class View(Protocol):
 
 
 def shown(path: Path) -> str:
+    """The path as the learner reads it: relative to the current folder where it can be, its
+    control characters shown (:func:`attnprep.safe_text.visible`)."""
+    from attnprep.safe_text import visible
+
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        return visible(Path(path).resolve().relative_to(Path.cwd().resolve()), one_line=True)
     except ValueError:
-        return str(path)
+        return visible(path, one_line=True)
 
 
 @dataclass
@@ -399,7 +403,9 @@ class ConsoleView:
             self._print((_w("fix_passed") if result.passed else _w("fix_failed"), "green" if result.passed else "red"))
 
     def not_graded(self, detail, *, internal) -> None:
-        self._print((_w("internal" if internal else "unreadable", detail=detail), "yellow"))
+        from attnprep.safe_text import visible
+
+        self._print((_w("internal" if internal else "unreadable", detail=visible(detail, one_line=True)), "yellow"))
 
     def fix_prompt(self) -> None:
         self._print((_w("fix_prompt"), "cyan"))

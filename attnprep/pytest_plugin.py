@@ -5,9 +5,21 @@ installed loads this module: it must stay cheap (no torch, no attnprep grader at
 nothing unless asked. With ``--attnprep`` (on the command line, or ``addopts = --attnprep`` in a
 ``pytest.ini``), every ``.py`` file whose first line is ``# attnprep: <id>`` becomes one test
 item, graded by the same grader as ``attnprep check``; the run goes to the history like a
-``check``. A failure shows the report's verdict, the named mistake, the divergence (when the
-grader found one) and the failed checks. Without the option nothing is collected, so attnprep's
-own test corpus is never graded by accident.
+``check``. A failure shows the compact report (verdict, error, named mistake, where it first goes
+wrong, failed checks); ``-v`` shows the whole report. Without the option nothing is collected, so
+attnprep's own test corpus is never graded by accident.
+
+The plugin owns the attempt files it collects: such a file is graded in the grader's child process
+and never imported into pytest's, whatever its name (``test_mha.py`` matches pytest's
+``python_files``; a path named on the command line is collected whatever its name). Its
+``pytest_collect_file`` wraps every other implementation and puts its own collector in place of
+theirs (pytest's Python module, doctest's), so none of them can import the file; a folder whose
+``__init__.py`` is an attempt is collected as a plain folder, not as a package pytest would import.
+A ``conftest.py`` is pytest's own, imported before collection; it is never an attempt.
+
+Words follow the language as the CLI's do (``ATTNPREP_LANG``, the locale), or ``--attnprep-lang``.
+Text from the attempt (names, messages, file names) goes through
+:func:`attnprep.safe_text.visible`, as in the report.
 """
 
 from __future__ import annotations
@@ -20,7 +32,6 @@ import pytest
 OPTION = "--attnprep"
 WIDTH = 100
 
-# Every word the plugin shows, in one place (str.format templates).
 # Every word this module shows is a texts key of the [pytest_plugin] table (attnprep/texts/<lang>.toml).
 
 
@@ -30,9 +41,32 @@ def _w(key: str, **values) -> str:
     return texts.t("pytest_plugin." + key, **values)
 
 
+def _visible(text: object) -> str:
+    from attnprep.safe_text import visible
+
+    return visible(text, one_line=True)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from attnprep import texts
+
     group = parser.getgroup("attnprep")
     group.addoption(OPTION, action="store_true", default=False, dest="attnprep", help=_w("help"))
+    group.addoption(OPTION + "-lang", choices=texts.LANGUAGES, default=None, dest="attnprep_lang", help=_w("help_lang"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("attnprep_lang", None):
+        from attnprep import texts
+
+        texts.set_language(config.getoption("attnprep_lang"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.getoption("attnprep_lang", None):  # back to the environment's (a pytest run inside a process)
+        from attnprep import texts
+
+        texts.set_language(None)
 
 
 def _first_line(path: Path) -> str:
@@ -43,15 +77,36 @@ def _first_line(path: Path) -> str:
         return ""
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix != ".py" or not parent.config.getoption("attnprep"):
+def attempt_id(file_path: Path, config: pytest.Config) -> str | None:
+    """The exercise id of a file this plugin grades (``--attnprep`` on, a ``.py`` file other than a
+    ``conftest.py``, headed ``# attnprep: <id>``), else None."""
+    if file_path.suffix != ".py" or file_path.name == "conftest.py" or not config.getoption("attnprep"):
         return None
     from attnprep.attempts import header_id
 
-    exercise_id = header_id(_first_line(file_path))
+    return header_id(_first_line(file_path))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    """Every other plugin's collectors of the file (pytest's Python module for ``test_*.py`` or a
+    path given on the command line, doctest's …), or, for an attempt, this plugin's alone: the
+    others would import it into this process."""
+    collectors = yield
+    exercise_id = attempt_id(file_path, parent.config)
     if exercise_id is None:
-        return None
-    return AttemptFile.from_parent(parent, path=file_path, exercise_id=exercise_id)
+        return collectors
+    return [AttemptFile.collector(parent, file_path, exercise_id)]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector):
+    """A folder whose ``__init__.py`` is an attempt is a plain folder, not a package: pytest imports
+    a package's ``__init__.py`` to set up the tests inside it (the file is graded as any other)."""
+    collector = yield
+    if isinstance(collector, pytest.Package) and attempt_id(path / "__init__.py", parent.config):
+        return pytest.Dir.from_parent(parent, path=path)
+    return collector
 
 
 class AttemptFile(pytest.File):
@@ -61,8 +116,17 @@ class AttemptFile(pytest.File):
         super().__init__(**kwargs)
         self.exercise_id = exercise_id
 
+    @classmethod
+    def collector(cls, parent: pytest.Collector, path: Path, exercise_id: str) -> AttemptFile:
+        """The collector of ``path``; its node id (which pytest prints) with the control characters
+        of the file's name shown."""
+        node = cls.from_parent(parent, path=path, exercise_id=exercise_id)
+        if _visible(node.nodeid) != node.nodeid:
+            node = cls.from_parent(parent, path=path, exercise_id=exercise_id, name=_visible(node.name), nodeid=_visible(node.nodeid))
+        return node
+
     def collect(self):
-        yield AttemptItem.from_parent(self, name=self.exercise_id, exercise_id=self.exercise_id)
+        yield AttemptItem.from_parent(self, name=_visible(self.exercise_id), exercise_id=self.exercise_id)
 
 
 class AttemptFailed(Exception):
@@ -85,7 +149,7 @@ class AttemptItem(pytest.Item):
         try:
             exercise = exercises.get(self.exercise_id)
         except exercises.UnknownExercise as exc:
-            raise AttemptFailed(message=_w("unknown", file=self.path.name, error=exc)) from None
+            raise AttemptFailed(message=_w("unknown", file=_visible(self.path.name), error=_visible(exc))) from None
         result = grade_attempt(self.path, exercise, record=True)
         if not result.passed:
             raise AttemptFailed(result)
@@ -100,26 +164,20 @@ class AttemptItem(pytest.Item):
             width = self.config.get_terminal_writer().fullwidth
         except Exception:  # no terminal writer (a plugin replaced it): the report's usual width
             width = WIDTH
-        return failure_text(failure.result, width=width)
+        return failure_text(failure.result, width=width, full=self.config.get_verbosity() > 0)
 
     def reportinfo(self):
-        return self.path, 0, _w("location", file=self.path.name, id=self.exercise_id)
+        shown = _visible(self.path)
+        return shown if shown != str(self.path) else self.path, 0, _w("location", file=_visible(self.path.name), id=_visible(self.exercise_id))
 
 
-def failure_text(result, *, width: int = 100) -> str:
-    """The compact report (verdict, error, named mistakes, failed checks) as plain text, and the
-    divergence when the result has one."""
+def failure_text(result, *, width: int = WIDTH, full: bool = False) -> str:
+    """The report as plain text: the compact one (verdict, error, named mistakes, where it first goes
+    wrong, failed checks), or with ``full`` the whole report of ``attnprep check``."""
     from rich.console import Console
 
     from attnprep.report import render_result
 
     buffer = io.StringIO()
-    render_result(result, Console(file=buffer, width=width, no_color=True, force_terminal=False, highlight=False, emoji=False), full=False)
-    text = buffer.getvalue().rstrip()
-    divergence = getattr(result, "divergence", None)  # SPEC §8: {line, code, detail}, when the grader has it
-    if divergence is not None:
-        get = divergence.get if isinstance(divergence, dict) else lambda key: getattr(divergence, key, None)
-        line = _w("divergence", line=get("line"), code=get("code") or "")
-        if line not in text:
-            text += "\n" + line + (f"\n  {get('detail')}" if get("detail") else "")
-    return text
+    render_result(result, Console(file=buffer, width=width, no_color=True, force_terminal=False, highlight=False, emoji=False), full=full)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip().splitlines())

@@ -12,7 +12,10 @@ heat-map, softmax row sums, the output difference, the weight mapping) and where
 Each part is printed only when the result has data for it.
 
 Everything that comes from the attempt or the grader (messages, tracebacks, details) is built as
-:class:`rich.text.Text`, never parsed as console markup, so ``[`` in a message stays literal.
+:class:`rich.text.Text`, never parsed as console markup, so ``[`` in a message stays literal, and
+every text the attempt could have put words into (its file name, exception, traceback, printed
+output, layer names, quoted lines) goes through :func:`attnprep.safe_text.visible` first, so that a
+control character in it is shown (``\x1b``), never sent to the terminal.
 No torch here: this module renders plain data. Colours come from the console (Rich honours
 ``NO_COLOR`` and non-terminals); nothing is forced.
 """
@@ -36,6 +39,7 @@ from rich.text import Text
 
 from attnprep import texts, wording
 from attnprep.grader.result import ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
+from attnprep.safe_text import visible
 
 LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
 HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
@@ -132,7 +136,7 @@ def _seconds(duration_s: float) -> str:
 
 
 def _file_name(result: Result) -> str:
-    return Path(result.file).name if result.file else "(no file)"
+    return visible(Path(result.file).name, one_line=True) if result.file else "(no file)"
 
 
 def _exercise_title(exercise_id: str, exercise=None) -> str | None:
@@ -168,7 +172,13 @@ def _verdict_style(result: Result) -> str:
 
 
 def _reason(result: Result) -> str:
-    """What broke first, in a few words: the named mistake, the error, or the first failed check."""
+    """What broke first, in a few words: the named mistake, the error, or the first failed check;
+    one line whatever the attempt's text held (the lines of a message joined by spaces: the
+    error panel shows them as they are)."""
+    return visible(_first_break(result).replace("\n", " "), one_line=True)
+
+
+def _first_break(result: Result) -> str:
     if result.internal:
         message = wording.error_line(result.error) if result.error else ""
         return texts.t("report.internal_reason", message=message) if message else texts.t("error_kind.internal")
@@ -216,17 +226,17 @@ def _header(result: Result, exercise=None) -> Group:
     details = Prose(style="dim", overflow="fold")
     title = _exercise_title(result.exercise, exercise)
     details.append("  " + texts.t("report.exercise") + " ")
-    details.append(result.exercise or "?")
+    details.append(visible(result.exercise or "?", one_line=True))
     if title:
         details.append(texts.t("report.exercise_title", title=title))
     details.append(" · " + texts.t("report.file") + " ")
-    details.append(result.file or "?")
+    details.append(visible(result.file or "?", one_line=True))
     details.append(f" · {_seconds(result.duration_s)}")
     headline = verdict_line(result)
     headline.no_wrap, headline.overflow = False, "fold"  # the full report shows the whole reason
     parts: list[RenderableType] = [headline, details]
     for note in result.notes:
-        parts.append(Prose("  " + texts.render(note), style="yellow", overflow="fold"))
+        parts.append(Prose("  " + visible(texts.render(note), one_line=True), style="yellow", overflow="fold"))
     return Group(*parts)
 
 
@@ -239,7 +249,7 @@ def _error_panel(result: Result, error: ErrorInfo) -> Panel:
         parts.append(Prose(texts.t("report.internal_banner"), style="bold yellow"))
     message = Prose(overflow="fold")
     message.append(wording.error_kind(error), style="bold")
-    line = wording.error_line(error)
+    line = visible(wording.error_line(error))
     if line:
         message.append(texts.t("report.error_colon"))
         message.append(line)
@@ -250,7 +260,7 @@ def _error_panel(result: Result, error: ErrorInfo) -> Panel:
         parts.append(Text(""))
         parts.append(
             Syntax(
-                error.traceback.rstrip("\n"),
+                visible(error.traceback.rstrip("\n")),
                 "pytb",
                 theme="ansi_dark",
                 background_color="default",
@@ -279,7 +289,7 @@ def _diagnosis_panel(exercise_id: str, diagnosis: Diagnosis, index: int, count: 
     body.add_row(Text(texts.t("report.fix")), Prose(words.fix, style="bold green"))
     parts: list[RenderableType] = [Prose(words.title, style="bold"), body]
     if words.evidence:
-        parts.append(Prose(texts.t("report.evidence", text=words.evidence), style="dim", overflow="fold"))
+        parts.append(Prose(texts.t("report.evidence", text=visible(words.evidence)), style="dim", overflow="fold"))
     label = texts.t("report.mistake") if count == 1 else texts.t("report.mistake_n", index=index, count=count)
     return Panel(Group(*parts), title=label, title_align="left", border_style="magenta", box=box.ROUNDED)
 
@@ -296,7 +306,7 @@ def _checks_panel(checks: Sequence[Check], *, failed_only: bool = False) -> Pane
         if failed_only and check.passed is not False:
             continue
         style = "red" if check.passed is False else ("dim" if check.passed is None else "")
-        table.add_row(Text(wording.check_name(check)), _mark(check.passed), Prose(wording.check_detail(check)), style=style)
+        table.add_row(Text(wording.check_name(check)), _mark(check.passed), Prose(visible(wording.check_detail(check))), style=style)
     failed = sum(c.passed is False for c in checks)
     title = texts.t("report.checks_failed", failed=failed) if failed else texts.t("report.checks")
     return Panel(table, title=title, title_align="left", border_style="red" if failed else "dim", box=box.ROUNDED)
@@ -460,10 +470,10 @@ def _mapping_panel(result: Result) -> Panel | None:
         table.add_column(no_wrap=True, style="dim")
         table.add_column(overflow="fold")
         for role, name in renamed:
-            table.add_row(Text(role, style="bold"), Text("←"), Prose(texts.t("report.your_layer", name=name)))
+            table.add_row(Text(role, style="bold"), Text("←"), Prose(texts.t("report.your_layer", name=visible(name, one_line=True))))
         parts.append(table)
     for note in notes:
-        parts.append(Prose("- " + wording.mapping_note(note), style="dim", overflow="fold"))
+        parts.append(Prose("- " + visible(wording.mapping_note(note)), style="dim", overflow="fold"))
     title = texts.t("report.mapping_title") if renamed else texts.t("report.mapping_notes_title")
     return Panel(Group(*parts), title=title, title_align="left", border_style="dim", box=box.ROUNDED)
 
@@ -491,15 +501,15 @@ def _footer(result: Result) -> Text | None:
 
 def _divergence_panel(result: Result) -> Panel:
     d = result.divergence
-    parts: list[RenderableType] = [Prose(wording.divergence_text(d), overflow="fold")]
+    parts: list[RenderableType] = [Prose(visible(wording.divergence_text(d)), overflow="fold")]
     if d.code:
-        parts.append(Syntax(d.code, "python", line_numbers=True, start_line=d.line, theme="ansi_dark",
+        parts.append(Syntax(visible(d.code), "python", line_numbers=True, start_line=d.line, theme="ansi_dark",
                             background_color="default", word_wrap=True))
     return Panel(Group(*parts), title=texts.t("divergence.title"), title_align="left", border_style="yellow", box=box.ROUNDED)
 
 
 def _stdout_panel(stdout: str) -> Panel:
-    return Panel(Text(stdout.rstrip("\n"), overflow="fold"), title=texts.t("report.stdout_title"), title_align="left",
+    return Panel(Text(visible(stdout.rstrip("\n")), overflow="fold"), title=texts.t("report.stdout_title"), title_align="left",
                  border_style="dim", box=box.ROUNDED)
 
 
@@ -550,7 +560,8 @@ def render_summary(results: list[Result], console: Console) -> None:
     table.add_column(texts.t("report.time"), justify="right", no_wrap=True)
     for r in results:
         verdict = Text(wording.verdict_label(r), style=_verdict_style(r))
-        table.add_row(_symbol(r), verdict, Text(r.exercise or "?"), Text(r.file or "?"), Text(_seconds(r.duration_s)))
+        table.add_row(_symbol(r), verdict, Text(visible(r.exercise or "?", one_line=True)), Text(visible(r.file or "?", one_line=True)),
+                      Text(_seconds(r.duration_s)))
     console.print(table)
 
     passed = sum(r.passed for r in results)

@@ -111,7 +111,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
 
     kind = kind_for(exercise, seed)
     outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel), timeout, answer=_answerer(kind))
-    stdout = _printable(outcome.stdout)
+    stdout = outcome.stdout or ""  # as printed: the report shows its control characters (attnprep.safe_text)
     if outcome.data is None:
         return replace(done(_ended(exercise.id, path, outcome, timeout)), stdout=stdout)
     try:
@@ -403,14 +403,6 @@ def _answerer(kind):
             raise sandbox.Malformed(f"unexpected question: {type(exc).__name__}") from exc
 
     return answer
-
-
-def _printable(text: str) -> str:
-    """The attempt's output without terminal control sequences (colours stay out of our report)."""
-    import re
-
-    text = re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", text or "")
-    return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
 
 
 def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:

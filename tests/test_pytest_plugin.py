@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 
 
-def pytest_in(folder: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+def pytest_in(folder: Path, home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", *args],
         cwd=folder, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120"},
+        env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", **(env or {})},
     )
 
 
@@ -58,6 +58,8 @@ def test_one_pass_one_failure_with_the_mistake_named(attempts, attnprep_home):
     assert title in failure  # the mistake's name
     assert "wrong output" in failure and re.search(r"output\s+✗", failure)  # the verdict and the failed check
     assert "Traceback" not in failure
+    assert "─ shapes" in failure and re.search(r"causality\s+✓", failure)  # -v: the whole report
+    assert failure.count("scores = q @ k.transpose(-2, -1)  # (B, H, T, T)") == 1  # the divergence, said once
     # results go to the history like `check`
     runs = history.runs()
     assert sorted((Path(r.file).name, r.kind, r.passed) for r in runs) == [("mha_bad.py", "check", False), ("mha_good.py", "check", True)]
@@ -69,6 +71,8 @@ def test_addopts_in_a_pytest_ini_turns_it_on(attempts, attnprep_home):
     (attempts / "pytest.ini").write_text("[pytest]\naddopts = --attnprep\n", encoding="utf-8")
     proc = pytest_in(attempts, attnprep_home, "-q")
     assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout
+    failure = failure_of(proc)  # -q: the compact report
+    assert "where it first goes wrong" in failure and "─ shapes" not in failure and not re.search(r"causality\s+✓", failure)
 
 
 def test_off_unless_asked(attempts, attnprep_home):
@@ -107,3 +111,85 @@ def test_an_unknown_exercise_fails_its_item_with_one_line(tmp_path, attnprep_hom
 ])
 def test_the_header_line(line, expected):
     assert header_id(line) == expected
+
+
+# --- the plugin owns its files: no attempt is imported into pytest's process ---------------------
+
+# Every import of the attempt appends "pid module-name" to IMPORTS; conftest.py (pytest's own,
+# imported into its process) writes that process's pid. Its header must not make it an attempt.
+RECORDS_IMPORTS = '''
+import os as _os
+with open(_os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "IMPORTS"), "a") as _f:
+    _f.write(f"{_os.getpid()} {__name__}\\n")
+'''
+CONFTEST = "# attnprep: mha\nimport os\nopen(os.path.join(os.path.dirname(__file__), 'PYTEST_PID'), 'w').write(str(os.getpid()))\n"
+
+
+@pytest.mark.slow
+def test_no_attempt_is_imported_into_the_pytest_process_whatever_its_name(tmp_path, attnprep_home):
+    """sub/test_mha.py and sub/mha_test.py match pytest's python_files; pytest imports a package's
+    __init__.py (sub/__init__.py) to set up the tests inside it; a path named on the command line
+    (attempts/plain.py) is collected by pytest's Python collector whatever its name; and
+    --doctest-modules imports every module it collects."""
+    good = "# attnprep: mha\n" + RECORDS_IMPORTS + (ROOT / "solutions" / "mha.py").read_text(encoding="utf-8")
+    names = ["sub/__init__.py", "sub/test_mha.py", "sub/mha_test.py", "attempts/plain.py"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(good, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "-v", "--doctest-modules", "sub", "attempts/plain.py")
+    assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert sorted(re.findall(r"^(\S+)::mha PASSED", proc.stdout, re.M)) == sorted(names)  # each graded, once
+    pytest_pid = (tmp_path / "PYTEST_PID").read_text()
+    imports = [line.split() for line in (tmp_path / "IMPORTS").read_text().splitlines()]
+    assert imports and all(pid != pytest_pid for pid, _ in imports), imports  # imported by the grader's children only
+    assert {module for _, module in imports} == {"attnprep_attempt"}
+    assert len({pid for pid, _ in imports}) >= len(names)
+
+
+# --- what a failure says -------------------------------------------------------------------------
+
+
+def failure_of(proc: subprocess.CompletedProcess) -> str:
+    return re.split(r"\n=+ short test summary", proc.stdout.split("= FAILURES =", 1)[1])[0]
+
+
+@pytest.fixture
+def missing_scale(graded):
+    return graded(CORPUS / "mha" / "missing_scale.py")
+
+
+def test_the_compact_text_and_the_whole_report(missing_scale, monkeypatch):
+    from attnprep import texts
+    from attnprep.pytest_plugin import failure_text
+
+    monkeypatch.setenv("ATTNPREP_LANG", "en")
+    texts.set_language(None)
+    compact, full = failure_text(missing_scale, width=100), failure_text(missing_scale, width=100, full=True)
+    for text in (compact, full):
+        assert text.startswith("✗ missing_scale.py  wrong output — missing 1/sqrt(d) scale")
+        assert text.count("scores = q @ k.transpose(-2, -1)  # (B, H, T, T)") == 1  # the divergence, said once
+        assert all(line == line.rstrip() for line in text.splitlines())
+    for panel in ("─ shapes", "─ attention", "─ output vs reference", "softmax row sums"):
+        assert panel in full and panel not in compact
+
+
+def test_the_failure_text_follows_attnprep_lang(missing_scale, monkeypatch):
+    from attnprep import texts
+    from attnprep.pytest_plugin import failure_text
+
+    monkeypatch.setenv("ATTNPREP_LANG", "zh")
+    texts.set_language(None)
+    text = failure_text(missing_scale, width=100, full=True)
+    assert "忘了除以 √d" in text and "输出错误" in text and "首个出错位置" in text  # the mistake's zh title, verdict, divergence
+    for english in ("wrong output", "missing 1/sqrt(d) scale", "where it first goes wrong", "checks", "stuck?", "evidence"):
+        assert english not in text
+
+
+@pytest.mark.slow
+def test_attnprep_lang_option_beats_the_environment(tmp_path, attnprep_home):
+    (tmp_path / "mha_bad.py").write_text((CORPUS / "mha" / "missing_scale.py").read_text(encoding="utf-8"), encoding="utf-8")
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", "-q", env={"ATTNPREP_LANG": "en"})
+    text = failure_of(proc)
+    assert "忘了除以 √d" in text and "输出错误" in text
+    assert "wrong output" not in text and "missing 1/sqrt(d) scale" not in text
