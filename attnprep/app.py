@@ -343,13 +343,60 @@ def _root(
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
+class TrimmedConsole(Console):
+    """A Console whose lines carry no trailing blanks: the spaces Rich pads table cells and
+    justified text with up to the width are dropped at the end of each line (blanks with a
+    background colour are kept: they are seen)."""
+
+    def _render_buffer(self, buffer) -> str:
+        return super()._render_buffer(trimmed(buffer))
+
+
+def trimmed(segments):
+    """``segments`` without the unstyled blanks that end each line."""
+    from rich.segment import Segment
+
+    line: list = []
+    for segment in segments:
+        if segment.text == "\n" and not segment.control:
+            yield from _without_trailing_blanks(line)
+            line = []
+            yield segment
+        elif "\n" in segment.text and not segment.control:
+            *whole, last = segment.text.split("\n")
+            for part in whole:
+                yield from _without_trailing_blanks([*line, Segment(part, segment.style)])
+                line = []
+                yield Segment("\n", segment.style)
+            line = [Segment(last, segment.style)] if last else []
+        else:
+            line.append(segment)
+    yield from line
+
+
+def _without_trailing_blanks(line: list):
+    from rich.segment import Segment
+
+    end = len(line)
+    while end:
+        text, style, control = line[end - 1]
+        if control or (style is not None and (style.bgcolor is not None or style.reverse)):
+            break
+        kept = text.rstrip(" ")
+        if kept:
+            line[end - 1] = Segment(kept, style)
+            break
+        end -= 1
+    return line[:end]
+
+
 def console() -> Console:
     """stdout console; Rich honours NO_COLOR and falls back to 80 columns when not a terminal."""
-    return Console(highlight=False, emoji=False)
+    return TrimmedConsole(highlight=False, emoji=False)
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False, emoji=False)
+    return TrimmedConsole(stderr=True, highlight=False, emoji=False)
 
 
 def usage_error(message: str) -> NoReturn:

@@ -372,18 +372,55 @@ def words(text: str) -> list[str]:
     return sorted(w for w in text.split() if w != "#")
 
 
-@pytest.mark.parametrize("exercise_id", ["causal", "mha", "gqa", "mla"])
-def test_solution_source_is_laid_out_for_the_width_without_losing_a_word(exercise_id):
-    from attnprep import exercises
-    from attnprep.commands.catalog import readable_source
+def source_rows(out: str, source: str) -> list[str]:
+    """The code of each numbered row of `solution`'s output, in order (the gutter taken off)."""
+    lines = source.splitlines()
+    digits = len(str(len(lines)))
+    rows = [line for line in out.splitlines() if re.match(rf"^ *\d+(?: |$)", line) and len(line) >= digits
+            and line[:digits].strip().isdigit()]
+    numbered: dict[int, str] = {}
+    for row in rows:
+        numbered.setdefault(int(row[:digits]), row[digits + 1:])
+    return [numbered.get(n, None) for n in range(1, len(lines) + 1)]
 
-    source = exercises.get(exercise_id).solution_path.read_text(encoding="utf-8")
-    shown, numbered = readable_source(source, 80)
-    assert not numbered and any(len(line) > 80 - 5 for line in source.splitlines())
-    assert max(len(line) for line in shown.splitlines()) <= 80
-    assert words(shown) == words(source)  # moved and wrapped, nothing dropped or added
-    wide, numbered = readable_source(source, 200)
-    assert numbered and wide == source
+
+@pytest.fixture
+def language_reset():
+    """`--lang` through CliRunner sets the language of the whole test process: undone after."""
+    from attnprep import texts
+
+    yield
+    texts.set_language(None)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width", [80, 60])
+def test_solution_shows_every_line_as_written_numbered_and_cut_with_a_marker(width, lang, language_reset):
+    from rich.cells import cell_len
+
+    from attnprep import exercises
+    from attnprep.wording import solution_source
+
+    for ex in exercises.registry().values():
+        result = cli(["--lang", lang, "solution", ex.id], width)
+        assert result.exit_code == 0, result.output
+        source = solution_source(ex.id, ex.solution_path.read_text(encoding="utf-8"), lang)
+        lines = source.splitlines()
+        shown = source_rows(result.stdout, source)
+        cut = 0
+        for number, (line, row) in enumerate(zip(lines, shown), 1):
+            assert row is not None, f"{ex.id}: line {number} has no numbered row:\n{result.stdout}"
+            if row == line.rstrip():
+                continue
+            assert row.endswith("…") and line.startswith(row[:-1].rstrip()), (ex.id, number, line, row)  # cropped, not re-flowed
+            cut += 1
+        assert max(cell_len(line) for line in result.stdout.splitlines()) <= width
+        assert not any(line != line.rstrip() for line in result.stdout.splitlines())  # no padding
+        code_rows = [line for line in result.stdout.splitlines() if re.match(r"^ *\d+ ", line)]
+        assert len(code_rows) >= len([line for line in lines if line.strip()])  # no extra continuation rows
+        if cut:
+            assert f"attnprep solution {ex.id} --code" in result.stdout.replace("\n", " ")
+    assert cut or width == 80
 
 
 def test_solution_mla_at_80_columns_has_no_line_over_80(tmp_path):
