@@ -267,3 +267,31 @@ def test_the_drill_says_why_it_picked_an_exercise_in_chinese(monkeypatch):
     assert "天前" in reasons[2] and "（83%）" in reasons[2]
     for reason in reasons:
         assert_chinese(reason)
+
+
+# --- the blank files in Chinese (issue 30 point 5) ------------------------------------------------
+
+BOILERPLATE = ("Contract (graded)", "Hand-written only", "Stuck?", "Ready-made", "ready-made", "your part",
+               "write it by hand", "write them by hand", "if you are stuck", "write __init__", "write forward",
+               "The grader", "gives the next hint")
+
+
+def prose_of(source: str) -> list[str]:
+    """The words of a Python file meant for the reader: its strings (docstrings, the messages of
+    NotImplementedError) and comments."""
+    import io
+    import tokenize
+
+    return [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if token.type in (tokenize.STRING, tokenize.COMMENT)]
+
+
+@pytest.mark.parametrize("exercise_id", list(exercises.registry("en")))
+def test_zh_stub_has_no_english_boilerplate(exercise_id):
+    stub = exercises.render_stub(exercises.registry("zh")[exercise_id], "zh")
+    english = exercises.render_stub(exercises.registry("en")[exercise_id], "en")
+    for phrase in BOILERPLATE:
+        assert phrase not in stub, phrase
+    assert any(phrase in english for phrase in BOILERPLATE)  # the check can fail: the English has them
+    for text in prose_of(stub):
+        assert english_left(text) == [], text
