@@ -53,15 +53,35 @@ def _localise(command, name: str):
         return command
     key = f"help.{name}"
     if texts.has(key):
-        command.help, command.short_help = texts.t(key, lang), None
+        command.help, command.short_help = paragraphs(texts.t(key, lang)), None
     for param in command.params:
         if getattr(param, "help", None) is not None and texts.has(f"{key}.{param.name}"):
             param.help = texts.t(f"{key}.{param.name}", lang)
     if "_attnprep_lang" not in command.__dict__:  # the help option itself, built by click on demand
         base = command.get_help_option
         command.get_help_option = lambda ctx: _localise_help_option(base(ctx))
+        formats = command.format_help
+        command.format_help = lambda ctx, formatter: (_typer_help_ready(), formats(ctx, formatter))[1]
     command._attnprep_lang = lang
     return command
+
+
+def paragraphs(text: str) -> str:
+    """``text`` with each paragraph on one line, for the terminal to wrap: Typer keeps the line
+    breaks of a help text, and a line wider than the terminal then leaves an orphan word behind.
+    Lines are joined with a space, or with nothing beside Chinese."""
+    from attnprep.prose import WIDE
+
+    out = []
+    for paragraph in text.split("\n\n"):
+        joined = ""
+        for line in paragraph.split("\n"):
+            line = line.strip()
+            if joined and line and not (WIDE.match(line[0]) or WIDE.match(joined[-1])):
+                joined += " "
+            joined += line
+        out.append(joined)
+    return "\n\n".join(out)
 
 
 def _localise_help_option(option):
@@ -94,12 +114,57 @@ TYPER_WORDS = {
 }
 
 
+def _typer_help_ready() -> None:
+    """Typer's rich help module with attnprep's words and rendering, before it formats a help."""
+    import typer.rich_utils
+
+    _typer_words(typer.rich_utils)
+
+
 def _typer_words(rich_utils) -> None:
     from attnprep import texts
 
     for name, key in TYPER_WORDS.items():
         if hasattr(rich_utils, name):
             setattr(rich_utils, name, texts.t(key))
+    made = getattr(rich_utils, "_make_rich_text", None)
+    if made is not None and not getattr(made, "_attnprep", False):
+        rich_utils._make_rich_text = _as_prose(made)
+    console_of = getattr(rich_utils, "_get_rich_console", None)
+    if console_of is not None and not getattr(console_of, "_attnprep", False):
+        rich_utils._get_rich_console = _trimmed_console(console_of)
+
+
+def _trimmed_console(get_rich_console):
+    """Typer's help console, its lines without the blanks it pads them with (TrimmedConsole)."""
+
+    def made(*args, **kwargs):
+        console = get_rich_console(*args, **kwargs)
+        if type(console) is Console:
+            console.__class__ = TrimmedConsole
+        return console
+
+    made._attnprep = True
+    return made
+
+
+def _as_prose(make_rich_text):
+    """Typer's help texts as :class:`attnprep.prose.Prose`: Rich wraps at spaces only and cut a
+    Chinese help text, which has none, with "…" at the edge of its table cell."""
+
+    def made(*args, **kwargs):
+        text = make_rich_text(*args, **kwargs)
+        from rich.text import Text
+
+        from attnprep.prose import WIDE, Prose
+
+        if type(text) is not Text or not WIDE.search(text.plain):
+            return text
+        return Prose(text.plain, style=text.style, justify=text.justify, overflow=text.overflow,
+                     no_wrap=text.no_wrap, end=text.end, tab_size=text.tab_size, spans=list(text.spans))
+
+    made._attnprep = True
+    return made
 
 
 class LocalisedContext(typer.Context):
@@ -247,6 +312,7 @@ class LazyGroup(TyperGroup):
 
     def format_help(self, ctx, formatter):
         _localise(self, "root")
+        _typer_help_ready()
         return super().format_help(ctx, formatter)
 
     def resolve_command(self, ctx, args):

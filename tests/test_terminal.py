@@ -581,3 +581,23 @@ def test_a_drill_without_a_data_folder_still_runs_and_says_so_once(tmp_path):
     assert "no ID given: drilling causal" in proc.stdout and "time is up" in proc.stdout
     (line,) = proc.stderr.splitlines()
     assert "not recorded" in line and "cannot use the data folder" in line and "internal error" not in line
+
+
+# --- help that wraps to the terminal (issue 30 point 6) ---------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["drill", "interview", "today", "compare"])
+def test_english_help_paragraphs_wrap_without_orphans(command):
+    """The description above the panels: each paragraph fills its lines (the help texts' own line
+    breaks used to re-wrap at 80 columns into a full line and an orphan word)."""
+    result = cli([command, "--help"], 80)
+    assert result.exit_code == 0
+    description = result.stdout.split("╭")[0].splitlines()[3:]  # after the usage line
+    paragraph: list[str] = []
+    for line in [*description, ""]:
+        if line.strip():
+            paragraph.append(line.strip())
+            continue
+        for inner in paragraph[:-1]:  # every line but a paragraph's last is (nearly) full
+            assert len(inner) >= 60, (inner, paragraph)
+        paragraph = []

@@ -295,3 +295,21 @@ def test_zh_stub_has_no_english_boilerplate(exercise_id):
     assert any(phrase in english for phrase in BOILERPLATE)  # the check can fail: the English has them
     for text in prose_of(stub):
         assert english_left(text) == [], text
+
+
+COMMANDS = ["", "list", "new", "check", "drill", "hint", "solution", "stats", "demo", "compare", "interview", "today"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_zh_help_at_80_columns_is_whole(command, tmp_path):
+    """Nothing cut with "…" (Rich cut Chinese help, which has no spaces, at the cell's edge), within
+    80 columns, no line padded with blanks."""
+    proc = run(*([command] if command else []), "--help", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout, proc.stdout
+    assert all(cell_len(line) <= 80 for line in proc.stdout.splitlines())
+    assert all(line == line.rstrip() for line in proc.stdout.splitlines())
+    assert_chinese(proc.stdout)
+    for line in proc.stdout.splitlines():  # a wrapped Chinese line never starts with a closing mark
+        body = line.strip("│ ")
+        assert not body or body[0] not in "，。、；：！？）", line
