@@ -230,7 +230,7 @@ def test_run_drill_records_the_drill_in_the_history(tmp_path):
 def test_plain_view_prints_one_progress_line_per_save(capsys):
     from rich.console import Console
 
-    console = Console(file=sys.stdout, width=60, force_terminal=False)
+    console = Console(file=sys.stdout, width=120, force_terminal=False)  # wide: one screen line each
     view = drill.PlainView(console, budget_s=300)
     view.ready()
     view.tick(59.0, 241.0)  # nothing yet

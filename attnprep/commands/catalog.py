@@ -213,7 +213,7 @@ def new(
     out = console()
     out.print(
         Text.assemble(
-            "wrote ",
+            texts.t("shell.wrote"),
             (_shown(written.path), "bold"),
             texts.t("cli.new.about", title=exercise.title, difficulty=texts.t(f"cli.difficulty.{exercise.difficulty}"), minutes=exercise.minutes),
         )

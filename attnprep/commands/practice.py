@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep import exercises, history, texts
+from attnprep.prose import Prose
 from attnprep.app import command_app, console, err_console, get_exercise, is_interactive, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
@@ -78,13 +79,12 @@ def drill(
 
     out = console()
     if reason is not None:
-        out.print(Text.assemble(texts.t("drill.picked"), (exercise.id, "bold"), texts.t("drill.picked_reason", reason=reason)), soft_wrap=True)
+        out.print(Prose.assemble(texts.t("drill.picked"), (exercise.id, "bold"), texts.t("drill.picked_reason", reason=reason)))
     out.print(
-        Text.assemble(
+        Prose.assemble(
             texts.t("drill.wrote"), (_shown(path), "bold"),
             texts.t("drill.wrote_about", title=exercise.title, budget=history.format_duration(budget_s)),
-        ),
-        soft_wrap=True,
+        )
     )
     if edit:
         _start_editor(drills, path)
@@ -97,7 +97,7 @@ def drill(
     else:
         grader.warm_up()
 
-    title = f"{exercise.id} drill · {_shown(path)}"
+    title = texts.t("shell.drill_title", id=exercise.id, file=_shown(path))
     if is_interactive():
         with drills.LiveView(out, budget_s, title) as view:
             run = drills.run_drill(exercise, path, budget_s, view)
@@ -121,12 +121,12 @@ def _start_editor(drills, path: Path) -> None:
         note.print(Text(texts.t("drill.no_editor")))
     elif drills.is_terminal_editor(command):
         shown = " ".join([*command, _shown(path)])
-        note.print(Text(texts.t("drill.terminal_editor", editor=command[0], file=shown)), soft_wrap=True)
+        note.print(Prose(texts.t("drill.terminal_editor", editor=command[0], file=shown)))
     else:
         try:
             drills.open_editor(command, path)
         except OSError as exc:
-            note.print(Text(texts.t("drill.editor_failed", editor=command[0], error=exc)), soft_wrap=True)
+            note.print(Prose(texts.t("drill.editor_failed", editor=command[0], error=exc)))
 
 
 def _render_ending(run, exercise) -> None:
@@ -154,7 +154,7 @@ def _render_ending(run, exercise) -> None:
         line = Text.assemble((texts.t("drill.end_abandoned"), "bold yellow"), texts.t("drill.end_abandoned_after", took=took))
     if run.recorded is not None:
         line.append(texts.t("drill.recorded"), style="dim")
-    out.print(line, soft_wrap=True)
+    out.print(line)
 
 
 # --- stats -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, err_console, get_exercise, is_interactive, usage_error
+from attnprep.prose import Prose
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
@@ -78,7 +79,7 @@ def interview(
             usage_error(_w("submit_no_id", id=state.exercise))
         if iv.owner_alive(state.owner):
             _submit_to_owner(iv, state)
-        out.print(Text(_w("take_over", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"), soft_wrap=True)
+        out.print(Prose(_w("take_over", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"))
         _warm_up(out, live)
         session.events = itertools.chain([iv.Submit(None)], iv.input_events(lines))
         raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
@@ -91,7 +92,7 @@ def interview(
         if not Path(state.file).is_file() or state.exercise not in exercises.registry():
             iv.clear_state()  # nothing left to resume
         elif exercise_id is None or get_exercise(exercise_id).id == state.exercise:
-            out.print(Text(_w("resume", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"), soft_wrap=True)
+            out.print(Prose(_w("resume", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"))
             _warm_up(out, live)
             session.events = iv.input_events(lines)
             raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
@@ -99,7 +100,7 @@ def interview(
             if state.submitted_s is None and state.interview is not None:
                 history.close_interview(state.interview, outcome="abandoned", duration_s=max(0.0, time.time() - state.started_at))
             iv.clear_state()
-            out.print(Text(_w("stale", id=state.exercise, file=iv.shown(Path(state.file))), style="dim"), soft_wrap=True)
+            out.print(Prose(_w("stale", id=state.exercise, file=iv.shown(Path(state.file))), style="dim"))
 
     exercise = _pick(exercise_id, out)
     if seconds is not None:
@@ -150,10 +151,10 @@ def _pick(exercise_id: str | None, out):
     today = plan.plan_from_history(now=time.time())
     if today.items:
         item = today.items[0]
-        out.print(Text(_w("picked", id=item.exercise, reason=item.reason), style="dim"), soft_wrap=True)
+        out.print(Prose(_w("picked", id=item.exercise, reason=item.reason), style="dim"))
         return exercises.get(item.exercise)
     picked, reason = history.pick_weakest(exercises.registry().values())
-    out.print(Text(_w("picked_weakest", reason=reason), style="dim"), soft_wrap=True)
+    out.print(Prose(_w("picked_weakest", reason=reason), style="dim"))
     return exercises.get(picked)
 
 
@@ -161,17 +162,17 @@ def _submit_to_owner(iv, state) -> None:
     """Hand the submission to the attnprep running the interview and show its answer."""
     out = console()
     request = iv.request_submit()
-    out.print(Text(_w("sent", pid=state.owner, file=iv.shown(Path(state.file))), style="dim"), soft_wrap=True)
+    out.print(Prose(_w("sent", pid=state.owner, file=iv.shown(Path(state.file))), style="dim"))
     answer = iv.wait_for_answer(request)
     if answer is None:
-        err_console().print(Text(_w("no_answer")), soft_wrap=True)
+        err_console().print(Prose(_w("no_answer")))
         raise typer.Exit(EXIT_FAIL)
     if "error" in answer:
-        out.print(Text(_w("not_graded", detail=answer["error"]), style="yellow"), soft_wrap=True)
+        out.print(Prose(_w("not_graded", detail=answer["error"]), style="yellow"))
         raise typer.Exit(EXIT_FAIL)
     which = _w("answer_first") if answer.get("first_try") else _w("answer_fix")
     mark = ("✓ ", "bold green") if answer.get("passed") else ("✗ ", "bold red")
-    out.print(Text.assemble(mark, (which, "bold"), ": ", answer.get("line", "")), soft_wrap=True)
+    out.print(Prose.assemble(mark, (which, "bold"), ": ", answer.get("line", "")))
     raise typer.Exit(EXIT_OK if answer.get("passed") else EXIT_FAIL)
 
 
@@ -212,10 +213,10 @@ def today(
         out.print(Text(_w("more", n=document.more), style="dim"))
     if document.upcoming:
         items = ", ".join(_w("next_item", id=e, when=_when(d, document.today)) for e, d in document.upcoming)
-        out.print(Text(_w("next", items=items), style="dim"), soft_wrap=True)
+        out.print(Prose(_w("next", items=items), style="dim"))
     if n:
         first = document.items[0].exercise
-        out.print(Text(_w("start", interview=_w("command", id=first), drill=_w("drill", id=first)), style="dim"), soft_wrap=True)
+        out.print(Prose(_w("start", interview=_w("command", id=first), drill=_w("drill", id=first)), style="dim"))
 
 
 def _when(day, today) -> str:
