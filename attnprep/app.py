@@ -417,6 +417,11 @@ class TrimmedConsole(Console):
     def _render_buffer(self, buffer) -> str:
         return super()._render_buffer(trimmed(buffer))
 
+    def print(self, *objects, **kwargs) -> None:
+        from attnprep.prose import printable  # a Prose keeps its Chinese wrapping when printed alone
+
+        super().print(*printable(*objects), **kwargs)
+
 
 def trimmed(segments):
     """``segments`` without the unstyled blanks that end each line."""

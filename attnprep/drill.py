@@ -49,7 +49,7 @@ from rich.console import Console, Group
 from rich.text import Text
 
 from attnprep import exercises, history, texts
-from attnprep.prose import Prose
+from attnprep.prose import Block, Prose
 
 if TYPE_CHECKING:
     from attnprep.exercises import Exercise
@@ -460,8 +460,7 @@ class PlainView:
     _final: bool = False
 
     def _line(self, elapsed: float, *parts: str | Text) -> None:
-        text = Text.assemble(f"[{clock_text(elapsed)}] ", *parts)
-        self.console.print(text)
+        self.console.print(Block(Prose.assemble(f"[{clock_text(elapsed)}] ", *parts)))
 
     def ready(self) -> None:
         self._line(0, texts.t("drill.go", budget=history.format_duration(self.budget_s)))
@@ -555,7 +554,7 @@ class LiveView:
 
     def _log(self, elapsed: float, *parts: str | Text) -> None:
         """A line above the display, kept when the display goes."""
-        self.console.print(Prose.assemble(f"[{clock_text(elapsed)}] ", *parts))
+        self.console.print(Block(Prose.assemble(f"[{clock_text(elapsed)}] ", *parts)))
 
     def ready(self) -> None:
         self._refresh()

@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.text import Text
 
 from attnprep import drill, exercises, history, paths, plan
-from attnprep.prose import Prose
+from attnprep.prose import Block, Prose
 
 if TYPE_CHECKING:
     from attnprep.exercises import QA, Exercise
@@ -371,7 +371,7 @@ class ConsoleView:
         if self._clock_drawn:  # the clock line: cleared (Enter already moved below it)
             self.console.file.write("\r\x1b[2K")
             self._clock_drawn = False
-        self.console.print(Prose.assemble(*parts, style=style or ""))
+        self.console.print(Block(Prose.assemble(*parts, style=style or "")))
 
     def started(self, exercise, path, budget_s, resumed) -> None:
         self._minute, self._time_up = 0, False

@@ -88,3 +88,22 @@ class Prose(Text):
             return measured
         narrowest = max((cell_len(unit.strip()) for _, unit in _units(self.plain)), default=0)
         return Measurement(min(narrowest, measured.maximum), measured.maximum)
+
+
+class Block:
+    """A :class:`Prose` printed on its own (``console.print(Block(prose))``): Rich joins the Text
+    objects given to ``print`` into one plain Text, which would wrap Chinese at spaces only."""
+
+    def __init__(self, prose: Text) -> None:
+        self.prose = prose
+
+    def __rich_console__(self, console, options):
+        yield from self.prose.__rich_console__(console, options)  # its lines and its end
+
+    def __rich_measure__(self, console, options) -> Measurement:
+        return self.prose.__rich_measure__(console, options)
+
+
+def printable(*objects):
+    """``objects`` for ``console.print``, each :class:`Prose` in a :class:`Block`."""
+    return tuple(Block(o) if isinstance(o, Prose) else o for o in objects)

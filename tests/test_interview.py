@@ -649,3 +649,34 @@ def test_a_scripted_interview_whose_input_is_empty_exits_130(tmp_path, monkeypat
     assert out.exit_code == 130, out.output
     assert history.runs() == [] and history.interviews()[0].outcome == "abandoned"
     assert iv.read_state() is None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_interview_prose_wraps_at_80_columns_between_words(tmp_path, lang):
+    """Questions, model answers and instructions wrap to the console's width: English between
+    words, Chinese between characters but never before a closing mark (issue 30 point 6)."""
+    from attnprep import texts
+
+    texts.set_language(lang)
+    try:
+        ex = exercises.registry(lang)["mha"]
+        out = io.StringIO()
+        view = iv.ConsoleView(Console(file=out, width=80, no_color=True, highlight=False))
+        path = workspace(tmp_path) / "interviews" / "mha-20261123-2011.py"
+        view.started(ex, path, 300, False)
+        for qa in ex.qa[:3]:
+            view.question(1, 3, qa, path.with_suffix(".notes.md"))
+            view.answer(qa)
+        shown = out.getvalue()
+    finally:
+        texts.set_language(None)
+    lines = shown.splitlines()
+    assert all(len(line) <= 80 if lang == "en" else True for line in lines)
+    assert max(len(line) for line in lines) > 60  # wrapped to the width, not to some other measure
+    flat = " ".join(shown.split())
+    for qa in ex.qa[:3]:
+        if lang == "en":
+            assert " ".join(qa.a.split()) in flat  # no word cut in two
+        else:
+            assert "".join(qa.a.split()) in "".join(shown.split())
+            assert not any(line[:1] and line[0] in "，。、；：！？）" for line in lines), shown
