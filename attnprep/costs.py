@@ -191,7 +191,7 @@ def resolve(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Shap
         shape = dataclasses.replace(shape, dtype=shape.dtype.strip().lower())
     problems = shape.problems()
     if problems:
-        raise CompareError("; ".join(problems))
+        raise CompareError(texts.t("shell.semicolon").join(problems))
     return shape
 
 

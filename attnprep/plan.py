@@ -263,7 +263,7 @@ def _failure(review: Review, today: dt.date, mistake_title: Callable[[str], str]
 def _cards_text(cards: Sequence[CardState]) -> str:
     text = _w("cards_1") if len(cards) == 1 else _w("cards", n=len(cards))
     unknown = sum(1 for c in cards if not c.known)
-    return f"{text} ({_w('cards_unknown', n=unknown)})" if unknown else text
+    return _w("with_unknown", cards=text, unknown=_w("cards_unknown", n=unknown)) if unknown else text
 
 
 def make_plan(

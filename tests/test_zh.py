@@ -313,3 +313,57 @@ def test_zh_help_at_80_columns_is_whole(command, tmp_path):
     for line in proc.stdout.splitlines():  # a wrapped Chinese line never starts with a closing mark
         body = line.strip("│ ")
         assert not body or body[0] not in "，。、；：！？）", line
+
+
+# --- Chinese punctuation inside Chinese sentences (issue 30 point 5) -------------------------------
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff"
+ASCII_PUNCT_BY_HAN = re.compile(rf"(?<=[{HAN}])[,:;]|[,:;](?= ?[{HAN}])")
+NOT_PROSE = re.compile(r"`[^`]*`|\[[^\]\n]*\]")  # code spans; [a; b] is the notation of a concatenation
+
+
+def ascii_punctuation_by_chinese(text: str) -> list[str]:
+    return [line for line in text.splitlines() if ASCII_PUNCT_BY_HAN.search(NOT_PROSE.sub(" ", line))]
+
+
+def zh_strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from zh_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from zh_strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+ZH_TOMLS = [ROOT / "attnprep" / "texts" / "zh.toml", ROOT / "attnprep" / "texts" / "names.zh.toml",
+            *sorted((ROOT / "exercises").glob("**/*zh.toml"))]
+
+
+def test_the_punctuation_check_finds_ascii_marks_in_chinese():
+    assert ascii_punctuation_by_chinese("没通过, 放弃了") and ascii_punctuation_by_chinese("原因: 忘了缩放")
+    assert ascii_punctuation_by_chinese("答案;下一题")
+    assert not ascii_punctuation_by_chinese("q、k、v (B, H, T, D)；`a, b = c` 和 [nope 部分; rope 部分]")
+
+
+@pytest.mark.parametrize("path", ZH_TOMLS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_zh_texts_use_chinese_punctuation(path):
+    import tomllib
+
+    found = [line for text in zh_strings(tomllib.loads(path.read_text(encoding="utf-8")))
+             for line in ascii_punctuation_by_chinese(text)]
+    assert not found, "\n".join(found)
+
+
+def test_zh_lists_and_clauses_joined_in_chinese(tmp_path, monkeypatch):
+    """Texts the code joins (columns left out, mistakes, evidence) use 、 and ； in Chinese."""
+    from attnprep import plan, wording
+    from attnprep.grader.result import Diagnosis, msg
+
+    monkeypatch.setattr(texts, "_override", "zh")
+    assert texts.t("shell.comma").join(["难度", "限时"]) == "难度、限时"
+    said = wording.evidence(Diagnosis("missing_scale", evidence=(msg("evidence.variant"), msg("evidence.score_ratio", ratio=2.0))))
+    assert "；" in said and not ascii_punctuation_by_chinese(said), said
+    proc = run("list", home=tmp_path, env={"COLUMNS": "40"})
+    assert proc.returncode == 0 and not ascii_punctuation_by_chinese(proc.stdout), proc.stdout

@@ -182,7 +182,7 @@ def list_(
     out.print(table)
     left_out = [header for header in layouts(history is not None)[0][0] if header not in shown]
     if left_out:
-        out.print(Text(texts.t("cli.list.left_out", columns=", ".join(_label(h) for h in left_out)), style="dim"))
+        out.print(Text(texts.t("cli.list.left_out", columns=texts.t("shell.comma").join(_label(h) for h in left_out)), style="dim"))
     out.print()
     out.print(Text(texts.t("cli.list.status_legend"), style="dim"))
     if summaries and "record" in shown:

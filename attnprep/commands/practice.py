@@ -236,7 +236,7 @@ STATS_GAP = 3  # SIMPLE_HEAD: padding on both sides and a (blank) rule between t
 
 def _stats_cells(r: dict) -> dict[str, Text]:
     """One row of the `stats` table, every column."""
-    mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
+    mistakes = texts.t("shell.comma").join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
     recent = tuple((d["duration_s"], d["outcome"], d["budget_s"]) for d in r["recent_drills"])
     return {
         "exercise": Text(r["exercise"]),
@@ -307,7 +307,7 @@ def stats(
         out.print(below)
     left_out = [h for h in STATS_LAYOUTS[0] if h not in shown and h != MISTAKES]
     if left_out:
-        out.print(Text(texts.t("cli.stats.left_out", columns=", ".join(_stats_label(h) for h in left_out)), style="dim"))
+        out.print(Text(texts.t("cli.stats.left_out", columns=texts.t("shell.comma").join(_stats_label(h) for h in left_out)), style="dim"))
     totals = document["totals"]
     out.print(
         Text(

@@ -212,7 +212,9 @@ def today(
     if document.more:
         out.print(Text(_w("more", n=document.more), style="dim"))
     if document.upcoming:
-        items = ", ".join(_w("next_item", id=e, when=_when(d, document.today)) for e, d in document.upcoming)
+        from attnprep import texts
+
+        items = texts.t("shell.comma").join(_w("next_item", id=e, when=_when(d, document.today)) for e, d in document.upcoming)
         out.print(Prose(_w("next", items=items), style="dim"))
     if n:
         first = document.items[0].exercise
