@@ -74,8 +74,9 @@ class Prose(Text):
             if "\t" in line:
                 line.expand_tabs(tab_size)
             new_lines = line.divide(break_points(line.plain, width, fold=wrap_overflow == "fold"))
-            for piece in new_lines:
-                piece.rstrip_end(width)
+            for piece in new_lines:  # the blank a line broke at (Text.rstrip_end counts characters, not cells)
+                if cell_len(piece.plain) > width:
+                    piece.rstrip()
             new_lines.justify(console, width, justify=wrap_justify, overflow=wrap_overflow)
             for piece in new_lines:
                 piece.truncate(width, overflow=wrap_overflow)

@@ -256,7 +256,7 @@ def solution(
         view, cut = numbered_source(source, out.width)
         out.print(view)
         if cut:
-            out.print(Text(texts.t("shell.solution_cut", n=cut, id=exercise.id), style="dim"))
+            out.print(Text(texts.t("shell.solution_cut_1" if cut == 1 else "shell.solution_cut", n=cut, id=exercise.id), style="dim"))
         _solution_notes(out, exercise)
 
 

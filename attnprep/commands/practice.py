@@ -206,11 +206,11 @@ def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) 
     return {"version": STATS_VERSION, "exercises": rows, "totals": totals}
 
 
-# The columns of `stats`; the mistakes wrap between words, down to MISTAKES_MIN wide: narrower, the
-# median then the recent drills are left out, then the mistakes move below the table, then columns
-# go from the right (see attnprep.layout).
+# The columns of `stats`; the mistakes wrap between words, down to MISTAKES_MIN wide: narrower, they
+# move below the table (where they have the whole width), then the median and the recent drills are
+# left out, then columns go from the right (see attnprep.layout).
 MISTAKES = "most frequent mistakes"
-MISTAKES_MIN = 20
+MISTAKES_MIN = 36
 STATS_COLUMNS: dict[str, dict] = {
     "exercise": {"no_wrap": True, "style": "bold"},
     "runs": {"justify": "right", "no_wrap": True},
@@ -222,15 +222,13 @@ STATS_COLUMNS: dict[str, dict] = {
 }
 STATS_LAYOUTS: list[tuple[str, ...]] = [
     ("exercise", "runs", "passed", "best drill", "median", "recent", MISTAKES),
-    ("exercise", "runs", "passed", "best drill", "recent", MISTAKES),
-    ("exercise", "runs", "passed", "best drill", MISTAKES),
     ("exercise", "runs", "passed", "best drill", "median", "recent"),
     ("exercise", "runs", "passed", "best drill", "recent"),
     ("exercise", "runs", "passed", "best drill"),
     ("exercise", "passed", "best drill"),
     ("exercise",),
 ]
-STATS_FALLBACK = 3  # the first layout without the mistakes column
+STATS_FALLBACK = 1  # the first layout without the mistakes column
 STATS_GAP = 3  # SIMPLE_HEAD: padding on both sides and a (blank) rule between two columns
 
 
@@ -245,7 +243,7 @@ def _stats_cells(r: dict) -> dict[str, Text]:
         "best drill": _vs_budget(r["best_drill_s"], r["best_vs_budget"], r["best_drill_budget_s"]),
         "median": _vs_budget(r["median_drill_s"], r["median_vs_budget"], r["median_drill_budget_s"]),
         "recent": sparkline(recent, r["budget_s"] or 0.0),
-        MISTAKES: Text(mistakes),
+        MISTAKES: Prose(mistakes),  # Chinese titles break between characters, not mid-word
     }
 
 
@@ -309,10 +307,11 @@ def stats(
     if left_out:
         out.print(Text(texts.t("cli.stats.left_out", columns=texts.t("shell.comma").join(_stats_label(h) for h in left_out)), style="dim"))
     totals = document["totals"]
+    runs = texts.t("shell.runs_1" if totals["attempts"] == 1 else "shell.runs", n=totals["attempts"])
+    drills = texts.t("shell.drills_1" if totals["drills"] == 1 else "shell.drills", n=totals["drills"])
     out.print(
-        Text(
-            texts.t("cli.stats.totals", attempts=totals["attempts"], passes=totals["passes"],
-                    drill_passes=totals["drill_passes"], drills=totals["drills"]),
+        Prose(
+            texts.t("shell.totals", runs=runs, passes=totals["passes"], drill_passes=totals["drill_passes"], drills=drills),
             style="dim",
         )
     )
@@ -324,4 +323,4 @@ def stats(
     )
     untouched = [r["exercise"] for r in document["exercises"] if not r["attempts"]]
     if untouched:
-        out.print(Text(texts.t("cli.stats.untouched", ids=", ".join(untouched)), style="dim"))
+        out.print(Prose(texts.t("cli.stats.untouched", ids=texts.t("shell.comma").join(untouched)), style="dim"))
