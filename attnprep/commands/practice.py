@@ -19,7 +19,7 @@ from rich.text import Text
 
 from attnprep import exercises, history, texts
 from attnprep.prose import Prose
-from attnprep.app import command_app, console, err_console, get_exercise, is_interactive, usage_error
+from attnprep.app import command_app, complete_id, console, err_console, get_exercise, is_interactive, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
@@ -34,7 +34,7 @@ STATS_VERSION = 1
 @app.command("drill")
 def drill(
     exercise_id: Optional[str] = typer.Argument(
-        None, metavar="ID", help="Exercise id (default: the weakest one according to your history)."
+        None, metavar="ID", shell_complete=complete_id, help="Exercise id (default: the weakest one according to your history)."
     ),
     minutes: Optional[float] = typer.Option(
         None, "--minutes", "-m", help="Time budget in minutes (default: the exercise's budget; fractions allowed)."

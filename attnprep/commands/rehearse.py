@@ -20,7 +20,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, err_console, get_exercise, is_interactive, usage_error
+from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, complete_id, console, err_console, get_exercise, is_interactive, usage_error
 from attnprep.prose import Prose
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
@@ -41,7 +41,7 @@ def _w(key: str, **values) -> str:
 @app.command("interview")
 def interview(
     exercise_id: Optional[str] = typer.Argument(
-        None, metavar="[ID]", help="Exercise id (default: the first of `attnprep today`)."
+        None, metavar="[ID]", shell_complete=complete_id, help="Exercise id (default: the first of `attnprep today`)."
     ),
     submit: bool = typer.Option(
         False, "--submit", help="Submit the open interview (from another shell or an editor task)."
