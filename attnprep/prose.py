@@ -21,10 +21,13 @@ _IDEOGRAPH = "\u2e80-\u2fff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _OPENING = "（［｛「『《〈【〔“‘"
 _CLOSING = "，。、；：！？）］｝」』》〉】〕”’…"
 _SHAPE = r"\((?:[^()\s,]{1,20}, ){1,7}[^()\s,]{1,20}\)"
+# A number and its unit (0.53 s, 16 KiB, 40 %) stay on one line too.
+_NUMBER_UNIT = r"\d[\d.,:]*\s(?:s|ms|µs|min|B|KiB|MiB|GiB|TiB|%|×)(?![^\s.,;:)\]，。；：）])"
 _UNIT = re.compile(
-    rf"\s*(?:[{_OPENING}]*(?:[{_IDEOGRAPH}]|(?:{_SHAPE}|[^\s{_IDEOGRAPH}{_OPENING}{_CLOSING}])+)[{_CLOSING}]*|\S)\s*|\s+"
+    rf"\s*(?:[{_OPENING}]*(?:[{_IDEOGRAPH}]|(?:{_SHAPE}|{_NUMBER_UNIT}|[^\s{_IDEOGRAPH}{_OPENING}{_CLOSING}])+)[{_CLOSING}]*|\S)\s*|\s+"
 )
 WIDE = re.compile(f"[{_IDEOGRAPH}{_OPENING}{_CLOSING}]")
+NUMBER_UNIT = re.compile(_NUMBER_UNIT)
 
 
 def _units(text: str):
@@ -67,7 +70,8 @@ class Prose(Text):
     def wrap(self, console, width, *, justify=None, overflow=None, tab_size=8, no_wrap=None) -> Lines:
         wrap_justify = justify or self.justify or "default"
         wrap_overflow = overflow or self.overflow or "fold"
-        if (no_wrap if no_wrap is not None else self.no_wrap) or overflow == "ignore" or not WIDE.search(self.plain):
+        if (no_wrap if no_wrap is not None else self.no_wrap) or overflow == "ignore" or not (
+                WIDE.search(self.plain) or NUMBER_UNIT.search(self.plain)):
             return super().wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
         lines = Lines()
         for line in self.split(allow_blank=True):

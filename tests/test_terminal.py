@@ -601,3 +601,22 @@ def test_english_help_paragraphs_wrap_without_orphans(command):
         for inner in paragraph[:-1]:  # every line but a paragraph's last is (nearly) full
             assert len(inner) >= 60, (inner, paragraph)
         paragraph = []
+
+
+def test_a_number_keeps_its_unit_and_a_path_stays_whole_at_every_width():
+    """Prose (report details, drill and interview lines) never ends a line with `0.53` and starts the
+    next with `s`, nor breaks a path (issue 30 point 12)."""
+    import io
+
+    from rich.console import Console
+
+    from attnprep.prose import Block, Prose
+
+    text = "exercise mha (Multi-head attention) · file interviews/mha-20261123-2011.py · 0.53 s · 16 KiB"
+    for width in range(32, 100):  # the path is 31 wide: narrower, it can only be folded
+        out = io.StringIO()
+        Console(file=out, width=width, no_color=True).print(Block(Prose(text)))
+        lines = [line.rstrip() for line in out.getvalue().splitlines()]
+        assert not any(re.search(r"\d$", line) for line in lines[:-1]), (width, lines)
+        assert any("interviews/mha-20261123-2011.py" in line for line in lines), (width, lines)
+        assert " ".join(out.getvalue().split()) == text
