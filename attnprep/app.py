@@ -480,20 +480,20 @@ def usage_error(message: str) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
-def complete_id(ctx, param, incomplete: str) -> list[str]:
+def complete_id(incomplete: str) -> list[str]:
     """Shell completion of an exercise id (``attnprep new m<Tab>``): the ids starting with what is typed."""
     from attnprep import exercises
 
     return [exercise_id for exercise_id in exercises.listing() if exercise_id.startswith(incomplete)]
 
 
-def complete_target(ctx, param, incomplete: str) -> list[str]:
+def complete_target(incomplete: str) -> list[str]:
     """Shell completion of `check`'s targets: exercise ids, then the Python files and folders whose
     path starts with what is typed (Typer's completion scripts do not fall back to the shell's)."""
     import glob
 
     paths = [p + os.sep if os.path.isdir(p) else p for p in sorted(glob.glob(glob.escape(incomplete) + "*"))]
-    return [*complete_id(ctx, param, incomplete), *(p for p in paths if p.endswith((os.sep, ".py")))]
+    return [*complete_id(incomplete), *(p for p in paths if p.endswith((os.sep, ".py")))]
 
 
 def get_exercise(exercise_id: str):

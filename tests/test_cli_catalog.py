@@ -383,3 +383,26 @@ def test_check_completes_ids_and_python_files(ws):
     assert found[:2] == ["mha", "mha_fused"] and "mha.py" in found and "mhb/" in found
     assert "mha_notes.txt" not in found
     assert complete("attnprep check -e sd", ws) == ["sdpa"]
+
+
+# --- a folder that cannot be written: one wording for new, drill and interview (issue 30 point 12) --
+
+
+def test_new_drill_and_interview_say_an_unwritable_folder_the_same_way(ws, monkeypatch):
+    import errno
+
+    real_mkdir = Path.mkdir
+
+    def refused(self, *args, **kwargs):  # a read-only workspace (the tests may run as root)
+        if str(self).startswith(str(ws)) and self != ws:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    said = {}
+    for name, args in {"new": ["new", "mha", "-d", str(ws / "sub")], "drill": ["drill", "mha", "--seconds", "5"],
+                       "interview": ["interview", "mha", "--answers", "/dev/null"]}.items():
+        result = run(*args)
+        assert_usage_error(result, "cannot create folder", "permission denied")
+        said[name] = result.stderr.split(":", 2)[1].split()[:3]
+    assert said["new"] == said["drill"] == said["interview"] == ["cannot", "create", "folder"]

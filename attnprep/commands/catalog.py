@@ -197,7 +197,7 @@ def list_(
 
 @app.command("new")
 def new(
-    exercise_id: str = typer.Argument(..., metavar="ID", shell_complete=complete_id, help="Exercise id, e.g. mha (see `attnprep list`)."),
+    exercise_id: str = typer.Argument(..., metavar="ID", autocompletion=complete_id, help="Exercise id, e.g. mha (see `attnprep list`)."),
     folder: Optional[Path] = typer.Option(
         None, "--dir", "-d", help="Folder to write ID.py in (default: the current folder; created if missing)."
     ),
@@ -232,7 +232,7 @@ def new(
 
 @app.command("solution")
 def solution(
-    exercise_id: str = typer.Argument(..., metavar="ID", shell_complete=complete_id, help="Exercise id, e.g. mha."),
+    exercise_id: str = typer.Argument(..., metavar="ID", autocompletion=complete_id, help="Exercise id, e.g. mha."),
     code: bool = typer.Option(False, "--code", help="Only the bare source on stdout, ready to pipe into a file."),
 ) -> None:
     """Show the reference solution with notes, interview Q&A and the classic mistakes."""
@@ -332,7 +332,7 @@ def _solution_notes(out, exercise) -> None:
 
 @app.command("hint")
 def hint(
-    exercise_id: str = typer.Argument(..., metavar="ID", shell_complete=complete_id, help="Exercise id, e.g. mha."),
+    exercise_id: str = typer.Argument(..., metavar="ID", autocompletion=complete_id, help="Exercise id, e.g. mha."),
     reset: bool = typer.Option(False, "--reset", help="Start over: the next call shows hint 1 again."),
 ) -> None:
     """Show the next hint of an exercise (each call reveals one more)."""

@@ -34,7 +34,7 @@ STATS_VERSION = 1
 @app.command("drill")
 def drill(
     exercise_id: Optional[str] = typer.Argument(
-        None, metavar="ID", shell_complete=complete_id, help="Exercise id (default: the weakest one according to your history)."
+        None, metavar="ID", autocompletion=complete_id, help="Exercise id (default: the weakest one according to your history)."
     ),
     minutes: Optional[float] = typer.Option(
         None, "--minutes", "-m", help="Time budget in minutes (default: the exercise's budget; fractions allowed)."
@@ -72,10 +72,13 @@ def drill(
     if not budget_s > 0 or math.isinf(budget_s):
         usage_error(texts.t("drill.bad_budget"))
 
+    workspace = folder if folder is not None else Path.cwd()
     try:
-        path = drills.new_drill_file(exercise, folder if folder is not None else Path.cwd())
+        path = drills.new_drill_file(exercise, workspace)
     except OSError as exc:
-        usage_error(texts.t("drill.cannot_write", error=exc))
+        from attnprep.workspace import cannot_write
+
+        usage_error(cannot_write(exc, workspace / "drills"))
 
     out = console()
     if reason is not None:

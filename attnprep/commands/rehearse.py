@@ -41,7 +41,7 @@ def _w(key: str, **values) -> str:
 @app.command("interview")
 def interview(
     exercise_id: Optional[str] = typer.Argument(
-        None, metavar="[ID]", shell_complete=complete_id, help="Exercise id (default: the first of `attnprep today`)."
+        None, metavar="[ID]", autocompletion=complete_id, help="Exercise id (default: the first of `attnprep today`)."
     ),
     submit: bool = typer.Option(
         False, "--submit", help="Submit the open interview (from another shell or an editor task)."
@@ -112,10 +112,13 @@ def interview(
     if not budget_s > 0 or math.isinf(budget_s):
         usage_error(_w("budget"))
     _warm_up(out, live)  # before the clock starts
+    workspace = folder if folder is not None else Path.cwd()
     try:
-        opened = session.open(exercise, folder if folder is not None else Path.cwd(), budget_s=budget_s)
+        opened = session.open(exercise, workspace, budget_s=budget_s)
     except OSError as exc:
-        usage_error(_w("cannot_write", detail=exc.strerror or exc))
+        from attnprep.workspace import cannot_write
+
+        usage_error(cannot_write(exc, workspace / "interviews"))
     session.events = iv.input_events(lines)
     raise typer.Exit(iv.exit_code(session.run(opened)))
 
