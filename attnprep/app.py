@@ -399,6 +399,12 @@ def _root(
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
+    if os.environ.get("ATTNPREP_LANG"):  # $ATTNPREP_LANG=fr is an error, as `--lang fr` is
+        from attnprep import texts
+
+        problem = None if texts._override else texts.environment_problem()
+        if problem is not None:
+            usage_error(problem)
     if ctx.invoked_subcommand is None:  # bare `attnprep`: the help is the answer, not a usage error
         text = ctx.get_help()  # Typer's rich help prints itself and returns ""
         if text:

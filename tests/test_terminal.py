@@ -620,3 +620,20 @@ def test_a_number_keeps_its_unit_and_a_path_stays_whole_at_every_width():
         assert not any(re.search(r"\d$", line) for line in lines[:-1]), (width, lines)
         assert any("interviews/mha-20261123-2011.py" in line for line in lines), (width, lines)
         assert " ".join(out.getvalue().split()) == text
+
+
+def test_an_internal_error_exits_3_as_the_readme_says(capsys, monkeypatch):
+    from attnprep import cli
+
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+
+    def broken():
+        raise RuntimeError("a bug")
+
+    with pytest.raises(SystemExit) as raised:
+        cli._run(broken)
+    assert raised.value.code == 3
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "internal error: RuntimeError: a bug" in line
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "2 (usage error), 3 (internal error" in readme and "3 internal error" in readme

@@ -367,3 +367,27 @@ def test_zh_lists_and_clauses_joined_in_chinese(tmp_path, monkeypatch):
     assert "；" in said and not ascii_punctuation_by_chinese(said), said
     proc = run("list", home=tmp_path, env={"COLUMNS": "40"})
     assert proc.returncode == 0 and not ascii_punctuation_by_chinese(proc.stdout), proc.stdout
+
+
+def test_an_unknown_language_is_the_same_error_from_the_environment_and_from_lang(tmp_path):
+    """`ATTNPREP_LANG=fr` used to be silently English where `--lang fr` is an error: both are a
+    one-line error, exit 2, before any command runs (issue 30 point 12)."""
+    from_option = run("--lang", "fr", "list", home=tmp_path, lang=None)
+    from_env = run("list", home=tmp_path, lang="fr")
+    for proc in (from_option, from_env):
+        assert proc.returncode == 2 and proc.stdout == ""
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith("error: unknown language 'fr'") and "choose en or zh" in line
+    assert run("list", home=tmp_path, lang="zh_CN.UTF-8").returncode == 0
+    assert run("--lang", "en", "list", home=tmp_path, lang="fr").returncode == 0  # --lang decides
+    assert run("list", home=tmp_path, lang=None, env={"LANG": "fr_FR.UTF-8"}).returncode == 0  # a locale is not a setting
+
+
+def test_an_unknown_language_in_the_environment_through_the_app(monkeypatch):
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep.app import app
+
+    result = CliRunner().invoke(app, ["list"], env={"ATTNPREP_LANG": "fr"})
+    assert result.exit_code == 2 and "unknown language 'fr' in $ATTNPREP_LANG" in result.stderr
