@@ -391,3 +391,25 @@ def test_an_unknown_language_in_the_environment_through_the_app(monkeypatch):
 
     result = CliRunner().invoke(app, ["list"], env={"ATTNPREP_LANG": "fr"})
     assert result.exit_code == 2 and "unknown language 'fr' in $ATTNPREP_LANG" in result.stderr
+
+
+def test_zh_new_and_the_drill_live_area_say_their_words_in_chinese(tmp_path, monkeypatch):
+    """`new`'s "wrote …", the drill's live title and its "fix:" label (issue 30 point 5)."""
+    from rich.console import Console
+
+    from attnprep import drill
+    from attnprep.grader.result import Diagnosis, Result, Verdict
+
+    proc = run("new", "mha", home=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith(texts.t("shell.wrote", "zh")) and "wrote" not in proc.stdout
+    monkeypatch.setattr(texts, "_override", "zh")
+    console = Console(record=True, width=100, force_terminal=True, color_system=None)
+    title = texts.t("shell.drill_title", id="mha", file="drills/mha-x.py")
+    with drill.LiveView(console, 300, title) as view:
+        view.ready()
+        view.graded(29.0, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("missing_scale"),)))
+        view.superseded(31.0, 35.0)
+        view.tick(40.0, 260.0)
+        text = console.export_text(clear=False)
+    assert "drill ·" not in text and "fix:" not in text and "saved →" not in text
+    assert texts.t("shell.fix_label", "zh") in text and "限时练习 · drills/mha-x.py" in text
