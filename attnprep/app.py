@@ -66,18 +66,26 @@ def _localise(command, name: str):
     return command
 
 
+def _has_wide(text: str) -> bool:
+    """Whether ``text`` has a character two cells wide (Chinese), cheaply (attnprep.prose, which
+    knows how such text wraps, is loaded only then)."""
+    if text.isascii():
+        return False
+    import unicodedata
+
+    return any(unicodedata.east_asian_width(ch) in "WF" for ch in text if not ch.isascii())
+
+
 def paragraphs(text: str) -> str:
     """``text`` with each paragraph on one line, for the terminal to wrap: Typer keeps the line
     breaks of a help text, and a line wider than the terminal then leaves an orphan word behind.
     Lines are joined with a space, or with nothing beside Chinese."""
-    from attnprep.prose import WIDE
-
     out = []
     for paragraph in text.split("\n\n"):
         joined = ""
         for line in paragraph.split("\n"):
             line = line.strip()
-            if joined and line and not (WIDE.match(line[0]) or WIDE.match(joined[-1])):
+            if joined and line and not (_has_wide(line[0]) or _has_wide(joined[-1])):
                 joined += " "
             joined += line
         out.append(joined)
@@ -156,10 +164,10 @@ def _as_prose(make_rich_text):
         text = make_rich_text(*args, **kwargs)
         from rich.text import Text
 
-        from attnprep.prose import WIDE, Prose
-
-        if type(text) is not Text or not WIDE.search(text.plain):
+        if type(text) is not Text or not _has_wide(text.plain):  # English: Rich's own wrapping
             return text
+        from attnprep.prose import Prose
+
         return Prose(text.plain, style=text.style, justify=text.justify, overflow=text.overflow,
                      no_wrap=text.no_wrap, end=text.end, tab_size=text.tab_size, spans=list(text.spans))
 
@@ -424,9 +432,10 @@ class TrimmedConsole(Console):
         return super()._render_buffer(trimmed(buffer))
 
     def print(self, *objects, **kwargs) -> None:
-        from attnprep.prose import printable  # a Prose keeps its Chinese wrapping when printed alone
-
-        super().print(*printable(*objects), **kwargs)
+        prose = sys.modules.get("attnprep.prose")  # not loaded: there is no Prose to print (`list` saves its import)
+        if prose is not None:  # a Prose keeps its Chinese wrapping when printed alone
+            objects = prose.printable(*objects)
+        super().print(*objects, **kwargs)
 
 
 def trimmed(segments):

@@ -637,3 +637,14 @@ def test_an_internal_error_exits_3_as_the_readme_says(capsys, monkeypatch):
     assert "internal error: RuntimeError: a bug" in line
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "2 (usage error), 3 (internal error" in readme and "3 internal error" in readme
+
+
+@pytest.mark.parametrize("args", [["list"], ["today"], ["stats"], ["compare", "--preset", "seed"], ["hint", "mha"],
+                                  ["check", str(CORPUS / "mha" / "missing_scale.py")], ["--help"], ["check", "--help"]],
+                         ids=lambda a: " ".join(a[:1] + [Path(x).name for x in a[1:]]))
+def test_no_line_is_padded_with_blanks(args, tmp_path, attnprep_home, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli(args, 80)
+    assert result.exit_code in (0, 1), result.output
+    padded = [line for line in result.stdout.splitlines() if line != line.rstrip()]
+    assert not padded, padded
