@@ -413,3 +413,14 @@ def test_zh_new_and_the_drill_live_area_say_their_words_in_chinese(tmp_path, mon
         text = console.export_text(clear=False)
     assert "drill ·" not in text and "fix:" not in text and "saved →" not in text
     assert texts.t("shell.fix_label", "zh") in text and "限时练习 · drills/mha-x.py" in text
+
+
+@pytest.mark.parametrize("args", [("hint", "mha"), ("solution", "mqa"), ("today",)])
+def test_zh_prose_never_starts_a_line_with_a_closing_mark(args, tmp_path):
+    """Hints, notes, Q&A and today's reasons wrap the way Chinese is set at 60 columns (issue 30 point 6)."""
+    proc = run(*args, home=tmp_path, env={"COLUMNS": "60"})
+    assert proc.returncode == 0, proc.stderr
+    for line in proc.stdout.splitlines():
+        body = line.lstrip(" •│").removeprefix("A:").removeprefix("Q:").lstrip()
+        assert not body or body[0] not in "，。、；：！？）", line
+    assert all(cell_len(line) <= 60 for line in proc.stdout.splitlines())

@@ -43,13 +43,24 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _prose_type():
+    from attnprep.prose import Prose  # here: `list` does not need it
+
+    return Prose
+
+
+def _prose(text: str, style: str = "") -> Text:
+    """Text that wraps Chinese between characters, never before a closing mark (attnprep.prose)."""
+    return _prose_type()(text, style=style)
+
+
 def _bullets(items, marker: str = "•") -> Table:
     """A list with hanging indentation that wraps cleanly at 80 columns."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for item in items:
-        grid.add_row(marker, item if isinstance(item, Text) else Text(item))
+        grid.add_row(marker, item if isinstance(item, Text) else _prose(item))
     return grid
 
 
@@ -315,13 +326,13 @@ def _solution_notes(out, exercise) -> None:
         for i, qa in enumerate(exercise.qa):
             if i:
                 out.print()
-            out.print(_bullets([Text(qa.q, style="bold")], marker="Q:"))
+            out.print(_bullets([_prose(qa.q, style="bold")], marker="Q:"))
             out.print(_bullets([qa.a], marker="A:"))
     if exercise.mistakes:
         out.print()
         out.print(Text(texts.t("cli.solution.mistakes"), style="bold underline"))
         out.print(
-            _bullets(Text.assemble((m.title, "bold"), "\n", (texts.t("cli.solution.fix"), "green"), m.fix) for m in exercise.mistakes)
+            _bullets(_prose_type().assemble((m.title, "bold"), "\n", (texts.t("cli.solution.fix"), "green"), m.fix) for m in exercise.mistakes)
         )
     out.print()
     out.print(Text(texts.t("cli.solution.bare", id=exercise.id), style="dim"))
@@ -378,6 +389,6 @@ def _numbered(items) -> Table:
     grid.add_column(no_wrap=True, justify="right")
     grid.add_column(overflow="fold")
     for i, item in enumerate(items, 1):
-        grid.add_row(f"{i}.", Text(item))
+        grid.add_row(f"{i}.", _prose(item))
     return grid
 

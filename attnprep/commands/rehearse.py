@@ -210,7 +210,7 @@ def today(
         table.add_column(overflow="fold")
         for item in document.items:
             style = "red" if item.why == "failed" else "cyan" if item.why == "new" else ""
-            table.add_row(item.exercise, Text(item.reason, style=style))
+            table.add_row(item.exercise, Prose(item.reason, style=style))
         out.print(table)
     if document.more:
         out.print(Text(_w("more", n=document.more), style="dim"))
