@@ -33,16 +33,13 @@ from rich.text import Text
 
 from attnprep import texts, wording
 from attnprep.grader.result import ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
+from attnprep.prose import Prose  # text that wraps the way Chinese is set (shared with the CLI)
 
 LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
 HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
 SHADES = " ░▒▓█"  # level 0 (negligible) … 4 (the largest probability shown)
 
 OK, FAIL, NA = "✓", "✗", "–"
-
-
-# Text that wraps the way Chinese is set (shared with the CLI's help and prose: attnprep.prose).
-from attnprep.prose import WIDE, Prose, break_points  # noqa: E402,F401  (re-exported)
 
 
 # --- small helpers -----------------------------------------------------------------------------
