@@ -55,15 +55,43 @@ def _localise(command, name: str):
         return command
     key = f"help.{name}"
     if texts.has(key):
-        command.help, command.short_help = texts.t(key, lang), None
+        command.help, command.short_help = paragraphs(texts.t(key, lang)), None
     for param in command.params:
         if getattr(param, "help", None) is not None and texts.has(f"{key}.{param.name}"):
             param.help = texts.t(f"{key}.{param.name}", lang)
     if "_attnprep_lang" not in command.__dict__:  # the help option itself, built by click on demand
         base = command.get_help_option
         command.get_help_option = lambda ctx: _localise_help_option(base(ctx))
+        formats = command.format_help
+        command.format_help = lambda ctx, formatter: (_typer_help_ready(), formats(ctx, formatter))[1]
     command._attnprep_lang = lang
     return command
+
+
+def _has_wide(text: str) -> bool:
+    """Whether ``text`` has a character two cells wide (Chinese), cheaply (attnprep.prose, which
+    knows how such text wraps, is loaded only then)."""
+    if text.isascii():
+        return False
+    import unicodedata
+
+    return any(unicodedata.east_asian_width(ch) in "WF" for ch in text if not ch.isascii())
+
+
+def paragraphs(text: str) -> str:
+    """``text`` with each paragraph on one line, for the terminal to wrap: Typer keeps the line
+    breaks of a help text, and a line wider than the terminal then leaves an orphan word behind.
+    Lines are joined with a space, or with nothing beside Chinese."""
+    out = []
+    for paragraph in text.split("\n\n"):
+        joined = ""
+        for line in paragraph.split("\n"):
+            line = line.strip()
+            if joined and line and not (_has_wide(line[0]) or _has_wide(joined[-1])):
+                joined += " "
+            joined += line
+        out.append(joined)
+    return "\n\n".join(out)
 
 
 def _localise_help_option(option):
@@ -96,12 +124,57 @@ TYPER_WORDS = {
 }
 
 
+def _typer_help_ready() -> None:
+    """Typer's rich help module with attnprep's words and rendering, before it formats a help."""
+    import typer.rich_utils
+
+    _typer_words(typer.rich_utils)
+
+
 def _typer_words(rich_utils) -> None:
     from attnprep import texts
 
     for name, key in TYPER_WORDS.items():
         if hasattr(rich_utils, name):
             setattr(rich_utils, name, texts.t(key))
+    made = getattr(rich_utils, "_make_rich_text", None)
+    if made is not None and not getattr(made, "_attnprep", False):
+        rich_utils._make_rich_text = _as_prose(made)
+    console_of = getattr(rich_utils, "_get_rich_console", None)
+    if console_of is not None and not getattr(console_of, "_attnprep", False):
+        rich_utils._get_rich_console = _trimmed_console(console_of)
+
+
+def _trimmed_console(get_rich_console):
+    """Typer's help console, its lines without the blanks it pads them with (TrimmedConsole)."""
+
+    def made(*args, **kwargs):
+        console = get_rich_console(*args, **kwargs)
+        if type(console) is Console:
+            console.__class__ = TrimmedConsole
+        return console
+
+    made._attnprep = True
+    return made
+
+
+def _as_prose(make_rich_text):
+    """Typer's help texts as :class:`attnprep.prose.Prose`: Rich wraps at spaces only and cut a
+    Chinese help text, which has none, with "…" at the edge of its table cell."""
+
+    def made(*args, **kwargs):
+        text = make_rich_text(*args, **kwargs)
+        from rich.text import Text
+
+        if type(text) is not Text or not _has_wide(text.plain):  # English: Rich's own wrapping
+            return text
+        from attnprep.prose import Prose
+
+        return Prose(text.plain, style=text.style, justify=text.justify, overflow=text.overflow,
+                     no_wrap=text.no_wrap, end=text.end, tab_size=text.tab_size, spans=list(text.spans))
+
+    made._attnprep = True
+    return made
 
 
 class LocalisedContext(typer.Context):
@@ -249,6 +322,7 @@ class LazyGroup(TyperGroup):
 
     def format_help(self, ctx, formatter):
         _localise(self, "root")
+        _typer_help_ready()
         return super().format_help(ctx, formatter)
 
     def resolve_command(self, ctx, args):
@@ -335,6 +409,12 @@ def _root(
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
+    if os.environ.get("ATTNPREP_LANG"):  # $ATTNPREP_LANG=fr is an error, as `--lang fr` is
+        from attnprep import texts
+
+        problem = None if texts._override else texts.environment_problem()
+        if problem is not None:
+            usage_error(problem)
     if ctx.invoked_subcommand is None:  # bare `attnprep`: the help is the answer, not a usage error
         text = ctx.get_help()  # Typer's rich help prints itself and returns ""
         if text:
@@ -345,13 +425,66 @@ def _root(
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
+class TrimmedConsole(Console):
+    """A Console whose lines carry no trailing blanks: the spaces Rich pads table cells and
+    justified text with up to the width are dropped at the end of each line (blanks with a
+    background colour are kept: they are seen)."""
+
+    def _render_buffer(self, buffer) -> str:
+        return super()._render_buffer(trimmed(buffer))
+
+    def print(self, *objects, **kwargs) -> None:
+        prose = sys.modules.get("attnprep.prose")  # not loaded: there is no Prose to print (`list` saves its import)
+        if prose is not None:  # a Prose keeps its Chinese wrapping when printed alone
+            objects = prose.printable(*objects)
+        super().print(*objects, **kwargs)
+
+
+def trimmed(segments):
+    """``segments`` without the unstyled blanks that end each line."""
+    from rich.segment import Segment
+
+    line: list = []
+    for segment in segments:
+        if segment.text == "\n" and not segment.control:
+            yield from _without_trailing_blanks(line)
+            line = []
+            yield segment
+        elif "\n" in segment.text and not segment.control:
+            *whole, last = segment.text.split("\n")
+            for part in whole:
+                yield from _without_trailing_blanks([*line, Segment(part, segment.style)])
+                line = []
+                yield Segment("\n", segment.style)
+            line = [Segment(last, segment.style)] if last else []
+        else:
+            line.append(segment)
+    yield from line
+
+
+def _without_trailing_blanks(line: list):
+    from rich.segment import Segment
+
+    end = len(line)
+    while end:
+        text, style, control = line[end - 1]
+        if control or (style is not None and (style.bgcolor is not None or style.reverse)):
+            break
+        kept = text.rstrip(" ")
+        if kept:
+            line[end - 1] = Segment(kept, style)
+            break
+        end -= 1
+    return line[:end]
+
+
 def console() -> Console:
     """stdout console; Rich honours NO_COLOR and falls back to 80 columns when not a terminal."""
-    return Console(highlight=False, emoji=False)
+    return TrimmedConsole(highlight=False, emoji=False)
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False, emoji=False)
+    return TrimmedConsole(stderr=True, highlight=False, emoji=False)
 
 
 def usage_error(message: str) -> NoReturn:
@@ -364,6 +497,22 @@ def usage_error(message: str) -> NoReturn:
 
     err_console().print(Text.assemble((texts.t("sys.error_prefix"), "bold red"), visible(message, one_line=True)), soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
+
+
+def complete_id(incomplete: str) -> list[str]:
+    """Shell completion of an exercise id (``attnprep new m<Tab>``): the ids starting with what is typed."""
+    from attnprep import exercises
+
+    return [exercise_id for exercise_id in exercises.listing() if exercise_id.startswith(incomplete)]
+
+
+def complete_target(incomplete: str) -> list[str]:
+    """Shell completion of `check`'s targets: exercise ids, then the Python files and folders whose
+    path starts with what is typed (Typer's completion scripts do not fall back to the shell's)."""
+    import glob
+
+    paths = [p + os.sep if os.path.isdir(p) else p for p in sorted(glob.glob(glob.escape(incomplete) + "*"))]
+    return [*complete_id(incomplete), *(p for p in paths if p.endswith((os.sep, ".py")))]
 
 
 def get_exercise(exercise_id: str):

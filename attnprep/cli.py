@@ -85,6 +85,13 @@ def main() -> None:
             raise SystemExit(2)
         texts.set_language(lang.strip().lower())
         sys.argv[1:] = args
+    elif os.environ.get("ATTNPREP_LANG"):  # as wrong as `--lang fr`, and said the same way
+        from attnprep import texts
+
+        problem = texts.environment_problem()
+        if problem is not None:
+            sys.stderr.write(texts.t("sys.error_prefix") + problem + "\n")
+            raise SystemExit(2)
     from attnprep.app import app
 
     try:

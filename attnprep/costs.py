@@ -159,6 +159,28 @@ PRESETS: dict[str, Preset] = {
 
 DEFAULT_PRESET = "llama3-8b"
 
+# The model's own sizes: given any of them, GQA's KV heads and MLA's sizes are derived from them
+# (derived_sizes) instead of kept from the preset, which made an incoherent shape (a 4096-wide
+# preset's kv_lora_rank of 512 on a 256-wide model; 8 KV heads for 8 heads, GQA silently = MHA).
+MODEL_SIZES = frozenset({"d_model", "num_heads", "head_dim"})
+SIZES = ("d_model", "num_heads", "head_dim", "num_kv_heads", "q_lora_rank", "kv_lora_rank",
+         "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def derived_sizes(base: Shape, sizes: dict[str, Any]) -> dict[str, int]:
+    """GQA's KV heads and MLA's sizes for a model of ``sizes`` (d_model, num_heads, head_dim), the
+    way the presets are made: the preset's query heads per KV head; MLA as DeepSeek-V3 in units of
+    head_dim (nope = v = head_dim, rope = head_dim / 2, kv_lora_rank = 4·head_dim, q_lora_rank =
+    12·head_dim), its ranks at most d_model / 4 and d_model / 2 so that the latents compress (the
+    seed preset's rule). {} when the sizes are not positive integers (resolve() says why)."""
+    d, h, hd = sizes["d_model"], sizes["num_heads"], sizes["head_dim"]
+    if not all(isinstance(n, int) and n > 0 for n in (d, h, hd)):
+        return {}
+    group = max(1, base.num_heads // base.num_kv_heads)
+    kv_heads = next(k for k in range(max(1, h // group), 0, -1) if h % k == 0)
+    return dict(num_kv_heads=kv_heads, qk_nope_head_dim=hd, v_head_dim=hd, qk_rope_head_dim=max(2, hd // 2 // 2 * 2),
+                kv_lora_rank=max(1, min(4 * hd, d // 4)), q_lora_rank=max(1, min(12 * hd, d // 2)))
+
 
 def resolve(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Shape:
     """The preset's shape with the given fields replaced (``None`` = keep the preset's value).
@@ -186,12 +208,15 @@ def resolve(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Shap
             if d % h:
                 raise CompareError(texts.t("compare_error.head_dim", d=d, h=h))
             given["head_dim"] = d // h
+    if MODEL_SIZES & set(given):  # the sizes that follow from the model's, unless given too
+        for name, value in derived_sizes(base, {**dataclasses.asdict(base), **given}).items():
+            given.setdefault(name, value)
     shape = dataclasses.replace(base, **given)
     if isinstance(shape.dtype, str):
         shape = dataclasses.replace(shape, dtype=shape.dtype.strip().lower())
     problems = shape.problems()
     if problems:
-        raise CompareError("; ".join(problems))
+        raise CompareError(texts.t("shell.semicolon").join(problems))
     return shape
 
 
@@ -296,12 +321,13 @@ class Comparison:
     shape: Shape
     rows: tuple[Row, ...]
     is_causal: bool = IS_CAUSAL
+    given: tuple[str, ...] = ()  # the sizes set by hand (the rest: the preset's, or derived from them)
 
     def row(self, variant: str) -> Row:
         return next(r for r in self.rows if r.variant == variant)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": JSON_VERSION, "preset": self.preset, "config": self.shape.to_dict(),
+        return {"version": JSON_VERSION, "preset": self.preset, "given": list(self.given), "config": self.shape.to_dict(),
                 "is_causal": self.is_causal, "rows": [r.to_dict() for r in self.rows]}
 
 
@@ -379,7 +405,7 @@ def measure(preset: str = DEFAULT_PRESET, **overrides: int | str | None) -> Comp
     return compare_shape(resolve(preset, **overrides), preset=preset)
 
 
-def compare_shape(shape: Shape, preset: str = "") -> Comparison:
+def compare_shape(shape: Shape, preset: str = "", given: tuple[str, ...] = ()) -> Comparison:
     """Every variant of :data:`VARIANTS` for a resolved shape, relative to MHA."""
     measured = [(v, measure_variant(v, shape)) for v in VARIANTS]
     base = measured[0][1]  # MHA: every count is positive for a shape that passed resolve()
@@ -395,4 +421,4 @@ def compare_shape(shape: Shape, preset: str = "") -> Comparison:
                       "kv_elements": ratio(m.kv_elements_per_token, base.kv_elements_per_token)})
         for v, m in measured
     )
-    return Comparison(preset=preset.strip().lower(), shape=shape, rows=rows)
+    return Comparison(preset=preset.strip().lower(), shape=shape, rows=rows, given=tuple(given))

@@ -49,6 +49,7 @@ from rich.console import Console, Group
 from rich.text import Text
 
 from attnprep import exercises, history, texts
+from attnprep.prose import Block, Prose
 
 if TYPE_CHECKING:
     from attnprep.exercises import Exercise
@@ -433,12 +434,12 @@ def diagnosis_text(result: Result) -> Text | None:
         from attnprep import wording
 
         fix = wording.mistake(result.exercise, result.diagnoses[0]).fix
-        return Text.assemble(("fix: ", "green"), fix, overflow="fold")
+        return Prose.assemble((texts.t("shell.fix_label"), "green"), fix, overflow="fold")
     if result.error is not None and result.error.traceback:
         from attnprep.safe_text import visible
 
-        where = result.error.traceback.strip().split("\n")[-1].strip()  # the exception's own line
-        return Text(visible(where, one_line=True), style="dim", overflow="fold")
+        where = result.error.traceback.strip().splitlines()[-1].strip()  # the exception's own line
+        return Prose(visible(where, one_line=True), style="dim", overflow="fold")
     return None
 
 
@@ -462,8 +463,7 @@ class PlainView:
     _final: bool = False
 
     def _line(self, elapsed: float, *parts: str | Text) -> None:
-        text = Text.assemble(f"[{clock_text(elapsed)}] ", *parts)
-        self.console.print(text, soft_wrap=True)
+        self.console.print(Block(Prose.assemble(f"[{clock_text(elapsed)}] ", *parts)))
 
     def ready(self) -> None:
         self._line(0, texts.t("drill.go", budget=history.format_duration(self.budget_s)))
@@ -557,7 +557,7 @@ class LiveView:
 
     def _log(self, elapsed: float, *parts: str | Text) -> None:
         """A line above the display, kept when the display goes."""
-        self.console.print(Text.assemble(f"[{clock_text(elapsed)}] ", *parts))
+        self.console.print(Block(Prose.assemble(f"[{clock_text(elapsed)}] ", *parts)))
 
     def ready(self) -> None:
         self._refresh()
@@ -580,7 +580,7 @@ class LiveView:
         self._refresh()
 
     def superseded(self, elapsed: float, by: float) -> None:
-        self._log(elapsed, "saved → ", Text(superseded_text(by), style="dim"))
+        self._log(elapsed, texts.t("drill.saved_arrow"), Text(superseded_text(by), style="dim"))
         self.checking = None
         self._refresh()
 

@@ -41,6 +41,7 @@ from rich.console import Console
 from rich.text import Text
 
 from attnprep import drill, exercises, history, paths, plan
+from attnprep.prose import Block, Prose
 
 if TYPE_CHECKING:
     from attnprep.exercises import QA, Exercise
@@ -119,6 +120,12 @@ def request_path() -> Path:
     return paths.data_home() / "interview.submit"
 
 
+def answer_path() -> Path:
+    """The answer to the last submit request, kept when the interview has ended with it (its state
+    file is gone by the time `--submit` looks)."""
+    return paths.data_home() / "interview.answer"
+
+
 def _write_json(path: Path, data: dict) -> None:
     """Write atomically: a temporary file in the same folder, then a rename."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -145,8 +152,24 @@ def write_state(state: OpenInterview) -> None:
     _write_json(state_path(), state.to_json())
 
 
-def clear_state() -> None:
+def clear_state(state: OpenInterview | None = None) -> None:
+    """No open interview any more; the answer ``state`` gave its last submit request is kept."""
+    if state is not None and state.answered is not None and state.answer is not None:
+        try:
+            _write_json(answer_path(), {"request": state.answered, "answer": state.answer})
+        except OSError:
+            pass
     state_path().unlink(missing_ok=True)
+
+
+def _kept_answer(request: str) -> dict | None:
+    try:
+        data = json.loads(answer_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and data.get("request") == request and isinstance(data.get("answer"), dict):
+        return data["answer"]
+    return None
 
 
 def owner_alive(pid: int) -> bool:
@@ -189,14 +212,14 @@ def wait_for_answer(request: str, *, timeout: float = ANSWER_WAIT_S, poll_s: flo
     deadline = clock_fn() + timeout
     while clock_fn() < deadline:
         state = read_state()
-        if state is None:
-            return None
+        if state is None:  # ended: with our answer, if ours was its last submission
+            return _kept_answer(request)
         if state.answered == request and state.answer is not None:
             return state.answer
         if not owner_alive(state.owner):
-            return None
+            return _kept_answer(request)
         time.sleep(poll_s)
-    return None
+    return _kept_answer(request)
 
 
 # --- events --------------------------------------------------------------------------------------
@@ -352,7 +375,7 @@ class ConsoleView:
         if self._clock_drawn:  # the clock line: cleared (Enter already moved below it)
             self.console.file.write("\r\x1b[2K")
             self._clock_drawn = False
-        self.console.print(Text.assemble(*parts, style=style or ""), soft_wrap=True)
+        self.console.print(Block(Prose.assemble(*parts, style=style or "")))
 
     def started(self, exercise, path, budget_s, resumed) -> None:
         self._minute, self._time_up = 0, False
@@ -397,8 +420,8 @@ class ConsoleView:
         self._print((_w("first_try") if first else _w("fix"), "bold"))
         render_result(result, self.console, full=first)
         if first:
-            key = "first_passed" if result.passed else "first_failed"
-            self._print((_w(key, elapsed=clock(elapsed), budget=clock(budget_s)), "bold green" if result.passed else "bold red"))
+            key = "first_failed" if not result.passed else "first_passed" if plan.on_time(elapsed, budget_s) else "first_passed_late"
+            self._print((_w(key, elapsed=clock(elapsed), budget=clock(budget_s)), "bold green" if key == "first_passed" else "bold red"))
         else:
             self._print((_w("fix_passed") if result.passed else _w("fix_failed"), "green" if result.passed else "red"))
 
@@ -416,7 +439,9 @@ class ConsoleView:
         self._print((_w("question_hint", i=i, notes=shown(notes)), "dim"))
 
     def answer(self, qa) -> None:
-        self._print((_w("answer") + ": ", "bold green"), qa.a)
+        from attnprep import texts
+
+        self._print((texts.t("shell.label", label=_w("answer")), "bold green"), qa.a)
         self._print((_w("known_prompt"), "cyan"))
 
     def known_again(self) -> None:
@@ -588,7 +613,6 @@ class Session:
 
     def _blind(self, exercise: Exercise) -> None:
         """Until the first submission is graded (or the user gives up)."""
-        said_closed = False
         while True:
             event = self._next()
             if event is None:
@@ -596,11 +620,11 @@ class Session:
                 return
             if isinstance(event, Tick):
                 self.view.tick(self._elapsed(), self.state.budget_s)
-            elif isinstance(event, InputClosed):
+            elif isinstance(event, InputClosed):  # nothing can submit from here any more: given up
                 self.input_closed = True
-                if not said_closed:
-                    said_closed = True
-                    self.view.input_closed()
+                self.view.input_closed()
+                self._abandon()
+                return
             elif isinstance(event, Reply) and event.text.strip().lower() in QUIT:
                 self._abandon()
                 return
@@ -709,7 +733,7 @@ class Session:
             self._update(answered=request, answer={"error": detail})
             return None
         history.record(result, kind="check", started_at=st.started_at, duration_s=elapsed,
-                       interview=st.interview, first_try=first)
+                       interview=st.interview, first_try=first, budget_s=st.budget_s)
         if first:
             if st.interview is not None:
                 history.close_interview(st.interview, outcome="submitted", duration_s=elapsed)
@@ -740,7 +764,7 @@ class Session:
         self.state = None
         on_disk = read_state()
         if on_disk is not None and on_disk.file == st.file:
-            clear_state()
+            clear_state(st)
         return RoundEnd(
             exercise=exercise.id, file=st.file, workspace=st.workspace, budget_s=st.budget_s,
             elapsed_s=st.submitted_s if st.submitted_s is not None else max(0.0, self.clock() - st.started_at),

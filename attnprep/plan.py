@@ -6,8 +6,9 @@ synthetic history directly. Torch-free, prints nothing; the command only renders
 The rules, per exercise (dates are local calendar days):
 
 - A **review** is a timed first try: the first submission of an interview, or a drill (passed =
-  passed within its budget; a drill that timed out or was given up, or an interview given up
-  before submitting, is a failure). Plain `check` runs are practice, not reviews.
+  passed within its budget; a drill that timed out or was given up, an interview given up
+  before submitting or first submitted past its budget, is a failure). Plain `check` runs are
+  practice, not reviews.
 - After a pass the interval grows: :data:`FIRST_INTERVAL` day(s) after the first pass (or the
   first pass after a failure), then times :data:`GROWTH` (rounded up, at most
   :data:`MAX_INTERVAL`). A pass before the exercise is due keeps the interval (cramming does not
@@ -77,7 +78,7 @@ class Review(NamedTuple):
     passed: bool
     source: str  # "interview" or "drill"
     mistakes: tuple[str, ...] = ()  # mistake ids of the verdict
-    how: str = ""  # of a failure without a verdict of its own: "timeout" or "abandoned"
+    how: str = ""  # of a failure without a verdict of its own: "timeout", "abandoned" or "late"
 
 
 class Interval(NamedTuple):
@@ -171,12 +172,23 @@ def schedule(outcomes: Iterable[tuple[float, bool]], *, first: int, retry: int) 
     return state
 
 
+def on_time(duration_s: float, budget_s: float | None) -> bool:
+    """Whether a timed first try ended within its budget (unknown budget: yes)."""
+    return budget_s is None or duration_s <= budget_s
+
+
 def reviews_of(runs: Iterable[Run], interviews: Iterable[Interview] = ()) -> list[Review]:
-    """The timed first tries in the history, oldest first."""
+    """The timed first tries in the history, oldest first. An interview's first try that passed
+    past its budget is a failure ("late"): the interviewer's clock ran out first."""
+    interviews = list(interviews)
+    budgets = {i.id: i.budget_s for i in interviews}
     found = []
     for run in runs:
         if run.first_try:
-            found.append(Review(run.exercise, run.started_at, run.passed, "interview", run.diagnoses))
+            budget = run.budget_s if run.budget_s is not None else budgets.get(run.interview)
+            late = run.passed and not on_time(run.duration_s, budget)
+            found.append(Review(run.exercise, run.started_at, run.passed and not late, "interview", run.diagnoses,
+                                "late" if late else ""))
         elif run.kind == "drill" and run.outcome in ("passed", "timeout", "abandoned"):
             passed = run.outcome == "passed"
             found.append(Review(run.exercise, run.started_at, passed, "drill", () if passed else run.diagnoses,
@@ -243,13 +255,15 @@ def _failure(review: Review, today: dt.date, mistake_title: Callable[[str], str]
         return _w("failed_timeout", ago=when)
     if review.how == "abandoned":
         return _w("failed_abandoned", ago=when)
+    if review.how == "late":
+        return _w("failed_late", ago=when)
     return _w("failed", ago=when)
 
 
 def _cards_text(cards: Sequence[CardState]) -> str:
     text = _w("cards_1") if len(cards) == 1 else _w("cards", n=len(cards))
     unknown = sum(1 for c in cards if not c.known)
-    return f"{text} ({_w('cards_unknown', n=unknown)})" if unknown else text
+    return _w("with_unknown", cards=text, unknown=_w("cards_unknown", n=unknown)) if unknown else text
 
 
 def make_plan(

@@ -23,15 +23,12 @@ No torch here: this module renders plain data. Colours come from the console (Ri
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from rich import box
-from rich.cells import cell_len, chop_cells
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
-from rich.containers import Lines
-from rich.measure import Measurement
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -40,92 +37,13 @@ from rich.text import Text
 from attnprep import texts, wording
 from attnprep.grader.result import ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, Result, ShapeRow
 from attnprep.safe_text import visible
+from attnprep.prose import Prose  # text that wraps the way Chinese is set (shared with the CLI)
 
 LEAK_THRESHOLD = 0.01  # probability mass on a masked cell that counts as "leaked"
 HEATMAP_MAX = 12  # queries / keys shown per grid; bigger maps are truncated with a note
 SHADES = " ░▒▓█"  # level 0 (negligible) … 4 (the largest probability shown)
 
 OK, FAIL, NA = "✓", "✗", "–"
-
-
-# --- text that wraps the way Chinese is set --------------------------------------------------------
-
-# Rich breaks lines at spaces only: a Chinese sentence, written without spaces, is one "word" that
-# moves whole to the next line (leaving a half-empty line behind) and makes a table column as wide
-# as the sentence. Chinese may break between any two characters, except before a closing mark
-# (，。）…) and after an opening one (（“…). A shape such as (B, H, T, D) stays on one line.
-_IDEOGRAPH = "\u2e80-\u2fff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_OPENING = "（［｛「『《〈【〔“‘"
-_CLOSING = "，。、；：！？）］｝」』》〉】〕”’…"
-_SHAPE = r"\((?:[^()\s,]{1,20}, ){1,7}[^()\s,]{1,20}\)"
-_UNIT = re.compile(
-    rf"\s*(?:[{_OPENING}]*(?:[{_IDEOGRAPH}]|(?:{_SHAPE}|[^\s{_IDEOGRAPH}{_OPENING}{_CLOSING}])+)[{_CLOSING}]*|\S)\s*|\s+"
-)
-WIDE = re.compile(f"[{_IDEOGRAPH}{_OPENING}{_CLOSING}]")
-
-
-def _units(text: str):
-    """(start, unit) of the pieces a line may break between."""
-    position = 0
-    while position < len(text):
-        match = _UNIT.match(text, position)
-        yield position, match.group()
-        position = match.end()
-
-
-def break_points(text: str, width: int, fold: bool) -> list[int]:
-    """Where to break ``text`` into lines of ``width`` cells: greedily between the units of
-    :func:`_units`, a unit longer than a line folded (as Rich's own word wrap does with words)."""
-    breaks: list[int] = []
-    offset = 0
-    for start, unit in _units(text):
-        size = cell_len(unit.rstrip())
-        if width - offset >= size:
-            offset += cell_len(unit)
-        elif size > width and fold:
-            pieces = chop_cells(unit, width)
-            for n, piece in enumerate(pieces):
-                if start:
-                    breaks.append(start)
-                if n == len(pieces) - 1:
-                    offset = cell_len(piece)
-                else:
-                    start += len(piece)
-        elif offset and start:
-            breaks.append(start)
-            offset = cell_len(unit)
-    return breaks
-
-
-class Prose(Text):
-    """A :class:`rich.text.Text` that wraps Chinese between characters (see :func:`_divide`) and
-    measures its narrowest width by those units. Same as Text for English."""
-
-    def wrap(self, console, width, *, justify=None, overflow=None, tab_size=8, no_wrap=None) -> Lines:
-        wrap_justify = justify or self.justify or "default"
-        wrap_overflow = overflow or self.overflow or "fold"
-        if (no_wrap if no_wrap is not None else self.no_wrap) or overflow == "ignore" or not WIDE.search(self.plain):
-            return super().wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
-        lines = Lines()
-        for line in self.split(allow_blank=True):
-            if "\t" in line:
-                line.expand_tabs(tab_size)
-            new_lines = line.divide(break_points(line.plain, width, fold=wrap_overflow == "fold"))
-            for piece in new_lines:
-                piece.rstrip_end(width)
-            new_lines.justify(console, width, justify=wrap_justify, overflow=wrap_overflow)
-            for piece in new_lines:
-                piece.truncate(width, overflow=wrap_overflow)
-            lines.extend(new_lines)
-        return lines
-
-    def __rich_measure__(self, console, options) -> Measurement:
-        measured = super().__rich_measure__(console, options)
-        if not WIDE.search(self.plain):
-            return measured
-        narrowest = max((cell_len(unit.strip()) for _, unit in _units(self.plain)), default=0)
-        return Measurement(min(narrowest, measured.maximum), measured.maximum)
-
 
 
 # --- small helpers -----------------------------------------------------------------------------

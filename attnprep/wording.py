@@ -48,8 +48,10 @@ def evidence(diagnosis: Diagnosis) -> str:
             out = part
         elif part.startswith("("):
             out += " " + part
+        elif part.startswith("（"):
+            out += part
         else:
-            out += "; " + part
+            out += texts.t("shell.semicolon") + part
     return out
 
 

@@ -213,6 +213,18 @@ def _keep_backup(path: Path) -> Path:
         # someone took that name between the look and the link: try the next one
 
 
+def cannot_write(exc: OSError, folder: Path) -> str:
+    """The one wording of a file attnprep could not write into ``folder`` (`new`, `drill`,
+    `interview`): the folder could not be created, or nothing can be written in it."""
+    where = Path(exc.filename) if exc.filename else folder
+    if where.suffix == ".py" or where.name.startswith("."):  # the file (or its temporary): say its folder
+        where = where.parent
+    if isinstance(exc, FileExistsError) and not where.is_dir():
+        return texts.t("workspace.folder_is_file", folder=where)
+    key = "workspace.cannot_create" if not where.is_dir() else "workspace.cannot_write_in"
+    return texts.t(key, folder=where, reason=_describe(exc))
+
+
 def write_stub(exercise: Exercise, folder: str | Path, *, force: bool = False) -> Written:
     """Write the blank stub of ``exercise`` to ``folder/<id>.py`` (``folder`` is created).
 

@@ -214,7 +214,8 @@ def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
 
 def _translate(data: dict, words: dict) -> dict:
     """``data`` (an exercise.toml) with its texts replaced by those of ``words`` (a zh.toml):
-    title, summary, hints, contract details, notes' key_points and qa; lists only when complete."""
+    title, summary, hints, contract details and returns, notes' key_points and qa; lists only when
+    complete."""
     if not words:
         return data
     data = {**data}
@@ -223,8 +224,9 @@ def _translate(data: dict, words: dict) -> dict:
             data[key] = words[key]
     if len(words.get("hints", [])) == len(data.get("hints", [])):
         data["hints"] = words["hints"]
-    if words.get("contract", {}).get("details"):
-        data["contract"] = {**data["contract"], "details": words["contract"]["details"]}
+    for key in ("details", "returns"):  # returns: when it is said in words ("x's shape and dtype")
+        if words.get("contract", {}).get(key):
+            data["contract"] = {**data["contract"], key: words["contract"][key]}
     notes, zh_notes = dict(data.get("notes", {})), words.get("notes", {})
     if len(zh_notes.get("key_points", [])) == len(notes.get("key_points", [])):
         notes["key_points"] = zh_notes.get("key_points", [])
@@ -420,8 +422,26 @@ def render_stub(exercise: Exercise, lang: str | None = None) -> str:
     template = env.from_string(exercise.stub_template.read_text(encoding="utf-8"))
     from attnprep import texts
 
-    return template.render(ex=exercise, solution_region=functools.partial(solution_region, exercise),
-                           t=lambda key, **params: texts.t(key, lang or texts.language(), **params))
+    lang = lang or texts.language()
+
+    def region(name: str) -> str:  # its comments and docstrings in the language, as `solution` shows them
+        from attnprep.wording import solution_source
+
+        return solution_source(exercise.id, solution_region(exercise, name), lang)
+
+    return template.render(ex=exercise, solution_region=region, own=stub_words(exercise.folder, lang),
+                           t=lambda key, **params: texts.t(key, lang, **params))
+
+
+def stub_words(folder: Path, lang: str) -> dict[str, str]:
+    """The prose of one exercise's own stub (its ``[stub]`` table: ``exercise.toml`` in English,
+    over it the one of ``<lang>.toml``)."""
+    import tomllib
+
+    words = dict(tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8")).get("stub", {}))
+    if lang != "en":
+        words.update(_translation(folder / f"{lang}.toml").get("stub", {}))
+    return {key: text.strip("\n") for key, text in words.items()}
 
 
 def cache_clear() -> None:

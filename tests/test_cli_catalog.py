@@ -349,3 +349,60 @@ def test_no_color_means_no_colour_codes(ws, args):
     forced_no_color = run(*args, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert forced_no_color.exit_code == 0
     assert not coloured.search(forced_no_color.stdout), forced_no_color.stdout
+
+
+# --- shell completion of exercise ids (issue 30 point 12) -----------------------------------------
+
+
+def complete(words: str, cwd: Path) -> list[str]:
+    """What bash completion offers for the last word of ``words`` (the script Typer installs sets
+    these variables and runs attnprep)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "_ATTNPREP_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1))}
+    proc = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'attnprep'; from attnprep.cli import main; main()"],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+@pytest.mark.parametrize("command", ["new", "hint", "solution", "drill", "interview"])
+def test_exercise_ids_complete(command, ws):
+    assert complete(f"attnprep {command} mh", ws) == [i for i in exercises.listing() if i.startswith("mh")]
+    assert complete(f"attnprep {command} ", ws) == list(exercises.listing())
+
+
+def test_check_completes_ids_and_python_files(ws):
+    (ws / "mha.py").write_text("x = 1\n", encoding="utf-8")
+    (ws / "mha_notes.txt").write_text("", encoding="utf-8")
+    (ws / "mhb").mkdir()
+    found = complete("attnprep check mh", ws)
+    assert found[:2] == ["mha", "mha_fused"] and "mha.py" in found and "mhb/" in found
+    assert "mha_notes.txt" not in found
+    assert complete("attnprep check -e sd", ws) == ["sdpa"]
+
+
+# --- a folder that cannot be written: one wording for new, drill and interview (issue 30 point 12) --
+
+
+def test_new_drill_and_interview_say_an_unwritable_folder_the_same_way(ws, monkeypatch):
+    import errno
+
+    real_mkdir = Path.mkdir
+
+    def refused(self, *args, **kwargs):  # a read-only workspace (the tests may run as root)
+        if str(self).startswith(str(ws)) and self != ws:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    said = {}
+    for name, args in {"new": ["new", "mha", "-d", str(ws / "sub")], "drill": ["drill", "mha", "--seconds", "5"],
+                       "interview": ["interview", "mha", "--answers", "/dev/null"]}.items():
+        result = run(*args)
+        assert_usage_error(result, "cannot create folder", "permission denied")
+        said[name] = result.stderr.split(":", 2)[1].split()[:3]
+    assert said["new"] == said["drill"] == said["interview"] == ["cannot", "create", "folder"]

@@ -9,6 +9,7 @@ with is_causal=True.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -261,7 +262,8 @@ def test_json_document():
     result = run("--preset", "seed", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert set(doc) == {"version", "preset", "config", "is_causal", "rows"}
+    assert set(doc) == {"version", "preset", "given", "config", "is_causal", "rows"}
+    assert doc["given"] == []
     assert doc["preset"] == "seed" and doc["is_causal"] is True
     shape = costs.PRESETS["seed"].shape
     assert doc["config"] == {**{f: getattr(shape, f) for f in costs.Shape.__dataclass_fields__}, "dtype_bytes": 4}
@@ -380,3 +382,42 @@ def test_help_and_usage_errors_do_not_import_torch():
     for name in costs.PRESETS:
         assert name in compare_cmd.PRESET_HELP and name in help_text
     assert f"{costs.DEFAULT_PRESET} (default)" in compare_cmd.PRESET_HELP
+
+
+# --- your own sizes make a coherent shape, and the header says so (issue 30 point 10) --------------
+
+
+def test_model_sizes_bring_the_gqa_and_mla_sizes_with_them():
+    from attnprep import costs
+
+    shape = costs.resolve("llama3-8b", d_model=512, num_heads=8)
+    assert (shape.head_dim, shape.num_kv_heads) == (64, 2)  # llama3-8b's 4 query heads per KV head
+    assert shape.kv_lora_rank < shape.d_model and shape.q_lora_rank < shape.d_model  # the latents compress
+    assert (shape.qk_nope_head_dim, shape.qk_rope_head_dim, shape.v_head_dim) == (64, 32, 64)
+    explicit = costs.resolve("llama3-8b", d_model=512, num_heads=8, num_kv_heads=4, kv_lora_rank=96)
+    assert (explicit.num_kv_heads, explicit.kv_lora_rank) == (4, 96)  # what is given is kept
+    for name, preset in costs.PRESETS.items():  # the rule makes every preset's own sizes
+        s = preset.shape
+        again = costs.resolve(name, d_model=s.d_model, num_heads=s.num_heads, head_dim=s.head_dim)
+        assert again == s, name
+    assert costs.resolve("llama3-8b", seq=10) == dataclasses.replace(costs.PRESETS["llama3-8b"].shape, seq=10)
+
+
+def test_the_header_names_your_sizes_and_a_gqa_that_is_another_variant():
+    result = run("--d-model", "512", "--heads", "8")
+    assert result.exit_code == 0, result.output
+    head = " ".join(result.stdout.split("\n\n")[0].split())
+    assert head.startswith("llama3-8b with your sizes: d_model 512, num_heads 8")
+    assert "8 heads of 64 · GQA: 2 KV heads" in head and "kv_lora_rank 128" in head
+    same = " ".join(run("--d-model", "1024", "--heads", "8", "--kv-heads", "8").stdout.split())
+    assert "GQA here is MHA" in same
+    wide = " ".join(run("--kv-lora-rank", "8192").stdout.split())
+    assert "llama3-8b with your sizes: kv_lora_rank 8192" in wide and "does not compress" in wide
+    plain = run().stdout.splitlines()[0]
+    assert plain.startswith("llama3-8b · ") and "your sizes" not in plain
+    doc = json.loads(run("--heads", "16", "--json").stdout)
+    assert doc["given"] == ["num_heads"] and doc["config"]["num_kv_heads"] == 4
+
+
+def test_dtype_help_states_its_default():
+    assert "default: the preset's, bf16; seed: fp32" in " ".join(run("--help").stdout.split())

@@ -230,7 +230,7 @@ def test_run_drill_records_the_drill_in_the_history(tmp_path):
 def test_plain_view_prints_one_progress_line_per_save(capsys):
     from rich.console import Console
 
-    console = Console(file=sys.stdout, width=60, force_terminal=False)
+    console = Console(file=sys.stdout, width=120, force_terminal=False)  # wide: one screen line each
     view = drill.PlainView(console, budget_s=300)
     view.ready()
     view.tick(59.0, 241.0)  # nothing yet
@@ -558,3 +558,18 @@ def test_ctrl_c_waits_for_the_first_check_in_flight(tmp_path):
     ending = drill.run_loop(events(), view=RecordingView(), budget_s=30,
                             check=lambda: drill.ForkedCheck(grade_by_content(path)))
     assert ending.outcome == "abandoned" and ending.result.verdict is Verdict.TIMEOUT and ending.grades == 1
+
+
+def test_plain_view_lines_wrap_between_words_at_80_columns(capsys):
+    """A long verdict wraps at the console's width between words (it used to be written as one
+    line the terminal cut anywhere: `yo`/`u submit`)."""
+    from rich.console import Console
+
+    console = Console(file=sys.stdout, width=80, force_terminal=False)
+    view = drill.PlainView(console, budget_s=300)
+    view.graded(12.4, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("missing_scale"),)))
+    view.unreadable(20.0, OSError(13, "permission denied while reading the file you saved just now in the drills folder"))
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert len(out.splitlines()) >= 3
+    assert "permission denied while reading the file you saved just now in the drills folder" in " ".join(out.split())

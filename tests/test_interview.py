@@ -230,15 +230,48 @@ def test_an_internal_error_is_not_the_first_try(tmp_path):
     assert "attnprep could not grade this submission (not counted): attnprep failed while grading: the grader broke" in out.getvalue()
 
 
-def test_when_the_input_ends_the_interview_waits_for_a_submit_request(tmp_path):
+def test_when_the_input_ends_before_a_submission_the_interview_is_given_up(tmp_path):
+    """Scripted input that runs out (`--answers /dev/null`): nothing can submit any more from
+    here, so the round is given up at once instead of waiting (issue 30: it waited 87 minutes)."""
     clock = FakeClock()
     grader = FakeGrader(clock, result(True))
-    s, out = session(tmp_path, clock, grader, iv.InputClosed(), after(clock, 5, iv.Tick()),
+    s, out = session(tmp_path, clock, grader, after(clock, 5, iv.InputClosed()), after(clock, 5, iv.Tick()),
                      after(clock, 5, iv.Submit("r1")))
     rounds = s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
-    assert rounds[0].first_passed is True and rounds[0].elapsed_s == 10.0
-    assert "waiting for `attnprep interview --submit`" in out.getvalue()
-    assert history.qa_marks() == []  # no input for the questions: the session ends
+    assert rounds[0].first_passed is None and grader.graded == []
+    assert iv.exit_code(rounds) == iv.EXIT_ABANDONED == 130
+    assert "given up, nothing graded" in out.getvalue()
+    (row,) = history.interviews()
+    assert row.outcome == "abandoned" and row.duration_s == 5.0
+
+
+def test_a_first_try_past_its_budget_is_not_an_on_time_pass(tmp_path):
+    from attnprep import plan
+
+    clock = FakeClock()
+    grader = FakeGrader(clock, result(True))
+    s, out = session(tmp_path, clock, grader, after(clock, 600, iv.Reply("")), questions=0)
+    s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
+    assert "past its budget of 5:00" in out.getvalue() and "first try passed in" not in out.getvalue()
+    (run,) = history.runs()
+    assert run.passed and run.first_try and run.budget_s == 300  # the verdict itself stands
+    (review,) = plan.reviews_of(history.runs(), history.interviews())
+    assert (review.passed, review.how) == (False, "late")  # `today` brings it back like a failure
+    on_time = [r._replace(duration_s=290.0) for r in history.runs()]
+    assert plan.reviews_of(on_time, history.interviews())[0].passed
+
+
+def test_submit_gets_its_answer_when_the_interview_ended_with_it(tmp_path):
+    """`--questions 0`: the interview ends right after grading the submission and its state file
+    goes; `--submit` still gets the verdict (it used to say "did not answer")."""
+    clock = FakeClock()
+    grader = FakeGrader(clock, result(False, "missing_scale"))
+    s, _ = session(tmp_path, clock, grader, after(clock, 5, iv.Submit("r1")), questions=0)
+    s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
+    assert iv.read_state() is None
+    answer = iv.wait_for_answer("r1", timeout=1)
+    assert answer is not None and answer["first_try"] is True and answer["passed"] is False
+    assert iv.wait_for_answer("another", timeout=0.3) is None
 
 
 def test_a_submit_request_is_answered_in_the_state_file(tmp_path):
@@ -608,3 +641,42 @@ def test_no_exercise_id_is_written_in_the_rehearsal_code():
     found = [(m, node.lineno, node.value) for m in modules for node in ast.walk(ast.parse((ROOT / m).read_text(encoding="utf-8")))
              if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() in ids]
     assert found == []
+
+
+def test_a_scripted_interview_whose_input_is_empty_exits_130(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = runner.invoke(app, ["interview", "mha", "--questions", "0", "--answers", os.devnull], env=ENV)
+    assert out.exit_code == 130, out.output
+    assert history.runs() == [] and history.interviews()[0].outcome == "abandoned"
+    assert iv.read_state() is None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_interview_prose_wraps_at_80_columns_between_words(tmp_path, lang):
+    """Questions, model answers and instructions wrap to the console's width: English between
+    words, Chinese between characters but never before a closing mark (issue 30 point 6)."""
+    from attnprep import texts
+
+    texts.set_language(lang)
+    try:
+        ex = exercises.registry(lang)["mha"]
+        out = io.StringIO()
+        view = iv.ConsoleView(Console(file=out, width=80, no_color=True, highlight=False))
+        path = workspace(tmp_path) / "interviews" / "mha-20261123-2011.py"
+        view.started(ex, path, 300, False)
+        for qa in ex.qa[:3]:
+            view.question(1, 3, qa, path.with_suffix(".notes.md"))
+            view.answer(qa)
+        shown = out.getvalue()
+    finally:
+        texts.set_language(None)
+    lines = shown.splitlines()
+    assert all(len(line) <= 80 if lang == "en" else True for line in lines)
+    assert max(len(line) for line in lines) > 60  # wrapped to the width, not to some other measure
+    flat = " ".join(shown.split())
+    for qa in ex.qa[:3]:
+        if lang == "en":
+            assert " ".join(qa.a.split()) in flat  # no word cut in two
+        else:
+            assert "".join(qa.a.split()) in "".join(shown.split())
+            assert not any(line[:1] and line[0] in "，。、；：！？）" for line in lines), shown

@@ -174,3 +174,44 @@ def test_stats_and_list_do_not_import_torch(practised):
         "assert 'torch' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_stats_at_80_columns_keeps_the_median_and_puts_the_mistakes_below(practised, monkeypatch):
+    """At 80 columns the numbers keep their columns (the median included) and the mistakes get the
+    whole width below the table, instead of a narrow cell that breaks their titles."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out = run("stats").stdout
+    header = out.splitlines()[0]
+    assert "median" in header and "most frequent mistakes" not in header
+    assert "not shown at this width" not in out
+    below = out.split("most frequent mistakes", 1)[1]
+    (mha_line,) = [line for line in below.splitlines() if line.startswith("mha ")]
+    assert "missing 1/sqrt(d) scale ×2" in mha_line and "causal flag ignored ×1" in mha_line
+    assert all(len(line) <= 80 and line == line.rstrip() for line in out.splitlines())
+
+
+def test_stats_at_120_columns_has_the_mistakes_in_the_table(practised):
+    header = run("stats").stdout.splitlines()[0]
+    assert "median" in header and "most frequent mistakes" in header
+
+
+def test_one_run_is_said_in_the_singular():
+    record("mha", Verdict.PASSED, at=1, took=100, outcome="passed")
+    out = " ".join(run("stats").stdout.split())
+    assert "1 run, 1 passed; 1 of 1 drill passed in time." in out
+
+
+def test_zh_stats_mistake_titles_are_not_cut(practised, monkeypatch):
+    from rich.cells import cell_len
+
+    from attnprep import texts
+
+    monkeypatch.setattr(texts, "_override", "zh")
+    record("gqa", Verdict.WRONG_OUTPUT, "gqa_heads_tiled", kind="check", at=7, took=0.3)
+    for width in ("60", "80"):
+        monkeypatch.setenv("COLUMNS", width)
+        out = run("stats").stdout
+        assert "…" not in out.split(texts.t("cli.stats.legend", "zh", abandoned="—")[:4])[0], out
+        assert all(cell_len(line) <= int(width) for line in out.splitlines())
+        title = exercises.mistake_catalogue("zh")["gqa_heads_tiled"].title
+        assert "".join(title.split()) in "".join(out.split())  # whole, only wrapped

@@ -372,18 +372,55 @@ def words(text: str) -> list[str]:
     return sorted(w for w in text.split() if w != "#")
 
 
-@pytest.mark.parametrize("exercise_id", ["causal", "mha", "gqa", "mla"])
-def test_solution_source_is_laid_out_for_the_width_without_losing_a_word(exercise_id):
-    from attnprep import exercises
-    from attnprep.commands.catalog import readable_source
+def source_rows(out: str, source: str) -> list[str]:
+    """The code of each numbered row of `solution`'s output, in order (the gutter taken off)."""
+    lines = source.splitlines()
+    digits = len(str(len(lines)))
+    rows = [line for line in out.splitlines() if re.match(rf"^ *\d+(?: |$)", line) and len(line) >= digits
+            and line[:digits].strip().isdigit()]
+    numbered: dict[int, str] = {}
+    for row in rows:
+        numbered.setdefault(int(row[:digits]), row[digits + 1:])
+    return [numbered.get(n, None) for n in range(1, len(lines) + 1)]
 
-    source = exercises.get(exercise_id).solution_path.read_text(encoding="utf-8")
-    shown, numbered = readable_source(source, 80)
-    assert not numbered and any(len(line) > 80 - 5 for line in source.splitlines())
-    assert max(len(line) for line in shown.splitlines()) <= 80
-    assert words(shown) == words(source)  # moved and wrapped, nothing dropped or added
-    wide, numbered = readable_source(source, 200)
-    assert numbered and wide == source
+
+@pytest.fixture
+def language_reset():
+    """`--lang` through CliRunner sets the language of the whole test process: undone after."""
+    from attnprep import texts
+
+    yield
+    texts.set_language(None)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width", [80, 60])
+def test_solution_shows_every_line_as_written_numbered_and_cut_with_a_marker(width, lang, language_reset):
+    from rich.cells import cell_len
+
+    from attnprep import exercises
+    from attnprep.wording import solution_source
+
+    for ex in exercises.registry().values():
+        result = cli(["--lang", lang, "solution", ex.id], width)
+        assert result.exit_code == 0, result.output
+        source = solution_source(ex.id, ex.solution_path.read_text(encoding="utf-8"), lang)
+        lines = source.splitlines()
+        shown = source_rows(result.stdout, source)
+        cut = 0
+        for number, (line, row) in enumerate(zip(lines, shown), 1):
+            assert row is not None, f"{ex.id}: line {number} has no numbered row:\n{result.stdout}"
+            if row == line.rstrip():
+                continue
+            assert row.endswith("…") and line.startswith(row[:-1].rstrip()), (ex.id, number, line, row)  # cropped, not re-flowed
+            cut += 1
+        assert max(cell_len(line) for line in result.stdout.splitlines()) <= width
+        assert not any(line != line.rstrip() for line in result.stdout.splitlines())  # no padding
+        code_rows = [line for line in result.stdout.splitlines() if re.match(r"^ *\d+ ", line)]
+        assert len(code_rows) >= len([line for line in lines if line.strip()])  # no extra continuation rows
+        if cut:
+            assert f"attnprep solution {ex.id} --code" in result.stdout.replace("\n", " ")
+    assert cut or width == 80
 
 
 def test_solution_mla_at_80_columns_has_no_line_over_80(tmp_path):
@@ -544,3 +581,70 @@ def test_a_drill_without_a_data_folder_still_runs_and_says_so_once(tmp_path):
     assert "no ID given: drilling causal" in proc.stdout and "time is up" in proc.stdout
     (line,) = proc.stderr.splitlines()
     assert "not recorded" in line and "cannot use the data folder" in line and "internal error" not in line
+
+
+# --- help that wraps to the terminal (issue 30 point 6) ---------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["drill", "interview", "today", "compare"])
+def test_english_help_paragraphs_wrap_without_orphans(command):
+    """The description above the panels: each paragraph fills its lines (the help texts' own line
+    breaks used to re-wrap at 80 columns into a full line and an orphan word)."""
+    result = cli([command, "--help"], 80)
+    assert result.exit_code == 0
+    description = result.stdout.split("╭")[0].splitlines()[3:]  # after the usage line
+    paragraph: list[str] = []
+    for line in [*description, ""]:
+        if line.strip():
+            paragraph.append(line.strip())
+            continue
+        for inner in paragraph[:-1]:  # every line but a paragraph's last is (nearly) full
+            assert len(inner) >= 60, (inner, paragraph)
+        paragraph = []
+
+
+def test_a_number_keeps_its_unit_and_a_path_stays_whole_at_every_width():
+    """Prose (report details, drill and interview lines) never ends a line with `0.53` and starts the
+    next with `s`, nor breaks a path (issue 30 point 12)."""
+    import io
+
+    from rich.console import Console
+
+    from attnprep.prose import Block, Prose
+
+    text = "exercise mha (Multi-head attention) · file interviews/mha-20261123-2011.py · 0.53 s · 16 KiB"
+    for width in range(32, 100):  # the path is 31 wide: narrower, it can only be folded
+        out = io.StringIO()
+        Console(file=out, width=width, no_color=True).print(Block(Prose(text)))
+        lines = [line.rstrip() for line in out.getvalue().splitlines()]
+        assert not any(re.search(r"\d$", line) for line in lines[:-1]), (width, lines)
+        assert any("interviews/mha-20261123-2011.py" in line for line in lines), (width, lines)
+        assert " ".join(out.getvalue().split()) == text
+
+
+def test_an_internal_error_exits_3_as_the_readme_says(capsys, monkeypatch):
+    from attnprep import cli
+
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+
+    def broken():
+        raise RuntimeError("a bug")
+
+    with pytest.raises(SystemExit) as raised:
+        cli._run(broken)
+    assert raised.value.code == 3
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "internal error: RuntimeError: a bug" in line
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "2 (usage error), 3 (internal error" in readme and "3 internal error" in readme
+
+
+@pytest.mark.parametrize("args", [["list"], ["today"], ["stats"], ["compare", "--preset", "seed"], ["hint", "mha"],
+                                  ["check", str(CORPUS / "mha" / "missing_scale.py")], ["--help"], ["check", "--help"]],
+                         ids=lambda a: " ".join(a[:1] + [Path(x).name for x in a[1:]]))
+def test_no_line_is_padded_with_blanks(args, tmp_path, attnprep_home, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli(args, 80)
+    assert result.exit_code in (0, 1), result.output
+    padded = [line for line in result.stdout.splitlines() if line != line.rstrip()]
+    assert not padded, padded

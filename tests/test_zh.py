@@ -267,3 +267,160 @@ def test_the_drill_says_why_it_picked_an_exercise_in_chinese(monkeypatch):
     assert "天前" in reasons[2] and "（83%）" in reasons[2]
     for reason in reasons:
         assert_chinese(reason)
+
+
+# --- the blank files in Chinese (issue 30 point 5) ------------------------------------------------
+
+BOILERPLATE = ("Contract (graded)", "Hand-written only", "Stuck?", "Ready-made", "ready-made", "your part",
+               "write it by hand", "write them by hand", "if you are stuck", "write __init__", "write forward",
+               "The grader", "gives the next hint")
+
+
+def prose_of(source: str) -> list[str]:
+    """The words of a Python file meant for the reader: its strings (docstrings, the messages of
+    NotImplementedError) and comments."""
+    import io
+    import tokenize
+
+    return [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if token.type in (tokenize.STRING, tokenize.COMMENT)]
+
+
+@pytest.mark.parametrize("exercise_id", list(exercises.registry("en")))
+def test_zh_stub_has_no_english_boilerplate(exercise_id):
+    stub = exercises.render_stub(exercises.registry("zh")[exercise_id], "zh")
+    english = exercises.render_stub(exercises.registry("en")[exercise_id], "en")
+    for phrase in BOILERPLATE:
+        assert phrase not in stub, phrase
+    assert any(phrase in english for phrase in BOILERPLATE)  # the check can fail: the English has them
+    for text in prose_of(stub):
+        assert english_left(text) == [], text
+
+
+COMMANDS = ["", "list", "new", "check", "drill", "hint", "solution", "stats", "demo", "compare", "interview", "today"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_zh_help_at_80_columns_is_whole(command, tmp_path):
+    """Nothing cut with "…" (Rich cut Chinese help, which has no spaces, at the cell's edge), within
+    80 columns, no line padded with blanks."""
+    proc = run(*([command] if command else []), "--help", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout, proc.stdout
+    assert all(cell_len(line) <= 80 for line in proc.stdout.splitlines())
+    assert all(line == line.rstrip() for line in proc.stdout.splitlines())
+    assert_chinese(proc.stdout)
+    for line in proc.stdout.splitlines():  # a wrapped Chinese line never starts with a closing mark
+        body = line.strip("│ ")
+        assert not body or body[0] not in "，。、；：！？）", line
+
+
+# --- Chinese punctuation inside Chinese sentences (issue 30 point 5) -------------------------------
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff"
+ASCII_PUNCT_BY_HAN = re.compile(rf"(?<=[{HAN}])[,:;]|[,:;](?= ?[{HAN}])")
+NOT_PROSE = re.compile(r"`[^`]*`|\[[^\]\n]*\]")  # code spans; [a; b] is the notation of a concatenation
+
+
+def ascii_punctuation_by_chinese(text: str) -> list[str]:
+    return [line for line in text.splitlines() if ASCII_PUNCT_BY_HAN.search(NOT_PROSE.sub(" ", line))]
+
+
+def zh_strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from zh_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from zh_strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+ZH_TOMLS = [ROOT / "attnprep" / "texts" / "zh.toml", ROOT / "attnprep" / "texts" / "names.zh.toml",
+            *sorted((ROOT / "exercises").glob("**/*zh.toml"))]
+
+
+def test_the_punctuation_check_finds_ascii_marks_in_chinese():
+    assert ascii_punctuation_by_chinese("没通过, 放弃了") and ascii_punctuation_by_chinese("原因: 忘了缩放")
+    assert ascii_punctuation_by_chinese("答案;下一题")
+    assert not ascii_punctuation_by_chinese("q、k、v (B, H, T, D)；`a, b = c` 和 [nope 部分; rope 部分]")
+
+
+@pytest.mark.parametrize("path", ZH_TOMLS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_zh_texts_use_chinese_punctuation(path):
+    import tomllib
+
+    found = [line for text in zh_strings(tomllib.loads(path.read_text(encoding="utf-8")))
+             for line in ascii_punctuation_by_chinese(text)]
+    assert not found, "\n".join(found)
+
+
+def test_zh_lists_and_clauses_joined_in_chinese(tmp_path, monkeypatch):
+    """Texts the code joins (columns left out, mistakes, evidence) use 、 and ； in Chinese."""
+    from attnprep import plan, wording
+    from attnprep.grader.result import Diagnosis, msg
+
+    monkeypatch.setattr(texts, "_override", "zh")
+    assert texts.t("shell.comma").join(["难度", "限时"]) == "难度、限时"
+    said = wording.evidence(Diagnosis("missing_scale", evidence=(msg("evidence.variant"), msg("evidence.score_ratio", ratio=2.0))))
+    assert "；" in said and not ascii_punctuation_by_chinese(said), said
+    proc = run("list", home=tmp_path, env={"COLUMNS": "40"})
+    assert proc.returncode == 0 and not ascii_punctuation_by_chinese(proc.stdout), proc.stdout
+
+
+def test_an_unknown_language_is_the_same_error_from_the_environment_and_from_lang(tmp_path):
+    """`ATTNPREP_LANG=fr` used to be silently English where `--lang fr` is an error: both are a
+    one-line error, exit 2, before any command runs (issue 30 point 12)."""
+    from_option = run("--lang", "fr", "list", home=tmp_path, lang=None)
+    from_env = run("list", home=tmp_path, lang="fr")
+    for proc in (from_option, from_env):
+        assert proc.returncode == 2 and proc.stdout == ""
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith("error: unknown language 'fr'") and "choose en or zh" in line
+    assert run("list", home=tmp_path, lang="zh_CN.UTF-8").returncode == 0
+    assert run("--lang", "en", "list", home=tmp_path, lang="fr").returncode == 0  # --lang decides
+    assert run("list", home=tmp_path, lang=None, env={"LANG": "fr_FR.UTF-8"}).returncode == 0  # a locale is not a setting
+
+
+def test_an_unknown_language_in_the_environment_through_the_app(monkeypatch):
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep.app import app
+
+    result = CliRunner().invoke(app, ["list"], env={"ATTNPREP_LANG": "fr"})
+    assert result.exit_code == 2 and "unknown language 'fr' in $ATTNPREP_LANG" in result.stderr
+
+
+def test_zh_new_and_the_drill_live_area_say_their_words_in_chinese(tmp_path, monkeypatch):
+    """`new`'s "wrote …", the drill's live title and its "fix:" label (issue 30 point 5)."""
+    from rich.console import Console
+
+    from attnprep import drill
+    from attnprep.grader.result import Diagnosis, Result, Verdict
+
+    proc = run("new", "mha", home=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith(texts.t("shell.wrote", "zh")) and "wrote" not in proc.stdout
+    monkeypatch.setattr(texts, "_override", "zh")
+    console = Console(record=True, width=100, force_terminal=True, color_system=None)
+    title = texts.t("shell.drill_title", id="mha", file="drills/mha-x.py")
+    with drill.LiveView(console, 300, title) as view:
+        view.ready()
+        view.graded(29.0, Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("missing_scale"),)))
+        view.superseded(31.0, 35.0)
+        view.tick(40.0, 260.0)
+        text = console.export_text(clear=False)
+    assert "drill ·" not in text and "fix:" not in text and "saved →" not in text
+    assert texts.t("shell.fix_label", "zh") in text and "限时练习 · drills/mha-x.py" in text
+
+
+@pytest.mark.parametrize("args", [("hint", "mha"), ("solution", "mqa"), ("today",)])
+def test_zh_prose_never_starts_a_line_with_a_closing_mark(args, tmp_path):
+    """Hints, notes, Q&A and today's reasons wrap the way Chinese is set at 60 columns (issue 30 point 6)."""
+    proc = run(*args, home=tmp_path, env={"COLUMNS": "60"})
+    assert proc.returncode == 0, proc.stderr
+    for line in proc.stdout.splitlines():
+        body = line.lstrip(" •│").removeprefix("A:").removeprefix("Q:").lstrip()
+        assert not body or body[0] not in "，。、；：！？）", line
+    assert all(cell_len(line) <= 60 for line in proc.stdout.splitlines())

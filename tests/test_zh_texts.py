@@ -44,6 +44,10 @@ def _english_texts(data: dict) -> dict:
     out = {key: data[key] for key in ("title", "summary", "hints")}
     if "details" in data.get("contract", {}):
         out["contract"] = {"details": data["contract"]["details"]}
+    if not data.get("contract", {}).get("returns", "(").startswith("("):  # said in words, not a shape
+        out.setdefault("contract", {})["returns"] = data["contract"]["returns"]
+    if "stub" in data:  # the prose of the exercise's own stub template
+        out["stub"] = data["stub"]
     notes = data.get("notes", {})
     if notes:
         out["notes"] = {}
@@ -152,7 +156,8 @@ def test_zh_docstring_texts_fit_the_stub(exercise_id):
     """summary and details go into the stub's docstring as they are: lines of at most 100 columns,
     a CJK character counting two."""
     zh = _load(HERE / exercise_id / "zh.toml")
-    blocks = {"summary": zh["summary"], "contract.details": zh.get("contract", {}).get("details", "")}
+    blocks = {"summary": zh["summary"], "contract.details": zh.get("contract", {}).get("details", ""),
+              **{f"stub.{key}": text for key, text in zh.get("stub", {}).items()}}
     wide = [f"{key}: {line!r} ({_width(line)})" for key, text in blocks.items()
             for line in text.splitlines() if _width(line) > 100]
     assert not wide, "\n".join(wide)

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep import paths, texts, workspace
-from attnprep.app import command_app, console, get_exercise, usage_error
+from attnprep.app import command_app, complete_id, console, get_exercise, usage_error
 from attnprep.workspace import ExerciseRow, Status
 
 if TYPE_CHECKING:
@@ -43,13 +43,24 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _prose_type():
+    from attnprep.prose import Prose  # here: `list` does not need it
+
+    return Prose
+
+
+def _prose(text: str, style: str = "") -> Text:
+    """Text that wraps Chinese between characters, never before a closing mark (attnprep.prose)."""
+    return _prose_type()(text, style=style)
+
+
 def _bullets(items, marker: str = "•") -> Table:
     """A list with hanging indentation that wraps cleanly at 80 columns."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for item in items:
-        grid.add_row(marker, item if isinstance(item, Text) else Text(item))
+        grid.add_row(marker, item if isinstance(item, Text) else _prose(item))
     return grid
 
 
@@ -182,7 +193,7 @@ def list_(
     out.print(table)
     left_out = [header for header in layouts(history is not None)[0][0] if header not in shown]
     if left_out:
-        out.print(Text(texts.t("cli.list.left_out", columns=", ".join(_label(h) for h in left_out)), style="dim"))
+        out.print(Text(texts.t("cli.list.left_out", columns=texts.t("shell.comma").join(_label(h) for h in left_out)), style="dim"))
     out.print()
     out.print(Text(texts.t("cli.list.status_legend"), style="dim"))
     if summaries and "record" in shown:
@@ -197,7 +208,7 @@ def list_(
 
 @app.command("new")
 def new(
-    exercise_id: str = typer.Argument(..., metavar="ID", help="Exercise id, e.g. mha (see `attnprep list`)."),
+    exercise_id: str = typer.Argument(..., metavar="ID", autocompletion=complete_id, help="Exercise id, e.g. mha (see `attnprep list`)."),
     folder: Optional[Path] = typer.Option(
         None, "--dir", "-d", help="Folder to write ID.py in (default: the current folder; created if missing)."
     ),
@@ -213,7 +224,7 @@ def new(
     out = console()
     out.print(
         Text.assemble(
-            "wrote ",
+            texts.t("shell.wrote"),
             (_shown(written.path), "bold"),
             texts.t("cli.new.about", title=exercise.title, difficulty=texts.t(f"cli.difficulty.{exercise.difficulty}"), minutes=exercise.minutes),
         )
@@ -232,12 +243,11 @@ def new(
 
 @app.command("solution")
 def solution(
-    exercise_id: str = typer.Argument(..., metavar="ID", help="Exercise id, e.g. mha."),
+    exercise_id: str = typer.Argument(..., metavar="ID", autocompletion=complete_id, help="Exercise id, e.g. mha."),
     code: bool = typer.Option(False, "--code", help="Only the bare source on stdout, ready to pipe into a file."),
 ) -> None:
     """Show the reference solution with notes, interview Q&A and the classic mistakes."""
     from rich.rule import Rule
-    from rich.syntax import Syntax
 
     exercise = get_exercise(exercise_id)
     try:
@@ -254,100 +264,33 @@ def solution(
     out = console()
     with paged(out):
         out.print(Rule(Text(f"{exercise.id} · {exercise.title} · " + texts.t("cli.solution.title"), style="bold"), align="left"))
-        shown, numbered = readable_source(source, out.width)
-        out.print(
-            Syntax(
-                shown.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True,
-                line_numbers=numbered,
-            )
-        )
+        view, cut = numbered_source(source, out.width)
+        out.print(view)
+        if cut:
+            out.print(Text(texts.t("shell.solution_cut_1" if cut == 1 else "shell.solution_cut", n=cut, id=exercise.id), style="dim"))
         _solution_notes(out, exercise)
 
 
-def readable_source(source: str, width: int) -> tuple[str, bool]:
-    """The source to show at ``width`` and whether with line numbers: as it is, numbered, when every
-    line fits beside the numbers. Else without numbers, and a line still too long is laid out for
-    the eye (`solution --code` is the exact file): its trailing comment goes on its own line above
-    it, then it is wrapped between words under its own indentation (code continues 4 further in,
-    a comment goes on as a comment, docstring prose at its indent)."""
-    import io
-    import textwrap
-    import tokenize
-
+def numbered_source(source: str, width: int):
+    """The reference as written, one row per line of the file with its line number: never
+    re-flowed. A line wider than ``width`` beside its number is cut at the edge with "…" (the
+    whole line is in `solution --code`). The view and how many lines were cut."""
     from rich.cells import cell_len
-
-    from attnprep.report import WIDE, break_points
+    from rich.syntax import Syntax
 
     lines = source.splitlines()
-    gutter = len(str(len(lines))) + 2  # Syntax's line numbers and their padding
-    if max(map(cell_len, lines), default=0) <= width - gutter:
-        return source, True
-    trailing: dict[int, int] = {}  # line number -> column of a comment that follows code
-    comment_only: set[int] = set()
-    prose: set[int] = set()  # lines of multi-line strings (docstrings)
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            (row, col), (end_row, _) = token.start, token.end
-            if token.type == tokenize.COMMENT:
-                (trailing.__setitem__(row, col) if lines[row - 1][:col].strip() else comment_only.add(row))
-            elif token.type == tokenize.STRING and end_row > row:
-                prose.update(range(row if not lines[row - 1][:col].strip() else row + 1, end_row + 1))
-    except (tokenize.TokenError, SyntaxError, IndexError):
-        pass  # not valid Python: wrap it as prose
-
-    def wrap(line: str, kind: str) -> list[str]:
-        if cell_len(line) <= width:
-            return [line]
-        indent = line[: len(line) - len(line.lstrip())]
-        follow = {"code": indent + "    ", "comment": indent + "# ", "moved": indent + "# ", "prose": indent}[kind]
-        if not WIDE.search(line):
-            return textwrap.wrap(line, width, initial_indent="", subsequent_indent=follow, break_long_words=False,
-                                 break_on_hyphens=False, drop_whitespace=True) or [line]
-        out = []  # Chinese: broken between characters, counted in cells (see attnprep.report.break_points)
-        while cell_len(line) > width and cell_len(follow) < width:
-            floor = len(follow) if line.startswith(follow) else len(indent)
-            breaks = [b for b in break_points(line, width, fold=True) if b > floor]
-            if not breaks:
-                break
-            out.append(line[:breaks[0]].rstrip())
-            line = follow + line[breaks[0]:].lstrip()
-        return out + [line]
-
-    def joined(block: list[str]) -> str:
-        out = ""
-        for text in block:
-            if out and not (WIDE.search(out[-1]) or WIDE.search(text[:1])):  # no space beside Chinese
-                out += " "
-            out += text
-        return out
-
-    laid: list[tuple[str, str]] = []  # (line, kind) once trailing comments are above their code
-    for number, line in enumerate(lines, 1):
-        col = trailing.get(number)
-        if col is not None and cell_len(line) > width:
-            indent = line[: len(line) - len(line.lstrip())]
-            laid.append((indent + line[col:].strip(), "moved"))  # a paragraph of its own
-            line = line[:col].rstrip()
-        laid.append((line, "comment" if number in comment_only else "prose" if number in prose else "code"))
-    shown: list[str] = []
-    i = 0
-    while i < len(laid):
-        line, kind = laid[i]
-        indent = line[: len(line) - len(line.lstrip())]
-        j = i + 1
-        if kind in ("comment", "prose") and line.strip():  # a paragraph: the lines of the same kind and indent
-            while j < len(laid) and laid[j][1] == kind and laid[j][0].strip() and laid[j][0].startswith(indent) \
-                    and not laid[j][0][len(indent):len(indent) + 1].isspace():
-                j += 1
-        block = [text for text, _ in laid[i:j]]
-        if j - i > 1 and any(cell_len(text) > width for text in block):  # reflowed as one paragraph
-            words = joined([text.strip().removeprefix("# ") if kind == "comment" else text.strip() for text in block])
-            start = indent + "# " if kind == "comment" else indent
-            shown += wrap(start + words, kind)
-        else:
-            shown += [wrapped for text in block for wrapped in wrap(text, kind)]
-        i = j
-    return "\n".join(shown) + "\n", False
+    highlighted = Syntax(source, "python", theme="ansi_dark", background_color="default").highlight(source)
+    rows = highlighted.split("\n", allow_blank=True)
+    digits = len(str(len(lines)))
+    room = max(1, width - digits - 1)
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(justify="right", no_wrap=True, style="dim", width=digits)
+    grid.add_column(no_wrap=True, overflow="ellipsis", max_width=room)
+    for number in range(len(lines)):
+        row = rows[number] if number < len(rows) else Text(lines[number])
+        row.rstrip()
+        grid.add_row(str(number + 1), row)
+    return grid, sum(cell_len(line.rstrip()) > room for line in lines)
 
 
 @contextlib.contextmanager
@@ -383,13 +326,13 @@ def _solution_notes(out, exercise) -> None:
         for i, qa in enumerate(exercise.qa):
             if i:
                 out.print()
-            out.print(_bullets([Text(qa.q, style="bold")], marker="Q:"))
+            out.print(_bullets([_prose(qa.q, style="bold")], marker="Q:"))
             out.print(_bullets([qa.a], marker="A:"))
     if exercise.mistakes:
         out.print()
         out.print(Text(texts.t("cli.solution.mistakes"), style="bold underline"))
         out.print(
-            _bullets(Text.assemble((m.title, "bold"), "\n", (texts.t("cli.solution.fix"), "green"), m.fix) for m in exercise.mistakes)
+            _bullets(_prose_type().assemble((m.title, "bold"), "\n", (texts.t("cli.solution.fix"), "green"), m.fix) for m in exercise.mistakes)
         )
     out.print()
     out.print(Text(texts.t("cli.solution.bare", id=exercise.id), style="dim"))
@@ -400,7 +343,7 @@ def _solution_notes(out, exercise) -> None:
 
 @app.command("hint")
 def hint(
-    exercise_id: str = typer.Argument(..., metavar="ID", help="Exercise id, e.g. mha."),
+    exercise_id: str = typer.Argument(..., metavar="ID", autocompletion=complete_id, help="Exercise id, e.g. mha."),
     reset: bool = typer.Option(False, "--reset", help="Start over: the next call shows hint 1 again."),
 ) -> None:
     """Show the next hint of an exercise (each call reveals one more)."""
@@ -446,6 +389,6 @@ def _numbered(items) -> Table:
     grid.add_column(no_wrap=True, justify="right")
     grid.add_column(overflow="fold")
     for i, item in enumerate(items, 1):
-        grid.add_row(f"{i}.", Text(item))
+        grid.add_row(f"{i}.", _prose(item))
     return grid
 

@@ -63,13 +63,30 @@ def bar(value: int, largest: int, width: int = BAR_WIDTH) -> str:
 def header(c: "Comparison") -> Text:
     s = c.shape
     text = Text()
-    text.append(c.preset, style="bold")
-    text.append(texts.t("cli.compare.heads", d_model=s.d_model, heads=s.num_heads, head_dim=s.head_dim))
+    heads = texts.t("cli.compare.heads", d_model=s.d_model, heads=s.num_heads, head_dim=s.head_dim)
+    if c.given:  # not the preset's shape: say whose sizes these are, on a line of its own
+        from attnprep.costs import MODEL_SIZES
+
+        sizes = texts.t("shell.comma").join(f"{name} {getattr(s, name)}" for name in c.given)
+        text.append(texts.t("shell.compare_custom", preset=c.preset, sizes=sizes), style="bold")
+        if MODEL_SIZES & set(c.given):
+            text.append(texts.t("shell.compare_derived"))
+        text.append("\n")
+        heads = heads.lstrip(" ·")
+    else:
+        text.append(c.preset, style="bold")
+    text.append(heads)
     if s.inner_dim != s.d_model:
         text.append(f" (H·d_h = {s.inner_dim})")
-    text.append(texts.t("cli.compare.gqa", kv_heads=s.num_kv_heads) + "\n")
+    text.append(texts.t("cli.compare.gqa", kv_heads=s.num_kv_heads))
+    if s.num_kv_heads in (s.num_heads, 1):  # a GQA row that is another row under its name
+        text.append(texts.t("shell.gqa_is_mha" if s.num_kv_heads == s.num_heads else "shell.gqa_is_mqa"), style="yellow")
+    text.append("\n")
     text.append(f"MLA: q_lora_rank {s.q_lora_rank}, kv_lora_rank {s.kv_lora_rank}, nope {s.qk_nope_head_dim}, "
-                f"rope {s.qk_rope_head_dim}, v {s.v_head_dim}\n")
+                f"rope {s.qk_rope_head_dim}, v {s.v_head_dim}")
+    if max(s.kv_lora_rank, s.q_lora_rank) >= s.d_model:
+        text.append(texts.t("shell.mla_wide", d_model=s.d_model), style="yellow")
+    text.append("\n")
     text.append(texts.t("cli.compare.layer", batch=s.batch, seq=s.seq, tokens=f"{s.tokens:,}", dtype=s.dtype,
                         bytes=s.dtype_bytes), style="dim")
     return text
@@ -125,15 +142,15 @@ def compare(
     preset: str = typer.Option("llama3-8b", "--preset", "-p", help=f"Model shape: {PRESET_HELP}."),
     seq: Optional[int] = typer.Option(None, "--seq", help="Tokens per sequence (preset: 4096; seed: 10)."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Sequences (preset: 1; seed: 2)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Cache dtype for the bytes: fp32, bf16 or fp16."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Cache dtype for the bytes: fp32, bf16 or fp16 (default: the preset's, bf16; seed: fp32)."),
     d_model: Optional[int] = typer.Option(None, "--d-model", help="Override d_model."),
     heads: Optional[int] = typer.Option(None, "--heads", help="Override num_heads."),
     head_dim: Optional[int] = typer.Option(
         None, "--head-dim",
         help="Override the MHA/MQA/GQA head_dim (preset: the model's own; with --d-model or --heads: d_model / heads).",
     ),
-    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Override the GQA num_kv_heads."),
-    q_lora_rank: Optional[int] = typer.Option(None, "--q-lora-rank", help="Override MLA q_lora_rank."),
+    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Override the GQA num_kv_heads (with --d-model/--heads/--head-dim: the preset's heads per KV head)."),
+    q_lora_rank: Optional[int] = typer.Option(None, "--q-lora-rank", help="Override MLA q_lora_rank (the MLA sizes follow --d-model/--heads/--head-dim unless given)."),
     kv_lora_rank: Optional[int] = typer.Option(None, "--kv-lora-rank", help="Override MLA kv_lora_rank."),
     qk_nope_dim: Optional[int] = typer.Option(None, "--qk-nope-dim", help="Override MLA qk_nope_head_dim."),
     qk_rope_dim: Optional[int] = typer.Option(None, "--qk-rope-dim", help="Override MLA qk_rope_head_dim."),
@@ -153,7 +170,8 @@ def compare(
         shape = costs.resolve(preset, **overrides)  # usage errors before torch is imported
     except costs.CompareError as e:
         usage_error(str(e))
-    comparison = costs.compare_shape(shape, preset=preset)
+    given = tuple(name for name in costs.SIZES if overrides.get(name) is not None)
+    comparison = costs.compare_shape(shape, preset=preset, given=given)
     if as_json:
         typer.echo(json.dumps(comparison.to_dict(), indent=2))
     else:

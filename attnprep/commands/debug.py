@@ -19,6 +19,9 @@ import typer
 from rich.padding import Padding
 from rich.text import Text
 
+from attnprep.prose import Prose
+from attnprep.safe_text import visible
+
 from attnprep import exercises, history, texts
 from attnprep.app import EXIT_OK, command_app, console, get_exercise, is_interactive, usage_error
 
@@ -91,7 +94,7 @@ def _reveal(file: Optional[Path], as_json: bool) -> None:
                               indent=2, ensure_ascii=False))
         return
     out = console()
-    out.print(Text(texts.t("debug.reveal_head", file=last.file, n=len(planted)), style="bold"), soft_wrap=True)
+    out.print(Prose(texts.t("debug.reveal_head", file=visible(last.file), n=len(planted)), style="bold"))
     render_reveal(out, planted)
 
 
@@ -148,21 +151,22 @@ def run_round(exercise, *, seed: int, bugs: int | None, budget_s: float, folder:
     try:
         path = drills.new_drill_file(exercise, folder, subfolder="debug", text=round_.source)
     except OSError as exc:
-        usage_error(texts.t("drill.cannot_write", error=exc))
+        from attnprep.workspace import cannot_write
+
+        usage_error(cannot_write(exc, folder / "debug"))
     planted = [p._asdict() for p in round_.planted]
     round_id = history.open_debug(exercise.id, path.resolve(), seed=seed, planted=planted,
                                   started_at=time.time(), budget_s=budget_s)
     out = console()
     if reason is not None:
-        out.print(Text.assemble(texts.t("drill.picked"), (exercise.id, "bold"), f" ({reason})"), soft_wrap=True)
+        out.print(Prose.assemble(texts.t("drill.picked"), (exercise.id, "bold"), f" ({reason})"))
     n = len(round_.planted)
-    out.print(Text.assemble(texts.t("debug.wrote"), (str(path), "bold"),
-                            texts.t("debug.wrote_about", n=n, title=exercise.title, budget=history.format_duration(budget_s))),
-              soft_wrap=True)
+    out.print(Prose.assemble(texts.t("debug.wrote"), (visible(str(path)), "bold"),
+                             texts.t("debug.wrote_about", n=n, title=exercise.title, budget=history.format_duration(budget_s))))
     if bugs is not None and bugs > n:
-        out.print(Text(texts.t("debug.fewer", n=n, asked=bugs), style="dim"), soft_wrap=True)
+        out.print(Prose(texts.t("debug.fewer", n=n, asked=bugs), style="dim"))
     if not clock:
-        out.print(texts.t("debug.next_check", file=str(path)), soft_wrap=True)
+        out.print(Prose(texts.t("debug.next_check", file=visible(str(path)))))
         return EXIT_OK
 
     from attnprep import grader
@@ -189,8 +193,8 @@ def run_round(exercise, *, seed: int, bugs: int | None, budget_s: float, folder:
         render_result(ending.result, out, full=not ending.result.passed)
     took = history.format_duration(ending.elapsed_s)
     key = {"passed": "debug.end_passed", "timeout": "debug.end_timeout"}.get(ending.outcome, "debug.end_abandoned")
-    out.print(Text(texts.t(key, took=took, budget=history.format_duration(budget_s), found=found, n=n),
-                   style="bold green" if ending.outcome == "passed" else "bold"), soft_wrap=True)
-    out.print(Text(texts.t("debug.reveal_head", file=str(path), n=n), style="bold"), soft_wrap=True)
+    out.print(Prose(texts.t(key, took=took, budget=history.format_duration(budget_s), found=found, n=n),
+                    style="bold green" if ending.outcome == "passed" else "bold"))
+    out.print(Prose(texts.t("debug.reveal_head", file=visible(str(path)), n=n), style="bold"))
     render_reveal(out, _planted_json(planted, exercises.mistake_catalogue()))
     return ending.exit_code

@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 
 from attnprep import exercises, texts
-from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, get_exercise, usage_error
+from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, complete_id, complete_target, console, get_exercise, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
@@ -89,8 +89,8 @@ def _exercise_for(path: Path, exercise_id: str | None) -> exercises.Exercise:
 
 @app.command("check")
 def check(
-    targets: Optional[List[str]] = typer.Argument(None, metavar="[TARGET]...", help="Exercise ids (file ID.py here) or paths; none: every exercise file here."),
-    exercise_id: Optional[str] = typer.Option(None, "--exercise", "-e", help="Grade the files as this exercise."),
+    targets: Optional[List[str]] = typer.Argument(None, metavar="[TARGET]...", autocompletion=complete_target, help="Exercise ids (file ID.py here) or paths; none: every exercise file here."),
+    exercise_id: Optional[str] = typer.Option(None, "--exercise", "-e", autocompletion=complete_id, help="Grade the files as this exercise."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout, nothing else."),
     device: str = typer.Option("cpu", "--device", help="cpu, or cuda to run the attempt on a GPU."),
     seed: int = typer.Option(0, "--seed", help="Seed of the weights and inputs."),

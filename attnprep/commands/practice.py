@@ -18,7 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from attnprep import exercises, history, texts
-from attnprep.app import command_app, console, err_console, get_exercise, is_interactive, usage_error
+from attnprep.prose import Prose
+from attnprep.app import command_app, complete_id, console, err_console, get_exercise, is_interactive, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
@@ -33,7 +34,7 @@ STATS_VERSION = 1
 @app.command("drill")
 def drill(
     exercise_id: Optional[str] = typer.Argument(
-        None, metavar="ID", help="Exercise id (default: the weakest one according to your history)."
+        None, metavar="ID", autocompletion=complete_id, help="Exercise id (default: the weakest one according to your history)."
     ),
     minutes: Optional[float] = typer.Option(
         None, "--minutes", "-m", help="Time budget in minutes (default: the exercise's budget; fractions allowed)."
@@ -71,20 +72,22 @@ def drill(
     if not budget_s > 0 or math.isinf(budget_s):
         usage_error(texts.t("drill.bad_budget"))
 
+    workspace = folder if folder is not None else Path.cwd()
     try:
-        path = drills.new_drill_file(exercise, folder if folder is not None else Path.cwd())
+        path = drills.new_drill_file(exercise, workspace)
     except OSError as exc:
-        usage_error(texts.t("drill.cannot_write", error=exc))
+        from attnprep.workspace import cannot_write
+
+        usage_error(cannot_write(exc, workspace / "drills"))
 
     out = console()
     if reason is not None:
-        out.print(Text.assemble(texts.t("drill.picked"), (exercise.id, "bold"), texts.t("drill.picked_reason", reason=reason)), soft_wrap=True)
+        out.print(Prose.assemble(texts.t("drill.picked"), (exercise.id, "bold"), texts.t("drill.picked_reason", reason=reason)))
     out.print(
-        Text.assemble(
+        Prose.assemble(
             texts.t("drill.wrote"), (_shown(path), "bold"),
             texts.t("drill.wrote_about", title=exercise.title, budget=history.format_duration(budget_s)),
-        ),
-        soft_wrap=True,
+        )
     )
     if edit:
         _start_editor(drills, path)
@@ -97,7 +100,7 @@ def drill(
     else:
         grader.warm_up()
 
-    title = f"{exercise.id} drill · {_shown(path)}"
+    title = texts.t("shell.drill_title", id=exercise.id, file=_shown(path))
     if is_interactive():
         with drills.LiveView(out, budget_s, title) as view:
             run = drills.run_drill(exercise, path, budget_s, view)
@@ -121,12 +124,12 @@ def _start_editor(drills, path: Path) -> None:
         note.print(Text(texts.t("drill.no_editor")))
     elif drills.is_terminal_editor(command):
         shown = " ".join([*command, _shown(path)])
-        note.print(Text(texts.t("drill.terminal_editor", editor=command[0], file=shown)), soft_wrap=True)
+        note.print(Prose(texts.t("drill.terminal_editor", editor=command[0], file=shown)))
     else:
         try:
             drills.open_editor(command, path)
         except OSError as exc:
-            note.print(Text(texts.t("drill.editor_failed", editor=command[0], error=exc)), soft_wrap=True)
+            note.print(Prose(texts.t("drill.editor_failed", editor=command[0], error=exc)))
 
 
 def _render_ending(run, exercise) -> None:
@@ -154,7 +157,7 @@ def _render_ending(run, exercise) -> None:
         line = Text.assemble((texts.t("drill.end_abandoned"), "bold yellow"), texts.t("drill.end_abandoned_after", took=took))
     if run.recorded is not None:
         line.append(texts.t("drill.recorded"), style="dim")
-    out.print(line, soft_wrap=True)
+    out.print(line)
 
 
 # --- stats -----------------------------------------------------------------------------------
@@ -224,11 +227,11 @@ def _round_s(x: float | None) -> float | None:
     return None if x is None else round(x, 1)
 
 
-# The columns of `stats`; the mistakes wrap between words, down to MISTAKES_MIN wide: narrower, the
-# median then the recent drills are left out, then the mistakes move below the table, then columns
-# go from the right (see attnprep.layout).
+# The columns of `stats`; the mistakes wrap between words, down to MISTAKES_MIN wide: narrower, they
+# move below the table (where they have the whole width), then the median and the recent drills are
+# left out, then columns go from the right (see attnprep.layout).
 MISTAKES = "most frequent mistakes"
-MISTAKES_MIN = 20
+MISTAKES_MIN = 36
 STATS_COLUMNS: dict[str, dict] = {
     "exercise": {"no_wrap": True, "style": "bold"},
     "runs": {"justify": "right", "no_wrap": True},
@@ -240,21 +243,19 @@ STATS_COLUMNS: dict[str, dict] = {
 }
 STATS_LAYOUTS: list[tuple[str, ...]] = [
     ("exercise", "runs", "passed", "best drill", "median", "recent", MISTAKES),
-    ("exercise", "runs", "passed", "best drill", "recent", MISTAKES),
-    ("exercise", "runs", "passed", "best drill", MISTAKES),
     ("exercise", "runs", "passed", "best drill", "median", "recent"),
     ("exercise", "runs", "passed", "best drill", "recent"),
     ("exercise", "runs", "passed", "best drill"),
     ("exercise", "passed", "best drill"),
     ("exercise",),
 ]
-STATS_FALLBACK = 3  # the first layout without the mistakes column
+STATS_FALLBACK = 1  # the first layout without the mistakes column
 STATS_GAP = 3  # SIMPLE_HEAD: padding on both sides and a (blank) rule between two columns
 
 
 def _stats_cells(r: dict) -> dict[str, Text]:
     """One row of the `stats` table, every column."""
-    mistakes = ", ".join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
+    mistakes = texts.t("shell.comma").join(f"{m['title']} ×{m['count']}" for m in r["top_mistakes"])
     recent = tuple((d["duration_s"], d["outcome"], d["budget_s"]) for d in r["recent_drills"])
     return {
         "exercise": Text(r["exercise"]),
@@ -263,7 +264,7 @@ def _stats_cells(r: dict) -> dict[str, Text]:
         "best drill": _vs_budget(r["best_drill_s"], r["best_vs_budget"], r["best_drill_budget_s"]),
         "median": _vs_budget(r["median_drill_s"], r["median_vs_budget"], r["median_drill_budget_s"]),
         "recent": sparkline(recent, r["budget_s"] or 0.0),
-        MISTAKES: Text(mistakes),
+        MISTAKES: Prose(mistakes),  # Chinese titles break between characters, not mid-word
     }
 
 
@@ -329,12 +330,13 @@ def stats(
         out.print(below)
     left_out = [h for h in STATS_LAYOUTS[0] if h not in shown and h != MISTAKES]
     if left_out:
-        out.print(Text(texts.t("cli.stats.left_out", columns=", ".join(_stats_label(h) for h in left_out)), style="dim"))
+        out.print(Text(texts.t("cli.stats.left_out", columns=texts.t("shell.comma").join(_stats_label(h) for h in left_out)), style="dim"))
     totals = document["totals"]
+    runs = texts.t("shell.runs_1" if totals["attempts"] == 1 else "shell.runs", n=totals["attempts"])
+    drills = texts.t("shell.drills_1" if totals["drills"] == 1 else "shell.drills", n=totals["drills"])
     out.print(
-        Text(
-            texts.t("cli.stats.totals", attempts=totals["attempts"], passes=totals["passes"],
-                    drill_passes=totals["drill_passes"], drills=totals["drills"]),
+        Prose(
+            texts.t("shell.totals", runs=runs, passes=totals["passes"], drill_passes=totals["drill_passes"], drills=drills),
             style="dim",
         )
     )
@@ -346,4 +348,4 @@ def stats(
     )
     untouched = [r["exercise"] for r in document["exercises"] if not r["attempts"]]
     if untouched:
-        out.print(Text(texts.t("cli.stats.untouched", ids=", ".join(untouched)), style="dim"))
+        out.print(Prose(texts.t("cli.stats.untouched", ids=texts.t("shell.comma").join(untouched)), style="dim"))

@@ -20,7 +20,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, console, err_console, get_exercise, is_interactive, usage_error
+from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, complete_id, console, err_console, get_exercise, is_interactive, usage_error
+from attnprep.prose import Prose
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 
@@ -40,7 +41,7 @@ def _w(key: str, **values) -> str:
 @app.command("interview")
 def interview(
     exercise_id: Optional[str] = typer.Argument(
-        None, metavar="[ID]", help="Exercise id (default: the first of `attnprep today`)."
+        None, metavar="[ID]", autocompletion=complete_id, help="Exercise id (default: the first of `attnprep today`)."
     ),
     submit: bool = typer.Option(
         False, "--submit", help="Submit the open interview (from another shell or an editor task)."
@@ -78,7 +79,7 @@ def interview(
             usage_error(_w("submit_no_id", id=state.exercise))
         if iv.owner_alive(state.owner):
             _submit_to_owner(iv, state)
-        out.print(Text(_w("take_over", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"), soft_wrap=True)
+        out.print(Prose(_w("take_over", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"))
         _warm_up(out, live)
         session.events = itertools.chain([iv.Submit(None)], iv.input_events(lines))
         raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
@@ -91,7 +92,7 @@ def interview(
         if not Path(state.file).is_file() or state.exercise not in exercises.registry():
             iv.clear_state()  # nothing left to resume
         elif exercise_id is None or get_exercise(exercise_id).id == state.exercise:
-            out.print(Text(_w("resume", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"), soft_wrap=True)
+            out.print(Prose(_w("resume", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"))
             _warm_up(out, live)
             session.events = iv.input_events(lines)
             raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
@@ -99,7 +100,7 @@ def interview(
             if state.submitted_s is None and state.interview is not None:
                 history.close_interview(state.interview, outcome="abandoned", duration_s=max(0.0, time.time() - state.started_at))
             iv.clear_state()
-            out.print(Text(_w("stale", id=state.exercise, file=iv.shown(Path(state.file))), style="dim"), soft_wrap=True)
+            out.print(Prose(_w("stale", id=state.exercise, file=iv.shown(Path(state.file))), style="dim"))
 
     exercise = _pick(exercise_id, out)
     if seconds is not None:
@@ -111,10 +112,13 @@ def interview(
     if not budget_s > 0 or math.isinf(budget_s):
         usage_error(_w("budget"))
     _warm_up(out, live)  # before the clock starts
+    workspace = folder if folder is not None else Path.cwd()
     try:
-        opened = session.open(exercise, folder if folder is not None else Path.cwd(), budget_s=budget_s)
+        opened = session.open(exercise, workspace, budget_s=budget_s)
     except OSError as exc:
-        usage_error(_w("cannot_write", detail=exc.strerror or exc))
+        from attnprep.workspace import cannot_write
+
+        usage_error(cannot_write(exc, workspace / "interviews"))
     session.events = iv.input_events(lines)
     raise typer.Exit(iv.exit_code(session.run(opened)))
 
@@ -150,10 +154,10 @@ def _pick(exercise_id: str | None, out):
     today = plan.plan_from_history(now=time.time())
     if today.items:
         item = today.items[0]
-        out.print(Text(_w("picked", id=item.exercise, reason=item.reason), style="dim"), soft_wrap=True)
+        out.print(Prose(_w("picked", id=item.exercise, reason=item.reason), style="dim"))
         return exercises.get(item.exercise)
     picked, reason = history.pick_weakest(exercises.registry().values())
-    out.print(Text(_w("picked_weakest", reason=reason), style="dim"), soft_wrap=True)
+    out.print(Prose(_w("picked_weakest", reason=reason), style="dim"))
     return exercises.get(picked)
 
 
@@ -161,17 +165,17 @@ def _submit_to_owner(iv, state) -> None:
     """Hand the submission to the attnprep running the interview and show its answer."""
     out = console()
     request = iv.request_submit()
-    out.print(Text(_w("sent", pid=state.owner, file=iv.shown(Path(state.file))), style="dim"), soft_wrap=True)
+    out.print(Prose(_w("sent", pid=state.owner, file=iv.shown(Path(state.file))), style="dim"))
     answer = iv.wait_for_answer(request)
     if answer is None:
-        err_console().print(Text(_w("no_answer")), soft_wrap=True)
+        err_console().print(Prose(_w("no_answer")))
         raise typer.Exit(EXIT_FAIL)
     if "error" in answer:
-        out.print(Text(_w("not_graded", detail=answer["error"]), style="yellow"), soft_wrap=True)
+        out.print(Prose(_w("not_graded", detail=answer["error"]), style="yellow"))
         raise typer.Exit(EXIT_FAIL)
     which = _w("answer_first") if answer.get("first_try") else _w("answer_fix")
     mark = ("✓ ", "bold green") if answer.get("passed") else ("✗ ", "bold red")
-    out.print(Text.assemble(mark, (which, "bold"), ": ", answer.get("line", "")), soft_wrap=True)
+    out.print(Prose.assemble(mark, (which, "bold"), ": ", answer.get("line", "")))
     raise typer.Exit(EXIT_OK if answer.get("passed") else EXIT_FAIL)
 
 
@@ -208,20 +212,22 @@ def today(
         table.add_column(overflow="fold")
         for item in document.items:
             style = "red" if item.why == "failed" else "cyan" if item.why == "new" else ""
-            table.add_row(item.exercise, Text(item.reason, style=style))
+            table.add_row(item.exercise, Prose(item.reason, style=style))
         out.print(table)
     if document.more:
         out.print(Text(_w("more", n=document.more), style="dim"))
     if document.upcoming:
-        items = ", ".join(_w("next_item", id=e, when=_when(d, document.today)) for e, d in document.upcoming)
-        out.print(Text(_w("next", items=items), style="dim"), soft_wrap=True)
+        from attnprep import texts
+
+        items = texts.t("shell.comma").join(_w("next_item", id=e, when=_when(d, document.today)) for e, d in document.upcoming)
+        out.print(Prose(_w("next", items=items), style="dim"))
     if n:
         first = document.items[0].exercise
-        out.print(Text(_w("start", interview=_w("command", id=first), drill=_w("drill", id=first)), style="dim"), soft_wrap=True)
+        out.print(Prose(_w("start", interview=_w("command", id=first), drill=_w("drill", id=first)), style="dim"))
     if rounds:
-        out.print(Text(_w("debug_done", n=len(rounds), passed=sum(r.outcome == "passed" for r in rounds)), style="dim"), soft_wrap=True)
+        out.print(Prose(_w("debug_done", n=len(rounds), passed=sum(r.outcome == "passed" for r in rounds)), style="dim"))
     else:
-        out.print(Text(_w("debug_try"), style="dim"), soft_wrap=True)
+        out.print(Prose(_w("debug_try"), style="dim"))
 
 
 def _when(day, today) -> str:

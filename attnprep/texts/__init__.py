@@ -50,6 +50,15 @@ def language() -> str:
     return "en"
 
 
+def environment_problem() -> str | None:
+    """What is wrong with $ATTNPREP_LANG (a language attnprep does not have), said as `--lang` says
+    it, or None. Only attnprep's own setting is checked: a locale in another language is English."""
+    chosen = os.environ.get("ATTNPREP_LANG", "").strip()
+    if not chosen or chosen.lower().startswith(LANGUAGES):
+        return None
+    return t("shell.bad_env_lang", lang=chosen)
+
+
 def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in table.items():
