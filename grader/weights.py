@@ -43,6 +43,11 @@ class Role:
     kind: str  # "linear" or "rmsnorm"
     weight: tuple[int, ...]
     bias: tuple[int, ...] | None
+    aliases: tuple[str, ...] = ()  # other names of its layer, mapped as its own (``gate_proj`` for ``w1``)
+
+    def named(self, layer: str) -> bool:
+        """Whether the attempt's layer ``layer`` goes by this role's name or one of its aliases."""
+        return layer == self.name or layer in self.aliases
 
 
 @dataclass
@@ -65,7 +70,7 @@ def roles_for(exercise, args: dict[str, int]) -> list[Role]:
     roles = []
     for p in exercise.contract.params:
         shapes = p.shapes(args)
-        roles.append(Role(p.name, p.type, shapes["weight"], shapes.get("bias")))
+        roles.append(Role(p.name, p.type, shapes["weight"], shapes.get("bias"), tuple(getattr(p, "aliases", ()))))
     return roles
 
 
@@ -162,6 +167,11 @@ def _key(name: str) -> str:
     return last
 
 
+def _leaf(name: str) -> str:
+    """The last part of a layer's dotted name: 'mlp.gate_proj' -> 'gate_proj'."""
+    return name.rsplit(".", 1)[-1]
+
+
 def candidates(roles: list[Role], layers: list[Layer], heads: tuple[int, ...] = ()) -> tuple[list[Mapping], Message | None]:
     """Assignments role -> layer to try, best guess first; or ([], why none fits). When no plain
     assignment exists, layers that stack several roles or one role spread over per-head layers
@@ -177,8 +187,8 @@ def _plain(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Messa
     either = _oriented(layers)
     fixed: dict[str, Layer] = {}
     for role in roles:
-        matching = [l for l in layers if l.name == role.name and l.weight == role.weight]
-        if len(matching) == 1 and role.name not in either:
+        matching = [l for l in layers if role.named(l.name) and l.weight == role.weight]
+        if len(matching) == 1 and matching[0].name not in either:
             fixed[role.name] = matching[0]
     if len(fixed) == len(roles):
         return [_finish(roles, fixed, True)], None
@@ -200,7 +210,7 @@ def _plain(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Messa
     for shape, (rs, ls) in groups.items():
         options = [perm for perm in itertools.permutations(ls, len(rs)) if len({l.name for l in perm}) == len(perm)]
         # names alike first, then the fewer transposed layers (nn.Linear's own orientation)
-        options.sort(key=lambda perm: (-sum(_key(l.name) == _key(r.name) for r, l in zip(rs, perm)),
+        options.sort(key=lambda perm: (-sum(_key(l.name) == _key(r.name) or _leaf(l.name) in r.aliases for r, l in zip(rs, perm)),
                                        sum(l.transposed for l in perm)))
         per_group.append([{r.name: l for r, l in zip(rs, perm)} for perm in options])
     mappings = []
@@ -418,6 +428,8 @@ def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping
     mapping = Mapping(layers={r.name: chosen[r.name].name for r in roles}, by_name=named)
     for role in roles:
         layer = chosen[role.name]
+        if layer.name != role.name and role.named(layer.name):  # taken by one of the role's aliases
+            mapping.notes.append(MappingNote("alias", role.name, layer.name))
         if role.bias is not None and layer.bias is None:
             mapping.zero_bias.add(role.name)
             mapping.notes.append(MappingNote("zero_bias", role.name, layer.name))

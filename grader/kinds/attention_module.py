@@ -231,8 +231,9 @@ class AttentionModule:
         taken = W.bare_params(module, chosen)
         notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray if p not in taken]
         if not chosen.by_name:
+            aliased = {n.role for n in chosen.notes if n.kind == "alias"}
             notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items()
-                     if role != layer and role not in chosen.rows] + notes
+                     if role != layer and role not in chosen.rows and role not in aliased] + notes
         return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed),
                      dict(chosen.rows))
 
