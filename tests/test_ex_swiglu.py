@@ -183,3 +183,14 @@ def test_chain_skips_decoder_layer_until_the_bank_has_it():
     bank = exercises.registry()
     expected = bank.get("decoder_layer")
     assert interview.follow_up_of(EX, bank) is expected
+
+
+def test_nested_layers_map_by_their_last_name_only_when_the_kind_asks():
+    roles = W.roles_for(EX, {"d_model": 16, "d_ff": 40})
+    layers = [W.Layer("ffn.w1", (40, 16), None), W.Layer("ffn.w3", (40, 16), None), W.Layer("ffn.w2", (16, 40), None)]
+    (named,), _ = W.candidates(roles, layers, leaf_names=True)
+    assert named.by_name and named.layers == {"w1": "ffn.w1", "w2": "ffn.w2", "w3": "ffn.w3"}
+    by_shape, _ = W.candidates(roles, layers)  # the attention kinds: by shape, both assignments tried
+    assert len(by_shape) == 2 and not any(m.by_name for m in by_shape)
+    twice = [W.Layer("a.w1", (40, 16), None), W.Layer("b.w1", (40, 16), None), W.Layer("w2", (16, 40), None)]
+    assert len(W.candidates(roles, twice, leaf_names=True)[0]) == 2  # two layers named w1: by shape

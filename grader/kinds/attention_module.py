@@ -197,7 +197,7 @@ class AttentionModule:
         module.eval()
         roles = self.roles(ci)
         layers, stray = W.layers_of(module)
-        options, why = W.candidates(roles, layers, self.head_counts(ci))
+        options, why = W.candidates(roles, layers, self.head_counts(ci), getattr(self, "leaf_names", False))
         if not options:
             raise ContractError(why.key, **why.params, roles=roles_text(self.exercise))
         weights = W.role_tensors(roles, self.seed, ci)

@@ -61,6 +61,7 @@ class PlainModule(AttentionModule):
     pair_knobs = True  # two knobs at once: both edits made together
     mask_fills = False
     compare_stages = False  # no attention stages (q, kᵀ, scores …) in the shapes panel
+    leaf_names = True  # a block nested in a wrapper (torchtune's self.mlp.w1) is still mapped by name
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
