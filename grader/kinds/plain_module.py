@@ -14,8 +14,9 @@ Mistakes are named edits of the reference solution (``[grading] edits``: knob ->
 ``{old, new}`` replacements, each ``old`` found exactly once in ``solutions/<id>.py``); two knobs at
 once are both edits made together. A knob ``mistake:part`` is a sub-variant of ``mistake``.
 
-Exercise data (``[grading]``): ``configs`` (the constructor's arguments; ``[grading] input``, the
-config size that is ``x``'s last dim, default ``d_model``), ``knobs`` and ``edits``.
+Exercise data (``[grading]``): ``configs`` (the constructor's arguments), ``input`` and ``output``
+(the config sizes that are ``x``'s and the output's last dim, default ``d_model``: a LoRA layer's
+``in_features`` / ``out_features``), ``knobs`` and ``edits``.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class PlainModule(AttentionModule):
         self.edits: dict[str, list[dict]] = {k: list(v) for k, v in grading.get("edits", {}).items()}
         self._cases: dict[int, list[Case]] = {}
         self._classes: dict[tuple[str, ...], type] = {}
-        self._low: dict[int, torch.nn.Module] = {}  # id(attempt) -> its bfloat16 copy (child)
+        self._low: tuple[Any, torch.nn.Module] | None = None  # (the attempt, its low-precision copy), child
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -136,10 +137,10 @@ class PlainModule(AttentionModule):
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         module = attempt
-        if case.dtype != "float32":  # a copy in that dtype, made once, after the weights are loaded
-            if id(attempt) not in self._low:
-                self._low[id(attempt)] = copy.deepcopy(attempt).to(getattr(torch, case.dtype))
-            module = self._low[id(attempt)]
+        if case.dtype != "float32":  # a copy in that dtype, made once per built attempt, after its weights are loaded
+            if self._low is None or self._low[0] is not attempt:
+                self._low = (attempt, copy.deepcopy(attempt).to(getattr(torch, case.dtype)))
+            module = self._low[1]
         return {"out": first(self.call(module, case))}
 
     # --- parent -------------------------------------------------------------------------------
