@@ -194,3 +194,85 @@ def test_nested_layers_map_by_their_last_name_only_when_the_kind_asks():
     assert len(by_shape) == 2 and not any(m.by_name for m in by_shape)
     twice = [W.Layer("a.w1", (40, 16), None), W.Layer("b.w1", (40, 16), None), W.Layer("w2", (16, 40), None)]
     assert len(W.candidates(roles, twice, leaf_names=True)[0]) == 2  # two layers named w1: by shape
+
+
+MLP_SOLUTION = '''"""A GPT-2 MLP: c_proj(gelu(c_fc(x)))."""
+
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.c_fc = nn.Linear(d_model, d_ff)
+        self.c_proj = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        h = F.gelu(self.c_fc(x))  # (..., d_ff)
+        return self.c_proj(h)  # (..., d_model)
+'''
+
+MLP_TOML = '''title = "zz GPT-2 MLP"
+difficulty = "easy"
+minutes = 3
+order = 999
+summary = "A test exercise."
+hints = ["one", "two", "three"]
+mistakes = ["zz_mlp_relu"]
+
+[contract]
+kind = "plain_module"
+objects = ["MLP"]
+constructor = "d_model: int, d_ff: int"
+forward = "x: torch.Tensor"
+returns = "(..., d_model)"
+details = "c_proj(gelu(c_fc(x)))"
+params = [
+    { name = "c_fc", in = "d_model", out = "d_ff", aliases = ["fc1"] },
+    { name = "c_proj", in = "d_ff", out = "d_model", aliases = ["fc2"] },
+]
+
+[grading]
+configs = [{ d_model = 8, d_ff = 12 }]
+knobs = ["zz_mlp_relu"]
+
+[grading.edits]
+zz_mlp_relu = [{ old = "F.gelu(", new = "F.relu(" }]
+'''
+
+
+def test_another_module_of_this_kind_is_data_and_a_solution(tmp_path):
+    """The kind is not SwiGLU's: a GPT-2 MLP with biases, other names and its own mistake, added as a
+    folder and a solution only, is graded, mapped by its aliases and its mistake named."""
+    from attnprep.grader import grade
+
+    new_id = "zz_plain_mlp"
+    folder = exercises.HERE / new_id
+    solution = exercises.SOLUTIONS_DIR / f"{new_id}.py"
+    try:
+        folder.mkdir()
+        (folder / "exercise.toml").write_text(MLP_TOML, encoding="utf-8")
+        (folder / "mistakes.toml").write_text('[[mistake]]\nid = "zz_mlp_relu"\ntitle = "ReLU"\nwhy = "w"\nfix = "f"\n',
+                                              encoding="utf-8")
+        solution.write_text(MLP_SOLUTION, encoding="utf-8")
+        exercises.registry.cache_clear()
+        ex = exercises.get(new_id)
+        ok = tmp_path / "ok.py"
+        ok.write_text(MLP_SOLUTION.replace("c_fc", "fc1").replace("c_proj", "fc2"), encoding="utf-8")
+        passed = grade(ok, ex)
+        assert passed.verdict is Verdict.PASSED, (passed.checks, passed.error)
+        assert passed.mapping == {"c_fc": "fc1", "c_proj": "fc2"}
+        relu = tmp_path / "relu.py"
+        relu.write_text(MLP_SOLUTION.replace("F.gelu(", "F.relu("), encoding="utf-8")
+        failed = grade(relu, ex)
+        assert failed.verdict is Verdict.WRONG_OUTPUT and [d.id for d in failed.diagnoses] == ["zz_mlp_relu"]
+        stub = tmp_path / "stub.py"
+        stub.write_text(exercises.render_stub(ex), encoding="utf-8")
+        assert grade(stub, ex).verdict is Verdict.ERROR
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        solution.unlink(missing_ok=True)
+        exercises.registry.cache_clear()
