@@ -46,6 +46,7 @@ class Param(NamedTuple):
     in_features: str  # expression of the constructor arguments ("" for rmsnorm)
     out_features: str  # expression; for rmsnorm: the normalised size
     bias: bool
+    aliases: tuple[str, ...] = ()  # other names a layer of this role goes by (Hugging Face's gate_proj for w1)
 
     def shapes(self, args: dict[str, int]) -> dict[str, tuple[int, ...]]:
         """Parameter tensors of this layer, ``{"weight": (out, in), "bias": (out,)}``."""
@@ -256,6 +257,7 @@ def _load(folder: Path, lang: str = "en") -> Exercise:
                 in_features=p.get("in", ""),
                 out_features=p["out"],
                 bias=p.get("bias", True),
+                aliases=tuple(p.get("aliases", ())),
             )
             for p in c.get("params", [])
         ),

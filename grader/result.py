@@ -142,7 +142,7 @@ class Divergence:
 class MappingNote:
     """How the grader matched one of the attempt's layers to a contract role."""
 
-    kind: str  # "by_shape", "zero_bias", "transposed", "stray"
+    kind: str  # "by_shape", "alias", "zero_bias", "transposed", "stray"
     role: str
     layer: str
 

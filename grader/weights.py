@@ -43,6 +43,13 @@ class Role:
     kind: str  # "linear" or "rmsnorm"
     weight: tuple[int, ...]
     bias: tuple[int, ...] | None
+    aliases: tuple[str, ...] = ()  # other names of its layer, mapped as its own (``gate_proj`` for ``w1``)
+
+    def named(self, layer: str, leaf: bool = False) -> bool:
+        """Whether the attempt's layer ``layer`` goes by this role's name or one of its aliases
+        (``leaf``: or is a nested layer whose last name part does, ``mlp.w1``)."""
+        names = (self.name, *self.aliases)
+        return layer in names or (leaf and _leaf(layer) in names)
 
 
 @dataclass
@@ -65,7 +72,7 @@ def roles_for(exercise, args: dict[str, int]) -> list[Role]:
     roles = []
     for p in exercise.contract.params:
         shapes = p.shapes(args)
-        roles.append(Role(p.name, p.type, shapes["weight"], shapes.get("bias")))
+        roles.append(Role(p.name, p.type, shapes["weight"], shapes.get("bias"), tuple(getattr(p, "aliases", ()))))
     return roles
 
 
@@ -162,23 +169,31 @@ def _key(name: str) -> str:
     return last
 
 
-def candidates(roles: list[Role], layers: list[Layer], heads: tuple[int, ...] = ()) -> tuple[list[Mapping], Message | None]:
+def _leaf(name: str) -> str:
+    """The last part of a layer's dotted name: 'mlp.gate_proj' -> 'gate_proj'."""
+    return name.rsplit(".", 1)[-1]
+
+
+def candidates(roles: list[Role], layers: list[Layer], heads: tuple[int, ...] = (),
+               leaf_names: bool = False) -> tuple[list[Mapping], Message | None]:
     """Assignments role -> layer to try, best guess first; or ([], why none fits). When no plain
     assignment exists, layers that stack several roles or one role spread over per-head layers
-    (see :func:`_fused`; ``heads``: the exercise's head counts) are tried."""
-    plain, why = _plain(roles, layers)
+    (see :func:`_fused`; ``heads``: the exercise's head counts) are tried. ``leaf_names``: a nested
+    layer (``mlp.w1``) is taken by name when it alone has the role's name as its last part."""
+    plain, why = _plain(roles, layers, leaf_names)
     if plain or why is None:
         return plain, why
-    fused = _fused(roles, layers, tuple(sorted(set(h for h in heads if h > 1))))
+    fused = _fused(roles, layers, tuple(sorted(set(h for h in heads if h > 1))), leaf_names)
     return (fused, None) if fused else ([], why)
 
 
-def _plain(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Message | None]:
+def _plain(roles: list[Role], layers: list[Layer], leaf_names: bool = False) -> tuple[list[Mapping], Message | None]:
     either = _oriented(layers)
     fixed: dict[str, Layer] = {}
     for role in roles:
-        matching = [l for l in layers if l.name == role.name and l.weight == role.weight]
-        if len(matching) == 1 and role.name not in either:
+        matching = [l for l in layers if role.named(l.name) and l.weight == role.weight] or \
+            [l for l in layers if leaf_names and role.named(l.name, leaf=True) and l.weight == role.weight]
+        if len(matching) == 1 and matching[0].name not in either:
             fixed[role.name] = matching[0]
     if len(fixed) == len(roles):
         return [_finish(roles, fixed, True)], None
@@ -200,7 +215,7 @@ def _plain(roles: list[Role], layers: list[Layer]) -> tuple[list[Mapping], Messa
     for shape, (rs, ls) in groups.items():
         options = [perm for perm in itertools.permutations(ls, len(rs)) if len({l.name for l in perm}) == len(perm)]
         # names alike first, then the fewer transposed layers (nn.Linear's own orientation)
-        options.sort(key=lambda perm: (-sum(_key(l.name) == _key(r.name) for r, l in zip(rs, perm)),
+        options.sort(key=lambda perm: (-sum(_key(l.name) == _key(r.name) or _leaf(l.name) in r.aliases for r, l in zip(rs, perm)),
                                        sum(l.transposed for l in perm)))
         per_group.append([{r.name: l for r, l in zip(rs, perm)} for perm in options])
     mappings = []
@@ -307,7 +322,7 @@ def _split(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> li
     return pieces
 
 
-def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[Mapping]:
+def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_names: bool = False) -> list[Mapping]:
     """Mappings where some layers stack several roles or some roles spread over per-head layers,
     the rest mapped as usual; the names that agree best first, at most MAX_FUSED."""
     pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads), key=lambda p: -p.score)
@@ -335,7 +350,8 @@ def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> li
     for _, _, combo in combos:
         taken_roles = {r for p in combo for r in p.roles}
         taken_layers = {l.name for p in combo for l in p.layers}
-        rest, why = _plain([r for r in roles if r.name not in taken_roles], [l for l in layers if l.name not in taken_layers])
+        rest, why = _plain([r for r in roles if r.name not in taken_roles], [l for l in layers if l.name not in taken_layers],
+                           leaf_names)
         for plain in rest:
             mappings.append(_combine(roles, by_name, combo, plain))
             if len(mappings) >= MAX_FUSED:
@@ -418,6 +434,8 @@ def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping
     mapping = Mapping(layers={r.name: chosen[r.name].name for r in roles}, by_name=named)
     for role in roles:
         layer = chosen[role.name]
+        if layer.name != role.name and (role.named(layer.name) or (named and role.named(layer.name, leaf=True))):  # by another name
+            mapping.notes.append(MappingNote("alias", role.name, layer.name))
         if role.bias is not None and layer.bias is None:
             mapping.zero_bias.add(role.name)
             mapping.notes.append(MappingNote("zero_bias", role.name, layer.name))

@@ -35,6 +35,8 @@ SAMPLE = 6
 OWN = {
     "rope": {"min": 30, "sample": 6, "families": {"constant", "split_order", "arith", "sign", "cast", "matmul_swap"}},
     "norms": {"min": 30, "sample": 5, "families": {"constant", "scale", "arith", "cast", "param_drop"}},
+    # three bias-free layers and one product: its named mistakes (tests/corpus/swiglu) are the rest
+    "swiglu": {"min": 6, "sample": 1, "families": {"constant", "layer_drop"}},
 }
 # Families tried in this order for the killed sample: the exercise's own first, then the classic
 # mistakes; the first output-changing mutant of each family is graded.

@@ -47,6 +47,7 @@ BUGGY = {
     "flash": "flash_full_mask.py",
     "mla_decode": "mla_decompressed_prefix.py",
     "alibi": "alibi_pow2_rule_ignored.py",
+    "swiglu": "swiglu_gate_up_swapped_hf.py",
 }
 IN_A_TERMINAL = ("kv_cache", "mla_decode")  # the panels with the longest Chinese lines
 

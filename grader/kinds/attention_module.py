@@ -89,6 +89,7 @@ class AttentionModule:
     pair_knobs = True  # its variants take two knobs at once (variants.slips)
     mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
     forward_key = "contract.forward_signature"  # the text when forward takes fewer than 3 arguments
+    leaf_names = False  # nested layers (attn.q_proj) are matched by shape, not by their last name
 
     def __init__(self, exercise, seed: int):
         self.exercise = exercise
@@ -197,7 +198,7 @@ class AttentionModule:
         module.eval()
         roles = self.roles(ci)
         layers, stray = W.layers_of(module)
-        options, why = W.candidates(roles, layers, self.head_counts(ci))
+        options, why = W.candidates(roles, layers, self.head_counts(ci), self.leaf_names)
         if not options:
             raise ContractError(why.key, **why.params, roles=roles_text(self.exercise))
         weights = W.role_tensors(roles, self.seed, ci)
@@ -231,8 +232,9 @@ class AttentionModule:
         taken = W.bare_params(module, chosen)
         notes = list(chosen.notes) + [MappingNote("stray", "", p) for p in stray if p not in taken]
         if not chosen.by_name:
+            aliased = {n.role for n in chosen.notes if n.kind == "alias"}
             notes = [MappingNote("by_shape", role, layer) for role, layer in chosen.layers.items()
-                     if role != layer and role not in chosen.rows] + notes
+                     if role != layer and role not in chosen.rows and role not in aliased] + notes
         return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed),
                      dict(chosen.rows))
 

@@ -1,0 +1,19 @@
+# attnprep: swiglu
+# expect: wrong_output
+# diagnosis: swiglu_gate_missing
+"""A plain MLP with SiLU: the w3 branch is created but never multiplied in."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.w1 = nn.Linear(d_model, d_ff, bias=False)
+        self.w2 = nn.Linear(d_ff, d_model, bias=False)
+        self.w3 = nn.Linear(d_model, d_ff, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)))
