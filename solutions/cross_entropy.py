@@ -25,7 +25,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int
     log_probs = logits - lse  # (N, V): log-softmax, never log(0)
     keep = targets != ignore_index  # (N,): ignored targets count nowhere
     safe = targets.masked_fill(~keep, 0)  # (N,): any valid class where ignored, so that gather can index
-    nll = -log_probs.gather(-1, safe[:, None]).squeeze(-1)  # (N,): -log p[target]
+    nll = -log_probs.gather(-1, safe[:, None]).squeeze(-1)  # (N,): -log p[target], the target's negative log-likelihood
     loss = nll  # (N,)
     if label_smoothing > 0:
         smooth = -log_probs.mean(dim=-1)  # (N,): the mean over all V classes of -log p

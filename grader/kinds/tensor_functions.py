@@ -273,7 +273,7 @@ class TensorFunctions:
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The reference with the mistake ``knob`` (a knob, or a tuple of knobs made together), run
         in the inputs' own dtype as an attempt runs."""
-        knobs = (knob,) if isinstance(knob, str) else tuple(knob)
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
         # compiled when first called: two knobs whose edits clash raise there, where the judge
         # takes a variant that cannot run as naming nothing
         return lambda case: self._call(self.variant_functions(knobs), case.inputs)
