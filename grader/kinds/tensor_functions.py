@@ -184,8 +184,8 @@ class TensorFunctions:
                 shapes[name] = tuple(_size(s, self.configs[ci]) for s in like)
         return shapes
 
-    def _call(self, functions: dict, inputs: dict, exact: bool = False) -> dict[str, Any]:
-        tensors = [v.clone() for k, v in inputs.items() if not k.startswith("_")]
+    def _call(self, functions: dict, inputs: dict, exact: bool = False, clone: bool = True) -> dict[str, Any]:
+        tensors = [v.clone() if clone else v for k, v in inputs.items() if not k.startswith("_")]
         if exact:
             tensors = [t.double() if t.is_floating_point() else t for t in tensors]
         got = functions[inputs["_call"]](*tensors, **inputs["_args"])
@@ -205,8 +205,8 @@ class TensorFunctions:
         return Built({n: namespace[n] for n in objects})
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
-        with ForbiddenOps(self.forbidden, self.seen_builtins):
-            return self._call(attempt, case.inputs)
+        with ForbiddenOps(self.forbidden, self.seen_builtins):  # the child's own copies: changed in place, it sees it
+            return self._call(attempt, case.inputs, clone=False)
 
     def grad_leaves(self, attempt, case: Case):
         """A copy of the case whose float inputs are leaves (named as the inputs)."""
