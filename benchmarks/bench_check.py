@@ -255,6 +255,7 @@ FAILING = {
     "flash": "bh_loop_acc_not_rescaled.py",
     "mla_decode": "cache_mask_not_offset.py",
     "cross_entropy": "cross_entropy_mean_includes_ignored.py",
+    "sampling": "top_p_not_sorted_ascending.py",
 }
 
 

@@ -108,6 +108,12 @@ SPEC.update({
         "signatures": {"cross_entropy": "logits, targets, ignore_index=-100, label_smoothing=0.0"},
         "returns": "0-d tensor, the logits' dtype",
     },
+    "sampling": {
+        "kind": "tensor_functions",
+        "objects": ("sampling_probs",),
+        "signatures": {"sampling_probs": "logits, temperature=1.0, top_k=0, top_p=1.0"},
+        "returns": "(B, V) probabilities",
+    },
 })
 
 

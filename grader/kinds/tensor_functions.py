@@ -139,7 +139,8 @@ class TensorFunctions:
             if "alone" in spec and "batch" in self.probes:
                 i, j = spec["alone"]
                 part = {k: v[i:j].clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-                out.append(Case(f"{name}, rows {i + 1}..{j} alone", part, one, (1, 1), base=name, base_rows=(i, j),
+                rows = f"row {j}" if j == i + 1 else f"rows {i + 1}..{j}"
+                out.append(Case(f"{name}, {rows} alone", part, one, (1, 1), base=name, base_rows=(i, j),
                                 check="batch", dtype=case.dtype, tolerance=case.tolerance))
         return out
 
