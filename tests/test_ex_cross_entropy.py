@@ -59,6 +59,9 @@ SHOWS = {
     # float32's exp overflows above ~88.7, and a row whose every exp underflows sums to 0
     "cross_entropy_no_max": lambda c: bool(c.inputs["logits"].max() > 88.8 or c.inputs["logits"].amax(-1).min() < -103.9),
     "cross_entropy_mean_includes_ignored": lambda c: bool((c.inputs["targets"] == c.inputs["_args"].get("ignore_index", -100)).any()),
+    "ignore_index_hardcoded": lambda c: c.inputs["_args"].get("ignore_index", -100) != -100 and bool(
+        (c.inputs["targets"] == c.inputs["_args"]["ignore_index"]).any()),
+    "label_smoothing_ignored": lambda c: bool(c.inputs["_args"].get("label_smoothing")),
     "cross_entropy_sum_not_mean": lambda c: int((c.inputs["targets"] != c.inputs["_args"].get("ignore_index", -100)).sum()) > 1,
     # (on logits of ±1e4 the loss is thousands: the difference may be within the case's tolerance)
     "label_smoothing_over_v_minus_1": lambda c: bool(c.inputs["_args"].get("label_smoothing")) if c.tolerance is None else None,

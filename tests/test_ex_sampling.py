@@ -75,6 +75,7 @@ def test_graded_inputs_keep_their_promises(kind):
 
 SHOWS = {  # where each mistake may show: never elsewhere, and somewhere
     "temperature_after_softmax": lambda a: a.get("temperature", 1.0) != 1.0,
+    "temperature_multiplied": lambda a: a.get("temperature", 1.0) != 1.0,
     "top_p_drops_crossing": lambda a: a.get("top_p", 1.0) < 1.0,
     "top_p_not_sorted": lambda a: a.get("top_p", 1.0) < 1.0,
     "top_p_before_top_k": lambda a: a.get("top_p", 1.0) < 1.0 and bool(a.get("top_k")),
