@@ -35,6 +35,9 @@ SAMPLE = 6
 OWN = {
     "rope": {"min": 30, "sample": 6, "families": {"constant", "split_order", "arith", "sign", "cast", "matmul_swap"}},
     "norms": {"min": 30, "sample": 5, "families": {"constant", "scale", "arith", "cast", "param_drop"}},
+    "cross_entropy": {"min": 40, "sample": 5, "families": {"constant", "arith", "compare", "mask_drop", "mask_negate", "sign"}},
+    "sampling": {"min": 40, "sample": 5, "families": {"constant", "softmax_dim", "compare", "mask_combine", "mask_drop",
+                                                      "mask_negate", "split_order"}},
 }
 # Families tried in this order for the killed sample: the exercise's own first, then the classic
 # mistakes; the first output-changing mutant of each family is graded.

@@ -125,6 +125,8 @@ class TensorFunctions:
     # --- cases --------------------------------------------------------------------------------
 
     def cases(self, ci: int) -> list[Case]:
+        if ci not in self._cases:  # a config added after construction (benchmarks/mutation.py's probe configs)
+            self._cases[ci] = self._make_cases(ci)
         return [dataclasses.replace(c, inputs=dict(c.inputs)) for c in self._cases[ci]]
 
     def _make_cases(self, ci: int) -> list[Case]:
