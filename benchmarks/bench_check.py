@@ -257,6 +257,8 @@ FAILING = {
     "mla_decode": "cache_mask_not_offset.py",
     "alibi": "padding_mask_ignored.py",
     "swiglu": "swiglu_silu_on_product.py",
+    "cross_entropy": "cross_entropy_mean_includes_ignored.py",
+    "sampling": "top_p_not_sorted_ascending.py",
 }
 
 

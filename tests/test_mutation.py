@@ -37,6 +37,9 @@ OWN = {
     "norms": {"min": 30, "sample": 5, "families": {"constant", "scale", "arith", "cast", "param_drop"}},
     # three bias-free layers and one product: its named mistakes (tests/corpus/swiglu) are the rest
     "swiglu": {"min": 6, "sample": 1, "families": {"constant", "layer_drop"}},
+    "cross_entropy": {"min": 40, "sample": 5, "families": {"constant", "arith", "compare", "mask_drop", "mask_negate", "sign"}},
+    "sampling": {"min": 40, "sample": 5, "families": {"constant", "softmax_dim", "compare", "mask_combine", "mask_drop",
+                                                      "mask_negate", "split_order"}},
 }
 # Families tried in this order for the killed sample: the exercise's own first, then the classic
 # mistakes; the first output-changing mutant of each family is graded.

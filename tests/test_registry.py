@@ -112,6 +112,22 @@ SPEC["alibi"] = {
     "signatures": {"alibi_slopes": "num_heads", "alibi_attention": "q, k, v, attention_mask=None"},
 }
 
+# Functions of tensors without parameters or attention (kind tensor_functions).
+SPEC.update({
+    "cross_entropy": {
+        "kind": "tensor_functions",
+        "objects": ("cross_entropy",),
+        "signatures": {"cross_entropy": "logits, targets, ignore_index=-100, label_smoothing=0.0"},
+        "returns": "0-d tensor, the logits' dtype",
+    },
+    "sampling": {
+        "kind": "tensor_functions",
+        "objects": ("sampling_probs",),
+        "signatures": {"sampling_probs": "logits, temperature=1.0, top_k=0, top_p=1.0"},
+        "returns": "(B, V) probabilities",
+    },
+})
+
 
 def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
     shapes = {f"{name}.weight": (fan_out, fan_in)}
@@ -122,6 +138,8 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
+    if SPEC[exercise_id]["kind"] == "tensor_functions":
+        return {}
     if exercise_id in ("causal", "sliding_window", "sdpa", "rope", "alibi"):
         return {}
     if exercise_id == "norms":
@@ -177,7 +195,7 @@ _GROUPED = lambda ex: "num_kv_heads" in _arg_names(ex.contract.constructor)  # n
 _FUSED = lambda ex: any(p.name == "qkv_proj" for p in ex.contract.params)  # noqa: E731  (one projection for q, k and v)
 _LATENT = lambda ex: "kv_lora_rank" in _arg_names(ex.contract.constructor)  # noqa: E731  (MLA: a compressed latent)
 _MLA_DECODE = lambda ex: _LATENT(ex) and _CACHED(ex)  # noqa: E731  (the absorbed form over a cache of latents)
-_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules", "plain_module")  # noqa: E731  (scores, softmax, masks)
+_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules", "plain_module", "tensor_functions")  # noqa: E731  (scores, softmax, masks)
 _LOW_PRECISION = lambda ex: ex.contract.kind in ("rope_functions", "norm_modules", "plain_module")  # noqa: E731  (graded in bfloat16 / float16)
 _BIASED = lambda ex: ex.contract.kind == "biased_attention"  # noqa: E731  (causal, a position bias: "no causal mask" is its own mistake)
 _CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex) or _BIASED(ex)  # noqa: E731
@@ -234,7 +252,7 @@ MISTAKE_APPLIES = {
     "rope_skipped": _LATENT,
     "rope_cos_sin_swapped": _LATENT,
     "rope_rotate_half": _LATENT,
-    "tensor_without_device": lambda ex: _ATTENTION(ex) or ex.contract.kind == "rope_functions",  # rope: arange(T) without device
+    "tensor_without_device": lambda ex: _ATTENTION(ex) or ex.contract.kind in ("rope_functions", "tensor_functions"),  # rope: arange(T) without device
     "used_builtin": lambda ex: True,
     # an exercise's own mistakes that can happen elsewhere too
     "cache_mask_not_offset": _CACHED,
@@ -482,7 +500,7 @@ def test_contract_matches_spec(exercise_id):
     else:
         assert ex.contract.constructor == "" and ex.contract.params == ()
         # the contract's forward is the attention function's argument list
-        _same_signature(_args(ex.contract.forward), spec["signatures"][ex.contract.objects[1]], annotations=False)
+        _same_signature(_args(ex.contract.forward), spec["signatures"][ex.contract.objects[-1]], annotations=False)
         assert ex.contract.returns == spec.get("returns", "(B, H, T, D)")
 
 

@@ -48,6 +48,8 @@ BUGGY = {
     "mla_decode": "mla_decompressed_prefix.py",
     "alibi": "alibi_pow2_rule_ignored.py",
     "swiglu": "swiglu_gate_up_swapped_hf.py",
+    "cross_entropy": "cross_entropy_mean_includes_ignored.py",
+    "sampling": "top_p_drops_crossing.py",
 }
 IN_A_TERMINAL = ("kv_cache", "mla_decode")  # the panels with the longest Chinese lines
 
