@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from attnprep import exercises
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds.tensor_functions import EditError, edited_source
+from attnprep.grader.edits import EditError, edited_source
 from test_grader import header
 
 EX = exercises.get("cross_entropy")

@@ -25,7 +25,7 @@ import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
-from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.kinds.base import Built, built_functions, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 MASK_SIZES = (1, 4, 7)
@@ -91,12 +91,7 @@ class AttentionFunctions:
     # --- child --------------------------------------------------------------------------------
 
     def build(self, namespace: dict, ci: int, channel) -> Built:
-        objects = self.exercise.contract.objects
-        missing = [n for n in objects if not callable(namespace.get(n))]
-        if missing:
-            raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
-                                signature=self.exercise.contract.forward)
-        return Built({n: namespace[n] for n in objects})
+        return built_functions(self.exercise, namespace)
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         return {"out": first(self.call(attempt, case))}

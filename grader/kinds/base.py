@@ -167,6 +167,17 @@ def named_mistakes(exc: BaseException) -> list[list]:
     return found if ok else []
 
 
+def built_functions(exercise: Any, namespace: dict) -> Built:
+    """A kind of functions: the contract's functions, taken from the attempt's namespace (a
+    :class:`ContractError` naming the ones it lacks)."""
+    objects = exercise.contract.objects
+    missing = [n for n in objects if not callable(namespace.get(n))]
+    if missing:
+        raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
+                            signature=exercise.contract.forward)
+    return Built({n: namespace[n] for n in objects})
+
+
 def first(out: Any) -> Any:
     """The graded item of what a call returned: ``out`` or the first of ``(out, attn_weights)``."""
     return out[0] if isinstance(out, tuple) and out else out

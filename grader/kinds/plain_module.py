@@ -30,6 +30,7 @@ import torch
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.kinds.attention_module import AttentionModule
 from attnprep.grader.kinds.base import ContractError, first
+from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
 LOW = ("bfloat16", torch.bfloat16)
 MAIN = "x (2, 7, d)"
@@ -40,20 +41,6 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     inside the module rounds to ``dtype``; outputs are of order 1 or below."""
     eps = torch.finfo(dtype).eps
     return 4 * eps, 4 * eps
-
-
-class EditError(ValueError):
-    """An edit of the reference solution that does not apply (its text is not found exactly once)."""
-
-
-def edited_source(source: str, edits: list[dict]) -> str:
-    """``source`` with every ``{old, new}`` made, in order; each ``old`` must be there exactly once."""
-    for edit in edits:
-        old, new = edit["old"], edit["new"]
-        if source.count(old) != 1:
-            raise EditError(f"{old!r} is in the reference {source.count(old)} times, not once")
-        source = source.replace(old, new)
-    return source
 
 
 class PlainModule(AttentionModule):

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.kinds.base import Built, built_functions, ContractError, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 RELATIVE_LEN = 12  # positions of the relative-position check
@@ -195,12 +195,7 @@ class RopeFunctions:
     # --- child --------------------------------------------------------------------------------
 
     def build(self, namespace: dict, ci: int, channel) -> Built:
-        objects = self.exercise.contract.objects
-        missing = [n for n in objects if not callable(namespace.get(n))]
-        if missing:
-            raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
-                                signature=self.exercise.contract.forward)
-        functions = {n: namespace[n] for n in objects}
+        functions = built_functions(self.exercise, namespace).attempt
         try:  # a cheap look at what the cache returns: a pair (cos, sin) is the contract
             got = functions[self.cache_name](2, 4)
         except Exception:  # noqa: BLE001 — the graded cases show it with the user's line

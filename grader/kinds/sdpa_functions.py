@@ -30,7 +30,7 @@ import torch
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.kinds.base import Built, built_functions, first
 from attnprep.grader.tensors import RTOL
 
 SOFTMAX_OUT, ATTENTION_OUT = "probs", "out"
@@ -286,12 +286,7 @@ class SdpaFunctions:
     # --- child --------------------------------------------------------------------------------
 
     def build(self, namespace: dict, ci: int, channel) -> Built:
-        objects = self.exercise.contract.objects
-        missing = [n for n in objects if not callable(namespace.get(n))]
-        if missing:
-            raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
-                                signature=self.exercise.contract.forward)
-        return Built({n: namespace[n] for n in objects})
+        return built_functions(self.exercise, namespace)
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         with ForbiddenOps(self.forbidden, self.seen_builtins):

@@ -43,15 +43,12 @@ import torch
 from attnprep.exercises import evaluate
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.kinds.base import Built, ContractError
+from attnprep.grader.kinds.base import Built, built_functions
 from attnprep.grader.tensors import RTOL
+from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "long": torch.long, "bool": torch.bool}
 REDRAWS = 200  # attempts at inputs that keep the ``stable`` arguments' thresholds away
-
-
-class EditError(ValueError):
-    """An edit of the reference solution that does not apply (its text is not found exactly once)."""
 
 
 def _size(value, config: dict) -> int:
@@ -88,16 +85,6 @@ def _tolerance(inputs: dict[str, Any]) -> tuple[float, float] | None:
     big = max(float(t.abs().max()) if t.numel() else 0.0 for t in floats)
     tol = 4 * torch.finfo(floats[0].dtype).eps * big
     return (tol, tol) if tol > RTOL else None
-
-
-def edited_source(source: str, edits: list[dict]) -> str:
-    """``source`` with every ``{old, new}`` made, in order; each ``old`` must be there exactly once."""
-    for edit in edits:
-        old, new = edit["old"], edit["new"]
-        if source.count(old) != 1:
-            raise EditError(f"{old!r} is in the reference {source.count(old)} times, not once")
-        source = source.replace(old, new)
-    return source
 
 
 class TensorFunctions:
@@ -202,12 +189,7 @@ class TensorFunctions:
     # --- child --------------------------------------------------------------------------------
 
     def build(self, namespace: dict, ci: int, channel) -> Built:
-        objects = self.exercise.contract.objects
-        missing = [n for n in objects if not callable(namespace.get(n))]
-        if missing:
-            raise ContractError("contract.missing_functions", names=", ".join(missing), count=len(missing),
-                                signature=self.exercise.contract.forward)
-        return Built({n: namespace[n] for n in objects})
+        return built_functions(self.exercise, namespace)
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         with ForbiddenOps(self.forbidden, self.seen_builtins):  # the child's own copies: changed in place, it sees it
