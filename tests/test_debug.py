@@ -125,3 +125,16 @@ def test_a_debug_round_runs_on_the_clock_and_is_counted_by_stats_and_today(tmp_p
     assert stats["totals"]["drills"] == 0  # a debug round is not a drill
     today = json.loads(cli("today", "--json").stdout)
     assert today["debug_rounds"] == 1
+
+
+@pytest.mark.slow
+def test_an_interview_can_end_with_a_debug_round(tmp_path):
+    answers = tmp_path / "answers.txt"
+    answers.write_text("\n", encoding="utf-8")  # submit the stub at once: a first try that fails
+    out = cli("interview", "causal", "--questions", "0", "--answers", str(answers), "--seconds", "1",
+              "--dir", str(tmp_path), "--debug")
+    assert out.exit_code == 1, out.output
+    assert "debug round: causal again" in out.output and "planted in" in out.output
+    rounds = history.debug_rounds()
+    assert len(rounds) == 1 and rounds[0].exercise == "causal" and rounds[0].outcome == "timeout"
+    assert list((tmp_path / "debug").glob("causal-*.py")) and list((tmp_path / "interviews").glob("causal-*.py"))

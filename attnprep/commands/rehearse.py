@@ -55,6 +55,7 @@ def interview(
         None, "--answers", help="Read your replies from this file, one per line, instead of the keyboard."
     ),
     seconds: Optional[float] = typer.Option(None, "--seconds", hidden=True, help="Time budget in seconds (tests)."),
+    debug_round: bool = typer.Option(False, "--debug", help="End with a debug round: the same exercise with mistakes planted, to fix on the clock."),
 ) -> None:
     """Interview rehearsal: a fresh stub, a clock, no grading until you submit; then follow-ups.
 
@@ -120,7 +121,30 @@ def interview(
 
         usage_error(cannot_write(exc, workspace / "interviews"))
     session.events = iv.input_events(lines)
-    raise typer.Exit(iv.exit_code(session.run(opened)))
+    code = iv.exit_code(session.run(opened))
+    if debug_round and code != ABANDONED:
+        code = _debug_round(exercise, folder if folder is not None else Path.cwd(), out, budget_s) or code
+    raise typer.Exit(code)
+
+
+ABANDONED = 130
+
+
+def _debug_round(exercise, folder: Path, out, budget_s: float) -> int:
+    """`interview --debug`: the round ends as some labs end theirs, with a broken implementation of
+    the same exercise to fix on the clock (attnprep debug). Its exit code when it was not fixed."""
+    import random
+
+    from attnprep import debugging
+    from attnprep.commands.debug import run_round
+
+    if not debugging.load_plants(exercise)[0]:
+        out.print(Prose(_w("debug_none", id=exercise.id), style="dim"))
+        return 0
+    out.print(Prose(_w("debug_round", id=exercise.id), style="bold"))
+    code = run_round(exercise, seed=random.SystemRandom().randrange(1_000_000), bugs=None,
+                     budget_s=budget_s, folder=folder)
+    return code
 
 
 def _lines(answers: Path | None):
