@@ -65,21 +65,27 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 
 
 class Plant(NamedTuple):
-    """One verified edit of the canonical reference: line ``line`` (1-based) ``old`` → ``new``."""
+    """One verified mistake: lines of the canonical reference (1-based) changed, ``old`` → ``new``
+    each (most mistakes are one line; an exercise's declared edits may change a few)."""
 
     mistake: str
-    line: int
-    old: str
-    new: str
+    lines: tuple[int, ...]
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+
+    @property
+    def line(self) -> int:
+        return self.lines[0]
 
 
 class Planted(NamedTuple):
     """One planted mistake as it stands in the written file."""
 
     mistake: str
-    line: int  # in the written file
-    code: str  # the planted line, as written
-    fixed: str  # what the line says once fixed (the reference's line, restyled)
+    line: int  # its first line in the written file
+    code: str  # the planted line(s), as written (one per line of ``lines``)
+    fixed: str  # what they say once fixed (the reference's lines, restyled)
+    lines: tuple[int, ...] = ()  # every line it changed, in the written file
 
 
 class Round(NamedTuple):
@@ -103,7 +109,12 @@ def load_plants(exercise: exercises.Exercise) -> tuple[list[Plant], list[tuple[i
     if not path.is_file():
         return [], []
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    singles = [Plant(p["mistake"], int(p["line"]), p["old"], p["new"]) for p in data.get("plant", [])]
+    singles = []
+    for p in data.get("plant", []):
+        if isinstance(p.get("lines"), list):
+            singles.append(Plant(p["mistake"], tuple(map(int, p["lines"])), tuple(p["old"]), tuple(p["new"])))
+        else:
+            singles.append(Plant(p["mistake"], (int(p["line"]),), (p["old"],), (p["new"],)))
     pairs = [(int(a), int(b)) for a, b in data.get("pairs", []) if 0 <= a < len(singles) and 0 <= b < len(singles)]
     return singles, pairs
 
@@ -208,6 +219,7 @@ def choose(exercise: exercises.Exercise, seed: int, bugs: int, weights: dict[str
     def weight(p: Plant) -> float:
         return 1.0 + 3.0 * weights.get(p.mistake, 0.0)
 
+    pairs = [(a, b) for a, b in pairs if not set(singles[a].lines) & set(singles[b].lines)]
     if bugs >= 2 and pairs:
         pair = rng.choices(pairs, weights=[weight(singles[a]) + weight(singles[b]) for a, b in pairs])[0]
         return sorted((singles[pair[0]], singles[pair[1]]), key=lambda p: p.line)
@@ -222,15 +234,18 @@ def plant(exercise: exercises.Exercise, seed: int, bugs: int | None = None,
     base = canonical(exercise.solution_path.read_text(encoding="utf-8"))
     lines = base.split("\n")
     for p in chosen:
-        if lines[p.line - 1] != p.old:
-            raise NoPlants(f"{exercise.id}: plants.toml is stale (line {p.line} reads otherwise); regenerate it")
-        lines[p.line - 1] = p.new
+        for line, old, new in zip(p.lines, p.old, p.new):
+            if line > len(lines) or lines[line - 1] != old:
+                raise NoPlants(f"{exercise.id}: plants.toml is stale (line {line} reads otherwise); regenerate it")
+            lines[line - 1] = new
     rng = random.Random(f"{exercise.id}:{seed}:names")
     body, renames = restyle("\n".join(lines) + "\n", rng)
     head = header(exercise, len(chosen), lang)
     body_lines = body.split("\n")
-    planted = tuple(Planted(p.mistake, p.line + len(head), body_lines[p.line - 1].strip(),
-                            _renamed_line(p.old, renames).strip()) for p in chosen)
+    planted = tuple(Planted(p.mistake, p.line + len(head),
+                            "\n".join(body_lines[n - 1].strip() for n in p.lines),
+                            "\n".join(_renamed_line(old, renames).strip() for old in p.old),
+                            tuple(n + len(head) for n in p.lines)) for p in chosen)
     return Round(exercise.id, seed, "\n".join(head) + "\n" + body, planted)
 
 
@@ -256,7 +271,8 @@ def undo(source: str, planted: tuple[Planted, ...]) -> str:
     kept): what a learner who fixed exactly the planted mistakes has."""
     lines = source.split("\n")
     for p in planted:
-        line = lines[p.line - 1]
-        indent = line[: len(line) - len(line.lstrip())]
-        lines[p.line - 1] = indent + p.fixed
+        for n, fixed in zip(p.lines or (p.line,), p.fixed.split("\n")):
+            line = lines[n - 1]
+            indent = line[: len(line) - len(line.lstrip())]
+            lines[n - 1] = indent + fixed
     return "\n".join(lines)

@@ -107,7 +107,7 @@ def _plants_finding(exercise: exercises.Exercise) -> Finding:
     if not singles:
         return _bad("plants", "devcheck.plants_missing", id=exercise.id)
     base = debugging.canonical(exercise.solution_path.read_text(encoding="utf-8")).split("\n")
-    stale = [p.line for p in singles if p.line > len(base) or base[p.line - 1] != p.old]
+    stale = [n for p in singles for n, old in zip(p.lines, p.old) if n > len(base) or base[n - 1] != old]
     if stale:
         return _bad("plants", "devcheck.plants_stale", id=exercise.id, lines=", ".join(map(str, stale)))
     return _ok("plants", "devcheck.plants_ok", count=len(singles), pairs=len(pairs),

@@ -32,10 +32,12 @@ def test_every_exercise_has_plants_that_fit_its_reference(exercise_id):
     base = debugging.canonical(ex.solution_path.read_text(encoding="utf-8")).split("\n")
     listed = {m.id for m in ex.mistakes}
     for p in singles:
-        assert base[p.line - 1] == p.old, f"{exercise_id}: plants.toml is stale at line {p.line}"
-        assert p.new != p.old and p.mistake in listed
+        for n, old, new in zip(p.lines, p.old, p.new):
+            assert base[n - 1] == old, f"{exercise_id}: plants.toml is stale at line {n}"
+            assert new != old
+        assert p.mistake in listed
     for a, b in pairs:
-        assert singles[a].line != singles[b].line and singles[a].mistake != singles[b].mistake
+        assert singles[a].mistake != singles[b].mistake
 
 
 @pytest.mark.slow
@@ -51,7 +53,7 @@ def test_a_planted_file_is_failed_with_each_planted_mistake_named_and_passes_onc
     assert sorted(d.id for d in result.diagnoses) == sorted(p.mistake for p in round_.planted), result.diagnoses
     lines = round_.source.split("\n")
     for p in round_.planted:
-        assert lines[p.line - 1].strip() == p.code  # the reveal's line is the file's line
+        assert [lines[n - 1].strip() for n in p.lines] == p.code.split("\n")  # the reveal's lines are the file's
     fixed = tmp_path / f"{exercise_id}-fixed.py"
     fixed.write_text(debugging.undo(round_.source, round_.planted), encoding="utf-8")
     assert graded(fixed, exercise_id).passed

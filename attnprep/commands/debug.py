@@ -60,7 +60,8 @@ def _planted_json(round_, catalogue) -> list[dict]:
     out = []
     for p in round_:
         m = catalogue.get(p["mistake"])
-        out.append({"id": p["mistake"], "line": p["line"], "code": p["code"], "fixed": p["fixed"],
+        out.append({"id": p["mistake"], "line": p["line"], "lines": list(p.get("lines") or [p["line"]]),
+                    "code": p["code"], "fixed": p["fixed"],
                     "title": m.title if m else p["mistake"], "why": m.why if m else "", "fix": m.fix if m else ""})
     return out
 
