@@ -84,6 +84,20 @@ def test_list_table_shows_every_exercise_in_registry_order_with_its_status(ws):
     assert all(len(line) <= 80 for line in lines)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_list_fits_80_columns_one_line_per_exercise(ws, lang):
+    """Every exercise's row is one line at 80 columns (a title that wraps pushes the table past a
+    screen and reads as two exercises)."""
+    out = run("--lang", lang, "list", env={"COLUMNS": "80"}).stdout
+    rows = [line for line in out.splitlines()[1:] if line.strip() and not line.startswith(" ")]
+    ids = list(exercises.registry())
+    table = out.splitlines()[1:1 + len(ids)]
+    assert [line.split()[0] for line in table] == ids, out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert not any(line.startswith(" ") and line.strip() for line in out.splitlines()[1:1 + len(ids)]), out
+    assert rows
+
+
 def test_list_json_shape_and_status_follows_the_workspace(ws):
     def listed() -> list[dict]:
         result = run("list", "--json")
