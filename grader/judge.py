@@ -93,6 +93,8 @@ class Judge:
         self.backward_error: dict | None = None  # the attempt's backward raised (its params)
         self.mutated: list[str] | None = None  # [case, input names …] changed in place by the attempt
         self.grad_problem: Message | None = None  # outputs with gradients on, or gradients, differ
+        self.grad_outputs_wrong = False  # grad_problem is about the outputs (a wrong output, not a gradient)
+        self.grads_explained: str | None = None  # the gradients' case, whose outputs are already wrong without them
 
     def cases(self, ci: int) -> list[Case]:
         """The kind's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
@@ -141,11 +143,11 @@ class Judge:
                           diagnoses=named[:1], mapping=mapping, mapping_notes=notes)
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
-        if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE):
+        if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE, Verdict.GRADIENTS):
             compared(verdict)
         heatmap, shapes, row_sums = self._observed(first)
         diagnoses: tuple[Diagnosis, ...] = ()
-        if verdict is Verdict.STRUCTURE:  # the outputs are the reference's: no variant reproduces them
+        if verdict in (Verdict.STRUCTURE, Verdict.GRADIENTS):  # the outputs are the reference's: no variant reproduces them
             diagnoses = tuple(self._evidence_only(configs))
         elif verdict is not Verdict.PASSED:
             diagnoses = tuple(self._diagnose(configs))
@@ -247,14 +249,17 @@ class Judge:
                         delta = (mine - base).abs()[where].nan_to_num(nan=math.inf).max().item()
                         leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
                         break
+            explained = self._grads_case_wrong(ci)
+            if explained is not None and self.grads_explained is None:
+                self.grads_explained = explained
             if data.grads is not None:
                 if data.grads.key == "probe.backward_raised":
                     self.backward_error = data.grads.params
-                elif data.grads.ok is False:
+                elif data.grads.ok is False and explained is None:  # a wrong function: its gradients say nothing new
                     grads_missing.extend(data.grads.names)
                 elif data.grads.ok is None:
                     grads_failed.append(Message(data.grads.key, data.grads.params))
-            if data.grad_values and self.grad_problem is None:
+            if data.grad_values and self.grad_problem is None and explained is None:
                 self.grad_problem = self._compare_grads(data)
             if data.device is not None:
                 if data.device.ok is False:
@@ -301,6 +306,12 @@ class Judge:
                 add(Check("gradients", False, msg("check.gradients.bad", names=", ".join(sorted(set(grads_missing))))))
             elif grads_failed:
                 add(Check("gradients", None, msg("check.gradients.not_run", detail=grads_failed[0])))
+            elif self.grads_explained is not None:
+                add(Check("gradients", None, msg("check.gradients.outputs_wrong", case=self.grads_explained)))
+            elif getattr(kind, "grads_of", "parameters") == "inputs":  # functions: the float inputs' gradients
+                leaves = sorted((configs[0].grad_values or {}).get("grads", {}))
+                add(Check("gradients", True, msg("check.gradients.ok_inputs", names=", ".join(leaves))
+                          if leaves else msg("check.gradients.ok_any")))
             else:
                 add(Check("gradients", True, msg("check.gradients.ok")))
         if device_fail:
@@ -321,6 +332,8 @@ class Judge:
         if device_fail:
             return Verdict.ERROR
         failed = [c for c in self.checks if c.passed is False]
+        if failed and all(c.id == "gradients" for c in failed) and self.backward_error is None and not self.grad_outputs_wrong:
+            return Verdict.GRADIENTS  # every output right, with gradients on too: only a gradient is missing or wrong
         if any(not c.id.startswith(STRUCTURE) for c in failed):
             return Verdict.WRONG_OUTPUT
         if failed:  # right outputs, wrong structure (a score matrix in flash, a re-projected prefix …)
@@ -339,6 +352,7 @@ class Judge:
             got = decode_tensor(data.grad_values.get("outputs", {}).get(name))
             where = case.mask(name, tuple(want.shape))
             if got is None or got.shape != want.shape or not close(got, want.detach().double(), where):
+                self.grad_outputs_wrong = True
                 return msg("check.gradients.outputs_differ", case=case.name)
         for name, want in grads.items():
             got = decode_tensor(data.grad_values.get("grads", {}).get(name))
@@ -349,6 +363,15 @@ class Judge:
                 worst = float((got - want).abs().max()) if got.shape == want.shape else float("inf")
                 return msg("check.gradients.differ", name=name, delta=worst)
         return None
+
+    def _grads_case_wrong(self, ci: int) -> str | None:
+        """The name of config ``ci``'s gradients case when its outputs (without gradients) are
+        already wrong or of the wrong shape: then a gradient differs because the function does,
+        which the output row says, and the gradients row judges nothing there."""
+        cases = self.cases(ci)
+        case = grads_case(cases)
+        index = cases.index(case)
+        return case.name if (ci, index) in self.failures or (ci, index) in self.shape_failures else None
 
     def _row_sum_check(self, data: ConfigReply) -> Check:
         sums = self._row_sums(data)

@@ -31,6 +31,7 @@ class Verdict(str, enum.Enum):
     CONTRACT = "contract"
     SYNTAX = "syntax_error"
     STRUCTURE = "structure"
+    GRADIENTS = "gradients"  # every output right; a parameter's (or input's) gradient missing or wrong
 
 
 # The history of versions before 2 stored the English label; these are the tokens they stand for.

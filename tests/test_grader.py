@@ -373,3 +373,85 @@ def test_the_trace_child_reuses_the_mapping_the_grading_child_got(monkeypatch):
     assert full
     assert len(known) == len(full) + 1  # each config's first question, and the trace child's one, answered at once
     assert known[-1] == ("mapping_known", 0) and full.count(("mapping", 0)) == 1
+
+
+@pytest.mark.parametrize("attempt", [
+    "mha/scale_d_model", "gqa/gqa_heads_tiled", "norms/norm_wrong_dim", "rope/rotate_half_sign_flipped",
+    "cross_attention/cross_scale_d_context", "sliding_window/window_ignored", "causal/missing_scale",
+])
+def test_a_wrong_output_carries_no_gradients_failure(attempt, graded):
+    """Issue 30 §2: outputs already wrong without gradients explain the gradients' difference; the
+    row is left unjudged (not failed) and never asks whether the attempt is right only under
+    torch.no_grad()."""
+    path = next((CORPUS / attempt.split("/")[0]).glob(attempt.split("/")[1] + "*.py"))
+    result = graded(path)
+    checks = {c.id: c for c in result.checks}
+    assert checks["output"].passed is False
+    gradients = checks["gradients"]
+    assert gradients.passed is None and gradients.message.key == "check.gradients.outputs_wrong"
+    assert result.verdict is not Verdict.GRADIENTS
+
+
+def test_right_only_under_no_grad_is_still_a_wrong_output(graded):
+    result = graded(CORPUS / "hostile" / "right_only_under_no_grad.py")
+    checks = {c.id: c for c in result.checks}
+    assert checks["output"].passed is True
+    assert checks["gradients"].passed is False and checks["gradients"].message.key == "check.gradients.outputs_differ"
+    assert result.verdict is Verdict.WRONG_OUTPUT
+
+
+def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from attnprep.app import app
+
+    path = CORPUS / "norms" / "layernorm_weight_detached.py"
+    result = graded(path)
+    assert result.verdict is Verdict.GRADIENTS
+    assert [c.id for c in result.checks if c.passed is False] == ["gradients"]
+    assert result.divergence is None
+    monkeypatch.chdir(tmp_path)
+    for lang, label in (("en", "wrong gradients"), ("zh", "梯度错误")):
+        out = CliRunner().invoke(app, ["--lang", lang, "check", "--json", str(path)])
+        assert out.exit_code == 1
+        doc = json.loads(out.stdout)["results"][0]
+        assert (doc["verdict"], doc["label"]) == ("gradients", label)
+
+
+def test_a_function_exercise_never_says_every_parameter(graded):
+    """causal has no parameters: its gradients row names the inputs it grades, not parameters."""
+    ok = {c.id: c for c in graded(CORPUS / "causal" / "ok_tril_matmul.py").checks}["gradients"]
+    assert ok.passed is True and ok.message.key == "check.gradients.ok_inputs"
+    assert ok.message.params["names"] == "k, q, v"
+    assert "parameter" not in texts.render(ok.message, "en")
+
+
+def test_check_a_folder_says_what_it_skipped_and_why(tmp_path, monkeypatch):
+    """Issue 30 §9: a header-less my_sdpa.py, notes.py and sub/gqa.py are named on stderr with the
+    reason; mha.py is graded; --json keeps stdout to its document."""
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep.app import app
+
+    shutil.copy(exercises.get("mha").solution_path, tmp_path / "mha.py")
+    (tmp_path / "my_sdpa.py").write_text("import torch\n\ndef sdpa(q, k, v):\n    return q\n")
+    (tmp_path / "notes.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    shutil.copy(exercises.get("gqa").solution_path, tmp_path / "sub" / "gqa.py")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+    for args in (["check"], ["check", "."], ["check", "--json"]):
+        out = runner.invoke(app, args)
+        assert out.exit_code == 0, out.output
+        err = " ".join(out.stderr.split())
+        assert "skipped my_sdpa.py: no `# attnprep: <id>` first line" in err and "-e sdpa" in err
+        assert "skipped notes.py" in err and "-e" not in err.split("skipped notes.py")[1].split("skipped")[0]
+        assert "skipped sub/: subfolders are not searched" in err
+        assert "empty" not in err and "mha.py" not in err
+        if "--json" in args:
+            assert [r["exercise"] for r in json.loads(out.stdout)["results"]] == ["mha"]
+    (tmp_path / "mha.py").unlink()
+    none = runner.invoke(app, ["check"])
+    assert none.exit_code == 2 and "skipped notes.py" in " ".join(none.stderr.split())
