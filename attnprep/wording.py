@@ -19,7 +19,11 @@ class Mistake(NamedTuple):
 
 
 def verdict_label(result: Result) -> str:
-    return texts.t("verdict.not_judged") if result.internal else texts.t(f"verdict.{result.verdict.value}")
+    if result.internal:
+        return texts.t("verdict.not_judged")
+    if result.blank:  # the untouched stub: not a failed run (its token stays `error`)
+        return texts.t("verdict.not_started")
+    return texts.t(f"verdict.{result.verdict.value}")
 
 
 def check_name(check: Check) -> str:
