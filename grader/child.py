@@ -218,9 +218,10 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     forbidden = forbidden_functions(kind.exercise.grading.get("forbidden_functions", ()))
     for case in cases:
         _move(case, device)
-        # what the report shows comes from the first config's observed and pictured cases: the
-        # others are watched for built-ins and the reference only
-        observer = Observer(*case.seq, forbidden=forbidden, record=ci == 0 and bool(case.observe or case.picture))
+        # what the report shows comes from the first config's cases (the observed one, and the
+        # attention of every other: the heat-map shows a case that fails); the others are watched
+        # for built-ins and the reference only
+        observer = Observer(*case.seq, forbidden=forbidden, record=ci == 0)
         _seed(EVAL_SEED if case.check == "eval" else 0, device)
         # the attempt gets copies; a copy that differs afterwards was changed in place
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
@@ -240,7 +241,7 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         config.runs[case.name] = {name: encode_tensor(value) for name, value in outputs.items()}
         if case.observe and ci == 0:
             config.observed = _observed(observer.obs)
-        elif case.picture and ci == 0 and observer.obs.probs is not None:
+        elif ci == 0 and observer.obs.probs is not None:
             config.pictures[case.name] = encode_tensor(observer.obs.probs)
     if "gradients" in kind.probes:
         config.grads, config.grad_values, config.ops = _grads(kind, attempt, built, cases, guard, path, device,

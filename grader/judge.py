@@ -38,6 +38,7 @@ BUILTIN_NODES = {
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
 PAIR_FIRST = ("mask", "causal_", "padding", "scale")  # knobs tried first in pairs
+SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
                   "mla_scale_partial")
@@ -146,6 +147,9 @@ class Judge:
         if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE, Verdict.GRADIENTS):
             compared(verdict)
         heatmap, shapes, row_sums = self._observed(first)
+        # attention not observed (mla_decode's absorbed steps, an exp / sum softmax): the row would
+        # only say so, on every report of such a kind; the heat-map is left out likewise
+        self.checks = [c for c in self.checks if not (c.id == "softmax_rows" and c.passed is None)]
         diagnoses: tuple[Diagnosis, ...] = ()
         if verdict in (Verdict.STRUCTURE, Verdict.GRADIENTS):  # the outputs are the reference's: no variant reproduces them
             diagnoses = tuple(self._evidence_only(configs))
@@ -415,33 +419,51 @@ class Judge:
     # --- observation: heat-map, shapes --------------------------------------------------------
 
     def _heatmap(self, data: ConfigReply, zero_bias: frozenset, observed_ref) -> Heatmap | None:
-        """One sample and head of the attention, from the case (among those with ``picture``) where
-        the attempt's probabilities differ most from the reference's at graded query rows; the
-        observed case on a tie. Sample 1 (0-based) of the padded cases has padded keys and queries."""
+        """One sample and head of the attention, from the case where the attempt's probabilities
+        differ most from the reference's at graded query rows: among those with ``picture`` and the
+        failing cases of the first config whose attention was recorded. A failing attempt whose
+        attention matches the reference's wherever it was seen gets none (an identical picture
+        shows nothing), nor does an attempt whose attention was not observed; a passing one gets
+        the observed case. Sample 1 (0-based) of the padded cases has padded keys and queries."""
         best = None
-        for case in sorted((c for c in self.cases(0) if c.picture), key=lambda c: not c.observe):
+        failing = {self.cases(0)[i].name for ci, i in self.failures if ci == 0}
+        failed = bool(self.failures or self.shape_failures)
+        candidates = [c for c in self.cases(0) if c.observe or (failed and (c.picture or c.name in failing))]
+        # the cases made for the picture first (the observed one on a tie), then the other failing ones
+        for case in sorted(candidates, key=lambda c: (not (c.picture or c.observe), c.name not in failing, not c.observe)):
+            if best is not None and best[0] > SAME_PROBS and not (case.picture or case.observe):
+                break
             B = case.queries.shape[0]
             Tq, Tk = case.seq
             ref = observed_ref
             if not case.observe:
+                if case.name not in data.pictures:
+                    continue
                 observer = Observer(Tq, Tk)
                 with observer, torch.no_grad():
                     self.kind.reference(0, zero_bias)(case)
                 ref = observer.obs
             if ref.probs is None:
                 continue
-            sample = 1 if B > 1 else 0
-            expected = ref.probs.reshape(B, -1, Tq, Tk)[sample].double()  # (H, Tq, Tk)
             got_all = self._probs(data, case)
-            got = None if got_all is None else got_all[sample]
-            head, score = 0, -1.0
-            if got is not None and got.shape[0] == expected.shape[0]:
-                queries = case.queries[sample]
-                per_head = (got - expected)[:, queries].abs().nan_to_num(nan=9.0).flatten(1).max(1).values
-                head, score = int(per_head.argmax()), float(per_head.max())
+            # sample 1 (padded keys and queries in the padded cases) unless only another differs
+            for sample in ([1, 0, *range(2, B)] if B > 1 else [0]):
+                expected = ref.probs.reshape(B, -1, Tq, Tk)[sample].double()  # (H, Tq, Tk)
+                got = None if got_all is None else got_all[sample]
+                head, score = 0, -1.0
+                if got is not None and got.shape[0] == expected.shape[0]:
+                    queries = case.queries[sample]
+                    per_head = (got - expected)[:, queries].abs().nan_to_num(nan=9.0).flatten(1).max(1).values
+                    head, score = int(per_head.argmax()), float(per_head.max())
+                if score > SAME_PROBS:
+                    break
+            else:
+                sample = 1 if B > 1 else 0
+                expected = ref.probs.reshape(B, -1, Tq, Tk)[sample].double()
+                got = None if got_all is None else got_all[sample]
             if best is None or score > best[0]:
                 best = (score, case, sample, head, expected[head], None if got is None or head >= got.shape[0] else got[head])
-        if best is None:
+        if best is None or best[5] is None or (failed and best[0] <= SAME_PROBS):
             return None
         _, case, sample, head, expected, got = best
         allowed = self.kind.allowed(case, sample)

@@ -455,3 +455,33 @@ def test_check_a_folder_says_what_it_skipped_and_why(tmp_path, monkeypatch):
     (tmp_path / "mha.py").unlink()
     none = runner.invoke(app, ["check"])
     assert none.exit_code == 2 and "skipped notes.py" in " ".join(none.stderr.split())
+
+
+@pytest.mark.parametrize(("attempt", "case"), [
+    ("mha/merge_heads_no_transpose", None),  # the attention is the reference's: nothing to picture
+    ("sdpa/softmax_unstable", "large scores"),  # the failing case, not a mask case that matches
+    ("kv_cache/cache_mask_not_offset", None),  # the prefill matches; the failing step is not pictured
+    ("sdpa/bool_mask_inverted", "bool mask (L, S)"),
+    ("mha/causal_leaks_next", "padded+causal"),
+])
+def test_the_heatmap_of_a_failure_never_shows_identical_attention(attempt, case, graded):
+    """Issue 30 §4: a failing report's heat-map is of a case where the attempt's attention differs
+    from the reference's, or there is none."""
+    result = graded(CORPUS / f"{attempt}.py")
+    assert not result.passed
+    heatmap = result.heatmap
+    if case is None:
+        assert heatmap is None
+    else:
+        assert heatmap is not None and heatmap.case == case and heatmap.got is not None
+        assert heatmap.got != heatmap.expected
+
+
+def test_what_a_kind_cannot_observe_is_not_shown(graded):
+    """Issue 30 §3: mla_decode's absorbed steps show no attention probabilities; its reports (a
+    correct attempt's and a failing one's) have no softmax-rows row saying so and no heat-map of
+    the expected attention beside "your attempt (not observed)"."""
+    for name in ("ok_deepseek_official", "mla_scale_kv_rank"):
+        result = graded(CORPUS / "mla_decode" / f"{name}.py")
+        assert "softmax_rows" not in [c.id for c in result.checks]
+        assert result.heatmap is None
