@@ -15,7 +15,7 @@ import pytest
 
 from attnprep import drill, exercises, history
 from attnprep.grader.result import msg
-from attnprep.grader.result import Diagnosis, ErrorInfo, Result, Verdict
+from attnprep.grader.result import Check, Diagnosis, ErrorInfo, Result, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -558,3 +558,28 @@ def test_ctrl_c_waits_for_the_first_check_in_flight(tmp_path):
     ending = drill.run_loop(events(), view=RecordingView(), budget_s=30,
                             check=lambda: drill.ForkedCheck(grade_by_content(path)))
     assert ending.outcome == "abandoned" and ending.result.verdict is Verdict.TIMEOUT and ending.grades == 1
+
+
+def test_ctrl_c_ending_says_the_final_check_once(capsys, monkeypatch):
+    """Issue 30 §12: after Ctrl-C the log's "final check → wrong output — …" line is the verdict;
+    the report under it goes on with the mistake and the failed check, without a second verdict
+    line; a passing ending is a few lines."""
+    from types import SimpleNamespace
+
+    from attnprep.commands import practice
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    wrong = Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("missing_scale"),),
+                   checks=(Check("output", False, msg("check.output.bad", bad=3, total=36, case="plain")),))
+    run = SimpleNamespace(ending=drill.Ending("abandoned", 3.0, wrong, 0.0, 1, ("missing_scale",)), budget_s=300.0, recorded=None)
+    practice._render_ending(run, exercises.get("mha"))
+    out = capsys.readouterr().out
+    assert "wrong output" not in out and "mha-x.py" not in out  # said once, by the log
+    assert "missing 1/sqrt(d) scale" in out and "3/36 cases differ" in out
+    assert "abandoned after 0:03" in out
+    passed = Result("mha", "drills/mha-x.py", Verdict.PASSED, checks=(Check("output", True, msg("check.output.ok", total=36)),))
+    run = SimpleNamespace(ending=drill.Ending("passed", 100.0, passed, 0.0, 2, ()), budget_s=300.0, recorded=None)
+    practice._render_ending(run, exercises.get("mha"))
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) <= 4, out

@@ -233,7 +233,7 @@ def test_verdict_line_passed_and_failed():
     assert verdict_line(contract()).plain == (
         "✗ mha.py  contract — no class MultiHeadAttention(nn.Module) in the file (found MHA)"
     )
-    assert verdict_line(blank()).plain.startswith("✗ mha.py  error — nothing written yet: this is the blank stub")
+    assert verdict_line(blank()).plain.startswith("· mha.py  not started — nothing written yet: this is the blank stub")
     assert verdict_line(internal()).plain == (
         "! mha.py  not judged — attnprep internal error: attnprep failed while judging: KeyError: 'q_proj'"
     )
@@ -281,7 +281,26 @@ def test_passed_report_is_short_and_has_no_pointers():
     assert "exercise mha" in text and "mha.py" in text
     assert "attnprep hint" not in text and "attnprep solution" not in text
     assert "mistake" not in text and "error" not in text
-    assert lines_with(text, "softmax row sums", "✓")
+    # compact (issue 30 §12): the output row's words and the other checks' names, no table, no
+    # shapes, heat-map or row sums (a pass repeats the reference there)
+    assert flat(text).endswith("✓ 36/36 cases match the reference; also passed: causality")
+    assert len(text.rstrip().splitlines()) == 3
+    assert "softmax row sums" not in text and "check" not in text.splitlines()[-1].split(";")[0]
+
+
+def test_a_passing_report_of_a_real_grade_fits_a_drill_screen(graded):
+    """A pass of a real attempt: a few lines (not ~45 with an identical heat-map), so that a
+    drill's log stays on a 24-row screen; a check not judged keeps its row and reason."""
+    from pathlib import Path
+
+    result = graded(Path(__file__).parent / "corpus" / "mha" / "ok_textbook.py")
+    text = render(result)
+    assert len(text.rstrip().splitlines()) <= 6, text
+    assert "attention:" not in text and "softmax row sums" not in text and "expected" not in text
+    unjudged = Result("mha", "mha.py", Verdict.PASSED, checks=(
+        Check("output", True, msg("check.output.ok", total=4)),
+        Check("gradients", None, msg("check.gradients.not_run", detail="no float inputs"))))
+    assert lines_with(render(unjudged), "gradients", "–", "gradients not checked: no float inputs")
 
 
 def test_wrong_output_report_names_the_mistake_with_why_and_fix():
@@ -535,7 +554,7 @@ def test_contract_report():
 
 def test_blank_stub_shows_only_the_headline():
     text = render(blank())
-    assert text.startswith("✗ mha.py  error — nothing written yet: this is the blank stub")
+    assert text.startswith("· mha.py  not started — nothing written yet: this is the blank stub")
     assert "`attnprep hint mha` if you are stuck" in flat(text)
     assert "╭" not in text  # no panel: no error panel, nothing else
     assert "nothing written yet" not in flat(text).split("0.00 s", 1)[1]  # said once, in the headline

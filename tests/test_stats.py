@@ -189,7 +189,7 @@ def test_a_blank_stub_checked_is_not_started(tmp_path, monkeypatch):
     assert checked.exit_code == 1
     flat = " ".join(checked.stdout.split())
     assert "blank stub" in flat and "NotImplementedError" in flat and "TODO" not in flat
-    assert flat.startswith("✗ mqa.py not started —")
+    assert flat.startswith("· mqa.py not started —")
     assert history.runs() == []
     doc = json.loads(run("stats", "--json").stdout)
     assert next(r for r in doc["exercises"] if r["exercise"] == "mqa")["attempts"] == 0
