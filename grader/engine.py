@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import time
 import tokenize
 from dataclasses import dataclass, replace
@@ -64,11 +65,40 @@ def _syntax(path: Path, raw: bytes) -> ErrorInfo | None:
         return ErrorInfo("syntax", msg("error.not_utf8", encoding=encoding, byte=f"{exc.object[exc.start]:#x}", line=line))
     except (SyntaxError, ValueError) as exc:
         lineno = getattr(exc, "lineno", None)
+        if not lineno:  # the encoding itself (detect_encoding names no line), or a null byte
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                line = raw[: bad.start].count(b"\n") + 1
+                return ErrorInfo("syntax", msg("error.not_utf8", encoding="utf-8", byte=f"{bad.object[bad.start]:#x}", line=line))
+            lineno = _line_of_encoding_problem(raw)
         text = getattr(exc, "text", None)
-        tb = f"  File \"{path.name}\", line {lineno}\n    {text.rstrip()}\n" if text and lineno else ""
+        tb = ""
+        if text and lineno:
+            shown = text.rstrip().expandtabs()
+            tb = f"  File \"{path.name}\", line {lineno}\n    {shown.lstrip()}\n"
+            offset = getattr(exc, "offset", None)
+            if offset and 0 < offset <= len(shown) + 1:  # the caret under the column Python names
+                end = getattr(exc, "end_offset", None) or offset + 1
+                if getattr(exc, "end_lineno", lineno) != lineno or end <= offset:
+                    end = offset + 1
+                indent = len(shown) - len(shown.lstrip())
+                start = max(offset - 1 - indent, 0)
+                tb += "    " + " " * start + "^" * max(1, min(end, len(shown) + 1) - offset) + "\n"
         return ErrorInfo("syntax", msg("error.syntax", type=type(exc).__name__, text=getattr(exc, "msg", None) or str(exc),
-                                       file=path.name, line=lineno or 0), tb)
+                                       file=path.name, line=lineno or 1), tb)
     return None
+
+
+def _line_of_encoding_problem(raw: bytes) -> int:
+    """The line Python would name for a source it cannot read as text: the first null byte's, else
+    the coding declaration's (the first two lines), else line 1."""
+    if b"\0" in raw:
+        return raw[: raw.index(b"\0")].count(b"\n") + 1
+    for number, line in enumerate(raw.splitlines()[:2], 1):
+        if re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", line):
+            return number
+    return 1
 
 
 def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float) -> Result:

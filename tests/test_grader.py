@@ -485,3 +485,26 @@ def test_what_a_kind_cannot_observe_is_not_shown(graded):
         result = graded(CORPUS / "mla_decode" / f"{name}.py")
         assert "softmax_rows" not in [c.id for c in result.checks]
         assert result.heatmap is None
+
+
+@pytest.mark.parametrize(("raw", "line", "says"), [
+    (b"\xe9# attnprep: mha\nimport torch\n", 1, "not valid utf-8 (byte 0xe9 at line 1)"),  # was line 0
+    (b"# attnprep: mha\n# -*- coding: foo -*-\nimport torch\n", 2, "unknown encoding: foo"),
+    (b"# attnprep: mha\nimport torch\nx = 1\0\n", 3, "null bytes"),
+])
+def test_a_file_python_cannot_read_names_its_line(raw, line, says, tmp_path):
+    """Issue 30 §12: as Python does, the byte and the line; never line 0."""
+    path = tmp_path / "attempt.py"
+    path.write_bytes(raw)
+    result = grade(path, "mha")
+    assert result.verdict is Verdict.SYNTAX
+    text = texts.render(result.error.message, "en")
+    assert says in text and f"line {line}" in text and "line 0" not in text
+
+
+def test_the_syntax_panel_has_a_caret_under_the_column(tmp_path):
+    path = tmp_path / "attempt.py"
+    path.write_text("# attnprep: mha\nimport torch\nclass A:\n    def f(self):\n        x = (1 +\n        return x\n")
+    result = grade(path, "mha")
+    assert result.verdict is Verdict.SYNTAX
+    assert result.error.traceback.splitlines()[1:] == ["    x = (1 +", "        ^"]  # under the "(", as Python shows
