@@ -130,8 +130,31 @@ def describe(exc: BaseException, path: Path, stage: str, config: dict | None = N
     if frames:
         key = "error.raised"
         params.update(file=path.name, line=frames[-1].lineno, function=frames[-1].name)
+    missing = _not_installed(exc)
+    if missing is not None:  # an import of a package this Python does not have: say how to get it
+        key = "error.missing_module" if frames else "error.missing_module_no_frame"
+        params.update(package=missing, python=sys.executable or "python")
     tb = "".join(traceback.format_list(frames)) + f"{name}: {text}\n" if frames else ""
     return Problem(kind, key, params, tb, named_mistakes(exc))
+
+
+# Import names whose package on PyPI is called otherwise (the common ones in ML code).
+PIP_NAMES = {"sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML",
+             "flash_attn": "flash-attn", "xformers": "xformers"}
+
+
+def _not_installed(exc: BaseException) -> str | None:
+    """The pip package of a module the attempt imported that this Python does not have (None: not
+    such an error, or a module missing inside an installed package, a typo to fix, not to install)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    try:
+        if top in sys.modules or importlib.util.find_spec(top) is not None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    return PIP_NAMES.get(top, top)
 
 
 def _forget_references() -> None:

@@ -508,3 +508,21 @@ def test_the_syntax_panel_has_a_caret_under_the_column(tmp_path):
     result = grade(path, "mha")
     assert result.verdict is Verdict.SYNTAX
     assert result.error.traceback.splitlines()[1:] == ["    x = (1 +", "        ^"]  # under the "(", as Python shows
+
+
+def test_a_missing_package_says_how_to_install_it(tmp_path):
+    """Issue 30 §12: `from einops import …` where einops is not installed says `pip install`
+    for that package into the Python attnprep runs on; a typo inside an installed package does not."""
+    import sys
+
+    source = (CORPUS / "mha" / "ok_textbook.py").read_text(encoding="utf-8")
+    path = tmp_path / "attempt.py"
+    path.write_text(source.replace("import math\n", "import math\nfrom sklearn_not_here_xyz import rearrange\n", 1))
+    result = grade(path, "mha")
+    assert result.verdict is Verdict.ERROR and result.error.message.key == "error.missing_module"
+    text = texts.render(result.error.message, "en")
+    assert f"`{sys.executable} -m pip install sklearn_not_here_xyz`" in text and "line 6" in text
+    assert "pip install" in texts.render(result.error.message, "zh")
+    path.write_text(source.replace("import math\n", "import math\nimport torch.nn.functionl\n", 1))
+    typo = grade(path, "mha")
+    assert typo.error.message.key == "error.raised" and "pip" not in texts.render(typo.error.message, "en")
