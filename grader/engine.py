@@ -7,8 +7,10 @@ The exercise comes resolved (an :class:`~attnprep.exercises.Exercise`); its kind
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import re
+import struct
 import time
 import tokenize
 from dataclasses import dataclass, replace
@@ -127,10 +129,14 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     from attnprep.grader.wire import Reply, WireError
 
     kind = kind_for(exercise, seed)
-    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel), timeout, answer=_answerer(kind))
+    where = mmap.mmap(-1, 8)  # shared with the forked child: the attempt's line it is running
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where), timeout, answer=_answerer(kind))
     stdout = _printable(outcome.stdout)
     if outcome.data is None:
-        return replace(done(_ended(exercise.id, path, outcome, timeout)), stdout=stdout)
+        line = struct.unpack("<q", where[0:8])[0]
+        where.close()
+        return replace(done(_ended(exercise.id, path, outcome, timeout, line, source)), stdout=stdout)
+    where.close()
     try:
         reply = Reply.decode(outcome.data)
         reply.check_complete(kind)
@@ -430,9 +436,13 @@ def _printable(text: str) -> str:
     return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
 
 
-def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:
+def _ended(exercise_id: str, path: Path, outcome, timeout: float, line: int = 0, source: str = "") -> Result:
     if outcome.failure == "timeout":
-        message = msg("error.timeout", seconds=timeout)
+        lines = source.splitlines()
+        if 0 < line <= len(lines):  # the line the attempt was running when it was stopped
+            message = msg("error.timeout_at", seconds=timeout, line=line, code=lines[line - 1].strip())
+        else:
+            message = msg("error.timeout", seconds=timeout)
         return Result(exercise_id, str(path), Verdict.TIMEOUT, checks=(Check("runs", False, message),),
                       error=ErrorInfo("timeout", message))
     if outcome.failure in ("malformed", "reply_too_large"):

@@ -526,3 +526,14 @@ def test_a_missing_package_says_how_to_install_it(tmp_path):
     path.write_text(source.replace("import math\n", "import math\nimport torch.nn.functionl\n", 1))
     typo = grade(path, "mha")
     assert typo.error.message.key == "error.raised" and "pip" not in texts.render(typo.error.message, "en")
+
+
+def test_a_timeout_names_the_line_that_was_running(tmp_path):
+    """Issue 30 §12: an attempt stopped for its time says which of its lines was running."""
+    path = CORPUS / "hostile" / "infinite_loop_init.py"
+    result = grade(path, "mha", timeout=2.5)
+    assert result.verdict is Verdict.TIMEOUT
+    message = result.error.message
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert message.key == "error.timeout_at" and lines[message.params["line"] - 1].strip() in ("while True:  # wait for a condition that never comes", "pass")
+    assert "at line" in texts.render(message, "en") and "停在第" in texts.render(message, "zh")
