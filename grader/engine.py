@@ -158,7 +158,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         elif _worth_tracing(result):
             started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, judged, result.verdict)
             tracing.append(started)
-            result = replace(result, divergence=started.divergence())
+            result = _one_scale(replace(result, divergence=started.divergence()))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
@@ -169,6 +169,23 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         for t in tracing:
             t.close()
     return replace(done(result), stdout=stdout)
+
+
+def _one_scale(result: Result) -> Result:
+    """The mistake panel's score ratio and the divergence's factor, said of one case: a scale
+    mistake's factor depends on the sizes (1/sqrt(num_heads) for sqrt(d_model)), and the divergence
+    was traced on the case it names, so the evidence takes that case's factor."""
+    d = result.divergence
+    if d is None or d.reason != "scaled" or not d.case:
+        return result
+    try:
+        factor = float(d.named)
+    except ValueError:
+        return result
+    agreed = msg("evidence.score_ratio_on", ratio=factor, case=d.case, config=d.config)
+    diagnoses = tuple(replace(g, evidence=tuple(agreed if e.key == "evidence.score_ratio_on" else e for e in g.evidence))
+                      for g in result.diagnoses)
+    return replace(result, diagnoses=diagnoses)
 
 
 def _contract_line(source: str, result: Result):
@@ -352,8 +369,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
     from attnprep.grader.result import Divergence
 
+    config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
-                      found.ref_named, found.ref_code, found.part)
+                      found.ref_named, found.ref_code, found.part, case.name, config)
 
 
 def _statements(path: Path) -> dict[int, tuple[int, str]]:

@@ -642,8 +642,9 @@ class Judge:
             evidence.append(msg("evidence.softmax_dim", dim=dim, ndim=ndim))
         if mistake_id in SCALE_MISTAKES:
             ratio = self._score_ratio(obs)
-            if ratio is not None:
-                evidence.append(msg("evidence.score_ratio", ratio=ratio))
+            if ratio is not None:  # on the observed case of the first config: say which (a factor is per size)
+                config = ", ".join(f"{k}={v}" for k, v in self.kind.config_params(0).items())
+                evidence.append(msg("evidence.score_ratio_on", ratio=ratio, case=self.observed_case.name, config=config))
         sums = self._row_sums(configs[0]) if configs else None
         if sums and mistake_id in ("softmax_wrong_dim", "mask_after_softmax"):
             evidence.append(msg("evidence.row_sums", low=sums[0], high=sums[1]))
