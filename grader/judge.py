@@ -288,7 +288,8 @@ class Judge:
             add(Check("inputs", False, msg("check.inputs.bad", case=mutated[0][0], names=", ".join(mutated[0][1:]))))
         else:
             add(Check("inputs", True, msg("check.inputs.ok")))
-        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=", ".join(nonfinite[:3])) if nonfinite else msg("check.finite.ok")))
+        # names quoted: a case's own name may hold a comma ('is_causal, later keys changed')
+        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=", ".join(f"'{n}'" for n in nonfinite[:3])) if nonfinite else msg("check.finite.ok")))
         for name in ("causality", "padding", "batch", "eval"):
             if name not in kind.probes:
                 continue
