@@ -6,6 +6,7 @@ The exercise comes resolved (an :class:`~attnprep.exercises.Exercise`); its kind
 
 from __future__ import annotations
 
+import copy
 import io
 import mmap
 import os
@@ -367,11 +368,66 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
         code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
+    found = _call_site(found, t.attempt, path, exercise, files["source"])
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
                       found.ref_named, found.ref_code, found.part, case.name, config)
+
+
+def _ready_made(source: str, exercise) -> dict[str, tuple[int, int]]:
+    """The top-level functions and classes of ``source`` that the exercise's stub gives ready-made
+    (the same name and the same code, comments and docstrings aside): name -> (first, last line)."""
+    import ast
+
+    def defs(text: str) -> dict[str, ast.AST]:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return {}
+        return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+    def body(node) -> str:
+        node = copy.deepcopy(node)
+        for n in ast.walk(node):
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.body and isinstance(n.body[0], ast.Expr) \
+                    and isinstance(n.body[0].value, ast.Constant) and isinstance(n.body[0].value.value, str):
+                n.body = n.body[1:] or [ast.Pass()]
+        return ast.dump(node, include_attributes=False)
+
+    try:
+        stub = defs(exercises.render_stub(exercise))
+    except Exception:  # noqa: BLE001 — no stub to compare with: nothing is ready-made
+        return {}
+    mine = defs(source)
+    return {name: (node.lineno, node.end_lineno) for name, node in mine.items()
+            if name in stub and body(node) == body(stub[name])}
+
+
+def _call_site(found, steps, path: Path, exercise, source: str):
+    """A divergence inside one of the stub's ready-made helpers (``precompute_freqs_cis``) blames
+    the learner's line that calls it: the helper is right, what the call passes it is not."""
+    ready = _ready_made(source, exercise)
+    inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
+    if inside is None:
+        return found
+    step = next((s for s in steps if s.line == found.line and s.stack), None)
+    if step is None:
+        return found
+    outside = [line for line in step.stack if not any(a <= line <= b for a, b in ready.values())]
+    if not outside:
+        return found
+    from attnprep.grader import divergence
+
+    line = outside[-1]
+    first, code = _statements(path).get(line, (line, ""))
+    if not code:
+        import linecache
+
+        code = linecache.getline(str(path), line).strip()
+    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="", reason="helper_call",
+                   ref_name=inside, ref_named="", ref_code="")
 
 
 def _statements(path: Path) -> dict[int, tuple[int, str]]:
