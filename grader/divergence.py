@@ -1191,11 +1191,14 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
     # copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's one
     # K/V head, which the reference leaves to broadcasting): no values of their own to be wrong
     copied = [False] * len(attempt)
+    ref_shapes = {tuple(r.shape) for r in reference}
     for i, step in enumerate(attempt):
         if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
             p = step.parents[0]
             name = func_name(step.func)
-            if copied[p] and name in _LAYOUTS:
+            if copied[p] and name in _LAYOUTS and tuple(step.shape) not in ref_shapes:
+                # (a copy merged into a shape the reference has, (B, H, T, D), and matching nothing of
+                # it: the copies are in the wrong order, einops' "b (r g) t d" for "b (g r) t d")
                 copied[i] = True
             elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
                 copied[i] = True

@@ -537,3 +537,47 @@ def test_a_timeout_names_the_line_that_was_running(tmp_path):
     lines = path.read_text(encoding="utf-8").splitlines()
     assert message.key == "error.timeout_at" and lines[message.params["line"] - 1].strip() in ("while True:  # wait for a condition that never comes", "pass")
     assert "at line" in texts.render(message, "en") and "停在第" in texts.render(message, "zh")
+
+
+def test_tiled_copies_merged_into_the_references_shape_are_the_line(tmp_path):
+    """Issue 30 §3: einops' repeat(k, "b g t d -> b (r g) t d") (expand + reshape inside einops) and
+    Meta's repeat_kv with the new axis before n_kv are tiles: the divergence is that line, not the
+    scores two lines later; the fix gives the einops form "b (g r) t d". (An expand that the
+    reference leaves to broadcasting, MQA's one head, is still no story of its own.)"""
+    expand = CORPUS / "gqa" / "repeat_kv_bthd_expand_wrong_axis.py"
+    lines = expand.read_text(encoding="utf-8").splitlines()
+    d = grade(expand).divergence
+    assert d is not None and ".expand(bs, slen, n_rep, n_kv_heads, head_dim)" in lines[d.line - 1]
+    assert "b (g r) t d" in exercises.get("gqa").mistake("gqa_heads_tiled").fix
+    assert grade(CORPUS / "mqa" / "ok_broadcast.py").passed
+    try:
+        import einops  # noqa: F401
+    except ImportError:
+        return  # not a dependency of attnprep: the einops attempt is graded where it is installed
+    path = tmp_path / "gqa.py"
+    path.write_text(
+        "# attnprep: gqa\nimport math\n\nimport torch\nimport torch.nn as nn\nfrom einops import rearrange, repeat\n\n\n"
+        "class GroupedQueryAttention(nn.Module):\n"
+        "    def __init__(self, d_model, num_heads, num_kv_heads, dropout=0.0):\n"
+        "        super().__init__()\n"
+        "        self.h, self.g, self.d = num_heads, num_kv_heads, d_model // num_heads\n"
+        "        self.q_proj = nn.Linear(d_model, d_model)\n"
+        "        self.k_proj = nn.Linear(d_model, num_kv_heads * self.d)\n"
+        "        self.v_proj = nn.Linear(d_model, num_kv_heads * self.d)\n"
+        "        self.o_proj = nn.Linear(d_model, d_model)\n\n"
+        "    def forward(self, x, attention_mask=None, is_causal=False):\n"
+        "        B, T, C = x.shape\n"
+        "        q = rearrange(self.q_proj(x), 'b t (h d) -> b h t d', h=self.h)\n"
+        "        k = rearrange(self.k_proj(x), 'b t (g d) -> b g t d', g=self.g)\n"
+        "        v = rearrange(self.v_proj(x), 'b t (g d) -> b g t d', g=self.g)\n"
+        "        k = repeat(k, 'b g t d -> b (r g) t d', r=self.h // self.g)\n"
+        "        v = repeat(v, 'b g t d -> b (r g) t d', r=self.h // self.g)\n"
+        "        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)\n"
+        "        if is_causal:\n"
+        "            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool, device=x.device).tril(), float('-inf'))\n"
+        "        if attention_mask is not None:\n"
+        "            scores = scores.masked_fill(~attention_mask[:, None, None, :], float('-inf'))\n"
+        "        return self.o_proj(rearrange(scores.softmax(-1) @ v, 'b h t d -> b t (h d)'))\n")
+    result = grade(path)
+    assert [g.id for g in result.diagnoses] == ["gqa_heads_tiled"]
+    assert result.divergence is not None and result.divergence.code.startswith("k = repeat(k, 'b g t d -> b (r g) t d'")

@@ -34,7 +34,8 @@ BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
 # The words of the mistake "gqa_heads_tiled", from exercises/mistakes.toml (read through the registry,
 # as the report does); the literal title guards that the catalogue is the one read.
 GQA_TITLE = "GQA heads tiled (repeat) instead of grouped (repeat_interleave)"
-GQA_FIX = "k = k.repeat_interleave(num_heads // num_kv_heads, dim=1) (or Llama's repeat_kv / expand + reshape)."
+GQA_FIX = ("k = k.repeat_interleave(num_heads // num_kv_heads, dim=1) (or Llama's repeat_kv / expand + reshape; with einops, "
+           "the copy index inside the group: repeat(k, 'b g t d -> b (g r) t d', r=num_heads // num_kv_heads), not '(r g)').")
 
 
 def gqa_why() -> str:
