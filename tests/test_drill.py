@@ -420,7 +420,7 @@ def test_drill_end_to_end_timeout_and_pass(tmp_path, attnprep_home):
     assert blank.read_text() == exercises.render_stub(exercises.get("mha"))
     assert f"wrote drills/{blank.name}" in idle_out
     assert "[00:00] go: 0:02 on the clock" in idle_out
-    assert "time is up" in idle_out and "final check → error" in idle_out
+    assert "time is up" in idle_out and "final check → not started" in idle_out  # the untouched stub
     assert "✗ time is up after 0:02: not passing yet" in idle_out
     assert "Traceback" not in idle_err + err
 
