@@ -221,5 +221,8 @@ def test_the_scale_factor_is_one_number_of_one_named_case(graded):
     config = dict(kv.split("=") for kv in d.config.split(", "))
     assert abs(float(d.named) - int(config["num_heads"]) ** -0.5) < 1e-3  # sqrt(head_dim) / sqrt(d_model)
     texts.set_language("en")
-    assert f"traced on case '{d.case}'" in wording.divergence_text(d)
-    assert f"{d.named}× the reference's before the softmax (case '{d.case}'" in texts.render(ratio)
+    try:
+        assert f"traced on case '{d.case}'" in wording.divergence_text(d)
+        assert f"{d.named}× the reference's before the softmax (case '{d.case}'" in texts.render(ratio)
+    finally:
+        texts.set_language(None)

@@ -268,5 +268,9 @@ def test_a_wrong_call_of_a_ready_made_helper_blames_the_call(graded):
     d = graded(path).divergence
     assert d is not None and d.reason == "helper_call" and d.ref_name == "precompute_freqs_cis"
     assert lines[d.line - 1].strip().startswith("freqs = precompute_freqs_cis(rope, T")
-    text = wording.divergence_text(d) if texts.set_language("en") is None else ""
+    texts.set_language("en")
+    try:
+        text = wording.divergence_text(d)
+    finally:
+        texts.set_language(None)
     assert "(a mask?)" not in text and "ready-made precompute_freqs_cis" in text

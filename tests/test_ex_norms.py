@@ -268,4 +268,7 @@ def test_an_eps_default_is_explained_with_the_learners_line(graded):
     assert d is not None and d.reason == "scalar" and "eps=1e-5" in lines[d.line - 1]
     assert any(d.ref_code in line for line in lines), d.ref_code  # a line of the learner's file
     texts.set_language("en")
-    assert f"used in your `{d.ref_code}`" in wording.divergence_text(d)
+    try:
+        assert f"used in your `{d.ref_code}`" in wording.divergence_text(d)
+    finally:
+        texts.set_language(None)

@@ -411,11 +411,14 @@ def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monk
     assert [c.id for c in result.checks if c.passed is False] == ["gradients"]
     assert result.divergence is None
     monkeypatch.chdir(tmp_path)
-    for lang, label in (("en", "wrong gradients"), ("zh", "梯度错误")):
-        out = CliRunner().invoke(app, ["--lang", lang, "check", "--json", str(path)])
-        assert out.exit_code == 1
-        doc = json.loads(out.stdout)["results"][0]
-        assert (doc["verdict"], doc["label"]) == ("gradients", label)
+    try:
+        for lang, label in (("en", "wrong gradients"), ("zh", "梯度错误")):
+            out = CliRunner().invoke(app, ["--lang", lang, "check", "--json", str(path)])
+            assert out.exit_code == 1
+            doc = json.loads(out.stdout)["results"][0]
+            assert (doc["verdict"], doc["label"]) == ("gradients", label)
+    finally:
+        texts.set_language(None)  # --lang sets the process's language: not for the tests after this one
 
 
 @pytest.mark.parametrize("attempt", ["causal/ok_tril_matmul", "sdpa/ok_torch_docs", "rope/ok_interview_notes"])
@@ -445,7 +448,7 @@ def test_check_a_folder_says_what_it_skipped_and_why(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
     for args in (["check"], ["check", "."], ["check", "--json"]):
-        out = runner.invoke(app, args)
+        out = runner.invoke(app, ["--lang", "en", *args])
         assert out.exit_code == 0, out.output
         err = " ".join(out.stderr.split())
         assert "skipped my_sdpa.py: no `# attnprep: <id>` first line" in err and "-e sdpa" in err
@@ -455,7 +458,7 @@ def test_check_a_folder_says_what_it_skipped_and_why(tmp_path, monkeypatch):
         if "--json" in args:
             assert [r["exercise"] for r in json.loads(out.stdout)["results"]] == ["mha"]
     (tmp_path / "mha.py").unlink()
-    none = runner.invoke(app, ["check"])
+    none = runner.invoke(app, ["--lang", "en", "check"])
     assert none.exit_code == 2 and "skipped notes.py" in " ".join(none.stderr.split())
 
 
