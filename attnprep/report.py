@@ -80,11 +80,13 @@ def _mark(passed: bool | None) -> Text:
 def _symbol(result: Result) -> Text:
     if result.internal:
         return Text("!", style="bold yellow")
+    if result.blank:  # not started, not a failure
+        return Text("·", style="bold yellow")
     return _mark(result.passed)
 
 
 def _verdict_style(result: Result) -> str:
-    if result.internal:
+    if result.internal or result.blank:
         return "bold yellow"
     return "bold green" if result.passed else "bold red"
 
@@ -431,13 +433,42 @@ def _stdout_panel(stdout: str) -> Panel:
                  border_style="dim", box=box.ROUNDED)
 
 
-def render_result(result: Result, console: Console, *, full: bool = True, exercise=None) -> None:
+def _passed_checks(checks: Sequence[Check]) -> RenderableType:
+    """A pass in a few lines: what the output row says and the names of the other checks that
+    passed (the rows, shapes and heat-map of a pass repeat the reference); a check not judged
+    keeps its row, with its reason."""
+    output = next((c for c in checks if c.id == "output" and c.passed), None)
+    others = [wording.check_name(c) for c in checks if c.passed and c is not output]
+    line = Prose(overflow="fold")
+    line.append("✓ ", style="green")
+    if output is not None:
+        line.append(wording.check_detail(output))
+        if others:
+            line.append(texts.t("report.passed_also", names=texts.t("report.list_sep").join(others)), style="dim")
+    else:
+        line.append(texts.t("report.passed_checks", names=texts.t("report.list_sep").join(others)))
+    unjudged = [c for c in checks if c.passed is None]
+    return Group(line, _checks_panel(unjudged)) if unjudged else line
+
+
+def render_result(result: Result, console: Console, *, full: bool = True, exercise=None, headline: bool = True) -> None:
     """Print the report of one attempt.
 
     ``full=False`` is the compact form (the drill re-checks on every save): verdict, error,
     named mistakes, failed checks and the footer; shapes, heat-map, row sums, output diff and
-    mapping are left out."""
-    console.print(_header(result, exercise))
+    mapping are left out. A pass is always compact: the headline, its checks in a line or two and
+    the mapping (so that a drill's log stays on a 24-row screen). ``headline=False`` leaves out the
+    verdict and file lines (a drill's log has just said them)."""
+    if headline:
+        console.print(_header(result, exercise))
+    if result.passed:
+        if result.stdout.strip():
+            console.print(_stdout_panel(result.stdout))
+        console.print(_passed_checks(result.checks))
+        mapping = _mapping_panel(result)
+        if mapping is not None:
+            console.print(mapping)
+        return
     if result.error is not None and not result.blank:  # a blank stub: the headline says it all
         console.print(_error_panel(result, result.error))
     if result.stdout.strip():

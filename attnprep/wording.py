@@ -19,7 +19,11 @@ class Mistake(NamedTuple):
 
 
 def verdict_label(result: Result) -> str:
-    return texts.t("verdict.not_judged") if result.internal else texts.t(f"verdict.{result.verdict.value}")
+    if result.internal:
+        return texts.t("verdict.not_judged")
+    if result.blank:  # the untouched stub: not a failed run (its token stays `error`)
+        return texts.t("verdict.not_started")
+    return texts.t(f"verdict.{result.verdict.value}")
 
 
 def check_name(check: Check) -> str:
@@ -94,6 +98,8 @@ def divergence_text(d) -> str:
     reason = "reordered" if d.reason == "layout" and d.named == d.ref_named else d.reason
     text = texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
                    shape=d.shape, named=d.named, ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+    if reason in ("scaled", "scalar") and getattr(d, "case", ""):  # a factor holds for the sizes it was seen at
+        text = texts.t("divergence.on_case", text=text, case=d.case, config=d.config)
     part = getattr(d, "part", "")
     return texts.t("divergence.part", part=part, text=text) if part else text
 

@@ -87,6 +87,16 @@ class Mistake(NamedTuple):
     # a field of the child's observation (grader/wire.py Observed) that must be set for the name to
     # be given, e.g. "discarded_fills": the outputs alone show what happened, not how
     observed: str = ""
+    # the fix in the words of particular exercises (a shared mistake's code written with the names
+    # that exercise has: mla's nope + rope, a function's q.size(-1)): ((ids, fix), …); see for_exercise
+    fix_for: tuple = ()
+
+    def for_exercise(self, exercise_id: str) -> "Mistake":
+        """The mistake as an exercise's report shows it: its own variant of the fix, where it has one."""
+        for ids, fix in self.fix_for:
+            if exercise_id in ids:
+                return self._replace(fix=fix)
+        return self
 
 
 class QA(NamedTuple):
@@ -138,7 +148,7 @@ class Exercise(NamedTuple):
         for m in self.mistakes:
             if m.id == mistake_id:
                 return m
-        return mistake_catalogue()[mistake_id]
+        return mistake_catalogue()[mistake_id].for_exercise(self.id)
 
 
 # --- safe arithmetic on constructor arguments -----------------------------------------------
@@ -187,7 +197,7 @@ def _translation(path: Path) -> dict:
     return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-TRANSLATED_MISTAKE = ("title", "why", "fix")
+TRANSLATED_MISTAKE = ("title", "why", "fix", "fix_for")
 
 
 def mistake_catalogue(lang: str | None = None) -> dict[str, Mistake]:
@@ -209,7 +219,10 @@ def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
             for m in _translation(path.with_name(f"mistakes.{lang}.toml")).get("mistake", []):
                 words[m.get("id", "")] = {k: m[k] for k in TRANSLATED_MISTAKE if m.get(k)}
         for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
-            out[m["id"]] = Mistake(**{**m, **words.get(m["id"], {}), "pair": tuple(m.get("pair", ()))})
+            fields = {**m, **words.get(m["id"], {})}
+            # "mla mla_decode" = "…": the exercises (space-separated ids) a variant of the fix is for
+            fix_for = tuple((tuple(ids.split()), fix) for ids, fix in fields.get("fix_for", {}).items())
+            out[m["id"]] = Mistake(**{**fields, "pair": tuple(m.get("pair", ())), "fix_for": fix_for})
     return out
 
 
@@ -276,7 +289,7 @@ def _load(folder: Path, lang: str = "en") -> Exercise:
         hints=tuple(data["hints"]),
         key_points=tuple(notes.get("key_points", [])),
         qa=tuple(QA(q["q"], q["a"]) for q in notes.get("qa", [])),
-        mistakes=tuple(catalogue[m] for m in data.get("mistakes", [])),
+        mistakes=tuple(catalogue[m].for_exercise(folder.name) for m in data.get("mistakes", [])),
         grading=data.get("grading", {}),
         follow_ups=tuple(data.get("next", [])),
     )

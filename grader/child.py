@@ -130,8 +130,31 @@ def describe(exc: BaseException, path: Path, stage: str, config: dict | None = N
     if frames:
         key = "error.raised"
         params.update(file=path.name, line=frames[-1].lineno, function=frames[-1].name)
+    missing = _not_installed(exc)
+    if missing is not None:  # an import of a package this Python does not have: say how to get it
+        key = "error.missing_module" if frames else "error.missing_module_no_frame"
+        params.update(package=missing, python=sys.executable or "python")
     tb = "".join(traceback.format_list(frames)) + f"{name}: {text}\n" if frames else ""
     return Problem(kind, key, params, tb, named_mistakes(exc))
+
+
+# Import names whose package on PyPI is called otherwise (the common ones in ML code).
+PIP_NAMES = {"sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML",
+             "flash_attn": "flash-attn", "xformers": "xformers"}
+
+
+def _not_installed(exc: BaseException) -> str | None:
+    """The pip package of a module the attempt imported that this Python does not have (None: not
+    such an error, or a module missing inside an installed package, a typo to fix, not to install)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    try:
+        if top in sys.modules or importlib.util.find_spec(top) is not None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    return PIP_NAMES.get(top, top)
 
 
 def _forget_references() -> None:
@@ -151,8 +174,35 @@ def load(path: Path) -> dict:
     return vars(module)
 
 
-def run_attempt(path: Path, kind, device: str, channel) -> dict:
-    """Grade-side data of the attempt at ``path`` as a plain dict (a :class:`Reply`)."""
+def watch_line(where, path: Path, *, delay: float = 1.0, every: float = 0.2) -> None:
+    """Keep the line of ``path`` the main thread is running in ``where`` (a shared page the
+    grading process reads when it has to stop a check that ran out of time: which line was
+    running). A daemon thread that starts sampling after ``delay`` s: a quick check never pays."""
+    import struct
+    import threading
+    import time
+
+    main = threading.main_thread().ident
+    wanted = str(path)
+
+    def sample() -> None:
+        time.sleep(delay)
+        while True:
+            frame = sys._current_frames().get(main)
+            while frame is not None and frame.f_code.co_filename != wanted:
+                frame = frame.f_back
+            where[0:8] = struct.pack("<q", frame.f_lineno if frame is not None and frame.f_lineno else 0)
+            del frame
+            time.sleep(every)
+
+    threading.Thread(target=sample, name="attnprep-line", daemon=True).start()
+
+
+def run_attempt(path: Path, kind, device: str, channel, where=None) -> dict:
+    """Grade-side data of the attempt at ``path`` as a plain dict (a :class:`Reply`). ``where``: a
+    shared page for :func:`watch_line`."""
+    if where is not None:
+        watch_line(where, path)
     _forget_references()
     guard = Guard()
     reply = Reply()
@@ -218,9 +268,10 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     forbidden = forbidden_functions(kind.exercise.grading.get("forbidden_functions", ()))
     for case in cases:
         _move(case, device)
-        # what the report shows comes from the first config's observed and pictured cases: the
-        # others are watched for built-ins and the reference only
-        observer = Observer(*case.seq, forbidden=forbidden, record=ci == 0 and bool(case.observe or case.picture))
+        # what the report shows comes from the first config's cases (the observed one, and the
+        # attention of every other: the heat-map shows a case that fails); the others are watched
+        # for built-ins and the reference only
+        observer = Observer(*case.seq, forbidden=forbidden, record=ci == 0)
         _seed(EVAL_SEED if case.check == "eval" else 0, device)
         # the attempt gets copies; a copy that differs afterwards was changed in place
         given = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
@@ -240,7 +291,7 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
         config.runs[case.name] = {name: encode_tensor(value) for name, value in outputs.items()}
         if case.observe and ci == 0:
             config.observed = _observed(observer.obs)
-        elif case.picture and ci == 0 and observer.obs.probs is not None:
+        elif ci == 0 and observer.obs.probs is not None:
             config.pictures[case.name] = encode_tensor(observer.obs.probs)
     if "gradients" in kind.probes:
         config.grads, config.grad_values, config.ops = _grads(kind, attempt, built, cases, guard, path, device,

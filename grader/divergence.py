@@ -826,6 +826,8 @@ class _Trails:
         return None
 
     def found(self, k: int, reason: str, ref: int | None = None, ref_code: str = "") -> Found:
+        if reason == "made":  # a mask built in one line: what the line makes, not its first piece ((T, 1) of a (T, T))
+            k = self.line_result(k)
         step = self.att[k]
         r = self.ref[ref] if ref is not None else None
         return Found(step.line, step.code, self.name_of(self.att, k), tuple(step.shape), name_shape(step.shape, self.axes),
@@ -1014,6 +1016,17 @@ class _Trails:
                 return True
         return False
 
+    def line_result(self, k: int) -> int:
+        """The last step of step ``k``'s line computed from it (``k`` itself when none is)."""
+        made, end = {k}, k
+        for j in range(k + 1, len(self.att)):
+            if self.att[j].line != self.att[k].line:
+                break
+            if made & set(self.att[j].parents):
+                made.add(j)
+                end = j
+        return end
+
     def free_top(self, p: int) -> int:
         """The earliest step of the wrong free tensor ``p`` was made from (through steps that match
         nothing and are computed from something: a factory such as ``arange`` is not climbed to)."""
@@ -1058,7 +1071,7 @@ class _Trails:
                 # a whole number written on the line, given by keyword (softmax(…, dim=-2)): the line
                 step = self.att[i]
                 return Found(step.line, step.code, a.key, (), _number(a.value), "scalar", b.key, _number(b.value),
-                             _code(self.ref[r].code))
+                             _code(step.code))  # the attempt's line (quoted as "your …")
             if a.origin is None or not a.name or b is None:
                 continue
             names = _names(a.name)
@@ -1070,8 +1083,10 @@ class _Trails:
             own = not (names & self.scalar_names or reordered or a.size
                        or any(math.isclose(a.value, v, rel_tol=1e-9) for v in self.scalar_values))
             if (b.name and names & _names(b.name)) or own:
+                # the line where it got its value; quoted (ref_code), the attempt's own line that uses
+                # it: the reference's line is not in the learner's file
                 return Found(a.origin, "", a.name, (), _number(a.value), "scalar", b.name if b is not None else "",
-                             _number(b.value) if b is not None else "", _code(self.ref[r].code))
+                             _number(b.value) if b is not None else "", _code(self.att[i].code))
         return None
 
     def short(self, outputs) -> Found | None:
@@ -1176,11 +1191,14 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
     # copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's one
     # K/V head, which the reference leaves to broadcasting): no values of their own to be wrong
     copied = [False] * len(attempt)
+    ref_shapes = {tuple(r.shape) for r in reference}
     for i, step in enumerate(attempt):
         if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
             p = step.parents[0]
             name = func_name(step.func)
-            if copied[p] and name in _LAYOUTS:
+            if copied[p] and name in _LAYOUTS and tuple(step.shape) not in ref_shapes:
+                # (a copy merged into a shape the reference has, (B, H, T, D), and matching nothing of
+                # it: the copies are in the wrong order, einops' "b (r g) t d" for "b (g r) t d")
                 copied[i] = True
             elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
                 copied[i] = True

@@ -6,8 +6,12 @@ The exercise comes resolved (an :class:`~attnprep.exercises.Exercise`); its kind
 
 from __future__ import annotations
 
+import copy
 import io
+import mmap
 import os
+import re
+import struct
 import time
 import tokenize
 from dataclasses import dataclass, replace
@@ -43,25 +47,12 @@ def exercise_of(path: Path, source: str, exercise_id: str | None) -> exercises.E
     return exercises.get(path.stem)
 
 
-def _normalise(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
-
-
 def is_blank(exercise: exercises.Exercise, source: str) -> bool:
-    """The file is the exercise's untouched stub (cheap unless it looks like one)."""
-    if "NotImplementedError" not in source:
-        return False
-    from attnprep import texts
+    """The file is the exercise's untouched stub: :func:`attnprep.workspace.is_blank`, the one
+    test ``list`` uses too."""
+    from attnprep import workspace
 
-    mine = _normalise(source)
-    for lang in texts.LANGUAGES:  # a stub written in either language is blank in both
-        try:
-            blank = exercises.render_stub(exercises.registry(lang)[exercise.id], lang)
-        except Exception:  # noqa: BLE001 — a stub that cannot be rendered is never what the user wrote
-            continue
-        if mine == _normalise(blank):
-            return True
-    return False
+    return workspace.is_blank(exercise.id, source)
 
 
 def _syntax(path: Path, raw: bytes) -> ErrorInfo | None:
@@ -77,11 +68,40 @@ def _syntax(path: Path, raw: bytes) -> ErrorInfo | None:
         return ErrorInfo("syntax", msg("error.not_utf8", encoding=encoding, byte=f"{exc.object[exc.start]:#x}", line=line))
     except (SyntaxError, ValueError) as exc:
         lineno = getattr(exc, "lineno", None)
+        if not lineno:  # the encoding itself (detect_encoding names no line), or a null byte
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                line = raw[: bad.start].count(b"\n") + 1
+                return ErrorInfo("syntax", msg("error.not_utf8", encoding="utf-8", byte=f"{bad.object[bad.start]:#x}", line=line))
+            lineno = _line_of_encoding_problem(raw)
         text = getattr(exc, "text", None)
-        tb = f"  File \"{path.name}\", line {lineno}\n    {text.rstrip()}\n" if text and lineno else ""
+        tb = ""
+        if text and lineno:
+            shown = text.rstrip().expandtabs()
+            tb = f"  File \"{path.name}\", line {lineno}\n    {shown.lstrip()}\n"
+            offset = getattr(exc, "offset", None)
+            if offset and 0 < offset <= len(shown) + 1:  # the caret under the column Python names
+                end = getattr(exc, "end_offset", None) or offset + 1
+                if getattr(exc, "end_lineno", lineno) != lineno or end <= offset:
+                    end = offset + 1
+                indent = len(shown) - len(shown.lstrip())
+                start = max(offset - 1 - indent, 0)
+                tb += "    " + " " * start + "^" * max(1, min(end, len(shown) + 1) - offset) + "\n"
         return ErrorInfo("syntax", msg("error.syntax", type=type(exc).__name__, text=getattr(exc, "msg", None) or str(exc),
-                                       file=path.name, line=lineno or 0), tb)
+                                       file=path.name, line=lineno or 1), tb)
     return None
+
+
+def _line_of_encoding_problem(raw: bytes) -> int:
+    """The line Python would name for a source it cannot read as text: the first null byte's, else
+    the coding declaration's (the first two lines), else line 1."""
+    if b"\0" in raw:
+        return raw[: raw.index(b"\0")].count(b"\n") + 1
+    for number, line in enumerate(raw.splitlines()[:2], 1):
+        if re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", line):
+            return number
+    return 1
 
 
 def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float) -> Result:
@@ -110,10 +130,14 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     from attnprep.grader.wire import Reply, WireError
 
     kind = kind_for(exercise, seed)
-    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel), timeout, answer=_answerer(kind))
+    where = mmap.mmap(-1, 8)  # shared with the forked child: the attempt's line it is running
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where), timeout, answer=_answerer(kind))
     stdout = outcome.stdout or ""  # as printed: the report shows its control characters (attnprep.safe_text)
     if outcome.data is None:
-        return replace(done(_ended(exercise.id, path, outcome, timeout)), stdout=stdout)
+        line = struct.unpack("<q", where[0:8])[0]
+        where.close()
+        return replace(done(_ended(exercise.id, path, outcome, timeout, line, source)), stdout=stdout)
+    where.close()
     try:
         reply = Reply.decode(outcome.data)
         reply.check_complete(kind)
@@ -135,7 +159,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         elif _worth_tracing(result):
             started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, judged, result.verdict)
             tracing.append(started)
-            result = replace(result, divergence=started.divergence())
+            result = _one_scale(replace(result, divergence=started.divergence()))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
@@ -146,6 +170,23 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         for t in tracing:
             t.close()
     return replace(done(result), stdout=stdout)
+
+
+def _one_scale(result: Result) -> Result:
+    """The mistake panel's score ratio and the divergence's factor, said of one case: a scale
+    mistake's factor depends on the sizes (1/sqrt(num_heads) for sqrt(d_model)), and the divergence
+    was traced on the case it names, so the evidence takes that case's factor."""
+    d = result.divergence
+    if d is None or d.reason != "scaled" or not d.case:
+        return result
+    try:
+        factor = float(d.named)
+    except ValueError:
+        return result
+    agreed = msg("evidence.score_ratio_on", ratio=factor, case=d.case, config=d.config)
+    diagnoses = tuple(replace(g, evidence=tuple(agreed if e.key == "evidence.score_ratio_on" else e for e in g.evidence))
+                      for g in result.diagnoses)
+    return replace(result, diagnoses=diagnoses)
 
 
 def _contract_line(source: str, result: Result):
@@ -327,10 +368,66 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
         code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
+    found = _call_site(found, t.attempt, path, exercise, files["source"])
     from attnprep.grader.result import Divergence
 
+    config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
-                      found.ref_named, found.ref_code, found.part)
+                      found.ref_named, found.ref_code, found.part, case.name, config)
+
+
+def _ready_made(source: str, exercise) -> dict[str, tuple[int, int]]:
+    """The top-level functions and classes of ``source`` that the exercise's stub gives ready-made
+    (the same name and the same code, comments and docstrings aside): name -> (first, last line)."""
+    import ast
+
+    def defs(text: str) -> dict[str, ast.AST]:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return {}
+        return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+    def body(node) -> str:
+        node = copy.deepcopy(node)
+        for n in ast.walk(node):
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.body and isinstance(n.body[0], ast.Expr) \
+                    and isinstance(n.body[0].value, ast.Constant) and isinstance(n.body[0].value.value, str):
+                n.body = n.body[1:] or [ast.Pass()]
+        return ast.dump(node, include_attributes=False)
+
+    try:
+        stub = defs(exercises.render_stub(exercise))
+    except Exception:  # noqa: BLE001 — no stub to compare with: nothing is ready-made
+        return {}
+    mine = defs(source)
+    return {name: (node.lineno, node.end_lineno) for name, node in mine.items()
+            if name in stub and body(node) == body(stub[name])}
+
+
+def _call_site(found, steps, path: Path, exercise, source: str):
+    """A divergence inside one of the stub's ready-made helpers (``precompute_freqs_cis``) blames
+    the learner's line that calls it: the helper is right, what the call passes it is not."""
+    ready = _ready_made(source, exercise)
+    inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
+    if inside is None:
+        return found
+    step = next((s for s in steps if s.line == found.line and s.stack), None)
+    if step is None:
+        return found
+    outside = [line for line in step.stack if not any(a <= line <= b for a, b in ready.values())]
+    if not outside:
+        return found
+    from attnprep.grader import divergence
+
+    line = outside[-1]
+    first, code = _statements(path).get(line, (line, ""))
+    if not code:
+        import linecache
+
+        code = linecache.getline(str(path), line).strip()
+    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="", reason="helper_call",
+                   ref_name=inside, ref_named="", ref_code="")
 
 
 def _statements(path: Path) -> dict[int, tuple[int, str]]:
@@ -405,9 +502,13 @@ def _answerer(kind):
     return answer
 
 
-def _ended(exercise_id: str, path: Path, outcome, timeout: float) -> Result:
+def _ended(exercise_id: str, path: Path, outcome, timeout: float, line: int = 0, source: str = "") -> Result:
     if outcome.failure == "timeout":
-        message = msg("error.timeout", seconds=timeout)
+        lines = source.splitlines()
+        if 0 < line <= len(lines):  # the line the attempt was running when it was stopped
+            message = msg("error.timeout_at", seconds=timeout, line=line, code=lines[line - 1].strip())
+        else:
+            message = msg("error.timeout", seconds=timeout)
         return Result(exercise_id, str(path), Verdict.TIMEOUT, checks=(Check("runs", False, message),),
                       error=ErrorInfo("timeout", message))
     if outcome.failure in ("malformed", "reply_too_large"):

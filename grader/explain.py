@@ -358,8 +358,13 @@ class Explainer:
         if t is None or self.constant[i]:
             return None
         finite = torch.isfinite(t)
-        for ref, rt in self.matcher.ref:
+        refs = self.matcher.ref
+        for at, (ref, rt) in enumerate(refs):
             if rt is None or tuple(rt.shape) != tuple(t.shape) or not torch.equal(torch.isfinite(rt), finite):
+                continue
+            # a step inside a line that goes on to the value the line assigns (`q @ kᵀ` of `scores =
+            # q @ kᵀ / sqrt(D)`): the factor is said against what the line's name holds
+            if at + 1 < len(refs) and refs[at + 1][0].line == ref.line and at in refs[at + 1][0].parents:
                 continue
             big = rt.masked_fill(~finite, 0).abs().flatten()
             k = int(big.argmax())

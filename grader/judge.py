@@ -38,6 +38,7 @@ BUILTIN_NODES = {
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
 PAIR_FIRST = ("mask", "causal_", "padding", "scale")  # knobs tried first in pairs
+SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
                   "mla_scale_partial")
@@ -93,6 +94,8 @@ class Judge:
         self.backward_error: dict | None = None  # the attempt's backward raised (its params)
         self.mutated: list[str] | None = None  # [case, input names …] changed in place by the attempt
         self.grad_problem: Message | None = None  # outputs with gradients on, or gradients, differ
+        self.grad_outputs_wrong = False  # grad_problem is about the outputs (a wrong output, not a gradient)
+        self.grads_explained: str | None = None  # the gradients' case, whose outputs are already wrong without them
 
     def cases(self, ci: int) -> list[Case]:
         """The kind's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
@@ -141,11 +144,14 @@ class Judge:
                           diagnoses=named[:1], mapping=mapping, mapping_notes=notes)
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
-        if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE):
+        if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE, Verdict.GRADIENTS):
             compared(verdict)
         heatmap, shapes, row_sums = self._observed(first)
+        # attention not observed (mla_decode's absorbed steps, an exp / sum softmax): the row would
+        # only say so, on every report of such a kind; the heat-map is left out likewise
+        self.checks = [c for c in self.checks if not (c.id == "softmax_rows" and c.passed is None)]
         diagnoses: tuple[Diagnosis, ...] = ()
-        if verdict is Verdict.STRUCTURE:  # the outputs are the reference's: no variant reproduces them
+        if verdict in (Verdict.STRUCTURE, Verdict.GRADIENTS):  # the outputs are the reference's: no variant reproduces them
             diagnoses = tuple(self._evidence_only(configs))
         elif verdict is not Verdict.PASSED:
             diagnoses = tuple(self._diagnose(configs))
@@ -247,14 +253,17 @@ class Judge:
                         delta = (mine - base).abs()[where].nan_to_num(nan=math.inf).max().item()
                         leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
                         break
+            explained = self._grads_case_wrong(ci)
+            if explained is not None and self.grads_explained is None:
+                self.grads_explained = explained
             if data.grads is not None:
                 if data.grads.key == "probe.backward_raised":
                     self.backward_error = data.grads.params
-                elif data.grads.ok is False:
+                elif data.grads.ok is False and explained is None:  # a wrong function: its gradients say nothing new
                     grads_missing.extend(data.grads.names)
                 elif data.grads.ok is None:
                     grads_failed.append(Message(data.grads.key, data.grads.params))
-            if data.grad_values and self.grad_problem is None:
+            if data.grad_values and self.grad_problem is None and explained is None:
                 self.grad_problem = self._compare_grads(data)
             if data.device is not None:
                 if data.device.ok is False:
@@ -279,7 +288,8 @@ class Judge:
             add(Check("inputs", False, msg("check.inputs.bad", case=mutated[0][0], names=", ".join(mutated[0][1:]))))
         else:
             add(Check("inputs", True, msg("check.inputs.ok")))
-        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=", ".join(nonfinite[:3])) if nonfinite else msg("check.finite.ok")))
+        # names quoted: a case's own name may hold a comma ('is_causal, later keys changed')
+        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=", ".join(f"'{n}'" for n in nonfinite[:3])) if nonfinite else msg("check.finite.ok")))
         for name in ("causality", "padding", "batch", "eval"):
             if name not in kind.probes:
                 continue
@@ -301,6 +311,12 @@ class Judge:
                 add(Check("gradients", False, msg("check.gradients.bad", names=", ".join(sorted(set(grads_missing))))))
             elif grads_failed:
                 add(Check("gradients", None, msg("check.gradients.not_run", detail=grads_failed[0])))
+            elif self.grads_explained is not None:
+                add(Check("gradients", None, msg("check.gradients.outputs_wrong", case=self.grads_explained)))
+            elif getattr(kind, "grads_of", "parameters") == "inputs":  # functions: the float inputs' gradients
+                leaves = sorted((configs[0].grad_values or {}).get("grads", {}))
+                add(Check("gradients", True, msg("check.gradients.ok_inputs", names=", ".join(leaves))
+                          if leaves else msg("check.gradients.ok_any")))
             else:
                 add(Check("gradients", True, msg("check.gradients.ok")))
         if device_fail:
@@ -321,6 +337,8 @@ class Judge:
         if device_fail:
             return Verdict.ERROR
         failed = [c for c in self.checks if c.passed is False]
+        if failed and all(c.id == "gradients" for c in failed) and self.backward_error is None and not self.grad_outputs_wrong:
+            return Verdict.GRADIENTS  # every output right, with gradients on too: only a gradient is missing or wrong
         if any(not c.id.startswith(STRUCTURE) for c in failed):
             return Verdict.WRONG_OUTPUT
         if failed:  # right outputs, wrong structure (a score matrix in flash, a re-projected prefix …)
@@ -339,6 +357,7 @@ class Judge:
             got = decode_tensor(data.grad_values.get("outputs", {}).get(name))
             where = case.mask(name, tuple(want.shape))
             if got is None or got.shape != want.shape or not close(got, want.detach().double(), where):
+                self.grad_outputs_wrong = True
                 return msg("check.gradients.outputs_differ", case=case.name)
         for name, want in grads.items():
             got = decode_tensor(data.grad_values.get("grads", {}).get(name))
@@ -349,6 +368,15 @@ class Judge:
                 worst = float((got - want).abs().max()) if got.shape == want.shape else float("inf")
                 return msg("check.gradients.differ", name=name, delta=worst)
         return None
+
+    def _grads_case_wrong(self, ci: int) -> str | None:
+        """The name of config ``ci``'s gradients case when its outputs (without gradients) are
+        already wrong or of the wrong shape: then a gradient differs because the function does,
+        which the output row says, and the gradients row judges nothing there."""
+        cases = self.cases(ci)
+        case = grads_case(cases)
+        index = cases.index(case)
+        return case.name if (ci, index) in self.failures or (ci, index) in self.shape_failures else None
 
     def _row_sum_check(self, data: ConfigReply) -> Check:
         sums = self._row_sums(data)
@@ -392,33 +420,51 @@ class Judge:
     # --- observation: heat-map, shapes --------------------------------------------------------
 
     def _heatmap(self, data: ConfigReply, zero_bias: frozenset, observed_ref) -> Heatmap | None:
-        """One sample and head of the attention, from the case (among those with ``picture``) where
-        the attempt's probabilities differ most from the reference's at graded query rows; the
-        observed case on a tie. Sample 1 (0-based) of the padded cases has padded keys and queries."""
+        """One sample and head of the attention, from the case where the attempt's probabilities
+        differ most from the reference's at graded query rows: among those with ``picture`` and the
+        failing cases of the first config whose attention was recorded. A failing attempt whose
+        attention matches the reference's wherever it was seen gets none (an identical picture
+        shows nothing), nor does an attempt whose attention was not observed; a passing one gets
+        the observed case. Sample 1 (0-based) of the padded cases has padded keys and queries."""
         best = None
-        for case in sorted((c for c in self.cases(0) if c.picture), key=lambda c: not c.observe):
+        failing = {self.cases(0)[i].name for ci, i in self.failures if ci == 0}
+        failed = bool(self.failures or self.shape_failures)
+        candidates = [c for c in self.cases(0) if c.observe or (failed and (c.picture or c.name in failing))]
+        # the cases made for the picture first (the observed one on a tie), then the other failing ones
+        for case in sorted(candidates, key=lambda c: (not (c.picture or c.observe), c.name not in failing, not c.observe)):
+            if best is not None and best[0] > SAME_PROBS and not (case.picture or case.observe):
+                break
             B = case.queries.shape[0]
             Tq, Tk = case.seq
             ref = observed_ref
             if not case.observe:
+                if case.name not in data.pictures:
+                    continue
                 observer = Observer(Tq, Tk)
                 with observer, torch.no_grad():
                     self.kind.reference(0, zero_bias)(case)
                 ref = observer.obs
             if ref.probs is None:
                 continue
-            sample = 1 if B > 1 else 0
-            expected = ref.probs.reshape(B, -1, Tq, Tk)[sample].double()  # (H, Tq, Tk)
             got_all = self._probs(data, case)
-            got = None if got_all is None else got_all[sample]
-            head, score = 0, -1.0
-            if got is not None and got.shape[0] == expected.shape[0]:
-                queries = case.queries[sample]
-                per_head = (got - expected)[:, queries].abs().nan_to_num(nan=9.0).flatten(1).max(1).values
-                head, score = int(per_head.argmax()), float(per_head.max())
+            # sample 1 (padded keys and queries in the padded cases) unless only another differs
+            for sample in ([1, 0, *range(2, B)] if B > 1 else [0]):
+                expected = ref.probs.reshape(B, -1, Tq, Tk)[sample].double()  # (H, Tq, Tk)
+                got = None if got_all is None else got_all[sample]
+                head, score = 0, -1.0
+                if got is not None and got.shape[0] == expected.shape[0]:
+                    queries = case.queries[sample]
+                    per_head = (got - expected)[:, queries].abs().nan_to_num(nan=9.0).flatten(1).max(1).values
+                    head, score = int(per_head.argmax()), float(per_head.max())
+                if score > SAME_PROBS:
+                    break
+            else:
+                sample = 1 if B > 1 else 0
+                expected = ref.probs.reshape(B, -1, Tq, Tk)[sample].double()
+                got = None if got_all is None else got_all[sample]
             if best is None or score > best[0]:
                 best = (score, case, sample, head, expected[head], None if got is None or head >= got.shape[0] else got[head])
-        if best is None:
+        if best is None or best[5] is None or (failed and best[0] <= SAME_PROBS):
             return None
         _, case, sample, head, expected, got = best
         allowed = self.kind.allowed(case, sample)
@@ -597,8 +643,9 @@ class Judge:
             evidence.append(msg("evidence.softmax_dim", dim=dim, ndim=ndim))
         if mistake_id in SCALE_MISTAKES:
             ratio = self._score_ratio(obs)
-            if ratio is not None:
-                evidence.append(msg("evidence.score_ratio", ratio=ratio))
+            if ratio is not None:  # on the observed case of the first config: say which (a factor is per size)
+                config = ", ".join(f"{k}={v}" for k, v in self.kind.config_params(0).items())
+                evidence.append(msg("evidence.score_ratio_on", ratio=ratio, case=self.observed_case.name, config=config))
         sums = self._row_sums(configs[0]) if configs else None
         if sums and mistake_id in ("softmax_wrong_dim", "mask_after_softmax"):
             evidence.append(msg("evidence.row_sums", low=sums[0], high=sums[1]))

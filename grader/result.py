@@ -31,6 +31,7 @@ class Verdict(str, enum.Enum):
     CONTRACT = "contract"
     SYNTAX = "syntax_error"
     STRUCTURE = "structure"
+    GRADIENTS = "gradients"  # every output right; a parameter's (or input's) gradient missing or wrong
 
 
 # The history of versions before 2 stored the English label; these are the tokens they stand for.
@@ -136,6 +137,8 @@ class Divergence:
     ref_named: str = ""
     ref_code: str = ""  # the reference's line, where it helps ("incomplete")
     part: str = ""  # the call of a script of calls it is in ("step 3 (pos 6..8)"), "" for one call
+    case: str = ""  # the case it was traced on and its config ("'plain'", "d_model=48, num_heads=12"): a
+    config: str = ""  # factor or a shape it names holds for those sizes
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pytest
 
 from attnprep import drill, exercises, history
 from attnprep.grader.result import msg
-from attnprep.grader.result import Diagnosis, ErrorInfo, Result, Verdict
+from attnprep.grader.result import Check, Diagnosis, ErrorInfo, Result, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -420,7 +420,7 @@ def test_drill_end_to_end_timeout_and_pass(tmp_path, attnprep_home):
     assert blank.read_text() == exercises.render_stub(exercises.get("mha"))
     assert f"wrote drills/{blank.name}" in idle_out
     assert "[00:00] go: 0:02 on the clock" in idle_out
-    assert "time is up" in idle_out and "final check → error" in idle_out
+    assert "time is up" in idle_out and "final check → not started" in idle_out  # the untouched stub
     assert "✗ time is up after 0:02: not passing yet" in idle_out
     assert "Traceback" not in idle_err + err
 
@@ -573,3 +573,26 @@ def test_plain_view_lines_wrap_between_words_at_80_columns(capsys):
     assert all(len(line) <= 80 for line in out.splitlines())
     assert len(out.splitlines()) >= 3
     assert "permission denied while reading the file you saved just now in the drills folder" in " ".join(out.split())
+def test_ctrl_c_ending_says_the_final_check_once(capsys, monkeypatch):
+    """Issue 30 §12: after Ctrl-C the log's "final check → wrong output — …" line is the verdict;
+    the report under it goes on with the mistake and the failed check, without a second verdict
+    line; a passing ending is a few lines."""
+    from types import SimpleNamespace
+
+    from attnprep.commands import practice
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    wrong = Result("mha", "drills/mha-x.py", Verdict.WRONG_OUTPUT, diagnoses=(Diagnosis("missing_scale"),),
+                   checks=(Check("output", False, msg("check.output.bad", bad=3, total=36, case="plain")),))
+    run = SimpleNamespace(ending=drill.Ending("abandoned", 3.0, wrong, 0.0, 1, ("missing_scale",)), budget_s=300.0, recorded=None)
+    practice._render_ending(run, exercises.get("mha"))
+    out = capsys.readouterr().out
+    assert "wrong output" not in out and "mha-x.py" not in out  # said once, by the log
+    assert "missing 1/sqrt(d) scale" in out and "3/36 cases differ" in out
+    assert "abandoned after 0:03" in out
+    passed = Result("mha", "drills/mha-x.py", Verdict.PASSED, checks=(Check("output", True, msg("check.output.ok", total=36)),))
+    run = SimpleNamespace(ending=drill.Ending("passed", 100.0, passed, 0.0, 2, ()), budget_s=300.0, recorded=None)
+    practice._render_ending(run, exercises.get("mha"))
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) <= 4, out

@@ -205,3 +205,24 @@ def test_blank_stub_and_reference(tmp_path):
     assert grade(stub).blank
     shutil.copy(EX.solution_path, stub)
     assert grade(stub).passed
+
+
+def test_the_scale_factor_is_one_number_of_one_named_case(graded):
+    """Issue 30 §3: with sqrt(d_model) the mistake panel said 0.5× (config 0) and the divergence
+    "times 0.2887" (the traced config), neither saying which: now the two give the traced case's
+    factor and name the case and its sizes."""
+    from attnprep import wording
+
+    result = graded(CORPUS / "scale_d_model.py")
+    d = result.divergence
+    assert d is not None and d.reason == "scaled" and d.case and "num_heads=" in d.config
+    (ratio,) = [e for e in result.diagnoses[0].evidence if e.key == "evidence.score_ratio_on"]
+    assert f"{ratio.params['ratio']:.4g}" == d.named and ratio.params["case"] == d.case
+    config = dict(kv.split("=") for kv in d.config.split(", "))
+    assert abs(float(d.named) - int(config["num_heads"]) ** -0.5) < 1e-3  # sqrt(head_dim) / sqrt(d_model)
+    texts.set_language("en")
+    try:
+        assert f"traced on case '{d.case}'" in wording.divergence_text(d)
+        assert f"{d.named}× the reference's before the softmax (case '{d.case}'" in texts.render(ratio)
+    finally:
+        texts.set_language(None)

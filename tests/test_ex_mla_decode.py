@@ -253,3 +253,24 @@ def test_a_failing_absorbed_product_is_named(graded):
     assert result.verdict is Verdict.ERROR
     (d,) = result.diagnoses
     assert d.id == "mla_absorb_transpose" and d.evidence[0].params["role"] == "wkv_b"
+
+
+def test_a_wrong_call_of_a_ready_made_helper_blames_the_call(graded):
+    """Issue 30 §3 (and issue 24): RoPE positions restarted at 0 make the stub's own
+    precompute_freqs_cis return other rotations; the divergence is the learner's call of it, not a
+    line inside the helper with "(a mask?)"."""
+    from pathlib import Path
+
+    from attnprep import texts, wording
+
+    path = Path(__file__).parent / "corpus" / "mla_decode" / "mla_rope_position_zero.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    d = graded(path).divergence
+    assert d is not None and d.reason == "helper_call" and d.ref_name == "precompute_freqs_cis"
+    assert lines[d.line - 1].strip().startswith("freqs = precompute_freqs_cis(rope, T")
+    texts.set_language("en")
+    try:
+        text = wording.divergence_text(d)
+    finally:
+        texts.set_language(None)
+    assert "(a mask?)" not in text and "ready-made precompute_freqs_cis" in text

@@ -253,3 +253,22 @@ def test_more_wrong_dims_and_an_uncentred_variance_are_named(graded, name, mista
 
     result = graded(Path(__file__).parent / "corpus" / "norms" / name)
     assert [d.id for d in result.diagnoses] == [mistake]
+
+
+def test_an_eps_default_is_explained_with_the_learners_line(graded):
+    """Issue 30 §3: the divergence points at the learner's `eps=1e-5` and quotes the learner's own
+    line that uses it, never the reference's `h * torch.rsqrt(variance + self.eps)`."""
+    from attnprep import wording
+
+    from pathlib import Path
+
+    path = Path(__file__).parent / "corpus" / "norms" / "norm_eps_convention.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    d = graded(path).divergence
+    assert d is not None and d.reason == "scalar" and "eps=1e-5" in lines[d.line - 1]
+    assert any(d.ref_code in line for line in lines), d.ref_code  # a line of the learner's file
+    texts.set_language("en")
+    try:
+        assert f"used in your `{d.ref_code}`" in wording.divergence_text(d)
+    finally:
+        texts.set_language(None)

@@ -195,3 +195,19 @@ def test_large_softmax_inputs_allow_an_ulp_of_the_inputs_and_the_heat_map_uses_t
     case = next(c for c in kind.cases(0) if c.name == "float mask (full)")
     per_head = kind.allowed(case, 1)
     assert per_head.dim() == 3 and not all(bool((per_head[0] == m).all()) for m in per_head)
+
+
+def test_the_finite_row_names_each_case_once_and_quoted(graded):
+    """Issue 30 §3: "in is_causal, is_causal, later keys changed" read as a case listed twice; the
+    second is one case whose name has a comma. Each name is quoted, none repeated."""
+    import re
+    from pathlib import Path
+
+    from attnprep import texts
+
+    result = graded(Path(__file__).parent / "corpus" / "sdpa" / "causal_masks_diagonal.py")
+    finite = next(c for c in result.checks if c.id == "finite")
+    assert finite.passed is False
+    text = texts.render(finite.message, "en")
+    names = re.findall(r"'([^']*)'", text)
+    assert names and len(names) == len(set(names)) and "is_causal, later keys changed" in names, text

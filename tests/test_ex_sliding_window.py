@@ -109,3 +109,30 @@ def test_mask_function_is_checked_with_every_window():
         T = int(key.split(":")[0])
         off[key] = dict(extra[key], values=variants.band(T, T, 3).long().tolist())  # a window of 3 for 2
     assert {c.id: c.passed for c in kind.extra_checks(off)}["mask_function"] is False
+
+
+def test_a_mask_built_in_one_line_is_named_by_what_the_line_makes(tmp_path):
+    """Issue 30 §3: the wrong piece of a one-line mask is `(i - window)[:, None]`, but the line
+    makes a (T, T) mask: the divergence says (T, T), not the piece's (T) or (T, 1)."""
+    from attnprep import wording
+
+    path = tmp_path / "sliding_window.py"
+    path.write_text(
+        "# attnprep: sliding_window\nimport math\n\nimport torch\n\n\n"
+        "def sliding_window_mask(seq_len, window, device=None):\n"
+        "    i = torch.arange(seq_len, device=device)\n"
+        "    return (i[None, :] <= i[:, None]) & (i[None, :] >= (i - window)[:, None])\n\n\n"
+        "def sliding_window_attention(q, k, v, window, attention_mask=None):\n"
+        "    B, H, T, D = q.shape\n"
+        "    allowed = sliding_window_mask(T, window, q.device)\n"
+        "    if attention_mask is not None:\n"
+        "        allowed = allowed & attention_mask[:, None, None, :]\n"
+        "    scores = q @ k.transpose(-2, -1) / math.sqrt(D)\n"
+        "    scores = scores.masked_fill(~allowed, float(\"-inf\"))\n"
+        "    return scores.softmax(-1) @ v\n")
+    from attnprep.grader import grade
+
+    result = grade(path)
+    d = result.divergence
+    assert d is not None and d.line == 9 and d.reason == "made"
+    assert d.named == "(T, T)", wording.divergence_text(d)

@@ -373,3 +373,216 @@ def test_the_trace_child_reuses_the_mapping_the_grading_child_got(monkeypatch):
     assert full
     assert len(known) == len(full) + 1  # each config's first question, and the trace child's one, answered at once
     assert known[-1] == ("mapping_known", 0) and full.count(("mapping", 0)) == 1
+
+
+@pytest.mark.parametrize("attempt", [
+    "mha/scale_d_model", "gqa/gqa_heads_tiled", "norms/norm_wrong_dim", "rope/rotate_half_sign_flipped",
+    "cross_attention/cross_scale_d_context", "sliding_window/window_ignored", "causal/missing_scale",
+])
+def test_a_wrong_output_carries_no_gradients_failure(attempt, graded):
+    """Issue 30 §2: outputs already wrong without gradients explain the gradients' difference; the
+    row is left unjudged (not failed) and never asks whether the attempt is right only under
+    torch.no_grad()."""
+    path = next((CORPUS / attempt.split("/")[0]).glob(attempt.split("/")[1] + "*.py"))
+    result = graded(path)
+    checks = {c.id: c for c in result.checks}
+    assert checks["output"].passed is False
+    gradients = checks["gradients"]
+    assert gradients.passed is None and gradients.message.key == "check.gradients.outputs_wrong"
+    assert result.verdict is not Verdict.GRADIENTS
+
+
+def test_right_only_under_no_grad_is_still_a_wrong_output(graded):
+    result = graded(CORPUS / "hostile" / "right_only_under_no_grad.py")
+    checks = {c.id: c for c in result.checks}
+    assert checks["output"].passed is True
+    assert checks["gradients"].passed is False and checks["gradients"].message.key == "check.gradients.outputs_differ"
+    assert result.verdict is Verdict.WRONG_OUTPUT
+
+
+def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from attnprep.app import app
+
+    path = CORPUS / "norms" / "layernorm_weight_detached.py"
+    result = graded(path)
+    assert result.verdict is Verdict.GRADIENTS
+    assert [c.id for c in result.checks if c.passed is False] == ["gradients"]
+    assert result.divergence is None
+    monkeypatch.chdir(tmp_path)
+    try:
+        for lang, label in (("en", "wrong gradients"), ("zh", "梯度错误")):
+            out = CliRunner().invoke(app, ["--lang", lang, "check", "--json", str(path)])
+            assert out.exit_code == 1
+            doc = json.loads(out.stdout)["results"][0]
+            assert (doc["verdict"], doc["label"]) == ("gradients", label)
+    finally:
+        texts.set_language(None)  # --lang sets the process's language: not for the tests after this one
+
+
+@pytest.mark.parametrize("attempt", ["causal/ok_tril_matmul", "sdpa/ok_torch_docs", "rope/ok_interview_notes"])
+def test_a_function_exercise_never_says_every_parameter(attempt, graded):
+    """Exercises without parameters: the gradients row names the inputs it grades, not parameters."""
+    ok = {c.id: c for c in graded(CORPUS / f"{attempt}.py").checks}["gradients"]
+    assert ok.passed is True and ok.message.key in ("check.gradients.ok_inputs", "check.gradients.ok_any")
+    assert "parameter" not in texts.render(ok.message, "en") and "参数" not in texts.render(ok.message, "zh")
+    if attempt.startswith("causal/"):
+        assert ok.message.params["names"] == "k, q, v"
+
+
+def test_check_a_folder_says_what_it_skipped_and_why(tmp_path, monkeypatch):
+    """Issue 30 §9: a header-less my_sdpa.py, notes.py and sub/gqa.py are named on stderr with the
+    reason; mha.py is graded; --json keeps stdout to its document."""
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep.app import app
+
+    shutil.copy(exercises.get("mha").solution_path, tmp_path / "mha.py")
+    (tmp_path / "my_sdpa.py").write_text("import torch\n\ndef sdpa(q, k, v):\n    return q\n")
+    (tmp_path / "notes.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    shutil.copy(exercises.get("gqa").solution_path, tmp_path / "sub" / "gqa.py")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+    for args in (["check"], ["check", "."], ["check", "--json"]):
+        out = runner.invoke(app, ["--lang", "en", *args])
+        assert out.exit_code == 0, out.output
+        err = " ".join(out.stderr.split())
+        assert "skipped my_sdpa.py: no `# attnprep: <id>` first line" in err and "-e sdpa" in err
+        assert "skipped notes.py" in err and "-e" not in err.split("skipped notes.py")[1].split("skipped")[0]
+        assert "skipped sub/: subfolders are not searched" in err
+        assert "empty" not in err and "mha.py" not in err
+        if "--json" in args:
+            assert [r["exercise"] for r in json.loads(out.stdout)["results"]] == ["mha"]
+    (tmp_path / "mha.py").unlink()
+    none = runner.invoke(app, ["--lang", "en", "check"])
+    assert none.exit_code == 2 and "skipped notes.py" in " ".join(none.stderr.split())
+
+
+@pytest.mark.parametrize(("attempt", "case"), [
+    ("mha/merge_heads_no_transpose", None),  # the attention is the reference's: nothing to picture
+    ("sdpa/softmax_unstable", "large scores"),  # the failing case, not a mask case that matches
+    ("kv_cache/cache_mask_not_offset", None),  # the prefill matches; the failing step is not pictured
+    ("sdpa/bool_mask_inverted", "bool mask (L, S)"),
+    ("mha/causal_leaks_next", "padded+causal"),
+])
+def test_the_heatmap_of_a_failure_never_shows_identical_attention(attempt, case, graded):
+    """Issue 30 §4: a failing report's heat-map is of a case where the attempt's attention differs
+    from the reference's, or there is none."""
+    result = graded(CORPUS / f"{attempt}.py")
+    assert not result.passed
+    heatmap = result.heatmap
+    if case is None:
+        assert heatmap is None
+    else:
+        assert heatmap is not None and heatmap.case == case and heatmap.got is not None
+        assert heatmap.got != heatmap.expected
+
+
+def test_what_a_kind_cannot_observe_is_not_shown(graded):
+    """Issue 30 §3: mla_decode's absorbed steps show no attention probabilities; its reports (a
+    correct attempt's and a failing one's) have no softmax-rows row saying so and no heat-map of
+    the expected attention beside "your attempt (not observed)"."""
+    for name in ("ok_deepseek_official", "mla_scale_kv_rank"):
+        result = graded(CORPUS / "mla_decode" / f"{name}.py")
+        assert "softmax_rows" not in [c.id for c in result.checks]
+        assert result.heatmap is None
+
+
+@pytest.mark.parametrize(("raw", "line", "says"), [
+    (b"\xe9# attnprep: mha\nimport torch\n", 1, "not valid utf-8 (byte 0xe9 at line 1)"),  # was line 0
+    (b"# attnprep: mha\n# -*- coding: foo -*-\nimport torch\n", 2, "unknown encoding: foo"),
+    (b"# attnprep: mha\nimport torch\nx = 1\0\n", 3, "null bytes"),
+])
+def test_a_file_python_cannot_read_names_its_line(raw, line, says, tmp_path):
+    """Issue 30 §12: as Python does, the byte and the line; never line 0."""
+    path = tmp_path / "attempt.py"
+    path.write_bytes(raw)
+    result = grade(path, "mha")
+    assert result.verdict is Verdict.SYNTAX
+    text = texts.render(result.error.message, "en")
+    assert says in text and f"line {line}" in text and "line 0" not in text
+
+
+def test_the_syntax_panel_has_a_caret_under_the_column(tmp_path):
+    path = tmp_path / "attempt.py"
+    path.write_text("# attnprep: mha\nimport torch\nclass A:\n    def f(self):\n        x = (1 +\n        return x\n")
+    result = grade(path, "mha")
+    assert result.verdict is Verdict.SYNTAX
+    assert result.error.traceback.splitlines()[1:] == ["    x = (1 +", "        ^"]  # under the "(", as Python shows
+
+
+def test_a_missing_package_says_how_to_install_it(tmp_path):
+    """Issue 30 §12: `from einops import …` where einops is not installed says `pip install`
+    for that package into the Python attnprep runs on; a typo inside an installed package does not."""
+    import sys
+
+    source = (CORPUS / "mha" / "ok_textbook.py").read_text(encoding="utf-8")
+    path = tmp_path / "attempt.py"
+    path.write_text(source.replace("import math\n", "import math\nfrom sklearn_not_here_xyz import rearrange\n", 1))
+    result = grade(path, "mha")
+    assert result.verdict is Verdict.ERROR and result.error.message.key == "error.missing_module"
+    text = texts.render(result.error.message, "en")
+    assert f"`{sys.executable} -m pip install sklearn_not_here_xyz`" in text and "line 6" in text
+    assert "pip install" in texts.render(result.error.message, "zh")
+    path.write_text(source.replace("import math\n", "import math\nimport torch.nn.functionl\n", 1))
+    typo = grade(path, "mha")
+    assert typo.error.message.key == "error.raised" and "pip" not in texts.render(typo.error.message, "en")
+
+
+def test_a_timeout_names_the_line_that_was_running(tmp_path):
+    """Issue 30 §12: an attempt stopped for its time says which of its lines was running."""
+    path = CORPUS / "hostile" / "infinite_loop_init.py"
+    result = grade(path, "mha", timeout=2.5)
+    assert result.verdict is Verdict.TIMEOUT
+    message = result.error.message
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert message.key == "error.timeout_at" and lines[message.params["line"] - 1].strip() in ("while True:  # wait for a condition that never comes", "pass")
+    assert "at line" in texts.render(message, "en") and "停在第" in texts.render(message, "zh")
+
+
+def test_tiled_copies_merged_into_the_references_shape_are_the_line(tmp_path):
+    """Issue 30 §3: einops' repeat(k, "b g t d -> b (r g) t d") (expand + reshape inside einops) and
+    Meta's repeat_kv with the new axis before n_kv are tiles: the divergence is that line, not the
+    scores two lines later; the fix gives the einops form "b (g r) t d". (An expand that the
+    reference leaves to broadcasting, MQA's one head, is still no story of its own.)"""
+    expand = CORPUS / "gqa" / "repeat_kv_bthd_expand_wrong_axis.py"
+    lines = expand.read_text(encoding="utf-8").splitlines()
+    d = grade(expand).divergence
+    assert d is not None and ".expand(bs, slen, n_rep, n_kv_heads, head_dim)" in lines[d.line - 1]
+    assert "b (g r) t d" in exercises.get("gqa").mistake("gqa_heads_tiled").fix
+    assert grade(CORPUS / "mqa" / "ok_broadcast.py").passed
+    try:
+        import einops  # noqa: F401
+    except ImportError:
+        return  # not a dependency of attnprep: the einops attempt is graded where it is installed
+    path = tmp_path / "gqa.py"
+    path.write_text(
+        "# attnprep: gqa\nimport math\n\nimport torch\nimport torch.nn as nn\nfrom einops import rearrange, repeat\n\n\n"
+        "class GroupedQueryAttention(nn.Module):\n"
+        "    def __init__(self, d_model, num_heads, num_kv_heads, dropout=0.0):\n"
+        "        super().__init__()\n"
+        "        self.h, self.g, self.d = num_heads, num_kv_heads, d_model // num_heads\n"
+        "        self.q_proj = nn.Linear(d_model, d_model)\n"
+        "        self.k_proj = nn.Linear(d_model, num_kv_heads * self.d)\n"
+        "        self.v_proj = nn.Linear(d_model, num_kv_heads * self.d)\n"
+        "        self.o_proj = nn.Linear(d_model, d_model)\n\n"
+        "    def forward(self, x, attention_mask=None, is_causal=False):\n"
+        "        B, T, C = x.shape\n"
+        "        q = rearrange(self.q_proj(x), 'b t (h d) -> b h t d', h=self.h)\n"
+        "        k = rearrange(self.k_proj(x), 'b t (g d) -> b g t d', g=self.g)\n"
+        "        v = rearrange(self.v_proj(x), 'b t (g d) -> b g t d', g=self.g)\n"
+        "        k = repeat(k, 'b g t d -> b (r g) t d', r=self.h // self.g)\n"
+        "        v = repeat(v, 'b g t d -> b (r g) t d', r=self.h // self.g)\n"
+        "        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)\n"
+        "        if is_causal:\n"
+        "            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool, device=x.device).tril(), float('-inf'))\n"
+        "        if attention_mask is not None:\n"
+        "            scores = scores.masked_fill(~attention_mask[:, None, None, :], float('-inf'))\n"
+        "        return self.o_proj(rearrange(scores.softmax(-1) @ v, 'b h t d -> b t (h d)'))\n")
+    result = grade(path)
+    assert [g.id for g in result.diagnoses] == ["gqa_heads_tiled"]
+    assert result.divergence is not None and result.divergence.code.startswith("k = repeat(k, 'b g t d -> b (r g) t d'")

@@ -395,7 +395,10 @@ def test_mistake_catalogue_ids_are_unique_and_complete():
     ids = [m["id"] for m in raw]
     assert len(ids) == len(set(ids))
     for m in raw:
-        assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by", "pair", "observed"}, m["id"]
+        assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by", "pair", "observed",
+                                                           "fix_for"}, m["id"]
+        for ids, text in m.get("fix_for", {}).items():  # exercise ids, each listing this mistake
+            assert text.strip() and all(m["id"] in [x.id for x in exercises.get(i).mistakes] for i in ids.split()), (m["id"], ids)
         assert all(m[k].strip() for k in ("id", "title", "why", "fix")), m["id"]
         assert re.fullmatch(r"[a-z][a-z0-9_]*", m["id"]), m["id"]
         assert m.get("category", "wrong_output") in {"wrong_output", "mask_leak", "structure", "wrong_shape", "error"}

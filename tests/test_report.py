@@ -34,7 +34,8 @@ BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
 # The words of the mistake "gqa_heads_tiled", from exercises/mistakes.toml (read through the registry,
 # as the report does); the literal title guards that the catalogue is the one read.
 GQA_TITLE = "GQA heads tiled (repeat) instead of grouped (repeat_interleave)"
-GQA_FIX = "k = k.repeat_interleave(num_heads // num_kv_heads, dim=1) (or Llama's repeat_kv / expand + reshape)."
+GQA_FIX = ("k = k.repeat_interleave(num_heads // num_kv_heads, dim=1) (or Llama's repeat_kv / expand + reshape; with einops, "
+           "the copy index inside the group: repeat(k, 'b g t d -> b (g r) t d', r=num_heads // num_kv_heads), not '(r g)').")
 
 
 def gqa_why() -> str:
@@ -233,7 +234,7 @@ def test_verdict_line_passed_and_failed():
     assert verdict_line(contract()).plain == (
         "✗ mha.py  contract — no class MultiHeadAttention(nn.Module) in the file (found MHA)"
     )
-    assert verdict_line(blank()).plain.startswith("✗ mha.py  error — nothing written yet: this is the blank stub")
+    assert verdict_line(blank()).plain.startswith("· mha.py  not started — nothing written yet: this is the blank stub")
     assert verdict_line(internal()).plain == (
         "! mha.py  not judged — attnprep internal error: attnprep failed while judging: KeyError: 'q_proj'"
     )
@@ -281,7 +282,26 @@ def test_passed_report_is_short_and_has_no_pointers():
     assert "exercise mha" in text and "mha.py" in text
     assert "attnprep hint" not in text and "attnprep solution" not in text
     assert "mistake" not in text and "error" not in text
-    assert lines_with(text, "softmax row sums", "✓")
+    # compact (issue 30 §12): the output row's words and the other checks' names, no table, no
+    # shapes, heat-map or row sums (a pass repeats the reference there)
+    assert flat(text).endswith("✓ 36/36 cases match the reference; also passed: causality")
+    assert len(text.rstrip().splitlines()) == 3
+    assert "softmax row sums" not in text and "check" not in text.splitlines()[-1].split(";")[0]
+
+
+def test_a_passing_report_of_a_real_grade_fits_a_drill_screen(graded):
+    """A pass of a real attempt: a few lines (not ~45 with an identical heat-map), so that a
+    drill's log stays on a 24-row screen; a check not judged keeps its row and reason."""
+    from pathlib import Path
+
+    result = graded(Path(__file__).parent / "corpus" / "mha" / "ok_textbook.py")
+    text = render(result)
+    assert len(text.rstrip().splitlines()) <= 6, text
+    assert "attention:" not in text and "softmax row sums" not in text and "expected" not in text
+    unjudged = Result("mha", "mha.py", Verdict.PASSED, checks=(
+        Check("output", True, msg("check.output.ok", total=4)),
+        Check("gradients", None, msg("check.gradients.not_run", detail="no float inputs"))))
+    assert lines_with(render(unjudged), "gradients", "–", "gradients not checked: no float inputs")
 
 
 def test_wrong_output_report_names_the_mistake_with_why_and_fix():
@@ -535,7 +555,7 @@ def test_contract_report():
 
 def test_blank_stub_shows_only_the_headline():
     text = render(blank())
-    assert text.startswith("✗ mha.py  error — nothing written yet: this is the blank stub")
+    assert text.startswith("· mha.py  not started — nothing written yet: this is the blank stub")
     assert "`attnprep hint mha` if you are stuck" in flat(text)
     assert "╭" not in text  # no panel: no error panel, nothing else
     assert "nothing written yet" not in flat(text).split("0.00 s", 1)[1]  # said once, in the headline
@@ -659,3 +679,35 @@ def test_summary_counts_without_internal_errors():
 def test_report_does_not_import_torch():
     code = "import sys, attnprep.report; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_shared_mistake_text_says_only_what_applies_to_the_exercise_shown(lang):
+    """Issue 30 §11: gqa's page and the mha drill said "(mla: head_dim = nope + rope; causal: D =
+    q.size(-1))" and a gqa fix used the causal exercise's causal_mask. Each exercise shows the
+    fix in its own names: mla's nope + rope, a function's q.size(-1), a module's x.device."""
+    from attnprep import exercises, wording
+
+    texts.set_language(lang)
+    exercises.cache_clear()
+    try:
+        others = {"mla": ("qk_nope_head_dim", "nope + rope", "self.wo"), "function": ("q.size(-1)",),
+                  "causal": ("causal_mask(",)}
+        for ex in exercises.registry().values():
+            mine = {"mla": ex.id in ("mla", "mla_decode"), "function": ex.id in ("causal", "sdpa", "sliding_window", "flash"),
+                    "causal": ex.id == "causal"}
+            for m in ex.mistakes:
+                shown = wording.mistake(ex.id, Diagnosis(m.id))
+                assert shown.fix == m.fix  # the report and the exercise's page (`solution`) agree
+                for group, words in others.items():
+                    if not mine[group] and m.id in ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim",
+                                                     "masks_combined_or", "output_proj_skipped"):
+                        assert not any(w in shown.fix for w in words), (ex.id, m.id, shown.fix)
+        assert "nope + rope" in exercises.get("mla").mistake("missing_scale").fix
+        assert "q.size(-1)" in exercises.get("sdpa").mistake("scale_by_dim").fix
+        assert "sliding_window_mask(" in exercises.get("sliding_window").mistake("masks_combined_or").fix
+        assert "causal_mask(" in exercises.get("causal").mistake("masks_combined_or").fix
+        assert "device=q.device" in exercises.get("sdpa").mistake("causal_flag_inverted").fix
+    finally:
+        texts.set_language("en")
+        exercises.cache_clear()

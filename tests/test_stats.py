@@ -215,3 +215,40 @@ def test_zh_stats_mistake_titles_are_not_cut(practised, monkeypatch):
         assert all(cell_len(line) <= int(width) for line in out.splitlines())
         title = exercises.mistake_catalogue("zh")["gqa_heads_tiled"].title
         assert "".join(title.split()) in "".join(out.split())  # whole, only wrapped
+def test_a_blank_stub_checked_is_not_started(tmp_path, monkeypatch):
+    """Issue 30 §8: checking the untouched stub records no run: `stats` has no attempt, `list`
+    says blank (not "attempted"), `today` does not plan it as a failure; the message names what the
+    stub has (NotImplementedError), not TODOs it does not have."""
+    monkeypatch.chdir(tmp_path)
+    assert run("new", "mqa").exit_code == 0
+    # an editor that trims trailing spaces and the last newline leaves it blank for every command
+    stub = tmp_path / "mqa.py"
+    stub.write_text("\n".join(l.rstrip() for l in stub.read_text(encoding="utf-8").splitlines()), encoding="utf-8")
+    checked = run("check", "mqa")
+    assert checked.exit_code == 1
+    flat = " ".join(checked.stdout.split())
+    assert "blank stub" in flat and "NotImplementedError" in flat and "TODO" not in flat
+    assert flat.startswith("· mqa.py not started —")
+    assert history.runs() == []
+    doc = json.loads(run("stats", "--json").stdout)
+    assert next(r for r in doc["exercises"] if r["exercise"] == "mqa")["attempts"] == 0
+    listed = {d["id"]: d for d in json.loads(run("list", "--json").stdout)}
+    assert listed["mqa"]["status"] == "blank" and "history" not in listed["mqa"]
+    plan = json.loads(run("today", "--json").stdout)
+    assert not [i for i in plan["items"] if i["exercise"] == "mqa" and i["why"] != "new"]  # not "checked 1×"
+    assert "mqa failed" not in " ".join(run("today").stdout.split())
+
+
+def test_one_blank_test_for_list_and_check(tmp_path):
+    from attnprep import workspace
+    from attnprep.grader import engine
+
+    assert engine.is_blank.__doc__ and "workspace.is_blank" in engine.is_blank.__doc__
+    stub = workspace.blank_stub("gqa")
+    ex = exercises.get("gqa")
+    for text, blank in ((stub, True), (stub.replace("\n", "\r\n"), True), ("\n\n" + stub + "   \n\n", True),
+                        (stub.replace("raise NotImplementedError", "pass  # raise NotImplementedError", 1), False)):
+        assert workspace.is_blank("gqa", text) is blank
+        assert engine.is_blank(ex, text) is blank
+        (tmp_path / "gqa.py").write_text(text, encoding="utf-8", newline="")
+        assert (workspace.status_of(ex, tmp_path) is workspace.Status.BLANK) is blank

@@ -189,12 +189,19 @@ def test_zh_mistakes_are_chinese_and_keep_the_code(name):
     en = {m["id"]: m for m in _mistakes(name)}
     found = []
     for m in _mistakes(name.replace("mistakes.toml", "mistakes.zh.toml")):
-        if set(m) != {"id", "title", "why", "fix"}:
+        if set(m) - {"fix_for"} != {"id", "title", "why", "fix"}:
             found.append(f"{m['id']}: keys {sorted(m)}")
             continue
         for key in ("title", "why", "fix"):
             if m["id"] in en:
                 found += problems(f"{m['id']}.{key}", en[m["id"]][key], m[key])
+        # an exercise's own variant of the fix (issue 30 §11): for the same exercises as the English
+        theirs = en.get(m["id"], {}).get("fix_for", {})
+        if set(m.get("fix_for", {})) != set(theirs):
+            found.append(f"{m['id']}: fix_for for {sorted(m.get('fix_for', {}))}, English for {sorted(theirs)}")
+            continue
+        for ids, text in m.get("fix_for", {}).items():
+            found += problems(f"{m['id']}.fix_for[{ids}]", theirs[ids], text)
     assert not found, "\n".join(found)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 
 import typer
 
@@ -21,9 +21,18 @@ app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one o
 from attnprep.grader.engine import DEFAULT_TIMEOUT  # noqa: E402  (torch-free: seconds per attempt)
 
 
-def exercise_files(folder: Path) -> list[Path]:
+class Skipped(NamedTuple):
+    """A file or folder of a searched folder that ``check`` does not grade, and why."""
+
+    path: Path
+    why: str  # "no_header": not an id, no ``# attnprep:`` line; "subfolder": not searched
+    exercise: str | None = None  # an id the name contains (``my_sdpa.py``: sdpa), for the hint
+
+
+def exercise_files(folder: Path, skipped: list[Skipped] | None = None) -> list[Path]:
     """Every exercise file of a folder: ``<id>.py`` for a known id, or a file whose first lines
-    carry ``# attnprep: <id>``, in registry order then by name."""
+    carry ``# attnprep: <id>``, in registry order then by name. ``skipped`` (when given) receives
+    the other ``.py`` files and the subfolders holding one, which are not searched."""
     known = exercises.registry()
     found: dict[Path, int] = {}
     for path in sorted(folder.glob("*.py")):
@@ -35,27 +44,72 @@ def exercise_files(folder: Path) -> list[Path]:
                 continue
             named = exercises.detect(head)
             if named is None:
+                if skipped is not None and path.is_file():
+                    inside = [i for i in known if i in path.stem.lower()]
+                    skipped.append(Skipped(path, "no_header", max(inside, key=len) if inside else None))
                 continue
             order = list(known).index(named) if named in known else len(known)
         found[path] = order
+    if skipped is not None:
+        try:
+            subfolders = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
+        except OSError:
+            subfolders = []
+        skipped.extend(Skipped(p, "subfolder") for p in subfolders if next(p.glob("*.py"), None) is not None)
     return sorted(found, key=lambda p: (found[p], p.name))
 
 
-def resolve_targets(targets: list[str], folder: Path) -> list[tuple[Path, str | None]]:
+def skipped_lines(skipped: list[Skipped]) -> list[str]:
+    """One line per file or folder ``check`` passed over, saying why."""
+    lines = []
+    for s in skipped:
+        if s.why == "subfolder":
+            lines.append(texts.t("cli.check.skipped_subfolder", folder=_shown_path(s.path)))
+        elif s.exercise is not None:
+            lines.append(texts.t("cli.check.skipped_no_header_like", file=_shown_path(s.path), id=s.exercise))
+        else:
+            lines.append(texts.t("cli.check.skipped_no_header", file=_shown_path(s.path)))
+    return lines
+
+
+def _say_skipped(skipped: list[Skipped] | None) -> None:
+    """The skipped files and folders, on stderr (``--json`` keeps stdout to its document)."""
+    if not skipped:
+        return
+    from rich.text import Text
+
+    from attnprep.app import err_console
+
+    err = err_console()
+    for line in skipped_lines(skipped):
+        err.print(Text(line, style="dim"))
+    skipped.clear()
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def resolve_targets(targets: list[str], folder: Path, skipped: list[Skipped] | None = None) -> list[tuple[Path, str | None]]:
     """Turn TARGET arguments into files, each with the exercise id the target named (an id
     target names its exercise explicitly: it beats the file's header); a usage error for anything
-    that is not there."""
+    that is not there. ``skipped`` receives what a searched folder held and was not graded."""
     if not targets:
-        files = exercise_files(folder)
+        files = exercise_files(folder, skipped)
         if not files:
+            _say_skipped(skipped)
             usage_error(texts.t("cli.check.no_files"))
         return [(f, None) for f in files]
     files: list[tuple[Path, str | None]] = []
     for target in targets:
         path = Path(target)
         if path.is_dir():
-            inside = exercise_files(path)
+            inside = exercise_files(path, skipped)
             if not inside:
+                _say_skipped(skipped)
                 usage_error(texts.t("cli.check.no_files_in", target=target))
             files.extend((f, None) for f in inside)
         elif path.is_file():
@@ -103,8 +157,10 @@ def check(
         usage_error(texts.t("cli.check.bad_timeout"))
     if exercise_id is not None:
         exercise_id = get_exercise(exercise_id).id
-    files = resolve_targets(list(targets or []), Path.cwd())
+    skipped: list[Skipped] = []
+    files = resolve_targets(list(targets or []), Path.cwd(), skipped)
     plan = [(path, _exercise_for(path, exercise_id or named)) for path, named in files]
+    _say_skipped(skipped)
     if device == "cuda":
         import os
 
@@ -132,7 +188,8 @@ def check(
 
 
 def run_checks(plan: list[tuple[Path, exercises.Exercise]], *, seed: int, device: str, timeout: float, record: bool = True):
-    """Grade each (file, exercise) and record it in the history."""
+    """Grade each (file, exercise) and record it in the history (a blank stub is not a run: the
+    exercise is not started, and ``stats``, ``list`` and ``today`` say so)."""
     from attnprep.grader import grade
 
     results = []
@@ -146,10 +203,11 @@ def run_checks(plan: list[tuple[Path, exercises.Exercise]], *, seed: int, device
 
 
 def record_check(result, started: float) -> None:
-    """Record a graded attempt in the history as a `check` (not when attnprep itself failed)."""
+    """Record a graded attempt in the history as a `check` (not when attnprep itself failed, nor a
+    blank stub: the exercise is not started, and ``stats``, ``list`` and ``today`` say so)."""
     from attnprep import history
 
-    if not result.internal:
+    if not result.internal and not result.blank:
         history.record(result, kind="check", started_at=started, duration_s=result.duration_s)
 
 

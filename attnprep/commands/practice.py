@@ -140,8 +140,10 @@ def _render_ending(run, exercise) -> None:
     budget = history.format_duration(run.budget_s)
     took = history.format_duration(ending.elapsed_s)
     if ending.result is not None:
+        # the drill's log has just printed this check's verdict (saved → / final check →): the
+        # report goes on from there, without saying it a second time
         out.print()
-        render_result(ending.result, out, full=ending.outcome != "abandoned")
+        render_result(ending.result, out, full=ending.outcome != "abandoned", headline=False)
         out.print()
     if ending.outcome == "passed":
         line = Text.assemble((texts.t("drill.end_passed"), "bold green"), texts.t("drill.end_passed_after", took=took, budget=budget))

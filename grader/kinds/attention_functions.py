@@ -41,6 +41,7 @@ def _key(T: int, args: dict) -> str:
 
 class AttentionFunctions:
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
+    grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     token_axis = 2
     pair_knobs = True  # its variants take two knobs at once (variants.slips)
     mask_fills = True  # its variants take variants.MaskFills (a fill per mask)

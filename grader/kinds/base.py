@@ -74,6 +74,7 @@ class Kind(Protocol):
     token_axis: int  # the token axis of the main output (heat-map rows, gradients' weighting)
     pair_knobs: bool  # optional: its variants accept two knobs at once, a tuple (two-mistake diagnoses)
     mask_fills: bool  # optional: its variants take a variants.MaskFills as the fill (a fill per mask)
+    grads_of: str  # optional: "inputs" where the exercise has no parameters (default "parameters")
     # optional: built-ins the kind itself saw the attempt run (an exercise's own forbidden ops, see
     # attnprep.grader.forbidden), filled in the child; the child adds them to the reply's built-ins
     seen_builtins: set[str]

@@ -116,6 +116,7 @@ def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
 
 class RopeFunctions:
     probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
+    grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     token_axis = 2
 
     def __init__(self, exercise, seed: int):
