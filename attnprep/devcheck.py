@@ -144,8 +144,8 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
 
     with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:
         stub = Path(tmp) / exercise.filename
-        for lang in LANGUAGES:
-            stub.write_text(exercises.render_stub(exercise, lang), encoding="utf-8")
+        for lang in LANGUAGES:  # the exercise's own texts in that language too, as `new` writes it
+            stub.write_text(exercises.render_stub(exercises._load(folder, lang), lang), encoding="utf-8")
             result = grade(stub, exercise)
             if result.blank and not result.internal:
                 yield _ok("stub", "devcheck.stub_ok", lang=lang)

@@ -438,7 +438,7 @@ def diagnosis_text(result: Result) -> Text | None:
     if result.error is not None and result.error.traceback:
         from attnprep.safe_text import visible
 
-        where = result.error.traceback.strip().splitlines()[-1].strip()  # the exception's own line
+        where = result.error.traceback.strip().split("\n")[-1].strip()  # the exception's own line (not splitlines: a \r inside it is text)
         return Prose(visible(where, one_line=True), style="dim", overflow="fold")
     return None
 
