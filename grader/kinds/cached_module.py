@@ -352,6 +352,8 @@ class CachedModule(AttentionModule):
                     reduced = _unrepeat(entry, expected)
                     if reduced is not None:
                         record.setdefault("repeated", [spec.name, list(entry.shape), list(expected)])
+                        axis = next(i for i, (g, e) in enumerate(zip(entry.shape, expected)) if g != e)
+                        meta.setdefault("repeats", {})[spec.name] = (axis, entry.shape[axis] // expected[axis])
                         entry = reduced
                 outputs[name] = entry
             current[call.seq] = returned
@@ -362,13 +364,18 @@ class CachedModule(AttentionModule):
         return outputs
 
     def _given_to(self, attempt, meta: dict | None, prefix: torch.Tensor):
-        """The cache a ``given`` call starts from: the reference's, on the device of the tokens.
+        """The cache a ``given`` call starts from: the reference's, on the device of the tokens (its
+        heads repeated as the attempt's own caches had them, if they had).
         An attempt whose caches carried more than the contract's tensors (its hidden states, say)
         gets its own prefill's cache of ``prefix`` (run unwatched), the contract's tensors in it
         replaced by the reference's."""
         ci, zero_bias = (meta["config"], meta["zero_bias"]) if meta is not None else (0, frozenset())
+        repeats = meta.get("repeats", {}) if meta is not None else {}
         with torch._C.DisableTorchFunction():  # grader's work: no observer, recorder or tracer sees it
             reference = tuple(t.to(prefix.device) for t in self.given_cache(ci, zero_bias, prefix.cpu()))
+            # stored with repeated heads by the attempt: given so too (that mistake is named elsewhere)
+            reference = tuple(t.repeat_interleave(repeats[spec.name][1], dim=repeats[spec.name][0])
+                              if spec.name in repeats else t for spec, t in zip(self.specs, reference))
         n = len(self.specs)
         if meta is None or meta.get("entries", 0) <= n:
             return reference
