@@ -346,14 +346,17 @@ class CachedModule(AttentionModule):
                                   "before": changed[1], "after": changed[2]}
             names = output_names(call, self.specs)
             outputs[names[0]] = out
+            if meta is not None:  # how the attempt lays its cache out, for a cache it is given
+                for spec, entry in zip(self.specs, entries):
+                    if isinstance(entry, torch.Tensor):
+                        expected = self.cache_shape(meta["config"], spec, x.shape[0], call.end)
+                        meta.setdefault("layouts", {})[spec.name] = _layout(tuple(entry.shape), expected)
             for spec, name, entry in zip(self.specs, names[1:], entries):
                 if meta is not None and spec.name in meta["repeated"] and isinstance(entry, torch.Tensor):
                     expected = self.cache_shape(meta["config"], spec, x.shape[0], call.end)
                     reduced = _unrepeat(entry, expected)
                     if reduced is not None:
                         record.setdefault("repeated", [spec.name, list(entry.shape), list(expected)])
-                        axis = next(i for i, (g, e) in enumerate(zip(entry.shape, expected)) if g != e)
-                        meta.setdefault("repeats", {})[spec.name] = (axis, entry.shape[axis] // expected[axis])
                         entry = reduced
                 outputs[name] = entry
             current[call.seq] = returned
@@ -364,18 +367,18 @@ class CachedModule(AttentionModule):
         return outputs
 
     def _given_to(self, attempt, meta: dict | None, prefix: torch.Tensor):
-        """The cache a ``given`` call starts from: the reference's, on the device of the tokens (its
-        heads repeated as the attempt's own caches had them, if they had).
+        """The cache a ``given`` call starts from: the reference's, on the device of the tokens, laid
+        out as the attempt's own caches were (heads repeated, axes in another order).
         An attempt whose caches carried more than the contract's tensors (its hidden states, say)
         gets its own prefill's cache of ``prefix`` (run unwatched), the contract's tensors in it
         replaced by the reference's."""
         ci, zero_bias = (meta["config"], meta["zero_bias"]) if meta is not None else (0, frozenset())
-        repeats = meta.get("repeats", {}) if meta is not None else {}
+        layouts = meta.get("layouts", {}) if meta is not None else {}
         with torch._C.DisableTorchFunction():  # grader's work: no observer, recorder or tracer sees it
             reference = tuple(t.to(prefix.device) for t in self.given_cache(ci, zero_bias, prefix.cpu()))
-            # stored with repeated heads by the attempt: given so too (that mistake is named elsewhere)
-            reference = tuple(t.repeat_interleave(repeats[spec.name][1], dim=repeats[spec.name][0])
-                              if spec.name in repeats else t for spec, t in zip(self.specs, reference))
+            # laid out as the attempt's own caches were (heads repeated, axes in another order): those
+            # mistakes are named elsewhere; here the question is whether the cache's values are read
+            reference = tuple(_laid_out(t, layouts.get(spec.name)) for spec, t in zip(self.specs, reference))
         n = len(self.specs)
         if meta is None or meta.get("entries", 0) <= n:
             return reference
@@ -485,8 +488,12 @@ class CachedModule(AttentionModule):
                 given: dict[str, Any] = {}
                 current: dict[str, Any] = {}
                 for call in case.inputs["calls"]:
-                    if call.given:
-                        current[call.seq] = self.given_cache(ci, zero_bias, case.inputs[call.seq][:, :call.start])
+                    if call.given:  # the reference's cache, laid out as this variant's own
+                        prefix = case.inputs[call.seq][:, :call.start]
+                        own = step(config, weights, prefix, None, knob, fill)[1]
+                        current[call.seq] = tuple(
+                            _laid_out(t, _layout(tuple(o.shape), self.cache_shape(ci, spec, prefix.shape[0], call.start)))
+                            for spec, t, o in zip(self.specs, self.given_cache(ci, zero_bias, prefix), own))
                     cache = given.get(call.seq) if call.replay else current.get(call.seq)
                     given[call.seq] = cache
                     out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
@@ -610,6 +617,34 @@ def _entries(cache, n: int) -> list:
     if isinstance(cache, (tuple, list)) and len(cache) >= n:
         return list(cache[:n])
     return [cache] + [None] * (n - 1)
+
+
+def _layout(got: tuple[int, ...], expected: tuple[int, ...]) -> tuple | None:
+    """How a cache tensor of shape ``got`` is laid out against the contract's ``expected``: None
+    (as the contract says, or unknown), ("repeat", axis, times) for one axis a multiple of its
+    size, ("permute", order) for the same sizes in another order (``got[i] = expected[order[i]]``)."""
+    if got == expected or len(got) != len(expected):
+        return None
+    differ = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
+    if len(differ) == 1 and expected[differ[0]] and got[differ[0]] % expected[differ[0]] == 0:
+        return ("repeat", differ[0], got[differ[0]] // expected[differ[0]])
+    if sorted(got) != sorted(expected):
+        return None
+    order, free = [], list(range(len(expected)))
+    for i, g in enumerate(got):  # an axis keeps its place when its size allows (equal sizes stay in order)
+        j = i if i in free and expected[i] == g else next(j for j in free if expected[j] == g)
+        free.remove(j)
+        order.append(j)
+    return ("permute", tuple(order))
+
+
+def _laid_out(t: torch.Tensor, layout: tuple | None) -> torch.Tensor:
+    """A contract-shaped cache tensor in the layout :func:`_layout` found."""
+    if layout is None:
+        return t
+    if layout[0] == "repeat":
+        return t.repeat_interleave(layout[2], dim=layout[1])
+    return t.permute(*layout[1]).contiguous()
 
 
 def _unrepeat(entry: torch.Tensor, expected: tuple[int, ...]):
