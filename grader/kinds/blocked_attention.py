@@ -4,14 +4,17 @@ over ``q (B, H, L, D)``, ``k, v (B, H, S, D)`` that must equal ``softmax(q·kᵀ
 
 Outputs are graded on cases of several (L, S, block_size), with and without ``is_causal``, plus a
 case of large integer scores (where a max that is not carried from block to block overflows), the
-causality and batch probes, gradients reaching q, k, v and device placement. The structure is
-measured in the child while the attempt runs: on the long cases of config 0 a
-:class:`Allocations` dispatch mode sees every aten op's outputs and keeps the largest newly
-allocated storage (views of the inputs or of earlier tensors do not count), with the attempt's line
-that made it. On the grading side :meth:`BlockedAttention.extra_checks` compares it with
-``B·H·L·max(D, block_size)`` (check ``structure_memory``, verdict ``structure`` when the outputs are
-right): tiles of (block_q, block_k) or (L, block_k) fit, an (L, S) score matrix or mask and
-(block, S) rows do not.
+causality and batch probes, gradients reaching q, k, v and device placement; every query row of
+every case is graded, the long ones' too. The structure is measured in the child while the attempt
+runs: on the long cases of config 0 a :class:`Allocations` dispatch mode sees every aten op's
+outputs and keeps the largest newly allocated storage (views of the inputs or of earlier tensors do
+not count) and the peak of the elements held at once by the storages allocated meanwhile and still
+alive, each with the attempt's line that made it. On the grading side
+:meth:`BlockedAttention.extra_checks` compares them with ``B·H·L·max(D, block_size)`` (check
+``structure_memory``, verdict ``structure`` when the outputs are right): tiles of (block_q,
+block_k) or (L, block_k) fit, an (L, S) score matrix or mask and (block, S) rows do not; held at
+once, that bound or TILES_AT_ONCE times the largest tensor (a step's working tiles) fit, a list
+that keeps every key block's scores (tiles or rows, for a second pass) does not.
 
 Exercise data (``[grading]``): ``configs`` (batch, heads, dim); ``shapes``, the (L, S, block_size)
 of the cases (block_size 0: the function's default); ``stability``, (L, S, block_size) of the

@@ -5,16 +5,20 @@ Every call's output is graded against the *full causal forward* of a naive refer
 tokens so far (``[grading] full_reference`` / ``full_object``, e.g. the GQA or MLA module), sliced to
 the new tokens; the cache the call returns is graded against the exercise's own reference
 (``solutions/<id>.py``) run on the whole sequence at once, cut to the tokens so far. The attempt
-is fed back its own cache, as a generation loop would; two sequences run interleaved and one call
-is replayed, so a module that keeps state between calls shows. Outputs are named after the call
+is fed back its own cache, as a generation loop would, always as fresh copies (never the objects it
+returned); two sequences run interleaved and one call is replayed, so a module that keeps state
+between calls shows; a third script starts a decode step from the reference's cache of tokens the
+attempt never saw, so a cache whose values are not read shows. Outputs are named after the call
 ("step 3 out (pos 5)", "step 4 cache k (pos 0..8)"), so the first difference names the step and the
 absolute positions where the attempt first diverged.
 
 While the attempt runs, the child records what the structure checks need (a torch function mode
 around each call, :class:`StepRecorder`): in a decode step, how many rows each watched projection
-weight multiplied (``[grading] rows_of``: re-projecting the prefix defeats the cache); whether a
-tensor held per-head keys or values of the whole prefix (``prefix_widths``: MLA decompressed
-instead of absorbed); whether the cache came back with the repeated heads (a cache entry's
+weight multiplied (``[grading] rows_of``: re-projecting the prefix defeats the cache; any operation
+that combines a value of that weight with an operand of the prefix's length counts, whatever the
+function); whether a tensor held per-head keys or values of the whole prefix, or the products of
+the cache with ``product_of`` made more over the step than the new tokens' own (``prefix_widths``:
+MLA decompressed instead of absorbed, at once or in pieces); whether the cache came back with the repeated heads (a cache entry's
 ``repeated``). The judge turns them into checks whose ids start with "structure" (verdict
 ``structure`` when the outputs are right), with the measured figure against the allowed one.
 
