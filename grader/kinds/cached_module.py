@@ -18,9 +18,10 @@ weight multiplied (``[grading] rows_of``: re-projecting the prefix defeats the c
 that combines a value of that weight with an operand of the prefix's length counts, whatever the
 function); whether a tensor held per-head keys or values of the whole prefix, or the products of
 the cache with ``product_of`` made more over the step than the new tokens' own (``prefix_widths``:
-MLA decompressed instead of absorbed, at once or in pieces); whether the cache came back with the repeated heads (a cache entry's
-``repeated``). The judge turns them into checks whose ids start with "structure" (verdict
-``structure`` when the outputs are right), with the measured figure against the allowed one.
+MLA decompressed instead of absorbed, at once or in pieces); whether the cache came back with the
+repeated heads (a cache entry's ``repeated``). The judge turns them into checks whose ids start
+with "structure" (verdict ``structure`` when the outputs are right), with the measured figure
+against the allowed one.
 
 Parameters are mapped to the contract's roles as in :mod:`.attention_module` (this kind extends it):
 by name, else by shape with the grading process's probe.
@@ -495,9 +496,9 @@ class CachedModule(AttentionModule):
                     if call.given:  # the reference's cache, laid out as this variant's own
                         prefix = case.inputs[call.seq][:, :call.start]
                         own = step(config, weights, prefix, None, knob, fill)[1]
-                        current[call.seq] = tuple(
-                            _laid_out(t, _layout(tuple(o.shape), self.cache_shape(ci, spec, prefix.shape[0], call.start)))
-                            for spec, t, o in zip(self.specs, self.given_cache(ci, zero_bias, prefix), own))
+                        shapes = [self.cache_shape(ci, spec, prefix.shape[0], call.start) for spec in self.specs]
+                        current[call.seq] = tuple(_laid_out(t, _layout(tuple(o.shape), shape)) for t, o, shape
+                                                  in zip(self.given_cache(ci, zero_bias, prefix), own, shapes))
                     cache = given.get(call.seq) if call.replay else current.get(call.seq)
                     given[call.seq] = cache
                     out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
@@ -762,7 +763,8 @@ class StepRecorder(TorchFunctionMode):
         # operand with one of them, combined with a watched weight, re-projects the prefix
         new = call.end - call.start
         ordinary = {1, batch, new, batch * new, *self.in_features.values()}
-        self.prefix_sizes = {call.start, call.end, batch * call.start, batch * call.end} - ordinary if call.start else set()
+        prefix_sizes = {call.start, call.end, batch * call.start, batch * call.end}
+        self.prefix_sizes = prefix_sizes - ordinary if call.start else set()
         self.product_of = meta.get("product_of", "")
         self.decompressed: list | None = None  # [elements, line, code]: products of the cache with product_of
         self.rows: dict[str, list] = {}
