@@ -151,12 +151,8 @@ def test_cases_cover_the_sizes_and_flags_that_matter(ci):
         B, H, L, D = case.inputs["q"].shape
         assert case.inputs["k"].shape[:2] == (B, H) and case.inputs["k"].shape == case.inputs["v"].shape
         assert case.queries.all() and case.queries.shape[0] == B
-        if case.name in kind.long_cases():  # a sample of rows, both edges of every block included
-            sent = kind.sent(case, torch.arange(L).view(1, 1, L, 1).expand(B, H, L, 1))[0, 0, :, 0].tolist()
-            assert case.queries.shape == (B, len(sent)) and {0, 63, 64, L - 1} <= set(sent)
-            assert kind.expected_shapes(ci, case)["out"] == (B, H, len(sent), D)
-        else:
-            assert case.queries.shape == (B, L) and kind.expected_shapes(ci, case)["out"] == (B, H, L, D)
+        # every query row graded, the long cases' too
+        assert case.queries.shape == (B, L) and kind.expected_shapes(ci, case)["out"] == (B, H, L, D)
 
 
 def test_large_score_case_is_exact_and_breaks_a_max_that_is_not_carried():
@@ -348,3 +344,47 @@ def test_an_empty_query_block_is_the_line(tmp_path):
     path.write_text(source, encoding="utf-8")
     d = grade(path).divergence
     assert d is not None and d.line == _line_of(path, "q[:, :, i : i - block_size]") and "0" in d.named, d
+
+
+# --- memory held at once ---------------------------------------------------------------------------
+
+
+def test_allocations_peak_counts_what_is_alive_together_not_what_was_freed():
+    q, k, v = _qkv(1, 1, 32, 64, 8, dtype=torch.float32)
+
+    def temporaries(q, k, v):  # one (32, 8) tile at a time, each freed before the next
+        out = torch.zeros_like(q)
+        for j in range(0, 64, 8):
+            out = out + q @ k[:, :, j:j + 8].transpose(-2, -1) @ v[:, :, j:j + 8]
+        return out
+
+    def kept(q, k, v):  # the same tiles, kept in a list
+        tiles = [q @ k[:, :, j:j + 8].transpose(-2, -1) for j in range(0, 64, 8)]
+        return tiles
+
+    small, big = _measure(temporaries, q, k, v), _measure(kept, q, k, v)
+    assert small.elements == big.elements == 32 * 8
+    assert small.peak < 5 * 32 * 8  # the output, a tile and a product or two
+    assert big.peak == 8 * 32 * 8 and big.peak_count == 8
+    assert "tiles = [q @ k" in big.peak_code
+
+
+@pytest.mark.parametrize("attempt", ["flash_scores_kept_tiles.py", "flash_scores_kept_rows.py",
+                                     "flash_scores_kept_block_rows.py"])
+def test_scores_kept_for_a_second_pass_fail_structure_with_what_was_held(graded, attempt):
+    """No tile over the bound, but the list holds the scores of every key block at once."""
+    result = graded(CORPUS / attempt)
+    assert result.verdict is Verdict.STRUCTURE and [d.id for d in result.diagnoses] == ["flash_scores_kept"]
+    (check,) = [c for c in result.checks if c.id == "structure_memory"]
+    p = check.message.params
+    assert check.passed is False and p["largest"] <= p["allowed"] < p["held"] < p["peak"]
+    assert p["held"] == max(p["allowed"], 12 * p["largest"]) and p["line"] > 0
+    assert "elements at once" in texts.render(check.message)
+
+
+def test_every_row_of_a_long_case_is_graded(graded):
+    """Rows 1, 2, 5, 6 … of every 8 wrong, on the long inputs only: found."""
+    result = graded(CORPUS / "flash_long_rows_interleaved.py")
+    assert result.verdict is Verdict.WRONG_OUTPUT
+    (check,) = [c for c in result.checks if c.id == "output"]
+    assert check.passed is False

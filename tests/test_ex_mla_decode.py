@@ -238,6 +238,41 @@ def test_decompressing_the_prefix_reports_shape_and_line(graded):
     assert [d.id for d in result.diagnoses] == ["mla_decompressed_prefix"]
 
 
+@pytest.mark.parametrize("attempt", ["mla_decompressed_per_token", "mla_decompressed_per_head"])
+def test_decompressing_the_prefix_in_pieces_is_counted_over_the_step(attempt, graded):
+    """One token at a time, or per (sample, head): no tensor holds the prefix's per-head keys,
+    the elements of every product of the cache with wkv_b in the step do."""
+    result = graded(CORPUS / f"{attempt}.py")
+    assert result.verdict is Verdict.STRUCTURE and [d.id for d in result.diagnoses] == ["mla_decompressed_prefix"]
+    check = next(c for c in result.checks if c.id == "structure_prefix_heads")
+    p = check.message.params
+    assert check.passed is False and p["elements"] > p["allowed"] and p["line"] > 0 and p["role"] == "wkv_b"
+    assert "in all, piece by piece" in texts.render(check.message)
+
+
+def test_products_with_the_decompression_weight_are_summed_over_the_step():
+    config = EX.grading["configs"][0]
+    H, c, nope, v = config["num_heads"], config["kv_lora_rank"], config["qk_nope_head_dim"], config["v_head_dim"]
+    rec, (c_kv, _) = recorder(config)  # 8 cached tokens, 1 new, B = 2
+    w = torch.zeros(H * (nope + v), c)
+    rec.derived[id(w)] = frozenset({"wkv_b"})
+    rec.keep.append(w)
+    rec.product_of = "wkv_b"
+    with rec:
+        for t in range(c_kv.shape[1]):  # a token at a time: (2, H·(nope + v)) each
+            torch.nn.functional.linear(c_kv[:, t], w)
+    elements, _, _, allowed, _ = rec.record()["decompressed"]
+    assert elements == 8 * 2 * H * (nope + v) and allowed == 2 * 1 * H * (nope + v) and rec.prefix_hit is None
+    rec, _ = recorder(config)
+    rec.derived[id(w)] = frozenset({"wkv_b"})
+    rec.keep.append(w)
+    rec.product_of = "wkv_b"
+    with rec:  # the absorbed output: (B, T_new, H, kv_lora_rank) of attention over the cache, times W_UV
+        o = torch.zeros(2, 1, H, c) + c_kv[:, :1, None, :]
+        torch.einsum("bthc,hdc->bthd", o, w.view(H, nope + v, c)[:, nope:])
+    assert "decompressed" not in rec.record() or rec.record()["decompressed"][0] <= rec.record()["decompressed"][3]
+
+
 @pytest.mark.parametrize(("attempt", "output"), [
     ("mla_rope_position_zero", "step 2 out (pos 5)"),
     ("mla_cache_before_norm", "step 1 cache c_kv (pos 0..4)"),

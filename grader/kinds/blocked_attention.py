@@ -4,14 +4,17 @@ over ``q (B, H, L, D)``, ``k, v (B, H, S, D)`` that must equal ``softmax(q·kᵀ
 
 Outputs are graded on cases of several (L, S, block_size), with and without ``is_causal``, plus a
 case of large integer scores (where a max that is not carried from block to block overflows), the
-causality and batch probes, gradients reaching q, k, v and device placement. The structure is
-measured in the child while the attempt runs: on the long cases of config 0 a
-:class:`Allocations` dispatch mode sees every aten op's outputs and keeps the largest newly
-allocated storage (views of the inputs or of earlier tensors do not count), with the attempt's line
-that made it. On the grading side :meth:`BlockedAttention.extra_checks` compares it with
-``B·H·L·max(D, block_size)`` (check ``structure_memory``, verdict ``structure`` when the outputs are
-right): tiles of (block_q, block_k) or (L, block_k) fit, an (L, S) score matrix or mask and
-(block, S) rows do not.
+causality and batch probes, gradients reaching q, k, v and device placement; every query row of
+every case is graded, the long ones' too. The structure is measured in the child while the attempt
+runs: on the long cases of config 0 a :class:`Allocations` dispatch mode sees every aten op's
+outputs and keeps the largest newly allocated storage (views of the inputs or of earlier tensors do
+not count) and the peak of the elements held at once by the storages allocated meanwhile and still
+alive, each with the attempt's line that made it. On the grading side
+:meth:`BlockedAttention.extra_checks` compares them with ``B·H·L·max(D, block_size)`` (check
+``structure_memory``, verdict ``structure`` when the outputs are right): tiles of (block_q,
+block_k) or (L, block_k) fit, an (L, S) score matrix or mask and (block, S) rows do not; held at
+once, that bound or TILES_AT_ONCE times the largest tensor (a step's working tiles) fit, a list
+that keeps every key block's scores (tiles or rows, for a second pass) does not.
 
 Exercise data (``[grading]``): ``configs`` (batch, heads, dim); ``shapes``, the (L, S, block_size)
 of the cases (block_size 0: the function's default); ``stability``, (L, S, block_size) of the
@@ -24,6 +27,7 @@ import importlib
 import linecache
 import math
 import sys
+import weakref
 from typing import Any
 
 import torch
@@ -39,7 +43,11 @@ from attnprep.grader.result import Check, Diagnosis, msg
 # the observer (a torch function mode) does not see
 BUILTIN_OPS = ("scaled_dot_product", "_flash_attention", "_efficient_attention", "_cudnn_attention",
                "native_multi_head_attention", "flex_attention")
-LONG_ROWS = 8  # long cases send query rows 0, 7, 8, 15, 16 … only: both edges of every 8-row stretch
+# the tensors allocated during a call may hold, at once, the bound of SPEC §7 or this many times the
+# largest of them: a step's few tiles (scores, mask, exponentials, the product) and the output
+# fit; one tile kept per key block (a list of the (L, S) scores in tiles or rows) does not
+TILES_AT_ONCE = 12
+KEPT = "flash_scores_kept"  # the mistake named when the tensors held at once are over that
 STABILITY_DIM = 4  # an exact scale (1/2): integer scores stay exact however the attempt orders the ops
 STABILITY_RANGE = 16  # q, k entries in [-16, 16]: scores up to ±512, block maxima far apart
 
@@ -48,20 +56,29 @@ STABILITY_RANGE = 16  # q, k entries in [-16, 16]: scores up to ±512, block max
 
 
 class Allocations(TorchDispatchMode):
-    """The largest storage newly allocated by any aten op while active, and the line of ``source``
-    (the attempt's file) that made it. Storages are told apart by (address, size), so that views,
-    in-place results and outputs written into an existing tensor never count, and a freed address
-    reused for a different size does."""
+    """What the aten ops run while active allocate, as storages: the largest one, and the peak of
+    the elements held at once by the storages allocated meanwhile and still alive (a list of
+    tiles or rows kept until the end counts whole), each with the line of ``source`` (the
+    attempt's file) that made it. A storage counts once, when first seen; views, in-place results
+    and outputs written into an existing tensor never count. A storage is alive until its last
+    tensor goes (a weak reference to it tells)."""
 
     def __init__(self, existing, source: str):
         super().__init__()
-        self.known = {_storage_key(t) for t in existing}
+        self.keep = [t.untyped_storage() for t in existing]  # alive throughout: their ids stay theirs
+        self.known = {id(s) for s in self.keep}
+        self.alive: dict[int, tuple[int, Any]] = {}  # id(storage) -> (elements, weak reference)
         self.source = source
         self.elements = 0
         self.shape: tuple[int, ...] = ()
         self.dtype = ""
         self.line = 0
         self.code = ""
+        self.live = 0  # elements held now by the storages allocated meanwhile
+        self.peak = 0
+        self.peak_count = 0  # how many storages held the peak
+        self.peak_line = 0
+        self.peak_code = ""
         self.builtins: set[str] = set()
         self._builtin: dict = {}  # op overload -> its name when it is a built-in attention, else ""
 
@@ -89,14 +106,28 @@ class Allocations(TorchDispatchMode):
         return out
 
     def _see(self, t: torch.Tensor) -> None:
-        key = _storage_key(t)
-        if key is None or key in self.known:
+        storage = t.untyped_storage()  # one Python object per storage while it lives
+        key = id(storage)
+        if key in self.known:
             return
         self.known.add(key)
-        elements = key[1] // max(t.element_size(), 1)
+        elements = storage.nbytes() // max(t.element_size(), 1)
+        self.alive[key] = (elements, weakref.ref(storage, lambda _, key=key: self._freed(key)))
+        self.live += elements
+        where = None
         if elements > self.elements:
+            where = self._where()
             self.elements, self.shape, self.dtype = elements, tuple(t.shape), str(t.dtype).replace("torch.", "")
-            self.line, self.code = self._where()
+            self.line, self.code = where
+        if self.live > self.peak:
+            self.peak, self.peak_count = self.live, len(self.alive)
+            self.peak_line, self.peak_code = where or self._where()
+
+    def _freed(self, key: int) -> None:
+        entry = self.alive.pop(key, None)
+        if entry is not None:
+            self.live -= entry[0]
+            self.known.discard(key)  # the id may come back for another storage
 
     def _where(self) -> tuple[int, str]:
         frame = sys._getframe(3)
@@ -105,21 +136,6 @@ class Allocations(TorchDispatchMode):
                 return frame.f_lineno, linecache.getline(self.source, frame.f_lineno).strip()
             frame = frame.f_back
         return 0, ""
-
-
-def long_rows(L: int) -> torch.Tensor:
-    """Query rows 0, 7, 8, 15, 16 …: the first and last row of every stretch of LONG_ROWS, so both
-    edges of every block of a multiple of LONG_ROWS rows."""
-    index = torch.arange(L)
-    return index[(index % LONG_ROWS == 0) | (index % LONG_ROWS == LONG_ROWS - 1)]
-
-
-def _storage_key(t: torch.Tensor) -> tuple[int, int] | None:
-    try:
-        storage = t.untyped_storage()
-        return storage.data_ptr(), storage.nbytes()
-    except Exception:  # a tensor without a storage (meta, sparse, a subclass)
-        return None
 
 
 # --- the blocked computation with the mistakes as knobs ------------------------------------------
@@ -245,9 +261,9 @@ class BlockedAttention:
             return {"q": torch.randn(b, h, L, d, generator=g), "k": torch.randn(b, h, S, d, generator=g),
                     "v": torch.randn(b, h, S, d, generator=g)}
 
-        def case(name, t, causal, block, rows_sent=None, **kw) -> Case:
+        def case(name, t, causal, block, **kw) -> Case:
             b, _, L, _ = t["q"].shape
-            everywhere = torch.ones(b, L if rows_sent is None else len(rows_sent), dtype=torch.bool)
+            everywhere = torch.ones(b, L, dtype=torch.bool)
             return Case(name=name, inputs={**t, "is_causal": causal, "block_size": block or None},
                         queries=everywhere, seq=(L, t["k"].shape[-2]), graded={"out": rows(everywhere, 2, 4)}, **kw)
 
@@ -287,7 +303,7 @@ class BlockedAttention:
         if ci == 0:
             for name, spec in self.long_cases().items():
                 t = qkv(spec["L"], spec["S"], spec["batch"], spec["heads"], spec["dim"])
-                cases.append(case(name, t, spec["is_causal"], spec["block"], rows_sent=long_rows(spec["L"])))
+                cases.append(case(name, t, spec["is_causal"], spec["block"]))
         return cases
 
     def config_params(self, ci: int) -> dict[str, Any]:
@@ -307,13 +323,6 @@ class BlockedAttention:
         sizes = {"B": B, "H": H, "L": L, "S": case.inputs["k"].shape[-2], "D": D, "block": block}
         ones = sum(size == 1 for size in sizes.values())
         return {name: size for name, size in sizes.items() if size > 1 or ones > 1}
-
-    def sent(self, case: Case, out):
-        """What is graded of an output: every query row, or a sample of them on a long case (all the
-        rows of a long case would cost more to send and compare than the rest of the check)."""
-        if case.name in self.long_cases() and isinstance(out, torch.Tensor) and out.dim() == 4:
-            return out[:, :, long_rows(out.shape[2])]
-        return out
 
     @staticmethod
     def arguments(case: Case) -> list:
@@ -345,9 +354,11 @@ class BlockedAttention:
         with watch:
             out = first(attempt["fn"](*args))
         attempt["largest"][case.name] = {"elements": watch.elements, "shape": list(watch.shape), "dtype": watch.dtype,
-                                         "line": watch.line, "code": watch.code[:200]}
+                                         "line": watch.line, "code": watch.code[:200], "peak": watch.peak,
+                                         "count": watch.peak_count, "peak_line": watch.peak_line,
+                                         "peak_code": watch.peak_code[:200]}
         attempt["builtins"].update(watch.builtins)
-        return {"out": self.sent(case, out)}
+        return {"out": out}
 
     def grad_leaves(self, attempt, case: Case):
         inputs = dict(case.inputs)
@@ -376,7 +387,7 @@ class BlockedAttention:
 
     def reference(self, ci: int, zero_bias=frozenset()):
         fn = self.solution()
-        return lambda case: {"out": self.sent(case, first(self.call(fn, case)))}
+        return lambda case: {"out": first(self.call(fn, case))}
 
     def answer(self, question: dict) -> dict:
         return {}
@@ -390,7 +401,7 @@ class BlockedAttention:
         def call(case: Case):
             i = case.inputs
             block = i["block_size"] or default
-            return {"out": self.sent(case, blocked(i["q"], i["k"], i["v"], i["is_causal"], block, knob, fill))}
+            return {"out": blocked(i["q"], i["k"], i["v"], i["is_causal"], block, knob, fill)}
 
         return call
 
@@ -405,7 +416,8 @@ class BlockedAttention:
         return torch.tril(allowed) if case.inputs["is_causal"] else allowed
 
     def _measured(self, extra: dict) -> list[tuple[str, dict, dict]]:
-        """(case, measured, spec) of each long case, worst first."""
+        """(case, measured, spec) of each long case, worst first (the most held at once against
+        what is allowed)."""
         largest = extra.get("largest") if isinstance(extra, dict) else None
         if not isinstance(largest, dict):
             return []
@@ -413,8 +425,20 @@ class BlockedAttention:
         for name, spec in self.long_cases().items():
             got = largest.get(name)
             if isinstance(got, dict) and isinstance(got.get("elements"), int):
+                got = {**got, "peak": got["peak"] if isinstance(got.get("peak"), int) else got["elements"]}
                 out.append((name, got, spec))
-        return sorted(out, key=lambda x: -(x[1]["elements"] / x[2]["bound"]))
+        return sorted(out, key=lambda x: -max(x[1]["elements"] / x[2]["bound"], x[1]["peak"] / self._held(*x[1:])))
+
+    @staticmethod
+    def _held(got: dict, spec: dict) -> int:
+        """The elements the call's tensors may hold at once: the bound, or TILES_AT_ONCE times the
+        largest of them."""
+        return max(spec["bound"], TILES_AT_ONCE * got["elements"])
+
+    @staticmethod
+    def _kept(got: dict, spec: dict) -> bool:
+        """No tensor over the bound, but more held at once than a step's tiles."""
+        return got["elements"] <= spec["bound"] and got["peak"] > max(spec["bound"], TILES_AT_ONCE * got["elements"])
 
     def _what(self, got: dict, spec: dict):
         """What the largest tensor is, from its shape: an L×S score matrix or mask, (block, S) rows …"""
@@ -427,6 +451,12 @@ class BlockedAttention:
             return msg("blocked_attention.what_rows", rows=shape[-2], S=S)
         return msg("blocked_attention.what_tensor", shape=str(shape), dtype=got.get("dtype", ""))
 
+    def _kept_params(self, name: str, got: dict, spec: dict) -> dict:
+        return dict(case=name, peak=got["peak"], count=got.get("count", 0), allowed=spec["bound"],
+                    held=self._held(got, spec), times=TILES_AT_ONCE, largest=got["elements"],
+                    line=got.get("peak_line", 0), code=got.get("peak_code", ""), B=spec["batch"], H=spec["heads"],
+                    L=spec["L"], D=spec["dim"], block=spec["block"])
+
     def extra_checks(self, extra: dict) -> list[Check]:
         measured = self._measured(extra)
         if not measured:
@@ -437,6 +467,10 @@ class BlockedAttention:
                       L=spec["L"], D=spec["dim"], block=spec["block"])
         if min(g["elements"] for _, g, _ in measured) == 0:  # every call allocates its output at least
             return [Check("structure_memory", False, msg("blocked_attention.structure_unseen", **params))]
+        if self._kept(got, spec):
+            params = self._kept_params(name, got, spec)
+            key = "blocked_attention.structure_kept" if params["line"] else "blocked_attention.structure_kept_no_line"
+            return [Check("structure_memory", False, msg(key, **params))]
         if got["elements"] <= spec["bound"]:
             return [Check("structure_memory", True, msg("blocked_attention.structure_ok", **params))]
         key = "blocked_attention.structure_bad" if params["line"] else "blocked_attention.structure_bad_no_line"
@@ -445,6 +479,11 @@ class BlockedAttention:
     def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
         found: dict[str, Diagnosis] = {}
         for name, got, spec in self._measured(extra):
+            if self._kept(got, spec):
+                if KEPT not in found:
+                    found[KEPT] = Diagnosis(KEPT, (msg("blocked_attention.evidence_kept",
+                                                       **self._kept_params(name, got, spec)),))
+                continue
             if got["elements"] <= spec["bound"]:
                 continue
             shape = tuple(got.get("shape") or ())

@@ -5,18 +5,23 @@ Every call's output is graded against the *full causal forward* of a naive refer
 tokens so far (``[grading] full_reference`` / ``full_object``, e.g. the GQA or MLA module), sliced to
 the new tokens; the cache the call returns is graded against the exercise's own reference
 (``solutions/<id>.py``) run on the whole sequence at once, cut to the tokens so far. The attempt
-is fed back its own cache, as a generation loop would; two sequences run interleaved and one call
-is replayed, so a module that keeps state between calls shows. Outputs are named after the call
+is fed back its own cache, as a generation loop would, always as fresh copies (never the objects it
+returned); two sequences run interleaved and one call is replayed, so a module that keeps state
+between calls shows; a third script starts a decode step from the reference's cache of tokens the
+attempt never saw, so a cache whose values are not read shows. Outputs are named after the call
 ("step 3 out (pos 5)", "step 4 cache k (pos 0..8)"), so the first difference names the step and the
 absolute positions where the attempt first diverged.
 
 While the attempt runs, the child records what the structure checks need (a torch function mode
 around each call, :class:`StepRecorder`): in a decode step, how many rows each watched projection
-weight multiplied (``[grading] rows_of``: re-projecting the prefix defeats the cache); whether a
-tensor held per-head keys or values of the whole prefix (``prefix_widths``: MLA decompressed
-instead of absorbed); whether the cache came back with the repeated heads (a cache entry's
-``repeated``). The judge turns them into checks whose ids start with "structure" (verdict
-``structure`` when the outputs are right), with the measured figure against the allowed one.
+weight multiplied (``[grading] rows_of``: re-projecting the prefix defeats the cache; any operation
+that combines a value of that weight with an operand of the prefix's length counts, whatever the
+function); whether a tensor held per-head keys or values of the whole prefix, or the products of
+the cache with ``product_of`` made more over the step than the new tokens' own (``prefix_widths``:
+MLA decompressed instead of absorbed, at once or in pieces); whether the cache came back with the
+repeated heads (a cache entry's ``repeated``). The judge turns them into checks whose ids start
+with "structure" (verdict ``structure`` when the outputs are right), with the measured figure
+against the allowed one.
 
 Parameters are mapped to the contract's roles as in :mod:`.attention_module` (this kind extends it):
 by name, else by shape with the grading process's probe.
@@ -64,13 +69,16 @@ WRONG_AXIS = "cache_wrong_axis"
 @dataclass(frozen=True)
 class Call:
     """One call of a script: the new tokens ``start .. end-1`` of the sequence ``seq`` (an input of
-    the case); ``replay``: pass the cache the previous call of the sequence was given, again."""
+    the case); ``replay``: pass the cache the previous call of the sequence was given, again;
+    ``given``: pass the reference's cache of the tokens before ``start`` (a cache the attempt never
+    made)."""
 
     seq: str
     start: int
     end: int
     label: str
     replay: bool = False
+    given: bool = False  # starts from the reference's cache of tokens 0 .. start-1, never the attempt's
 
     def positions(self) -> str:
         return f"pos {self.start}" if self.end - self.start == 1 else f"pos {self.start}..{self.end - 1}"
@@ -110,10 +118,14 @@ MAIN_CALLS = _steps("x", [5, 1, 3, 1])
 MAIN_B, MAIN_T = 2, 10
 SEQ_A, SEQ_B = _steps("x", [3, 1, 2], "A "), _steps("x2", [1, 1, 3], "B ")  # B: a one-token prefill
 AGAIN = Call("x", 3, 4, "A step 2 again", replay=True)  # A's step 2 once more, with the same cache
+# a sequence whose first 4 tokens the attempt never saw: a decode step from the reference's cache of
+# them, then a chunk of 3 from the attempt's own cache (totals 5 and 8: no factor 7, 11 or 13 either)
+GIVEN = [Call("x", 4, 5, "C step 1", given=True), Call("x", 5, 8, "C step 2")]
 SCRIPTS = (
     (MAIN, {"x": (MAIN_B, MAIN_T)}, MAIN_CALLS),
     ("two sequences interleaved, a call replayed", {"x": (2, 6), "x2": (1, 5)},
      [SEQ_A[0], SEQ_B[0], SEQ_A[1], SEQ_B[1], AGAIN, SEQ_B[2], SEQ_A[2]]),
+    ("decode from a cache of the reference's", {"x": (2, 8)}, GIVEN),
 )
 CUTS = (2, 7)  # the causality probe: tokens from here on change (inside the prefill, inside the chunk 6..8)
 
@@ -280,9 +292,11 @@ class CachedModule(AttentionModule):
             "prefix": prefix,
             "file": namespace.get("__file__") or "",
             "product_mistake": grading.get("product_mistake", ""),
+            "product_of": grading.get("product_of", ""),
             "repeated": {s.name: exercises.evaluate(s.repeated, config) for s in self.specs if s.repeated},
             "expected": {s.name: s for s in self.specs},
             "config": ci,
+            "zero_bias": frozenset(built.zero_bias),
         }
         return built
 
@@ -294,8 +308,11 @@ class CachedModule(AttentionModule):
         records = []
         for call in case.inputs["calls"]:
             x = case.inputs[call.seq][:, call.start:call.end]
-            cache = given.get(call.seq) if call.replay else current.get(call.seq)
-            given[call.seq] = cache
+            if call.given:
+                current[call.seq] = self._given_to(attempt, meta, case.inputs[call.seq][:, :call.start])
+            kept = given.get(call.seq) if call.replay else current.get(call.seq)
+            given[call.seq] = kept
+            cache = fresh(kept)  # never an object a call returned: a copy of it
             trace.mark(call.part)  # when the divergence finder traces the script: where each call starts
             recorder = StepRecorder(meta, self.specs, cache, call, x.shape[0]) if meta is not None else None
             state = _state(attempt)
@@ -334,6 +351,11 @@ class CachedModule(AttentionModule):
                                   "before": changed[1], "after": changed[2]}
             names = output_names(call, self.specs)
             outputs[names[0]] = out
+            if meta is not None:  # how the attempt lays its cache out, for a cache it is given
+                for spec, entry in zip(self.specs, entries):
+                    if isinstance(entry, torch.Tensor):
+                        expected = self.cache_shape(meta["config"], spec, x.shape[0], call.end)
+                        meta.setdefault("layouts", {})[spec.name] = _layout(tuple(entry.shape), expected)
             for spec, name, entry in zip(self.specs, names[1:], entries):
                 if meta is not None and spec.name in meta["repeated"] and isinstance(entry, torch.Tensor):
                     expected = self.cache_shape(meta["config"], spec, x.shape[0], call.end)
@@ -343,9 +365,44 @@ class CachedModule(AttentionModule):
                         entry = reduced
                 outputs[name] = entry
             current[call.seq] = returned
+            if meta is not None and isinstance(returned, (tuple, list)):
+                meta["entries"] = max(meta.get("entries", 0), len(returned))
             records.append(record)
         self._records[case.name] = records
         return outputs
+
+    def _given_to(self, attempt, meta: dict | None, prefix: torch.Tensor):
+        """The cache a ``given`` call starts from: the reference's, on the device of the tokens, laid
+        out as the attempt's own caches were (heads repeated, axes in another order).
+        An attempt whose caches carried more than the contract's tensors (its hidden states, say)
+        gets its own prefill's cache of ``prefix`` (run unwatched), the contract's tensors in it
+        replaced by the reference's."""
+        ci, zero_bias = (meta["config"], meta["zero_bias"]) if meta is not None else (0, frozenset())
+        layouts = meta.get("layouts", {}) if meta is not None else {}
+        with torch._C.DisableTorchFunction():  # grader's work: no observer, recorder or tracer sees it
+            reference = tuple(t.to(prefix.device) for t in self.given_cache(ci, zero_bias, prefix.cpu()))
+            # laid out as the attempt's own caches were (heads repeated, axes in another order): those
+            # mistakes are named elsewhere; here the question is whether the cache's values are read
+            reference = tuple(_laid_out(t, layouts.get(spec.name)) for spec, t in zip(self.specs, reference))
+        n = len(self.specs)
+        if meta is None or meta.get("entries", 0) <= n:
+            return reference
+        try:
+            with torch._C.DisableTorchFunction():
+                own = _split(attempt(prefix.clone(), None))[1]
+        except Exception:
+            return reference
+        if not isinstance(own, (tuple, list)) or len(own) <= n:
+            return reference
+        return type(own)([*reference, *own[n:]]) if type(own) in (tuple, list) else reference
+
+    def given_cache(self, ci: int, zero_bias, prefix: torch.Tensor):
+        """The reference's cache of the tokens ``prefix`` (B, T, d_model), made by the functional
+        step with no mistake (the grader's code, not the reference file: the divergence finder's
+        reference trail does not count it as steps of its own)."""
+        step = cached_variants.STEPS[self.exercise.grading["step"]]
+        with torch.no_grad():
+            return step(self.configs[ci], self.role_weights(ci, zero_bias), prefix, None)[1]
 
     def child_extra(self, attempt) -> dict | None:
         steps = [r for records in self._records.values() for r in records]
@@ -407,10 +464,12 @@ class CachedModule(AttentionModule):
             current: dict[str, Any] = {}
             for call in case.inputs["calls"]:
                 x = case.inputs[call.seq][:, call.start:call.end]
+                if call.given:
+                    current[call.seq] = self.given_cache(ci, zero_bias, case.inputs[call.seq][:, :call.start])
                 cache = given.get(call.seq) if call.replay else current.get(call.seq)
                 given[call.seq] = cache
                 trace.mark(call.part)
-                out, returned = _split(own(x.clone(), cache))
+                out, returned = _split(own(x.clone(), fresh(cache)))
                 names = output_names(call, self.specs)
                 outputs[names[0]] = out
                 outputs.update(zip(names[1:], _entries(returned, len(self.specs))))
@@ -434,6 +493,12 @@ class CachedModule(AttentionModule):
                 given: dict[str, Any] = {}
                 current: dict[str, Any] = {}
                 for call in case.inputs["calls"]:
+                    if call.given:  # the reference's cache, laid out as this variant's own
+                        prefix = case.inputs[call.seq][:, :call.start]
+                        own = step(config, weights, prefix, None, knob, fill)[1]
+                        shapes = [self.cache_shape(ci, spec, prefix.shape[0], call.start) for spec in self.specs]
+                        current[call.seq] = tuple(_laid_out(t, _layout(tuple(o.shape), shape)) for t, o, shape
+                                                  in zip(self.given_cache(ci, zero_bias, prefix), own, shapes))
                     cache = given.get(call.seq) if call.replay else current.get(call.seq)
                     given[call.seq] = cache
                     out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
@@ -474,7 +539,14 @@ class CachedModule(AttentionModule):
                     allowed=s["B"] * s["new"], B=s["B"], new=s["new"], total=s["total"])))
         if "prefix_widths" in self.exercise.grading:
             bad = next((s for s in steps if s.get("decode") and s.get("prefix")), None)
-            if bad is None:
+            spread = next((s for s in steps if s.get("decode") and _decompressed(s)), None)
+            if bad is None and spread is not None:  # a token, a sample or a head at a time: counted over the step
+                elements, line, code, allowed, width = spread["decompressed"][:5]
+                checks.append(Check("structure_prefix_heads", False, msg(
+                    "cached_module.prefix_bad_total", step=spread["label"], case=spread["case"], elements=elements,
+                    total=spread["total"], line=line, code=code, allowed=allowed, width=width, B=spread["B"],
+                    new=spread["new"], role=self.exercise.grading.get("product_of", ""))))
+            elif bad is None:
                 checks.append(Check("structure_prefix_heads", True, msg("cached_module.prefix_ok")))
             else:
                 shape, width, line, code = bad["prefix"]
@@ -509,9 +581,32 @@ class CachedModule(AttentionModule):
         return found
 
 
+def _decompressed(step: dict) -> bool:
+    """The step's products of the cache with the decompression weight made more elements than the
+    new tokens' own per-head keys and values could: the prefix was decompressed, in whatever pieces."""
+    d = step.get("decompressed")
+    return isinstance(d, list) and len(d) >= 5 and isinstance(d[0], int) and isinstance(d[3], int) and d[0] > d[3]
+
+
 def _steps_of(extra: dict) -> list[dict]:
     steps = extra.get("steps") if isinstance(extra, dict) else None
     return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+
+
+def fresh(cache):
+    """A copy of a cache as a call is given it: its tensors cloned, tuples, lists and dicts rebuilt
+    around them, anything else as it is. No call receives an object an earlier call returned, so
+    an attempt that keeps its keys elsewhere, found again by the id of what it returned, finds
+    nothing, and one that changes its cache in place changes only its own copy."""
+    if isinstance(cache, torch.Tensor):
+        return cache.clone()
+    if isinstance(cache, tuple) and hasattr(cache, "_fields"):  # a named tuple
+        return type(cache)(*(fresh(c) for c in cache))
+    if type(cache) in (tuple, list):
+        return type(cache)(fresh(c) for c in cache)
+    if type(cache) is dict:
+        return {k: fresh(v) for k, v in cache.items()}
+    return cache
 
 
 def _split(result) -> tuple[Any, Any]:
@@ -527,6 +622,34 @@ def _entries(cache, n: int) -> list:
     if isinstance(cache, (tuple, list)) and len(cache) >= n:
         return list(cache[:n])
     return [cache] + [None] * (n - 1)
+
+
+def _layout(got: tuple[int, ...], expected: tuple[int, ...]) -> tuple | None:
+    """How a cache tensor of shape ``got`` is laid out against the contract's ``expected``: None
+    (as the contract says, or unknown), ("repeat", axis, times) for one axis a multiple of its
+    size, ("permute", order) for the same sizes in another order (``got[i] = expected[order[i]]``)."""
+    if got == expected or len(got) != len(expected):
+        return None
+    differ = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
+    if len(differ) == 1 and expected[differ[0]] and got[differ[0]] % expected[differ[0]] == 0:
+        return ("repeat", differ[0], got[differ[0]] // expected[differ[0]])
+    if sorted(got) != sorted(expected):
+        return None
+    order, free = [], list(range(len(expected)))
+    for i, g in enumerate(got):  # an axis keeps its place when its size allows (equal sizes stay in order)
+        j = i if i in free and expected[i] == g else next(j for j in free if expected[j] == g)
+        free.remove(j)
+        order.append(j)
+    return ("permute", tuple(order))
+
+
+def _laid_out(t: torch.Tensor, layout: tuple | None) -> torch.Tensor:
+    """A contract-shaped cache tensor in the layout :func:`_layout` found."""
+    if layout is None:
+        return t
+    if layout[0] == "repeat":
+        return t.repeat_interleave(layout[2], dim=layout[1])
+    return t.permute(*layout[1]).contiguous()
 
 
 def _unrepeat(entry: torch.Tensor, expected: tuple[int, ...]):
@@ -636,6 +759,14 @@ class StepRecorder(TorchFunctionMode):
         self.tainted = set(self.cache_ids)  # computed from the cache: where the prefix's keys can be
         self.prefix = meta["prefix"] if call.start > 0 else None
         self.total, self.past = call.end, call.start
+        # sizes that only the tokens before this call give an axis (alone or times the batch): an
+        # operand with one of them, combined with a watched weight, re-projects the prefix
+        new = call.end - call.start
+        ordinary = {1, batch, new, batch * new, *self.in_features.values()}
+        prefix_sizes = {call.start, call.end, batch * call.start, batch * call.end}
+        self.prefix_sizes = prefix_sizes - ordinary if call.start else set()
+        self.product_of = meta.get("product_of", "")
+        self.decompressed: list | None = None  # [elements, line, code]: products of the cache with product_of
         self.rows: dict[str, list] = {}
         self.cats: list[list] = []
         self.prefix_hit: list | None = None
@@ -689,6 +820,8 @@ class StepRecorder(TorchFunctionMode):
         inputs = tensors_in((args, kwargs))
         if self.prefix is not None:
             self._prefix(inputs, out)
+        if self.prefix_sizes and self.counted:
+            self._reprojected(inputs)
         if func in _MATMULS:
             tracked, others = self._operands(func, args, kwargs)
             roles = frozenset().union(*(self.derived[id(t)] for t in tracked)) if tracked else frozenset()
@@ -710,11 +843,44 @@ class StepRecorder(TorchFunctionMode):
             if func in _CATS:
                 self._cat(args, kwargs)
 
+    def _reprojected(self, inputs: list[torch.Tensor]) -> None:
+        """Any operation (a product, a convolution, a multiply then a sum …) that combines a value
+        computed from a watched weight alone with one that has an axis of the prefix's length:
+        the prefix goes through that projection again. Counted as the rows of the prefix."""
+        roles = frozenset()
+        for t in inputs:
+            roles |= self.derived.get(id(t), frozenset())
+        roles &= self.counted
+        if not roles:
+            return
+        for t in inputs:
+            if id(t) in self.derived:
+                continue
+            sizes = [d for d in t.shape if d in self.prefix_sizes]
+            if not sizes:
+                continue
+            d = max(sizes)
+            rows = d if d in (self.batch * self.past, self.batch * self.total) and d not in (self.past, self.total) \
+                else self.batch * d
+            for role in roles:
+                entry = self.rows.get(role)
+                if entry is None or rows > entry[0]:
+                    self.rows[role] = [rows, *self._where()]
+            return
+
     def _prefix(self, inputs: list[torch.Tensor], out) -> None:
         """Follow what is computed from the cache (``inputs``: the call's tensors); note the first
-        such tensor that holds per-head keys or values of every token so far."""
+        such tensor that holds per-head keys or values of every token so far, and count the
+        elements of every product of such a tensor with the weight ``product_of`` (per-head keys
+        or values, a token or a head at a time as well as all at once)."""
         if not any(id(t) in self.tainted for t in inputs):
             return
+        if self.product_of and any(self.product_of in self.derived.get(id(t), ()) for t in inputs):
+            made = sum(t.numel() for t in tensors_in(out))
+            if self.decompressed is None:
+                self.decompressed = [made, *self._where()]
+            else:
+                self.decompressed[0] += made
         for t in tensors_in(out):
             self.tainted.add(id(t))
             self.keep.append(t)
@@ -794,6 +960,11 @@ class StepRecorder(TorchFunctionMode):
             out["cats"] = [list(c) for c in self.cats]
         if self.prefix_hit:
             out["prefix"] = self.prefix_hit
+        if self.decompressed and self.prefix is not None:
+            # the most the new tokens' own per-head keys and values could take: B·T_new·heads·width
+            name, width = max(self.prefix["widths"], key=lambda w: w[1])
+            allowed = self.batch * (self.total - self.past) * self.prefix["heads"] * width
+            out["decompressed"] = [*self.decompressed, allowed, name]
         return out
 
 
