@@ -1,9 +1,9 @@
 """Mixtral's sparse mixture of experts (Jiang et al., 2024), the feed-forward block of Mixtral,
 DeepSeek-MoE, Qwen-MoE and many 2024-26 models.
 
-A router (``gate``, one Linear without bias) scores every token against every expert; each token
-goes to its ``top_k`` experts by router logit, and its output is the sum of those experts' outputs
-weighted by a softmax over the ``top_k`` chosen logits (the same as a softmax over all experts
+A router (gate, one Linear without bias) scores every token against every expert; each token
+goes to its top_k experts by router logit, and its output is the sum of those experts' outputs
+weighted by a softmax over the top_k chosen logits (the same as a softmax over all experts
 renormalised over the chosen ones). Every expert is a SwiGLU feed-forward (w1 gate, w3 up, w2
 down). Routing is per token: tokens of one sequence go to different experts, and an expert only
 computes the tokens routed to it.
