@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from attnprep import exercises
 from attnprep.grader import weights as W
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds.routed_module import once_per_pattern
+from attnprep.grader.kinds.routed_module import mapping_per_pattern, once_per_pattern
 from attnprep.grader.result import MappingNote, Verdict
 from attnprep.solutions.moe import MoE
 
@@ -101,6 +101,13 @@ def test_notes_of_a_repeated_role_are_told_once():
                                        MappingNote("by_shape", "gate", "router"), MappingNote("stray", "", "scale")]
 
 
+def test_the_mapping_is_told_once_per_pattern_only_when_every_index_agrees():
+    same = {"gate": "router", **{f"experts.{e}.w1": f"experts.{e}.fc1" for e in range(3)}}
+    assert mapping_per_pattern(same) == {"gate": "router", "experts.*.w1": "experts.*.fc1"}
+    crossed = {"experts.0.w1": "experts.1.fc1", "experts.1.w1": "experts.0.fc1"}
+    assert mapping_per_pattern(crossed) == crossed
+
+
 @pytest.mark.parametrize("ci", [0, 1])
 def test_graded_inputs_route_without_near_ties(ci):
     kind = kind_for(EX, seed=0)
@@ -160,20 +167,22 @@ def test_top1_is_the_best_expert_alone_with_weight_one_and_per_sequence_uses_the
 def test_hugging_face_mixtral_is_graded_by_name(graded):
     result = graded(CORPUS / "ok_hf_mixtral.py")
     assert result.verdict is Verdict.PASSED
-    assert result.mapping["experts.3.w2"] == "experts.3.w2" and result.mapping["gate"] == "gate"
+    assert result.mapping == {"gate": "gate", "experts.*.w1": "experts.*.w1", "experts.*.w2": "experts.*.w2",
+                              "experts.*.w3": "experts.*.w3"}  # told once per repeated role
 
 
 def test_experts_with_hf_names_map_by_alias(graded):
     result = graded(CORPUS / "ok_dense_gather.py")
     assert result.verdict is Verdict.PASSED
-    assert result.mapping["experts.1.w1"] == "experts.1.gate_proj"
+    assert result.mapping["experts.*.w1"] == "experts.*.gate_proj"
     assert ("alias", "experts.*.w1", "experts.*.gate_proj") in {(n.kind, n.role, n.layer) for n in result.mapping_notes}
 
 
 def test_experts_of_unknown_names_are_mapped_by_shape(graded):
     result = graded(CORPUS / "ok_per_token_loop.py")
     assert result.verdict is Verdict.PASSED
-    assert result.mapping["gate"] == "router" and result.mapping["experts.2.w1"] == "experts.2.fc1"
+    assert result.mapping == {"gate": "router", "experts.*.w1": "experts.*.fc1", "experts.*.w2": "experts.*.proj",
+                              "experts.*.w3": "experts.*.fc2"}
     assert ("by_shape", "experts.*.w1", "experts.*.fc1") in {(n.kind, n.role, n.layer) for n in result.mapping_notes}
 
 

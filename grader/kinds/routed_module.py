@@ -15,6 +15,8 @@ the experts) and ``margin`` (the least gap between two router logits of a graded
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from attnprep.grader.cases import Case, generator
@@ -73,9 +75,36 @@ class RoutedModule(PlainModule):
         ]
 
     def build(self, namespace: dict, ci: int, channel):
+        """The attempt built and mapped as ``plain_module`` does; what the report reads (the mapping
+        and its notes) told once per repeated role, the mapping by index kept for the gradients."""
         built = super().build(namespace, ci, channel)
+        built.by_index = dict(built.mapping)
+        built.mapping = mapping_per_pattern(built.mapping)
         built.notes = once_per_pattern(built.notes)
         return built
+
+    def grad_leaves(self, attempt, case: Case, built):
+        by_index = getattr(built, "by_index", None)
+        return super().grad_leaves(attempt, case, built if by_index is None else dataclasses.replace(built, mapping=by_index))
+
+
+def mapping_per_pattern(mapping: dict[str, str]) -> dict[str, str]:
+    """role -> layer with a repeated role's indices told once when every index went to the same
+    pattern of layers, index to index: ``experts.*.w1 -> experts.*.fc1``."""
+    out: dict[str, str] = {}
+    patterns: dict[str, set] = {}
+    for role, layer in mapping.items():
+        pattern, index = _index_pattern(role)
+        layer_pattern, layer_index = _index_pattern(layer)
+        patterns.setdefault(pattern, set()).add((layer_pattern, layer_index == index) if len(index) == 1 else None)
+    for role, layer in mapping.items():
+        pattern, index = _index_pattern(role)
+        told = patterns[pattern]
+        if len(index) == 1 and len(told) == 1 and next(iter(told)) is not None and next(iter(told))[1]:
+            out[pattern] = next(iter(told))[0]
+        else:
+            out[role] = layer
+    return out
 
 
 def once_per_pattern(notes: list[MappingNote]) -> list[MappingNote]:
