@@ -48,14 +48,30 @@ def _graded_names(folder: Path, exercise_id: str, lines: list[str]) -> list[str]
     return [d.id for d in result.diagnoses]
 
 
+def _declared(exercise) -> list[str]:
+    """The reference with each of its declared mistake edits made (``[grading] edits``: knob ->
+    ``{old, new}`` replacements), where they apply."""
+    from attnprep.grader.kinds.plain_module import EditError, edited_source
+
+    source = exercise.solution_path.read_text(encoding="utf-8")
+    out = []
+    for edits in exercise.grading.get("edits", {}).values():
+        try:
+            out.append(edited_source(source, list(edits)))
+        except EditError:
+            continue
+    return out
+
+
 def generate(exercise_id: str, per_mistake: int, max_pairs: int, log=print) -> dict:
     exercise = exercises.get(exercise_id)
     listed = {m.id for m in exercise.mistakes}
     base = debugging.canonical(exercise.solution_path.read_text(encoding="utf-8"))
     base_lines = base.split("\n")
     edits = []
-    for m in mutation.generate(exercise_id, base):
-        text = m.source.split("\n", 1)[1].rstrip("\n")
+    # the exercise's own mistakes declared as edits of its reference ([grading] edits), first
+    texts = [debugging.canonical(t) for t in _declared(exercise)]
+    for text in texts + [m.source.split("\n", 1)[1].rstrip("\n") for m in mutation.generate(exercise_id, base)]:
         edit = _one_line_edit(base_lines, text)
         if edit is not None and edit not in edits:
             edits.append(edit)
