@@ -221,3 +221,10 @@ def test_divergence_points_at_the_wrong_line(name, line, graded):
 def test_moe_ends_its_chain_and_keeps_its_place():
     assert EX.follow_ups == ()
     assert EX.order == 19 and (EX.difficulty, EX.minutes) == ("hard", 12)
+
+
+def test_fused_gate_up_experts_are_mapped_by_rows_expert_by_expert(graded):
+    result = graded(CORPUS / "ok_fused_gate_up_experts.py")
+    assert result.verdict is Verdict.PASSED
+    assert result.mapping["experts.*.w1"] == result.mapping["experts.*.w3"] == "experts.*.gate_up_proj"
+    assert any(n.kind == "stacked" and n.layer == "experts.*.gate_up_proj" for n in result.mapping_notes)
