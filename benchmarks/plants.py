@@ -1,7 +1,8 @@
 """Generate ``exercises/<id>/plants.toml``: the verified mistakes ``attnprep debug`` plants.
 
 A plant is a one-line edit of the exercise's canonical reference (:func:`attnprep.debugging.canonical`)
-taken from the mutation generator (benchmarks/mutation.py) and kept only when the real grader, on
+taken from the exercise's own mistakes declared as edits (``[grading] edits``) and from the
+mutation generator (benchmarks/mutation.py), and kept only when the real grader, on
 the edited file, fails it and names exactly one mistake that the exercise lists. Pairs of plants
 (two mistakes on two lines) are kept only when the grader names both. Run it after adding an
 exercise or changing a reference (``attnprep debug`` says when a plants file is stale):
