@@ -47,6 +47,7 @@ class Param(NamedTuple):
     out_features: str  # expression; for rmsnorm: the normalised size
     bias: bool
     aliases: tuple[str, ...] = ()  # other names a layer of this role goes by (Hugging Face's gate_proj for w1)
+    repeat: str = ""  # a repeated role: how many (an expression, "num_experts"); its name holds the index as * (experts.*.w1)
 
     def shapes(self, args: dict[str, int]) -> dict[str, tuple[int, ...]]:
         """Parameter tensors of this layer, ``{"weight": (out, in), "bias": (out,)}``."""
@@ -271,6 +272,7 @@ def _load(folder: Path, lang: str = "en") -> Exercise:
                 out_features=p["out"],
                 bias=p.get("bias", True),
                 aliases=tuple(p.get("aliases", ())),
+                repeat=p.get("repeat", ""),
             )
             for p in c.get("params", [])
         ),

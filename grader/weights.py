@@ -10,12 +10,18 @@ When no such assignment exists, two more styles are tried: one layer stacking se
 along its out-features (nanoGPT's ``c_attn``, Perceiver's ``to_kv``, NeoX's per-head interleaved
 ``query_key_value``), and one role spread over a ``ModuleList`` of per-head layers. Their roles
 are recorded as row slices (:attr:`Mapping.rows`): loaded by rows, their gradients graded by rows.
+
+A role the contract repeats (``experts.*.w1`` with ``repeat = "num_experts"``: one per expert) is
+one role per index, ``experts.0.w1`` …; they are mapped as one: the pattern to a pattern of the
+attempt's layers with one same-shaped layer per index (a ``ModuleList``'s), by name or by shape,
+index to index (see :func:`_repeated`).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -44,6 +50,7 @@ class Role:
     weight: tuple[int, ...]
     bias: tuple[int, ...] | None
     aliases: tuple[str, ...] = ()  # other names of its layer, mapped as its own (``gate_proj`` for ``w1``)
+    pattern: str = ""  # a repeated role's name with its index as ``*`` (``experts.*.w1``); "" for a single role
 
     def named(self, layer: str, leaf: bool = False) -> bool:
         """Whether the attempt's layer ``layer`` goes by this role's name or one of its aliases
@@ -69,10 +76,19 @@ class Mapping:
 
 
 def roles_for(exercise, args: dict[str, int]) -> list[Role]:
+    """The contract's roles for the sizes ``args``; a repeated one (``repeat``) once per index."""
+    from attnprep.exercises import evaluate
+
     roles = []
     for p in exercise.contract.params:
         shapes = p.shapes(args)
-        roles.append(Role(p.name, p.type, shapes["weight"], shapes.get("bias"), tuple(getattr(p, "aliases", ()))))
+        aliases = tuple(getattr(p, "aliases", ()))
+        if not getattr(p, "repeat", ""):
+            roles.append(Role(p.name, p.type, shapes["weight"], shapes.get("bias"), aliases))
+            continue
+        for i in range(evaluate(p.repeat, args)):
+            roles.append(Role(p.name.replace("*", str(i)), p.type, shapes["weight"], shapes.get("bias"),
+                              tuple(a.replace("*", str(i)) for a in aliases), pattern=p.name))
     return roles
 
 
@@ -180,11 +196,80 @@ def candidates(roles: list[Role], layers: list[Layer], heads: tuple[int, ...] = 
     assignment exists, layers that stack several roles or one role spread over per-head layers
     (see :func:`_fused`; ``heads``: the exercise's head counts) are tried. ``leaf_names``: a nested
     layer (``mlp.w1``) is taken by name when it alone has the role's name as its last part."""
+    if any(r.pattern for r in roles):
+        return _repeated(roles, layers, heads, leaf_names)
     plain, why = _plain(roles, layers, leaf_names)
     if plain or why is None:
         return plain, why
     fused = _fused(roles, layers, tuple(sorted(set(h for h in heads if h > 1))), leaf_names)
     return (fused, None) if fused else ([], why)
+
+
+def _repeated(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_names: bool) -> tuple[list[Mapping], Message | None]:
+    """Candidates when some roles repeat by index: each repeated role stands for all its indices
+    (``experts.*.w1``), each group of the attempt's layers with one index and one per index
+    0..n-1 stands for all its members (``experts.*.fc1``, its ``ModuleList``); those are mapped as
+    single roles and layers are, then expanded index by index. A repeated role takes only a
+    group of as many layers, a single role never a group."""
+    counts = Counter(r.pattern for r in roles if r.pattern)
+    one: dict[str, Role] = {}
+    for r in roles:
+        if r.pattern and r.pattern not in one:
+            one[r.pattern] = Role(r.pattern, r.kind, r.weight, r.bias, tuple(_index_pattern(a)[0] for a in r.aliases))
+    groups: dict[tuple, dict[int, Layer]] = {}
+    for layer in layers:
+        pattern, index = _index_pattern(layer.name)
+        if len(index) == 1:
+            groups.setdefault((pattern, layer.weight, layer.bias, layer.transposed), {})[index[0]] = layer
+    members: dict[str, int] = {}
+    grouped, stand_ins = set(), []
+    for (pattern, weight, bias, transposed), by_index in groups.items():
+        if sorted(by_index) == list(range(len(by_index))) and len(by_index) in counts.values():
+            stand_ins.append(Layer(pattern, weight, bias, transposed))
+            members[pattern] = len(by_index)
+            grouped.update(l.name for l in by_index.values())
+    single = [r for r in roles if not r.pattern]
+    mappings, why = candidates(single + list(one.values()), [l for l in layers if l.name not in grouped] + stand_ins,
+                               heads, leaf_names)
+    expanded = [m for m in (_expand(m, counts, members, roles) for m in mappings) if m is not None]
+    if mappings and not expanded:
+        shown = next(iter(one.values()))
+        return [], msg("contract.no_layer", shape=str(tuple(shown.weight)), names=shown.name, found=0, needed=counts[shown.name])
+    return expanded, why
+
+
+def _expand(m: Mapping, counts: Counter, members: dict[str, int], roles: list[Role]) -> Mapping | None:
+    """A mapping of repeated roles and groups of layers, index by index; None when a repeated role
+    got a layer that is not a group of as many (or a single role a group)."""
+    def indices(role: str, layers: list[str]) -> list[tuple[str, dict[str, str]]] | None:
+        if role not in counts:
+            return None if any(l in members for l in layers) else [(role, {l: l for l in layers})]
+        if any(members.get(l) != counts[role] for l in layers):
+            return None
+        return [(role.replace("*", str(i)), {l: l.replace("*", str(i)) for l in layers}) for i in range(counts[role])]
+
+    out = Mapping(layers={}, by_name=m.by_name, notes=list(m.notes))
+    layers: dict[str, str] = {}
+    for role, layer in m.layers.items():
+        named = m.layer_names(role)
+        each = indices(role, named)
+        if each is None:
+            return None
+        for name, renamed in each:
+            layers[name] = layer.replace("*", _index_of(name, role)) if role in counts else layer
+            if role in m.rows:
+                out.rows[name] = [(renamed[l], rows) for l, rows in m.rows[role]]
+            if role in m.zero_bias:
+                out.zero_bias.add(name)
+            if role in m.transposed:
+                out.transposed.add(name)
+    out.layers = {r.name: layers[r.name] for r in roles}
+    return out
+
+
+def _index_of(name: str, pattern: str) -> str:
+    """The index a repeated role's name holds where its pattern has ``*``."""
+    return next((a for a, b in zip(name.split("."), pattern.split(".")) if b == "*"), "")
 
 
 def _plain(roles: list[Role], layers: list[Layer], leaf_names: bool = False) -> tuple[list[Mapping], Message | None]:

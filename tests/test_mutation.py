@@ -40,6 +40,8 @@ OWN = {
     "cross_entropy": {"min": 40, "sample": 5, "families": {"constant", "arith", "compare", "mask_drop", "mask_negate", "sign"}},
     "sampling": {"min": 40, "sample": 5, "families": {"constant", "softmax_dim", "compare", "mask_combine", "mask_drop",
                                                       "mask_negate", "split_order"}},
+    # a router, a top-k and a loop of SwiGLU experts: its named mistakes (tests/corpus/moe) are the rest
+    "moe": {"min": 30, "sample": 4, "families": {"constant", "softmax_dim", "split_order", "layer_drop"}},
 }
 # Families tried in this order for the killed sample: the exercise's own first, then the classic
 # mistakes; the first output-changing mutant of each family is graded.

@@ -226,7 +226,7 @@ class AttentionModule:
                  if W.layer_named(layers, name).bias is not None]
         if extra:
             r, name = extra[0]
-            p = next(p for p in self.exercise.contract.params if p.name == r.name)
+            p = next(p for p in self.exercise.contract.params if p.name in (r.name, r.pattern))  # experts.*.w1 for experts.0.w1
             raise ContractError("contract.extra_bias", layer=name, role=r.name, expected=p.describe())
         W.load(module, chosen, weights)
         taken = W.bare_params(module, chosen)
