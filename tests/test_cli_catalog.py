@@ -88,7 +88,12 @@ def test_list_table_shows_every_exercise_in_registry_order_with_its_status(ws):
 def test_list_fits_80_columns_one_line_per_exercise(ws, lang):
     """Every exercise's row is one line at 80 columns (a title that wraps pushes the table past a
     screen and reads as two exercises)."""
-    out = run("--lang", lang, "list", env={"COLUMNS": "80"}).stdout
+    from attnprep import texts
+
+    try:
+        out = run("--lang", lang, "list", env={"COLUMNS": "80"}).stdout
+    finally:
+        texts.set_language("en")  # --lang stays set in this process
     rows = [line for line in out.splitlines()[1:] if line.strip() and not line.startswith(" ")]
     ids = list(exercises.registry())
     table = out.splitlines()[1:1 + len(ids)]
