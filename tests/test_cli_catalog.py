@@ -93,7 +93,7 @@ def test_list_fits_80_columns_one_line_per_exercise(ws, lang):
     try:
         out = run("--lang", lang, "list", env={"COLUMNS": "80"}).stdout
     finally:
-        texts.set_language("en")  # --lang stays set in this process
+        texts.set_language(None)  # --lang stays set in this process: back to the environment
     rows = [line for line in out.splitlines()[1:] if line.strip() and not line.startswith(" ")]
     ids = list(exercises.registry())
     table = out.splitlines()[1:1 + len(ids)]
