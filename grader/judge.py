@@ -599,6 +599,9 @@ class Judge:
         the one mistake's variant reproduces, every other case matches the reference. Named with
         the cases it shows in; nothing when no mistake, or more than one, explains them."""
         failing = {(c.config, c.case.name) for c in self.failed_cases}
+        total = sum(len(self.cases(d.index)) for d in configs)
+        if len(failing) >= total:  # every case is wrong: no group, and no single mistake explained them all
+            return []
         fills = variants.FILLS
         alone = [k for k in self.kind.knobs() if any(reproduces(k, f, only=failing) for f in fills)]
         if len({k.split(":")[0] for k in alone}) > 1:  # ties on the graded positions: all positions decide
@@ -607,7 +610,6 @@ class Judge:
             return []
         knob = alone[0]
         cases = ", ".join(dict.fromkeys(c.case.name for c in self.failed_cases))
-        total = sum(len(self.cases(d.index)) for d in configs)
         evidence = (msg("evidence.case_group", cases=cases, others=total - len(failing)),)
         return [Diagnosis(knob.split(":")[0], evidence + self._evidence(knob.split(":")[0], knob, configs)[1:])]
 
