@@ -42,7 +42,8 @@ def _bad(rule: str, key: str, **params) -> Finding:
 
 
 def corpus_header(path: Path) -> tuple[str | None, str | None]:
-    """A corpus attempt's ``# expect: <verdict>`` and ``# diagnosis: <mistake id>`` (lines 1–3)."""
+    """A corpus attempt's ``# expect: <verdict>`` and ``# diagnosis: <mistake id>`` (lines 1–3;
+    two mistakes named together: ``<id> + <id>``)."""
     expect = diagnosis = None
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:3]:
         if line.startswith("# expect:"):
@@ -188,7 +189,7 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
             continue
         result = grade(path, exercise)
         ids = [d.id for d in result.diagnoses]
-        if result.verdict.value == expect and ids == ([diagnosis] if diagnosis else []):
+        if result.verdict.value == expect and sorted(ids) == sorted(diagnosis.split(" + ") if diagnosis else []):
             yield _ok("corpus", "devcheck.attempt_ok", file=path.name, verdict=expect)
         else:
             yield _bad("corpus", "devcheck.attempt_differs", file=path.name, expect=expect,

@@ -520,11 +520,16 @@ class Judge:
             outputs.append((data, per_case))
         observed_name = self.observed_case.name
 
-        def reproduces(knob, fill, all_positions=False) -> bool:
+        def reproduces(knob, fill, all_positions=False, names=None, only=None) -> bool:
             for data, cases in outputs:
                 call = self.kind.variant(data.index, frozenset(data.zero_bias), knob, fill)
                 order = sorted(cases.values(), key=lambda cg: cg[0].name != observed_name)
                 for case, got_all in order:
+                    if only is not None and (data.index, case.name) not in only:
+                        continue
+                    got_all = {n: g for n, g in got_all.items() if names is None or n in names}
+                    if not got_all:
+                        continue
                     if any(g is None for g in got_all.values()):
                         return False
                     try:
@@ -563,10 +568,24 @@ class Judge:
         seen = set()
         # two knobs at once, for kinds whose variants take them, and only for outputs that differ
         if not matched and self.failed_cases and getattr(self.kind, "pair_knobs", False):
-            pair = next((p for p in self._pairs() if any(reproduces(p, f) for f in variants.FILLS)), None)
+            pairs = self._pairs()
+            pair = next((p for p in pairs if any(reproduces(p, f) for f in variants.FILLS)), None)
+            if pair is not None and not any(reproduces(pair, f, all_positions=True) for f in variants.FILLS):
+                # a tie on the graded positions (padding ignored vs masked on the query rows): the
+                # pair with one of its knobs swapped that also matches the padded rows is the name
+                ids = [k.split(":")[0] for k in pair]
+                swaps = [(k, other) for other in pair for k in self.kind.knobs()
+                         if k.split(":")[0] not in ids]
+                pair = next((p for p in swaps if any(reproduces(p, f, all_positions=True) for f in variants.FILLS)), pair)
             if pair is not None:
                 found.extend(self._pair_diagnoses(pair, configs))
                 seen.update(d.id for d in found)
+        if not matched and not found and self.failed_cases and getattr(self.kind, "outputs_apart", False):
+            found.extend(self._apart(outputs, reproduces, configs))
+            seen.update(d.id for d in found)
+        if not matched and not found and self.failed_cases:
+            found.extend(self._case_group(reproduces, configs))
+            seen.update(d.id for d in found)
         for knob in matched:
             mistake_id = knob.split(":")[0]
             if mistake_id in seen:
@@ -582,6 +601,63 @@ class Judge:
                 found.append(d)
         made = {d.id for d in found}
         return [d for d in found if variants.SUPERSEDED_BY.get(d.id) not in made]
+
+    def _apart(self, outputs, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
+        """Each object's outputs explained on their own (norms' RMSNorm and LayerNorm, sdpa's softmax
+        and attention, rope's cache and rotation), for kinds whose objects are graded on outputs of
+        their own names: a wrong output named by the one mistake whose variant reproduces it on every
+        case, that output alone, or by that mistake with one named for another output (an object
+        that calls the other one). An output that no mistake (or several) explains is named nothing;
+        the others still are."""
+        names = list(dict.fromkeys(n for _, cases in outputs for _, got in cases.values() for n in got))
+        if len(names) < 2:
+            return []
+        knobs = self.kind.knobs()
+        fills = variants.FILLS
+        wrong = [n for n in names if not any(reproduces("", f, names={n}) for f in fills)]
+        named: dict[str, str] = {}  # output -> the knob that explains it alone
+        for name in wrong:
+            alone = [k for k in knobs if any(reproduces(k, f, names={name}) for f in fills)]
+            if len(alone) > 1:  # ties on the graded positions: all positions decide
+                alone = [k for k in alone if any(reproduces(k, f, True, {name}) for f in fills)] or alone
+            if len({k.split(":")[0] for k in alone}) == 1:
+                named[name] = alone[0]
+        for name in wrong:
+            if name in named or not getattr(self.kind, "pair_knobs", False):
+                continue
+            with_other = [(o, k) for o in dict.fromkeys(named.values()) for k in knobs
+                          if k.split(":")[0] != o.split(":")[0] and any(reproduces((o, k), f, names={name}) for f in fills)]
+            if len({k.split(":")[0] for _, k in with_other}) == 1:
+                named[name] = with_other[0][1]
+        found, seen = [], set()
+        for name in wrong:
+            knob = named.get(name)
+            if knob is None or knob.split(":")[0] in seen:
+                continue
+            seen.add(knob.split(":")[0])
+            evidence = (msg("evidence.object_apart", output=name),) + self._evidence(knob.split(":")[0], knob, configs)[1:]
+            found.append(Diagnosis(knob.split(":")[0], evidence))
+        return found
+
+    def _case_group(self, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
+        """A mistake confined to a group of cases (positions ignored when given as (T,), honoured as
+        (B, T); the padding ignored only when it is on the left): the wrong cases are exactly those
+        the one mistake's variant reproduces, every other case matches the reference. Named with
+        the cases it shows in; nothing when no mistake, or more than one, explains them."""
+        failing = {(c.config, c.case.name) for c in self.failed_cases}
+        total = sum(len(self.cases(d.index)) for d in configs)
+        if len(failing) >= total:  # every case is wrong: no group, and no single mistake explained them all
+            return []
+        fills = variants.FILLS
+        alone = [k for k in self.kind.knobs() if any(reproduces(k, f, only=failing) for f in fills)]
+        if len({k.split(":")[0] for k in alone}) > 1:  # ties on the graded positions: all positions decide
+            alone = [k for k in alone if any(reproduces(k, f, True, only=failing) for f in fills)] or alone
+        if len({k.split(":")[0] for k in alone}) != 1:
+            return []
+        knob = alone[0]
+        cases = ", ".join(dict.fromkeys(c.case.name for c in self.failed_cases))
+        evidence = (msg("evidence.case_group", cases=cases, others=total - len(failing)),)
+        return [Diagnosis(knob.split(":")[0], evidence + self._evidence(knob.split(":")[0], knob, configs)[1:])]
 
     def _pairs(self) -> list[tuple[str, str]]:
         """Two knobs at once, masks and scales first, at most :data:`PAIR_LIMIT` of them; the

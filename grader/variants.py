@@ -160,6 +160,9 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
         v = k  # the keys mixed instead of the values
     if mistake == "mask_after_softmax":
         return scores.softmax(dim=dim).masked_fill(~allowed, 0.0) @ v
+    if mistake == "mask_after_softmax:causal":  # the padding before the softmax, the causal mask after it
+        before = scores.masked_fill(~real, fill if isinstance(fill, float) else float("-inf"))
+        return before.softmax(dim=dim).masked_fill(~causal[None, None], 0.0) @ v
     if isinstance(fill, MaskFills) and not merged:
         scores = fill.apply(scores, ~real, ~causal[None, None])
     else:
@@ -224,11 +227,11 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
     return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
 
 
-def _rms(weights, role, x, skip):
+def _rms(weights, role, x, skip, eps=1e-6):
     if skip:
         return x
     y = x.float()
-    y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)
+    y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps)
     return (y * weights[role]["weight"].float()).to(x.dtype)
 
 
@@ -263,7 +266,8 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
     theta = config.get("rope_theta", 10000.0)
     skip_q = mistake in ("mla_norm_skipped", "mla_norm_skipped:q")
     skip_kv = mistake in ("mla_norm_skipped", "mla_norm_skipped:kv")
-    q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q))
+    eps = 1e-5 if mistake == "norm_eps_convention" else 1e-6  # the RMSNorms' eps by Llama's convention
+    q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q, eps))
     q = q.view(B, T, H, nope + r)
     if mistake == "mla_split_order:q":
         q_pe, q_nope = q.split([r, nope], dim=-1)
@@ -275,7 +279,7 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
     else:
         c_kv, k_pe = _linear(weights, "wkv_a", x).split([kv_rank, r], dim=-1)
     k_pe = rope(k_pe.unsqueeze(2), theta, mistake)  # (B, T, 1, r)
-    kv = _linear(weights, "wkv_b", _rms(weights, "kv_norm", c_kv, skip_kv)).view(B, T, H, nope + dv)
+    kv = _linear(weights, "wkv_b", _rms(weights, "kv_norm", c_kv, skip_kv, eps)).view(B, T, H, nope + dv)
     if mistake == "mla_split_order:kv_b":
         v, k_nope = kv.split([dv, nope], dim=-1)
     else:

@@ -156,6 +156,7 @@ def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str,
 
 class NormModules:
     probes = frozenset({"gradients", "device"})  # rows are independent: equality on every case says it
+    outputs_apart = True  # each object's outputs are named on their own (judge._apart)
     token_axis = 1
 
     def __init__(self, exercise, seed: int):

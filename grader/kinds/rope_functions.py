@@ -117,6 +117,7 @@ def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
 class RopeFunctions:
     probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
+    outputs_apart = True  # each object's outputs are named on their own (judge._apart)
     token_axis = 2
 
     def __init__(self, exercise, seed: int):

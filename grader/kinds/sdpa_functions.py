@@ -152,6 +152,7 @@ def _softmax_tolerance(x: torch.Tensor) -> tuple[float, float] | None:
 class SdpaFunctions:
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
+    outputs_apart = True  # each object's outputs are named on their own (judge._apart)
     token_axis = 2
 
     def __init__(self, exercise, seed: int):
