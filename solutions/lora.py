@@ -1,11 +1,11 @@
 """LoRA: a frozen linear layer plus a trainable low-rank update (Hu et al., 2021).
 
-The pretrained layer ``base`` (W: (out, in), b: (out,)) is frozen; only two small matrices train:
-``lora_A`` (in -> r) and ``lora_B`` (r -> out), r << min(in, out). The update B·A (out, in) has rank
+The pretrained layer base (W: (out, in), b: (out,)) is frozen; only two small matrices train:
+lora_A (in -> r) and lora_B (r -> out), r << min(in, out). The update B·A (out, in) has rank
 at most r and is scaled by alpha / r, so that changing r does not change how large the update is.
-``lora_B`` starts at zero: the layer starts as exactly ``base``, and the gradient still reaches
-``lora_B`` through A·x (A is random). After training, ``merged()`` folds the update into one plain
-``nn.Linear``: W' = W + (alpha / r) · B·A, with no extra cost at inference.
+lora_B starts at zero: the layer starts as exactly base, and the gradient still reaches
+lora_B through A·x (A is random). After training, merged() folds the update into one plain
+nn.Linear: W' = W + (alpha / r) · B·A, with no extra cost at inference.
 """
 
 import torch
