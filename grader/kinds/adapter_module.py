@@ -8,9 +8,9 @@ data in ``[grading]`` (a LoRA layer needs all three):
   reference's same method (and its mistakes are edits of it). ``method_types`` may name the class
   the returned module must be (``{ merged = "Linear" }``, a ``torch.nn`` class): another is a failed
   check.
-- ``frozen``: contract roles whose parameters must receive no gradient (``roles``), after the
-  backward of the gradients probe. Their parameters are left out of the graded gradients; one that
-  received a gradient fails the ``frozen`` check, and a ``mistake`` is named when one of the
+- ``frozen``: contract roles whose parameters must receive no gradient (``roles``): after the
+  backward of the gradients probe, one that received a gradient or still has ``requires_grad``
+  fails the ``frozen`` check (their parameters are left out of the graded gradients), and a ``mistake`` is named when one of the
   parameters of ``named_by`` did (``["weight"]``: a trainable bias alone fails, unnamed).
 - ``init``: the attempt's own initialisation, read when its constructor returns and before the
   grader loads its seeded weights: roles whose weight must be all zero (``zero``) and roles whose
@@ -40,7 +40,7 @@ class AdapterModule(plain_module.PlainModule):
         self.frozen: dict = dict(grading.get("frozen", {}))
         self.init: dict = dict(grading.get("init", {}))
         self._constructed: dict[str, tuple[bool, bool]] = {}  # child: parameter -> (all zero, requires_grad)
-        self._built: tuple[Any, Built] | None = None  # child: the attempt built last and its mapping
+        self._built: dict[int, tuple] = {}  # child: id(attempt) -> (the attempt, its mapping, its roles' zero init)
         self._gradient_case: Case | None = None  # child: the case run with gradients on (forward only)
 
     # --- shared -------------------------------------------------------------------------------
@@ -66,10 +66,18 @@ class AdapterModule(plain_module.PlainModule):
 
     def build(self, namespace: dict, ci: int, channel) -> Built:
         built = super().build(namespace, ci, channel)
-        missing = [name for name in self.methods if not callable(getattr(built.attempt, name, None))]
+        module = built.attempt
+        missing = [name for name in self.methods if not callable(getattr(module, name, None))]
         if missing:
             raise ContractError("adapter_module.no_method", name=self.object, method=missing[0])
-        self._built = (built.attempt, built)
+        names = {id(p): n for n, p in module.named_parameters()}
+        zero = {}  # role -> its weight was all zero as the constructor left it
+        for role in [*self.init.get("zero", []), *self.init.get("nonzero", [])]:
+            weight = self._role_params(module, built, role).get("weight")
+            state = self._constructed.get(names.get(id(weight), ""))
+            if state is not None:
+                zero[role] = state[0]
+        self._built[id(module)] = (module, built, zero)
         return built
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
@@ -100,20 +108,13 @@ class AdapterModule(plain_module.PlainModule):
         return case, {name: p for name, p in leaves.items() if not name.startswith(frozen)}
 
     def child_extra(self, attempt) -> dict | None:
-        """After the gradients probe: which parameters of the frozen roles received a gradient, the
+        """After the gradients probe: which parameters of the frozen roles can train, the
         zero / non-zero roles as the constructor left them, and the type each method returns."""
-        if self._built is None or self._built[0] is not attempt:
+        if id(attempt) not in self._built:
             return None
-        built = self._built[1]
-        names = {id(p): n for n, p in attempt.named_parameters()}
-        grads = {f"{role}.{leaf}": p.grad is not None
+        _, built, zero = self._built[id(attempt)]
+        grads = {f"{role}.{leaf}": p.grad is not None or p.requires_grad  # trainable, or reached by a gradient
                  for role in self.frozen.get("roles", []) for leaf, p in self._role_params(attempt, built, role).items()}
-        zero = {}
-        for role in [*self.init.get("zero", []), *self.init.get("nonzero", [])]:
-            weight = self._role_params(attempt, built, role).get("weight")
-            state = self._constructed.get(names.get(id(weight), ""))
-            if state is not None:
-                zero[role] = state[0]
         types = {}
         for name in self.methods:
             with torch.no_grad():
