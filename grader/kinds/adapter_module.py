@@ -20,6 +20,7 @@ data in ``[grading]`` (a LoRA layer needs all three):
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
@@ -55,8 +56,18 @@ class AdapterModule(plain_module.PlainModule):
         outputs = {"out": first(module(x))}
         if case.dtype == "float32" and case is not self._gradient_case:  # the backward is of forward alone
             for name in self.methods:
-                outputs[name] = first(getattr(module, name)()(x))
+                outputs[name] = first(self._made(module, name)(x))
         return outputs
+
+    @staticmethod
+    def _made(module, name: str):
+        """What ``module.name()`` returns, called on a copy: a method that merges in place (PEFT's
+        merge()) and returns the updated base leaves the graded module as it was."""
+        try:
+            owner = copy.deepcopy(module)
+        except Exception:  # noqa: BLE001 — a module that cannot be copied is called as it is
+            owner = module
+        return getattr(owner, name)()
 
     # --- child --------------------------------------------------------------------------------
 
@@ -84,7 +95,7 @@ class AdapterModule(plain_module.PlainModule):
         module = attempt
         if case.dtype != "float32":
             if self._low is None or self._low[0] is not attempt:
-                self._low = (attempt, plain_module.copy.deepcopy(attempt).to(getattr(torch, case.dtype)))
+                self._low = (attempt, copy.deepcopy(attempt).to(getattr(torch, case.dtype)))
             module = self._low[1]
         return self._outputs(module, case, case.inputs["x"])
 
@@ -118,7 +129,7 @@ class AdapterModule(plain_module.PlainModule):
         types = {}
         for name in self.methods:
             with torch.no_grad():
-                made = getattr(attempt, name)()
+                made = self._made(attempt, name)
             types[name] = [type(made).__module__, type(made).__name__]
         return {"grads": grads, "zero": zero, "types": types}
 
@@ -139,7 +150,7 @@ class AdapterModule(plain_module.PlainModule):
         module = self._module(self.solution(), ci, zero_bias, "float32")
 
         def call(case: Case):
-            m = module if case.dtype == "float32" else plain_module.copy.deepcopy(module).to(getattr(torch, case.dtype))
+            m = module if case.dtype == "float32" else copy.deepcopy(module).to(getattr(torch, case.dtype))
             return self._outputs(m, case, case.inputs["x"])
 
         return call
