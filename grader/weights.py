@@ -125,12 +125,12 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             continue
         weight = params.pop("weight", None)
         bias = params.pop("bias", None)
-        if weight is None:
-            if bias is not None:
-                params["bias"] = bias
+        def bare(params: dict, gains: bool) -> None:
+            """Bare matrices as layers (with their bias), and with ``gains`` a bare 1-d parameter
+            that is no matrix's bias too (a norm's gain: SPEC §1, mapped by shape too)."""
             partners = {bias_partner(n, params) for n, p in params.items() if p.dim() == 2}
             for n, p in params.items():
-                if p.dim() == 1 and n not in partners:  # a bare norm gain (SPEC §1: mapped by shape too)
+                if gains and p.dim() == 1 and n not in partners:
                     layers.append(Layer(f"{prefix}.{n}".lstrip("."), tuple(p.shape), None))
                 if p.dim() != 2:
                     continue
@@ -140,12 +140,17 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
                 layers.append(Layer(name, tuple(p.shape), bias_shape))
                 layers.append(Layer(name, tuple(reversed(p.shape)), bias_shape, transposed=True))
             stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)  # until a role takes them: bare_params
+
+        if weight is None:
+            if bias is not None:
+                params["bias"] = bias
+            bare(params, gains=True)
             continue
         bias_shape = tuple(bias.shape) if bias is not None else None
         layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
         if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
             layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
-        stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)
+        bare(params, gains=False)  # matrices beside a layer's own weight (loralib's Linear(nn.Linear) holds lora_A, lora_B)
     return layers, stray
 
 

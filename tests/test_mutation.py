@@ -42,6 +42,8 @@ OWN = {
                                                       "mask_negate", "split_order"}},
     # a router, a top-k and a loop of SwiGLU experts: its named mistakes (tests/corpus/moe) are the rest
     "moe": {"min": 30, "sample": 4, "families": {"constant", "softmax_dim", "split_order", "layer_drop"}},
+    # a linear layer, two adapters and a merge: its named mistakes (tests/corpus/lora) are the rest
+    "lora": {"min": 10, "sample": 3, "families": {"constant", "layer_drop", "param_drop", "matmul_swap", "arith"}},
 }
 # Families tried in this order for the killed sample: the exercise's own first, then the classic
 # mistakes; the first output-changing mutant of each family is graded.
@@ -50,6 +52,7 @@ FOCUS = {"gqa": ("repeat",), "mha_fused": ("split_order",), "mla": ("layer_drop"
          "kv_cache": ("split_order", "causal_tri"), "mla_decode": ("split_order", "matmul_swap"),
          "rope": ("sign", "cast"), "norms": ("param_drop", "cast"),
          "cross_attention": ("qkv_swap", "layer_drop"), "flash": ("arith", "mask_drop")}
+FOCUS["lora"] = ("layer_drop", "matmul_swap", "param_drop")  # its constants add biases: contract failures
 FAMILY_ORDER = ("scale", "softmax_dim", "mask_negate", "mask_drop", "causal_tri", "qkv_swap", "transpose",
                 "layer_drop", "repeat", "split_order", "mask_axis", "matmul_swap", "reshape", "condition", "constant",
                 "cast", "param_drop", "sign", "arith")

@@ -87,6 +87,11 @@ SPEC = {
         "objects": ("SwiGLU",),
         "constructor": "d_model, d_ff",
     },
+    "lora": {
+        "kind": "adapter_module",
+        "objects": ("LoRALinear",),
+        "constructor": "in_features, out_features, r, alpha",
+    },
 }
 
 ORDER = {"causal": 0, "mha": 1, "mha_fused": 2, "mqa": 3, "gqa": 4, "mla": 5}
@@ -157,6 +162,9 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
                         **_linear(f"experts.{e}.w2", a["d_ff"], a["d_model"], bias=False),
                         **_linear(f"experts.{e}.w3", a["d_model"], a["d_ff"], bias=False)}
         return {**_linear("gate", a["d_model"], a["num_experts"], bias=False), **experts}
+    if exercise_id == "lora":
+        return {**_linear("base", a["in_features"], a["out_features"]), **_linear("lora_A", a["in_features"], a["r"], bias=False),
+                **_linear("lora_B", a["r"], a["out_features"], bias=False)}
     if exercise_id == "swiglu":
         return {**_linear("w1", a["d_model"], a["d_ff"], bias=False), **_linear("w2", a["d_ff"], a["d_model"], bias=False),
                 **_linear("w3", a["d_model"], a["d_ff"], bias=False)}
@@ -208,8 +216,8 @@ _GROUPED = lambda ex: "num_kv_heads" in _arg_names(ex.contract.constructor)  # n
 _FUSED = lambda ex: any(p.name == "qkv_proj" for p in ex.contract.params)  # noqa: E731  (one projection for q, k and v)
 _LATENT = lambda ex: "kv_lora_rank" in _arg_names(ex.contract.constructor)  # noqa: E731  (MLA: a compressed latent)
 _MLA_DECODE = lambda ex: _LATENT(ex) and _CACHED(ex)  # noqa: E731  (the absorbed form over a cache of latents)
-_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules", "plain_module", "tensor_functions", "routed_module")  # noqa: E731  (scores, softmax, masks)
-_LOW_PRECISION = lambda ex: ex.contract.kind in ("rope_functions", "norm_modules", "plain_module", "routed_module")  # noqa: E731  (graded in bfloat16 / float16)
+_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules", "plain_module", "tensor_functions", "routed_module", "adapter_module")  # noqa: E731  (scores, softmax, masks)
+_LOW_PRECISION = lambda ex: ex.contract.kind in ("rope_functions", "norm_modules", "plain_module", "routed_module", "adapter_module")  # noqa: E731  (graded in bfloat16 / float16)
 _BIASED = lambda ex: ex.contract.kind == "biased_attention"  # noqa: E731  (causal, a position bias: "no causal mask" is its own mistake)
 _CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex) or _BIASED(ex)  # noqa: E731
 # a blocked (flash) kernel has no softmax over whole rows: a softmax dim, a mask after the exp (p is
@@ -510,7 +518,7 @@ def test_contract_matches_spec(exercise_id):
             n: _defaults(_args(c))["eps"] for n, c in spec["constructors"].items()}
         assert {n: tuple(r) for n, r in ex.grading["params"].items()} == {"RMSNorm": ("weight",), "LayerNorm": ("weight", "bias")}
         _same_signature(_args(ex.contract.forward), "x", annotations=False)
-    elif spec["kind"] in ("plain_module", "routed_module"):
+    elif spec["kind"] in ("plain_module", "routed_module", "adapter_module"):
         _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
         _same_signature(_args(ex.contract.forward), "x", annotations=False)
     elif spec["kind"] == "cached_module":
@@ -611,7 +619,7 @@ def test_stub_signatures_match_the_contract(exercise_id):
     top = {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     for name in ex.contract.objects:
         assert name in top, f"stub does not define {name}"
-    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module"):
+    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module"):
         (cls,) = [top[n] for n in ex.contract.objects]
         assert any(isinstance(b, ast.Attribute) and b.attr == "Module" for b in cls.bases)
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
@@ -720,7 +728,7 @@ def test_reference_solution_signatures_match_the_contract(exercise_id):
 
     ex = registry()[exercise_id]
     module = _solution(exercise_id)
-    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module"):
+    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module"):
         cls = getattr(module, ex.contract.objects[0])
         pairs = [(cls.__init__, ex.contract.constructor), (cls.forward, ex.contract.forward)]
     elif ex.contract.kind == "norm_modules":

@@ -196,6 +196,7 @@ class AttentionModule:
         if not isinstance(module, torch.nn.Module):
             raise ContractError("contract.not_a_module", name=self.object)
         module.eval()
+        self.constructed(module)
         roles = self.roles(ci)
         layers, stray = W.layers_of(module)
         options, why = W.candidates(roles, layers, self.head_counts(ci), self.leaf_names)
@@ -237,6 +238,10 @@ class AttentionModule:
                      if role != layer and role not in chosen.rows and role not in aliased] + notes
         return Built(module, dict(chosen.layers), chosen.by_name, notes, sorted(chosen.zero_bias), sorted(chosen.transposed),
                      dict(chosen.rows))
+
+    def constructed(self, module) -> None:
+        """Called with the attempt's module as its constructor left it, before any weight is
+        loaded (a kind that grades the attempt's own initialisation looks here); nothing by default."""
 
     def head_counts(self, ci: int) -> tuple[int, ...]:
         """The config's head counts (its arguments named ``…heads``) and the KV head count: how

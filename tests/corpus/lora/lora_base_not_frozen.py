@@ -1,0 +1,27 @@
+# attnprep: lora
+# expect: wrong_output
+# diagnosis: lora_base_not_frozen
+"""Everything right except the freeze: the base nn.Linear keeps requires_grad=True."""
+
+import torch
+import torch.nn as nn
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, in_features, out_features, r, alpha):
+        super().__init__()
+        self.base = nn.Linear(in_features, out_features)
+        self.lora_A = nn.Linear(in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, out_features, bias=False)
+        nn.init.zeros_(self.lora_B.weight)
+        self.scaling = alpha / r
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(x)) * self.scaling
+
+    @torch.no_grad()
+    def merged(self):
+        m = nn.Linear(self.base.in_features, self.base.out_features)
+        m.weight.copy_(self.base.weight + self.lora_B.weight @ self.lora_A.weight * self.scaling)
+        m.bias.copy_(self.base.bias)
+        return m
