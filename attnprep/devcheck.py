@@ -145,7 +145,7 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
     with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:
         stub = Path(tmp) / exercise.filename
         for lang in LANGUAGES:
-            stub.write_text(exercises.render_stub(exercise, lang), encoding="utf-8")
+            stub.write_text(exercises.render_stub(exercises.registry(lang)[exercise.id], lang), encoding="utf-8")
             result = grade(stub, exercise)
             if result.blank and not result.internal:
                 yield _ok("stub", "devcheck.stub_ok", lang=lang)
