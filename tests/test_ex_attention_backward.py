@@ -85,6 +85,7 @@ SHOWS = {
     "softmax_backward_no_rowsum": lambda c, L, S: True,
     "backward_scale_missing": lambda c, L, S: True,
     "backward_causal_mask_ignored": lambda c, L, S: bool(c.inputs["_args"].get("is_causal")),
+    "causal_flag_inverted": lambda c, L, S: True,  # masked where not asked, unmasked where asked
     "dv_not_transposed": lambda c, L, S: True if L == S else "raises",
     "dk_not_transposed": lambda c, L, S: True if L == S else "raises",
 }
