@@ -35,7 +35,7 @@ def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dout: 
     scale = 1.0 / math.sqrt(D)
     scores = q @ k.transpose(-2, -1) * scale  # (B, H, L, S): recomputed, as FlashAttention's backward does
     if is_causal:
-        keep = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()  # (L, S): key j <= query i
+        keep = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()  # (L, S): True where key j <= query i
         scores = scores.masked_fill(~keep, float("-inf"))  # (B, H, L, S): masked keys get P = 0
     probs = torch.softmax(scores, dim=-1)  # (B, H, L, S): P, each row sums to 1
     dv = probs.transpose(-2, -1) @ dout  # (B, H, S, D): Pᵀ dout

@@ -132,7 +132,7 @@ SPEC["attention_backward"] = {
     "kind": "gradient_functions",
     "objects": ("attention_backward",),
     "signatures": {"attention_backward": "q, k, v, dout, is_causal=False"},
-    "returns": "(dq, dk, dv): tensors shaped like q, k and v",
+    "returns": "a tuple (dq, dk, dv), shaped like q, k and v",
 }
 
 
