@@ -86,6 +86,8 @@ SHOWS = {
     "backward_scale_missing": lambda c, L, S: True,
     "backward_causal_mask_ignored": lambda c, L, S: bool(c.inputs["_args"].get("is_causal")),
     "causal_flag_inverted": lambda c, L, S: True,  # masked where not asked, unmasked where asked
+    "backward_causal_mask_ignored:saved_lse": lambda c, L, S: bool(c.inputs["_args"].get("is_causal")),
+    "backward_causal_mask_ignored:masked_delta": lambda c, L, S: bool(c.inputs["_args"].get("is_causal")),
     "dv_not_transposed": lambda c, L, S: True if L == S else "raises",
     "dk_not_transposed": lambda c, L, S: True if L == S else "raises",
 }
