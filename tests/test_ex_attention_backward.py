@@ -188,3 +188,15 @@ def test_two_mistakes_at_once_are_both_named(path, graded):
     result = graded(path)
     assert result.verdict.value == expect
     assert [d.id for d in result.diagnoses] == [d.strip() for d in diagnosis.split("+")]
+
+
+def test_the_kind_takes_what_it_differentiates_from_the_data():
+    """gradient_functions is data-driven: the same forward differentiated with respect to v alone
+    gives autograd's dv, and a dtype without a declared tolerance keeps the grader's default."""
+    grading = {**EX.grading, "outputs": {"dv": "v"}, "autograd": {**EX.grading["autograd"], "wrt": ["v"]},
+               "tolerances": {"float64": [1e-9, 1e-11]}}
+    kind = kind_for(EX._replace(grading=grading), 0)
+    case = kind.cases(0)[0]
+    got = kind.reference(0)(case)
+    assert list(got) == ["dv"] and torch.allclose(got["dv"], _sdpa_grads(case)["dv"], rtol=1e-10, atol=1e-12)
+    assert case.tolerance is None and kind.cases(0)[-1].tolerance == (1e-9, 1e-11)
