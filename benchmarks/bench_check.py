@@ -261,6 +261,7 @@ FAILING = {
     "sampling": "top_p_not_sorted_ascending.py",
     "moe": "moe_routing_per_sequence.py",
     "lora": "lora_scale_inverted.py",
+    "attention_backward": "softmax_backward_no_rowsum.py",
 }
 
 

@@ -6,10 +6,15 @@ it below the Python API, so ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``
 ``aten._softmax`` (and ``log_softmax``, ``CrossEntropyLoss`` as ``aten._log_softmax``). The names
 come from the exercise's data (``[grading] forbidden``: aten op -> what the report calls it); a kind
 enters one around each call of the attempt and hands what it saw to the child's built-in list.
+
+An :class:`AutogradWatch` (a ``TorchFunctionMode``) sees autograd itself used inside a call: the
+built-in of an exercise whose job is a backward pass.
 """
 
 from __future__ import annotations
 
+import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
@@ -33,3 +38,30 @@ class ForbiddenOps(TorchDispatchMode):
         if op in self.names:
             self.seen.add(f"{self.names[op]} ({op})")
         return func(*args, **(kwargs or {}))
+
+
+class AutogradWatch(TorchFunctionMode):
+    """Autograd used inside a call: a tensor made to require gradients, ``backward`` or
+    ``torch.autograd.grad`` called (``torch.func.vjp`` / ``grad`` and ``torch.autograd.functional``
+    call them too), or a result that joins an autograd graph. Where a hand-written backward pass is
+    the exercise, autograd is its built-in. The attempt runs under ``no_grad``: a plain tensor
+    computation never builds a graph, so nothing here fires on hand-written code."""
+
+    def __init__(self, seen: set[str]):
+        super().__init__()
+        self.seen = seen
+        self.calls = {torch.Tensor.backward: "Tensor.backward", torch.autograd.grad: "torch.autograd.grad",
+                      torch.autograd.backward: "torch.autograd.backward",
+                      torch.Tensor.requires_grad_: "Tensor.requires_grad_"}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = self.calls.get(func)
+        if name is not None and (func is not torch.Tensor.requires_grad_ or (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))):
+            self.seen.add(f"autograd ({name})")
+        out = func(*args, **kwargs)
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                self.seen.add("autograd (a graph built)")
+                break
+        return out

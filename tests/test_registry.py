@@ -132,6 +132,13 @@ SPEC.update({
         "returns": "(B, V) probabilities",
     },
 })
+# A backward pass by hand, its gradients graded against autograd (kind gradient_functions).
+SPEC["attention_backward"] = {
+    "kind": "gradient_functions",
+    "objects": ("attention_backward",),
+    "signatures": {"attention_backward": "q, k, v, dout, is_causal=False"},
+    "returns": "a tuple (dq, dk, dv), shaped like q, k and v",
+}
 
 SPEC["moe"] = {  # a plain module whose experts repeat by index (kind routed_module)
     "kind": "routed_module",
@@ -149,7 +156,7 @@ def _linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str
 
 def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of the exercise contracts' table for constructor arguments ``a``."""
-    if SPEC[exercise_id]["kind"] == "tensor_functions":
+    if SPEC[exercise_id]["kind"] in ("tensor_functions", "gradient_functions"):
         return {}
     if exercise_id in ("causal", "sliding_window", "sdpa", "rope", "alibi"):
         return {}
@@ -216,7 +223,7 @@ _GROUPED = lambda ex: "num_kv_heads" in _arg_names(ex.contract.constructor)  # n
 _FUSED = lambda ex: any(p.name == "qkv_proj" for p in ex.contract.params)  # noqa: E731  (one projection for q, k and v)
 _LATENT = lambda ex: "kv_lora_rank" in _arg_names(ex.contract.constructor)  # noqa: E731  (MLA: a compressed latent)
 _MLA_DECODE = lambda ex: _LATENT(ex) and _CACHED(ex)  # noqa: E731  (the absorbed form over a cache of latents)
-_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules", "plain_module", "tensor_functions", "routed_module", "adapter_module")  # noqa: E731  (scores, softmax, masks)
+_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules", "plain_module", "tensor_functions", "routed_module", "adapter_module", "gradient_functions")  # noqa: E731  (scores, softmax, masks)
 _LOW_PRECISION = lambda ex: ex.contract.kind in ("rope_functions", "norm_modules", "plain_module", "routed_module", "adapter_module")  # noqa: E731  (graded in bfloat16 / float16)
 _BIASED = lambda ex: ex.contract.kind == "biased_attention"  # noqa: E731  (causal, a position bias: "no causal mask" is its own mistake)
 _CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex) or _BIASED(ex)  # noqa: E731
@@ -273,7 +280,7 @@ MISTAKE_APPLIES = {
     "rope_skipped": _LATENT,
     "rope_cos_sin_swapped": _LATENT,
     "rope_rotate_half": _LATENT,
-    "tensor_without_device": lambda ex: _ATTENTION(ex) or ex.contract.kind in ("rope_functions", "tensor_functions"),  # rope: arange(T) without device
+    "tensor_without_device": lambda ex: _ATTENTION(ex) or ex.contract.kind in ("rope_functions", "tensor_functions", "gradient_functions"),  # rope: arange(T) without device
     "used_builtin": lambda ex: True,
     # an exercise's own mistakes that can happen elsewhere too
     "cache_mask_not_offset": _CACHED,

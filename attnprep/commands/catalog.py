@@ -145,7 +145,9 @@ def rows_table(rows: list[ExerciseRow], summaries: dict[str, ExerciseSummary] | 
                                wrap=not options[h].get("no_wrap", False), min_width=options[h].get("min_width", 0))
                     for h in headers]
 
-        shown = layout.choose(width, candidates, columns, gap=GAP, fallback_from=without_titles)
+        # a long id (attention_backward) narrows the titles: up to one title in six may take a
+        # second line before the difficulty is left out
+        shown = layout.choose(width, candidates, columns, gap=GAP, slack=max(1, len(rows) // 6), fallback_from=without_titles)
     shown = tuple(by_header) if shown is None else shown
     table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, GAP, 0, 0))
     for header in shown:
