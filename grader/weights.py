@@ -100,7 +100,8 @@ def _mix(seed: int, config_index: int, name: str) -> int:
 def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     """The attempt's parameter-owning layers, and parameters that do not fit a layer. A bare 2-d
     ``nn.Parameter`` used through ``F.linear`` or ``x @ W`` (``self.wq``, with ``self.bq`` as its
-    bias) is a layer of its own, named by the parameter."""
+    bias) is a layer of its own, named by the parameter; so is a bare 1-d parameter that is no
+    such bias (a norm's gain, ``self.g_q``)."""
     layers, stray = [], []
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False))
@@ -111,7 +112,10 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         if weight is None:
             if bias is not None:
                 params["bias"] = bias
+            partners = {bias_partner(n, params) for n, p in params.items() if p.dim() == 2}
             for n, p in params.items():
+                if p.dim() == 1 and n not in partners:  # a bare norm gain (SPEC §1: mapped by shape too)
+                    layers.append(Layer(f"{prefix}.{n}".lstrip("."), tuple(p.shape), None))
                 if p.dim() != 2:
                     continue
                 b = bias_partner(n, params)
