@@ -112,6 +112,13 @@ SPEC["alibi"] = {
     "signatures": {"alibi_slopes": "num_heads", "alibi_attention": "q, k, v, attention_mask=None"},
 }
 
+# A transformer block around a causal attention: forward(x, attention_mask=None) (kind block_module).
+SPEC["decoder_layer"] = {
+    "kind": "block_module",
+    "objects": ("DecoderLayer",),
+    "constructor": "d_model, num_heads, num_kv_heads, d_ff, rope_theta=10000.0, eps=1e-6",
+}
+
 # Functions of tensors without parameters or attention (kind tensor_functions).
 SPEC.update({
     "cross_entropy": {
