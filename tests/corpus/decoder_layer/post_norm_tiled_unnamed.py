@@ -1,7 +1,8 @@
 # attnprep: decoder_layer
 # expect: wrong_output
-# diagnosis: decoder_post_norm + gqa_heads_tiled
-"""nanoGPT's Block with two slips: ln_1 / ln_2 after the adds (post-norm), and the KV heads tiled with repeat."""
+"""nanoGPT's Block with two slips: ln_1 / ln_2 after the adds (post-norm), and the KV heads tiled with repeat.
+Two of the block's own mistakes together are beyond the judge's first PAIR_LIMIT pairs (the masks and
+scales come first): it fails, unnamed, with the line where it first goes wrong."""
 
 import math
 

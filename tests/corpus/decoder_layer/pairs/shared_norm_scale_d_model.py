@@ -1,7 +1,7 @@
 # attnprep: decoder_layer
 # expect: wrong_output
-# diagnosis: decoder_residual_missing + decoder_shared_norm
-"""The attention's residual add forgotten, and ffn_norm declared but attn_norm used twice."""
+# diagnosis: decoder_shared_norm + scale_d_model
+"""ffn_norm declared but attn_norm used twice, and the scores scaled by sqrt(d_model)."""
 import math
 
 import torch
@@ -58,7 +58,7 @@ class DecoderLayer(nn.Module):
         k = k * cos + rotate_half(k) * sin
         k = torch.repeat_interleave(k, H // G, dim=1)
         v = torch.repeat_interleave(v, H // G, dim=1)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(D)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(C)
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))
         scores = scores.masked_fill(~causal, float("-inf"))
         if attention_mask is not None:
@@ -71,6 +71,6 @@ class DecoderLayer(nn.Module):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
     def forward(self, x, attention_mask=None):
-        h = self.attention(self.attn_norm(x), attention_mask)
+        h = x + self.attention(self.attn_norm(x), attention_mask)
         out = h + self.mlp(self.attn_norm(h))
         return out
