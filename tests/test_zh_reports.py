@@ -50,6 +50,7 @@ BUGGY = {
     "swiglu": "swiglu_gate_up_swapped_hf.py",
     "cross_entropy": "cross_entropy_mean_includes_ignored.py",
     "sampling": "top_p_drops_crossing.py",
+    "decoder_layer": "decoder_post_norm_hf.py",
 }
 IN_A_TERMINAL = ("kv_cache", "mla_decode")  # the panels with the longest Chinese lines
 
