@@ -75,9 +75,9 @@ class DecoderLayer(nn.Module):
         k = k.repeat_interleave(H // G, dim=1)  # (B, H, T, D): query head h reads KV head h // (H // G)
         v = v.repeat_interleave(H // G, dim=1)  # (B, H, T, D)
         scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, T)
-        allowed = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # query i sees keys j <= i
-        if attention_mask is not None:
-            allowed = allowed & attention_mask[:, None, None, :]  # (B, 1, T, T): padded keys hidden
+        if attention_mask is not None:  # (B, T), True = real token: padded keys get no attention
+            scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))  # (B, 1, 1, T)
+        allowed = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))  # query i sees keys j <= i
         scores = scores.masked_fill(~allowed, float("-inf"))
         attn = scores.softmax(dim=-1)  # (B, H, T, T)
         out = (attn @ v).transpose(1, 2).reshape(B, T, C)  # (B, T, d_model)
