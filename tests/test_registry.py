@@ -117,6 +117,13 @@ SPEC["alibi"] = {
     "signatures": {"alibi_slopes": "num_heads", "alibi_attention": "q, k, v, attention_mask=None"},
 }
 
+# A transformer block around a causal attention: forward(x, attention_mask=None) (kind block_module).
+SPEC["decoder_layer"] = {
+    "kind": "block_module",
+    "objects": ("DecoderLayer",),
+    "constructor": "d_model, num_heads, num_kv_heads, d_ff, rope_theta=10000.0, eps=1e-6",
+}
+
 # Functions of tensors without parameters or attention (kind tensor_functions).
 SPEC.update({
     "cross_entropy": {
@@ -177,6 +184,11 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
                 **_linear("w3", a["d_model"], a["d_ff"], bias=False)}
     d, h = a["d_model"], a["num_heads"]
     hd = d // h
+    if exercise_id == "decoder_layer":
+        g, f = a["num_kv_heads"], a["d_ff"]
+        return {"attn_norm.weight": (d,), **_linear("q_proj", d, d, bias=False), **_linear("k_proj", d, g * hd, bias=False),
+                **_linear("v_proj", d, g * hd, bias=False), **_linear("o_proj", d, d, bias=False), "ffn_norm.weight": (d,),
+                **_linear("w1", d, f, bias=False), **_linear("w2", f, d, bias=False), **_linear("w3", d, f, bias=False)}
     if exercise_id == "mha":
         return {**_linear("q_proj", d, d), **_linear("k_proj", d, d), **_linear("v_proj", d, d), **_linear("o_proj", d, d)}
     if exercise_id == "mha_fused":
@@ -532,6 +544,10 @@ def test_contract_matches_spec(exercise_id):
         _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
         _same_signature(_args(ex.contract.forward), CACHED_FORWARD, annotations=False)
         assert ex.contract.returns == "(out, cache)"
+    elif spec["kind"] == "block_module":
+        _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
+        _same_signature(_args(ex.contract.forward), "x, attention_mask=None", annotations=False)
+        assert ex.contract.returns == "(B, T, d_model)"
     else:
         assert ex.contract.constructor == "" and ex.contract.params == ()
         # the contract's forward is the attention function's argument list
@@ -626,7 +642,7 @@ def test_stub_signatures_match_the_contract(exercise_id):
     top = {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     for name in ex.contract.objects:
         assert name in top, f"stub does not define {name}"
-    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module"):
+    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module", "block_module"):
         (cls,) = [top[n] for n in ex.contract.objects]
         assert any(isinstance(b, ast.Attribute) and b.attr == "Module" for b in cls.bases)
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
@@ -735,7 +751,7 @@ def test_reference_solution_signatures_match_the_contract(exercise_id):
 
     ex = registry()[exercise_id]
     module = _solution(exercise_id)
-    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module"):
+    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module", "block_module"):
         cls = getattr(module, ex.contract.objects[0])
         pairs = [(cls.__init__, ex.contract.constructor), (cls.forward, ex.contract.forward)]
     elif ex.contract.kind == "norm_modules":

@@ -53,6 +53,7 @@ BUGGY = {
     "moe": "moe_softmax_all_experts.py",
     "lora": "lora_merge_transposed.py",
     "attention_backward": "softmax_backward_no_rowsum.py",
+    "decoder_layer": "decoder_post_norm_hf.py",
 }
 IN_A_TERMINAL = ("kv_cache", "mla_decode")  # the panels with the longest Chinese lines
 
