@@ -669,7 +669,12 @@ class Judge:
         rest = [k for k in knobs if k not in first]
         ordered = first + rest
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
-        return (named + [p for p in pairs if p not in named])[:PAIR_LIMIT]
+        # an exercise's own mistakes paired with each other first when it says so ([grading]
+        # pairs_first): a long list of shared mask and scale knobs would otherwise fill the limit
+        own = [k for k in knobs if k.split(":")[0] in set(self.ex.grading.get("pairs_first", ()))]
+        early = [(a, b) for i, a in enumerate(own) for b in own[i + 1:] if a.split(":")[0] != b.split(":")[0]]
+        head = named + [p for p in early if p not in named]
+        return (head + [p for p in pairs if p not in head])[:PAIR_LIMIT]
 
     def _pair_diagnoses(self, pair: tuple[str, str], configs: list[ConfigReply]) -> list[Diagnosis]:
         """The catalogue's entry for the two mistakes together, or each of them. An entry that names

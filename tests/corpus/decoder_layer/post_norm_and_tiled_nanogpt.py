@@ -1,8 +1,9 @@
 # attnprep: decoder_layer
 # expect: wrong_output
+# diagnosis: decoder_post_norm + gqa_heads_tiled
 """nanoGPT's Block with two slips: ln_1 / ln_2 after the adds (post-norm), and the KV heads tiled with repeat.
-Two of the block's own mistakes together are beyond the judge's first PAIR_LIMIT pairs (the masks and
-scales come first): it fails, unnamed, with the line where it first goes wrong."""
+Two of the block's own mistakes together: named since the exercise pairs its own mistakes first
+([grading] pairs_first)."""
 
 import math
 
