@@ -168,11 +168,37 @@ def restyle(source: str, rng: random.Random) -> tuple[str, dict[str, str]]:
     if not renames:
         return source, {}
     out = []
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.NAME and tok.string in renames:
-            tok = tok._replace(string=renames[tok.string])
-        out.append(tok)
+    toks = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    for i in _renamable(toks, renames):
+        toks[i] = toks[i]._replace(string=renames[toks[i].string])
+    out = toks
     return _untokenize(source, out), renames
+
+
+def _renamable(toks: list[tokenize.TokenInfo], renames: dict[str, str]) -> list[int]:
+    """Indices of the NAME tokens that are the renamed variables: not an attribute (``x.mean``), not
+    a keyword argument's name (``f(scale=…)``), not the name a ``def`` or ``class`` defines."""
+    found, depth = [], 0
+    significant = [t for t in toks if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT,
+                                                       tokenize.INDENT, tokenize.DEDENT)]
+    index = {id(t): i for i, t in enumerate(toks)}
+    for k, tok in enumerate(significant):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        if tok.type != tokenize.NAME or tok.string not in renames:
+            continue
+        before = significant[k - 1] if k else None
+        after = significant[k + 1] if k + 1 < len(significant) else None
+        if before is not None and before.type == tokenize.OP and before.string == ".":
+            continue
+        if before is not None and before.type == tokenize.NAME and before.string in ("def", "class"):
+            continue
+        if depth > 0 and after is not None and after.type == tokenize.OP and after.string == "=":
+            continue
+        found.append(index[id(tok)])
+    return found
 
 
 def _untokenize(source: str, tokens: list[tokenize.TokenInfo]) -> str:
@@ -261,7 +287,7 @@ def restyle_line(line: str, renames: dict[str, str]) -> str:
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return line
     text = line.strip()
-    for tok in sorted((t for t in toks if t.type == tokenize.NAME and t.string in renames), key=lambda t: t.start[1], reverse=True):
+    for tok in sorted((toks[i] for i in _renamable(toks, renames)), key=lambda t: t.start[1], reverse=True):
         text = text[:tok.start[1]] + renames[tok.string] + text[tok.end[1]:]
     return text
 

@@ -80,13 +80,20 @@ def test_the_history_weights_the_mistakes_the_user_makes():
     assert weighted > 2 * max(plain, 1)
 
 
-def test_restyle_keeps_parameters_attributes_and_globals():
-    source = "import torch\nN = 3\ndef f(q, k):\n    scores = q * k\n    out = scores * N\n    return out\n"
-    text, renames = debugging.restyle(source, random.Random(0))
-    assert set(renames) <= {"scores", "out"} and "def f(q, k):" in text and "N = 3" in text
-    ns: dict = {}
-    exec(compile(text.replace("import torch\n", ""), "x", "exec"), ns)
-    assert ns["f"](2, 3) == 18
+def test_restyle_keeps_parameters_attributes_keywords_and_globals():
+    source = ("import torch\nN = 3\nclass A:\n    def mean(self, scale=1):\n        return 5 * scale\n"
+              "def f(q, k):\n    scores = q * k\n    mean = scores * N\n    scale = 2\n"
+              "    out = mean + A().mean(scale=scale)\n    return out\n")
+    renamed = set()
+    for seed in range(30):
+        text, renames = debugging.restyle(source, random.Random(seed))
+        renamed |= set(renames)
+        assert set(renames) <= {"scores", "out", "mean"} and "def f(q, k):" in text and "N = 3" in text
+        assert ".mean(scale=" in text and "def mean(self, scale=1)" in text  # attributes, keywords, defs keep theirs
+        ns: dict = {}
+        exec(compile(text.replace("import torch\n", ""), "x", "exec"), ns)
+        assert ns["f"](2, 3) == 28
+    assert "mean" in renamed  # the local of the same name was renamed, and only it
 
 
 def test_write_reveal_and_json_list_exactly_what_was_planted(tmp_path):
