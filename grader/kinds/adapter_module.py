@@ -135,17 +135,6 @@ class AdapterModule(plain_module.PlainModule):
 
     # --- parent -------------------------------------------------------------------------------
 
-    def _runner(self, cls: type, ci: int, zero_bias):
-        modules: dict[str, torch.nn.Module] = {}
-
-        def call(case: Case):
-            if case.dtype not in modules:
-                modules[case.dtype] = self._module(cls, ci, zero_bias, case.dtype)
-            x = case.inputs["x"]
-            return self._outputs(modules[case.dtype], case, x if case.dtype == "float32" else x.double())
-
-        return call
-
     def trail_reference(self, ci: int, zero_bias=frozenset()):
         module = self._module(self.solution(), ci, zero_bias, "float32")
 

@@ -403,7 +403,9 @@ class AttentionModule:
         return []
 
 
-def _check_forward(cls, key: str = "contract.forward_signature") -> None:
+def _check_forward(cls, key: str = "contract.forward_signature", least: int = 3) -> None:
+    """Raise :class:`ContractError` (``key``) when ``cls.forward`` takes fewer than ``least``
+    positional arguments besides self (a ``*args`` takes any number)."""
     try:
         sig = inspect.signature(cls.forward)
     except (TypeError, ValueError):
@@ -412,7 +414,7 @@ def _check_forward(cls, key: str = "contract.forward_signature") -> None:
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) < 3:
+    if len(positional) < least:
         raise ContractError(key, names=", ".join(p.name for p in params))
 
 

@@ -18,20 +18,21 @@ count, an expression of the config), ``knobs`` and ``edits``.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
 from attnprep.grader.kinds.attention_module import AttentionModule
-from attnprep.grader.kinds.base import ContractError, first
+from attnprep.grader.kinds.base import first
 from attnprep.grader.kinds.plain_module import PlainModule
 
 
 class BlockModule(PlainModule):
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     compare_stages = True  # q, kᵀ, scores … of its attention in the shapes panel
+    forward_key = "block_module.forward_signature"
+    forward_positional = 2  # x, attention_mask
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -65,16 +66,6 @@ class BlockModule(PlainModule):
 
     def head_counts(self, ci: int) -> tuple[int, ...]:
         return AttentionModule.head_counts(self, ci)  # a fused qkv layer, per-head layers
-
-    def check_forward(self, cls) -> None:
-        try:
-            params = list(inspect.signature(cls.forward).parameters.values())[1:]
-        except (TypeError, ValueError):
-            return
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
-            return
-        if len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) < 2:
-            raise ContractError("block_module.forward_signature", names=", ".join(p.name for p in params))
 
     # --- child --------------------------------------------------------------------------------
 

@@ -22,14 +22,13 @@ Exercise data (``[grading]``): ``configs`` (the constructor's arguments), ``inpu
 from __future__ import annotations
 
 import copy
-import inspect
 from typing import Any
 
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.attention_module import AttentionModule
-from attnprep.grader.kinds.base import ContractError, first
+from attnprep.grader.kinds.attention_module import AttentionModule, _check_forward
+from attnprep.grader.kinds.base import first
 from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
 LOW = ("bfloat16", torch.bfloat16)
@@ -50,6 +49,8 @@ class PlainModule(AttentionModule):
     mask_fills = False
     compare_stages = False  # no attention stages (q, kᵀ, scores …) in the shapes panel
     leaf_names = True  # a block nested in a wrapper (torchtune's self.mlp.w1) is still mapped by name
+    forward_key = "plain_module.forward_signature"  # the text when forward takes fewer positional arguments
+    forward_positional = 1  # than this: x
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
@@ -111,14 +112,7 @@ class PlainModule(AttentionModule):
         return ()  # no heads: no per-head layers (stacked layers are still mapped by rows)
 
     def check_forward(self, cls) -> None:
-        try:
-            params = list(inspect.signature(cls.forward).parameters.values())[1:]
-        except (TypeError, ValueError):
-            return
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
-            return
-        if not [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]:
-            raise ContractError("plain_module.forward_signature", names=", ".join(p.name for p in params))
+        _check_forward(cls, self.forward_key, self.forward_positional)
 
     # --- child --------------------------------------------------------------------------------
 
@@ -163,9 +157,13 @@ class PlainModule(AttentionModule):
             if case.dtype not in modules:
                 modules[case.dtype] = self._module(cls, ci, zero_bias, case.dtype)
             x = case.inputs["x"]
-            return {"out": first(modules[case.dtype](x if case.dtype == "float32" else x.double()))}
+            return self._outputs(modules[case.dtype], case, x if case.dtype == "float32" else x.double())
 
         return call
+
+    def _outputs(self, module, case: Case, x: torch.Tensor) -> dict[str, Any]:
+        """The named outputs of ``module`` on ``x`` (a kind that grades more than forward adds them)."""
+        return {"out": first(module(x))}
 
     def reference(self, ci: int, zero_bias=frozenset()):
         return self._runner(self.solution(), ci, zero_bias)
