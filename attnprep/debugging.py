@@ -167,12 +167,10 @@ def restyle(source: str, rng: random.Random) -> tuple[str, dict[str, str]]:
             renames[name] = rng.choice(choices)
     if not renames:
         return source, {}
-    out = []
     toks = list(tokenize.generate_tokens(io.StringIO(source).readline))
     for i in _renamable(toks, renames):
         toks[i] = toks[i]._replace(string=renames[toks[i].string])
-    out = toks
-    return _untokenize(source, out), renames
+    return _untokenize(source, toks), renames
 
 
 def _renamable(toks: list[tokenize.TokenInfo], renames: dict[str, str]) -> list[int]:
@@ -270,22 +268,17 @@ def plant(exercise: exercises.Exercise, seed: int, bugs: int | None = None,
     body_lines = body.split("\n")
     planted = tuple(Planted(p.mistake, p.line + len(head),
                             "\n".join(body_lines[n - 1].strip() for n in p.lines),
-                            "\n".join(_renamed_line(old, renames).strip() for old in p.old),
+                            "\n".join(restyle_line(old, renames) for old in p.old),
                             tuple(n + len(head) for n in p.lines)) for p in chosen)
     return Round(exercise.id, seed, "\n".join(head) + "\n" + body, planted)
 
 
-def _renamed_line(line: str, renames: dict[str, str]) -> str:
-    if not renames:
-        return line
-    return restyle_line(line, renames)
-
-
 def restyle_line(line: str, renames: dict[str, str]) -> str:
+    """One line of the reference, stripped, with the names of :func:`restyle` replaced."""
     try:
         toks = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        return line
+        return line.strip()
     text = line.strip()
     for tok in sorted((toks[i] for i in _renamable(toks, renames)), key=lambda t: t.start[1], reverse=True):
         text = text[:tok.start[1]] + renames[tok.string] + text[tok.end[1]:]

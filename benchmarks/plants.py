@@ -26,17 +26,6 @@ import mutation  # noqa: E402  (benchmarks/mutation.py: the one-site AST mutants
 from attnprep import debugging, exercises  # noqa: E402
 
 
-def _one_line_edit(base: list[str], text: str) -> tuple[int, str, str] | None:
-    lines = text.split("\n")
-    if len(lines) != len(base):
-        return None
-    changed = [i for i, (a, b) in enumerate(zip(base, lines)) if a != b]
-    if len(changed) != 1:
-        return None
-    i = changed[0]
-    return i + 1, base[i], lines[i]
-
-
 def _multi_line_edit(base: list[str], text: str, most: int = 3) -> tuple | None:
     """The lines an edit changed, when it keeps the line count and changes at most ``most``."""
     lines = text.split("\n")
@@ -85,11 +74,9 @@ def generate(exercise_id: str, per_mistake: int, max_pairs: int, log=print) -> d
     edits = [change for _, change in _declared_edits(exercise, base_lines)]
     for m in mutation.generate(exercise_id, base):
         text = m.source.split("\n", 1)[1].rstrip("\n")
-        edit = _one_line_edit(base_lines, text)
-        if edit is not None:
-            change = ((edit[0],), (edit[1],), (edit[2],))
-            if change not in edits:
-                edits.append(change)
+        change = _multi_line_edit(base_lines, text, most=1)
+        if change is not None and change not in edits:
+            edits.append(change)
     kept: list[debugging.Plant] = []
     by_mistake: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="attnprep-plants-") as tmp:
