@@ -137,6 +137,30 @@ class AttemptFailed(Exception):
         self.result, self.message = result, message
 
 
+class AttemptRepr:
+    """A failed attempt's report as pytest's long representation: the report's text, and as the
+    crash message the headline alone. (A plain string would be pytest's crash message whole, so
+    the short summary repeats the whole report where pytest runs untrimmed: under ``CI`` or ``-vv``.)"""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.reprcrash = _Crash(text.split("\n", 1)[0])
+
+    def toterminal(self, tw) -> None:
+        for line in self.text.split("\n"):
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _Crash:
+    """What pytest reads of a crash: its message (the short summary's text after the node id)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
 class AttemptItem(pytest.Item):
     def __init__(self, *, exercise_id: str, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -159,12 +183,12 @@ class AttemptItem(pytest.Item):
         if not isinstance(failure, AttemptFailed):
             return super().repr_failure(excinfo, style=style)
         if failure.result is None:
-            return failure.message
+            return AttemptRepr(failure.message)
         try:
             width = self.config.get_terminal_writer().fullwidth
         except Exception:  # no terminal writer (a plugin replaced it): the report's usual width
             width = WIDTH
-        return failure_text(failure.result, width=width, full=self.config.get_verbosity() > 0)
+        return AttemptRepr(failure_text(failure.result, width=width, full=self.config.get_verbosity() > 0))
 
     def reportinfo(self):
         shown = _visible(self.path)

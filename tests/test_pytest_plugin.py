@@ -23,7 +23,9 @@ def pytest_in(folder: Path, home: Path, *args: str, env: dict | None = None) -> 
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", *args],
         cwd=folder, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", **(env or {})},
+        # CI: pytest's short summary shows a crash message untrimmed there (as under -vv), so the
+        # report must be said once whether or not the suite itself runs in a CI
+        env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", "CI": "true", **(env or {})},
     )
 
 
@@ -60,6 +62,9 @@ def test_one_pass_one_failure_with_the_mistake_named(attempts, attnprep_home):
     assert "Traceback" not in failure
     assert "─ shapes" in failure and re.search(r"causality\s+✓", failure)  # -v: the whole report
     assert failure.count("scores = q @ k.transpose(-2, -1)  # (B, H, T, T)") == 1  # the divergence, said once
+    summary = out.split("short test summary info", 1)[1]
+    assert re.search(r"FAILED mha_bad.py::mha - ✗ mha_bad.py\s+wrong output — " + re.escape(title), summary)
+    assert "evidence" not in summary  # the headline alone, not the report again
     # results go to the history like `check`
     runs = history.runs()
     assert sorted((Path(r.file).name, r.kind, r.passed) for r in runs) == [("mha_bad.py", "check", False), ("mha_good.py", "check", True)]

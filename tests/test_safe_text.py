@@ -254,7 +254,8 @@ def attempts(tmp_path_factory) -> Path:
 
 def run(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "ATTNPREP_HOME": str(home), "ATTNPREP_LANG": "en", "NO_COLOR": "1", "COLUMNS": "300"})
+                          env={**os.environ, "ATTNPREP_HOME": str(home), "ATTNPREP_LANG": "en", "NO_COLOR": "1", "COLUMNS": "300",
+                               "CI": "true"})  # pytest untrimmed, as in a CI: each text said once all the same
 
 
 @pytest.mark.slow
