@@ -25,6 +25,7 @@ Text from the attempt (names, messages, file names) goes through
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -55,11 +56,84 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(OPTION + "-lang", choices=texts.LANGUAGES, default=None, dest="attnprep_lang", help=_w("help_lang"))
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own, which registers the terminal reporter
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("attnprep_lang", None):
         from attnprep import texts
 
         texts.set_language(config.getoption("attnprep_lang"))
+    if config.getoption("attnprep", False):
+        _say_pytest_words(config)
+
+
+# pytest's own English (its terminal reporter, pytest 8 and 9), said in the reports' language in a
+# run with --attnprep: the separator titles, "collected N items" and the closing counts. Whatever
+# does not match (another pytest's words, a plugin's) stays as pytest wrote it.
+_TITLES = {
+    "test session starts": "session_starts",
+    "FAILURES": "failures",
+    "ERRORS": "errors",
+    "PASSES": "passes",
+    "short test summary info": "short_summary",
+    "warnings summary": "warnings_summary",
+}
+_COLLECTED = re.compile(r"^collected (\d+) items?$")
+_COUNT = re.compile(r"(?<!\d)(\d+) (failed|passed|errors?|skipped|deselected|warnings?)\b")
+_JOINED = re.compile(r", (?=(?:\x1b\[[\d;]*m)*\d+ (?:failed|passed|errors?|skipped|deselected|warnings?)\b)")
+_COUNT_KEYS = {"failed": "n_failed", "passed": "n_passed", "error": "n_errors", "errors": "n_errors",
+               "skipped": "n_skipped", "deselected": "n_deselected", "warning": "n_warnings", "warnings": "n_warnings"}
+_TOOK = re.compile(r" in (\d[\d.]*s(?: \(\d+:\d\d:\d\d\))?)")
+
+
+_MARKUP = re.compile(r"\x1b\[[\d;]*m")
+_STATS = re.compile(r"^(?:no tests ran|\d+ \w+(?:, \d+ \w+)*) in \d[\d.]*s(?: \(\d+:\d\d:\d\d\))?$")
+
+
+def said_by_pytest(text: str) -> str:
+    """pytest's own line ``text`` in the reports' language (the same text where it is not one of
+    pytest's: a title of its own, "collected N items", or the closing counts line)."""
+    if text in _TITLES:
+        return _w(_TITLES[text])
+    collected = _COLLECTED.match(text)
+    if collected:
+        n = int(collected.group(1))
+        return _w("collected_1") if n == 1 else _w("collected", n=n)
+    if not _STATS.match(_MARKUP.sub("", text)):
+        return text
+
+    def count(match: re.Match) -> str:
+        n, key = int(match.group(1)), _COUNT_KEYS[match.group(2)]
+        return _w(key + "_1") if n == 1 and key in ("n_errors", "n_warnings") else _w(key, n=n)
+
+    text = text.replace("no tests ran", _w("no_tests_ran"))
+    text = _COUNT.sub(count, _JOINED.sub(lambda _: _w("count_joiner"), text))
+    return _TOOK.sub(lambda m: _w("took", duration=m.group(1)), text)
+
+
+def _say_pytest_words(config: pytest.Config) -> None:
+    """Put :func:`said_by_pytest` between pytest's terminal reporter and the terminal (a run with
+    --attnprep whose reports are not in English)."""
+    from rich.cells import cell_len
+
+    from attnprep import texts
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or texts.language() == "en":
+        return
+    write_sep, write_line = reporter.write_sep, reporter.write_line
+
+    def translated_sep(sep: str, title: str | None = None, fullwidth: int | None = None, **markup: bool) -> None:
+        if title is not None:
+            said = said_by_pytest(title)
+            if said != title:  # pytest measures a title by len(): give back the columns wide characters take
+                fullwidth = (fullwidth if fullwidth is not None else reporter._tw.fullwidth) - (cell_len(said) - len(said))
+            title = said
+        write_sep(sep, title, fullwidth, **markup)
+
+    def translated_line(line: str | bytes, **markup: bool) -> None:
+        write_line(said_by_pytest(line) if isinstance(line, str) else line, **markup)
+
+    reporter.write_sep, reporter.write_line = translated_sep, translated_line
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -156,7 +156,9 @@ def test_no_attempt_is_imported_into_the_pytest_process_whatever_its_name(tmp_pa
 
 
 def failure_of(proc: subprocess.CompletedProcess) -> str:
-    return re.split(r"\n=+ short test summary", proc.stdout.split("= FAILURES =", 1)[1])[0]
+    """The failures' section, between pytest's titles (its own English, or said in Chinese)."""
+    failures = re.split(r"= (?:FAILURES|未通过的详情) =", proc.stdout, maxsplit=1)[1]
+    return re.split(r"\n=+ (?:short test summary info|简短汇总)", failures)[0]
 
 
 @pytest.fixture
@@ -198,3 +200,28 @@ def test_attnprep_lang_option_beats_the_environment(tmp_path, attnprep_home):
     text = failure_of(proc)
     assert "忘了除以 √d" in text and "输出错误" in text
     assert "wrong output" not in text and "missing 1/sqrt(d) scale" not in text
+    # pytest's own lines too: its titles, the collected count and the closing counts (not -q's)
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", env={"ATTNPREP_LANG": "en"})
+    out = proc.stdout
+    for english in ("test session starts", "collected", "FAILURES", "short test summary info", "failed", " in "):
+        assert english not in out.replace("FAILED mha_bad.py", ""), english
+    assert "收集到 1 项" in out and "未通过的详情" in out and "简短汇总" in out
+    assert re.search(r"=+ 1 项未通过，用时 \d+\.\d+s =+$", out.rstrip().splitlines()[-1])
+
+
+def test_pytest_words_in_chinese_and_what_is_not_pytest_s_left_alone():
+    from attnprep import texts
+    from attnprep.pytest_plugin import said_by_pytest
+
+    texts.set_language("zh")
+    try:
+        assert said_by_pytest("collected 22 items") == "收集到 22 项"
+        assert said_by_pytest("2 failed, 20 passed, 1 warning in 3.25s (0:00:03)") == "2 项未通过，20 项通过，1 条警告，用时 3.25s (0:00:03)"
+        coloured = "\x1b[31m\x1b[1m1 failed\x1b[0m, \x1b[32m1 passed\x1b[0m\x1b[31m in 1.20s\x1b[0m"
+        assert said_by_pytest(coloured) == "\x1b[31m\x1b[1m1 项未通过\x1b[0m，\x1b[32m1 项通过\x1b[0m\x1b[31m，用时 1.20s\x1b[0m"
+        assert said_by_pytest("no tests ran in 0.01s") == "没有运行任何测试，用时 0.01s"
+        assert said_by_pytest("FAILURES") == "未通过的详情"
+        for other in ("mha_bad.py::mha FAILED", "plugins: attnprep-0.1.0", "a plugin's line: 2 failed in 3 runs", "collected 2 items / 1 deselected", "x"):
+            assert said_by_pytest(other) == other
+    finally:
+        texts.set_language(None)
