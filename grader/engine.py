@@ -396,13 +396,19 @@ def _ready_made(source: str, exercise) -> dict[str, tuple[int, int]]:
                 n.body = n.body[1:] or [ast.Pass()]
         return ast.dump(node, include_attributes=False)
 
-    try:
-        stub = defs(exercises.render_stub(exercise))
-    except Exception:  # noqa: BLE001 — no stub to compare with: nothing is ready-made
-        return {}
+    key = (exercise.id, str(exercise.stub_template))
+    if key not in _STUB_BODIES:  # the stub's code is the same in every language: rendered once
+        try:
+            _STUB_BODIES[key] = {name: body(node) for name, node in defs(exercises.render_stub(exercise)).items()}
+        except Exception:  # noqa: BLE001 — no stub to compare with: nothing is ready-made
+            _STUB_BODIES[key] = {}
+    stub = _STUB_BODIES[key]
     mine = defs(source)
     return {name: (node.lineno, node.end_lineno) for name, node in mine.items()
-            if name in stub and body(node) == body(stub[name])}
+            if name in stub and body(node) == stub[name]}
+
+
+_STUB_BODIES: dict[tuple, dict[str, str]] = {}  # (exercise id, stub template) -> its stub's top-level defs, as _ready_made compares them
 
 
 def _call_site(found, steps, path: Path, exercise, source: str):

@@ -13,6 +13,15 @@ _GRADES: dict[tuple, object] = {}
 _HOME_NUMBERS = itertools.count()
 
 
+def pytest_configure(config) -> None:
+    """One torch thread in the test process, before any test runs an op: the grader forks it, and a
+    fork after a multi-threaded op (OpenMP's pool started) can hang the child. The grader sets this
+    itself on its first use, but a test computing on its own may run before any grade."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def _homes(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("attnprep-homes")
@@ -34,21 +43,56 @@ def grade_key(path: str | Path, exercise: str | None, seed: int) -> tuple:
     return str(path), hashlib.sha256(path.read_bytes()).hexdigest(), exercise, seed
 
 
+def _shared_grades_dir(tmp_path_factory) -> Path | None:
+    """Under pytest-xdist, a folder every worker of the run shares (the parent of the workers' own
+    base temp folders), where a grade is written once for all of them; ``None`` in a plain run."""
+    import os
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
+    shared = tmp_path_factory.getbasetemp().parent / "attnprep-graded"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
 @pytest.fixture(scope="session")
-def graded():
+def graded(tmp_path_factory):
     """``graded(path, exercise=None, seed=0)``: ``grade(path, exercise, seed=seed)`` with the
     default device and timeout, computed once per session for the same file, exercise and seed
-    (the corpus files are graded by several test modules). The result is shared: read it, do not
+    (the corpus files are graded by several test modules). Under pytest-xdist the workers share
+    it through a folder of pickled results: the first worker to ask grades the file (holding a
+    lock on its key) and the others read what it wrote. The result is shared: read it, do not
     change it. A test that watches the grading itself (monkeypatches the engine, times it, passes
     another timeout) calls ``grade`` directly."""
+    import fcntl
+    import pickle
+
     from attnprep.grader import grade
+
+    shared = _shared_grades_dir(tmp_path_factory)
+
+    def grade_shared(key: tuple, path, exercise, seed):
+        name = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+        done = shared / f"{name}.pickle"
+        with open(shared / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker grades, the others wait for its result
+            if done.exists():
+                return pickle.loads(done.read_bytes())  # our own test run's results, not an attempt's
+            result = grade(path, exercise, seed=seed)
+            partial = done.with_suffix(".partial")
+            partial.write_bytes(pickle.dumps(result))
+            partial.replace(done)
+            return result
 
     def graded_once(path: str | Path, exercise: str | None = None, *, seed: int = 0):
         if exercise is not None and not isinstance(exercise, str):
             raise TypeError("graded() takes an exercise id; grade an Exercise object with grade()")
         key = grade_key(path, exercise, seed)
         if key not in _GRADES:
-            _GRADES[key] = grade(path, exercise, seed=seed)
+            if shared is None:
+                _GRADES[key] = grade(path, exercise, seed=seed)
+            else:
+                _GRADES[key] = grade_shared(key, path, exercise, seed)
         return _GRADES[key]
 
     return graded_once
