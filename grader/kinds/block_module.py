@@ -29,6 +29,7 @@ from attnprep.grader.kinds.plain_module import PlainModule
 
 
 class BlockModule(PlainModule):
+    traits = frozenset({"attention", "rows"})  # a causal self-attention inside; no low precision case
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     compare_stages = True  # q, kᵀ, scores … of its attention in the shapes panel
     forward_key = "block_module.forward_signature"
