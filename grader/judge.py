@@ -490,7 +490,7 @@ class Judge:
         heatmap = self._heatmap(data, zero_bias, ref)
         got_shapes = data.observed.shapes if data.observed is not None else {}
         shape_rows = []
-        stages = ("q", "k^T", "scores", "attn", "attn @ v") if self.kind.compare_stages else ()
+        stages = self.kind.stages
         try:  # an attempt that runs one head at a time shows one head's stages
             axes = self.kind.axis_names(0, case)
             heads = tuple(v for k, v in axes.items() if k in ("H", "G") and v > 1)

@@ -22,7 +22,7 @@ Where it runs:
   :meth:`Kind.reference_grads`, :meth:`Kind.solution`, :meth:`Kind.knobs`, :meth:`Kind.variant`,
   :meth:`Kind.answer`, :meth:`Kind.allowed`, :meth:`Kind.extra_checks`, :meth:`Kind.extra_diagnoses`,
   and the judge's switches :attr:`Kind.pair_knobs`, :attr:`Kind.mask_fills`, :attr:`Kind.outputs_apart`,
-  :attr:`Kind.grads_of`, :attr:`Kind.compare_stages`;
+  :attr:`Kind.grads_of`, :attr:`Kind.stages`;
 - both: :attr:`Kind.grading`, :attr:`Kind.configs`, :attr:`Kind.probes`, :meth:`Kind.cases`,
   :meth:`Kind.config_params`, :meth:`Kind.expected_shapes`, :meth:`Kind.axis_names`,
   :meth:`Kind.part_axis_names`.
@@ -62,6 +62,10 @@ TRAITS = {
     "makes_tensors": "makes tensors of its own (positions, indices) that must be on the inputs' device",
     "norm": "normalisation layers with an eps",
 }
+
+
+# The stages the child's observer records of an attention (attnprep.grader.observe), in order.
+ATTENTION_STAGES = ("q", "k^T", "scores", "attn", "attn @ v")
 
 
 class ContractError(Exception):
@@ -144,7 +148,7 @@ class Kind:
     mask_fills = False  # parent: its variants take a variants.MaskFills as the fill (a fill per mask)
     outputs_apart = False  # parent: each object's outputs are named on their own (judge._apart)
     grads_of = "parameters"  # parent: "inputs" where the gradients graded are the float inputs
-    compare_stages = True  # parent: the attention stages (q, kᵀ, scores …) in the shapes panel
+    stages: tuple[str, ...] = ATTENTION_STAGES  # parent: the observed stages the shapes panel compares
 
     def __init__(self, exercise, seed: int):
         self.exercise = exercise

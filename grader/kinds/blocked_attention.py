@@ -228,7 +228,7 @@ class BlockedAttention(Kind):
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their
     # output tiles in place (a training backward is a kernel of its own)
     probes = frozenset({"causality", "batch", "device"})
-    compare_stages = False  # tiles, not whole score matrices: no stage shapes
+    stages = ()  # tiles, not whole score matrices: no stage shapes
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)

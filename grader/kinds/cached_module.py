@@ -175,7 +175,7 @@ class CachedGrading(ModuleGrading):
 class CachedModule(AttentionModule):
     Grading = CachedGrading
     traits = AttentionModule.traits | {"cached"}
-    compare_stages = False  # the absorbed and cached forms compute other intermediates: no stage shapes
+    stages = ()  # the absorbed and cached forms compute other intermediates: no stage shapes
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
     pair_knobs = False  # its variants take one knob
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)

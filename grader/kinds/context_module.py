@@ -75,10 +75,6 @@ class ContextModule(AttentionModule):
     def config_params(self, ci: int) -> dict[str, Any]:
         return self.sizes(ci)
 
-    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
-        B, T = case.queries.shape
-        return {"out": (B, T, self.configs[ci]["d_model"])}
-
     @staticmethod
     def call(module, case: Case):
         i = case.inputs

@@ -56,7 +56,7 @@ class PlainModule(AttentionModule):
     probes = frozenset({"batch", "eval", "gradients", "device"})
     pair_knobs = True  # two knobs at once: both edits made together
     mask_fills = False
-    compare_stages = False  # no attention stages (q, kᵀ, scores …) in the shapes panel
+    stages = ()  # no attention stages (q, kᵀ, scores …) in the shapes panel
     leaf_names = True  # a block nested in a wrapper (torchtune's self.mlp.w1) is still mapped by name
     forward_key = "plain_module.forward_signature"
     forward_positional = 1  # x

@@ -101,7 +101,7 @@ class TensorFunctions(Kind):
     Grading = TensorGrading
     traits = frozenset({"makes_tensors"})
     pair_knobs = True
-    compare_stages = False  # no attention stages (q, kᵀ, scores …) in the shapes panel
+    stages = ()  # no attention stages (q, kᵀ, scores …) in the shapes panel
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
