@@ -501,6 +501,16 @@ def test_a_typo_in_grading_fails_loudly(exercise_id):
 
 
 @pytest.mark.parametrize("exercise_id", ALL_IDS)
+def test_every_config_has_exactly_one_observed_case(exercise_id):
+    """What the pipeline relies on (Kind.cases): one observed case per config, from which the child
+    observes the attention and the report draws its panels."""
+    from attnprep.grader.kinds import kind_for
+
+    kind = kind_for(registry()[exercise_id], 0)
+    assert [sum(c.observe for c in kind.cases(ci)) for ci in range(len(kind.configs))] == [1] * len(kind.configs)
+
+
+@pytest.mark.parametrize("exercise_id", ALL_IDS)
 def test_every_listed_mistake_has_a_knob_or_is_named_by_evidence(exercise_id):
     """rustlings' self-check, for the diagnosis: a mistake an exercise lists is reproduced by a
     knob of its kind, or named from what the grader observes; every knob is a listed mistake."""

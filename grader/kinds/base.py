@@ -163,7 +163,10 @@ class Kind:
     # --- both ---------------------------------------------------------------------------------
 
     def cases(self, ci: int) -> list[Case]:
-        """Both: the cases of config ``ci`` (drawn from the seed: the same in the child and here)."""
+        """Both: the cases of config ``ci`` (drawn from the seed: the same in the child and here).
+        Exactly one is the observed case (``observe=True``): the child observes config 0's, which the
+        report's panels show (wire.py rejects a reply without it), and a kind whose probes hold
+        ``gradients`` runs the one marked ``grads`` (else the observed one) with gradients on."""
         raise NotImplementedError
 
     def config_params(self, ci: int) -> dict[str, Any]:
