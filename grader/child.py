@@ -252,8 +252,8 @@ class _Failed:
         self.partial, self.problem = partial, problem
 
 
-def _finish(reply: Reply, builtins: set, guard: Guard, kind=None) -> dict:
-    builtins.update(getattr(kind, "seen_builtins", ()))  # what the kind itself watches for (its exercise's forbidden ops)
+def _finish(reply: Reply, builtins: set, guard: Guard, kind) -> dict:
+    builtins.update(kind.seen_builtins)  # what the kind itself watches for (its exercise's forbidden ops)
     if guard.opened:
         builtins.add("attnprep's reference solution")
     reply.builtins = sorted(builtins)
@@ -265,7 +265,7 @@ def _run_config(kind, ci: int, built, device: str, guard: Guard, builtins: set, 
     config = ConfigReply(ci, mapping=built.mapping, by_name=built.by_name,
                          notes=[[n.kind, n.role, n.layer] for n in built.notes], zero_bias=list(built.zero_bias))
     cases = kind.cases(ci)
-    forbidden = forbidden_functions(kind.exercise.grading.get("forbidden_functions", ()))
+    forbidden = forbidden_functions(kind.grading.forbidden_functions)
     for case in cases:
         _move(case, device)
         # what the report shows comes from the first config's cases (the observed one, and the
@@ -339,7 +339,7 @@ def _grads(kind, attempt, built, cases, guard, path: Path, device: str, full: bo
     inputs of functions) receive no gradient, and (``full``) the outputs and every gradient, which
     the grading process compares with the reference's. A backward that raises is the attempt's
     error, with its line. Also the autograd graph's node names: what ran at the aten level."""
-    case, leaves = _grad_leaves(kind, attempt, grads_case(cases), built)
+    case, leaves = kind.grad_leaves(attempt, grads_case(cases), built)
     nodes: list[str] = []
     try:
         _seed(0, device)
@@ -360,15 +360,6 @@ def _grads(kind, attempt, built, cases, guard, path: Path, device: str, full: bo
         values = {"outputs": {n: encode_tensor(o) for n, o in outputs.items()},
                   "grads": {n: encode_tensor(p.grad) for n, p in leaves.items() if p.grad is not None}}
     return Probe(not missing, "", {}, missing), values, nodes
-
-
-def _grad_leaves(kind, attempt, case, built):
-    """``kind.grad_leaves``, for kinds that take the built mapping and for those that do not."""
-    import inspect
-
-    if len(inspect.signature(kind.grad_leaves).parameters) >= 3:
-        return kind.grad_leaves(attempt, case, built)
-    return kind.grad_leaves(attempt, case)
 
 
 def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:

@@ -259,8 +259,6 @@ def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
     """Of the failing (config, case) pairs, the one whose sizes name the most axes apart (so the
     divergence can write ``(B, T, H, D)`` rather than numbers); the first on a tie."""
     def named(f: tuple[int, int]) -> int:
-        if not hasattr(kind, "axis_names"):
-            return 0
         sizes = list(kind.axis_names(f[0], kind.cases(f[0])[f[1]]).values())
         return len(set(sizes)) - len(sizes)
 
@@ -325,7 +323,7 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
 
     case = kind.cases(ci)[ni]
     tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
-    runner = getattr(kind, "trail_reference", kind.reference)(ci, zero_bias)  # built before tracing: no init steps
+    runner = kind.trail_reference(ci, zero_bias)  # built before tracing: no init steps
     with tracer, torch.no_grad():
         ref_made = tracer.mark_outputs(runner(case))
     _by_statement(tracer.steps, exercise.solution_path.resolve())
@@ -355,11 +353,11 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     if t is None:
         return None
     case = kind.cases(ci)[ni]
-    axes = kind.axis_names(ci, case) if hasattr(kind, "axis_names") else {}
+    axes = kind.axis_names(ci, case)
     outputs = (t.made, t.ref_made)
     files = dict(source=path.read_text(encoding="utf-8", errors="replace"),
                  ref_source=exercise.solution_path.read_text(encoding="utf-8"), marks=(t.marks, t.ref_marks))
-    part_axes = (lambda part: kind.part_axis_names(ci, case, part)) if hasattr(kind, "part_axis_names") else None
+    part_axes = lambda part: kind.part_axis_names(ci, case, part)  # noqa: E731
     found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs, **files, part_axes=part_axes)
     if found is None:
         return None

@@ -165,7 +165,7 @@ class Judge:
         records it (a table here, out of the attempt's reach), plus the nodes the exercise forbids
         (``[grading] forbidden_nodes``, e.g. ``SoftmaxBackward0`` where softmax is the exercise)."""
         forbidden = dict(BUILTIN_NODES)
-        forbidden.update({n: n.removesuffix("Backward0") for n in self.ex.grading.get("forbidden_nodes", [])})
+        forbidden.update({n: n.removesuffix("Backward0") for n in self.kind.grading.forbidden_nodes})
         seen = {op for c in reply.configs for op in c.ops}
         return {forbidden[op] for op in seen if op in forbidden}
 
@@ -313,7 +313,7 @@ class Judge:
                 add(Check("gradients", None, msg("check.gradients.not_run", detail=grads_failed[0])))
             elif self.grads_explained is not None:
                 add(Check("gradients", None, msg("check.gradients.outputs_wrong", case=self.grads_explained)))
-            elif getattr(kind, "grads_of", "parameters") == "inputs":  # functions: the float inputs' gradients
+            elif kind.grads_of == "inputs":  # functions: the float inputs' gradients
                 leaves = sorted((configs[0].grad_values or {}).get("grads", {}))
                 add(Check("gradients", True, msg("check.gradients.ok_inputs", names=", ".join(leaves))
                           if leaves else msg("check.gradients.ok_any")))
@@ -348,11 +348,12 @@ class Judge:
     def _compare_grads(self, data: ConfigReply) -> Message | None:
         """The case run with gradients on: its outputs, then every gradient, against the reference's
         after the same backward (the graded outputs summed)."""
-        if getattr(self.kind, "reference_grads", None) is None:
-            return None  # a kind that grades the presence of gradients only
         case = grads_case(self.cases(data.index))
         with torch.enable_grad():
-            outputs, grads = self.kind.reference_grads(data.index, frozenset(data.zero_bias), case)
+            expected = self.kind.reference_grads(data.index, frozenset(data.zero_bias), case)
+        if expected is None:
+            return None  # a kind that grades the presence of gradients only
+        outputs, grads = expected
         for name, want in outputs.items():
             got = decode_tensor(data.grad_values.get("outputs", {}).get(name))
             where = case.mask(name, tuple(want.shape))
@@ -489,7 +490,7 @@ class Judge:
         heatmap = self._heatmap(data, zero_bias, ref)
         got_shapes = data.observed.shapes if data.observed is not None else {}
         shape_rows = []
-        stages = ("q", "k^T", "scores", "attn", "attn @ v") if getattr(self.kind, "compare_stages", True) else ()
+        stages = self.kind.stages
         try:  # an attempt that runs one head at a time shows one head's stages
             axes = self.kind.axis_names(0, case)
             heads = tuple(v for k, v in axes.items() if k in ("H", "G") and v > 1)
@@ -552,7 +553,7 @@ class Judge:
 
         matched = [k for k in self.kind.knobs() if any(reproduces(k, f) for f in variants.FILLS)]
         mask_fills: dict[str, variants.MaskFills] = {}  # knob -> the per-mask fills it matched with
-        if not matched and self.failed_cases and getattr(self.kind, "mask_fills", False):
+        if not matched and self.failed_cases and self.kind.mask_fills:
             # each mask with its own fill, or both added as biases (mask mistakes only, failures only)
             fills = variants.MASK_FILLS
             by_fill = {k: next((f for f in fills if reproduces(k, f)), None) for k in self.kind.knobs()
@@ -567,7 +568,7 @@ class Judge:
         found: list[Diagnosis] = []
         seen = set()
         # two knobs at once, for kinds whose variants take them, and only for outputs that differ
-        if not matched and self.failed_cases and getattr(self.kind, "pair_knobs", False):
+        if not matched and self.failed_cases and self.kind.pair_knobs:
             pairs = self._pairs()
             pair = next((p for p in pairs if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None and not any(reproduces(pair, f, all_positions=True) for f in variants.FILLS):
@@ -580,7 +581,7 @@ class Judge:
             if pair is not None:
                 found.extend(self._pair_diagnoses(pair, configs))
                 seen.update(d.id for d in found)
-        if not matched and not found and self.failed_cases and getattr(self.kind, "outputs_apart", False):
+        if not matched and not found and self.failed_cases and self.kind.outputs_apart:
             found.extend(self._apart(outputs, reproduces, configs))
             seen.update(d.id for d in found)
         if not matched and not found and self.failed_cases:
@@ -623,7 +624,7 @@ class Judge:
             if len({k.split(":")[0] for k in alone}) == 1:
                 named[name] = alone[0]
         for name in wrong:
-            if name in named or not getattr(self.kind, "pair_knobs", False):
+            if name in named or not self.kind.pair_knobs:
                 continue
             with_other = [(o, k) for o in dict.fromkeys(named.values()) for k in knobs
                           if k.split(":")[0] != o.split(":")[0] and any(reproduces((o, k), f, names={name}) for f in fills)]
@@ -671,7 +672,7 @@ class Judge:
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
         # an exercise's own mistakes paired with each other first when it says so ([grading]
         # pairs_first): a long list of shared mask and scale knobs would otherwise fill the limit
-        own = [k for k in knobs if k.split(":")[0] in set(self.ex.grading.get("pairs_first", ()))]
+        own = [k for k in knobs if k.split(":")[0] in set(self.kind.grading.pairs_first)]
         early = [(a, b) for i, a in enumerate(own) for b in own[i + 1:] if a.split(":")[0] != b.split(":")[0]]
         head = named + [p for p in early if p not in named]
         return (head + [p for p in pairs if p not in head])[:PAIR_LIMIT]

@@ -226,3 +226,21 @@ def test_the_scale_factor_is_one_number_of_one_named_case(graded):
         assert f"{d.named}× the reference's before the softmax (case '{d.case}'" in texts.render(ratio)
     finally:
         texts.set_language(None)
+
+
+def test_a_forward_without_the_context_mask_says_cross_attentions_own_contract(tmp_path):
+    """forward(x, context) without the context mask: the contract check names cross-attention's
+    own arguments (x, context, context_mask=None), not the attention modules' (x, attention_mask,
+    is_causal) — the kind's forward_key is the text said."""
+    source = EX.solution_path.read_text(encoding="utf-8").replace(
+        "self, x: torch.Tensor, context: torch.Tensor, context_mask: torch.Tensor | None = None",
+        "self, x: torch.Tensor, context: torch.Tensor")
+    assert source != EX.solution_path.read_text(encoding="utf-8")
+    path = tmp_path / "cross_attention.py"
+    path.write_text(source, encoding="utf-8")
+    result = grade(path)
+    assert result.verdict is Verdict.CONTRACT
+    (check,) = result.checks
+    assert check.message.key == "context_module.forward_signature" and check.message.params == {"names": "x, context"}
+    for lang in ("en", "zh"):
+        assert "(x, context, context_mask=None)" in texts.render(check.message, lang)

@@ -222,27 +222,50 @@ def spec_params(exercise_id: str, a: dict) -> dict[str, tuple[int, ...]]:
 # make") belong to that exercise: it must list every one of them, and no other exercise may list one
 # unless a rule below says where else it can happen. The shared catalogue (exercises/mistakes.toml)
 # is judged by the rules below, written from what a contract offers (heads and projections, a padding
-# mask, a causal mask …), not copied from the exercises' lists. Shared mistakes without a rule are
-# not judged.
+# mask, a causal mask …) and from the traits its kind declares (grader/kinds/base.py TRAITS: what
+# the kind's exercises compute), not copied from the exercises' lists nor keyed on kind names.
+# Shared mistakes without a rule are not judged.
+
+
+def _traits(ex) -> frozenset[str]:
+    from attnprep.grader.kinds import kind_class
+    from attnprep.grader.kinds.base import TRAITS
+
+    traits = kind_class(ex).traits
+    assert traits <= set(TRAITS), sorted(traits - set(TRAITS))
+    return traits
+
+
+def _one_module(ex) -> bool:
+    """The attempt is one nn.Module built from the contract's constructor (a kind extending attention_module)."""
+    from attnprep.grader.kinds import kind_class
+    from attnprep.grader.kinds.attention_module import AttentionModule
+
+    return issubclass(kind_class(ex), AttentionModule)
+
+
+_trait = lambda name: lambda ex: name in _traits(ex)  # noqa: E731
 _MODULE = lambda ex: "num_heads" in _arg_names(ex.contract.constructor)  # noqa: E731
-_CAUSAL_FUNCTIONS = lambda ex: ex.contract.kind == "attention_functions"  # noqa: E731
+_CAUSAL_FUNCTIONS = _trait("mask_function")  # a causal mask function graded on its own
 _WINDOWED = lambda ex: "window" in ex.grading.get("args", [])  # noqa: E731  (its own inverted-mask mistake)
 _PADDING = lambda ex: "attention_mask" in ex.contract.forward or "context_mask" in ex.contract.forward  # noqa: E731  (a (B, T) key padding mask)
-_SDPA = lambda ex: ex.contract.kind == "sdpa_functions"  # noqa: E731  (torch's SDPA: attn_mask, scale, L != S)
-_CACHED = lambda ex: ex.contract.kind == "cached_module"  # noqa: E731
+_SDPA = _trait("torch_sdpa")  # torch's SDPA: attn_mask, scale, L != S
+_CACHED = _trait("cached")
 _PROJECTED = lambda ex: _MODULE(ex) or _CACHED(ex)  # noqa: E731  (d_model, heads merged, an output projection)
 _GROUPED = lambda ex: "num_kv_heads" in _arg_names(ex.contract.constructor)  # noqa: E731  (shared K/V heads, some grouped)
 _FUSED = lambda ex: any(p.name == "qkv_proj" for p in ex.contract.params)  # noqa: E731  (one projection for q, k and v)
 _LATENT = lambda ex: "kv_lora_rank" in _arg_names(ex.contract.constructor)  # noqa: E731  (MLA: a compressed latent)
 _MLA_DECODE = lambda ex: _LATENT(ex) and _CACHED(ex)  # noqa: E731  (the absorbed form over a cache of latents)
-_ATTENTION = lambda ex: ex.contract.kind not in ("rope_functions", "norm_modules", "plain_module", "tensor_functions", "routed_module", "adapter_module", "gradient_functions")  # noqa: E731  (scores, softmax, masks)
-_LOW_PRECISION = lambda ex: ex.contract.kind in ("rope_functions", "norm_modules", "plain_module", "routed_module", "adapter_module")  # noqa: E731  (graded in bfloat16 / float16)
-_BIASED = lambda ex: ex.contract.kind == "biased_attention"  # noqa: E731  (causal, a position bias: "no causal mask" is its own mistake)
+_ATTENTION = _trait("attention")  # scores, softmax, masks
+_LOW_PRECISION = _trait("low_precision")  # graded in bfloat16 / float16
+_BIASED = _trait("position_bias")  # causal, a position bias: "no causal mask" is its own mistake
+_MAKES_TENSORS = _trait("makes_tensors")  # positions, indices: made on the device or not
+_NORM = _trait("norm")  # normalisation layers with an eps
 _CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex) or _BIASED(ex)  # noqa: E731
 # a blocked (flash) kernel has no softmax over whole rows: a softmax dim, a mask after the exp (p is
 # still normalised by the same sum: right) or k @ q^T on tiles do not apply; its causal off-by-ones
 # have their own name (flash_causal_off_by_one), since they interact with the skipped key blocks.
-_ROWS = lambda ex: ex.contract.kind != "blocked_attention"  # noqa: E731
+_ROWS = _trait("rows")
 
 
 def _k_as_wide_as_v(ex) -> bool:
@@ -292,7 +315,7 @@ MISTAKE_APPLIES = {
     "rope_skipped": _LATENT,
     "rope_cos_sin_swapped": _LATENT,
     "rope_rotate_half": _LATENT,
-    "tensor_without_device": lambda ex: _ATTENTION(ex) or ex.contract.kind in ("rope_functions", "tensor_functions", "gradient_functions"),  # rope: arange(T) without device
+    "tensor_without_device": lambda ex: _ATTENTION(ex) or _MAKES_TENSORS(ex),  # rope: arange(T) without device
     "used_builtin": lambda ex: True,
     # an exercise's own mistakes that can happen elsewhere too
     "cache_mask_not_offset": _CACHED,
@@ -303,7 +326,7 @@ MISTAKE_APPLIES = {
     "cache_in_module_state": _CACHED,
     "output_dtype_not_kept": _LOW_PRECISION,
     # norms' eps convention in MLA's RMSNorms too (mla_decode's cached variants have no eps knob yet)
-    "norm_eps_convention": lambda ex: ex.contract.kind == "norm_modules" or (_LATENT(ex) and not _CACHED(ex)),
+    "norm_eps_convention": lambda ex: _NORM(ex) or (_LATENT(ex) and not _CACHED(ex)),
 }
 
 
@@ -451,6 +474,43 @@ def test_mistake_catalogue_ids_are_unique_and_complete():
 
 
 @pytest.mark.parametrize("exercise_id", ALL_IDS)
+def test_a_typo_in_grading_fails_loudly(exercise_id):
+    """[grading] is read once as its kind's typed, frozen table: the shipped one fits, and a key the
+    kind does not read (a typo, a dead key) or a misspelt one raises, naming the exercise and the
+    keys, instead of silently changing how the exercise is graded."""
+    import dataclasses
+
+    from attnprep.grader.kinds import kind_for
+    from attnprep.grader.kinds.base import GradingError
+
+    ex = registry()[exercise_id]
+    kind = kind_for(ex, 0)
+    assert dataclasses.is_dataclass(kind.grading) and list(kind.configs) == [dict(c) for c in ex.grading["configs"]]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        kind.grading.knobs = ()
+    with pytest.raises(GradingError, match=rf"exercises/{exercise_id}/.*unknown key\(s\) knobz"):
+        kind_for(ex._replace(grading={**ex.grading, "knobz": ["missing_scale"]}), 0)
+    required = {f.name for f in dataclasses.fields(kind.grading)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    for key in ex.grading:  # each key misspelt: unknown, and missing when the kind needs it
+        table = {(f"{key}_" if k == key else k): v for k, v in ex.grading.items()}
+        with pytest.raises(GradingError) as raised:
+            kind_for(ex._replace(grading=table), 0)
+        assert (raised.value.exercise_id, raised.value.unknown) == (exercise_id, [f"{key}_"])
+        assert raised.value.missing == ([key] if key in required else []), key
+
+
+@pytest.mark.parametrize("exercise_id", ALL_IDS)
+def test_every_config_has_exactly_one_observed_case(exercise_id):
+    """What the pipeline relies on (Kind.cases): one observed case per config, from which the child
+    observes the attention and the report draws its panels."""
+    from attnprep.grader.kinds import kind_for
+
+    kind = kind_for(registry()[exercise_id], 0)
+    assert [sum(c.observe for c in kind.cases(ci)) for ci in range(len(kind.configs))] == [1] * len(kind.configs)
+
+
+@pytest.mark.parametrize("exercise_id", ALL_IDS)
 def test_every_listed_mistake_has_a_knob_or_is_named_by_evidence(exercise_id):
     """rustlings' self-check, for the diagnosis: a mistake an exercise lists is reproduced by a
     knob of its kind, or named from what the grader observes; every knob is a listed mistake."""
@@ -590,12 +650,19 @@ def test_grading_configs_cover_the_interesting_sizes(exercise_id):
 
 
 def test_causal_grading_configs():
+    """The configs give the head counts and widths; the batches and lengths (one token, odd lengths,
+    several samples) are the kind's own sequence cases, the same for every config."""
+    from attnprep.grader.kinds import kind_for
+
     configs = registry()["causal"].grading["configs"]
     assert len(configs) >= 3
     for c in configs:
-        assert set(c) == {"batch", "heads", "seq", "dim"} and all(v >= 1 for v in c.values()), c
-    assert any(c["seq"] == 1 for c in configs) and any(c["seq"] > 4 and c["seq"] % 2 for c in configs)
-    assert any(c["batch"] > 1 and c["heads"] > 1 for c in configs)
+        assert set(c) == {"heads", "dim"} and all(v >= 1 for v in c.values()), c
+    assert any(c["heads"] > 1 for c in configs) and len({c["dim"] for c in configs}) == len(configs)
+    cases = kind_for(registry()["causal"], 0).cases(0)
+    lengths = {c.queries.shape[1] for c in cases}
+    assert 1 in lengths and any(T > 4 and T % 2 for T in lengths)
+    assert any(c.queries.shape[0] > 1 for c in cases)
 
 
 @pytest.mark.parametrize(("exercise_id", "config"), _configs())
@@ -622,7 +689,7 @@ def test_stub_renders_to_python_stating_the_contract(exercise_id):
     doc = ast.get_docstring(tree)
     assert doc and f"attnprep hint {exercise_id}" in doc
     assert ex.contract.details.splitlines()[0] in doc
-    if ex.contract.kind == "cached_module":  # no padding: the cache and the calls are the contract
+    if _CACHED(ex):  # no padding: the cache and the calls are the contract
         assert "prefill" in doc and "cache" in doc
     elif "attention_mask" in ex.contract.forward:
         assert "True = real token" in doc
@@ -642,14 +709,14 @@ def test_stub_signatures_match_the_contract(exercise_id):
     top = {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     for name in ex.contract.objects:
         assert name in top, f"stub does not define {name}"
-    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module", "block_module"):
+    if _one_module(ex):
         (cls,) = [top[n] for n in ex.contract.objects]
         assert any(isinstance(b, ast.Attribute) and b.attr == "Module" for b in cls.bases)
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
         _same_signature(_without_self(methods["__init__"].args), ex.contract.constructor, annotations=True)
         _same_signature(_without_self(methods["forward"].args), ex.contract.forward, annotations=True)
         _same_signature(_without_self(methods["__init__"].args), SPEC[exercise_id]["constructor"], annotations=False)
-    elif ex.contract.kind == "norm_modules":
+    elif "constructors" in SPEC[exercise_id]:  # several module classes
         for name, constructor in SPEC[exercise_id]["constructors"].items():
             cls = top[name]
             assert any(isinstance(b, ast.Attribute) and b.attr == "Module" for b in cls.bases)
@@ -684,9 +751,9 @@ def test_blank_causal_stub_raises_not_implemented():
 
     ns = _exec_stub(registry()["causal"])
     c = registry()["causal"].grading["configs"][0]
-    q = torch.zeros(c["batch"], c["heads"], c["seq"], c["dim"])
+    q = torch.zeros(2, c["heads"], 7, c["dim"])
     with pytest.raises(NotImplementedError, match="attnprep hint causal"):
-        ns["causal_mask"](c["seq"])
+        ns["causal_mask"](7)
     with pytest.raises(NotImplementedError, match="attnprep hint causal"):
         ns["causal_attention"](q, q, q)
 
@@ -751,10 +818,10 @@ def test_reference_solution_signatures_match_the_contract(exercise_id):
 
     ex = registry()[exercise_id]
     module = _solution(exercise_id)
-    if ex.contract.kind in ("attention_module", "cached_module", "plain_module", "routed_module", "adapter_module", "block_module"):
+    if _one_module(ex):
         cls = getattr(module, ex.contract.objects[0])
         pairs = [(cls.__init__, ex.contract.constructor), (cls.forward, ex.contract.forward)]
-    elif ex.contract.kind == "norm_modules":
+    elif "constructors" in SPEC[exercise_id]:  # several module classes
         pairs = [(getattr(module, n).__init__, c) for n, c in SPEC[exercise_id]["constructors"].items()]
         pairs += [(getattr(module, n).forward, ex.contract.forward) for n in ex.contract.objects]
     else:

@@ -18,7 +18,8 @@ class UnknownKind(LookupError):
     pass
 
 
-def kind_for(exercise, seed: int = 0) -> Kind:
+def kind_class(exercise) -> type[Kind]:
+    """The class of the exercise's kind (its declarations, :attr:`Kind.traits` …), not built."""
     name = exercise.contract.kind
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name or ""):
         raise UnknownKind(name)
@@ -26,4 +27,10 @@ def kind_for(exercise, seed: int = 0) -> Kind:
         module = importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError as exc:
         raise UnknownKind(name) from exc
-    return module.KIND(exercise, seed)
+    return module.KIND
+
+
+def kind_for(exercise, seed: int = 0) -> Kind:
+    """The exercise's kind, built (its ``[grading]`` parsed: a :class:`~.base.GradingError` when the
+    table does not fit the kind)."""
+    return kind_class(exercise)(exercise, seed)

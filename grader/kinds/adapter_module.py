@@ -21,6 +21,7 @@ data in ``[grading]`` (a LoRA layer needs all three):
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -32,14 +33,24 @@ from attnprep.grader.result import Check, Diagnosis, msg
 from attnprep.grader.weights import params_of
 
 
+@dataclass(frozen=True, kw_only=True)
+class AdapterGrading(plain_module.PlainGrading):
+    methods: tuple[str, ...] = ()  # methods besides forward that return a module, graded too
+    method_types: dict[str, str] = field(default_factory=dict)  # method -> the torch.nn class it must return
+    frozen: dict = field(default_factory=dict)  # roles, mistake, named_by: parameters that must not train
+    init: dict = field(default_factory=dict)  # zero, nonzero, mistake: the attempt's own initialisation
+
+
 class AdapterModule(plain_module.PlainModule):
+    Grading = AdapterGrading
+
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
-        grading = exercise.grading
-        self.methods: list[str] = list(grading.get("methods", []))
-        self.method_types: dict[str, str] = dict(grading.get("method_types", {}))
-        self.frozen: dict = dict(grading.get("frozen", {}))
-        self.init: dict = dict(grading.get("init", {}))
+        grading = self.grading
+        self.methods: list[str] = list(grading.methods)
+        self.method_types: dict[str, str] = dict(grading.method_types)
+        self.frozen: dict = dict(grading.frozen)
+        self.init: dict = dict(grading.init)
         self._constructed: dict[str, tuple[bool, bool]] = {}  # child: parameter -> (all zero, requires_grad)
         self._built: dict[int, tuple] = {}  # child: id(attempt) -> (the attempt, its mapping, its roles' zero init)
         self._gradient_case: Case | None = None  # child: the case run with gradients on (forward only)

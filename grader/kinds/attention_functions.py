@@ -18,14 +18,14 @@ blocked positions; ``mask_named``, mask knobs named when the mask function retur
 from __future__ import annotations
 
 import dataclasses
-import importlib
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
-from attnprep.grader.kinds.base import Built, built_functions, first
+from attnprep.grader.kinds.base import Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 MASK_SIZES = (1, 4, 7)
@@ -39,24 +39,30 @@ def _key(T: int, args: dict) -> str:
     return ":".join([str(T), *(f"{k}={v}" for k, v in sorted(args.items()))])
 
 
-class AttentionFunctions:
+@dataclass(frozen=True, kw_only=True)
+class FunctionsGrading(Grading):
+    args: tuple[str, ...] = ()  # the extra arguments both functions take, from each config
+    mask_checks: tuple[dict, ...] = ({},)  # the extra arguments the mask function is checked with alone
+    mask_inverted: str = ""  # the mistake named when the mask function returns the blocked positions
+    mask_named: tuple[str, ...] = ()  # mask knobs named when the mask function returns their mask
+
+
+class AttentionFunctions(Kind):
+    Grading = FunctionsGrading
+    traits = frozenset({"attention", "rows", "mask_function"})
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
-    token_axis = 2
     pair_knobs = True  # its variants take two knobs at once (variants.slips)
     mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
 
     def __init__(self, exercise, seed: int):
-        self.exercise = exercise
-        self.seed = seed
+        super().__init__(exercise, seed)
         self.mask_name, self.attention_name = exercise.contract.objects
-        grading = exercise.grading
-        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
-        self.arg_names: list[str] = list(grading.get("args", []))
-        self.mask_checks: list[dict] = [dict(a) for a in grading.get("mask_checks", [{}])]
-        self.mask_inverted: str = grading.get("mask_inverted", "")
-        self.mask_named: list[str] = list(grading.get("mask_named", []))
-        self._solution = None
+        grading = self.grading
+        self.arg_names: list[str] = list(grading.args)
+        self.mask_checks: list[dict] = [dict(a) for a in grading.mask_checks]
+        self.mask_inverted: str = grading.mask_inverted
+        self.mask_named: list[str] = list(grading.mask_named)
 
     def cases(self, ci: int) -> list[Case]:
         c = self.configs[ci]
@@ -91,9 +97,6 @@ class AttentionFunctions:
 
     # --- child --------------------------------------------------------------------------------
 
-    def build(self, namespace: dict, ci: int, channel) -> Built:
-        return built_functions(self.exercise, namespace)
-
     def run(self, attempt, case: Case) -> dict[str, Any]:
         return {"out": first(self.call(attempt, case))}
 
@@ -110,9 +113,6 @@ class AttentionFunctions:
         for k in ("q", "k", "v"):
             inputs[k] = leaves[k] = inputs[k].detach().clone().requires_grad_(True)
         return dataclasses.replace(case, inputs=inputs), leaves
-
-    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
-        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
 
     def child_extra(self, attempt) -> dict | None:
         """The mask function on its own: values for a few sizes, and whether it honours ``device``."""
@@ -136,21 +136,9 @@ class AttentionFunctions:
 
     # --- parent -------------------------------------------------------------------------------
 
-    def solution(self):
-        if self._solution is None:
-            module = importlib.import_module(self.exercise.solution_module)
-            self._solution = {n: getattr(module, n) for n in self.exercise.contract.objects}
-        return self._solution
-
     def reference(self, ci: int, zero_bias=frozenset()):
         functions = self.solution()
         return lambda case: {"out": first(self.call(functions, case))}
-
-    def answer(self, question: dict) -> dict:
-        return {}
-
-    def knobs(self) -> list[str]:
-        return list(self.exercise.grading.get("knobs", []))
 
     def variant(self, ci: int, zero_bias, knob: str, fill: float):
         def call(case: Case):

@@ -7,17 +7,17 @@ seeded weights. When several same-shaped layers could play several roles, the ch
 under each candidate mapping and asks the grading process which one computes the reference: the
 reference itself never enters the child.
 
-Exercise data (``[grading]``): ``configs``; ``model``, the functional form of the reference and its
-mistakes in :mod:`attnprep.grader.variants` (``projections`` with ``kv_heads`` and ``fused``, or
-``latent``); ``knobs``, the mistakes tried, in order.
+Exercise data (``[grading]``, :class:`AttentionGrading`): ``configs``; ``model``, the functional form
+of the reference and its mistakes in :mod:`attnprep.grader.variants` (``projections`` with ``kv_heads``
+and ``fused``, or ``latent``); ``knobs``, the mistakes tried, in order.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -26,7 +26,7 @@ from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader import weights as W
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
-from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
 from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import ATOL, RTOL, decode_tensor, encode_tensor
 
@@ -83,22 +83,35 @@ class _Candidates:
         return min(found) if found else None
 
 
-class AttentionModule:
+@dataclass(frozen=True, kw_only=True)
+class ModuleGrading(Grading):
+    """``[grading]`` of every kind whose attempt is an ``nn.Module`` mapped to the contract's roles."""
+
+    defaults: dict[str, str] = field(default_factory=dict)  # sizes a config leaves to the constructor's default
+    kv_heads: str = ""  # the KV head count, an expression of the config ("" : num_kv_heads, else num_heads)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionGrading(ModuleGrading):
+    model: str = "projections"  # the functional form in variants: "projections" or "latent"
+    fused: bool = False  # one stacked q/k/v projection (the projections form)
+
+
+class AttentionModule(Kind):
+    Grading = AttentionGrading
+    traits = frozenset({"attention", "rows"})
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
-    token_axis = 1
     pair_knobs = True  # its variants take two knobs at once (variants.slips)
     mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
-    forward_key = "contract.forward_signature"  # the text when forward takes fewer than 3 arguments
+    forward_key = "contract.forward_signature"  # the text when forward takes too few positional arguments
+    forward_positional = 3  # … fewer than this: x, attention_mask, is_causal
     leaf_names = False  # nested layers (attn.q_proj) are matched by shape, not by their last name
 
     def __init__(self, exercise, seed: int):
-        self.exercise = exercise
-        self.seed = seed
+        super().__init__(exercise, seed)
         self.object = exercise.contract.objects[0]
         self.arg_names = arg_names(exercise.contract.constructor)
         self.arg_defaults = arg_defaults(exercise.contract.constructor)
-        self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
-        self._solution = None
         self._role_weights: dict[tuple, dict] = {}  # see role_weights
         self._chosen: dict[tuple[int, str], int] = {}  # (config, the candidates described) -> the mapping chosen
 
@@ -124,13 +137,10 @@ class AttentionModule:
         """The config with the sizes it leaves to a default filled in (``[grading] defaults``:
         ``d_context = "d_model"``), for the parameter shapes and the variants."""
         config = dict(self.configs[ci])
-        for name, expression in self.exercise.grading.get("defaults", {}).items():
+        for name, expression in self.grading.defaults.items():
             if config.get(name) is None:
                 config[name] = exercises.evaluate(expression, config)
         return config
-
-    def config_params(self, ci: int) -> dict[str, Any]:
-        return dict(self.configs[ci])
 
     def roles(self, ci: int) -> list[W.Role]:
         return W.roles_for(self.exercise, self.sizes(ci))
@@ -163,7 +173,7 @@ class AttentionModule:
             axes["nope+rope"] = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
         else:
             axes["D"] = c["d_model"] // c["num_heads"]
-            G = exercises.evaluate(self.exercise.grading["kv_heads"], c) if "kv_heads" in self.exercise.grading \
+            G = exercises.evaluate(self.grading.kv_heads, c) if self.grading.kv_heads \
                 else c.get("num_kv_heads", c["num_heads"])
             if G != c["num_heads"]:
                 axes["G"] = G
@@ -248,8 +258,8 @@ class AttentionModule:
         many per-head layers a role may be spread over, or interleaved in a stacked layer."""
         config = self.sizes(ci)
         counts = {v for k, v in config.items() if "heads" in k and isinstance(v, int)}
-        if "kv_heads" in self.exercise.grading:
-            counts.add(exercises.evaluate(self.exercise.grading["kv_heads"], config))
+        if self.grading.kv_heads:
+            counts.add(exercises.evaluate(self.grading.kv_heads, config))
         return tuple(sorted(counts))
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
@@ -258,7 +268,7 @@ class AttentionModule:
     def grad_leaves(self, attempt, case: Case, built: Built):
         """The parameters, named by their contract role where mapped (``q_proj.weight``)."""
         attempt.zero_grad(set_to_none=True)
-        rows = getattr(built, "rows", {})
+        rows = built.rows
         role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed and role not in rows}
         params = dict(attempt.named_parameters())
         fused, covered = W.rows_leaves(attempt, rows, set(built.transposed))  # stacked / per-head layers
@@ -289,15 +299,11 @@ class AttentionModule:
         owned = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
         return owned + list(attempt.parameters()) + list(attempt.buffers())
 
-    def child_extra(self, attempt) -> dict | None:
-        return None
-
     # --- parent -------------------------------------------------------------------------------
 
     def solution(self):
-        if self._solution is None:
-            self._solution = getattr(importlib.import_module(self.exercise.solution_module), self.object)
-        return self._solution
+        """The reference's class."""
+        return super().solution()[self.object]
 
     def _reference_module(self, ci: int, zero_bias=frozenset()):
         module = self.solution()(*self.args(ci)).eval()
@@ -315,8 +321,9 @@ class AttentionModule:
         return lambda case: {"out": first(self.call(module, case))}
 
     def check_forward(self, cls) -> None:
-        """Raise :class:`ContractError` when ``cls.forward`` cannot take the contract's arguments."""
-        _check_forward(cls)
+        """Raise :class:`ContractError` (:attr:`forward_key`) when ``cls.forward`` takes fewer than
+        :attr:`forward_positional` positional arguments besides self (a ``*args`` takes any number)."""
+        _check_forward(cls, self.forward_key, self.forward_positional)
 
     def probe_output(self, ci: int, zero_bias: frozenset, probe: Case) -> torch.Tensor:
         """The reference's output on the mapping probe (what :meth:`call` returns first)."""
@@ -366,19 +373,16 @@ class AttentionModule:
                     return found
         return 0
 
-    def knobs(self) -> list[str]:
-        return list(self.exercise.grading.get("knobs", []))
-
     def variant(self, ci: int, zero_bias, knob: str, fill: float):
-        grading = self.exercise.grading
+        grading = self.grading
         config = self.configs[ci]
         weights = self.role_weights(ci, zero_bias)
-        if grading["model"] == "latent":
+        if grading.model == "latent":
             model = variants.latent
             extra: dict = {}
         else:
             model = variants.projections
-            extra = {"kv_heads": exercises.evaluate(grading["kv_heads"], config), "fused": bool(grading.get("fused"))}
+            extra = {"kv_heads": exercises.evaluate(grading.kv_heads, config), "fused": bool(grading.fused)}
 
         def call(case: Case):
             i = case.inputs
@@ -395,12 +399,6 @@ class AttentionModule:
         if mask is not None:
             allowed = allowed & mask[sample][None, :]
         return allowed
-
-    def extra_checks(self, extra: dict) -> list:
-        return []
-
-    def extra_diagnoses(self, extra: dict) -> list:
-        return []
 
 
 def _check_forward(cls, key: str = "contract.forward_signature", least: int = 3) -> None:

@@ -1,28 +1,40 @@
-"""The one interface every exercise kind implements.
+"""The one interface every exercise kind implements: the base class :class:`Kind`.
 
 A kind is how one shape of exercise is driven: what the attempt provides (a module, functions, a
 cached module …), its cases, how to call it (one call or a script of calls), the reference and its
 mistaken variants, which generic probes apply, and its own checks. The pipeline (``engine``,
 ``child``, ``judge``) and the report only ever talk to a :class:`Kind`; what is specific to one
 exercise (its configs, which knobs apply, probe configs, the model a kind computes) is data in its
-``exercises/<id>/exercise.toml``.
+``exercises/<id>/exercise.toml``, whose ``[grading]`` table each kind reads as its own typed
+:class:`Grading` (unknown or missing keys are a :class:`GradingError`).
 
 A kind is a module of :mod:`attnprep.grader.kinds` named by ``contract.kind`` that defines
-``KIND``, a class built as ``KIND(exercise, seed)`` (see :func:`attnprep.grader.kinds.kind_for`).
+``KIND``, a subclass of :class:`Kind` (directly or through the kind it extends) built as
+``KIND(exercise, seed)`` (see :func:`attnprep.grader.kinds.kind_for`). Every optional hook and
+attribute is declared here once, with its default: a kind module holds only what differs.
 
 Where it runs:
 
 - *child* (the forked process that imports the attempt; the reference never enters it):
   :meth:`Kind.build`, :meth:`Kind.run`, :meth:`Kind.grad_leaves`, :meth:`Kind.device_tensors`,
-  :meth:`Kind.child_extra`;
-- *parent* (the grading process): :meth:`Kind.reference`, :meth:`Kind.reference_grads`, :meth:`Kind.variant`,
-  :meth:`Kind.answer`, :meth:`Kind.allowed`, :meth:`Kind.extra_checks`,
-  :meth:`Kind.extra_diagnoses`;
-- both: :attr:`configs`, :meth:`cases`, :meth:`expected_shapes`.
+  :meth:`Kind.child_extra`, :attr:`Kind.seen_builtins`;
+- *parent* (the grading process): :meth:`Kind.reference`, :meth:`Kind.trail_reference`,
+  :meth:`Kind.reference_grads`, :meth:`Kind.solution`, :meth:`Kind.knobs`, :meth:`Kind.variant`,
+  :meth:`Kind.answer`, :meth:`Kind.allowed`, :meth:`Kind.extra_checks`, :meth:`Kind.extra_diagnoses`,
+  and the judge's switches :attr:`Kind.pair_knobs`, :attr:`Kind.mask_fills`, :attr:`Kind.outputs_apart`,
+  :attr:`Kind.grads_of`, :attr:`Kind.stages`;
+- both: :attr:`Kind.grading`, :attr:`Kind.configs`, :attr:`Kind.probes`, :meth:`Kind.cases`,
+  :meth:`Kind.config_params`, :meth:`Kind.expected_shapes`, :meth:`Kind.axis_names`,
+  :meth:`Kind.part_axis_names`.
+
+:attr:`Kind.traits` is read by neither: it says which shared mistakes of the catalogue can happen in
+the kind's exercises (tests/test_registry.py derives each exercise's mistake list from it).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -37,6 +49,24 @@ Runner = Callable[[Case], Outputs]
 # The generic probes a kind may ask for (the judge runs them; the names are check ids).
 PROBES = ("causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows")
 
+# What a kind's exercises compute, as far as the shared mistakes of the catalogue care (see
+# :attr:`Kind.traits`; tests/test_registry.py's MISTAKE_APPLIES reads them):
+TRAITS = {
+    "attention": "scores of queries against keys, a softmax and masks",
+    "rows": "the softmax runs over whole rows of scores (not over tiles, as a blocked kernel's)",
+    "mask_function": "its first object is a causal mask function of its own, graded apart",
+    "position_bias": "causal attention with a position bias added to the scores (ALiBi)",
+    "torch_sdpa": "torch's scaled_dot_product_attention semantics: attn_mask, scale, L != S",
+    "cached": "a script of calls over a cache the attempt returns and is given back",
+    "low_precision": "graded in bfloat16 or float16 too, against the exact result",
+    "makes_tensors": "makes tensors of its own (positions, indices) that must be on the inputs' device",
+    "norm": "normalisation layers with an eps",
+}
+
+
+# The stages the child's observer records of an attention (attnprep.grader.observe), in order.
+ATTENTION_STAGES = ("q", "k^T", "scores", "attn", "attn @ v")
+
 
 class ContractError(Exception):
     """The attempt does not provide what the contract asks for; carries a text key and params."""
@@ -45,6 +75,47 @@ class ContractError(Exception):
         super().__init__(key)
         self.key = key
         self.params = params
+
+
+class GradingError(ValueError):
+    """An exercise's ``[grading]`` table does not fit its kind: keys the kind does not read (a typo
+    would otherwise change grading silently) or keys it needs that are missing."""
+
+    def __init__(self, exercise_id: str, kind: str, unknown: list[str], missing: list[str]):
+        parts = []
+        if unknown:
+            parts.append(f"unknown key(s) {', '.join(unknown)}")
+        if missing:
+            parts.append(f"missing key(s) {', '.join(missing)}")
+        super().__init__(f"exercises/{exercise_id}/exercise.toml [grading] for kind {kind}: {'; '.join(parts)}")
+        self.exercise_id, self.unknown, self.missing = exercise_id, unknown, missing
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grading:
+    """The ``[grading]`` keys every kind reads. A kind declares its own table as a subclass (a kind
+    that extends another extends its table), with a default for every optional key; a field
+    without a default is a key the exercise must give."""
+
+    configs: tuple[dict, ...]  # the graded configs (sizes, constructor arguments)
+    knobs: tuple[str, ...] = ()  # the mistakes tried, in order
+    probe_configs: tuple[dict, ...] = ()  # benchmarks/mutation.py only: configs never graded
+    forbidden_functions: tuple[str, ...] | dict[str, str] = ()  # torch functions the child's observer forbids
+    forbidden_nodes: tuple[str, ...] = ()  # autograd nodes the judge takes for built-ins
+    pairs_first: tuple[str, ...] = ()  # the exercise's own mistakes the judge pairs with each other first
+
+    @classmethod
+    def parse(cls, exercise) -> "Grading":
+        """The exercise's ``[grading]`` as this table (top-level lists as tuples); a
+        :class:`GradingError` naming the exercise and the keys for unknown or missing ones."""
+        table = dict(exercise.grading)
+        fields = dataclasses.fields(cls)
+        unknown = sorted(set(table) - {f.name for f in fields})
+        missing = [f.name for f in fields if f.name not in table
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if unknown or missing:
+            raise GradingError(exercise.id, exercise.contract.kind, unknown, missing)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in table.items()})
 
 
 class Channel(Protocol):
@@ -66,79 +137,141 @@ class Built:
     rows: dict = field(default_factory=dict)  # roles in stacked / per-head layers: role -> [(layer, rows)]
 
 
-class Kind(Protocol):
-    exercise: Any
-    seed: int
-    configs: list[dict]
-    probes: frozenset[str]  # which of PROBES apply
-    token_axis: int  # the token axis of the main output (heat-map rows, gradients' weighting)
-    pair_knobs: bool  # optional: its variants accept two knobs at once, a tuple (two-mistake diagnoses)
-    mask_fills: bool  # optional: its variants take a variants.MaskFills as the fill (a fill per mask)
-    grads_of: str  # optional: "inputs" where the exercise has no parameters (default "parameters")
-    # optional: built-ins the kind itself saw the attempt run (an exercise's own forbidden ops, see
-    # attnprep.grader.forbidden), filled in the child; the child adds them to the reply's built-ins
-    seen_builtins: set[str]
+class Kind:
+    """The base of every kind: each hook with its default. Where each runs is in its docstring
+    (child, parent or both); a subclass overrides what differs."""
 
-    def cases(self, ci: int) -> list[Case]: ...
+    Grading: type[Grading] = Grading  # the kind's [grading] table (a subclass of Grading)
+    traits: frozenset[str] = frozenset()  # of TRAITS: which shared mistakes can happen (tests only)
+    probes: frozenset[str] = frozenset()  # both: which of PROBES apply
+    pair_knobs = False  # parent: its variants take two knobs at once, a tuple (two-mistake diagnoses)
+    mask_fills = False  # parent: its variants take a variants.MaskFills as the fill (a fill per mask)
+    outputs_apart = False  # parent: each object's outputs are named on their own (judge._apart)
+    grads_of = "parameters"  # parent: "inputs" where the gradients graded are the float inputs
+    stages: tuple[str, ...] = ATTENTION_STAGES  # parent: the observed stages the shapes panel compares
+
+    def __init__(self, exercise, seed: int):
+        self.exercise = exercise
+        self.seed = seed
+        self.grading = self.Grading.parse(exercise)  # both: the typed [grading]
+        self.configs: list[dict] = [dict(c) for c in self.grading.configs]  # both: the graded configs
+        # child: built-ins the kind itself saw the attempt run (an exercise's own forbidden ops, see
+        # attnprep.grader.forbidden); the child adds them to the reply's built-ins
+        self.seen_builtins: set[str] = set()
+        self._solution: Any = None
+
+    # --- both ---------------------------------------------------------------------------------
+
+    def cases(self, ci: int) -> list[Case]:
+        """Both: the cases of config ``ci`` (drawn from the seed: the same in the child and here).
+        Exactly one is the observed case (``observe=True``): the child observes config 0's, which the
+        report's panels show (wire.py rejects a reply without it), and a kind whose probes hold
+        ``gradients`` runs the one marked ``grads`` (else the observed one) with gradients on."""
+        raise NotImplementedError
 
     def config_params(self, ci: int) -> dict[str, Any]:
-        """The config as ids and numbers, for messages ("d_model=16, num_heads=4")."""
+        """Both: the config as ids and numbers, for messages ("d_model=16, num_heads=4")."""
+        return dict(self.configs[ci])
 
-    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]: ...
+    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
+        """Both: the shape of each named output of ``case``."""
+        raise NotImplementedError
 
     def axis_names(self, ci: int, case: Case) -> dict[str, int]:
-        """Sizes by the names a shape is written with in messages, ``{"B": 3, "T": 7, "H": 4, …}``
-        (the divergence finder writes ``(3, 7, 4, 4)`` as ``(B, T, H, D)`` where sizes are unique)."""
+        """Parent: sizes by the names a shape is written with in messages, ``{"B": 3, "T": 7, …}``
+        (the divergence finder writes ``(3, 7, 4, 4)`` as ``(B, T, H, D)`` where sizes are unique);
+        none by default (shapes are written with numbers)."""
+        return {}
 
-    # --- child ---------------------------------------------------------------------------------
+    def part_axis_names(self, ci: int, case: Case, part: str) -> dict[str, int]:
+        """Parent: :meth:`axis_names` for one call of a script of calls (``part``, as the trail
+        marks it), where that call's sizes differ; {} (the case's own) by default."""
+        return {}
+
+    # --- child --------------------------------------------------------------------------------
 
     def build(self, namespace: dict, ci: int, channel: Channel) -> Built:
-        """The attempt's object for config ``ci`` (weights loaded); raises :class:`ContractError`."""
+        """Child: the attempt's object for config ``ci`` (weights loaded); raises
+        :class:`ContractError`. By default the contract's functions from the attempt's namespace."""
+        return built_functions(self.exercise, namespace)
 
     def run(self, attempt: Any, case: Case) -> Outputs:
-        """Call the attempt on ``case`` (a script runs several calls) and return its named outputs;
-        whatever the attempt raises propagates."""
+        """Child: call the attempt on ``case`` (a script runs several calls) and return its named
+        outputs; whatever the attempt raises propagates."""
+        raise NotImplementedError
 
-    def grad_leaves(self, attempt: Any, case: Case, built: Built) -> tuple[Case, dict[str, torch.Tensor]]:
-        """A copy of the case prepared for a backward pass, and the leaves whose gradients are
-        graded, named as :meth:`reference_grads` names the reference's (parameters by their
-        contract role: ``q_proj.weight``)."""
+    def grad_leaves(self, attempt: Any, case: Case, built: Built | None) -> tuple[Case, dict[str, torch.Tensor]]:
+        """Child (and parent, for the reference, with ``attempt`` and ``built`` None): a copy of the
+        case prepared for a backward pass, and the leaves whose gradients are graded, named as
+        :meth:`reference_grads` names the reference's (parameters by their contract role:
+        ``q_proj.weight``). Called only by a kind whose probes hold ``gradients``."""
+        raise NotImplementedError
 
     def device_tensors(self, attempt: Any, case: Case) -> list[torch.Tensor]:
-        """What lives on "the device" in the emulated GPU check: inputs, parameters, buffers."""
+        """Child: what lives on "the device" in the emulated GPU check; by default the case's
+        tensor inputs (a module adds its parameters and buffers)."""
+        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
 
     def child_extra(self, attempt: Any) -> dict | None:
-        """Kind-specific plain data measured in the child (``None``: nothing)."""
+        """Child: kind-specific plain data measured in the child, read by :meth:`extra_checks` and
+        :meth:`extra_diagnoses` (``None``: nothing)."""
+        return None
 
-    # --- parent --------------------------------------------------------------------------------
+    # --- parent -------------------------------------------------------------------------------
+
+    def solution(self) -> Any:
+        """Parent: the reference's objects (imported once from ``solutions/<id>.py``), by their
+        contract names."""
+        if self._solution is None:
+            module = importlib.import_module(self.exercise.solution_module)
+            self._solution = {n: getattr(module, n) for n in self.exercise.contract.objects}
+        return self._solution
 
     def answer(self, question: dict) -> dict:
-        """Answer the child's question (the weight-mapping probe) with the reference, here."""
+        """Parent: answer the child's question (the weight-mapping probe) with the reference, here;
+        a kind that asks none answers nothing."""
+        return {}
 
-    def reference(self, ci: int, zero_bias: frozenset[str] = frozenset()) -> Runner: ...
+    def reference(self, ci: int, zero_bias: frozenset[str] = frozenset()) -> Runner:
+        """Parent: the reference of config ``ci`` as a runner of cases (``zero_bias``: roles whose
+        bias the attempt lacks, graded as zero)."""
+        raise NotImplementedError
 
     def trail_reference(self, ci: int, zero_bias: frozenset[str] = frozenset()) -> Runner:
-        """Optional: the reference driven the way the attempt is, for the divergence finder's trail
+        """Parent: the reference driven the way the attempt is, for the divergence finder's trail
         (default: :meth:`reference`). A kind whose reference computes its expected outputs another
-        way (one full forward for a script of calls) gives the reference's own script here."""
+        way (one full forward for a script of calls, float64) gives the reference's own run here."""
+        return self.reference(ci, zero_bias)
 
-    def reference_grads(self, ci: int, zero_bias: frozenset[str], case: Case) -> tuple[Outputs, dict[str, torch.Tensor]]:
-        """The reference's outputs on ``case`` with gradients on, and its leaves' gradients after
-        the backward of the graded outputs' sum (what the child does to the attempt)."""
+    def reference_grads(self, ci: int, zero_bias: frozenset[str], case: Case) -> tuple[Outputs, dict[str, torch.Tensor]] | None:
+        """Parent: the reference's outputs on ``case`` with gradients on, and its leaves' gradients
+        after the backward of the graded outputs' sum (what the child does to the attempt); None
+        (the default): gradients are graded for their presence only."""
+        return None
 
     def knobs(self) -> list[str]:
-        """The mistake knobs that apply to this exercise, in the order they are tried."""
+        """Parent: the mistake knobs that apply to this exercise, in the order they are tried."""
+        return list(self.grading.knobs)
 
-    def variant(self, ci: int, zero_bias: frozenset[str], knob: str, fill: float) -> Runner:
-        """The reference with exactly the mistake ``knob``; masks filled with ``fill``."""
+    def variant(self, ci: int, zero_bias: frozenset[str], knob, fill) -> Runner:
+        """Parent: the reference with exactly the mistake ``knob`` (a tuple of two where
+        :attr:`pair_knobs`); masks filled with ``fill`` (a variants.MaskFills where :attr:`mask_fills`)."""
+        raise NotImplementedError
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
-        """(T_q, T_k) bool: where the reference lets queries attend, for the heat-map; (H, T_q, T_k)
-        when it differs per head (the heat-map takes the head it shows)."""
+        """Parent: (T_q, T_k) bool, where the reference lets queries attend, for the heat-map;
+        (H, T_q, T_k) when it differs per head (the heat-map takes the head it shows). Everywhere
+        by default."""
+        T = case.queries.shape[1]
+        return torch.ones(T, T, dtype=torch.bool)
 
-    def extra_checks(self, extra: dict) -> list[Check]: ...
+    def extra_checks(self, extra: dict) -> list[Check]:
+        """Parent: the kind's own checks from :meth:`child_extra`'s data (none by default)."""
+        return []
 
-    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]: ...
+    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
+        """Parent: mistakes named from :meth:`child_extra`'s data (none by default)."""
+        return []
 
 
 NAMED = "_attnprep_named"  # the attribute of an exception that carries the mistakes a kind saw behind it

@@ -22,13 +22,14 @@ the slopes function is checked with on its own; ``knobs``, the mistakes tried, i
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case
-from attnprep.grader.kinds.attention_functions import AttentionFunctions
+from attnprep.grader.kinds.attention_functions import AttentionFunctions, FunctionsGrading
 from attnprep.grader.result import Check, Diagnosis, msg
 
 SLOPE_RTOL, SLOPE_ATOL = 1e-5, 1e-8
@@ -70,11 +71,19 @@ def distance_bias(slope: torch.Tensor, T: int, form: str = "relative") -> torch.
 # --- the kind -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class BiasedGrading(FunctionsGrading):
+    slope_checks: tuple[int, ...] = ()  # the head counts the slopes function is checked with alone
+
+
 class BiasedAttention(AttentionFunctions):
+    Grading = BiasedGrading
+    traits = AttentionFunctions.traits - {"mask_function"} | {"position_bias"}  # a slopes function, no mask one
+
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
         self.slopes_name = self.mask_name
-        self.slope_checks: list[int] = [int(h) for h in exercise.grading.get("slope_checks", [])]
+        self.slope_checks: list[int] = [int(h) for h in self.grading.slope_checks]
 
     # --- child --------------------------------------------------------------------------------
 

@@ -24,13 +24,14 @@ import torch
 
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
 from attnprep.grader.kinds.attention_module import AttentionModule
-from attnprep.grader.kinds.base import first
+from attnprep.grader.kinds.base import ATTENTION_STAGES, first
 from attnprep.grader.kinds.plain_module import PlainModule
 
 
 class BlockModule(PlainModule):
+    traits = frozenset({"attention", "rows"})  # a causal self-attention inside; no low precision case
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
-    compare_stages = True  # q, kᵀ, scores … of its attention in the shapes panel
+    stages = ATTENTION_STAGES  # q, kᵀ, scores … of its attention in the shapes panel
     forward_key = "block_module.forward_signature"
     forward_positional = 2  # x, attention_mask
 

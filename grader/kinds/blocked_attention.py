@@ -23,11 +23,11 @@ large-score case; ``structure``, the long cases and their sizes; ``knobs``.
 
 from __future__ import annotations
 
-import importlib
 import linecache
 import math
 import sys
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -36,7 +36,7 @@ from torch.utils._pytree import tree_leaves
 
 from attnprep.grader import variants
 from attnprep.grader.cases import CAUSAL_CUT, Case, generator, rows
-from attnprep.grader.kinds.base import Built, ContractError, first
+from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 # aten ops that compute the whole attention: torch's SDPA kernels called through torch.ops, which
@@ -215,23 +215,27 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
 # --- the kind -------------------------------------------------------------------------------------
 
 
-class BlockedAttention:
+@dataclass(frozen=True, kw_only=True)
+class BlockedGrading(Grading):
+    shapes: tuple[list[int], ...]  # (L, S, block_size) of the cases (block_size 0: the default)
+    stability: tuple[int, ...]  # (L, S, block_size) of the large-score case
+    structure: dict[str, Any]  # the long cases and their sizes
+
+
+class BlockedAttention(Kind):
+    Grading = BlockedGrading
+    traits = frozenset({"attention"})  # tiles, not rows: no softmax over a whole row of scores
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their
     # output tiles in place (a training backward is a kernel of its own)
     probes = frozenset({"causality", "batch", "device"})
-    compare_stages = False  # tiles, not whole score matrices: no stage shapes
-    token_axis = 2
+    stages = ()  # tiles, not whole score matrices: no stage shapes
 
     def __init__(self, exercise, seed: int):
-        self.exercise = exercise
-        self.seed = seed
+        super().__init__(exercise, seed)
         self.name = exercise.contract.objects[0]
-        grading = exercise.grading
-        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
-        self.shapes = [tuple(s) for s in grading["shapes"]]
-        self.stability = tuple(grading["stability"])
-        self.structure = dict(grading["structure"])
-        self._solution = None
+        self.shapes = [tuple(s) for s in self.grading.shapes]
+        self.stability = tuple(self.grading.stability)
+        self.structure = dict(self.grading.structure)
         self._cases: dict[int, list[Case]] = {}
 
     # --- shared -------------------------------------------------------------------------------
@@ -306,9 +310,6 @@ class BlockedAttention:
                 cases.append(case(name, t, spec["is_causal"], spec["block"]))
         return cases
 
-    def config_params(self, ci: int) -> dict[str, Any]:
-        return dict(self.configs[ci])
-
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         B, H, L, D = case.inputs["q"].shape
         return {"out": (B, H, case.queries.shape[1], D)}
@@ -360,17 +361,6 @@ class BlockedAttention:
         attempt["builtins"].update(watch.builtins)
         return {"out": out}
 
-    def grad_leaves(self, attempt, case: Case):
-        inputs = dict(case.inputs)
-        leaves = {}
-        for n in ("q", "k", "v"):
-            inputs[n] = leaves[n] = inputs[n].detach().clone().requires_grad_(True)
-        case.inputs = inputs
-        return case, leaves
-
-    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
-        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
-
     def child_extra(self, attempt) -> dict | None:
         """The largest allocation of each long case (config 0, where they run), and the aten ops of
         a built-in attention seen there (the judge treats those as built-ins)."""
@@ -381,19 +371,12 @@ class BlockedAttention:
     # --- parent -------------------------------------------------------------------------------
 
     def solution(self):
-        if self._solution is None:
-            self._solution = getattr(importlib.import_module(self.exercise.solution_module), self.name)
-        return self._solution
+        """The reference function."""
+        return super().solution()[self.name]
 
     def reference(self, ci: int, zero_bias=frozenset()):
         fn = self.solution()
         return lambda case: {"out": first(self.call(fn, case))}
-
-    def answer(self, question: dict) -> dict:
-        return {}
-
-    def knobs(self) -> list[str]:
-        return list(self.exercise.grading.get("knobs", []))
 
     def variant(self, ci: int, zero_bias, knob: str, fill: float):
         default = self._default_block()

@@ -37,7 +37,6 @@ mistake named when a product with that role's weight raises).
 from __future__ import annotations
 
 import importlib
-import inspect
 import linecache
 import sys
 from collections.abc import Iterator, Mapping
@@ -52,8 +51,8 @@ from attnprep import exercises
 from attnprep.grader import cached_variants, trace
 from attnprep.grader import weights as W
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.attention_module import AttentionModule
-from attnprep.grader.kinds.base import Built, ContractError, first, name_mistakes
+from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
+from attnprep.grader.kinds.base import Built, first, name_mistakes
 from attnprep.grader.result import Check, Diagnosis, msg
 from attnprep.grader.tensors import tensors_in
 
@@ -160,19 +159,33 @@ class ScriptOutputs(Mapping):
         return len(self._names)
 
 
+@dataclass(frozen=True, kw_only=True)
+class CachedGrading(ModuleGrading):
+    step: str  # the functional step of cached_variants
+    full_reference: str  # the solution module of the naive full forward every output is graded against
+    full_object: str  # … and its class
+    cache: tuple[dict, ...]  # one entry per cache tensor: name, shape, optionally repeated
+    rows_of: tuple[str, ...] = ()  # roles whose weight must multiply the new tokens only in a decode step
+    prefix_heads: str = ""  # the head count of per-head keys or values of the prefix (expression)
+    prefix_widths: tuple[str, ...] = ()  # their per-head widths (expressions): decompressed, not absorbed
+    product_of: str = ""  # the role whose products with the cache are counted (MLA's decompression)
+    product_mistake: str = ""  # the mistake named when a product with that role's weight raises
+
+
 class CachedModule(AttentionModule):
-    compare_stages = False  # the absorbed and cached forms compute other intermediates: no stage shapes
+    Grading = CachedGrading
+    traits = AttentionModule.traits | {"cached"}
+    stages = ()  # the absorbed and cached forms compute other intermediates: no stage shapes
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
-    reference_grads = None  # a script of calls: gradients are graded for their presence only
     pair_knobs = False  # its variants take one knob
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
-    token_axis = 1
+    forward_key = "cached_module.forward_signature"
+    forward_positional = 2  # x, cache
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
-        grading = exercise.grading
         self.specs = tuple(CacheSpec(c["name"], tuple(c["shape"]), c.get("repeated", ""))
-                           for c in grading["cache"])
+                           for c in self.grading.cache)
         self._full = None
         self._meta: dict[int, dict] = {}  # child: id(attempt) -> what the recorder watches
         self._records: dict[str, list[dict]] = {}  # child: case -> per-call records, until child_extra
@@ -262,37 +275,25 @@ class CachedModule(AttentionModule):
 
     # --- child --------------------------------------------------------------------------------
 
-    def check_forward(self, cls) -> None:
-        try:
-            sig = inspect.signature(cls.forward)
-        except (TypeError, ValueError):
-            return
-        params = list(sig.parameters.values())[1:]  # drop self
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
-            return
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(positional) < 2:
-            raise ContractError("cached_module.forward_signature", names=", ".join(p.name for p in params))
-
     def build(self, namespace: dict, ci: int, channel) -> Built:
         built = super().build(namespace, ci, channel)
         module = built.attempt
-        grading = self.exercise.grading
-        watched = list(grading.get("rows_of", [])) + ([grading["product_of"]] if "product_of" in grading else [])
+        grading = self.grading
+        watched = list(grading.rows_of) + ([grading.product_of] if grading.product_of else [])
         config = self.configs[ci]
         prefix = None
-        if "prefix_widths" in grading:
-            prefix = {"heads": exercises.evaluate(grading["prefix_heads"], config),
-                      "widths": [[w, exercises.evaluate(w, config)] for w in grading["prefix_widths"]]}
+        if grading.prefix_widths:
+            prefix = {"heads": exercises.evaluate(grading.prefix_heads, config),
+                      "widths": [[w, exercises.evaluate(w, config)] for w in grading.prefix_widths]}
         self._meta[id(module)] = {
             "module": module,
             "weights": {role: _watched_weight(module, built, role) for role in dict.fromkeys(watched)
                         if role in built.mapping and len(built.rows.get(role, [None])) == 1},
-            "rows_of": list(grading.get("rows_of", [])),
+            "rows_of": list(grading.rows_of),
             "prefix": prefix,
             "file": namespace.get("__file__") or "",
-            "product_mistake": grading.get("product_mistake", ""),
-            "product_of": grading.get("product_of", ""),
+            "product_mistake": grading.product_mistake,
+            "product_of": grading.product_of,
             "repeated": {s.name: exercises.evaluate(s.repeated, config) for s in self.specs if s.repeated},
             "expected": {s.name: s for s in self.specs},
             "config": ci,
@@ -400,7 +401,7 @@ class CachedModule(AttentionModule):
         """The reference's cache of the tokens ``prefix`` (B, T, d_model), made by the functional
         step with no mistake (the grader's code, not the reference file: the divergence finder's
         reference trail does not count it as steps of its own)."""
-        step = cached_variants.STEPS[self.exercise.grading["step"]]
+        step = cached_variants.STEPS[self.grading.step]
         with torch.no_grad():
             return step(self.configs[ci], self.role_weights(ci, zero_bias), prefix, None)[1]
 
@@ -413,9 +414,8 @@ class CachedModule(AttentionModule):
 
     def solution(self):
         if self._full is None:
-            grading = self.exercise.grading
-            module = importlib.import_module(f"attnprep.solutions.{grading['full_reference']}")
-            self._full = getattr(module, grading["full_object"])
+            module = importlib.import_module(f"attnprep.solutions.{self.grading.full_reference}")
+            self._full = getattr(module, self.grading.full_object)
         return super().solution()
 
     def _loaded(self, cls, ci: int, weights: dict):
@@ -478,13 +478,16 @@ class CachedModule(AttentionModule):
 
         return run
 
+    def reference_grads(self, ci: int, zero_bias, case: Case):
+        return None  # a script of calls: gradients are graded for their presence only
+
     def probe_output(self, ci: int, zero_bias: frozenset, probe: Case) -> torch.Tensor:
         full, _ = self._modules(ci, zero_bias)
         c = probe.inputs["calls"][0]
         return first(full(probe.inputs[c.seq][:, c.start:c.end], None, True))
 
     def variant(self, ci: int, zero_bias, knob, fill: float):
-        step = cached_variants.STEPS[self.exercise.grading["step"]]
+        step = cached_variants.STEPS[self.grading.step]
         config = self.configs[ci]
         weights = self.role_weights(ci, zero_bias)
 
@@ -526,18 +529,18 @@ class CachedModule(AttentionModule):
                 checks.append(Check("structure_cache_heads", False, msg(
                     "cached_module.cache_heads_bad", step=bad["label"], case=bad["case"], name=name, got=str(tuple(got)),
                     heads=got[1], expected=str(tuple(expected)), allowed=expected[1])))
-        if self.exercise.grading.get("rows_of"):
+        if self.grading.rows_of:
             bad = next(((s, role, r) for s in steps if s.get("decode") for role, r in s.get("rows", {}).items()
                         if r[0] > s["B"] * s["new"]), None)
             if bad is None:
                 checks.append(Check("structure_projection_rows", True, msg(
-                    "cached_module.rows_ok", roles=" / ".join(self.exercise.grading["rows_of"]))))
+                    "cached_module.rows_ok", roles=" / ".join(self.grading.rows_of))))
             else:
                 s, role, (rows, line, code) = bad
                 checks.append(Check("structure_projection_rows", False, msg(
                     "cached_module.rows_bad", step=s["label"], case=s["case"], role=role, rows=rows, line=line, code=code,
                     allowed=s["B"] * s["new"], B=s["B"], new=s["new"], total=s["total"])))
-        if "prefix_widths" in self.exercise.grading:
+        if self.grading.prefix_widths:
             bad = next((s for s in steps if s.get("decode") and s.get("prefix")), None)
             spread = next((s for s in steps if s.get("decode") and _decompressed(s)), None)
             if bad is None and spread is not None:  # a token, a sample or a head at a time: counted over the step
@@ -545,7 +548,7 @@ class CachedModule(AttentionModule):
                 checks.append(Check("structure_prefix_heads", False, msg(
                     "cached_module.prefix_bad_total", step=spread["label"], case=spread["case"], elements=elements,
                     total=spread["total"], line=line, code=code, allowed=allowed, width=width, B=spread["B"],
-                    new=spread["new"], role=self.exercise.grading.get("product_of", ""))))
+                    new=spread["new"], role=self.grading.product_of)))
             elif bad is None:
                 checks.append(Check("structure_prefix_heads", True, msg("cached_module.prefix_ok")))
             else:

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, generator, left_mask, lengths_mask, rows
-from attnprep.grader.kinds.attention_module import AttentionModule
+from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 
 
 def _linear(weights, role, x):
@@ -62,10 +62,11 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake: str = "
 
 
 class ContextModule(AttentionModule):
+    Grading = ModuleGrading  # its variants are cross(): no model, kv_heads or fused form of its own
     probes = frozenset({"padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     pair_knobs = False  # its variants take one knob
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
-    forward_key = "context_module.forward_signature"
+    forward_key = "context_module.forward_signature"  # forward(x, context, context_mask=None)
 
     def cases(self, ci: int) -> list[Case]:
         c = self.sizes(ci)
@@ -73,10 +74,6 @@ class ContextModule(AttentionModule):
 
     def config_params(self, ci: int) -> dict[str, Any]:
         return self.sizes(ci)
-
-    def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
-        B, T = case.queries.shape
-        return {"out": (B, T, self.configs[ci]["d_model"])}
 
     @staticmethod
     def call(module, case: Case):

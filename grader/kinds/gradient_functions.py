@@ -17,28 +17,33 @@ products, float64 must be exact to ~1e-12).
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from attnprep.grader.cases import Case
 from attnprep.grader.forbidden import AutogradWatch
-from attnprep.grader.kinds.tensor_functions import TensorFunctions
+from attnprep.grader.kinds.tensor_functions import TensorFunctions, TensorGrading
+
+
+@dataclass(frozen=True, kw_only=True)
+class GradientGrading(TensorGrading):
+    autograd: dict[str, Any]  # forward (a function of the solution), cotangent, wrt
+    tolerances: dict[str, list[float]] = field(default_factory=dict)  # dtype -> [rtol, atol]
 
 
 class GradientFunctions(TensorFunctions):
-    def __init__(self, exercise, seed: int):
-        grading = exercise.grading
-        self.autograd: dict[str, Any] = dict(grading["autograd"])
-        self.tolerances = {dtype: (float(r), float(a)) for dtype, (r, a) in grading.get("tolerances", {}).items()}
-        super().__init__(exercise, seed)
+    Grading = GradientGrading
 
     def _make_cases(self, ci: int) -> list[Case]:
         return [dataclasses.replace(c, tolerance=self._tolerance_of(c)) for c in super()._make_cases(ci)]
 
     def _tolerance_of(self, case: Case) -> tuple[float, float] | None:
         """The dtype's tolerance, or the large-input one of tensor_functions where that is looser."""
-        own = self.tolerances.get(case.dtype)
+        own = self.grading.tolerances.get(case.dtype)
+        if own is not None:
+            own = (float(own[0]), float(own[1]))
         if own is None or case.tolerance is None:
             return own or case.tolerance
         return max(own[0], case.tolerance[0]), max(own[1], case.tolerance[1])
@@ -52,7 +57,7 @@ class GradientFunctions(TensorFunctions):
         path = self.exercise.solution_path
         namespace: dict[str, Any] = {"__name__": "attnprep_reference"}
         exec(compile(path.read_text(encoding="utf-8"), str(path.resolve()), "exec"), namespace)  # our own reference
-        return namespace[self.autograd["forward"]]
+        return namespace[self.grading.autograd["forward"]]
 
     def reference(self, ci: int, zero_bias=frozenset()):
         """Autograd's gradients of the reference's forward on the case's values, in float64."""
@@ -60,7 +65,7 @@ class GradientFunctions(TensorFunctions):
         return lambda case: self.gradients(forward, case.inputs)
 
     def gradients(self, forward, inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-        cotangent, wrt = self.autograd["cotangent"], list(self.autograd["wrt"])
+        cotangent, wrt = self.grading.autograd["cotangent"], list(self.grading.autograd["wrt"])
         with torch.enable_grad():
             tensors = {k: v.detach().double().requires_grad_(k in wrt) if v.is_floating_point() else v
                        for k, v in inputs.items() if isinstance(v, torch.Tensor)}

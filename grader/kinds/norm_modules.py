@@ -20,17 +20,17 @@ that norm); ``forbidden_functions``, the built-ins (read by the child's observer
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import itertools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.base import Built, ContractError, first
-from attnprep.grader.result import Check, Diagnosis, MappingNote, msg
+from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
+from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
 
 LOW_PRECISION = {"bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -154,21 +154,26 @@ def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str,
 # --- the kind -----------------------------------------------------------------------------------
 
 
-class NormModules:
+@dataclass(frozen=True, kw_only=True)
+class NormGrading(Grading):
+    models: tuple[str, ...]  # the norm each object is: "rms" or "layer"
+    params: dict[str, list[str]]  # object -> its roles
+    eps: dict[str, float]  # object -> the contract's default eps
+
+
+class NormModules(Kind):
+    Grading = NormGrading
+    traits = frozenset({"low_precision", "norm"})
     probes = frozenset({"gradients", "device"})  # rows are independent: equality on every case says it
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
-    token_axis = 1
 
     def __init__(self, exercise, seed: int):
-        self.exercise = exercise
-        self.seed = seed
-        grading = exercise.grading
+        super().__init__(exercise, seed)
+        grading = self.grading
         self.objects: tuple[str, ...] = tuple(exercise.contract.objects)
-        self.models: dict[str, str] = dict(zip(self.objects, grading["models"]))
-        self.roles: dict[str, list[str]] = {n: list(grading["params"][n]) for n in self.objects}
-        self.defaults: dict[str, float] = {n: float(grading["eps"][n]) for n in self.objects}
-        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
-        self._solution = None
+        self.models: dict[str, str] = dict(zip(self.objects, grading.models))
+        self.roles: dict[str, list[str]] = {n: list(grading.params[n]) for n in self.objects}
+        self.defaults: dict[str, float] = {n: float(grading.eps[n]) for n in self.objects}
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -198,9 +203,6 @@ class NormModules:
                  **low("float16")),
             case("x (1, 1, dim)", draw(1, 1)),
         ]
-
-    def config_params(self, ci: int) -> dict[str, Any]:
-        return dict(self.configs[ci])
 
     def axis_names(self, ci: int, case: Case) -> dict[str, int]:
         """Sizes by the names shapes are written with: ``(N, dim)``, ``(B, T, dim)``, ``(B, H, T, dim)``."""
@@ -334,16 +336,7 @@ class NormModules:
             owned += list(module.parameters()) + list(module.buffers())
         return owned
 
-    def child_extra(self, attempt) -> dict | None:
-        return None
-
     # --- parent -------------------------------------------------------------------------------
-
-    def solution(self):
-        if self._solution is None:
-            module = importlib.import_module(self.exercise.solution_module)
-            self._solution = {n: getattr(module, n) for n in self.objects}
-        return self._solution
 
     def _reference_modules(self, ci: int, dtype_name: str) -> dict[str, torch.nn.Module]:
         weights = self.role_weights(ci)
@@ -412,9 +405,6 @@ class NormModules:
                 return {"choice": index}
         return {"choice": 0}
 
-    def knobs(self) -> list[str]:
-        return list(self.exercise.grading.get("knobs", []))
-
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The references with the mistake ``knob`` (or the knobs of a tuple, made together)."""
         config = self.configs[ci]
@@ -434,16 +424,6 @@ class NormModules:
             return out
 
         return call
-
-    def allowed(self, case: Case, sample: int) -> torch.Tensor:
-        T = case.queries.shape[1]
-        return torch.ones(T, T, dtype=torch.bool)
-
-    def extra_checks(self, extra: dict) -> list[Check]:
-        return []
-
-    def extra_diagnoses(self, extra: dict) -> list[Diagnosis]:
-        return []
 
 
 KIND = NormModules

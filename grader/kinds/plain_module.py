@@ -22,12 +22,13 @@ Exercise data (``[grading]``): ``configs`` (the constructor's arguments), ``inpu
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.attention_module import AttentionModule, _check_forward
+from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 from attnprep.grader.kinds.base import first
 from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
@@ -42,21 +43,28 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return 4 * eps, 4 * eps
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlainGrading(ModuleGrading):
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    input: str = "d_model"  # the config size that is x's last dim
+    output: str = ""  # the config size that is the output's last dim ("": input's)
+
+
 class PlainModule(AttentionModule):
+    Grading = PlainGrading
+    traits = frozenset({"low_precision"})  # no attention: none of AttentionModule's
     probes = frozenset({"batch", "eval", "gradients", "device"})
-    token_axis = 1
     pair_knobs = True  # two knobs at once: both edits made together
     mask_fills = False
-    compare_stages = False  # no attention stages (q, kᵀ, scores …) in the shapes panel
+    stages = ()  # no attention stages (q, kᵀ, scores …) in the shapes panel
     leaf_names = True  # a block nested in a wrapper (torchtune's self.mlp.w1) is still mapped by name
-    forward_key = "plain_module.forward_signature"  # the text when forward takes fewer positional arguments
-    forward_positional = 1  # than this: x
+    forward_key = "plain_module.forward_signature"
+    forward_positional = 1  # x
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
-        grading = exercise.grading
-        self.input = grading.get("input", "d_model")
-        self.edits: dict[str, list[dict]] = {k: list(v) for k, v in grading.get("edits", {}).items()}
+        self.input = self.grading.input
+        self.edits: dict[str, list[dict]] = {k: list(v) for k, v in self.grading.edits.items()}
         self._cases: dict[int, list[Case]] = {}
         self._classes: dict[tuple[str, ...], type] = {}
         self._low: tuple[Any, torch.nn.Module] | None = None  # (the attempt, its low-precision copy), child
@@ -93,7 +101,7 @@ class PlainModule(AttentionModule):
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         x = case.inputs["x"]
-        out = self.exercise.grading.get("output", self.input)
+        out = self.grading.output or self.input
         return {"out": (*x.shape[:-1], self.sizes(ci)[out])}
 
     def axis_names(self, ci: int, case: Case) -> dict[str, int]:
@@ -110,9 +118,6 @@ class PlainModule(AttentionModule):
 
     def head_counts(self, ci: int) -> tuple[int, ...]:
         return ()  # no heads: no per-head layers (stacked layers are still mapped by rows)
-
-    def check_forward(self, cls) -> None:
-        _check_forward(cls, self.forward_key, self.forward_positional)
 
     # --- child --------------------------------------------------------------------------------
 
@@ -194,10 +199,6 @@ class PlainModule(AttentionModule):
             return runner(case)
 
         return call
-
-    def allowed(self, case: Case, sample: int) -> torch.Tensor:
-        T = case.queries.shape[1]
-        return torch.ones(T, T, dtype=torch.bool)
 
 
 KIND = PlainModule

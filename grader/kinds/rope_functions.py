@@ -19,14 +19,14 @@ Exercise data (``[grading]``): ``configs`` (``head_dim``, ``heads``, ``cache_len
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.base import Built, built_functions, ContractError, first
+from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, built_functions, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 RELATIVE_LEN = 12  # positions of the relative-position check
@@ -114,19 +114,22 @@ def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
 # --- the kind -----------------------------------------------------------------------------------
 
 
-class RopeFunctions:
+@dataclass(frozen=True, kw_only=True)
+class RopeGrading(Grading):
+    default_theta: float = 10000.0  # the contract's default theta
+
+
+class RopeFunctions(Kind):
+    Grading = RopeGrading
+    traits = frozenset({"low_precision", "makes_tensors"})
     probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
-    token_axis = 2
 
     def __init__(self, exercise, seed: int):
-        self.exercise = exercise
-        self.seed = seed
+        super().__init__(exercise, seed)
         self.cache_name, self.apply_name = exercise.contract.objects
-        self.configs: list[dict] = [dict(c) for c in exercise.grading["configs"]]
-        self.default_theta = float(exercise.grading.get("default_theta", 10000.0))
-        self._solution = None
+        self.default_theta = float(self.grading.default_theta)
 
     def theta(self, ci: int) -> float:
         return float(self.configs[ci].get("theta", self.default_theta))
@@ -163,9 +166,6 @@ class RopeFunctions:
             applied("sample 2 of the left-padded batch alone", padded[1:2].clone(), per_sample[1:2].clone()),
         ]
         return cases
-
-    def config_params(self, ci: int) -> dict[str, Any]:
-        return dict(self.configs[ci])
 
     def axis_names(self, ci: int, case: Case) -> dict[str, int]:
         """Sizes by the names shapes are written with: ``(B, H, T, D)``, the cache's ``(S, D)``."""
@@ -222,9 +222,6 @@ class RopeFunctions:
         x = case.inputs["x"].detach().clone().requires_grad_(True)
         return dataclasses.replace(case, inputs={**case.inputs, "x": x}), {"x": x}
 
-    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
-        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
-
     def child_extra(self, attempt) -> dict | None:
         """The attempt's own functions together: does rotating q at m and k at n give scores that
         depend on m - n only (and keep norms)? And does the cache honour ``device``?"""
@@ -261,12 +258,6 @@ class RopeFunctions:
 
     # --- parent -------------------------------------------------------------------------------
 
-    def solution(self):
-        if self._solution is None:
-            module = importlib.import_module(self.exercise.solution_module)
-            self._solution = {n: getattr(module, n) for n in self.exercise.contract.objects}
-        return self._solution
-
     def reference(self, ci: int, zero_bias=frozenset()):
         functions = self.solution()
 
@@ -288,17 +279,11 @@ class RopeFunctions:
     def reference_grads(self, ci: int, zero_bias, case: Case):
         """The reference's output on ``case`` with gradients on, and the gradient of x after the
         backward of its sum (what the child does to the attempt)."""
-        case, leaves = self.grad_leaves(None, case)
+        case, leaves = self.grad_leaves(None, case, None)
         outputs = self.call(self.solution(), case)
         total = sum((o.nan_to_num() * case.mask(n, tuple(o.shape)).to(o.dtype)).sum() for n, o in outputs.items())
         total.backward()
         return outputs, {n: p.grad for n, p in leaves.items() if p.grad is not None}
-
-    def answer(self, question: dict) -> dict:
-        return {}
-
-    def knobs(self) -> list[str]:
-        return list(self.exercise.grading.get("knobs", []))
 
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The reference with the mistake ``knob`` (or the knobs of a tuple, made together)."""
@@ -314,10 +299,6 @@ class RopeFunctions:
             return {"out": out.to(i["x"].dtype).double() if case.tolerance is not None else out}
 
         return call
-
-    def allowed(self, case: Case, sample: int) -> torch.Tensor:
-        T = case.queries.shape[1]
-        return torch.ones(T, T, dtype=torch.bool)
 
     def extra_checks(self, extra: dict) -> list[Check]:
         checks = []

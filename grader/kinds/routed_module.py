@@ -16,11 +16,12 @@ the experts) and ``margin`` (the least gap between two router logits of a graded
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.plain_module import LOW, MAIN, PlainModule
+from attnprep.grader.kinds.plain_module import LOW, MAIN, PlainGrading, PlainModule
 from attnprep.grader.result import MappingNote
 from attnprep.grader.weights import _index_pattern
 
@@ -34,12 +35,20 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return 8 * eps, 8 * eps
 
 
+@dataclass(frozen=True, kw_only=True)
+class RoutedGrading(PlainGrading):
+    router: str  # the role whose output ranks the experts
+    margin: float = 0.05  # the least gap between two router logits of a graded token
+
+
 class RoutedModule(PlainModule):
+    Grading = RoutedGrading
+
     def _make_cases(self, ci: int) -> list[Case]:
         d = self.configs[ci][self.input]
         g = generator(self.seed, ci, "routed module cases")
-        router = self.role_weights(ci)[self.exercise.grading["router"]]["weight"]  # (E, d)
-        margin = float(self.exercise.grading.get("margin", 0.05))
+        router = self.role_weights(ci)[self.grading.router]["weight"]  # (E, d)
+        margin = float(self.grading.margin)
 
         def clear(logits: torch.Tensor, gap: float) -> torch.Tensor:
             """Whether the logits (..., E) rank with every gap at least ``gap``: (...) bool."""
@@ -84,8 +93,7 @@ class RoutedModule(PlainModule):
         return built
 
     def grad_leaves(self, attempt, case: Case, built):
-        by_index = getattr(built, "by_index", None)
-        return super().grad_leaves(attempt, case, built if by_index is None else dataclasses.replace(built, mapping=by_index))
+        return super().grad_leaves(attempt, case, dataclasses.replace(built, mapping=built.by_index))
 
 
 def mapping_per_pattern(mapping: dict[str, str]) -> dict[str, str]:

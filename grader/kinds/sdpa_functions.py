@@ -21,8 +21,8 @@ entries); ``forbidden``, aten op -> name; ``knobs``, the mistakes tried, in orde
 
 from __future__ import annotations
 
-import importlib
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -30,7 +30,7 @@ import torch
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.kinds.base import Built, built_functions, first
+from attnprep.grader.kinds.base import Grading, Kind, first
 from attnprep.grader.tensors import RTOL
 
 SOFTMAX_OUT, ATTENTION_OUT = "probs", "out"
@@ -149,23 +149,26 @@ def _softmax_tolerance(x: torch.Tensor) -> tuple[float, float] | None:
     return (rtol, rtol) if rtol > RTOL else None
 
 
-class SdpaFunctions:
+@dataclass(frozen=True, kw_only=True)
+class SdpaGrading(Grading):
+    scale: float = 0.37  # the explicit scale of one case
+    softmax: tuple[dict, ...] = ()  # the softmax cases: shape, dim, magnitude, offset, neg_inf
+    forbidden: dict[str, str] = field(default_factory=dict)  # aten op -> the built-in's name
+
+
+class SdpaFunctions(Kind):
+    Grading = SdpaGrading
+    traits = frozenset({"attention", "rows", "torch_sdpa"})
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
-    token_axis = 2
 
     def __init__(self, exercise, seed: int):
-        self.exercise = exercise
-        self.seed = seed
+        super().__init__(exercise, seed)
         self.softmax_name, self.attention_name = exercise.contract.objects
-        grading = exercise.grading
-        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
-        self.scale = float(grading.get("scale", 0.37))
-        self.softmax_cases: list[dict] = [dict(c) for c in grading.get("softmax", [])]
-        self.forbidden: dict[str, str] = dict(grading.get("forbidden", {}))
-        self.seen_builtins: set[str] = set()  # filled in the child while the attempt runs
-        self._solution = None
+        self.scale = float(self.grading.scale)
+        self.softmax_cases: list[dict] = [dict(c) for c in self.grading.softmax]
+        self.forbidden: dict[str, str] = dict(self.grading.forbidden)
 
     # --- cases --------------------------------------------------------------------------------
 
@@ -287,14 +290,11 @@ class SdpaFunctions:
 
     # --- child --------------------------------------------------------------------------------
 
-    def build(self, namespace: dict, ci: int, channel) -> Built:
-        return built_functions(self.exercise, namespace)
-
     def run(self, attempt, case: Case) -> dict[str, Any]:
         with ForbiddenOps(self.forbidden, self.seen_builtins):
             return self.call(attempt, case)
 
-    def grad_leaves(self, attempt, case: Case):
+    def grad_leaves(self, attempt, case: Case, built=None):
         inputs = dict(case.inputs)
         leaves = {}
         for k in ("query", "key", "value"):
@@ -302,29 +302,11 @@ class SdpaFunctions:
         case.inputs = inputs
         return case, leaves
 
-    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
-        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
-
-    def child_extra(self, attempt) -> dict | None:
-        return None
-
     # --- parent -------------------------------------------------------------------------------
-
-    def solution(self):
-        if self._solution is None:
-            module = importlib.import_module(self.exercise.solution_module)
-            self._solution = {n: getattr(module, n) for n in self.exercise.contract.objects}
-        return self._solution
 
     def reference(self, ci: int, zero_bias=frozenset()):
         functions = self.solution()
         return lambda case: self.call(functions, case)
-
-    def answer(self, question: dict) -> dict:
-        return {}
-
-    def knobs(self) -> list[str]:
-        return list(self.exercise.grading.get("knobs", []))
 
     def variant(self, ci: int, zero_bias, knob: str, fill: float):
         in_function, in_attention, own = _parts(knob)
@@ -349,12 +331,6 @@ class SdpaFunctions:
             m = torch.broadcast_to(mask, (*i["query"].shape[:-2], L, S))[sample]
             allowed = allowed & (m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2)
         return allowed
-
-    def extra_checks(self, extra: dict) -> list:
-        return []
-
-    def extra_diagnoses(self, extra: dict) -> list:
-        return []
 
 
 KIND = SdpaFunctions

@@ -36,6 +36,7 @@ whose shape it has, or a fixed shape), ``probes`` (of ``batch``, ``gradients``, 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -43,7 +44,7 @@ import torch
 from attnprep.exercises import evaluate
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.kinds.base import Built, built_functions
+from attnprep.grader.kinds.base import Grading, Kind
 from attnprep.grader.tensors import RTOL
 from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
@@ -87,22 +88,29 @@ def _tolerance(inputs: dict[str, Any]) -> tuple[float, float] | None:
     return (tol, tol) if tol > RTOL else None
 
 
-class TensorFunctions:
-    token_axis = 0
+@dataclass(frozen=True, kw_only=True)
+class TensorGrading(Grading):
+    cases: tuple[dict, ...]  # the cases: name, call, inputs, args, stable, observe, grads, alone
+    outputs: dict[str, Any]  # output name -> the input whose shape it has, or a fixed shape
+    probes: tuple[str, ...] = ()  # of batch, gradients, device
+    forbidden: dict[str, str] = field(default_factory=dict)  # aten op -> the built-in's name
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+
+
+class TensorFunctions(Kind):
+    Grading = TensorGrading
+    traits = frozenset({"makes_tensors"})
     pair_knobs = True
-    compare_stages = False  # no attention stages (q, kᵀ, scores …) in the shapes panel
+    stages = ()  # no attention stages (q, kᵀ, scores …) in the shapes panel
 
     def __init__(self, exercise, seed: int):
-        self.exercise = exercise
-        self.seed = seed
-        grading = exercise.grading
-        self.configs: list[dict] = [dict(c) for c in grading["configs"]]
-        self.case_specs: list[dict] = [dict(c) for c in grading["cases"]]
-        self.outputs: dict[str, Any] = dict(grading["outputs"])
-        self.probes = frozenset(grading.get("probes", ()))
-        self.forbidden: dict[str, str] = dict(grading.get("forbidden", {}))
-        self.edits: dict[str, list[dict]] = {k: list(v) for k, v in grading.get("edits", {}).items()}
-        self.seen_builtins: set[str] = set()  # filled in the child while the attempt runs
+        super().__init__(exercise, seed)
+        grading = self.grading
+        self.case_specs: list[dict] = [dict(c) for c in grading.cases]
+        self.outputs: dict[str, Any] = dict(grading.outputs)
+        self.probes = frozenset(grading.probes)
+        self.forbidden: dict[str, str] = dict(grading.forbidden)
+        self.edits: dict[str, list[dict]] = {k: list(v) for k, v in grading.edits.items()}
         self._variants: dict[tuple, dict] = {}
         # Drawn here, in the grading process: a ``stable`` case asks the reference, which never
         # enters the child. Then the reference is dropped, so the forked child holds none of it.
@@ -161,9 +169,6 @@ class TensorFunctions:
         floats = [t for t in inputs.values() if isinstance(t, torch.Tensor) and t.is_floating_point()]
         return str(floats[0].dtype).replace("torch.", "") if floats else "float32"
 
-    def config_params(self, ci: int) -> dict[str, Any]:
-        return dict(self.configs[ci])
-
     def axis_names(self, ci: int, case: Case) -> dict[str, int]:
         return {k: v for k, v in self.configs[ci].items() if isinstance(v, int)}
 
@@ -188,26 +193,17 @@ class TensorFunctions:
 
     # --- child --------------------------------------------------------------------------------
 
-    def build(self, namespace: dict, ci: int, channel) -> Built:
-        return built_functions(self.exercise, namespace)
-
     def run(self, attempt, case: Case) -> dict[str, Any]:
         with ForbiddenOps(self.forbidden, self.seen_builtins):  # the child's own copies: changed in place, it sees it
             return self._call(attempt, case.inputs, clone=False)
 
-    def grad_leaves(self, attempt, case: Case):
+    def grad_leaves(self, attempt, case: Case, built=None):
         """A copy of the case whose float inputs are leaves (named as the inputs)."""
         inputs, leaves = dict(case.inputs), {}
         for k, v in case.inputs.items():
             if isinstance(v, torch.Tensor) and v.is_floating_point():
                 inputs[k] = leaves[k] = v.detach().clone().requires_grad_(True)
         return dataclasses.replace(case, inputs=inputs), leaves
-
-    def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
-        return [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
-
-    def child_extra(self, attempt) -> dict | None:
-        return None
 
     # --- parent -------------------------------------------------------------------------------
 
@@ -238,12 +234,6 @@ class TensorFunctions:
         grads = {k: v.grad for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.grad is not None}
         return outputs, grads
 
-    def answer(self, question: dict) -> dict:
-        return {}
-
-    def knobs(self) -> list[str]:
-        return list(self.exercise.grading.get("knobs", []))
-
     def variant_functions(self, knobs: tuple[str, ...]) -> dict:
         """The reference's functions with the edits of ``knobs`` made (compiled once per knob set);
         no knobs: the reference itself, under its own file name (the divergence finder traces it)."""
@@ -264,15 +254,6 @@ class TensorFunctions:
         # compiled when first called: two knobs whose edits clash raise there, where the judge
         # takes a variant that cannot run as naming nothing
         return lambda case: self._call(self.variant_functions(knobs), case.inputs)
-
-    def allowed(self, case: Case, sample: int) -> torch.Tensor:
-        return torch.ones(1, 1, dtype=torch.bool)
-
-    def extra_checks(self, extra: dict) -> list:
-        return []
-
-    def extra_diagnoses(self, extra: dict) -> list:
-        return []
 
 
 KIND = TensorFunctions
