@@ -226,3 +226,8 @@ def test_the_scale_factor_is_one_number_of_one_named_case(graded):
         assert f"{d.named}× the reference's before the softmax (case '{d.case}'" in texts.render(ratio)
     finally:
         texts.set_language(None)
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# cross-attention has no causal mask (no tril)
+MUTATION = {"focus": ("qkv_swap", "layer_drop"), "extra": {"layer_drop"}, "not_offered": {"causal_tri"}}

@@ -309,3 +309,7 @@ def test_every_call_is_given_a_copy_and_one_starts_from_the_references_cache():
 def test_keys_kept_by_the_id_of_the_returned_cache_fail(graded):
     result = graded(CORPUS / "cache_kept_by_id.py")
     assert not result.passed and result.verdict is not Verdict.STRUCTURE
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"focus": ("split_order", "causal_tri"), "extra": {"repeat", "layer_drop"}}

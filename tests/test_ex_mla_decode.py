@@ -309,3 +309,8 @@ def test_a_wrong_call_of_a_ready_made_helper_blames_the_call(graded):
     finally:
         texts.set_language(None)
     assert "(a mask?)" not in text and "ready-made precompute_freqs_cis" in text
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# DeepSeek's absorb path is einsum only: no transpose to mutate
+MUTATION = {"focus": ("split_order", "matmul_swap"), "extra": {"layer_drop"}, "not_offered": {"transpose"}}

@@ -272,3 +272,8 @@ def test_an_eps_default_is_explained_with_the_learners_line(graded):
         assert f"used in your `{d.ref_code}`" in wording.divergence_text(d)
     finally:
         texts.set_language(None)
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"min": 30, "sample": 5, "focus": ("param_drop", "cast"),
+            "families": {"constant", "scale", "arith", "cast", "param_drop"}}

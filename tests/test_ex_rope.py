@@ -260,3 +260,8 @@ def test_a_half_that_takes_the_whole_last_dim_gets_a_line(tmp_path):
     lines = source.splitlines()
     made = next(n for n, code in enumerate(lines, 1) if "half = x.shape[-1] // 1" in code)
     assert abs(d.line - made) <= 2, d
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"min": 30, "sample": 6, "focus": ("sign", "cast"),
+            "families": {"constant", "split_order", "arith", "sign", "cast", "matmul_swap"}}
