@@ -54,6 +54,8 @@ def rows(table: str) -> list[tuple]:
     for exercise_id in exercises.registry():
         for attempt, expected in examples(exercise_id).get(table, {}).items():
             found.append((f"{exercise_id}/{attempt}", *(expected if isinstance(expected, list) else [expected])))
+    if not found:  # a misspelt table would parametrize a test with nothing, silently
+        raise LookupError(f"no exercise's examples.toml has a [{table}] table")
     return found
 
 

@@ -20,6 +20,7 @@ from attnprep.grader.kinds import kind_for
 from attnprep.grader.kinds import rope_functions as R
 from attnprep.grader.result import Verdict
 from attnprep.solutions.rope import apply_rope, rope_cache, rotate_half
+from test_divergence import _with
 
 EX = exercises.get("rope")
 F64 = torch.float64
@@ -265,3 +266,21 @@ def test_a_half_that_takes_the_whole_last_dim_gets_a_line(tmp_path):
 # How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
 MUTATION = {"min": 30, "sample": 6, "focus": ("sign", "cast"),
             "families": {"constant", "split_order", "arith", "sign", "cast", "matmul_swap"}}
+
+
+# --- where the divergence finder points (tests/test_divergence.py) ----------------------------------
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    ("torch.arange(0, d, 2, device=device)", "torch.arange(1, d, 2, device=device)", "values"),
+    ("torch.outer(m, theta_i)", "torch.outer(m + 1, theta_i)", "values"),
+    ("def rope_cache(seq_len, head_dim, theta=10000.0, device=None):", "def rope_cache(seq_len, head_dim, theta=1000.0, device=None):",
+     "scalar"),
+])
+def test_a_wrong_rope_cache_gets_a_line(tmp_path, old, new, reason):
+    """rope_cache takes sizes, no tensors: every tensor it makes is traced, and a wrong default
+    theta is pointed at where the default is written."""
+    path, line = _with(tmp_path, "rope/ok_interview_notes.py", old, new)
+    result = grade(path)
+    assert not result.passed and result.divergence is not None
+    assert (result.divergence.line, result.divergence.reason) == (line, reason), result.divergence
