@@ -313,3 +313,11 @@ def test_keys_kept_by_the_id_of_the_returned_cache_fail(graded):
 
 # How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
 MUTATION = {"focus": ("split_order", "causal_tri"), "extra": {"repeat", "layer_drop"}}
+
+
+def test_a_cached_grade_of_a_script_is_a_fresh_grade(graded):
+    """The grade ``graded`` (tests/conftest.py) keeps of a script of calls' error equals a fresh one
+    (tests/test_grader.py does the same for a pass, a named mistake and an error of a module)."""
+    from test_grader import assert_cached_is_fresh
+
+    assert_cached_is_fresh(graded, CORPUS / "cache_wrong_axis.py")
