@@ -24,6 +24,9 @@ from attnprep import exercises
 
 TESTS = Path(__file__).parent
 CORPUS = TESTS / "corpus"
+# The top-level keys of examples.toml: which attempt stands for the exercise in the `fail-<id>` row of
+# benchmarks/bench_check.py, and in tests/test_zh_reports.py.
+PURPOSES = {"benchmark", "zh_report"}
 
 
 def examples(exercise_id: str) -> dict:

@@ -17,7 +17,7 @@ import torch
 from attnprep import exercises, texts
 from attnprep.grader import grade
 from attnprep.grader.result import Verdict
-from per_exercise import rows
+from per_exercise import PURPOSES, examples, rows
 
 CORPUS = Path(__file__).parent / "corpus"
 EXERCISES = list(exercises.registry())
@@ -41,6 +41,23 @@ def test_corpus_covers_every_exercise_and_mistake():
         named = {header(f)[1] for f in files}
         missing = {m.id for m in ex.mistakes} - named
         assert not missing, f"{ex.id}: no attempt for {sorted(missing)}"
+
+
+def test_every_examples_file_names_attempts_of_its_corpus():
+    """tests/corpus/<id>/examples.toml (read by tests/per_exercise.py) is beside a registered
+    exercise's corpus, its top-level keys are purposes the shared tests know, and every attempt it
+    names is a file of that corpus."""
+    files = sorted(CORPUS.glob("*/examples.toml"))
+    assert files
+    for path in files:
+        exercise_id = path.parent.name
+        assert exercise_id in exercises.registry(), path
+        data = examples(exercise_id)
+        purposes = {key: value for key, value in data.items() if not isinstance(value, dict)}
+        assert set(purposes) <= PURPOSES, path
+        named = list(purposes.values()) + [name for table in data.values() if isinstance(table, dict) for name in table]
+        for name in named:
+            assert (path.parent / name).is_file(), f"{path}: no attempt {name}"
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
