@@ -393,3 +393,8 @@ def test_every_row_of_a_long_case_is_graded(graded):
 # How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
 # no softmax call (exp and running sums), and its causal mask is built per tile from arange, not tril
 MUTATION = {"focus": ("arith", "mask_drop"), "not_offered": {"softmax_dim", "causal_tri"}}
+
+
+# tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
+# exercise that does not declare them, and fixes that must use them.
+FIX_WORDS = ("q.size(-1)",)

@@ -39,3 +39,9 @@ def test_a_layer_the_contract_refuses_is_pointed_at_where_it_is_made(tmp_path):
     assert result.verdict.value == "contract"
     d = result.divergence
     assert d is not None and (d.line, d.reason, d.name) == (line, "contract", "self.wo"), d
+
+
+# tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
+# exercise that does not declare them, and fixes that must use them.
+FIX_WORDS = ("qk_nope_head_dim", "nope + rope", "self.wo")
+FIX_SAYS = {"missing_scale": "nope + rope"}

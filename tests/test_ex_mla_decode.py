@@ -324,3 +324,8 @@ def test_what_a_kind_cannot_observe_is_not_shown(graded):
         result = graded(CORPUS / f"{name}.py")
         assert "softmax_rows" not in [c.id for c in result.checks]
         assert result.heatmap is None
+
+
+# tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
+# exercise that does not declare them, and fixes that must use them.
+FIX_WORDS = ("qk_nope_head_dim", "nope + rope", "self.wo")
