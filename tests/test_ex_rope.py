@@ -10,6 +10,7 @@ Hugging Face's Llama conversion applies to W_q and W_k.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -284,3 +285,15 @@ def test_a_wrong_rope_cache_gets_a_line(tmp_path, old, new, reason):
     result = grade(path)
     assert not result.passed and result.divergence is not None
     assert (result.divergence.line, result.divergence.reason) == (line, reason), result.divergence
+
+
+def test_a_mistake_in_some_cases_is_named_with_those_cases(graded):
+    """Issue 24 (tests/test_names.py): a mistake made in some cases only names those cases."""
+    result = graded(Path(__file__).parent / "corpus" / "rope" / "positions_1d_ignored.py")
+    (diagnosis,) = result.diagnoses
+    assert diagnosis.id == "rope_positions_ignored"
+    group = diagnosis.evidence[0]
+    assert group.key == "evidence.case_group"
+    # exactly the cases with (T,) positions; those with (B, T) or (B, 1) positions are honoured
+    assert set(group.params["cases"].split(", ")) == {"chunk of 3 after 9 cached tokens", "decode step at position 12"}
+    assert group.params["others"] > 0
