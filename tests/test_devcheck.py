@@ -68,6 +68,18 @@ def test_a_corpus_attempt_that_the_grader_reads_otherwise_is_named(bank):
     assert found[0].params["named"] == "norm_weight_not_applied"
 
 
+def test_a_corpus_attempt_headed_for_another_exercise_is_named(bank):
+    """A corpus copied from another exercise keeps that exercise's `# attnprep: <id>` first line:
+    the tests would grade it as that exercise."""
+    attempt = devcheck.CORPUS / "norms" / "ok_llama.py"
+    text = attempt.read_text(encoding="utf-8")
+    assert text.startswith("# attnprep: norms\n")
+    attempt.write_text(text.replace("# attnprep: norms", "# attnprep: other_exercise", 1), encoding="utf-8")
+    bad = [f for f in devcheck.findings("norms", grade_corpus=False) if not f.ok]
+    assert [(f.key, f.params) for f in bad] == [("devcheck.corpus_other_header", {"id": "norms", "files": "ok_llama.py"})]
+    assert "ok_llama.py" in texts.t(bad[0].key, **bad[0].params) and "第 1 行" in texts.t(bad[0].key, "zh", **bad[0].params)
+
+
 def test_the_command_exits_1_on_a_broken_folder_and_2_on_an_unknown_id(bank):
     (bank / "norms" / "zh.toml").unlink()
     exercises.cache_clear()
