@@ -83,6 +83,7 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
             missing.append("notes.qa")
         if english.get("contract", {}).get("details") and not words.get("contract", {}).get("details"):
             missing.append("contract.details")
+        missing += [f"fixes.{m}" for m in english.get("fixes", {}) if not words.get("fixes", {}).get(m)]
         if missing:
             yield _bad("texts", "devcheck.texts_missing", lang=lang, path=_shown(path), keys=", ".join(missing))
         else:

@@ -48,6 +48,8 @@ def _english_texts(data: dict) -> dict:
         out.setdefault("contract", {})["returns"] = data["contract"]["returns"]
     if "stub" in data:  # the prose of the exercise's own stub template
         out["stub"] = data["stub"]
+    if "fixes" in data:  # shared mistakes' fixes in the exercise's own names
+        out["fixes"] = data["fixes"]
     notes = data.get("notes", {})
     if notes:
         out["notes"] = {}
