@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from attnprep import exercises
+from attnprep.attempts import header_id
 
 CORPUS = exercises.HERE.parent / "tests" / "corpus"
 MIN_HINTS = 3
@@ -53,6 +54,11 @@ def corpus_header(path: Path) -> tuple[str | None, str | None]:
     return expect, diagnosis
 
 
+def _first_line(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="replace") as f:
+        return f.readline()
+
+
 def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
     hints = exercise.hints
     if len(hints) < MIN_HINTS or len(set(hints)) < len(hints):
@@ -77,6 +83,7 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
             missing.append("notes.qa")
         if english.get("contract", {}).get("details") and not words.get("contract", {}).get("details"):
             missing.append("contract.details")
+        missing += [f"fixes.{m}" for m in english.get("fixes", {}) if not words.get("fixes", {}).get(m)]
         if missing:
             yield _bad("texts", "devcheck.texts_missing", lang=lang, path=_shown(path), keys=", ".join(missing))
         else:
@@ -182,6 +189,9 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
     headless = [p.name for p, (expect, _) in headers.items() if expect is None]
     if headless:
         yield _bad("corpus", "devcheck.corpus_no_header", files=", ".join(headless))
+    elsewhere = [p.name for p in files if header_id(_first_line(p)) != exercise_id]
+    if elsewhere:
+        yield _bad("corpus", "devcheck.corpus_other_header", id=exercise_id, files=", ".join(elsewhere))
     if not grade_corpus:
         return
     for path, (expect, diagnosis) in headers.items():

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -236,42 +237,18 @@ def measure_check_one(ws: Workspace, repeat: int, exercise_id: str) -> dict:
                       {f"{exercise_id}.py": ROOT / "solutions" / f"{exercise_id}.py"}, [exercise_id], True, CHECK_TARGET, repeat)
 
 
-# A failing attempt per exercise for the `fail-<id>` rows: of the exercise's failing corpus
-# attempts, the one whose grading took longest in process when the rows were set up (the divergence
-# finder traces it in a second child and compares some hundreds of steps with the reference's). An
-# exercise not listed here takes its first failing attempt (failing_attempt): adding one needs no edit.
-FAILING = {
-    "causal": "arange_gt_inverted.py",
-    "mha": "missing_scale_neox_interleaved.py",
-    "mha_fused": "dropout_in_eval.py",
-    "mqa": "raw_params_no_out.py",
-    "gqa": "causal_inverted.py",
-    "mla": "head_loop_k_pe_not_rotated.py",
-    "sdpa": "float_mask_ignored.py",
-    "rope": "rope_interleaved_pairs.py",
-    "norms": "layernorm_unbiased_std_eps.py",
-    "cross_attention": "flinear_dropout_no_training.py",
-    "kv_cache": "split_heads_no_transpose.py",
-    "sliding_window": "window_mask_inverted_where.py",
-    "flash": "bh_loop_acc_not_rescaled.py",
-    "mla_decode": "cache_mask_not_offset.py",
-    "alibi": "padding_mask_ignored.py",
-    "swiglu": "swiglu_silu_on_product.py",
-    "cross_entropy": "cross_entropy_mean_includes_ignored.py",
-    "sampling": "top_p_not_sorted_ascending.py",
-    "moe": "moe_routing_per_sequence.py",
-    "lora": "lora_scale_inverted.py",
-    "attention_backward": "softmax_backward_no_rowsum.py",
-    "decoder_layer": "decoder_rope_not_on_k_meta.py",
-}
-
-
 def failing_attempt(exercise_id: str) -> Path:
-    """The exercise's attempt for its `fail-<id>` row: FAILING's choice, else (an exercise added
-    since) its first failing corpus attempt that names a mistake, by file name."""
+    """The exercise's attempt for its `fail-<id>` row: the one its corpus's ``examples.toml`` names
+    as ``benchmark`` (of the failing attempts, the one whose grading took longest in process when
+    the row was set up: the divergence finder traces it in a second child and compares some
+    hundreds of steps with the reference's), else its first failing attempt that names a mistake,
+    by file name (tests/per_exercise.py reads the same file the same way)."""
     folder = ROOT / "tests" / "corpus" / exercise_id
-    if exercise_id in FAILING:
-        return folder / FAILING[exercise_id]
+    examples = folder / "examples.toml"
+    if examples.is_file():
+        chosen = tomllib.loads(examples.read_text(encoding="utf-8")).get("benchmark")
+        if chosen:
+            return folder / chosen
     for path in sorted(folder.glob("*.py")):
         head = path.read_text(encoding="utf-8", errors="replace").splitlines()[:3]
         expect = next((l.split(":", 1)[1].strip() for l in head if l.startswith("# expect:")), "passed")

@@ -248,6 +248,8 @@ def _translate(data: dict, words: dict) -> dict:
     if len(zh_notes.get("qa", [])) == len(notes.get("qa", [])):
         notes["qa"] = [{**en, **{k: v for k, v in zh.items() if v}} for en, zh in zip(notes.get("qa", []), zh_notes.get("qa", []))]
     data["notes"] = notes
+    fixes = data.get("fixes", {})  # each fix on its own: a fix may be pure code, the same in every language
+    data["fixes"] = {**fixes, **{m: fix for m, fix in words.get("fixes", {}).items() if m in fixes and fix}}
     return data
 
 
@@ -279,6 +281,9 @@ def _load(folder: Path, lang: str = "en") -> Exercise:
         details=c.get("details", "").strip(),
     )
     catalogue = mistake_catalogue(lang)
+    stray = sorted(set(data.get("fixes", {})) - set(data.get("mistakes", [])))
+    if stray:  # a fix for a mistake the exercise does not list would never be shown
+        raise ValueError(f"[fixes] of {folder.name} names mistakes it does not list: {', '.join(stray)}")
     notes = data.get("notes", {})
     return Exercise(
         id=folder.name,
@@ -291,10 +296,17 @@ def _load(folder: Path, lang: str = "en") -> Exercise:
         hints=tuple(data["hints"]),
         key_points=tuple(notes.get("key_points", [])),
         qa=tuple(QA(q["q"], q["a"]) for q in notes.get("qa", [])),
-        mistakes=tuple(catalogue[m].for_exercise(folder.name) for m in data.get("mistakes", [])),
+        mistakes=tuple(_own_fix(catalogue[m].for_exercise(folder.name), data.get("fixes", {})) for m in data.get("mistakes", [])),
         grading=data.get("grading", {}),
         follow_ups=tuple(data.get("next", [])),
     )
+
+
+def _own_fix(mistake: Mistake, fixes: dict[str, str]) -> Mistake:
+    """A shared mistake with the fix the exercise words in its own names (``[fixes]`` of its
+    exercise.toml: mistake id -> fix, e.g. a module's x.device where the catalogue's fix has a
+    function's q.device), else as the catalogue has it."""
+    return mistake._replace(fix=fixes[mistake.id]) if fixes.get(mistake.id) else mistake
 
 
 def registry(lang: str | None = None) -> dict[str, Exercise]:

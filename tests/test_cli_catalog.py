@@ -399,9 +399,11 @@ def test_check_completes_ids_and_python_files(ws):
     (ws / "mha_notes.txt").write_text("", encoding="utf-8")
     (ws / "mhb").mkdir()
     found = complete("attnprep check mh", ws)
-    assert found[:2] == ["mha", "mha_fused"] and "mha.py" in found and "mhb/" in found
+    ids = [i for i in exercises.listing() if i.startswith("mh")]
+    assert len(ids) >= 2 and found[:len(ids)] == ids and "mha.py" in found and "mhb/" in found
     assert "mha_notes.txt" not in found
-    assert complete("attnprep check -e sd", ws) == ["sdpa"]
+    sd = [i for i in exercises.listing() if i.startswith("sd")]
+    assert sd and complete("attnprep check -e sd", ws) == sd
 
 
 # --- a folder that cannot be written: one wording for new, drill and interview (issue 30 point 12) --

@@ -68,6 +68,41 @@ def test_a_corpus_attempt_that_the_grader_reads_otherwise_is_named(bank):
     assert found[0].params["named"] == "norm_weight_not_applied"
 
 
+def test_a_corpus_attempt_headed_for_another_exercise_is_named(bank):
+    """A corpus copied from another exercise keeps that exercise's `# attnprep: <id>` first line:
+    the tests would grade it as that exercise."""
+    attempt = devcheck.CORPUS / "norms" / "ok_llama.py"
+    text = attempt.read_text(encoding="utf-8")
+    assert text.startswith("# attnprep: norms\n")
+    attempt.write_text(text.replace("# attnprep: norms", "# attnprep: other_exercise", 1), encoding="utf-8")
+    bad = [f for f in devcheck.findings("norms", grade_corpus=False) if not f.ok]
+    assert [(f.key, f.params) for f in bad] == [("devcheck.corpus_other_header", {"id": "norms", "files": "ok_llama.py"})]
+    assert "ok_llama.py" in texts.t(bad[0].key, **bad[0].params) and "第 1 行" in texts.t(bad[0].key, "zh", **bad[0].params)
+
+
+def test_a_fix_in_the_exercises_own_names_is_shown_and_checked(bank):
+    """``[fixes]`` in an exercise.toml words a shared mistake's fix in that exercise's names (and in
+    zh.toml in Chinese); a fix for a mistake it does not list, or without its Chinese, is named."""
+    toml, zh = bank / "norms" / "exercise.toml", bank / "norms" / "zh.toml"
+    mistake = exercises.get("norms").mistakes[0].id
+    en_text, zh_text = toml.read_text(encoding="utf-8"), zh.read_text(encoding="utf-8")
+    toml.write_text(en_text + f'\n[fixes]\n{mistake} = "Use the own names of norms."\n', encoding="utf-8")
+    zh.write_text(zh_text + f'\n[fixes]\n{mistake} = "用 norms 自己的名字。"\n', encoding="utf-8")
+    exercises.cache_clear()
+    assert exercises.get("norms").mistake(mistake).fix == "Use the own names of norms."
+    assert exercises.registry("zh")["norms"].mistake(mistake).fix == "用 norms 自己的名字。"
+    assert [f for f in devcheck.findings("norms", grade_corpus=False) if not f.ok] == []
+    zh.write_text(zh_text, encoding="utf-8")
+    exercises.cache_clear()
+    assert exercises.registry("zh")["norms"].mistake(mistake).fix == "Use the own names of norms."
+    (bad,) = [f for f in devcheck.findings("norms", grade_corpus=False) if not f.ok]
+    assert bad.rule == "texts" and bad.params["keys"] == f"fixes.{mistake}"
+    toml.write_text(en_text + '\n[fixes]\nno_such_mistake = "x"\n', encoding="utf-8")
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings("norms", grade_corpus=False) if not f.ok]
+    assert bad.rule == "folder" and "no_such_mistake" in bad.params["error"]
+
+
 def test_the_command_exits_1_on_a_broken_folder_and_2_on_an_unknown_id(bank):
     (bank / "norms" / "zh.toml").unlink()
     exercises.cache_clear()

@@ -14,6 +14,7 @@ from attnprep import texts, wording
 from attnprep.grader import grade
 from attnprep.grader.divergence import Matcher, name_shape
 from attnprep.grader.trace import Step
+from per_exercise import rows
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -64,19 +65,7 @@ def test_the_seed_notes_fused_attempt_points_at_its_unbind_line(tmp_path):
     assert words.startswith("line 20:") and "transpose" in words
 
 
-@pytest.mark.parametrize(("attempt", "line_has"), [
-    ("mha/split_heads_no_transpose.py", ".view(B, H, T, D)"),
-    ("mha/merge_heads_no_transpose.py", "out.reshape(B, T, C)"),
-    ("mha/missing_scale.py", "scores = q @ k.transpose(-2, -1)"),
-    ("gqa/gqa_heads_tiled.py", ".repeat("),
-    ("mla/masked_fill_discarded.py", "the result is not assigned"),
-    ("sdpa/bool_mask_inverted_where.py", "torch.where(attn_mask, neg, scores)"),  # not the -inf fill's line
-    ("sdpa/attn_mask_ignored_baddbmm_beta0.py", "beta=0.0"),  # not inside the softmax
-    ("sdpa/causal_leaks_next_arange.py", "j > i + 1"),  # not the line of j = arange(S).view(1, S)
-    ("rope/rotate_half_cos_sin_swapped_halves.py", "x1 * s - x2 * c"),  # not the half of cos it reads
-    ("rope/rope_interleaved_pairs_view_unbind.py", ".view(B, H, T, D // 2, 2)"),
-    ("norms/layernorm_weight_added_for_bias.py", "normed * self.weight + self.weight"),  # not the cast before it
-])
+@pytest.mark.parametrize(("attempt", "line_has"), rows("divergence_line"))  # tests/corpus/<id>/examples.toml
 def test_the_divergence_is_the_line_that_makes_the_mistake(attempt, line_has, graded):
     result = graded(CORPUS / attempt)
     assert not result.passed and result.divergence is not None
@@ -160,22 +149,6 @@ def _with(tmp_path, attempt: str, old: str, new: str) -> tuple[Path, int]:
     return path, text[: text.index(new)].count("\n") + 1
 
 
-def test_a_wrong_rope_angle_in_mla_is_pointed_at_where_the_angles_are_made(tmp_path):
-    """DeepSeek's rotations are complex tensors: their values are compared like any other, so a
-    wrong frequency shows at the line that makes it, not two helper calls later."""
-    path, line = _with(tmp_path, "mla/ok_deepseek_verbatim_rope.py", "freqs = 1.0 / (theta **", "freqs = 2.0 / (theta **")
-    result = grade(path)
-    assert not result.passed and result.divergence is not None
-    assert result.divergence.line == line and "freqs = 2.0" in result.divergence.code, result.divergence
-
-
-def test_a_wrong_angle_table_in_mla_is_pointed_at_even_without_a_wrong_number(tmp_path):
-    path, line = _with(tmp_path, "mla/ok_deepseek_verbatim_rope.py", "freqs = torch.outer(t, freqs)",
-                       "freqs = torch.outer(t * 2, freqs)")  # (t + 1: RoPE is relative, passes)
-    result = grade(path)
-    assert result.divergence is not None and result.divergence.line == line, result.divergence
-
-
 @pytest.mark.parametrize(("old", "new"), [
     ("exp_x = torch.exp(x - x_max)", "exp_x = torch.exp(x + x_max)"),
     ("return exp_x / torch.sum(exp_x, dim=dim, keepdim=True)", "return exp_x / torch.sum(exp_x, dim=-1, keepdim=True)"),
@@ -188,21 +161,6 @@ def test_a_wrong_softmax_helper_is_pointed_at_inside_the_helper(tmp_path, old, n
     assert result.divergence.line == line, result.divergence
 
 
-@pytest.mark.parametrize(("old", "new", "reason"), [
-    ("torch.arange(0, d, 2, device=device)", "torch.arange(1, d, 2, device=device)", "values"),
-    ("torch.outer(m, theta_i)", "torch.outer(m + 1, theta_i)", "values"),
-    ("def rope_cache(seq_len, head_dim, theta=10000.0, device=None):", "def rope_cache(seq_len, head_dim, theta=1000.0, device=None):",
-     "scalar"),
-])
-def test_a_wrong_rope_cache_gets_a_line(tmp_path, old, new, reason):
-    """rope_cache takes sizes, no tensors: every tensor it makes is traced, and a wrong default
-    theta is pointed at where the default is written."""
-    path, line = _with(tmp_path, "rope/ok_interview_notes.py", old, new)
-    result = grade(path)
-    assert not result.passed and result.divergence is not None
-    assert (result.divergence.line, result.divergence.reason) == (line, reason), result.divergence
-
-
 def test_a_wrong_number_set_in_init_is_pointed_at_where_it_is_set(tmp_path):
     path, line = _with(tmp_path, "mha/ok_helpers_combined_mask.py", "self.scale = self.head_dim ** -0.5",
                        "self.scale = self.head_dim ** -0.25")
@@ -213,16 +171,7 @@ def test_a_wrong_number_set_in_init_is_pointed_at_where_it_is_set(tmp_path):
     assert d.named in wording.divergence_text(d) and d.ref_named in wording.divergence_text(d)
 
 
-@pytest.mark.parametrize(("attempt", "line_has", "reason"), [
-    ("norms/norm_eps_convention.py", "eps=1e-5", "scalar"),  # the default as written
-    ("sdpa/scale_value_dim.py", "math.sqrt(value.size(-1))", "scalar"),  # the scale's own line, not where it is used
-    ("mha/masked_fill_discarded.py", "the result is not assigned", "unused"),
-    ("mha_fused/fused_split_order.py", "q, v, k =", "role"),  # followed up to the unpacking
-    ("norms/output_dtype_not_kept.py", "return self.weight * h", "dtype"),
-    ("norms/norm_weight_not_applied.py", "return h.to(x.dtype)", "short"),
-    ("sdpa/softmax_unstable.py", "e = torch.exp(x)", "input"),  # the max subtraction is missing here, in the helper
-    ("sliding_window/causal_ignored.py", "allowed = torch.ones(T, T", "skipped"),
-])
+@pytest.mark.parametrize(("attempt", "line_has", "reason"), rows("divergence_reason"))
 def test_the_divergence_says_why(attempt, line_has, reason, graded):
     result = graded(CORPUS / attempt)
     d = result.divergence
@@ -242,23 +191,7 @@ def test_every_reason_reads_in_both_languages():
             assert "12" in words and "{" not in words, (reason, lang)
 
 
-def test_a_layer_the_contract_refuses_is_pointed_at_where_it_is_made(tmp_path):
-    text = (CORPUS / "mla/ok_deepseek_verbatim_rope.py").read_text(encoding="utf-8")
-    old = next(line for line in text.splitlines() if "self.wo = " in line)
-    path, line = _with(tmp_path, "mla/ok_deepseek_verbatim_rope.py", old, old.replace("bias=False", "bias=True"))
-    result = grade(path)
-    assert result.verdict.value == "contract"
-    d = result.divergence
-    assert d is not None and (d.line, d.reason, d.name) == (line, "contract", "self.wo"), d
-
-
-@pytest.mark.parametrize(("attempt", "line_has"), [
-    ("mha/head_slice_loop_causal_leaks_next.py", ".tril(1)"),  # not q_proj's line, 9 lines up
-    ("kv_cache/head_loop_scale_d_model.py", "/ math.sqrt(C)"),  # not qh = q[:, h]
-    ("cross_attention/head_slice_loop_scale_d_model.py", "math.sqrt(self.d_model)"),
-    ("flash/bh_loop_acc_not_rescaled.py", "acc = acc + p @ v_blk"),  # not the q[b, h] unpacking
-    ("mla/head_loop_k_pe_not_rotated.py", "c_kv, k_pe = self.wkv_a(x).split("),  # the rotation belongs after it
-])
+@pytest.mark.parametrize(("attempt", "line_has"), rows("divergence_in_head_loop"))
 def test_an_attempt_that_loops_over_heads_is_pointed_at_its_slip(attempt, line_has, graded):
     """Per-head (or per-(b, h)) tensors hold one head of a reference stage: they line up with it,
     so the first one that matches nothing is the slip, not the first per-head slice."""

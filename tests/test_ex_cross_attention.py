@@ -244,3 +244,25 @@ def test_a_forward_without_the_context_mask_says_cross_attentions_own_contract(t
     assert check.message.key == "context_module.forward_signature" and check.message.params == {"names": "x, context"}
     for lang in ("en", "zh"):
         assert "(x, context, context_mask=None)" in texts.render(check.message, lang)
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# cross-attention has no causal mask (no tril)
+MUTATION = {"focus": ("qkv_swap", "layer_drop"), "extra": {"layer_drop"}, "not_offered": {"causal_tri"}}
+
+
+def test_the_trace_child_reuses_the_mapping_the_grading_child_got(monkeypatch):
+    """A module of bare matrices has hundreds of candidate mappings: the grading child computes
+    each one's probe output and asks which is right; the divergence finder's child asks first
+    whether the choice among the same candidates is known, and it is."""
+    from attnprep.grader.kinds.attention_module import AttentionModule
+
+    asked = []
+    answer = AttentionModule.answer
+    monkeypatch.setattr(AttentionModule, "answer",
+                        lambda self, q: asked.append((q["question"], q["config"])) or answer(self, q))
+    result = grade(CORPUS / "flinear_dropout_no_training.py", "cross_attention")
+    assert result.divergence is not None and result.divergence.line == 34
+    known = [a for a in asked if a[0] == "mapping_known"]
+    full = [a for a in asked if a[0] == "mapping"]
+    assert full
+    assert len(known) == len(full) + 1  # each config's first question, and the trace child's one, answered at once
+    assert known[-1] == ("mapping_known", 0) and full.count(("mapping", 0)) == 1

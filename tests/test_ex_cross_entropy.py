@@ -127,3 +127,7 @@ def test_the_log_softmax_family_is_a_built_in_however_called(call, tmp_path, gra
         "    return nll[keep].mean()\n", encoding="utf-8")
     result = graded(path, "cross_entropy")
     assert result.verdict.value == "used_builtin", result.checks
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"min": 40, "sample": 5, "families": {"constant", "arith", "compare", "mask_drop", "mask_negate", "sign"}}

@@ -388,3 +388,13 @@ def test_every_row_of_a_long_case_is_graded(graded):
     assert result.verdict is Verdict.WRONG_OUTPUT
     (check,) = [c for c in result.checks if c.id == "output"]
     assert check.passed is False
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# no softmax call (exp and running sums), and its causal mask is built per tile from arange, not tril
+MUTATION = {"focus": ("arith", "mask_drop"), "not_offered": {"softmax_dim", "causal_tri"}}
+
+
+# tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
+# exercise that does not declare them, and fixes that must use them.
+FIX_WORDS = ("q.size(-1)",)

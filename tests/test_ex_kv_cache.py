@@ -309,3 +309,15 @@ def test_every_call_is_given_a_copy_and_one_starts_from_the_references_cache():
 def test_keys_kept_by_the_id_of_the_returned_cache_fail(graded):
     result = graded(CORPUS / "cache_kept_by_id.py")
     assert not result.passed and result.verdict is not Verdict.STRUCTURE
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"focus": ("split_order", "causal_tri"), "extra": {"repeat", "layer_drop"}}
+
+
+def test_a_cached_grade_of_a_script_is_a_fresh_grade(graded):
+    """The grade ``graded`` (tests/conftest.py) keeps of a script of calls' error equals a fresh one
+    (tests/test_grader.py does the same for a pass, a named mistake and an error of a module)."""
+    from test_grader import assert_cached_is_fresh
+
+    assert_cached_is_fresh(graded, CORPUS / "cache_wrong_axis.py")

@@ -148,3 +148,10 @@ def test_two_mistakes_at_once_are_both_named(path, graded):
     result = graded(path)
     assert result.verdict.value == expect
     assert sorted(d.id for d in result.diagnoses) == sorted(names)
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# a linear layer, two adapters and a merge: its named mistakes (tests/corpus/lora) are the rest; its
+# constants add biases (contract failures), so the killed sample starts elsewhere
+MUTATION = {"min": 10, "sample": 3, "families": {"constant", "layer_drop", "param_drop", "matmul_swap", "arith"},
+            "focus": ("layer_drop", "matmul_swap", "param_drop")}

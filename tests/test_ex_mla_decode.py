@@ -309,3 +309,23 @@ def test_a_wrong_call_of_a_ready_made_helper_blames_the_call(graded):
     finally:
         texts.set_language(None)
     assert "(a mask?)" not in text and "ready-made precompute_freqs_cis" in text
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# DeepSeek's absorb path is einsum only: no transpose to mutate
+MUTATION = {"focus": ("split_order", "matmul_swap"), "extra": {"layer_drop"}, "not_offered": {"transpose"}}
+
+
+def test_what_a_kind_cannot_observe_is_not_shown(graded):
+    """Issue 30 §3: mla_decode's absorbed steps show no attention probabilities; its reports (a
+    correct attempt's and a failing one's) have no softmax-rows row saying so and no heat-map of
+    the expected attention beside "your attempt (not observed)"."""
+    for name in ("ok_deepseek_official", "mla_scale_kv_rank"):
+        result = graded(CORPUS / f"{name}.py")
+        assert "softmax_rows" not in [c.id for c in result.checks]
+        assert result.heatmap is None
+
+
+# tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
+# exercise that does not declare them, and fixes that must use them.
+FIX_WORDS = ("qk_nope_head_dim", "nope + rope", "self.wo")

@@ -228,3 +228,8 @@ def test_fused_gate_up_experts_are_mapped_by_rows_expert_by_expert(graded):
     assert result.verdict is Verdict.PASSED
     assert result.mapping["experts.*.w1"] == result.mapping["experts.*.w3"] == "experts.*.gate_up_proj"
     assert any(n.kind == "stacked" and n.layer == "experts.*.gate_up_proj" for n in result.mapping_notes)
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# a router, a top-k and a loop of SwiGLU experts: its named mistakes (tests/corpus/moe) are the rest
+MUTATION = {"min": 30, "sample": 4, "families": {"constant", "softmax_dim", "split_order", "layer_drop"}}

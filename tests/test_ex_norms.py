@@ -9,6 +9,7 @@ float32 upcast overflows, so that a missing upcast cannot pass.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -272,3 +273,32 @@ def test_an_eps_default_is_explained_with_the_learners_line(graded):
         assert f"used in your `{d.ref_code}`" in wording.divergence_text(d)
     finally:
         texts.set_language(None)
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"min": 30, "sample": 5, "focus": ("param_drop", "cast"),
+            "families": {"constant", "scale", "arith", "cast", "param_drop"}}
+
+
+def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401
+    from attnprep.app import app
+
+    path = Path(__file__).parent / "corpus" / "norms" / "layernorm_weight_detached.py"
+    result = graded(path)
+    assert result.verdict is Verdict.GRADIENTS
+    assert [c.id for c in result.checks if c.passed is False] == ["gradients"]
+    assert result.divergence is None
+    monkeypatch.chdir(tmp_path)
+    try:
+        for lang, label in (("en", "wrong gradients"), ("zh", "梯度错误")):
+            out = CliRunner().invoke(app, ["--lang", lang, "check", "--json", str(path)])
+            assert out.exit_code == 1
+            doc = json.loads(out.stdout)["results"][0]
+            assert (doc["verdict"], doc["label"]) == ("gradients", label)
+    finally:
+        texts.set_language(None)  # --lang sets the process's language: not for the tests after this one

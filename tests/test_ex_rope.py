@@ -10,6 +10,7 @@ Hugging Face's Llama conversion applies to W_q and W_k.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from attnprep.grader.kinds import kind_for
 from attnprep.grader.kinds import rope_functions as R
 from attnprep.grader.result import Verdict
 from attnprep.solutions.rope import apply_rope, rope_cache, rotate_half
+from test_divergence import _with
 
 EX = exercises.get("rope")
 F64 = torch.float64
@@ -260,3 +262,38 @@ def test_a_half_that_takes_the_whole_last_dim_gets_a_line(tmp_path):
     lines = source.splitlines()
     made = next(n for n, code in enumerate(lines, 1) if "half = x.shape[-1] // 1" in code)
     assert abs(d.line - made) <= 2, d
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"min": 30, "sample": 6, "focus": ("sign", "cast"),
+            "families": {"constant", "split_order", "arith", "sign", "cast", "matmul_swap"}}
+
+
+# --- where the divergence finder points (tests/test_divergence.py) ----------------------------------
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    ("torch.arange(0, d, 2, device=device)", "torch.arange(1, d, 2, device=device)", "values"),
+    ("torch.outer(m, theta_i)", "torch.outer(m + 1, theta_i)", "values"),
+    ("def rope_cache(seq_len, head_dim, theta=10000.0, device=None):", "def rope_cache(seq_len, head_dim, theta=1000.0, device=None):",
+     "scalar"),
+])
+def test_a_wrong_rope_cache_gets_a_line(tmp_path, old, new, reason):
+    """rope_cache takes sizes, no tensors: every tensor it makes is traced, and a wrong default
+    theta is pointed at where the default is written."""
+    path, line = _with(tmp_path, "rope/ok_interview_notes.py", old, new)
+    result = grade(path)
+    assert not result.passed and result.divergence is not None
+    assert (result.divergence.line, result.divergence.reason) == (line, reason), result.divergence
+
+
+def test_a_mistake_in_some_cases_is_named_with_those_cases(graded):
+    """Issue 24 (tests/test_names.py): a mistake made in some cases only names those cases."""
+    result = graded(Path(__file__).parent / "corpus" / "rope" / "positions_1d_ignored.py")
+    (diagnosis,) = result.diagnoses
+    assert diagnosis.id == "rope_positions_ignored"
+    group = diagnosis.evidence[0]
+    assert group.key == "evidence.case_group"
+    # exactly the cases with (T,) positions; those with (B, T) or (B, 1) positions are honoured
+    assert set(group.params["cases"].split(", ")) == {"chunk of 3 after 9 cached tokens", "decode step at position 12"}
+    assert group.params["others"] > 0

@@ -122,3 +122,8 @@ def test_a_case_whose_threshold_cannot_be_kept_away_is_refused():
                           "inputs": {"logits": {"shape": ["B", "V"], "scale": 0.0}}}]}
     with pytest.raises(ValueError, match="stable"):
         TensorFunctions(EX._replace(grading=grading), 0)
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+MUTATION = {"min": 40, "sample": 5, "families": {"constant", "softmax_dim", "compare", "mask_combine", "mask_drop",
+                                                  "mask_negate", "split_order"}}

@@ -211,3 +211,9 @@ def test_the_finite_row_names_each_case_once_and_quoted(graded):
     text = texts.render(finite.message, "en")
     names = re.findall(r"'([^']*)'", text)
     assert names and len(names) == len(set(names)) and "is_causal, later keys changed" in names, text
+
+
+# tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
+# exercise that does not declare them, and fixes that must use them.
+FIX_WORDS = ("q.size(-1)",)
+FIX_SAYS = {"scale_by_dim": "q.size(-1)", "causal_flag_inverted": "device=q.device"}

@@ -136,3 +136,9 @@ def test_a_mask_built_in_one_line_is_named_by_what_the_line_makes(tmp_path):
     d = result.divergence
     assert d is not None and d.line == 9 and d.reason == "made"
     assert d.named == "(T, T)", wording.divergence_text(d)
+
+
+# tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
+# exercise that does not declare them, and fixes that must use them.
+FIX_WORDS = ("q.size(-1)",)
+FIX_SAYS = {"masks_combined_or": "sliding_window_mask("}

@@ -276,3 +276,8 @@ def test_another_module_of_this_kind_is_data_and_a_solution(tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
         solution.unlink(missing_ok=True)
         exercises.registry.cache_clear()
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
+# three bias-free layers and one product: its named mistakes (tests/corpus/swiglu) are the rest
+MUTATION = {"min": 6, "sample": 1, "families": {"constant", "layer_drop"}}

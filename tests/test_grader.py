@@ -17,6 +17,7 @@ import torch
 from attnprep import exercises, texts
 from attnprep.grader import grade
 from attnprep.grader.result import Verdict
+from per_exercise import PURPOSES, examples, rows
 
 CORPUS = Path(__file__).parent / "corpus"
 EXERCISES = list(exercises.registry())
@@ -40,6 +41,23 @@ def test_corpus_covers_every_exercise_and_mistake():
         named = {header(f)[1] for f in files}
         missing = {m.id for m in ex.mistakes} - named
         assert not missing, f"{ex.id}: no attempt for {sorted(missing)}"
+
+
+def test_every_examples_file_names_attempts_of_its_corpus():
+    """tests/corpus/<id>/examples.toml (read by tests/per_exercise.py) is beside a registered
+    exercise's corpus, its top-level keys are purposes the shared tests know, and every attempt it
+    names is a file of that corpus."""
+    files = sorted(CORPUS.glob("*/examples.toml"))
+    assert files
+    for path in files:
+        exercise_id = path.parent.name
+        assert exercise_id in exercises.registry(), path
+        data = examples(exercise_id)
+        purposes = {key: value for key, value in data.items() if not isinstance(value, dict)}
+        assert set(purposes) <= PURPOSES, path
+        named = list(purposes.values()) + [name for table in data.values() if isinstance(table, dict) for name in table]
+        for name in named:
+            assert (path.parent / name).is_file(), f"{path}: no attempt {name}"
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -69,16 +87,11 @@ def test_corpus_attempt(path, graded):
 def test_a_cached_grade_is_a_fresh_grade(graded):
     """``graded`` (tests/conftest.py) grades a file once per session; what it hands out is what a
     fresh grade says: a pass, a named mistake with its divergence, and an error, graded again here,
-    equal their cached results in everything but the time taken."""
-    from dataclasses import replace
-
+    equal their cached results in everything but the time taken (a script of calls' error:
+    the cached kind's own test module)."""
     for path in (CORPUS / "mha" / "ok_textbook.py", CORPUS / "gqa" / "gqa_heads_tiled.py",
-                 CORPUS / "kv_cache" / "cache_wrong_axis.py"):
-        cached = graded(path)
-        assert graded(path) is cached
-        fresh = grade(path)
-        assert fresh is not cached
-        assert replace(fresh, duration_s=0.0) == replace(cached, duration_s=0.0), path
+                 CORPUS / "gqa" / "tensor_without_device.py"):
+        assert_cached_is_fresh(graded, path)
     assert graded(CORPUS / "mha" / "missing_scale.py", seed=7) is not graded(CORPUS / "mha" / "missing_scale.py")
 
 
@@ -153,6 +166,16 @@ def test_every_variant_changes_the_output(exercise_id):
             if differs:
                 break
         assert differs, knob
+
+
+def assert_cached_is_fresh(graded, path: Path) -> None:
+    from dataclasses import replace
+
+    cached = graded(path)
+    assert graded(path) is cached
+    fresh = grade(path)
+    assert fresh is not cached
+    assert replace(fresh, duration_s=0.0) == replace(cached, duration_s=0.0), path
 
 
 def test_seed_changes_weights_but_not_verdicts(tmp_path, graded):
@@ -235,8 +258,8 @@ def test_check_exit_codes_and_usage_errors(tmp_path, monkeypatch):
     (tmp_path / "mine.py").write_text("print('hi')\n")
     anonymous = runner.invoke(app, ["check", "mine.py"])
     assert anonymous.exit_code == 2 and "-e ID" in anonymous.output
-    shutil.copy(exercises.get("mqa").solution_path, tmp_path / "mine.py")
-    ok = runner.invoke(app, ["check", "mine.py", "-e", "mqa"])
+    shutil.copy(exercises.get("gqa").solution_path, tmp_path / "mine.py")
+    ok = runner.invoke(app, ["check", "mine.py", "-e", "gqa"])
     assert ok.exit_code == 0, ok.output
     assert "passed" in ok.output
     for result in (empty, unknown, missing, nofile, anonymous):
@@ -314,9 +337,6 @@ def test_no_exercise_id_is_spelled_in_engine_or_shell_code():
             for tok in tokenize.generate_tokens(io.StringIO(f.read_text(encoding="utf-8")).readline):
                 if tok.type == tokenize.STRING and tok.string.strip("\"'") in ids:
                     found.append(f"{f.relative_to(root)}:{tok.start[0]} {tok.string}")
-    # `compare`'s JSON has a metric named "kv_cache" (relative KV-cache size) since before the
-    # exercise of that name: a key of its output, not a branch on an exercise
-    found = [f for f in found if not (f.endswith('"kv_cache"') and f.split(":")[0] in ("attnprep/costs.py", "attnprep/commands/compare.py"))]
     assert not found, found
 
 
@@ -357,39 +377,16 @@ def test_the_trace_child_of_a_failure_is_started_before_the_mistake_is_named(mon
     assert events == []
 
 
-def test_the_trace_child_reuses_the_mapping_the_grading_child_got(monkeypatch):
-    """A module of bare matrices has hundreds of candidate mappings: the grading child computes
-    each one's probe output and asks which is right; the divergence finder's child asks first
-    whether the choice among the same candidates is known, and it is."""
-    from attnprep.grader.kinds.attention_module import AttentionModule
-
-    asked = []
-    answer = AttentionModule.answer
-    monkeypatch.setattr(AttentionModule, "answer",
-                        lambda self, q: asked.append((q["question"], q["config"])) or answer(self, q))
-    result = grade(CORPUS / "cross_attention" / "flinear_dropout_no_training.py", "cross_attention")
-    assert result.divergence is not None and result.divergence.line == 34
-    known = [a for a in asked if a[0] == "mapping_known"]
-    full = [a for a in asked if a[0] == "mapping"]
-    assert full
-    assert len(known) == len(full) + 1  # each config's first question, and the trace child's one, answered at once
-    assert known[-1] == ("mapping_known", 0) and full.count(("mapping", 0)) == 1
-
-
-@pytest.mark.parametrize("attempt", [
-    "mha/scale_d_model", "gqa/gqa_heads_tiled", "norms/norm_wrong_dim", "rope/rotate_half_sign_flipped",
-    "cross_attention/cross_scale_d_context", "sliding_window/window_ignored", "causal/missing_scale",
-])
-def test_a_wrong_output_carries_no_gradients_failure(attempt, graded):
+@pytest.mark.parametrize(("attempt", "key"), rows("gradients_unjudged"))  # tests/corpus/<id>/examples.toml
+def test_a_wrong_output_carries_no_gradients_failure(attempt, key, graded):
     """Issue 30 §2: outputs already wrong without gradients explain the gradients' difference; the
     row is left unjudged (not failed) and never asks whether the attempt is right only under
     torch.no_grad()."""
-    path = next((CORPUS / attempt.split("/")[0]).glob(attempt.split("/")[1] + "*.py"))
-    result = graded(path)
+    result = graded(CORPUS / attempt)
     checks = {c.id: c for c in result.checks}
     assert checks["output"].passed is False
     gradients = checks["gradients"]
-    assert gradients.passed is None and gradients.message.key == "check.gradients.outputs_wrong"
+    assert gradients.passed is None and gradients.message.key == key == "check.gradients.outputs_wrong"
     assert result.verdict is not Verdict.GRADIENTS
 
 
@@ -401,35 +398,13 @@ def test_right_only_under_no_grad_is_still_a_wrong_output(graded):
     assert result.verdict is Verdict.WRONG_OUTPUT
 
 
-def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monkeypatch):
-    from typer.testing import CliRunner
-
-    from attnprep.app import app
-
-    path = CORPUS / "norms" / "layernorm_weight_detached.py"
-    result = graded(path)
-    assert result.verdict is Verdict.GRADIENTS
-    assert [c.id for c in result.checks if c.passed is False] == ["gradients"]
-    assert result.divergence is None
-    monkeypatch.chdir(tmp_path)
-    try:
-        for lang, label in (("en", "wrong gradients"), ("zh", "梯度错误")):
-            out = CliRunner().invoke(app, ["--lang", lang, "check", "--json", str(path)])
-            assert out.exit_code == 1
-            doc = json.loads(out.stdout)["results"][0]
-            assert (doc["verdict"], doc["label"]) == ("gradients", label)
-    finally:
-        texts.set_language(None)  # --lang sets the process's language: not for the tests after this one
-
-
-@pytest.mark.parametrize("attempt", ["causal/ok_tril_matmul", "sdpa/ok_torch_docs", "rope/ok_interview_notes"])
-def test_a_function_exercise_never_says_every_parameter(attempt, graded):
+@pytest.mark.parametrize(("attempt", "names"), rows("gradients_of_inputs"))
+def test_a_function_exercise_never_says_every_parameter(attempt, names, graded):
     """Exercises without parameters: the gradients row names the inputs it grades, not parameters."""
-    ok = {c.id: c for c in graded(CORPUS / f"{attempt}.py").checks}["gradients"]
+    ok = {c.id: c for c in graded(CORPUS / attempt).checks}["gradients"]
     assert ok.passed is True and ok.message.key in ("check.gradients.ok_inputs", "check.gradients.ok_any")
     assert "parameter" not in texts.render(ok.message, "en") and "参数" not in texts.render(ok.message, "zh")
-    if attempt.startswith("causal/"):
-        assert ok.message.params["names"] == "k, q, v"
+    assert ok.message.params["names"] == names
 
 
 def test_check_a_folder_says_what_it_skipped_and_why(tmp_path, monkeypatch):
@@ -463,34 +438,18 @@ def test_check_a_folder_says_what_it_skipped_and_why(tmp_path, monkeypatch):
     assert none.exit_code == 2 and "skipped notes.py" in " ".join(none.stderr.split())
 
 
-@pytest.mark.parametrize(("attempt", "case"), [
-    ("mha/merge_heads_no_transpose", None),  # the attention is the reference's: nothing to picture
-    ("sdpa/softmax_unstable", "large scores"),  # the failing case, not a mask case that matches
-    ("kv_cache/cache_mask_not_offset", None),  # the prefill matches; the failing step is not pictured
-    ("sdpa/bool_mask_inverted", "bool mask (L, S)"),
-    ("mha/causal_leaks_next", "padded+causal"),
-])
+@pytest.mark.parametrize(("attempt", "case"), rows("heatmap_case"))
 def test_the_heatmap_of_a_failure_never_shows_identical_attention(attempt, case, graded):
     """Issue 30 §4: a failing report's heat-map is of a case where the attempt's attention differs
-    from the reference's, or there is none."""
-    result = graded(CORPUS / f"{attempt}.py")
+    from the reference's, or there is none (case "")."""
+    result = graded(CORPUS / attempt)
     assert not result.passed
     heatmap = result.heatmap
-    if case is None:
+    if not case:
         assert heatmap is None
     else:
         assert heatmap is not None and heatmap.case == case and heatmap.got is not None
         assert heatmap.got != heatmap.expected
-
-
-def test_what_a_kind_cannot_observe_is_not_shown(graded):
-    """Issue 30 §3: mla_decode's absorbed steps show no attention probabilities; its reports (a
-    correct attempt's and a failing one's) have no softmax-rows row saying so and no heat-map of
-    the expected attention beside "your attempt (not observed)"."""
-    for name in ("ok_deepseek_official", "mla_scale_kv_rank"):
-        result = graded(CORPUS / "mla_decode" / f"{name}.py")
-        assert "softmax_rows" not in [c.id for c in result.checks]
-        assert result.heatmap is None
 
 
 @pytest.mark.parametrize(("raw", "line", "says"), [
@@ -549,13 +508,12 @@ def test_tiled_copies_merged_into_the_references_shape_are_the_line(tmp_path):
     """Issue 30 §3: einops' repeat(k, "b g t d -> b (r g) t d") (expand + reshape inside einops) and
     Meta's repeat_kv with the new axis before n_kv are tiles: the divergence is that line, not the
     scores two lines later; the fix gives the einops form "b (g r) t d". (An expand that the
-    reference leaves to broadcasting, MQA's one head, is still no story of its own.)"""
+    reference leaves to broadcasting, MQA's one head, is still no story of its own: that exercise's own test module.)"""
     expand = CORPUS / "gqa" / "repeat_kv_bthd_expand_wrong_axis.py"
     lines = expand.read_text(encoding="utf-8").splitlines()
     d = grade(expand).divergence
     assert d is not None and ".expand(bs, slen, n_rep, n_kv_heads, head_dim)" in lines[d.line - 1]
     assert "b (g r) t d" in exercises.get("gqa").mistake("gqa_heads_tiled").fix
-    assert grade(CORPUS / "mqa" / "ok_broadcast.py").passed
     try:
         import einops  # noqa: F401
     except ImportError:

@@ -277,19 +277,19 @@ def test_pick_weakest_never_passed_first_in_teaching_order():
 
 
 def test_pick_weakest_then_the_worst_time_against_the_budget():
-    exercises = [ex("mha", 5), ex("gqa", 10), ex("mla", 20)]
+    exercises = [ex("mha", 5), ex("gqa", 10), ex("mqa", 20)]
     summaries = {
         "mha": summary("mha", best=270),  # 90 %
         "gqa": summary("gqa", best=720),  # 120 %: the worst
-        "mla": summary("mla", best=1200),  # 100 %
+        "mqa": summary("mqa", best=1200),  # 100 %
     }
     picked, why = history.pick_weakest(exercises, summaries, now=NOW)
     assert picked == "gqa"
     assert why == "gqa has the worst best drill time against its budget: 12:00 of 10:00 (120%)"
     # passed by a check but never in a timed drill counts as worse than any time
-    summaries["mla"] = summary("mla", best=None)
+    summaries["mqa"] = summary("mqa", best=None)
     picked, why = history.pick_weakest(exercises, summaries, now=NOW)
-    assert (picked, why) == ("mla", "mla has passed a check but never a timed drill (budget 20:00)")
+    assert (picked, why) == ("mqa", "mqa has passed a check but never a timed drill (budget 20:00)")
 
 
 def test_pick_weakest_breaks_ties_by_the_oldest_practice():

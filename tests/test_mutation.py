@@ -20,6 +20,7 @@ from attnprep.grader import grade
 from attnprep.grader.result import Verdict
 
 from attnprep import exercises
+from per_exercise import declared
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("attnprep_bench_mutation", ROOT / "benchmarks" / "mutation.py")
@@ -29,42 +30,22 @@ _spec.loader.exec_module(mutation)
 
 EXERCISES = list(exercises.registry())
 ATTENTION_KINDS = ("attention_module", "attention_functions")  # masks, softmax, scores: the families below
-MIN_MUTANTS = 40
-SAMPLE = 6
-# Exercises without attention: shorter references, their own families (and no -1e9 fill).
-OWN = {
-    "rope": {"min": 30, "sample": 6, "families": {"constant", "split_order", "arith", "sign", "cast", "matmul_swap"}},
-    "norms": {"min": 30, "sample": 5, "families": {"constant", "scale", "arith", "cast", "param_drop"}},
-    # three bias-free layers and one product: its named mistakes (tests/corpus/swiglu) are the rest
-    "swiglu": {"min": 6, "sample": 1, "families": {"constant", "layer_drop"}},
-    "cross_entropy": {"min": 40, "sample": 5, "families": {"constant", "arith", "compare", "mask_drop", "mask_negate", "sign"}},
-    "sampling": {"min": 40, "sample": 5, "families": {"constant", "softmax_dim", "compare", "mask_combine", "mask_drop",
-                                                      "mask_negate", "split_order"}},
-    # a router, a top-k and a loop of SwiGLU experts: its named mistakes (tests/corpus/moe) are the rest
-    "moe": {"min": 30, "sample": 4, "families": {"constant", "softmax_dim", "split_order", "layer_drop"}},
-    # a linear layer, two adapters and a merge: its named mistakes (tests/corpus/lora) are the rest
-    "lora": {"min": 10, "sample": 3, "families": {"constant", "layer_drop", "param_drop", "matmul_swap", "arith"}},
-}
-# Families tried in this order for the killed sample: the exercise's own first, then the classic
-# mistakes; the first output-changing mutant of each family is graded.
-FOCUS = {"gqa": ("repeat",), "mha_fused": ("split_order",), "mla": ("layer_drop", "split_order"),
-         "mqa": ("qkv_swap",), "mha": ("transpose", "layer_drop"), "causal": ("qkv_swap",),
-         "kv_cache": ("split_order", "causal_tri"), "mla_decode": ("split_order", "matmul_swap"),
-         "rope": ("sign", "cast"), "norms": ("param_drop", "cast"),
-         "cross_attention": ("qkv_swap", "layer_drop"), "flash": ("arith", "mask_drop")}
-FOCUS["lora"] = ("layer_drop", "matmul_swap", "param_drop")  # its constants add biases: contract failures
+# What an exercise's tests/test_ex_<id>.py may declare in MUTATION (tests/per_exercise.py), and the
+# default of each key: ``min`` mutants at least; a killed ``sample`` of that size; ``focus``, the
+# families tried first for it (the exercise's own); the families the generator must offer:
+# ``families`` when given (exercises without attention: shorter references, their own families, no
+# -1e9 fill), else EXPECTED_FAMILIES less ``not_offered`` (what its reference has no construct for)
+# plus ``extra``.
+MUTATION_DEFAULTS = {"min": 40, "sample": 6, "focus": (), "families": None, "extra": set(), "not_offered": set()}
+MUTATION = {exercise_id: {**MUTATION_DEFAULTS, **declared_}
+            for exercise_id, declared_ in declared("MUTATION", {}).items()}
+# Families tried in this order for the killed sample, after the exercise's ``focus``; the first
+# output-changing mutant of each family is graded.
 FAMILY_ORDER = ("scale", "softmax_dim", "mask_negate", "mask_drop", "causal_tri", "qkv_swap", "transpose",
                 "layer_drop", "repeat", "split_order", "mask_axis", "matmul_swap", "reshape", "condition", "constant",
                 "cast", "param_drop", "sign", "arith")
 EXPECTED_FAMILIES = {"transpose", "softmax_dim", "scale", "mask_drop", "mask_negate", "causal_tri", "constant",
                      "matmul_swap", "qkv_swap", "split_order"}
-EXTRA_FAMILIES = {"gqa": {"repeat", "layer_drop"}, "mla": {"layer_drop"}, "mha": {"layer_drop"},
-                  "mqa": {"layer_drop"}, "mha_fused": {"layer_drop"}, "kv_cache": {"repeat", "layer_drop"},
-                  "mla_decode": {"layer_drop"}, "cross_attention": {"layer_drop"}}
-# Expected families a reference does not offer: DeepSeek's absorb path is einsum only, no transpose;
-# cross-attention has no causal mask (no tril); flash has no softmax call (exp and running sums) and
-# builds its causal mask per tile from arange, not tril.
-NOT_OFFERED = {"mla_decode": {"transpose"}, "cross_attention": {"causal_tri"}, "flash": {"softmax_dim", "causal_tri"}}
 # Mutants equivalent on the graded inputs only (benchmarks/MUTATION.md). Empty since MLA's
 # config 2 has qk_nope_head_dim != qk_rope_head_dim; a new entry here is a grading gap to close.
 KNOWN_BLIND_SPOTS: dict[str, set[str]] = {}
@@ -104,7 +85,8 @@ def test_generator_makes_many_distinct_valid_mutants(exercise_id):
     ex = exercises.get(exercise_id)
     source = ex.solution_path.read_text(encoding="utf-8")
     mutants = list(generated(exercise_id))
-    assert len(mutants) >= OWN.get(exercise_id, {}).get("min", MIN_MUTANTS)
+    own = MUTATION[exercise_id]
+    assert len(mutants) >= own["min"]
     assert len({m.id for m in mutants}) == len(mutants)
     assert len({m.source for m in mutants}) == len(mutants)  # no duplicates
     reference = ast.unparse(ast.parse(source))
@@ -116,8 +98,7 @@ def test_generator_makes_many_distinct_valid_mutants(exercise_id):
         assert body.strip() != reference.strip()
         assert m.diff and m.description and 1 <= m.line <= lines
     families = {m.op for m in mutants}
-    expected = OWN[exercise_id]["families"] if exercise_id in OWN else \
-        (EXPECTED_FAMILIES - NOT_OFFERED.get(exercise_id, set())) | EXTRA_FAMILIES.get(exercise_id, set())
+    expected = own["families"] if own["families"] is not None else (EXPECTED_FAMILIES - own["not_offered"]) | own["extra"]
     missing = expected - families
     assert not missing, missing
     assert mutation.generate(exercise_id, source) == mutants  # deterministic
@@ -145,9 +126,9 @@ def test_harness_tells_equal_from_different():
 def test_sample_of_output_changing_mutants_is_killed(exercise_id, tmp_path):
     mutants = evaluated(exercise_id)
     changing = [m for m in mutants if m.status == "output-changing"]
-    size = OWN.get(exercise_id, {}).get("sample", SAMPLE)
+    size = MUTATION[exercise_id]["sample"]
     sample = []
-    for family in dict.fromkeys(FOCUS.get(exercise_id, ()) + FAMILY_ORDER):
+    for family in dict.fromkeys(MUTATION[exercise_id]["focus"] + FAMILY_ORDER):
         first = next((m for m in changing if m.op == family), None)
         if first is not None:
             sample.append(first)

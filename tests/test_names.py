@@ -28,17 +28,6 @@ def test_a_bare_1d_gain_is_a_layer_and_a_bare_bias_is_not():
     assert why is None and mappings[0].layers == {"q_norm": "g_q"}
 
 
-def test_a_mistake_in_some_cases_is_named_with_those_cases(graded):
-    result = graded(CORPUS / "rope" / "positions_1d_ignored.py")
-    (diagnosis,) = result.diagnoses
-    assert diagnosis.id == "rope_positions_ignored"
-    group = diagnosis.evidence[0]
-    assert group.key == "evidence.case_group"
-    # exactly the cases with (T,) positions; those with (B, T) or (B, 1) positions are honoured
-    assert set(group.params["cases"].split(", ")) == {"chunk of 3 after 9 cached tokens", "decode step at position 12"}
-    assert group.params["others"] > 0
-
-
 def test_each_object_is_named_from_its_own_outputs(graded):
     result = graded(CORPUS / "norms" / "rms_no_upcast_ln_unbiased.py")
     shown = {d.id: d.evidence[0] for d in result.diagnoses}

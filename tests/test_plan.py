@@ -14,7 +14,7 @@ from attnprep.app import app
 from attnprep.grader.result import Diagnosis, Result, Verdict
 
 START = dt.datetime(2025, 3, 3, 9, 0)  # a Monday, local time
-IDS = ["causal", "mha", "mqa", "gqa", "mla"]
+IDS = ["a", "b", "c", "d", "e"]  # exercise ids in list order: the plan takes them as given, opaque
 
 
 def at(day: int, hour: int = 9) -> float:
@@ -102,32 +102,32 @@ def test_the_interval_is_capped():
 
 def test_a_card_not_known_comes_back_sooner_than_a_known_one():
     h = History()
-    h.mark("mha", 1, 0, known=True)
-    h.mark("mha", 2, 0, known=False)
+    h.mark("b", 1, 0, known=True)
+    h.mark("b", 2, 0, known=False)
     cards = plan.card_states(h.marks)
-    assert cards[("mha", 1)].schedule.due == date(plan.CARD_FIRST_INTERVAL)
-    assert cards[("mha", 2)].schedule.due == date(plan.CARD_RETRY)
+    assert cards[("b", 1)].schedule.due == date(plan.CARD_FIRST_INTERVAL)
+    assert cards[("b", 2)].schedule.due == date(plan.CARD_RETRY)
     assert plan.CARD_RETRY < plan.CARD_FIRST_INTERVAL
-    h.mark("mha", 1, 3, known=True)  # known again on its due day: it grows
-    h.mark("mha", 2, 1, known=True)
+    h.mark("b", 1, 3, known=True)  # known again on its due day: it grows
+    h.mark("b", 2, 1, known=True)
     cards = plan.card_states(h.marks)
-    assert cards[("mha", 1)].schedule.interval > plan.CARD_FIRST_INTERVAL
-    assert cards[("mha", 2)].schedule.interval == plan.CARD_FIRST_INTERVAL
+    assert cards[("b", 1)].schedule.interval > plan.CARD_FIRST_INTERVAL
+    assert cards[("b", 2)].schedule.interval == plan.CARD_FIRST_INTERVAL
 
 
 def test_what_counts_as_a_first_try():
     """Interview first submissions and drills count; later fixes and plain checks do not; a drill
     past its budget or given up, and an interview given up, are failures."""
     h = History()
-    h.interview("mha", 0, False, "missing_scale", fixed=True)
-    h.check("mha", 0, True)
-    h.drill("gqa", 0, "timeout", "gqa_heads_tiled")
-    h.drill("mqa", 0, "abandoned")
-    h.abandoned_interview("mla", 0)
+    h.interview("b", 0, False, "missing_scale", fixed=True)
+    h.check("b", 0, True)
+    h.drill("d", 0, "timeout", "gqa_heads_tiled")
+    h.drill("c", 0, "abandoned")
+    h.abandoned_interview("e", 0)
     reviews = plan.reviews_of(h.runs, h.interviews)
     assert [(r.exercise, r.passed, r.source, r.how) for r in reviews] == [
-        ("mha", False, "interview", ""), ("gqa", False, "drill", "timeout"), ("mqa", False, "drill", "abandoned"),
-        ("mla", False, "interview", "abandoned"),
+        ("b", False, "interview", ""), ("d", False, "drill", "timeout"), ("c", False, "drill", "abandoned"),
+        ("e", False, "interview", "abandoned"),
     ]
     assert reviews[0].mistakes == ("missing_scale",)
 
@@ -138,11 +138,11 @@ def test_what_counts_as_a_first_try():
 def test_a_month_of_practice():
     h = History()
     # day 0: nothing yet → the first two exercises of the list, in order
-    assert lines(h.plan(0)) == [("causal", "new", "not practised yet"), ("mha", "new", "not practised yet")]
-    h.interview("causal", 0, True)
-    h.interview("mha", 0, False, "missing_scale", fixed=True)  # the fix does not make it a pass
-    h.mark("mha", 1, 0, known=True)
-    h.mark("mha", 2, 0, known=False)
+    assert lines(h.plan(0)) == [("a", "new", "not practised yet"), ("b", "new", "not practised yet")]
+    h.interview("a", 0, True)
+    h.interview("b", 0, False, "missing_scale", fixed=True)  # the fix does not make it a pass
+    h.mark("b", 1, 0, known=True)
+    h.mark("b", 2, 0, known=False)
     # that evening: nothing is due, and today's two new places are taken
     assert plan.make_plan(IDS, h.runs, h.interviews, h.marks, now=at(0, 20)).items == ()
 
@@ -150,35 +150,35 @@ def test_a_month_of_practice():
     # two new exercises
     p = h.plan(1)
     assert lines(p) == [
-        ("mha", "failed", "failed yesterday (<missing_scale>); 1 Q&A card due (1 not known)"),
-        ("causal", "due", "passed yesterday, interval 1 day"),
-        ("mqa", "new", "not practised yet"),
-        ("gqa", "new", "not practised yet"),
+        ("b", "failed", "failed yesterday (<missing_scale>); 1 Q&A card due (1 not known)"),
+        ("a", "due", "passed yesterday, interval 1 day"),
+        ("c", "new", "not practised yet"),
+        ("d", "new", "not practised yet"),
     ]
     assert [c.card for c in p.items[0].cards] == [2]
-    h.drill("mha", 1, "passed")
-    h.drill("causal", 1, "passed")  # on its due day: 1 → 3 days
-    h.mark("mha", 2, 1, known=True)
-    h.drill("mqa", 1, "timeout")
-    h.drill("gqa", 1, "passed")
+    h.drill("b", 1, "passed")
+    h.drill("a", 1, "passed")  # on its due day: 1 → 3 days
+    h.mark("b", 2, 1, known=True)
+    h.drill("c", 1, "timeout")
+    h.drill("d", 1, "passed")
 
-    # day 2: the time-out first; mha and gqa passed yesterday for the first time; the last new one
+    # day 2: the time-out first; b and d passed yesterday for the first time; the last new one
     p = h.plan(2)
     assert lines(p) == [
-        ("mqa", "failed", "failed yesterday (drill timed out)"),
-        ("mha", "due", "passed yesterday, interval 1 day"),
-        ("gqa", "due", "passed yesterday, interval 1 day"),
-        ("mla", "new", "not practised yet"),
+        ("c", "failed", "failed yesterday (drill timed out)"),
+        ("b", "due", "passed yesterday, interval 1 day"),
+        ("d", "due", "passed yesterday, interval 1 day"),
+        ("e", "new", "not practised yet"),
     ]
-    assert p.upcoming == (("causal", date(4)),)
-    for ex in ("mqa", "mha", "gqa", "mla"):
+    assert p.upcoming == (("a", date(4)),)
+    for ex in ("c", "b", "d", "e"):
         h.drill(ex, 2, "passed")
 
-    # day 3: mha is not due (3 days) but its card 1, known on day 0, is
+    # day 3: b is not due (3 days) but its card 1, known on day 0, is
     assert lines(h.plan(3)) == [
-        ("mqa", "due", "passed yesterday, interval 1 day"),
-        ("mla", "due", "passed yesterday, interval 1 day"),
-        ("mha", "cards", "1 Q&A card due"),
+        ("c", "due", "passed yesterday, interval 1 day"),
+        ("e", "due", "passed yesterday, interval 1 day"),
+        ("b", "cards", "1 Q&A card due"),
     ]
 
     # days 3..30: pass whatever is due; every interval only grows
@@ -193,34 +193,34 @@ def test_a_month_of_practice():
             intervals.setdefault(ex, []).append(state.schedule.interval)
     for ex, seen in intervals.items():
         assert seen == sorted(seen), ex
-    assert intervals["causal"][-1] == 20  # 1, 3, 8, 20
-    assert plan.card_states(h.marks)[("mha", 1)].schedule.interval > plan.CARD_FIRST_INTERVAL
+    assert intervals["a"][-1] == 20  # 1, 3, 8, 20
+    assert plan.card_states(h.marks)[("b", 1)].schedule.interval > plan.CARD_FIRST_INTERVAL
 
-    # day 31: a failed first try resets gqa; it is back the next day, with its mistake
-    h.interview("gqa", 31, False, "gqa_heads_tiled")
-    assert ("gqa", "failed", "failed yesterday (<gqa_heads_tiled>)") in lines(h.plan(32))
-    assert plan.exercise_states(IDS, h.runs, h.interviews)["gqa"].schedule.interval == 0
-    assert "gqa" not in [i.exercise for i in h.plan(31).items]  # not the same day
+    # day 31: a failed first try resets d; it is back the next day, with its mistake
+    h.interview("d", 31, False, "gqa_heads_tiled")
+    assert ("d", "failed", "failed yesterday (<gqa_heads_tiled>)") in lines(h.plan(32))
+    assert plan.exercise_states(IDS, h.runs, h.interviews)["d"].schedule.interval == 0
+    assert "d" not in [i.exercise for i in h.plan(31).items]  # not the same day
 
 
 def test_checked_or_started_but_never_timed_is_on_the_list():
     h = History()
-    h.check("causal", 0, False)
-    h.check("causal", 0, True)
-    h.interviews.append(history.Interview(1, "mha", "mha.py", at(0), 300.0, "open", None))  # killed before submitting
+    h.check("a", 0, False)
+    h.check("a", 0, True)
+    h.interviews.append(history.Interview(1, "b", "b.py", at(0), 300.0, "open", None))  # killed before submitting
     assert lines(h.plan(1)) == [
-        ("causal", "untimed", "checked 2×, never timed (interview or drill)"),
-        ("mha", "untimed", "started, never finished"),
-        ("mqa", "new", "not practised yet"),
-        ("gqa", "new", "not practised yet"),
+        ("a", "untimed", "checked 2×, never timed (interview or drill)"),
+        ("b", "untimed", "started, never finished"),
+        ("c", "new", "not practised yet"),
+        ("d", "new", "not practised yet"),
     ]
 
 
 def test_an_exercise_first_practised_today_takes_a_new_place():
     h = History()
-    h.check("mqa", 0, True)  # out of order, today
-    assert [i.exercise for i in h.plan(0).items if i.why == "new"] == ["causal"]
-    assert [i.exercise for i in h.plan(0, new_per_day=3).items if i.why == "new"] == ["causal", "mha"]
+    h.check("c", 0, True)  # out of order, today
+    assert [i.exercise for i in h.plan(0).items if i.why == "new"] == ["a"]
+    assert [i.exercise for i in h.plan(0, new_per_day=3).items if i.why == "new"] == ["a", "b"]
 
 
 def test_the_list_is_short_and_says_how_many_more_are_due():
@@ -234,23 +234,23 @@ def test_the_list_is_short_and_says_how_many_more_are_due():
 
 def test_cards_are_asked_not_known_first_then_never_asked_then_the_rest():
     h = History()
-    h.mark("mha", 1, 0, known=True)  # due on day 3
-    h.mark("mha", 3, 0, known=False)  # due on day 1
-    h.mark("mha", 5, 0, known=True)
-    assert plan.card_order("mha", 6, h.marks, now=at(1)) == [3, 2, 4, 6, 1, 5]
-    assert plan.card_order("mha", 6, h.marks, now=at(3)) == [3, 1, 5, 2, 4, 6]
-    assert plan.card_order("gqa", 2, h.marks, now=at(3)) == [1, 2]
+    h.mark("b", 1, 0, known=True)  # due on day 3
+    h.mark("b", 3, 0, known=False)  # due on day 1
+    h.mark("b", 5, 0, known=True)
+    assert plan.card_order("b", 6, h.marks, now=at(1)) == [3, 2, 4, 6, 1, 5]
+    assert plan.card_order("b", 6, h.marks, now=at(3)) == [3, 1, 5, 2, 4, 6]
+    assert plan.card_order("d", 2, h.marks, now=at(3)) == [1, 2]
 
 
 def test_the_plan_as_json():
     h = History()
-    h.interview("mha", 0, False, "missing_scale")
-    h.mark("mha", 2, 0, known=False)
-    h.drill("causal", 0, "passed")
+    h.interview("b", 0, False, "missing_scale")
+    h.mark("b", 2, 0, known=False)
+    h.drill("a", 0, "passed")
     doc = json.loads(json.dumps(h.plan(1).to_json()))
     assert doc["version"] == plan.PLAN_VERSION and doc["date"] == date(1).isoformat()
     first = doc["items"][0]
-    assert first["exercise"] == "mha" and first["why"] == "failed" and first["due"] == date(1).isoformat()
+    assert first["exercise"] == "b" and first["why"] == "failed" and first["due"] == date(1).isoformat()
     assert first["cards"] == [{"card": 2, "question": "question 2", "known": False, "due": date(1).isoformat(), "interval_days": 0}]
     assert doc["items"][1]["why"] == "due" and doc["items"][1]["interval_days"] == 1
 

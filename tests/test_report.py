@@ -27,6 +27,7 @@ from attnprep.grader.result import (
     msg,
 )
 from attnprep.report import leaks, render_result, render_summary, verdict_line
+from per_exercise import declared
 
 ANSI = re.compile(r"\x1b\[")
 BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
@@ -685,29 +686,27 @@ def test_report_does_not_import_torch():
 def test_a_shared_mistake_text_says_only_what_applies_to_the_exercise_shown(lang):
     """Issue 30 §11: gqa's page and the mha drill said "(mla: head_dim = nope + rope; causal: D =
     q.size(-1))" and a gqa fix used the causal exercise's causal_mask. Each exercise shows the
-    fix in its own names: mla's nope + rope, a function's q.size(-1), a module's x.device."""
+    fix in its own names: mla's nope + rope, a function's q.size(-1), a module's x.device (each
+    exercise's FIX_WORDS and FIX_SAYS, in its tests/test_ex_<id>.py)."""
     from attnprep import exercises, wording
 
     texts.set_language(lang)
     exercises.cache_clear()
     try:
-        others = {"mla": ("qk_nope_head_dim", "nope + rope", "self.wo"), "function": ("q.size(-1)",),
-                  "causal": ("causal_mask(",)}
+        own_words = declared("FIX_WORDS", ())  # words of its own a shared mistake's fix may use there only
         for ex in exercises.registry().values():
-            mine = {"mla": ex.id in ("mla", "mla_decode"), "function": ex.id in ("causal", "sdpa", "sliding_window", "flash"),
-                    "causal": ex.id == "causal"}
+            others = {w for exercise_id, words in own_words.items() for w in words} - set(own_words[ex.id])
             for m in ex.mistakes:
                 shown = wording.mistake(ex.id, Diagnosis(m.id))
                 assert shown.fix == m.fix  # the report and the exercise's page (`solution`) agree
-                for group, words in others.items():
-                    if not mine[group] and m.id in ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim",
-                                                     "masks_combined_or", "output_proj_skipped"):
-                        assert not any(w in shown.fix for w in words), (ex.id, m.id, shown.fix)
-        assert "nope + rope" in exercises.get("mla").mistake("missing_scale").fix
-        assert "q.size(-1)" in exercises.get("sdpa").mistake("scale_by_dim").fix
-        assert "sliding_window_mask(" in exercises.get("sliding_window").mistake("masks_combined_or").fix
-        assert "causal_mask(" in exercises.get("causal").mistake("masks_combined_or").fix
-        assert "device=q.device" in exercises.get("sdpa").mistake("causal_flag_inverted").fix
+                if m.id in ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "masks_combined_or",
+                            "output_proj_skipped"):
+                    assert not any(w in shown.fix for w in others), (ex.id, m.id, shown.fix)
+        says = declared("FIX_SAYS", {})  # and a fix that must say them
+        assert any(says.values())
+        for exercise_id, fixes in says.items():
+            for mistake_id, words in fixes.items():
+                assert words in exercises.get(exercise_id).mistake(mistake_id).fix, (exercise_id, mistake_id)
     finally:
         texts.set_language("en")
         exercises.cache_clear()

@@ -33,7 +33,7 @@ F64 = torch.float64
 
 SHAPES = [(b, t) for b in (1, 2, 3) for t in (1, 5, 8)]
 MASKS = [(False, False), (True, False), (False, True), (True, True)]  # (padding, is_causal)
-MASK_IDS = ["plain", "padding", "causal", "padding+causal"]
+MASK_IDS = ["plain", "padding", "is_causal", "padding+is_causal"]
 
 MLA_CONFIGS = [
     dict(d_model=32, num_heads=4, q_lora_rank=12, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6),
@@ -139,11 +139,11 @@ PROJECTION_CASES = [
 
 # every module, for the generic checks: (id, factory, d_model)
 ALL_MODULES = [
-    ("mha", lambda: MultiHeadAttention(16, 4), 16),
-    ("mha_fused", lambda: FusedMultiHeadAttention(16, 4), 16),
-    ("mqa", lambda: MultiQueryAttention(16, 4), 16),
-    ("gqa", lambda: GroupedQueryAttention(24, 6, 2), 24),
-    ("mla", lambda: MultiHeadLatentAttention(**MLA_CONFIGS[0]), 32),
+    ("mha-16x4", lambda: MultiHeadAttention(16, 4), 16),
+    ("fused-16x4", lambda: FusedMultiHeadAttention(16, 4), 16),
+    ("mqa-16x4", lambda: MultiQueryAttention(16, 4), 16),
+    ("gqa-24x6/2", lambda: GroupedQueryAttention(24, 6, 2), 24),
+    ("mla-32", lambda: MultiHeadLatentAttention(**MLA_CONFIGS[0]), 32),
     ("mla-odd", lambda: MultiHeadLatentAttention(**MLA_CONFIGS[1]), 16),
 ]
 
@@ -172,7 +172,7 @@ def parameter_shapes(module: nn.Module) -> dict[str, tuple]:
             "wkv_a.weight": (16 + 4, 32), "kv_norm.weight": (16,), "wkv_b.weight": (4 * (8 + 6), 16),
             "wo.weight": (32, 4 * 6)}),
     ],
-    ids=["mha", "mha_fused", "mqa", "gqa", "mla"],
+    ids=["mha-12x3", "fused-12x3", "mqa-12x3", "gqa-24x6/2", "mla-32"],
 )
 def test_parameter_contract(module, expected):
     assert parameter_shapes(module) == expected
@@ -335,7 +335,7 @@ def test_mla_matches_deepseek_form(config, B, T, padding, is_causal):
 @pytest.mark.parametrize("config", MLA_CONFIGS, ids=["h4", "h1-odd-nope", "h3-rope6"])
 def test_mla_absorbed_equals_naive(config, B, T):
     """The absorbed form (the mla_decode reference behind compare's row) on a causal prefill; the
-    decode steps are held against the naive form in tests/test_ex_mla_decode.py."""
+    decode steps are held against the naive form in the decoding exercise's own test module."""
     naive = seed_parameters(MultiHeadLatentAttention(**config), seed=5)
     absorbed = AbsorbedMultiHeadLatentAttention(**config).to(F64).eval()
     absorbed.load_state_dict(naive.state_dict())
@@ -431,7 +431,7 @@ def test_output_keeps_input_dtype(name, factory, d_model, dtype):
 @pytest.mark.parametrize("cls, args", [
     (MultiHeadAttention, (16, 4)), (FusedMultiHeadAttention, (16, 4)),
     (MultiQueryAttention, (16, 4)), (GroupedQueryAttention, (16, 4, 2)),
-], ids=["mha", "mha_fused", "mqa", "gqa"])
+], ids=["mha-16x4", "fused-16x4", "mqa-16x4", "gqa-16x4/2"])
 def test_dropout_is_off_in_eval_and_on_in_train(cls, args):
     noisy = seed_parameters(cls(*args, dropout=0.5))
     clean = cls(*args, dropout=0.0).to(F64).eval()

@@ -72,7 +72,7 @@ def workspace(tmp_path) -> Path:
     (["check", "gqa"], 0),  # passes: still 0 although nobody read the report
     (["check", "mha"], 1),  # fails: still 1
     (["check", "gqa", "--json"], 0),
-    (["new", "causal"], 0),
+    (["new", "mla"], 0),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else str(v))
 def test_a_closed_pipe_is_silent_and_keeps_the_exit_code(args, code, workspace, attnprep_home):
     proc = run_into_closed_pipe(args, workspace, attnprep_home)
@@ -190,9 +190,9 @@ def practise(home: Path, monkeypatch) -> None:
     rec("mha", Verdict.WRONG_OUTPUT, "missing_scale", kind="check", took=0.2)
     rec("mha", Verdict.PASSED, took=240, outcome="passed", budget=300)
     rec("mha", Verdict.MASK_LEAK, "causal_ignored", took=300, outcome="timeout", budget=300)
-    rec("mha_fused", Verdict.ERROR, took=30, outcome="abandoned", budget=300)
     rec("gqa", Verdict.WRONG_OUTPUT, "gqa_heads_tiled", "scale_d_model", took=480, outcome="timeout", budget=480)
     rec("mla", Verdict.PASSED, took=700, outcome="passed", budget=900)
+    rec("mla", Verdict.ERROR, took=30, outcome="abandoned", budget=900)
 
 
 def cli(args: list[str], width: int):
@@ -268,8 +268,8 @@ def test_stats_never_breaks_a_word(width, monkeypatch, attnprep_home):
         for mistake in row["top_mistakes"]:
             for word in f"{mistake['title']} ×{mistake['count']}".split():
                 assert word.rstrip(",") in tokens, (word, out)
-    assert [line.split()[0] for line in out.splitlines() if line.split() and line.split()[0] in ids()][:4] == [
-        "mha", "mha_fused", "gqa", "mla"]
+    assert [line.split()[0] for line in out.splitlines() if line.split() and line.split()[0] in ids()][:3] == [
+        "mha", "gqa", "mla"]
     if width >= 120:
         assert "median" in out.splitlines()[0] and "most frequent mistakes" in out.splitlines()[0]
     if width == 50:  # the mistakes below the table, one block per exercise
@@ -453,9 +453,9 @@ def test_less_gets_colours_when_less_is_not_configured(tmp_path, attnprep_home):
 
 
 def test_short_output_and_pipes_are_not_paged(tmp_path, attnprep_home):
-    code, raw = in_a_terminal(["solution", "causal"], tmp_path, attnprep_home, columns=120, rows=500,
+    code, raw = in_a_terminal(["solution", "gqa"], tmp_path, attnprep_home, columns=120, rows=500,
                               env={"PAGER": PAGER, "MANPAGER": None})
-    assert code == 0 and "def causal_mask" in ANSI.sub("", raw)
+    assert code == 0 and "class GroupedQueryAttention" in ANSI.sub("", raw)
     assert not (tmp_path / "paged.txt").exists()
     piped = attnprep(["solution", "mla"], tmp_path, attnprep_home, env={"PAGER": PAGER})
     assert piped.returncode == 0 and "class MultiHeadLatentAttention" in piped.stdout and "\x1b[" not in piped.stdout

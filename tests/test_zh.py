@@ -23,17 +23,14 @@ PASSING = ROOT / "tests" / "corpus" / "mha" / "ok_textbook.py"
 
 # English the glossary keeps (names of methods, models and established terms), and the words of
 # Click's usage line; compared case-insensitively, word by word.
-KEPT = {
-    "softmax", "mha", "mqa", "gqa", "mla", "rope", "layernorm", "rmsnorm", "kv", "cache", "flashattention",
-    "einsum", "padding", "token", "tokens", "query", "key", "value", "q", "k", "v", "dtype", "device",
-    "batch", "eval", "dropout", "bias", "view", "reshape", "transpose", "nan", "inf", "attnprep", "tensor",
-    "linear", "python", "gpu", "cpu", "cuda", "deepseek", "llama", "gpt", "one", "hot", "meta", "flops",
-    "flopcountermode", "usage", "options", "command", "args", "target", "id", "dir", "min", "max", "seq",
-    "shell", "locale", "json", "stdout", "todo", "bug", "traceback", "repeat", "naive", "absorbed",
-    "fp32", "bf16", "fp16", "visual", "editor", "ctrl", "c", "b", "t", "h", "d", "g", "nope", "p", "out",
-    "default", "required", "en", "zh", "lang", "plain", "causal", "padded", "case", "str", "int", "float",
-    "none", "true", "false",
-}
+KEPT = set("""
+    softmax mha mqa gqa mla rope layernorm rmsnorm kv cache flashattention einsum padding token
+    tokens query key value q k v dtype device batch eval dropout bias view reshape transpose nan
+    inf attnprep tensor linear python gpu cpu cuda deepseek llama gpt one hot meta flops
+    flopcountermode usage options command args target id dir min max seq shell locale json stdout
+    todo bug traceback repeat naive absorbed fp32 bf16 fp16 visual editor ctrl c b t h d g nope p
+    out default required en zh lang plain causal padded case str int float none true false
+""".split())
 CODE = re.compile(r"`[^`]*`|《[^》]*》|'[^']*'|\"[^\"]*\"")
 IDENTIFIER = re.compile(r"\S*[_()\[\]./\\@=<>:#$*+|-]\S*|\S*\d\S*")
 MATH = re.compile(r"[b-zB-Z]")  # a single letter is a variable of a formula (i - window < j <= i); "a" is a word

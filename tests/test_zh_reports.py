@@ -22,56 +22,19 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from attnprep import exercises, texts
+from per_exercise import chosen
 from test_terminal import in_a_terminal, screen_lines
 from test_zh import english_left
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 
-# One buggy attempt per exercise, chosen so that between them they show every part of the report:
+# One buggy attempt per exercise (``zh_report`` in its corpus's examples.toml, else its first failing
+# attempt that names a mistake), chosen so that between them they show every part of the report:
 # an error panel with a traceback, the structure checks of the cached and blocked kinds, the
 # stage shapes of a script of calls, divergences, heat-maps, torch's own error text.
-BUGGY = {
-    "causal": "padding_mask_on_queries.py",
-    "mha": "backward_inplace.py",
-    "mha_fused": "fused_split_order.py",
-    "mqa": "causal_flag_inverted.py",
-    "gqa": "gqa_heads_tiled.py",
-    "mla": "mla_scale_partial_rope.py",
-    "sdpa": "attn_mask_ignored.py",
-    "rope": "rope_positions_ignored.py",
-    "norms": "norm_no_upcast.py",
-    "cross_attention": "cross_kv_from_x.py",
-    "kv_cache": "cache_after_repeat_kv.py",
-    "sliding_window": "window_off_by_one.py",
-    "flash": "flash_full_mask.py",
-    "mla_decode": "mla_decompressed_prefix.py",
-    "alibi": "alibi_pow2_rule_ignored.py",
-    "swiglu": "swiglu_gate_up_swapped_hf.py",
-    "cross_entropy": "cross_entropy_mean_includes_ignored.py",
-    "sampling": "top_p_drops_crossing.py",
-    "moe": "moe_softmax_all_experts.py",
-    "lora": "lora_merge_transposed.py",
-    "attention_backward": "softmax_backward_no_rowsum.py",
-    "decoder_layer": "decoder_post_norm_hf.py",
-}
+ALL_BUGGY = {exercise_id: chosen(exercise_id, "zh_report") for exercise_id in exercises.registry()}
 IN_A_TERMINAL = ("kv_cache", "mla_decode")  # the panels with the longest Chinese lines
-
-
-def buggy_attempt(exercise_id: str) -> str:
-    """BUGGY's choice, else (an exercise added since) the exercise's first corpus attempt, by name,
-    that fails with a named mistake: every exercise's failing report is read in Chinese."""
-    if exercise_id in BUGGY:
-        return BUGGY[exercise_id]
-    for path in sorted((CORPUS / exercise_id).glob("*.py")):
-        head = path.read_text(encoding="utf-8", errors="replace")[:400]
-        expect = re.search(r"^# expect: (\w+)", head, re.M)
-        if expect and expect.group(1) != "passed" and re.search(r"^# diagnosis: \w+", head, re.M):
-            return path.name
-    raise LookupError(f"no failing corpus attempt of {exercise_id} that names a mistake")
-
-
-ALL_BUGGY = {exercise_id: buggy_attempt(exercise_id) for exercise_id in exercises.registry()}
 
 # What the attempt or torch wrote, shown as it is: the attempt's source lines, exception texts.
 VERBATIM_PARAMS = ("text", "code", "where_code", "origin_code", "ref_code")
@@ -79,7 +42,6 @@ BOX_TOP, BOX_BOTTOM, BOX_SIDE = "╭╮", "╰╯", "│"
 
 
 def test_every_exercise_has_a_buggy_attempt():
-    assert set(BUGGY) <= set(exercises.registry())
     for exercise_id, name in ALL_BUGGY.items():
         head = (CORPUS / exercise_id / name).read_text(encoding="utf-8")[:400]
         expect = re.search(r"^# expect: (\w+)", head, re.M)
@@ -251,7 +213,7 @@ def test_term(english, chinese):
 
 
 def test_check_in_a_real_80_column_terminal_with_only_a_chinese_locale(tmp_path, attnprep_home):
-    files = [str(CORPUS / exercise_id / BUGGY[exercise_id]) for exercise_id in IN_A_TERMINAL]
+    files = [str(CORPUS / exercise_id / ALL_BUGGY[exercise_id]) for exercise_id in IN_A_TERMINAL]
     code, raw = in_a_terminal(["check", *files], tmp_path, attnprep_home, columns=80, timeout=120,
                               env={"ATTNPREP_LANG": None, "LC_ALL": None, "LC_MESSAGES": None, "LANGUAGE": None,
                                    "LANG": "zh_CN.UTF-8"})

@@ -1,0 +1,74 @@
+"""What the shared tests read from each exercise's own files instead of a table with a row per exercise.
+
+Adding an exercise adds its rows beside it, never to a shared test; a shared test that finds no row
+of a new exercise uses what it can derive (the first attempt that fails with a named mistake) or its
+defaults.
+
+- ``tests/corpus/<id>/examples.toml`` (optional) says what the shared tests take from the corpus
+  beyond the files' headers: its top-level keys name one attempt for a purpose (``benchmark``,
+  ``zh_report``); each table holds rows ``"<attempt file>" = <expected>`` for one shared test,
+  named in a comment above it (the line where the attempt first goes wrong, the case its heat-map
+  shows, …).
+- ``tests/test_ex_<id>.py`` may declare a constant a shared test reads (``MUTATION``: how its
+  reference is mutated, for tests/test_mutation.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import tomllib
+from pathlib import Path
+
+from attnprep import exercises
+
+TESTS = Path(__file__).parent
+CORPUS = TESTS / "corpus"
+# The top-level keys of examples.toml: which attempt stands for the exercise in the `fail-<id>` row of
+# benchmarks/bench_check.py, and in tests/test_zh_reports.py.
+PURPOSES = {"benchmark", "zh_report"}
+
+
+def examples(exercise_id: str) -> dict:
+    """The exercise's ``examples.toml`` as a dict (empty when it has none)."""
+    path = CORPUS / exercise_id / "examples.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def first_failing(exercise_id: str) -> str:
+    """The exercise's first corpus attempt, by file name, that fails with a named mistake."""
+    for path in sorted((CORPUS / exercise_id).glob("*.py")):
+        head = path.read_text(encoding="utf-8", errors="replace").splitlines()[:3]
+        expect = next((line.split(":", 1)[1].strip() for line in head if line.startswith("# expect:")), "passed")
+        if expect != "passed" and any(re.match(r"# diagnosis: \w+", line) for line in head):
+            return path.name
+    raise LookupError(f"no failing corpus attempt of {exercise_id} that names a mistake")
+
+
+def chosen(exercise_id: str, key: str) -> str:
+    """The attempt ``examples.toml`` names under ``key``, else :func:`first_failing`."""
+    return examples(exercise_id).get(key) or first_failing(exercise_id)
+
+
+def rows(table: str) -> list[tuple]:
+    """Every registered exercise's rows of ``[table]``, in registry order, as
+    ``("<id>/<attempt file>", *expected)`` (a list value is spread into several)."""
+    found = []
+    for exercise_id in exercises.registry():
+        for attempt, expected in examples(exercise_id).get(table, {}).items():
+            found.append((f"{exercise_id}/{attempt}", *(expected if isinstance(expected, list) else [expected])))
+    if not found:  # a misspelt table would parametrize a test with nothing, silently
+        raise LookupError(f"no exercise's examples.toml has a [{table}] table")
+    return found
+
+
+def declared(name: str, default=None) -> dict[str, object]:
+    """Every registered exercise's constant ``name`` from its tests/test_ex_<id>.py, or ``default``
+    when it has no such module or constant: exercise id -> value, in registry order."""
+    found = {}
+    for exercise_id in exercises.registry():
+        module = None
+        if (TESTS / f"test_ex_{exercise_id}.py").is_file():
+            module = importlib.import_module(f"test_ex_{exercise_id}")
+        found[exercise_id] = getattr(module, name, default)
+    return found
