@@ -143,11 +143,16 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
 
     from attnprep.grader import grade
     from attnprep.grader.kinds import UnknownKind, kind_for
+    from attnprep.grader.kinds.base import GradingError
 
     try:
         kind_for(exercise)
     except UnknownKind:
         yield _bad("folder", "devcheck.unknown_kind", kind=exercise.contract.kind)
+        return
+    except GradingError as exc:
+        yield _bad("folder", "devcheck.grading_keys", kind=exercise.contract.kind,
+                   unknown=", ".join(exc.unknown) or "-", missing=", ".join(exc.missing) or "-")
         return
 
     with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:

@@ -55,6 +55,18 @@ def test_what_is_missing_is_said_rule_by_rule(bank):
     assert bad["corpus"].params["ids"] == "norm_unbiased_variance"
 
 
+def test_a_typo_in_grading_is_said_in_words_not_a_traceback(bank):
+    toml = bank / "norms" / "exercise.toml"
+    source = toml.read_text(encoding="utf-8")
+    toml.write_text(source.replace("[grading]\n", "[grading]\ntolerence = 1\n", 1), encoding="utf-8")
+    exercises.cache_clear()
+    found = list(devcheck.findings("norms", grade_corpus=False))
+    (bad,) = [f for f in found if not f.ok]
+    assert bad.rule == "folder" and bad.key == "devcheck.grading_keys"
+    assert bad.params["unknown"] == "tolerence" and bad.params["missing"] == "-"
+    assert "tolerence" in texts.t(bad.key, "zh", **bad.params)
+
+
 def test_a_corpus_attempt_that_the_grader_reads_otherwise_is_named(bank):
     attempt = devcheck.CORPUS / "norms" / "norm_weight_not_applied.py"
     lines = attempt.read_text(encoding="utf-8").splitlines(keepends=True)
