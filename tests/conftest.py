@@ -36,6 +36,16 @@ def attnprep_home(_homes, monkeypatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def _language_back_to_the_environment():
+    """A test that sets the language (``texts.set_language``) leaves it set for the process: put it
+    back after each test, whichever tests a worker runs after it."""
+    yield
+    from attnprep import texts
+
+    texts.set_language(None)
+
+
 def grade_key(path: str | Path, exercise: str | None, seed: int) -> tuple:
     """What a grade depends on: the file (its path, which the result names, and its bytes), the
     exercise id and the seed. Not the language: a result holds text keys, rendered at the edge."""

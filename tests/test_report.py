@@ -708,5 +708,5 @@ def test_a_shared_mistake_text_says_only_what_applies_to_the_exercise_shown(lang
             for mistake_id, words in fixes.items():
                 assert words in exercises.get(exercise_id).mistake(mistake_id).fix, (exercise_id, mistake_id)
     finally:
-        texts.set_language("en")
+        texts.set_language(None)  # back to the environment's (not "en": it would hold for the tests after)
         exercises.cache_clear()
