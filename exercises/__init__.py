@@ -91,6 +91,11 @@ class Mistake(NamedTuple):
     # the fix in the words of particular exercises (a shared mistake's code written with the names
     # that exercise has: mla's nope + rope, a function's q.size(-1)): ((ids, fix), …); see for_exercise
     fix_for: tuple = ()
+    # what the judge reads besides the words (exercises/mistakes.toml's header says each)
+    mask: bool = False
+    early_in_pairs: bool = False
+    evidence: tuple[str, ...] = ()
+    superseded_by: str = ""
 
     def for_exercise(self, exercise_id: str) -> "Mistake":
         """The mistake as an exercise's report shows it: its own variant of the fix, where it has one."""
@@ -223,7 +228,8 @@ def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
             fields = {**m, **words.get(m["id"], {})}
             # "mla mla_decode" = "…": the exercises (space-separated ids) a variant of the fix is for
             fix_for = tuple((tuple(ids.split()), fix) for ids, fix in fields.get("fix_for", {}).items())
-            out[m["id"]] = Mistake(**{**fields, "pair": tuple(m.get("pair", ())), "fix_for": fix_for})
+            out[m["id"]] = Mistake(**{**fields, "pair": tuple(m.get("pair", ())), "fix_for": fix_for,
+                                      "evidence": tuple(m.get("evidence", ()))})
     return out
 
 

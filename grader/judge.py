@@ -37,11 +37,8 @@ BUILTIN_NODES = {
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
-PAIR_FIRST = ("mask", "causal_", "padding", "scale")  # knobs tried first in pairs
 SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
-SCALE_MISTAKES = ("missing_scale", "scale_d_model", "scale_inverted", "scale_by_dim", "mla_scale_sum_sqrt",
-                  "mla_scale_partial")
 
 
 @dataclass
@@ -557,7 +554,7 @@ class Judge:
             # each mask with its own fill, or both added as biases (mask mistakes only, failures only)
             fills = variants.MASK_FILLS
             by_fill = {k: next((f for f in fills if reproduces(k, f)), None) for k in self.kind.knobs()
-                       if any(w in k for w in variants.MASK_KNOB_WORDS)}
+                       if _mistake(k).mask}
             matched = [k for k, f in by_fill.items() if f is not None]
             mask_fills.update((k, f) for k, f in by_fill.items() if f is not None)
         else:
@@ -601,7 +598,7 @@ class Judge:
                 seen.add(d.id)
                 found.append(d)
         made = {d.id for d in found}
-        return [d for d in found if variants.SUPERSEDED_BY.get(d.id) not in made]
+        return [d for d in found if _mistake(d.id).superseded_by not in made]
 
     def _apart(self, outputs, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
         """Each object's outputs explained on their own (norms' RMSNorm and LayerNorm, sdpa's softmax
@@ -666,7 +663,7 @@ class Judge:
         knobs = self.kind.knobs()
         whole = {k.split(":")[0] for k in knobs}
         named = list(dict.fromkeys(tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole))
-        first = [k for k in knobs if any(word in k for word in PAIR_FIRST)]
+        first = [k for k in knobs if _mistake(k).early_in_pairs]
         rest = [k for k in knobs if k not in first]
         ordered = first + rest
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
@@ -720,16 +717,17 @@ class Judge:
         if ":" in knob:
             evidence.append(msg("evidence.sub_variant", variant=msg(f"variant.{knob}", part=knob.split(":", 1)[1])))
         obs = configs[0].observed if configs else None
-        if mistake_id == "softmax_wrong_dim" and obs is not None and obs.softmax_dims:
+        shows = _mistake(mistake_id).evidence  # what the catalogue says this mistake's evidence is
+        if "softmax_dim" in shows and obs is not None and obs.softmax_dims:
             dim, ndim = obs.softmax_dims[0]
             evidence.append(msg("evidence.softmax_dim", dim=dim, ndim=ndim))
-        if mistake_id in SCALE_MISTAKES:
+        if "score_ratio" in shows:
             ratio = self._score_ratio(obs)
             if ratio is not None:  # on the observed case of the first config: say which (a factor is per size)
                 config = ", ".join(f"{k}={v}" for k, v in self.kind.config_params(0).items())
                 evidence.append(msg("evidence.score_ratio_on", ratio=ratio, case=self.observed_case.name, config=config))
         sums = self._row_sums(configs[0]) if configs else None
-        if sums and mistake_id in ("softmax_wrong_dim", "mask_after_softmax"):
+        if sums and "row_sums" in shows:
             evidence.append(msg("evidence.row_sums", low=sums[0], high=sums[1]))
         return tuple(evidence)
 
@@ -782,6 +780,16 @@ class Judge:
             if isinstance(dim, int) and ndim and dim not in (-1, ndim - 1):
                 found.append(Diagnosis("softmax_wrong_dim", (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)))
         return found
+
+
+def _mistake(knob: str):
+    """The catalogue's mistake a knob (``id`` or ``id:part``) is a variant of: what the judge reads
+    of it besides its words (``mask``, ``early_in_pairs``, ``evidence``, ``superseded_by``)."""
+    from attnprep import exercises
+
+    mistake_id = knob.split(":")[0]
+    found = exercises.mistake_catalogue().get(mistake_id)
+    return found if found is not None else exercises.Mistake(mistake_id, "", "", "")
 
 
 def _fills_message(fills: variants.MaskFills) -> Message:

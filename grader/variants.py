@@ -56,7 +56,6 @@ class MaskFills:
 MASK_FILLS = tuple(MaskFills(a, b, order) for order in ("padding_first", "causal_first")
                    for a, b in ((float("-inf"), -1e9), (-1e9, float("-inf")))) + (
     MaskFills(None, None, "added"), MaskFills(-1e9, -1e9, "added"))
-MASK_KNOB_WORDS = ("mask", "causal_", "padding", "window")  # knobs the per-mask fills apply to
 
 
 class Slips(frozenset):
@@ -92,9 +91,6 @@ def pick(table: dict, mistake: Slips, default=None):
 # What a sub-variant's evidence says instead of "(<sub-variant> only)": the text key
 # "variant.<knob>" (attnprep/texts); a knob without one is described by its part after the colon.
 
-# A diagnosis dropped when the other one is made: causal_mask's own return value explains the
-# inverted outputs better than the variant does.
-SUPERSEDED_BY = {"causal_inverted": "causal_mask_inverted"}
 
 
 def band(T, S, window, mistake="", device=None):

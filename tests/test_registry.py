@@ -463,7 +463,9 @@ def test_mistake_catalogue_ids_are_unique_and_complete():
     assert len(ids) == len(set(ids))
     for m in raw:
         assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by", "pair", "observed",
-                                                           "fix_for"}, m["id"]
+                                                           "fix_for", "mask", "early_in_pairs", "evidence", "superseded_by"}, m["id"]
+        assert set(m.get("evidence", ())) <= {"score_ratio", "softmax_dim", "row_sums"}, m["id"]  # what the judge can add
+        assert m.get("superseded_by", "") in ("", *ids), m["id"]
         for ids, text in m.get("fix_for", {}).items():  # exercise ids, each listing this mistake
             assert text.strip() and all(m["id"] in [x.id for x in exercises.get(i).mistakes] for i in ids.split()), (m["id"], ids)
         assert all(m[k].strip() for k in ("id", "title", "why", "fix")), m["id"]
