@@ -37,6 +37,7 @@ BUILTIN_NODES = {
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
+SHOWN_CASES = 4  # a named mistake's case group lists at most this many case names
 SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
 
@@ -592,7 +593,7 @@ class Judge:
             evidence = self._evidence(mistake_id, knob, configs)
             if knob in mask_fills:
                 evidence += (_fills_message(mask_fills[knob]),)
-            found.append(Diagnosis(mistake_id, evidence))
+            found.append(Diagnosis(mistake_id, evidence + self._shows_in(configs)))
         for d in self._evidence_only(configs):
             if d.id not in seen:
                 seen.add(d.id)
@@ -637,6 +638,21 @@ class Judge:
             found.append(Diagnosis(knob.split(":")[0], evidence))
         return found
 
+    def _shows_in(self, configs: list[ConfigReply]) -> tuple[Message, ...]:
+        """Where a named mistake shows when that is a group of the cases (at most half of them:
+        ignore_index set, top_p < 1, left padding …) and the others match the reference: the
+        learner is told which inputs bring it out. Nothing when it shows (nearly) everywhere."""
+        failing = {(c.config, c.case.name) for c in self.failed_cases}
+        total = sum(len(self.cases(d.index)) for d in configs)
+        if not failing or 2 * len(failing) > total:
+            return ()
+        return (msg("evidence.case_group", cases=self._failed_case_names(), others=total - len(failing)),)
+
+    def _failed_case_names(self) -> str:
+        """The failing cases by name, the first :data:`SHOWN_CASES` of them."""
+        names = list(dict.fromkeys(c.case.name for c in self.failed_cases))
+        return ", ".join(names[:SHOWN_CASES]) + (", …" if len(names) > SHOWN_CASES else "")
+
     def _case_group(self, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
         """A mistake confined to a group of cases (positions ignored when given as (T,), honoured as
         (B, T); the padding ignored only when it is on the left): the wrong cases are exactly those
@@ -653,8 +669,7 @@ class Judge:
         if len({k.split(":")[0] for k in alone}) != 1:
             return []
         knob = alone[0]
-        cases = ", ".join(dict.fromkeys(c.case.name for c in self.failed_cases))
-        evidence = (msg("evidence.case_group", cases=cases, others=total - len(failing)),)
+        evidence = (msg("evidence.case_group", cases=self._failed_case_names(), others=total - len(failing)),)
         return [Diagnosis(knob.split(":")[0], evidence + self._evidence(knob.split(":")[0], knob, configs)[1:])]
 
     def _pairs(self) -> list[tuple[str, str]]:

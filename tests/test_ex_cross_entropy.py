@@ -131,3 +131,23 @@ def test_the_log_softmax_family_is_a_built_in_however_called(call, tmp_path, gra
 
 # How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
 MUTATION = {"min": 40, "sample": 5, "families": {"constant", "arith", "compare", "mask_drop", "mask_negate", "sign"}}
+
+
+def test_a_named_mistake_says_the_group_of_cases_it_shows_in(graded):
+    """Issue 24: a mistake that changes only some cases (an ignore_index other than -100) is named
+    with those cases, the others said to match; one that shows almost everywhere is named alone."""
+    corpus = Path(__file__).parent / "corpus" / "cross_entropy"
+    (named,) = graded(corpus / "ignore_index_hardcoded.py").diagnoses
+    assert named.id == "ignore_index_hardcoded"
+    assert [e.key for e in named.evidence] == ["evidence.variant", "evidence.case_group"]
+    group = named.evidence[1]
+    assert group.params["cases"] == "(N, V), ignore_index=-1" and group.params["others"] > 0
+    with_group, without = set(), set()
+    for path in sorted(corpus.glob("*.py")):
+        for d in graded(path).diagnoses:
+            groups = [e for e in d.evidence if getattr(e, "key", "") == "evidence.case_group"]
+            assert len(groups) <= 1, (path.name, d.id)
+            assert all(g.params["others"] > 0 for g in groups), path.name
+            (with_group if groups else without).add(d.id)
+    assert "label_smoothing_ignored" in with_group  # only the cases with label_smoothing > 0
+    assert without, "a mistake that shows in most cases is named without a group"
