@@ -142,8 +142,9 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         reply = Reply.decode(outcome.data)
         reply.check_complete(kind)
     except WireError as exc:
-        return done(Result(exercise.id, str(path), Verdict.ERROR, checks=(Check("runs", False, msg("error.malformed", detail=str(exc))),),
-                           error=ErrorInfo("malformed", msg("error.malformed", detail=str(exc)))))
+        detail = msg(exc.key, **exc.params)
+        return done(Result(exercise.id, str(path), Verdict.ERROR, checks=(Check("runs", False, msg("error.malformed", detail=detail)),),
+                           error=ErrorInfo("malformed", msg("error.malformed", detail=detail))))
     tracing: list[_Tracing] = []
     try:
         judged = judge.Judge(exercise, kind, reply, path)

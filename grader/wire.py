@@ -15,7 +15,12 @@ from typing import Any
 
 
 class WireError(ValueError):
-    """The child's reply is not what a child of this grader sends (one line, for the report)."""
+    """The child's reply is not what a child of this grader sends: a text key of the [wire] table
+    (attnprep/texts) and its parameters, said in the report's language."""
+
+    def __init__(self, text: str, /, **params: Any):
+        super().__init__(text)
+        self.key, self.params = "wire." + text, params
 
 
 def to_data(obj: Any) -> Any:
@@ -37,39 +42,39 @@ def to_data(obj: Any) -> Any:
 
 def _field(data: Any, key: str, types, where: str, optional: bool = False):
     if not isinstance(data, dict):
-        raise WireError(f"{where}: expected an object")
+        raise WireError("not_object", where=where)
     if key not in data:
         if optional:
             return None
-        raise WireError(f"{where}: missing {key!r}")
+        raise WireError("missing", where=where, key=key)
     value = data[key]
     if value is None and optional:
         return None
     if types is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, types) or (types is int and isinstance(value, bool)):
-        raise WireError(f"{where}: {key!r} has the wrong type")
+        raise WireError("wrong_type", where=where, key=key)
     return value
 
 
 def _strs(values: Any, where: str) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise WireError(f"{where}: expected a list of strings")
+        raise WireError("not_strings", where=where)
     return list(values)
 
 
 def _params(data: Any, where: str) -> dict:
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
-        raise WireError(f"{where}: expected parameters")
+        raise WireError("not_params", where=where)
     for value in data.values():
         if not isinstance(value, (str, int, float, bool, type(None))):
-            raise WireError(f"{where}: a parameter is not a plain value")
+            raise WireError("param_not_plain", where=where)
     return data
 
 
 def _encoded(value: Any, where: str) -> dict:
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise WireError(f"{where}: expected an encoded value")
+        raise WireError("not_encoded", where=where)
     return value
 
 
@@ -91,7 +96,7 @@ class Problem:
         named = _field(data, "named", list, where, optional=True) or []
         for n in named:
             if not (isinstance(n, list) and len(n) == 3 and isinstance(n[0], str) and isinstance(n[1], str)):
-                raise WireError(f"{where}: malformed named mistake")
+                raise WireError("bad_mistake", where=where)
             _params(n[2], where)
         return cls(_field(data, "kind", str, where), _field(data, "key", str, where),
                    _params(_field(data, "params", dict, where), where), _field(data, "traceback", str, where), named)
@@ -111,11 +116,11 @@ class Observed:
         dims = _field(data, "softmax_dims", list, where)
         for d in dims:
             if not (isinstance(d, list) and len(d) == 2):
-                raise WireError(f"{where}: malformed softmax dims")
+                raise WireError("bad_softmax_dims", where=where)
         shapes = _field(data, "shapes", dict, where)
         for shape in shapes.values():
             if not (isinstance(shape, list) and all(isinstance(n, int) for n in shape)):
-                raise WireError(f"{where}: malformed shapes")
+                raise WireError("bad_shapes", where=where)
         probs = _field(data, "probs", dict, where, optional=True)
         scores = _field(data, "scores", dict, where, optional=True)
         return cls(dims, shapes, probs and _encoded(probs, where), scores and _encoded(scores, where),
@@ -141,7 +146,7 @@ class Probe:
 def _grad_values(data: dict, where: str) -> dict:
     for part in data:
         if part not in ("outputs", "grads") or not isinstance(data[part], dict):
-            raise WireError(f"{where}: malformed gradient values")
+            raise WireError("bad_grads", where=where)
         for value in data[part].values():
             _encoded(value, where)
     return data
@@ -169,16 +174,16 @@ class ConfigReply:
         runs = _field(data, "runs", dict, where)
         for case, outputs in runs.items():
             if not isinstance(outputs, dict):
-                raise WireError(f"{where}: malformed outputs of {case!r}")
+                raise WireError("bad_outputs", where=where, case=case)
             for value in outputs.values():
                 _encoded(value, where)
         mapping = _field(data, "mapping", dict, where)
         if not all(isinstance(v, str) for v in mapping.values()):
-            raise WireError(f"{where}: malformed mapping")
+            raise WireError("bad_mapping", where=where)
         notes = _field(data, "notes", list, where)
         for note in notes:
             if not (isinstance(note, list) and len(note) == 3 and all(isinstance(n, str) for n in note)):
-                raise WireError(f"{where}: malformed mapping note")
+                raise WireError("bad_mapping_note", where=where)
         observed = _field(data, "observed", dict, where, optional=True)
         pictures = _field(data, "pictures", dict, where)
         for value in pictures.values():
@@ -212,7 +217,7 @@ class Reply:
     @classmethod
     def decode(cls, data: Any) -> "Reply":
         if not isinstance(data, dict):
-            raise WireError("the reply is not an object")
+            raise WireError("reply_not_object")
         configs = _field(data, "configs", list, "reply")
         problem = _field(data, "problem", dict, "reply", optional=True)
         return cls(
@@ -229,12 +234,12 @@ class Reply:
         if self.problem is not None or self.internal is not None or self.builtins:
             return
         if [c.index for c in self.configs] != list(range(len(kind.configs))):
-            raise WireError(f"the reply covers configs {[c.index for c in self.configs]}, not all {len(kind.configs)}")
+            raise WireError("configs_missing", got=", ".join(str(c.index) for c in self.configs), n=len(kind.configs))
         for c in self.configs:
             for case in kind.cases(c.index):
                 if case.name not in c.runs:
-                    raise WireError(f"config {c.index}: no outputs for case {case.name!r}")
+                    raise WireError("case_missing", config=c.index, case=case.name)
             if "gradients" in kind.probes and c.grads is None:
-                raise WireError(f"config {c.index}: the gradient probe is missing")
+                raise WireError("grads_missing", config=c.index)
             if c.index == 0 and c.observed is None:
-                raise WireError("config 0: the observation is missing")
+                raise WireError("observation_missing", config=0)
