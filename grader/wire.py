@@ -46,14 +46,14 @@ def _field(data: Any, key: str, types, where: str, optional: bool = False):
     if key not in data:
         if optional:
             return None
-        raise WireError("missing", where=where, key=key)
+        raise WireError("missing", where=where, field=key)
     value = data[key]
     if value is None and optional:
         return None
     if types is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, types) or (types is int and isinstance(value, bool)):
-        raise WireError("wrong_type", where=where, key=key)
+        raise WireError("wrong_type", where=where, field=key)
     return value
 
 
