@@ -84,7 +84,7 @@ def _tensor(step: Step) -> torch.Tensor | None:
     shape = list(step.shape) + ([2] if step.dtype.startswith("complex") else [])
     if step.values is None or len(step.values) != math.prod(shape):
         return None
-    t = torch.tensor(step.values, dtype=torch.float64).reshape(shape)
+    t = step.values.reshape(shape)
     return t.masked_fill(t <= FILL, -math.inf)
 
 

@@ -7,6 +7,8 @@ an attempt that monkeypatches ``torch.Tensor.tolist`` or ``torch.allclose`` cann
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from typing import Any
 
@@ -15,6 +17,8 @@ import torch
 RTOL, ATOL = 1e-4, 1e-5  # float32 attention of a few dozen terms; real mistakes are far above
 
 _tolist = torch.Tensor.tolist
+_numpy = torch.Tensor.numpy
+_b64encode = base64.b64encode
 _allclose = torch.allclose
 _isinstance = isinstance
 _Tensor = torch.Tensor
@@ -40,8 +44,29 @@ def tensors_in(obj: Any, out: list | None = None) -> list[torch.Tensor]:
     return found
 
 
+def pack(t: torch.Tensor) -> str:
+    """A tensor's values as text for the wire: the base64 of their float64 bytes, flattened (exact,
+    NaN and inf kept; a fraction of the time and size of a JSON list of numbers)."""
+    return _b64encode(_numpy(t.detach().to("cpu", torch.float64).contiguous().reshape(-1)).tobytes()).decode("ascii")
+
+
+def unpack(text: Any, count: int | None = None) -> torch.Tensor | None:
+    """The flat float64 tensor :func:`pack` made, or None for anything else (not base64, not a
+    whole number of float64s, or not ``count`` of them)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) % 8 or (count is not None and len(raw) != 8 * count):
+        return None
+    return torch.frombuffer(bytearray(raw), dtype=torch.float64) if raw else torch.zeros(0, dtype=torch.float64)
+
+
 def encode_tensor(out: Any) -> dict:
-    """``{"type": "Tensor", "shape", "dtype", "device", "values"}`` or ``{"type": <name>}``."""
+    """``{"type": "Tensor", "shape", "dtype", "device", "values"}`` (values: :func:`pack`'s text)
+    or ``{"type": <name>}``."""
     if not _isinstance(out, _Tensor):
         return {"type": type(out).__name__}
     data = out.detach()
@@ -50,7 +75,7 @@ def encode_tensor(out: Any) -> dict:
         "shape": list(data.shape),
         "dtype": str(data.dtype).replace("torch.", ""),
         "device": data.device.type,
-        "values": _tolist(data.to("cpu", torch.float64).flatten()) if data.device.type != "meta" else None,
+        "values": pack(data) if data.device.type != "meta" else None,
     }
 
 
@@ -61,6 +86,9 @@ def decode_tensor(encoded: Any) -> torch.Tensor | None:
     shape, values = encoded.get("shape"), encoded.get("values")
     if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
         return None
+    if isinstance(values, str):
+        flat = unpack(values, math.prod(shape))
+        return None if flat is None else flat.reshape(shape)
     if not isinstance(values, list) or len(values) != math.prod(shape):
         return None
     try:

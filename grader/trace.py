@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
-from attnprep.grader.tensors import tensors_in
+from attnprep.grader.tensors import pack, tensors_in, unpack
 
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
 MAX_VALUES = 20_000  # values kept per step; bigger tensors keep their shape only
@@ -71,14 +71,17 @@ class Step:
     shape: list[int]
     dtype: str
     parents: list[int] = field(default_factory=list)  # indices of earlier steps it was computed from
-    values: list[float] | None = None  # flattened float64 (a complex tensor: its real view), None when too big
+    # flattened float64 (a complex tensor: its real view), None when too big; on the wire the text of
+    # tensors.pack (to_data / from_data)
+    values: torch.Tensor | None = None
     free: bool = False  # made by the file without the inputs (a mask from torch.ones(T, T) …)
     stack: list[int] = field(default_factory=list)  # the file's lines from the outermost call in to ``line``
     scalars: list[Scalar] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)  # the traced inputs it was computed from directly, by position
 
     def to_data(self) -> list:
-        return [self.line, self.code, self.func, self.shape, self.dtype, self.parents, self.values, self.free,
+        values = pack(self.values) if self.values is not None else None
+        return [self.line, self.code, self.func, self.shape, self.dtype, self.parents, values, self.free,
                 self.stack, [s.to_data() for s in self.scalars], self.inputs]
 
     @classmethod
@@ -86,10 +89,14 @@ class Step:
         line, code, func, shape, dtype, parents, values, free, stack, scalars, inputs = data
         if not (isinstance(line, int) and isinstance(code, str) and isinstance(func, str) and isinstance(shape, list)
                 and all(isinstance(n, int) for n in shape) and isinstance(parents, list)
-                and all(isinstance(p, int) for p in parents) and (values is None or isinstance(values, list))
+                and all(isinstance(p, int) for p in parents) and (values is None or isinstance(values, str))
                 and isinstance(free, bool) and isinstance(stack, list) and all(isinstance(n, int) for n in stack)
                 and isinstance(scalars, list) and isinstance(inputs, list) and all(isinstance(n, int) for n in inputs)):
             raise ValueError("malformed trail step")
+        if values is not None:
+            values = unpack(values)
+            if values is None:
+                raise ValueError("malformed trail step")
         return cls(line, code[:200], func[:80], shape, str(dtype)[:20], parents, values, free, stack[-20:],
                    [Scalar.from_data(s) for s in scalars[:MAX_SCALARS]], inputs[:20])
 
@@ -327,11 +334,9 @@ class Tracer(TorchFunctionMode):
         data = result.detach()
         values = None
         if data.numel() <= MAX_VALUES and data.device.type != "meta":
-            if data.is_complex():  # kept as its real view (…, 2): a complex rotation is compared like any tensor
-                data_real = torch.view_as_real(data.resolve_conj())
-                values = data_real.to("cpu", torch.float64).flatten().tolist()
-            else:
-                values = data.to("cpu", torch.float64).flatten().tolist()
+            # a complex tensor is kept as its real view (…, 2): a complex rotation is compared like any tensor
+            real = torch.view_as_real(data.resolve_conj()) if data.is_complex() else data
+            values = real.to("cpu", torch.float64, copy=True).reshape(-1)  # a copy: the attempt may change data in place
         line = frames[0].f_lineno
         scalars = []
         try:

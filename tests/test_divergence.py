@@ -202,7 +202,7 @@ def test_an_attempt_that_loops_over_heads_is_pointed_at_its_slip(attempt, line_h
 
 
 def _step(values: torch.Tensor, line: int = 1) -> Step:
-    return Step(line, "x = f(x)", "mul", list(values.shape), "torch.float32", values=values.flatten().tolist())
+    return Step(line, "x = f(x)", "mul", list(values.shape), "torch.float32", values=values.flatten().double())
 
 
 def test_a_slice_matches_one_head_of_the_same_stage_only():

@@ -117,7 +117,7 @@ def test_the_reference_as_an_attempt_leaves_the_references_trail_step_for_step(t
     for mine, ref in zip(t.attempt, t.reference):
         assert (mine.line, mine.func, mine.shape, mine.parents, mine.free) == (ref.line, ref.func, ref.shape, ref.parents, ref.free)
         if ref.values is not None:
-            assert torch.allclose(torch.tensor(mine.values), torch.tensor(ref.values), rtol=1e-5, atol=1e-6)
+            assert torch.allclose(mine.values, ref.values, rtol=1e-5, atol=1e-6)
     assert divergence.find(t.attempt, t.reference, {}, t.raised_at, (t.made, t.ref_made)) is None
 
 
