@@ -159,6 +159,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
     shift = S - L if mistake.startswith("flash_causal_bottom_right") else 0  # aligned at the last key
     allowed = {  # key column c, query row r: True where the (wrong) mask lets the key through
         "flash_causal_off_by_one:diagonal": lambda c, r: c < r,
+        "flash_causal_off_by_one:diagonal_skip": lambda c, r: c < r,
         "flash_causal_off_by_one:next": lambda c, r: c <= r + 1,
         "flash_causal_off_by_one:next_skip": lambda c, r: c <= r + 1,
         "causal_inverted": lambda c, r: c >= r,
@@ -175,6 +176,8 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
         l = torch.zeros(B, H, bq, 1, dtype=q.dtype)
         acc = torch.zeros(B, H, bq, D, dtype=q.dtype)
         for jb, j in enumerate(range(0, S, block)):
+            if mistake == "flash_max_not_carried:reset_skip":
+                m = torch.full_like(m, float("-inf"))  # started again in every key block: exp(m - m_new) is 0
             if is_causal:
                 if mistake == "flash_causal_off_by_one:block_short" and jb >= ib:
                     continue  # the loop stops before the diagonal block
@@ -189,19 +192,26 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
                 blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
                 s = s.masked_fill(blocked_out, 0.0 if mistake.startswith("mask_fill_zero") else fill)
-            if mistake.startswith("flash_max_not_carried"):
+            if mistake.startswith("flash_max_not_carried") and mistake != "flash_max_not_carried:reset_skip":
                 m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
             else:
                 m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
             p = torch.exp(s - m_new)
             # the max updated before the rescale factor is taken: exp(m_new - m_new), 1 (NaN where -inf)
             alpha = torch.exp((m_new if mistake == "flash_max_updated_before_rescale" else m) - m_new)
+            if mistake == "flash_max_not_carried:unscaled_skip":
+                alpha = torch.ones_like(alpha)  # each block's exponentials against its own max, summed as they are
             l_new = p.sum(-1, keepdim=True) + (l if mistake == "flash_sum_not_rescaled" else alpha * l)
             if mistake == "flash_normalised_per_block:local_skip":
                 p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
+            elif mistake == "flash_normalised_per_block:local_divided_skip":  # … taken against the block's own max
+                p = torch.softmax(s, dim=-1)
+            elif mistake == "flash_normalised_per_block:weighted_skip":  # … weighted by exp(m_blk - m_new) too
+                p = torch.softmax(s, dim=-1) * torch.exp(s.amax(dim=-1, keepdim=True) - m_new)
             pv = p @ (k_blk if mistake == "attn_times_k" else v_blk)
             acc = pv + (acc if mistake == "flash_acc_not_rescaled" else alpha * acc)
-            if mistake.startswith("flash_normalised_per_block") and not mistake.endswith("local_skip"):
+            if mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip",
+                           "flash_normalised_per_block:twice"):
                 acc = acc / l_new  # FlashAttention-1's update without the old sum's factor
             l, m = l_new, m_new
         if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
