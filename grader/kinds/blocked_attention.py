@@ -141,23 +141,29 @@ class Allocations(TorchDispatchMode):
 # --- the blocked computation with the mistakes as knobs ------------------------------------------
 
 
-def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float = float("-inf")):
-    """FlashAttention's forward by blocks of ``block`` queries and keys, with one mistake.
+def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = float("-inf")):
+    """FlashAttention's forward by blocks of ``block`` queries and keys, with one mistake or two
+    (``mistake`` a knob or a tuple of two: :func:`variants.slips`).
 
     A knob ending in ``skip`` (and the reference's own loop) leaves out the key blocks entirely after
     a query block's last row; the others visit every key block and rely on the mask, which only
     differs when the mask itself is wrong."""
     B, H, L, D = q.shape
     S = k.shape[-2]
+    mistake = variants.slips(mistake)
+
+    def made(mistake_id: str) -> bool:  # any sub-variant of the mistake
+        return any(k.split(":")[0] == mistake_id for k in mistake)
+
     scale = variants.head_scale(D, mistake)
     unmasked = mistake == "causal_ignored:skip"  # blocks after the diagonal skipped, no mask inside it
     if mistake == "causal_ignored":
         is_causal = False
     elif mistake == "causal_flag_inverted":
         is_causal = not is_causal
-    skip = mistake.endswith("skip")
-    shift = S - L if mistake.startswith("flash_causal_bottom_right") else 0  # aligned at the last key
-    allowed = {  # key column c, query row r: True where the (wrong) mask lets the key through
+    skip = any(k.endswith("skip") for k in mistake)
+    shift = S - L if made("flash_causal_bottom_right") else 0  # aligned at the last key
+    allowed_by = {  # key column c, query row r: True where the (wrong) mask lets the key through
         "flash_causal_off_by_one:diagonal": lambda c, r: c < r,
         "flash_causal_off_by_one:diagonal_skip": lambda c, r: c < r,
         "flash_causal_off_by_one:next": lambda c, r: c <= r + 1,
@@ -166,8 +172,9 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
         "causal_inverted:skip": lambda c, r: c >= r,
         "causal_inverted:strict": lambda c, r: c > r,  # masked_fill(allowed): only later keys kept
         "causal_inverted:strict_skip": lambda c, r: c > r,
-    }.get(mistake, lambda c, r: c <= r + shift)
-    local = mistake.startswith("flash_causal_local_mask")  # the tile's own triu(1): local, not global positions
+    }
+    allowed = next((allowed_by[k] for k in mistake if k in allowed_by), lambda c, r: c <= r + shift)
+    local = made("flash_causal_local_mask")  # the tile's own triu(1): local, not global positions
     blocks = []
     for ib, i in enumerate(range(0, L, block)):
         q_blk = q[:, :, i : i + block]
@@ -183,7 +190,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
                     continue  # the loop stops before the diagonal block
                 if mistake == "flash_causal_off_by_one:block_long" and jb > ib + 1:
                     continue  # … or one block after it
-                if (skip or mistake == "") and j > i + bq - 1 + shift:
+                if (skip or not mistake) and j > i + bq - 1 + shift:
                     continue
             k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
             s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (B, H, bq, bk)
@@ -191,8 +198,8 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
                 r = torch.arange(i, i + bq)[:, None]
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
                 blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
-                s = s.masked_fill(blocked_out, 0.0 if mistake.startswith("mask_fill_zero") else fill)
-            if mistake.startswith("flash_max_not_carried") and mistake != "flash_max_not_carried:reset_skip":
+                s = s.masked_fill(blocked_out, 0.0 if made("mask_fill_zero") else fill)
+            if made("flash_max_not_carried") and mistake != "flash_max_not_carried:reset_skip":
                 m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
             else:
                 m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
@@ -226,6 +233,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
 
 
 class BlockedAttention:
+    pair_knobs = True  # its variants take two knobs at once (blocked)
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their
     # output tiles in place (a training backward is a kernel of its own)
     probes = frozenset({"causality", "batch", "device"})
