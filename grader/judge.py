@@ -194,6 +194,8 @@ class Judge:
         case = self.observed_case
         for sample in range(probs.shape[0]):
             allowed = self.kind.allowed(case, sample)  # (Tq, Tk), or (H, Tq, Tk) per head
+            if allowed.shape[-2:] != probs.shape[-2:] or (allowed.dim() == 3 and allowed.shape[0] != probs.shape[1]):
+                return False  # per-head masks the attempt's heads do not line up with: nothing to conclude
             rows = case.queries[sample]
             blocked = (~allowed).expand(probs.shape[1:])  # (H, Tq, Tk)
             weight = probs[sample].double().nan_to_num(nan=1.0).abs()
