@@ -186,7 +186,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
             if mistake == "flash_max_not_carried:reset_skip":
                 m = torch.full_like(m, float("-inf"))  # started again in every key block: exp(m - m_new) is 0
             if is_causal:
-                if mistake == "flash_causal_off_by_one:block_short" and jb >= ib:
+                if mistake in ("flash_causal_off_by_one:block_short", "flash_causal_off_by_one:block_short_zero") and jb >= ib:
                     continue  # the loop stops before the diagonal block
                 if mistake == "flash_causal_off_by_one:block_long" and jb > ib + 1:
                     continue  # … or one block after it
@@ -224,6 +224,8 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
         if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
                        "flash_normalised_per_block:local_skip"):
             blocks.append(acc)
+        elif mistake == "flash_causal_off_by_one:block_short_zero":  # a row that saw no key keeps its zeros
+            blocks.append(torch.where(l > 0, acc / l, torch.zeros_like(acc)))
         else:
             blocks.append(acc / l)
     return torch.cat(blocks, dim=2)  # (B, H, L, D)
