@@ -181,8 +181,11 @@ class Judge:
             failed = {c.id for c in self.checks if c.passed is False}
             mixed = verdict is Verdict.MASK_LEAK and "causality" in failed and "batch" not in failed
             return Verdict.WRONG_OUTPUT if mixed and self._mask_kept(configs) else verdict
-        categories = (getattr(self.ex.mistake(d.id), "category", "") or "" for d in diagnoses)
+        categories = [getattr(self.ex.mistake(d.id), "category", "") or "" for d in diagnoses]
         category = next((c for c in categories if c), "")
+        masks = any(not c and any(w in d.id for w in variants.MASK_KNOB_WORDS) for d, c in zip(diagnoses, categories))
+        if verdict is Verdict.MASK_LEAK and category == Verdict.WRONG_OUTPUT.value and masks:
+            return verdict  # a mask slip named beside the one that mixes tokens: the leak is a mask's too
         return Verdict(category) if category in (Verdict.WRONG_OUTPUT.value, Verdict.MASK_LEAK.value) else verdict
 
     def _mask_kept(self, configs: list[ConfigReply]) -> bool:
