@@ -216,13 +216,15 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
             elif mistake == "flash_normalised_per_block:weighted_skip":  # … weighted by exp(m_blk - m_new) too
                 p = torch.softmax(s, dim=-1) * torch.exp(s.amax(dim=-1, keepdim=True) - m_new)
             pv = p @ (k_blk if mistake == "attn_times_k" else v_blk)
+            if mistake == "flash_normalised_per_block:added":
+                pv = pv / l_new  # each block's share divided by the sum so far as it is added, never again
             acc = pv + (acc if mistake == "flash_acc_not_rescaled" else alpha * acc)
             if mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip",
                            "flash_normalised_per_block:twice"):
                 acc = acc / l_new  # FlashAttention-1's update without the old sum's factor
             l, m = l_new, m_new
         if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
-                       "flash_normalised_per_block:local_skip"):
+                       "flash_normalised_per_block:local_skip", "flash_normalised_per_block:added"):
             blocks.append(acc)
         elif mistake == "flash_causal_off_by_one:block_short_zero":  # a row that saw no key keeps its zeros
             blocks.append(torch.where(l > 0, acc / l, torch.zeros_like(acc)))
