@@ -194,7 +194,10 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
                     continue
             k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
             s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (B, H, bq, bk)
-            if is_causal and not unmasked and not (mistake == "flash_causal_off_by_one:block_long" and jb != ib):
+            # the tile masked only when it reaches past the query block's last row (not its first):
+            # a square tile on the diagonal goes unmasked
+            past_block = mistake == "flash_causal_off_by_one:past_block_skip" and j + k_blk.shape[-2] <= i + bq
+            if is_causal and not unmasked and not past_block and not (mistake == "flash_causal_off_by_one:block_long" and jb != ib):
                 r = torch.arange(i, i + bq)[:, None]
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
                 blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
