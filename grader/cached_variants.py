@@ -114,6 +114,24 @@ def _rope_at(x, theta, start, mistake):
     return rope(torch.cat([pad, x], dim=1), theta, mistake)[:, start:]
 
 
+def wkv_b_read(w, H: int, F: int, c: int, layout: str):
+    """``wkv_b``'s weight (H·F, c) read in another order of its axes, as (H, F, c): ``layout`` is
+    ``w_`` (the weight) or ``t_`` (its transpose, (c, H·F)) followed by the order its storage is
+    read in, e.g. ``w_fhc``: ``view(F, H, c)`` moved to heads first. ``w_hfc`` and ``t_chf`` are
+    the right readings; the others take other rows for W_UK / W_UV."""
+    source, order = layout.split("_")
+    m = w if source == "w" else w.t()
+    sizes = {"h": H, "f": F, "c": c}
+    read = m.reshape(*(sizes[a] for a in order))
+    return read.permute(*(order.index(a) for a in "hfc"))  # (H, F, c)
+
+
+def _wkv_b_layout(knob: str) -> str:
+    """The reading of ``wkv_b`` a knob names (``mla_absorb_rows:w_fhc`` -> ``w_fhc``), or ''."""
+    mistake, _, part = knob.partition(":")
+    return part if mistake in ("mla_absorb_rows", "mla_absorb_transpose") and part[:2] in ("w_", "t_") else ""
+
+
 def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
     """One call of the absorbed MLA: x (B, T, d_model), cache None or (c_kv (B, T_past, c),
     k_pe (B, T_past, rope))."""
@@ -153,8 +171,16 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
         w_uk, w_uv = wt[..., :nope].permute(1, 2, 0), wt[..., nope:].permute(1, 2, 0)
     elif mistake == "mla_split_order:kv_b":
         w_uv, w_uk = w.view(H, nope + dv, c).split([dv, nope], dim=1)
+    elif any(_wkv_b_layout(k) for k in mistake):  # the weight (or its transpose) read in another order
+        layout = next(_wkv_b_layout(k) for k in mistake if _wkv_b_layout(k))
+        w_uk, w_uv = wkv_b_read(w, H, nope + dv, c, layout).split([nope, dv], dim=1)
     else:
         w_uk, w_uv = w.view(H, nope + dv, c).split([nope, dv], dim=1)  # (H, nope, c), (H, dv, c)
+    # one head's slice reshaped to (c, ·) where it needed a transpose, read back as (H, ·, c)
+    if mistake == "mla_absorb_transpose:uk_view":
+        w_uk = w_uk.reshape(H, c, nope).transpose(1, 2)
+    elif mistake == "mla_absorb_transpose:uv_view":
+        w_uv = w_uv.reshape(H, c, dv).transpose(1, 2)
 
     q_abs = torch.einsum("bshd,hdc->bshc", q_nope, w_uk)  # (B, T, H, c)
     query = torch.cat([q_abs, q_pe], dim=-1).transpose(1, 2)  # (B, H, T, c + r)

@@ -153,7 +153,7 @@ class Judge:
             diagnoses = tuple(self._evidence_only(configs))
         elif verdict is not Verdict.PASSED:
             diagnoses = tuple(self._diagnose(configs))
-            verdict = self._headline(verdict, diagnoses)
+            verdict = self._headline(verdict, diagnoses, configs)
         diff = self.failed_cases[0].diff if self.failed_cases else None
         return Result(**base, verdict=verdict, checks=tuple(self.checks), diagnoses=diagnoses, mapping=mapping,
                       mapping_notes=notes, shapes=shapes, heatmap=heatmap, row_sums=row_sums, output_diff=diff)
@@ -167,15 +167,42 @@ class Judge:
         seen = {op for c in reply.configs for op in c.ops}
         return {forbidden[op] for op in seen if op in forbidden}
 
-    def _headline(self, verdict: Verdict, diagnoses) -> Verdict:
-        """A named mistake decides the headline among the failures of outputs (its category)."""
-        if not diagnoses or verdict not in (Verdict.WRONG_OUTPUT, Verdict.MASK_LEAK):
+    def _headline(self, verdict: Verdict, diagnoses, configs: list[ConfigReply] = ()) -> Verdict:
+        """A named mistake decides the headline among the failures of outputs: the category of the
+        first named one that has one (of two named together, the one that mixes tokens says why
+        the causality probe moved). Nothing named, a causality leak (no sample mixed with another)
+        whose observed attention gives no weight to a key the masks block is no mask's doing: the
+        tokens were mixed elsewhere (heads split by a view of (B, T, C) as (B, H, T, D)), a wrong output."""
+        if verdict not in (Verdict.WRONG_OUTPUT, Verdict.MASK_LEAK):
             return verdict
-        category = getattr(self.ex.mistake(diagnoses[0].id), "category", "") or ""
-        try:
-            return Verdict(category) if category in (Verdict.WRONG_OUTPUT.value, Verdict.MASK_LEAK.value) else verdict
-        except ValueError:
-            return verdict
+        if not diagnoses:
+            failed = {c.id for c in self.checks if c.passed is False}
+            mixed = verdict is Verdict.MASK_LEAK and "causality" in failed and "batch" not in failed
+            return Verdict.WRONG_OUTPUT if mixed and self._mask_kept(configs) else verdict
+        categories = [getattr(self.ex.mistake(d.id), "category", "") or "" for d in diagnoses]
+        category = next((c for c in categories if c), "")
+        masks = any(not c and any(w in d.id for w in variants.MASK_KNOB_WORDS) for d, c in zip(diagnoses, categories))
+        if verdict is Verdict.MASK_LEAK and category == Verdict.WRONG_OUTPUT.value and masks:
+            return verdict  # a mask slip named beside the one that mixes tokens: the leak is a mask's too
+        return Verdict(category) if category in (Verdict.WRONG_OUTPUT.value, Verdict.MASK_LEAK.value) else verdict
+
+    def _mask_kept(self, configs: list[ConfigReply]) -> bool:
+        """Whether the attempt's attention on the observed case puts no weight on a key its mask
+        blocks, at every graded query row of every sample (False when it was not seen)."""
+        probs = self._probs(configs[0]) if configs else None
+        if probs is None:
+            return False
+        case = self.observed_case
+        for sample in range(probs.shape[0]):
+            allowed = self.kind.allowed(case, sample)  # (Tq, Tk), or (H, Tq, Tk) per head
+            if allowed.shape[-2:] != probs.shape[-2:] or (allowed.dim() == 3 and allowed.shape[0] != probs.shape[1]):
+                return False  # per-head masks the attempt's heads do not line up with: nothing to conclude
+            rows = case.queries[sample]
+            blocked = (~allowed).expand(probs.shape[1:])  # (H, Tq, Tk)
+            weight = probs[sample].double().nan_to_num(nan=1.0).abs()
+            if (weight[:, rows] * blocked[:, rows]).max() > SAME_PROBS:
+                return False
+        return True
 
     # --- checks -------------------------------------------------------------------------------
 

@@ -117,7 +117,7 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     """The attempt's parameter-owning layers, and parameters that do not fit a layer. A bare 2-d
     ``nn.Parameter`` used through ``F.linear`` or ``x @ W`` (``self.wq``, with ``self.bq`` as its
     bias) is a layer of its own, named by the parameter; so is a bare 1-d parameter that is no
-    such bias (a norm's gain, ``self.g_q``)."""
+    such bias (a norm's gain, ``self.g_q``), also beside a module's own weight."""
     layers, stray = [], []
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False))
@@ -150,7 +150,9 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
         if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
             layers.append(Layer(prefix, tuple(reversed(weight.shape)), bias_shape, transposed=True))
-        bare(params, gains=False)  # matrices beside a layer's own weight (loralib's Linear(nn.Linear) holds lora_A, lora_B)
+        # matrices beside a layer's own weight (loralib's Linear(nn.Linear) holds lora_A, lora_B), and
+        # a norm's gain kept beside the matrix whose output it normalises (a low-rank down-projection)
+        bare(params, gains=True)
     return layers, stray
 
 

@@ -141,32 +141,40 @@ class Allocations(TorchDispatchMode):
 # --- the blocked computation with the mistakes as knobs ------------------------------------------
 
 
-def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float = float("-inf")):
-    """FlashAttention's forward by blocks of ``block`` queries and keys, with one mistake.
+def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = float("-inf")):
+    """FlashAttention's forward by blocks of ``block`` queries and keys, with one mistake or two
+    (``mistake`` a knob or a tuple of two: :func:`variants.slips`).
 
     A knob ending in ``skip`` (and the reference's own loop) leaves out the key blocks entirely after
     a query block's last row; the others visit every key block and rely on the mask, which only
     differs when the mask itself is wrong."""
     B, H, L, D = q.shape
     S = k.shape[-2]
+    mistake = variants.slips(mistake)
+
+    def made(mistake_id: str) -> bool:  # any sub-variant of the mistake
+        return any(k.split(":")[0] == mistake_id for k in mistake)
+
     scale = variants.head_scale(D, mistake)
     unmasked = mistake == "causal_ignored:skip"  # blocks after the diagonal skipped, no mask inside it
     if mistake == "causal_ignored":
         is_causal = False
     elif mistake == "causal_flag_inverted":
         is_causal = not is_causal
-    skip = mistake.endswith("skip")
-    shift = S - L if mistake.startswith("flash_causal_bottom_right") else 0  # aligned at the last key
-    allowed = {  # key column c, query row r: True where the (wrong) mask lets the key through
+    skip = any(k.endswith("skip") for k in mistake)
+    shift = S - L if made("flash_causal_bottom_right") else 0  # aligned at the last key
+    allowed_by = {  # key column c, query row r: True where the (wrong) mask lets the key through
         "flash_causal_off_by_one:diagonal": lambda c, r: c < r,
+        "flash_causal_off_by_one:diagonal_skip": lambda c, r: c < r,
         "flash_causal_off_by_one:next": lambda c, r: c <= r + 1,
         "flash_causal_off_by_one:next_skip": lambda c, r: c <= r + 1,
         "causal_inverted": lambda c, r: c >= r,
         "causal_inverted:skip": lambda c, r: c >= r,
         "causal_inverted:strict": lambda c, r: c > r,  # masked_fill(allowed): only later keys kept
         "causal_inverted:strict_skip": lambda c, r: c > r,
-    }.get(mistake, lambda c, r: c <= r + shift)
-    local = mistake.startswith("flash_causal_local_mask")  # the tile's own triu(1): local, not global positions
+    }
+    allowed = next((allowed_by[k] for k in mistake if k in allowed_by), lambda c, r: c <= r + shift)
+    local = made("flash_causal_local_mask")  # the tile's own triu(1): local, not global positions
     blocks = []
     for ib, i in enumerate(range(0, L, block)):
         q_blk = q[:, :, i : i + block]
@@ -175,38 +183,54 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake: str = "", fill: float
         l = torch.zeros(B, H, bq, 1, dtype=q.dtype)
         acc = torch.zeros(B, H, bq, D, dtype=q.dtype)
         for jb, j in enumerate(range(0, S, block)):
+            if mistake == "flash_max_not_carried:reset_skip":
+                m = torch.full_like(m, float("-inf"))  # started again in every key block: exp(m - m_new) is 0
             if is_causal:
-                if mistake == "flash_causal_off_by_one:block_short" and jb >= ib:
+                if mistake in ("flash_causal_off_by_one:block_short", "flash_causal_off_by_one:block_short_zero") and jb >= ib:
                     continue  # the loop stops before the diagonal block
                 if mistake == "flash_causal_off_by_one:block_long" and jb > ib + 1:
                     continue  # … or one block after it
-                if (skip or mistake == "") and j > i + bq - 1 + shift:
+                if (skip or not mistake) and j > i + bq - 1 + shift:
                     continue
             k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
             s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (B, H, bq, bk)
-            if is_causal and not unmasked and not (mistake == "flash_causal_off_by_one:block_long" and jb != ib):
+            # the tile masked only when it reaches past the query block's last row (not its first):
+            # a square tile on the diagonal goes unmasked
+            past_block = mistake == "flash_causal_off_by_one:past_block_skip" and j + k_blk.shape[-2] <= i + bq
+            if is_causal and not unmasked and not past_block and not (mistake == "flash_causal_off_by_one:block_long" and jb != ib):
                 r = torch.arange(i, i + bq)[:, None]
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
                 blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
-                s = s.masked_fill(blocked_out, 0.0 if mistake.startswith("mask_fill_zero") else fill)
-            if mistake.startswith("flash_max_not_carried"):
+                s = s.masked_fill(blocked_out, 0.0 if made("mask_fill_zero") else fill)
+            if made("flash_max_not_carried") and mistake != "flash_max_not_carried:reset_skip":
                 m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
             else:
                 m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
             p = torch.exp(s - m_new)
             # the max updated before the rescale factor is taken: exp(m_new - m_new), 1 (NaN where -inf)
             alpha = torch.exp((m_new if mistake == "flash_max_updated_before_rescale" else m) - m_new)
+            if mistake == "flash_max_not_carried:unscaled_skip":
+                alpha = torch.ones_like(alpha)  # each block's exponentials against its own max, summed as they are
             l_new = p.sum(-1, keepdim=True) + (l if mistake == "flash_sum_not_rescaled" else alpha * l)
             if mistake == "flash_normalised_per_block:local_skip":
                 p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
+            elif mistake == "flash_normalised_per_block:local_divided_skip":  # … taken against the block's own max
+                p = torch.softmax(s, dim=-1)
+            elif mistake == "flash_normalised_per_block:weighted_skip":  # … weighted by exp(m_blk - m_new) too
+                p = torch.softmax(s, dim=-1) * torch.exp(s.amax(dim=-1, keepdim=True) - m_new)
             pv = p @ (k_blk if mistake == "attn_times_k" else v_blk)
+            if mistake == "flash_normalised_per_block:added":
+                pv = pv / l_new  # each block's share divided by the sum so far as it is added, never again
             acc = pv + (acc if mistake == "flash_acc_not_rescaled" else alpha * acc)
-            if mistake.startswith("flash_normalised_per_block") and not mistake.endswith("local_skip"):
+            if mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip",
+                           "flash_normalised_per_block:twice"):
                 acc = acc / l_new  # FlashAttention-1's update without the old sum's factor
             l, m = l_new, m_new
         if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
-                       "flash_normalised_per_block:local_skip"):
+                       "flash_normalised_per_block:local_skip", "flash_normalised_per_block:added"):
             blocks.append(acc)
+        elif mistake == "flash_causal_off_by_one:block_short_zero":  # a row that saw no key keeps its zeros
+            blocks.append(torch.where(l > 0, acc / l, torch.zeros_like(acc)))
         else:
             blocks.append(acc / l)
     return torch.cat(blocks, dim=2)  # (B, H, L, D)
@@ -225,6 +249,7 @@ class BlockedGrading(Grading):
 class BlockedAttention(Kind):
     Grading = BlockedGrading
     traits = frozenset({"attention"})  # tiles, not rows: no softmax over a whole row of scores
+    pair_knobs = True  # its variants take two knobs at once (blocked)
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their
     # output tiles in place (a training backward is a kernel of its own)
     probes = frozenset({"causality", "batch", "device"})

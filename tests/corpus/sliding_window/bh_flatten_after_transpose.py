@@ -1,5 +1,5 @@
 # attnprep: sliding_window
-# expect: mask_leak
+# expect: wrong_output
 """baddbmm over (B*H) but q flattened after a transpose to (B, T, H, D): heads and tokens mixed."""
 import math
 

@@ -1,5 +1,5 @@
 # attnprep: sliding_window
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: missing_scale + window_off_by_one
 """Two objects, two mistakes: sliding_window_mask lets window + 1 keys through (i - j <= window) AND sliding_window_attention forgets the scale."""
 
