@@ -181,7 +181,7 @@ class Judge:
             return Verdict.WRONG_OUTPUT if mixed and self._mask_kept(configs) else verdict
         categories = [getattr(self.ex.mistake(d.id), "category", "") or "" for d in diagnoses]
         category = next((c for c in categories if c), "")
-        masks = any(not c and any(w in d.id for w in variants.MASK_KNOB_WORDS) for d, c in zip(diagnoses, categories))
+        masks = any(not c and _mistake(d.id).mask for d, c in zip(diagnoses, categories))
         if verdict is Verdict.MASK_LEAK and category == Verdict.WRONG_OUTPUT.value and masks:
             return verdict  # a mask slip named beside the one that mixes tokens: the leak is a mask's too
         return Verdict(category) if category in (Verdict.WRONG_OUTPUT.value, Verdict.MASK_LEAK.value) else verdict
