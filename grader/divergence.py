@@ -583,6 +583,20 @@ def _names(name: str) -> set[str]:
     return {n.strip() for n in name.split(",") if n.strip()}
 
 
+# the words attention code spells its three roles with (HF's key_states, Meta's xk, "queries")
+_ROLE_WORDS = {"query": "q", "queries": "q", "key": "k", "keys": "k", "value": "v", "values": "v"}
+
+
+def _role(name: str) -> str:
+    """The role a variable's name says, spelt as a short name: ``key_states``, ``keys``, ``xk``
+    and ``k_h`` are ``k``; a name that says no role is itself."""
+    n = name.lower().removeprefix("self.")
+    n = re.sub(r"_(states|proj|heads|layer|t|h|bhtd|bthd)$", "", n)
+    if re.fullmatch(r"x[qkv]", n):
+        n = n[1]
+    return _ROLE_WORDS.get(n, n)
+
+
 def _final(steps: list[Step], k: int) -> bool:
     """Whether step ``k`` is a value its statement ends with (see :meth:`_Trails.final`)."""
     run = _Trails.statement_run(steps, k)
@@ -654,6 +668,7 @@ class _Trails:
         self.scalar_names = set().union(*(_names(x.name) for s in reference for x in s.scalars))
         self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
         self.ref_names = set().union(*(_names(self.name_of(reference, j)) for j in range(len(reference))))
+        self.ref_roles = {_role(n) for n in self.ref_names} & set(_ROLE_WORDS.values())
 
     def lined_up(self, step: Step, r: int) -> bool:
         """Whether ``step`` may hold a slice of reference step ``r``: what it is computed from is
@@ -770,7 +785,10 @@ class _Trails:
         if m is None or not self.final(k) or not _final(self.ref, m[0]):
             return False
         name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
-        return ("," not in name + ref_name and ref_name not in ("", name) and name in self.ref_names)
+        if "," in name + ref_name or ref_name in ("", name):
+            return False
+        # the file's own spelling of a role counts as the reference's name (key for k, xq for q)
+        return name in self.ref_names or (_role(name) != _role(ref_name) and _role(name) in self.ref_roles)
 
     def climb_swapped(self, q: int) -> int:
         """Up from a swapped step while the one value it is made from (through the steps of its own
@@ -1133,6 +1151,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return None
     trails = _Trails(attempt, reference, axes, marks)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
+    if found is not None:
+        found = _called_wrong(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1144,6 +1164,56 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         trails.axes = named
         found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
     return dataclasses.replace(found, part=part)
+
+
+def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
+    """Bare wrong values made inside a function of the file that made the reference's values when
+    called from another line (one RMSNorm module called for both norms, a helper given the wrong
+    tensor): the function is right, the call is not. The line of that call (the first frame where
+    the two calls part), with the function's name and the earlier call's line; None when the
+    function never got those values right before."""
+    if found.reason != "values":
+        return None
+    at = locate(found, trails.att, trails.ref, trails.matcher)
+    if at is None:
+        return None
+    step = trails.att[at]
+    stack = list(step.stack or ())
+    if len(stack) < 2:
+        return None
+    for j in range(at):
+        before = trails.att[j]
+        other = list(before.stack or ())
+        if before.line != step.line or before.func != step.func or len(other) != len(stack) or other == stack \
+                or trails.matched[j] is None or _constant(_tensor(before)):
+            continue
+        k = next(n for n, (a, b) in enumerate(zip(other, stack)) if a != b)
+        if k >= len(stack) - 1 or stack[k + 1:] != other[k + 1:]:
+            continue  # not the same lines of the function reached from another call
+        code = next((s.code for s in trails.att if s.line == stack[k]), "")
+        earlier = next((s.code for s in trails.att if s.line == other[k]), "")
+        return Found(stack[k], code, assigned(code), tuple(step.shape), name_shape(step.shape, trails.axes), "called",
+                     _function_at(source, stack[k + 1]), "", _code(earlier))
+    return None
+
+
+def _function_at(source: str, line: int) -> str:
+    """The name of the innermost function (or class, for a method) of ``source`` holding ``line``."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return ""
+    inner = max(around, key=lambda n: n.lineno)
+    classes = [n for n in around if isinstance(n, ast.ClassDef) and n is not inner]
+    if inner.name in ("forward", "__call__") and classes:
+        return max(classes, key=lambda n: n.lineno).name
+    return inner.name
 
 
 def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
