@@ -110,6 +110,20 @@ def _broadcast(parent, shape) -> bool:
     return all(a == b or a == 1 for a, b in zip(reversed(parent), reversed(shape)))
 
 
+def _copies(t: torch.Tensor | None, source: torch.Tensor | None) -> bool:
+    """Whether ``t`` is ``source`` repeated along one of ``t``'s axes (every slice of that axis the
+    same ``source``): a single head copied over the heads."""
+    if t is None or source is None or source.numel() == 0 or t.numel() % source.numel():
+        return False
+    for axis, n in enumerate(t.shape):
+        if n > 1 and t.numel() // n == source.numel():
+            one = list(t.shape)
+            one[axis] = 1
+            if torch.equal(t, source.reshape(one).expand(t.shape)):
+                return True
+    return False
+
+
 def func_name(name: str) -> str:
     """A torch function's name without the spelling: ``__rmul__``, ``mul_`` and ``mul`` are ``mul``."""
     bare = name.strip("_")
@@ -1261,17 +1275,20 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
     # copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's one
     # K/V head, which the reference leaves to broadcasting): no values of their own to be wrong
     copied = [False] * len(attempt)
+    copy_of: dict[int, int] = {}  # a copy -> the matched step it copies
     ref_shapes = {tuple(r.shape) for r in reference}
     for i, step in enumerate(attempt):
         if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
             p = step.parents[0]
             name = func_name(step.func)
-            if copied[p] and name in _LAYOUTS and tuple(step.shape) not in ref_shapes:
+            if copied[p] and name in _LAYOUTS and (tuple(step.shape) not in ref_shapes
+                                                    or _copies(_tensor(step), _tensor(attempt[copy_of[p]]))):
                 # (a copy merged into a shape the reference has, (B, H, T, D), and matching nothing of
-                # it: the copies are in the wrong order, einops' "b (r g) t d" for "b (g r) t d")
-                copied[i] = True
+                # it: the copies are in the wrong order, einops' "b (r g) t d" for "b (g r) t d"; unless
+                # it is the one head it copies, repeated along an axis: MQA's k repeated over the heads)
+                copied[i], copy_of[i] = True, copy_of[p]
             elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
-                copied[i] = True
+                copied[i], copy_of[i] = True, p
     wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     for i, step in enumerate(attempt):
         if i in wrong_outputs and matched[i] is not None and not step.free:
@@ -1308,11 +1325,12 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
                     better = cause(at) if at is not None else None
                     if better is not None:
                         return better
-                if explained.reason == "incomplete" and source:
+                if explained.reason in ("incomplete", "skipped") and source:
                     # a step of the reference's left out by an `if` or a loop bound that cut it short
                     guarded = explainer().skipped(i)
                     if guarded is not None and guarded.reason == "guarded":
                         return guarded
+                if explained.reason == "incomplete" and source:
                     # the line's step made up for later by a wrong factor (the scores scaled, not q)
                     end = explainer().run_end(i)
                     factor = explainer().scaled(end) if end != i else None
