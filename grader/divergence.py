@@ -1211,6 +1211,51 @@ def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
     return None
 
 
+def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None:
+    """Attempt step ``i`` takes a traced input as it came in where its counterpart ``r`` takes it
+    changed first (a norm before the projections): the step that changes it is missing. Said of
+    the attempt's line at the level where the reference changes it: the statement that passes the
+    input on unchanged (``self.self_attn(hidden_states)`` where the reference calls
+    ``self.attention(self.attn_norm(x))``), or the step's own line when the reference changes it
+    in the same function."""
+    step, ref = trails.att[i], trails.ref[r]
+    if step.parents or not step.inputs or not ref.parents:
+        return None
+    changed = [q for q in ref.parents if set(step.inputs) & trails.src_up[q] and not set(step.inputs) & set(ref.inputs)]
+    if len(changed) != 1:
+        return None
+    first = min(q for q in trails.up[changed[0]] | {changed[0]} if set(step.inputs) & set(trails.ref[q].inputs))
+    made, used = list(trails.ref[changed[0]].stack or ()), list(ref.stack or ())
+    stack = list(step.stack or [step.line])
+    d = next((n for n, (a, b) in enumerate(zip(made, used)) if a != b), None)
+    if d is None:
+        return None
+    functions = _function_spans(ref_source)
+    if d > 0 and _span_of(functions, made[d]) != _span_of(functions, used[d]):
+        d -= 1  # changed inside a helper called on the statement that uses it: that statement
+    line = stack[min(d, len(stack) - 1)]
+    code = next((s.code for s in trails.att if s.line == line), "")
+    # the reference's statement that changes it, at that level (a step of that line)
+    ref_code = next((s.code for s in trails.ref if s.line == made[d]), trails.ref[first].code)
+    return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
+
+
+def _function_spans(source: str) -> list[tuple[int, int]]:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _span_of(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | None:
+    around = [s for s in spans if s[0] <= line <= s[1]]
+    return max(around) if around else None
+
+
 def _function_at(source: str, line: int) -> str:
     """The name of the innermost function (or class, for a method) of ``source`` holding ``line``."""
     import ast
@@ -1316,6 +1361,10 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
                          name_shape(step.shape, axes), "values")
         same = matcher.same_values(t, step.dtype)
         counterpart = trails.counterpart(i)
+        if counterpart is not None and not same:
+            raw = _raw_input(i, counterpart, trails, ref_source)
+            if raw is not None:
+                return raw
         if counterpart is not None:
             explained = trails.explain(i, counterpart)
             # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
