@@ -967,6 +967,11 @@ class _Trails:
             made = self.unused_input(nxt, m)
             if made is not None:  # it makes what that step takes in (the causal mask) and never uses it
                 return self.at_caller(self.found(made, "unused", nxt, self.ref[nxt].code), made, i)
+            if any(p in s.parents and _kind(s) == _kind(self.ref[nxt]) for s in self.att[p + 1:]) or \
+                    self.applied_after(i, nxt, m):
+                # the file does take that step on p for another use, or on what i makes (a mask after
+                # the softmax): this use of p is the one that goes without it
+                return self.found(i, "input", r, self.ref[nxt].code)
             return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
 
@@ -999,8 +1004,13 @@ class _Trails:
         function called (``allowed = causal_mask(T)``), said of the line of that call, the
         statement whose value ``p`` is (the code is read from the file)."""
         mine, theirs = self.att[p].stack, self.att[i].stack
-        if mine and theirs and len(mine) > len(theirs) and mine[:len(theirs) - 1] == theirs[:-1]:
-            return dataclasses.replace(found, line=mine[len(theirs) - 1], code="")
+        if not mine or not theirs:
+            return found
+        # the first frame where the two part (i may itself sit in another helper: the norm that
+        # takes in an attention output the reference adds the residual to first)
+        k = next((n for n, (a, b) in enumerate(zip(mine, theirs)) if a != b), len(theirs) - 1)
+        if k < len(mine) - 1:
+            return dataclasses.replace(found, line=mine[k], code="")
         return found
 
     def maker(self, p: int, m: int) -> int:
@@ -1044,7 +1054,28 @@ class _Trails:
                 continue
             # each other input there, or an earlier stage of it (a mask not inverted is still that mask)
             theirs = {c for p in self.att[j].parents for c, _ in self.cands[p]}
-            if all(theirs & (self.up[x] | {x}) for x in side) and (side or len(self.att[j].parents) > 1):
+            if all(theirs & (self.up[x] | {x}) for x in side) and (side or len(self.att[j].parents) > 1) and (
+                    side or all(theirs & (self.up[x] | {x}) for x in side_free)):
+                return True
+        return False
+
+    def applied_after(self, i: int, nxt: int, m: int) -> bool:
+        """Whether a step computed from ``i``'s result takes in what the reference's step ``nxt``
+        takes besides ``m`` (or an earlier stage of it): the causal mask applied to the probabilities."""
+        side = [x for x in self.ref[nxt].parents if x != m]
+        if not side:
+            return False
+        later, todo = set(), [i]
+        while todo:
+            k = todo.pop()
+            for j in range(k + 1, len(self.att)):
+                if k in self.att[j].parents and j not in later:
+                    later.add(j)
+                    todo.append(j)
+        for j in sorted(later):
+            others = [q for q in self.att[j].parents if q not in later and q != i]
+            theirs = {c for q in others for c, _ in self.cands[q]}
+            if others and all(theirs & (self.up[x] | {x}) for x in side):
                 return True
         return False
 
