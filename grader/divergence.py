@@ -1054,8 +1054,12 @@ class _Trails:
                 continue
             # each other input there, or an earlier stage of it (a mask not inverted is still that mask)
             theirs = {c for p in self.att[j].parents for c, _ in self.cands[p]}
+            # (with free inputs only, one of the same shape at least: a weight taken in the wrong
+            # layout is still that step done later, a product of the feed-forward is not)
+            shapes = {tuple(sorted(self.att[q].shape)) for q in self.att[j].parents if q not in later and q != i}
             if all(theirs & (self.up[x] | {x}) for x in side) and (side or len(self.att[j].parents) > 1) and (
-                    side or all(theirs & (self.up[x] | {x}) for x in side_free)):
+                    side or all(theirs & (self.up[x] | {x}) or tuple(sorted(self.ref[x].shape)) in shapes
+                                for x in side_free)):
                 return True
         return False
 
@@ -1197,7 +1201,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     trails = _Trails(attempt, reference, axes, marks)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is not None:
-        found = _called_wrong(found, trails, source) or found
+        found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1240,6 +1244,38 @@ def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
         return Found(stack[k], code, assigned(code), tuple(step.shape), name_shape(step.shape, trails.axes), "called",
                      _function_at(source, stack[k + 1]), "", _code(earlier))
     return None
+
+
+def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A wrong tensor "made" from a buffer the forward only reads (``self.mask[:T, :T]`` of a
+    ``register_buffer("mask", torch.tril(…, diagonal=1))``): the line that made the buffer, in
+    ``__init__``, which the trace never sees, when one line of the file sets it."""
+    import ast
+
+    if found.reason != "made":
+        return None
+    tops = [s for s in trails.att if s.line == found.line and s.free and not s.parents]
+    read = {m for s in tops for m in re.findall(r"self\.(\w+)\s*\[", s.code)}
+    if len(tops) != 1 or len(read) != 1:
+        return None
+    attr = read.pop()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer" \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
+            lines.add(node.lineno)
+    setter = attribute_line(source, attr)
+    if setter is not None:
+        lines.add(setter)
+    if len(lines) != 1:
+        return None
+    line = lines.pop()
+    code = source.splitlines()[line - 1].strip() if line <= len(source.splitlines()) else ""
+    return Found(line, code, f"self.{attr}", tuple(tops[0].shape), name_shape(tops[0].shape, trails.axes), "made")
 
 
 def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None:
@@ -1428,6 +1464,14 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
         if same and swapped:  # kᵀ q where q kᵀ belongs: the inputs' roles, not the layout, are wrong
             same = []
         if same:  # the right numbers in a layout no correct attempt uses: a view where a transpose belongs
+            while True:  # made so by the step it only rearranges (the cache's cat in the wrong order, transposed)
+                ps = [q for q in step.parents if not attempt[q].free]
+                if func_name(step.func) not in _LAYOUTS | _CASTS or len(ps) != 1 or matched[ps[0]] is not None:
+                    break
+                up = matcher.same_values(_tensor(attempt[ps[0]]), attempt[ps[0]].dtype) if _tensor(attempt[ps[0]]) is not None else []
+                if not up:
+                    break
+                i, step, same = ps[0], attempt[ps[0]], up
             name = trails.name_of(attempt, i)
             same.sort(key=lambda j: (trails.name_of(reference, j) != name, len(reference[j].shape) != len(step.shape)))
             ref_step = reference[same[0]]
