@@ -1468,7 +1468,8 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
                 ps = [q for q in step.parents if not attempt[q].free]
                 if func_name(step.func) not in _LAYOUTS | _CASTS or len(ps) != 1 or matched[ps[0]] is not None:
                     break
-                up = matcher.same_values(_tensor(attempt[ps[0]]), attempt[ps[0]].dtype) if _tensor(attempt[ps[0]]) is not None else []
+                held = _tensor(attempt[ps[0]])
+                up = matcher.same_values(held, attempt[ps[0]].dtype) if held is not None else []
                 if not up:
                     break
                 i, step, same = ps[0], attempt[ps[0]], up
