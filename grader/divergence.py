@@ -110,6 +110,20 @@ def _broadcast(parent, shape) -> bool:
     return all(a == b or a == 1 for a, b in zip(reversed(parent), reversed(shape)))
 
 
+def _copies(t: torch.Tensor | None, source: torch.Tensor | None) -> bool:
+    """Whether ``t`` is ``source`` repeated along one of ``t``'s axes (every slice of that axis the
+    same ``source``): a single head copied over the heads."""
+    if t is None or source is None or source.numel() == 0 or t.numel() % source.numel():
+        return False
+    for axis, n in enumerate(t.shape):
+        if n > 1 and t.numel() // n == source.numel():
+            one = list(t.shape)
+            one[axis] = 1
+            if torch.equal(t, source.reshape(one).expand(t.shape)):
+                return True
+    return False
+
+
 def func_name(name: str) -> str:
     """A torch function's name without the spelling: ``__rmul__``, ``mul_`` and ``mul`` are ``mul``."""
     bare = name.strip("_")
@@ -583,6 +597,20 @@ def _names(name: str) -> set[str]:
     return {n.strip() for n in name.split(",") if n.strip()}
 
 
+# the words attention code spells its three roles with (HF's key_states, Meta's xk, "queries")
+_ROLE_WORDS = {"query": "q", "queries": "q", "key": "k", "keys": "k", "value": "v", "values": "v"}
+
+
+def _role(name: str) -> str:
+    """The role a variable's name says, spelt as a short name: ``key_states``, ``keys``, ``xk``
+    and ``k_h`` are ``k``; a name that says no role is itself."""
+    n = name.lower().removeprefix("self.")
+    n = re.sub(r"_(states|proj|heads|layer|t|h|bhtd|bthd)$", "", n)
+    if re.fullmatch(r"x[qkv]", n):
+        n = n[1]
+    return _ROLE_WORDS.get(n, n)
+
+
 def _final(steps: list[Step], k: int) -> bool:
     """Whether step ``k`` is a value its statement ends with (see :meth:`_Trails.final`)."""
     run = _Trails.statement_run(steps, k)
@@ -654,6 +682,7 @@ class _Trails:
         self.scalar_names = set().union(*(_names(x.name) for s in reference for x in s.scalars))
         self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
         self.ref_names = set().union(*(_names(self.name_of(reference, j)) for j in range(len(reference))))
+        self.ref_roles = {_role(n) for n in self.ref_names} & set(_ROLE_WORDS.values())
 
     def lined_up(self, step: Step, r: int) -> bool:
         """Whether ``step`` may hold a slice of reference step ``r``: what it is computed from is
@@ -770,7 +799,10 @@ class _Trails:
         if m is None or not self.final(k) or not _final(self.ref, m[0]):
             return False
         name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
-        return ("," not in name + ref_name and ref_name not in ("", name) and name in self.ref_names)
+        if "," in name + ref_name or ref_name in ("", name):
+            return False
+        # the file's own spelling of a role counts as the reference's name (key for k, xq for q)
+        return name in self.ref_names or (_role(name) != _role(ref_name) and _role(name) in self.ref_roles)
 
     def climb_swapped(self, q: int) -> int:
         """Up from a swapped step while the one value it is made from (through the steps of its own
@@ -935,6 +967,11 @@ class _Trails:
             made = self.unused_input(nxt, m)
             if made is not None:  # it makes what that step takes in (the causal mask) and never uses it
                 return self.at_caller(self.found(made, "unused", nxt, self.ref[nxt].code), made, i)
+            if any(p in s.parents and _kind(s) == _kind(self.ref[nxt]) for s in self.att[p + 1:]) or \
+                    self.applied_after(i, nxt, m):
+                # the file does take that step on p for another use, or on what i makes (a mask after
+                # the softmax): this use of p is the one that goes without it
+                return self.found(i, "input", r, self.ref[nxt].code)
             return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
 
@@ -967,8 +1004,13 @@ class _Trails:
         function called (``allowed = causal_mask(T)``), said of the line of that call, the
         statement whose value ``p`` is (the code is read from the file)."""
         mine, theirs = self.att[p].stack, self.att[i].stack
-        if mine and theirs and len(mine) > len(theirs) and mine[:len(theirs) - 1] == theirs[:-1]:
-            return dataclasses.replace(found, line=mine[len(theirs) - 1], code="")
+        if not mine or not theirs:
+            return found
+        # the first frame where the two part (i may itself sit in another helper: the norm that
+        # takes in an attention output the reference adds the residual to first)
+        k = next((n for n, (a, b) in enumerate(zip(mine, theirs)) if a != b), len(theirs) - 1)
+        if k < len(mine) - 1:
+            return dataclasses.replace(found, line=mine[k], code="")
         return found
 
     def maker(self, p: int, m: int) -> int:
@@ -1012,7 +1054,32 @@ class _Trails:
                 continue
             # each other input there, or an earlier stage of it (a mask not inverted is still that mask)
             theirs = {c for p in self.att[j].parents for c, _ in self.cands[p]}
-            if all(theirs & (self.up[x] | {x}) for x in side) and (side or len(self.att[j].parents) > 1):
+            # (with free inputs only, one of the same shape at least: a weight taken in the wrong
+            # layout is still that step done later, a product of the feed-forward is not)
+            shapes = {tuple(sorted(self.att[q].shape)) for q in self.att[j].parents if q not in later and q != i}
+            if all(theirs & (self.up[x] | {x}) for x in side) and (side or len(self.att[j].parents) > 1) and (
+                    side or all(theirs & (self.up[x] | {x}) or tuple(sorted(self.ref[x].shape)) in shapes
+                                for x in side_free)):
+                return True
+        return False
+
+    def applied_after(self, i: int, nxt: int, m: int) -> bool:
+        """Whether a step computed from ``i``'s result takes in what the reference's step ``nxt``
+        takes besides ``m`` (or an earlier stage of it): the causal mask applied to the probabilities."""
+        side = [x for x in self.ref[nxt].parents if x != m]
+        if not side:
+            return False
+        later, todo = set(), [i]
+        while todo:
+            k = todo.pop()
+            for j in range(k + 1, len(self.att)):
+                if k in self.att[j].parents and j not in later:
+                    later.add(j)
+                    todo.append(j)
+        for j in sorted(later):
+            others = [q for q in self.att[j].parents if q not in later and q != i]
+            theirs = {c for q in others for c, _ in self.cands[q]}
+            if others and all(theirs & (self.up[x] | {x}) for x in side):
                 return True
         return False
 
@@ -1133,6 +1200,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return None
     trails = _Trails(attempt, reference, axes, marks)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
+    if found is not None:
+        found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1144,6 +1213,133 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         trails.axes = named
         found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
     return dataclasses.replace(found, part=part)
+
+
+def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
+    """Bare wrong values made inside a function of the file that made the reference's values when
+    called from another line (one RMSNorm module called for both norms, a helper given the wrong
+    tensor): the function is right, the call is not. The line of that call (the first frame where
+    the two calls part), with the function's name and the earlier call's line; None when the
+    function never got those values right before."""
+    if found.reason != "values":
+        return None
+    at = locate(found, trails.att, trails.ref, trails.matcher)
+    if at is None:
+        return None
+    step = trails.att[at]
+    stack = list(step.stack or ())
+    if len(stack) < 2:
+        return None
+    for j in range(at):
+        before = trails.att[j]
+        other = list(before.stack or ())
+        if before.line != step.line or before.func != step.func or len(other) != len(stack) or other == stack \
+                or trails.matched[j] is None or _constant(_tensor(before)):
+            continue
+        k = next(n for n, (a, b) in enumerate(zip(other, stack)) if a != b)
+        if k >= len(stack) - 1 or stack[k + 1:] != other[k + 1:]:
+            continue  # not the same lines of the function reached from another call
+        code = next((s.code for s in trails.att if s.line == stack[k]), "")
+        earlier = next((s.code for s in trails.att if s.line == other[k]), "")
+        return Found(stack[k], code, assigned(code), tuple(step.shape), name_shape(step.shape, trails.axes), "called",
+                     _function_at(source, stack[k + 1]), "", _code(earlier))
+    return None
+
+
+def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A wrong tensor "made" from a buffer the forward only reads (``self.mask[:T, :T]`` of a
+    ``register_buffer("mask", torch.tril(…, diagonal=1))``): the line that made the buffer, in
+    ``__init__``, which the trace never sees, when one line of the file sets it."""
+    import ast
+
+    if found.reason != "made":
+        return None
+    tops = [s for s in trails.att if s.line == found.line and s.free and not s.parents]
+    read = {m for s in tops for m in re.findall(r"self\.(\w+)\s*\[", s.code)}
+    if len(tops) != 1 or len(read) != 1:
+        return None
+    attr = read.pop()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer" \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
+            lines.add(node.lineno)
+    setter = attribute_line(source, attr)
+    if setter is not None:
+        lines.add(setter)
+    if len(lines) != 1:
+        return None
+    line = lines.pop()
+    code = source.splitlines()[line - 1].strip() if line <= len(source.splitlines()) else ""
+    return Found(line, code, f"self.{attr}", tuple(tops[0].shape), name_shape(tops[0].shape, trails.axes), "made")
+
+
+def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None:
+    """Attempt step ``i`` takes a traced input as it came in where its counterpart ``r`` takes it
+    changed first (a norm before the projections): the step that changes it is missing. Said of
+    the attempt's line at the level where the reference changes it: the statement that passes the
+    input on unchanged (``self.self_attn(hidden_states)`` where the reference calls
+    ``self.attention(self.attn_norm(x))``), or the step's own line when the reference changes it
+    in the same function."""
+    step, ref = trails.att[i], trails.ref[r]
+    if step.parents or not step.inputs or not ref.parents:
+        return None
+    changed = [q for q in ref.parents if set(step.inputs) & trails.src_up[q] and not set(step.inputs) & set(ref.inputs)]
+    if len(changed) != 1:
+        return None
+    first = min(q for q in trails.up[changed[0]] | {changed[0]} if set(step.inputs) & set(trails.ref[q].inputs))
+    made, used = list(trails.ref[changed[0]].stack or ()), list(ref.stack or ())
+    stack = list(step.stack or [step.line])
+    d = next((n for n, (a, b) in enumerate(zip(made, used)) if a != b), None)
+    if d is None:
+        return None
+    functions = _function_spans(ref_source)
+    if d > 0 and _span_of(functions, made[d]) != _span_of(functions, used[d]):
+        d -= 1  # changed inside a helper called on the statement that uses it: that statement
+    line = stack[min(d, len(stack) - 1)]
+    code = next((s.code for s in trails.att if s.line == line), "")
+    # the reference's statement that changes it, at that level (a step of that line)
+    ref_code = next((s.code for s in trails.ref if s.line == made[d]), trails.ref[first].code)
+    return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
+
+
+def _function_spans(source: str) -> list[tuple[int, int]]:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _span_of(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | None:
+    around = [s for s in spans if s[0] <= line <= s[1]]
+    return max(around) if around else None
+
+
+def _function_at(source: str, line: int) -> str:
+    """The name of the innermost function (or class, for a method) of ``source`` holding ``line``."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return ""
+    inner = max(around, key=lambda n: n.lineno)
+    classes = [n for n in around if isinstance(n, ast.ClassDef) and n is not inner]
+    if inner.name in ("forward", "__call__") and classes:
+        return max(classes, key=lambda n: n.lineno).name
+    return inner.name
 
 
 def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
@@ -1191,17 +1387,20 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
     # copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's one
     # K/V head, which the reference leaves to broadcasting): no values of their own to be wrong
     copied = [False] * len(attempt)
+    copy_of: dict[int, int] = {}  # a copy -> the matched step it copies
     ref_shapes = {tuple(r.shape) for r in reference}
     for i, step in enumerate(attempt):
         if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
             p = step.parents[0]
             name = func_name(step.func)
-            if copied[p] and name in _LAYOUTS and tuple(step.shape) not in ref_shapes:
+            if copied[p] and name in _LAYOUTS and (tuple(step.shape) not in ref_shapes
+                                                    or _copies(_tensor(step), _tensor(attempt[copy_of[p]]))):
                 # (a copy merged into a shape the reference has, (B, H, T, D), and matching nothing of
-                # it: the copies are in the wrong order, einops' "b (r g) t d" for "b (g r) t d")
-                copied[i] = True
+                # it: the copies are in the wrong order, einops' "b (r g) t d" for "b (g r) t d"; unless
+                # it is the one head it copies, repeated along an axis: MQA's k repeated over the heads)
+                copied[i], copy_of[i] = True, copy_of[p]
             elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
-                copied[i] = True
+                copied[i], copy_of[i] = True, p
     wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
     for i, step in enumerate(attempt):
         if i in wrong_outputs and matched[i] is not None and not step.free:
@@ -1229,6 +1428,10 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
                          name_shape(step.shape, axes), "values")
         same = matcher.same_values(t, step.dtype)
         counterpart = trails.counterpart(i)
+        if counterpart is not None and not same:
+            raw = _raw_input(i, counterpart, trails, ref_source)
+            if raw is not None:
+                return raw
         if counterpart is not None:
             explained = trails.explain(i, counterpart)
             # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
@@ -1238,11 +1441,12 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
                     better = cause(at) if at is not None else None
                     if better is not None:
                         return better
-                if explained.reason == "incomplete" and source:
+                if explained.reason in ("incomplete", "skipped") and source:
                     # a step of the reference's left out by an `if` or a loop bound that cut it short
                     guarded = explainer().skipped(i)
                     if guarded is not None and guarded.reason == "guarded":
                         return guarded
+                if explained.reason == "incomplete" and source:
                     # the line's step made up for later by a wrong factor (the scores scaled, not q)
                     end = explainer().run_end(i)
                     factor = explainer().scaled(end) if end != i else None
@@ -1260,6 +1464,15 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
         if same and swapped:  # kᵀ q where q kᵀ belongs: the inputs' roles, not the layout, are wrong
             same = []
         if same:  # the right numbers in a layout no correct attempt uses: a view where a transpose belongs
+            while True:  # made so by the step it only rearranges (the cache's cat in the wrong order, transposed)
+                ps = [q for q in step.parents if not attempt[q].free]
+                if func_name(step.func) not in _LAYOUTS | _CASTS or len(ps) != 1 or matched[ps[0]] is not None:
+                    break
+                held = _tensor(attempt[ps[0]])
+                up = matcher.same_values(held, attempt[ps[0]].dtype) if held is not None else []
+                if not up:
+                    break
+                i, step, same = ps[0], attempt[ps[0]], up
             name = trails.name_of(attempt, i)
             same.sort(key=lambda j: (trails.name_of(reference, j) != name, len(reference[j].shape) != len(step.shape)))
             ref_step = reference[same[0]]

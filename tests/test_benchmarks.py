@@ -118,3 +118,63 @@ def test_every_exercise_has_a_failing_row_of_an_attempt_that_fails():
         assert path == CORPUS / exercise_id / chosen(exercise_id, "benchmark")  # the tests' reader agrees
         expect = next(line for line in path.read_text(encoding="utf-8").splitlines()[:3] if line.startswith("# expect:"))
         assert expect.split(":", 1)[1].strip() != "passed", path
+
+
+LINES = ROOT / "benchmarks" / "lines.py"
+
+
+def _lines_module():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import lines
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return lines
+
+
+def test_every_bug_line_annotation_points_at_code_of_a_failing_attempt():
+    """benchmarks/lines.py's second source: a failing corpus attempt ending with ``# bug-line: N[, M]``;
+    each N is a line of code in the file (not blank, not a comment), the header expects a failure."""
+    lines = _lines_module()
+    annotated = [p for p in (ROOT / "tests" / "corpus").glob("*/*.py") if lines.bug_lines(p)]
+    assert len({p.parent.name for p in annotated}) >= 14 and len(annotated) >= 60
+    for path in annotated:
+        text = path.read_text(encoding="utf-8").splitlines()
+        assert text[-1].startswith("# bug-line:"), path
+        expect = next(line for line in text[:3] if line.startswith("# expect:"))
+        assert expect.split(":", 1)[1].strip() != "passed", path
+        for n in lines.bug_lines(path):
+            assert 1 <= n < len(text), (path, n)
+            assert text[n - 1].strip() and not text[n - 1].strip().startswith("#"), (path, n)
+
+
+def test_bug_line_annotation_is_read_from_the_last_line_only(tmp_path):
+    lines = _lines_module()
+    path = tmp_path / "a.py"
+    path.write_text("# attnprep: mha\n# expect: wrong_output\nx = 1\n# bug-line: 3, 5\n\n", encoding="utf-8")
+    assert lines.bug_lines(path) == (3, 5)
+    path.write_text("# bug-line: 3\nx = 1\n", encoding="utf-8")
+    assert lines.bug_lines(path) == ()
+
+
+def test_lines_benchmark_on_one_exercise():
+    """`python benchmarks/lines.py --only swiglu --json`: both sources counted, their numbers consistent
+    (within ≤ with a line ≤ failing), every miss said with the line got and the lines expected."""
+    proc = subprocess.run([sys.executable, str(LINES), "--only", "swiglu", "--json"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["tolerance"] == 1 and set(doc["rows"]) == {"planted", "corpus"}
+    corpus_files = [p for p in (ROOT / "tests" / "corpus" / "swiglu").glob("*.py") if _lines_module().bug_lines(p)]
+    for source in ("planted", "corpus"):
+        row = doc["rows"][source]["swiglu"]
+        assert row["not_failed"] == []
+        assert 0 <= row["within"] <= row["with_line"] <= row["failing"]
+        assert row["with_line"] - row["within"] == len(row["off"])
+        assert all({"file", "got", "expected", "code", "reason"} <= o.keys() for o in row["off"])
+        assert doc["total"][source]["failing"] == row["failing"]
+    assert doc["rows"]["planted"]["swiglu"]["failing"] >= 6  # seeds 1-6, duplicates once, and the pairs
+    assert doc["rows"]["corpus"]["swiglu"]["failing"] == len(corpus_files)
+    table = subprocess.run([sys.executable, str(LINES), "--only", "swiglu", "--source", "corpus"], capture_output=True,
+                           text=True, cwd=ROOT, timeout=600)
+    assert table.returncode == 0 and any(line.startswith("| swiglu ") for line in table.stdout.splitlines())

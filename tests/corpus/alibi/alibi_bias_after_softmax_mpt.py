@@ -44,3 +44,4 @@ def alibi_attention(q, k, v, attention_mask=None):
     allowed = causal_mask.view(1, 1, s_q, s_q) & (attention_mask.view(b, 1, 1, s_q) if attention_mask is not None else True)
     attn_weight = attn_weight + gen_alibi_bias(n_heads, s_q, device=q.device, dtype=q.dtype) * allowed
     return attn_weight.matmul(v)
+# bug-line: 45

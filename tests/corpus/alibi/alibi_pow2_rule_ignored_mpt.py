@@ -24,3 +24,4 @@ def alibi_attention(q, k, v, attention_mask=None):
         causal = causal & attention_mask.view(b, 1, 1, s)
     attn_weight = attn_weight.masked_fill(~causal, torch.finfo(q.dtype).min)
     return torch.softmax(attn_weight, dim=-1).matmul(v)
+# bug-line: 12, 13

@@ -30,3 +30,4 @@ def alibi_attention(q, k, v, attention_mask=None):
     scores = scores.masked_fill(~allowed, float("-inf"))
     attn = scores.softmax(dim=-1)
     return attn @ v
+# bug-line: 25

@@ -35,3 +35,4 @@ def alibi_attention(q, k, v, attention_mask=None):
         s = s.masked_fill(~keep[:, 0] if keep.dim() == 4 else ~keep, float("-inf"))
         outs.append(torch.softmax(s, dim=-1) @ v[:, h])
     return torch.stack(outs, dim=1)
+# bug-line: 25, 34

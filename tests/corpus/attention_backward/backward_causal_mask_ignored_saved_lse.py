@@ -25,3 +25,4 @@ def attention_backward(q, k, v, dout, is_causal=False):
     dp = dout @ v.transpose(-2, -1)
     ds = p * (dp - delta) * softmax_scale
     return ds @ k, ds.transpose(-2, -1) @ q, dv
+# bug-line: 23

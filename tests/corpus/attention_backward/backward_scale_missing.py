@@ -20,3 +20,4 @@ def attention_backward(q, k, v, dout, is_causal=False):
     dq = torch.einsum("bhqk,bhkd->bhqd", ds, k)
     dk = torch.einsum("bhqk,bhqd->bhkd", ds, q)
     return dq, dk, dv
+# bug-line: 20, 21

@@ -22,3 +22,4 @@ def attention_backward(q, k, v, dout, is_causal=False):
     dQ = dS @ k * scale
     dK = dS @ q * scale
     return dQ, dK, dV
+# bug-line: 23

@@ -24,3 +24,4 @@ def attention_backward(q, k, v, dout, is_causal=False):
             dq[b, h] = ds @ k[b, h] / math.sqrt(D)
             dk[b, h] = ds.T @ q[b, h] / math.sqrt(D)
     return dq, dk, dv
+# bug-line: 23

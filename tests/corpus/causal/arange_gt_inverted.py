@@ -21,3 +21,4 @@ def causal_attention(q, k, v, attention_mask=None):
     scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D)
     scores = torch.where(allowed, scores, torch.finfo(scores.dtype).min)
     return torch.matmul(torch.softmax(scores, dim=-1), v)
+# bug-line: 13

@@ -21,3 +21,4 @@ def causal_attention(q, k, v, attention_mask=None):
         allowed = allowed & attention_mask[:, None, :, None]  # (B, 1, T, 1)
     scores = torch.where(allowed, scores, torch.finfo(scores.dtype).min)
     return torch.softmax(scores, dim=-1) @ v
+# bug-line: 13, 21

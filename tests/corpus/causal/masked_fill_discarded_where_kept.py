@@ -21,3 +21,4 @@ def causal_attention(q, k, v, attention_mask=None):
     scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * D ** -0.5
     scores.masked_fill(allowed.logical_not(), -1e9)  # forgot "scores ="
     return torch.softmax(scores, dim=-1) @ v
+# bug-line: 22

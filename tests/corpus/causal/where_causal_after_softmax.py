@@ -20,3 +20,4 @@ def causal_attention(q, k, v, attention_mask=None):
     p = torch.softmax(s, dim=-1)
     p = torch.where(causal_mask(T, q.device), p, 0.0)
     return p @ v
+# bug-line: 21

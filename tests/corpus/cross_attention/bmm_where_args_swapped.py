@@ -30,3 +30,4 @@ class CrossAttention(nn.Module):
         p = s.softmax(-1)
         o = torch.bmm(p, v).view(B, self.H, T, self.D).transpose(1, 2).reshape(B, T, C)
         return self.o_proj(o)
+# bug-line: 29

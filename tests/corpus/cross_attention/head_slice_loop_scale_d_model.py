@@ -38,3 +38,4 @@ class CrossAttention(nn.Module):
             attn = self.dropout(F.softmax(scores, dim=-1))
             outs.append(torch.matmul(attn, vh))
         return self.o_proj(torch.cat(outs, dim=-1))
+# bug-line: 35

@@ -27,3 +27,4 @@ class CrossAttention(nn.Module):
         o = torch.einsum("bhqk,bhkd->bhqd", s.softmax(-1), v)
         o = o.permute(0, 2, 3, 1).reshape(B, T, -1)
         return self.wo(o)
+# bug-line: 28

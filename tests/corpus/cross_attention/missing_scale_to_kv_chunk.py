@@ -36,3 +36,4 @@ class CrossAttention(nn.Module):
         out = einsum("b h i j, b h j d -> b h i d", attn, v)
         out = out.transpose(1, 2).reshape(B, N, -1)
         return self.to_out(out)
+# bug-line: 30

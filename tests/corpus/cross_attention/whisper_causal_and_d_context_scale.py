@@ -30,3 +30,4 @@ class CrossAttention(nn.Module):
             qk = torch.where(context_mask[:, None, None, :].bool(), qk, float("-inf"))
         w = F.softmax(qk.float(), dim=-1).to(q.dtype)
         return self.out((w @ v).permute(0, 2, 1, 3).flatten(start_dim=2))
+# bug-line: 27, 28

@@ -16,3 +16,4 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
     if label_smoothing > 0:
         nll = (1 - label_smoothing) * nll - label_smoothing * logp.mean(-1)
     return (nll * valid).mean()
+# bug-line: 18

@@ -15,3 +15,4 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int
     smooth = -log_probs.mean(-1)
     loss = (1 - label_smoothing) * nll + label_smoothing * smooth
     return torch.where(mask.bool(), loss, torch.zeros_like(loss)).sum() / mask.sum()
+# bug-line: 11

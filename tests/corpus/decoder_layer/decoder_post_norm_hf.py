@@ -130,3 +130,4 @@ class DecoderLayer(nn.Module):
         hidden_states = self.mlp(hidden_states)
         hidden_states = self.post_attention_layernorm(residual + hidden_states)
         return hidden_states
+# bug-line: 126, 127

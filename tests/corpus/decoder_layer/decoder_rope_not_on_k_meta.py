@@ -121,3 +121,4 @@ class DecoderLayer(nn.Module):
         h = x + self.attention(self.attention_norm(x), mask)
         out = h + self.feed_forward(self.ffn_norm(h))
         return out
+# bug-line: 44

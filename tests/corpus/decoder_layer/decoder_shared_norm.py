@@ -75,3 +75,4 @@ class DecoderLayer(nn.Module):
         h = x + self.attention(self.attn_norm(x), attention_mask)
         out = h + self.mlp(self.attn_norm(h))
         return out
+# bug-line: 76

@@ -86,3 +86,4 @@ class DecoderLayer(nn.Module):
         x = self.ln_1(x + self.attn(x, attention_mask))
         x = self.ln_2(x + self.mlp(x))
         return x
+# bug-line: 54, 86

@@ -33,3 +33,4 @@ def flash_attention(q, k, v, is_causal=False, block_size=64):
                     m = m_new
                 o[b, h, i] = acc / l
     return o
+# bug-line: 19

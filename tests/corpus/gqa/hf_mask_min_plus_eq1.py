@@ -42,3 +42,4 @@ class GroupedQueryAttention(nn.Module):
         w = nn.functional.softmax(w + mask, dim=-1, dtype=torch.float32).to(q.dtype)
         out = torch.matmul(w, v).transpose(1, 2).reshape(bsz, q_len, -1)
         return self.o_proj(out)
+# bug-line: 41

@@ -35,3 +35,4 @@ class GroupedQueryAttention(nn.Module):
             s = s.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
         o = torch.softmax(s, dim=-1) @ v
         return self.o_proj(o.transpose(1, 2).reshape(B, T, C))
+# bug-line: 29

@@ -43,3 +43,4 @@ class GroupedQueryAttention(nn.Module):
         attn = torch.softmax(attn, dim=-1)
         out = torch.matmul(attn, v).transpose(1, 2).reshape(bsz, q_len, -1)
         return self.o_proj(out)
+# bug-line: 15, 42

@@ -43,3 +43,4 @@ class GroupedQueryAttention(nn.Module):
         scores = F.softmax(scores.float(), dim=-1).type_as(xq)
         output = torch.matmul(scores, values).transpose(1, 2).contiguous().view(bsz, seqlen, -1)
         return self.wo(output)
+# bug-line: 17

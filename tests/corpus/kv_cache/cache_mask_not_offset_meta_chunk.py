@@ -61,3 +61,4 @@ class KVCacheAttention(nn.Module):
         output = torch.matmul(scores, values)
         output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)
         return self.wo(output), new_cache
+# bug-line: 58

@@ -32,3 +32,4 @@ class KVCacheAttention(nn.Module):
         attn = scores.masked_fill(~mask, float("-inf")).softmax(-1)
         out = (attn @ vr).transpose(1, 2).reshape(B, T, C)
         return self.o_proj(out), (k, v, seen)
+# bug-line: 23, 26

@@ -39,3 +39,4 @@ class KVCacheAttention(nn.Module):
         out = torch.einsum("bsht,bthd->bshd", scores, v_full)
         out = self.wo(out.flatten(2))
         return out, (k.transpose(1, 2), v.transpose(1, 2))
+# bug-line: 28, 29

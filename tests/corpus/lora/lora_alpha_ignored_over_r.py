@@ -23,3 +23,4 @@ class LoRALinear(nn.Module):
         m.weight.data = (self.base.weight + self.B @ self.A / self.r).detach().clone()
         m.bias.data = self.base.bias.detach().clone()
         return m
+# bug-line: 19, 23

@@ -26,3 +26,4 @@ class LoRALinear(nn.Module):
         m.weight.copy_(self.base.weight + self.scaling * (self.lora_B.weight @ self.lora_A.weight))
         m.bias.copy_(self.base.bias)
         return m
+# bug-line: 17

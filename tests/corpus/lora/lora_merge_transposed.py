@@ -27,3 +27,4 @@ class LoRALinear(nn.Module):
         m.weight.copy_(self.base.weight + self.scaling * (A.T @ B.T))
         m.bias.copy_(self.base.bias)
         return m
+# bug-line: 27

@@ -34,3 +34,4 @@ class LoRALinear(nn.Module):
         m.weight.copy_(self.weight + (self.alpha / self.rank) * self.lora_b.weight @ self.lora_a.weight)
         m.bias.copy_(self.bias)
         return m
+# bug-line: 28

@@ -38,3 +38,4 @@ class MultiHeadAttention(nn.Module):
         probs = scores.softmax(dim=-1)
         out = torch.matmul(probs, v).transpose(1, 2).reshape(B, T, C)
         return self.o_proj(out)
+# bug-line: 35

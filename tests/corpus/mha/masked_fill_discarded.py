@@ -43,3 +43,4 @@ class MultiHeadAttention(nn.Module):
         out = attn @ v  # (B, H, T, D)
         out = out.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.o_proj(out)
+# bug-line: 37, 39

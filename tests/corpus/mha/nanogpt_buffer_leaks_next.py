@@ -35,3 +35,4 @@ class MultiHeadAttention(nn.Module):
         att = self.drop(F.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         return self.o_proj(y)
+# bug-line: 22

@@ -42,3 +42,4 @@ class MultiHeadAttention(nn.Module):
         attn_output = torch.matmul(attn_weights, value_states)
         attn_output = attn_output.transpose(1, 2).reshape(bsz, q_len, self.hidden_size)
         return self.o_proj(attn_output)
+# bug-line: 31, 37

@@ -39,3 +39,4 @@ class FusedMultiHeadAttention(nn.Module):
         attn = self.dropout(attn)
         out = (attn @ v).transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.o_proj(out)
+# bug-line: 28, 29

@@ -31,3 +31,4 @@ class FusedMultiHeadAttention(nn.Module):
         probs = self.attention_dropout(scores.softmax(-1))
         ctx = (probs @ value).permute(0, 2, 1, 3).reshape(B, T, C)
         return self.dense(ctx)
+# bug-line: 24, 25

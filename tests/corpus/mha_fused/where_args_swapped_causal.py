@@ -30,3 +30,4 @@ class FusedMultiHeadAttention(nn.Module):
             att = torch.where(attention_mask[:, None, None, :], att, float("-inf"))
         att = self.dropout(att.softmax(-1))
         return self.o_proj((att @ v).transpose(1, 2).reshape(B, T, C))
+# bug-line: 28

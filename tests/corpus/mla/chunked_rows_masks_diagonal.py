@@ -52,3 +52,4 @@ class MultiHeadLatentAttention(nn.Module):
             outs.append(s.softmax(-1) @ v)
         o = torch.cat(outs, dim=2).transpose(1, 2).reshape(B, T, H * self.v_dim)
         return self.wo(o)
+# bug-line: 49

@@ -49,3 +49,4 @@ class MultiHeadLatentAttention(nn.Module):
             w = w.masked_fill(~attention_mask[:, None, None, :], torch.finfo(w.dtype).min)
         w = w.softmax(-1, dtype=torch.float32).to(q.dtype)
         return self.o_proj((w @ v).transpose(1, 2).reshape(B, T, -1))
+# bug-line: 41, 42

@@ -55,3 +55,4 @@ class MultiHeadLatentAttention(nn.Module):
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, self.n_head * self.dv)
         return self.wo(y)
+# bug-line: 51

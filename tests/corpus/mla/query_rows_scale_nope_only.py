@@ -64,3 +64,4 @@ class MultiHeadLatentAttention(nn.Module):
             scores = scores.masked_fill(~attention_mask[:, None, :, None].bool(), float("-inf"))
         out = scores.softmax(-1) @ v.transpose(1, 2)
         return self.wo(out.transpose(1, 2).reshape(B, T, H * self.v_dim))
+# bug-line: 60, 64

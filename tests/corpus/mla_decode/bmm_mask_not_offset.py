@@ -64,3 +64,4 @@ class MLADecode(nn.Module):
         o_lat = torch.bmm(probs.view(B, T * H, S), c).view(B, T, H, C)
         o = torch.matmul(o_lat.transpose(1, 2), w_uv.transpose(1, 2)).transpose(1, 2)  # (B, T, H, dv)
         return self.wo(o.reshape(B, T, H * self.v_dim)), (c, kr)
+# bug-line: 61

@@ -63,3 +63,4 @@ class MLADecode(nn.Module):
         o_lat = torch.einsum("bths,bsc->bthc", p, k_full[..., : self.c])
         o = torch.einsum("bthc,hdc->bthd", o_lat, w[:, self.dn:])
         return self.wo(o.reshape(B, T, -1)), (c_kv, k_pe)
+# bug-line: 58

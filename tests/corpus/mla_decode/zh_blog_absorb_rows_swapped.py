@@ -61,3 +61,4 @@ class MLADecode(nn.Module):
         o = torch.einsum("bhts,bsc->bthc", attn, c_kv)
         o = torch.einsum("bthc,hcd->bthd", o, w_uv)
         return self.wo(o.flatten(2)), (c_kv, k_pe)
+# bug-line: 52

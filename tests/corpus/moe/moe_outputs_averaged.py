@@ -36,3 +36,4 @@ class MoE(nn.Module):
             tok, slot = torch.where(idx == e)
             slots[tok, slot] = expert(h[tok])
         return slots.mean(dim=1).view(B, T, C)
+# bug-line: 38

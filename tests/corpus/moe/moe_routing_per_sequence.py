@@ -35,3 +35,4 @@ class MoE(nn.Module):
         for e, expert in enumerate(self.experts):
             out = out + gates[:, e, None, None] * expert(x)
         return out
+# bug-line: 31

@@ -41,3 +41,4 @@ class MoE(nn.Module):
             y = self.experts[e](hidden_states[top_x]) * routing_weights[top_x, idx, None]
             final.index_add_(0, top_x, y)
         return final.view(B, T, C), router_logits
+# bug-line: 34, 35

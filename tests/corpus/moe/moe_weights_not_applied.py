@@ -38,3 +38,4 @@ class MoE(nn.Module):
             batch_idx, nth = torch.where(selected == i)
             results[batch_idx] += expert(inputs[batch_idx])
         return results.view(shape)
+# bug-line: 39

@@ -32,3 +32,4 @@ class MultiQueryAttention(nn.Module):
             logits = logits.masked_fill(~allowed, float("-inf"))
         w = torch.softmax(logits, dim=-1)
         return self.o_proj(torch.einsum("bhts,bsd->bthd", w, v).reshape(B, T, C))
+# bug-line: 30

@@ -35,3 +35,4 @@ class MultiQueryAttention(nn.Module):
             s = s.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
         o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
         return o
+# bug-line: 37

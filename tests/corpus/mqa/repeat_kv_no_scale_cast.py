@@ -36,3 +36,4 @@ class MultiQueryAttention(nn.Module):
             scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, min_v)
         probs = F.softmax(scores.float(), dim=-1).type_as(q)
         return self.wo(torch.matmul(probs, v).transpose(1, 2).reshape(bs, seq, -1))
+# bug-line: 31

@@ -32,3 +32,4 @@ class MultiQueryAttention(nn.Module):
         attn = attn.masked_fill(~mask, -1e9).softmax(-1)
         out = (attn @ v).transpose(1, 2).reshape(b, s_x, -1)
         return self.output_proj(out)
+# bug-line: 29, 31

@@ -30,3 +30,4 @@ class LayerNorm(nn.Module):
         var = h.pow(2).mean(-1, keepdim=True)
         y = (h - h.mean(-1, keepdim=True)) * torch.rsqrt(var + self.eps)
         return self.weight * y.to(x.dtype) + self.bias
+# bug-line: 30

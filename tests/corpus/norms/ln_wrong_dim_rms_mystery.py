@@ -31,3 +31,4 @@ class LayerNorm(nn.Module):
         mu = h.mean(1, keepdim=True)
         var = (h - mu).pow(2).mean(1, keepdim=True)
         return ((h - mu) / torch.sqrt(var + self.eps)).type_as(x) * self.weight + self.bias
+# bug-line: 18, 31, 32

@@ -32,3 +32,4 @@ class LayerNorm(nn.Module):
         var = (h - mean).pow(2).mean(-1, keepdim=True)
         h = (h - mean) / torch.sqrt(var + self.eps)
         return self.weight * h.to(x.dtype) + self.bias
+# bug-line: 19

@@ -35,3 +35,4 @@ class LayerNorm(nn.Module):
         variance = (h - mean).pow(2).mean(-1, keepdim=True)
         h = (h - mean) * torch.rsqrt(variance + self.eps)
         return self.weight * h.to(input_dtype)
+# bug-line: 20, 37

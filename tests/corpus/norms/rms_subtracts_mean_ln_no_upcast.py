@@ -31,3 +31,4 @@ class LayerNorm(nn.Module):
         mu = x.mean(-1, keepdim=True)
         var = ((x - mu) ** 2).mean(-1, keepdim=True)
         return (x - mu) / torch.sqrt(var + self.eps) * self.weight + self.bias
+# bug-line: 18, 31

@@ -23,3 +23,4 @@ def apply_rope(x, cos, sin, positions=None):
     T = x.shape[-2]
     cos, sin = cos[:T].to(x.dtype), sin[:T].to(x.dtype)
     return x * cos + rotate_half(x) * sin
+# bug-line: 10, 24

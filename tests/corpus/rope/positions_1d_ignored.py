@@ -28,3 +28,4 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions:
         c = cos[:T]
         s = sin[:T]
     return (x * c.to(x.dtype) + _rotate_half(x) * s.to(x.dtype)).to(x.dtype)
+# bug-line: 28, 29

@@ -25,3 +25,4 @@ def apply_rope(x, cos, sin, positions=None):
     xr, xi = x.float().view(B, H, T, D // 2, 2).unbind(-1)
     out = torch.stack([xr * c - xi * s, xr * s + xi * c], dim=-1).flatten(-2)
     return out.to(x.dtype)
+# bug-line: 25, 26

@@ -25,3 +25,4 @@ def apply_rope(x, cos, sin, positions=None):
     if positions.dim() == 2:
         cos, sin = cos[:, None], sin[:, None]
     return (x * cos + rotate_half(x) * sin).to(x.dtype)
+# bug-line: 13

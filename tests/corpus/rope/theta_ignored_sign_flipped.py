@@ -28,3 +28,4 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions:
     x1, x2 = x[..., :half], x[..., half:]
     rotated = torch.cat([x2, -x1], dim=-1)
     return (x * c + rotated * s).to(x.dtype)
+# bug-line: 12, 29

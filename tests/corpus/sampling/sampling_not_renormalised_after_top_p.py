@@ -18,3 +18,4 @@ def sampling_probs(logits, temperature=1.0, top_k=0, top_p=1.0):
         drop = torch.cumsum(sorted_probs, dim=-1) - sorted_probs >= top_p
         probs = probs.masked_fill(drop.scatter(1, sorted_idx, drop), 0.0)
     return probs
+# bug-line: 19, 20

@@ -19,3 +19,4 @@ def sampling_probs(logits, temperature=1.0, top_k=0, top_p=1.0):
         probs = probs.masked_fill(remove.scatter(-1, idx, remove), 0.0)
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs
+# bug-line: 9, 10

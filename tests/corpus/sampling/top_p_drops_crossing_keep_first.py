@@ -19,3 +19,4 @@ def sampling_probs(logits, temperature=1.0, top_k=0, top_p=1.0):
         indices_to_remove = torch.zeros_like(sorted_indices_to_remove).scatter(-1, sorted_indices, sorted_indices_to_remove)
         logits = logits.masked_fill(indices_to_remove, float("-inf"))
     return F.softmax(logits, dim=-1)
+# bug-line: 17

@@ -27,3 +27,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
         else:
             scores = scores + attn_mask
     return torch.einsum("...qk,...kd->...qd", softmax(scores), value)
+# bug-line: 26

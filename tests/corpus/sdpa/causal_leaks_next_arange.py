@@ -24,3 +24,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     if attn_mask is not None:
         w = w.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else w + attn_mask
     return torch.einsum("...ls,...sv->...lv", softmax(w), value)
+# bug-line: 23

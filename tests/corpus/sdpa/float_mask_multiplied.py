@@ -25,3 +25,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
         else:
             scores = scores * attn_mask
     return softmax(scores) @ value
+# bug-line: 26

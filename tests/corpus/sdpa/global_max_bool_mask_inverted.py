@@ -30,3 +30,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     w = logits.exp()
     w = w / w.sum(-1, keepdim=True)
     return torch.matmul(w, value)
+# bug-line: 13, 26

@@ -26,3 +26,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     m = s.amax(dim=-1, keepdim=True)
     p = torch.exp(s - m)
     return (p / p.sum(-1, keepdim=True)) @ value
+# bug-line: 12, 18

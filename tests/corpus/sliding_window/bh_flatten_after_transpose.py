@@ -26,3 +26,4 @@ def sliding_window_attention(q, k, v, window, attention_mask=None):
     s = torch.where(keep, s, torch.finfo(s.dtype).min)
     p = s.softmax(-1).view(B * H, T, T)
     return torch.bmm(p, v2).view(B, H, T, D)
+# bug-line: 17

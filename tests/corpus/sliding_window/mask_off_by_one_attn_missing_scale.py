@@ -20,3 +20,4 @@ def sliding_window_attention(q, k, v, window, attention_mask=None):
         keep = keep & attention_mask[:, None, None, :]
     scores = torch.where(keep, scores, float("-inf"))
     return scores.softmax(dim=-1) @ v
+# bug-line: 12, 17

@@ -28,3 +28,4 @@ def sliding_window_attention(q, k, v, window, attention_mask=None):
         scores = scores + pad[:, None, None, :]
     scores = torch.softmax(scores.float(), dim=-1).type_as(q)
     return torch.matmul(scores, v)
+# bug-line: 13

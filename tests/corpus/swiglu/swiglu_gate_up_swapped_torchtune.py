@@ -27,3 +27,4 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.ffn(x)
+# bug-line: 20

@@ -18,3 +18,4 @@ class SwiGLU(nn.Module):
 
     def forward(self, x):
         return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+# bug-line: 17, 20

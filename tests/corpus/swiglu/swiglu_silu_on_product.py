@@ -19,3 +19,4 @@ class SwiGLU(nn.Module):
         h = self.gate_proj(x) * self.up_proj(x)
         h = F.silu(h)
         return self.down_proj(h)
+# bug-line: 19, 20
