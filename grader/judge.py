@@ -669,24 +669,28 @@ class Judge:
         """Where a named mistake shows when that is a group of the cases (at most half of them:
         ignore_index set, top_p < 1, left padding …) and the others match the reference: the
         learner is told which inputs bring it out. Nothing when it shows (nearly) everywhere."""
-        failing = {(c.config, c.case.name) for c in self.failed_cases}
-        total = sum(len(self.cases(d.index)) for d in configs)
+        failing, total = self._failing_of(configs)
         if not failing or 2 * len(failing) > total:
             return ()
-        return (msg("evidence.case_group", cases=self._failed_case_names(), others=total - len(failing)),)
+        return (self._case_group_message(failing, total),)
 
-    def _failed_case_names(self) -> str:
-        """The failing cases by name, the first :data:`SHOWN_CASES` of them."""
+    def _failing_of(self, configs: list[ConfigReply]) -> tuple[set[tuple[int, str]], int]:
+        """The failing (config, case) pairs, and how many cases the configs have in all."""
+        return {(c.config, c.case.name) for c in self.failed_cases}, sum(len(self.cases(d.index)) for d in configs)
+
+    def _case_group_message(self, failing: set, total: int) -> Message:
+        """``evidence.case_group``: the failing cases by name (the first :data:`SHOWN_CASES` of
+        them) and how many others match the reference."""
         names = list(dict.fromkeys(c.case.name for c in self.failed_cases))
-        return ", ".join(names[:SHOWN_CASES]) + (", …" if len(names) > SHOWN_CASES else "")
+        cases = ", ".join(names[:SHOWN_CASES]) + (", …" if len(names) > SHOWN_CASES else "")
+        return msg("evidence.case_group", cases=cases, others=total - len(failing))
 
     def _case_group(self, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
         """A mistake confined to a group of cases (positions ignored when given as (T,), honoured as
         (B, T); the padding ignored only when it is on the left): the wrong cases are exactly those
         the one mistake's variant reproduces, every other case matches the reference. Named with
         the cases it shows in; nothing when no mistake, or more than one, explains them."""
-        failing = {(c.config, c.case.name) for c in self.failed_cases}
-        total = sum(len(self.cases(d.index)) for d in configs)
+        failing, total = self._failing_of(configs)
         if len(failing) >= total:  # every case is wrong: no group, and no single mistake explained them all
             return []
         fills = variants.FILLS
@@ -696,7 +700,7 @@ class Judge:
         if len({k.split(":")[0] for k in alone}) != 1:
             return []
         knob = alone[0]
-        evidence = (msg("evidence.case_group", cases=self._failed_case_names(), others=total - len(failing)),)
+        evidence = (self._case_group_message(failing, total),)
         return [Diagnosis(knob.split(":")[0], evidence + self._evidence(knob.split(":")[0], knob, configs)[1:])]
 
     def _pairs(self) -> list[tuple[str, str]]:
