@@ -181,7 +181,7 @@ class Judge:
             return Verdict.WRONG_OUTPUT if mixed and self._mask_kept(configs) else verdict
         categories = [getattr(self.ex.mistake(d.id), "category", "") or "" for d in diagnoses]
         category = next((c for c in categories if c), "")
-        masks = any(not c and _mistake(d.id).mask for d, c in zip(diagnoses, categories))
+        masks = any(not c and self._mistake(d.id).mask for d, c in zip(diagnoses, categories))
         if verdict is Verdict.MASK_LEAK and category == Verdict.WRONG_OUTPUT.value and masks:
             return verdict  # a mask slip named beside the one that mixes tokens: the leak is a mask's too
         return Verdict(category) if category in (Verdict.WRONG_OUTPUT.value, Verdict.MASK_LEAK.value) else verdict
@@ -582,7 +582,7 @@ class Judge:
             # each mask with its own fill, or both added as biases (mask mistakes only, failures only)
             fills = variants.MASK_FILLS
             by_fill = {k: next((f for f in fills if reproduces(k, f)), None) for k in self.kind.knobs()
-                       if _mistake(k).mask}
+                       if self._mistake(k).mask}
             matched = [k for k, f in by_fill.items() if f is not None]
             mask_fills.update((k, f) for k, f in by_fill.items() if f is not None)
         else:
@@ -626,7 +626,7 @@ class Judge:
                 seen.add(d.id)
                 found.append(d)
         made = {d.id for d in found}
-        return [d for d in found if _mistake(d.id).superseded_by not in made]
+        return [d for d in found if self._mistake(d.id).superseded_by not in made]
 
     def _apart(self, outputs, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
         """Each object's outputs explained on their own (norms' RMSNorm and LayerNorm, sdpa's softmax
@@ -664,6 +664,12 @@ class Judge:
             evidence = (msg("evidence.object_apart", output=name),) + self._evidence(knob.split(":")[0], knob, configs)[1:]
             found.append(Diagnosis(knob.split(":")[0], evidence))
         return found
+
+    def _mistake(self, knob: str):
+        """The mistake a knob (``id`` or ``id:part``) or a diagnosis is, as this exercise has it
+        (:meth:`Exercise.mistake`): what the judge reads of it besides its words (``mask``,
+        ``early_in_pairs``, ``evidence``, ``superseded_by``)."""
+        return self.ex.mistake(knob.split(":")[0])
 
     def _shows_in(self, configs: list[ConfigReply]) -> tuple[Message, ...]:
         """Where a named mistake shows when that is a group of the cases (at most half of them:
@@ -709,7 +715,7 @@ class Judge:
         knobs = self.kind.knobs()
         whole = {k.split(":")[0] for k in knobs}
         named = list(dict.fromkeys(tuple(m.pair) for m in self.ex.mistakes if len(m.pair) == 2 and set(m.pair) <= whole))
-        first = [k for k in knobs if _mistake(k).early_in_pairs]
+        first = [k for k in knobs if self._mistake(k).early_in_pairs]
         rest = [k for k in knobs if k not in first]
         ordered = first + rest
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if a.split(":")[0] != b.split(":")[0]]
@@ -763,7 +769,7 @@ class Judge:
         if ":" in knob:
             evidence.append(msg("evidence.sub_variant", variant=msg(f"variant.{knob}", part=knob.split(":", 1)[1])))
         obs = configs[0].observed if configs else None
-        shows = _mistake(mistake_id).evidence  # what the catalogue says this mistake's evidence is
+        shows = self._mistake(mistake_id).evidence  # what the catalogue says this mistake's evidence is
         if "softmax_dim" in shows and obs is not None and obs.softmax_dims:
             dim, ndim = obs.softmax_dims[0]
             evidence.append(msg("evidence.softmax_dim", dim=dim, ndim=ndim))
@@ -826,16 +832,6 @@ class Judge:
             if isinstance(dim, int) and ndim and dim not in (-1, ndim - 1):
                 found.append(Diagnosis("softmax_wrong_dim", (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)))
         return found
-
-
-def _mistake(knob: str):
-    """The catalogue's mistake a knob (``id`` or ``id:part``) is a variant of: what the judge reads
-    of it besides its words (``mask``, ``early_in_pairs``, ``evidence``, ``superseded_by``)."""
-    from attnprep import exercises
-
-    mistake_id = knob.split(":")[0]
-    found = exercises.mistake_catalogue().get(mistake_id)
-    return found if found is not None else exercises.Mistake(mistake_id, "", "", "")
 
 
 def _fills_message(fills: variants.MaskFills) -> Message:
