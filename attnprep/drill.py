@@ -1,14 +1,14 @@
 """Timed drills: a fresh stub, a countdown, a re-check on every save, the end recorded in the history.
 
-The shape follows rustlings' ``watch.rs``: one loop, :func:`run_loop`, handles every event in one
-place — a save of the file, a tick of the clock (countdown, time-up) and Ctrl-C — so the rules of
-a drill live in one function the tests drive with a fake grader, fake events and a fake clock.
+The drill runs on the timed commands' one event loop (:mod:`attnprep.loop`, after rustlings'
+``watch.rs``): saves of the drill file, ticks of the clock (countdown, time-up) and Ctrl-C arrive
+as events from one source and are handled in one place, :class:`DrillRules`, which holds only
+what is the drill's own; the tests drive it with a fake grader, fake events and a fake clock.
 
 - **Events** come from :func:`watch_events`: ``watchfiles.watch`` on the drill file's folder,
-  filtered to that file, with ``yield_on_timeout`` so that it also yields a :class:`Tick` every
-  ``TICK_S`` when nothing changed. One thread: the grader forks a child per attempt, and a
-  process that forks should not have other Python threads (the live display refreshes on ticks,
-  not from a thread of its own).
+  filtered to that file, yielding a ``Tick`` every ``TICK_S`` when nothing changed. One thread:
+  the grader forks a child per attempt, and a process that forks should not have other Python
+  threads (the live display refreshes on ticks, not from a thread of its own).
 - **Checks run in the background**: each save is graded in a forked child (:class:`ForkedCheck`),
   which the loop polls on every event, so a check that hangs (``while True: pass``) never
   freezes the countdown. A new save cancels the check in flight (its child and the attempt's are
@@ -25,7 +25,8 @@ a drill live in one function the tests drive with a fake grader, fake events and
   save then costs a fork of this warm process and the grade's own forked, isolated child.
 
 Views render the same events two ways: :class:`LiveView` (a Rich live display on a terminal) and
-:class:`PlainView` (one progress line per event worth a line, for CI and pipes).
+:class:`PlainView` (one progress line per event worth a line, for CI and pipes); both are
+:class:`attnprep.loop.View` s.
 """
 
 from __future__ import annotations
@@ -48,16 +49,15 @@ from typing import TYPE_CHECKING, Protocol
 from rich.console import Console, Group
 from rich.text import Text
 
-from attnprep import exercises, history, texts
+from attnprep import exercises, history, loop, texts
+from attnprep.loop import Event, Saved, Tick, View  # noqa: F401 (the drill's events and view protocol)
 from attnprep.prose import Block, Prose
 
 if TYPE_CHECKING:
     from attnprep.exercises import Exercise
     from attnprep.grader.result import Result
 
-TICK_S = 0.05  # how often the loop wakes up when nothing is saved (a finished check, countdown, time-up)
-STEP_MS = 20  # watchfiles: a save is reported once the file has been quiet this long
-DEBOUNCE_MS = 400  # watchfiles: ... or at most this long after the first change
+TICK_S = loop.TICK_S  # how often the loop wakes up when nothing is saved (a finished check, countdown, time-up)
 EXIT_PASSED, EXIT_TIMEOUT, EXIT_ABANDONED = 0, 1, 130
 EXIT_CODES = {"passed": EXIT_PASSED, "timeout": EXIT_TIMEOUT, "abandoned": EXIT_ABANDONED}
 
@@ -65,48 +65,15 @@ EXIT_CODES = {"passed": EXIT_PASSED, "timeout": EXIT_TIMEOUT, "abandoned": EXIT_
 TERMINAL_EDITORS = {"vi", "vim", "nvim", "nano", "pico", "micro", "hx", "helix", "kak", "joe", "ne", "ed", "mg", "emacsclient -t", "emacs -nw"}
 
 
-# --- events --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Saved:
-    """The drill file was written."""
-
-
-@dataclass(frozen=True)
-class Tick:
-    """Nothing happened for TICK_S: time to redraw the countdown and check the deadline."""
-
-
-Event = Saved | Tick
+# --- events (the one source: attnprep.loop) ---------------------------------------------------------
 
 
 def watch_events(path: Path, *, tick_s: float = TICK_S, stop_event=None) -> Iterator[Event]:
     """Saves of ``path`` and ticks, from one watcher (Ctrl-C surfaces as KeyboardInterrupt)."""
-    import watchfiles
-
-    name = path.name
-
-    def only_this_file(_change, changed: str) -> bool:
-        return os.path.basename(changed) == name
-
-    for changes in watchfiles.watch(
-        path.parent,
-        watch_filter=only_this_file,
-        debounce=DEBOUNCE_MS,
-        step=STEP_MS,
-        rust_timeout=max(1, int(tick_s * 1000)),
-        yield_on_timeout=True,
-        recursive=False,
-        stop_event=stop_event,
-        raise_interrupt=True,
-    ):
-        # An editor that saves by rename can leave the path missing for a moment: wait for the
-        # change that brings it back.
-        yield Saved() if changes and path.exists() else Tick()
+    return loop.events(watch=path, tick_s=tick_s, stop_event=stop_event)
 
 
-# --- the loop ------------------------------------------------------------------------------------
+# --- the ending ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -121,17 +88,6 @@ class Ending:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.outcome]
-
-
-class View(Protocol):
-    def ready(self) -> None: ...
-    def tick(self, elapsed: float, remaining: float) -> None: ...
-    def grading(self, elapsed: float, final: bool) -> None: ...
-    def graded(self, elapsed: float, result: Result) -> None: ...
-    def superseded(self, elapsed: float, by: float) -> None: ...
-    def unreadable(self, elapsed: float, error: OSError) -> None: ...
-    def time_up(self, elapsed: float) -> None: ...
-    def interrupted(self, elapsed: float) -> None: ...
 
 
 # --- checks ---------------------------------------------------------------------------------------
@@ -278,7 +234,145 @@ class ForkedCheck:
                 time.sleep(0.005)
 
 
-# --- the loop ------------------------------------------------------------------------------------
+# --- the drill's rules ---------------------------------------------------------------------------
+
+
+class DrillRules(loop.Rules):
+    """What the drill does with the loop's events: check every save in the background, end on the
+    first pass, give the file one final check at time-up, and on Ctrl-C keep the last verdict.
+    ``check()`` starts a check of the file; ``saved_at()`` is the clock's moment of the file's last
+    modification (to credit a save made just before the deadline)."""
+
+    def __init__(self, view: View, budget_s: float, clock: loop.Clock, *, check: Callable[[], Check],
+                 saved_at: Callable[[], float | None] = lambda: None) -> None:
+        self.view, self.budget_s, self.clock = view, budget_s, clock
+        self.check, self.saved_at = check, saved_at
+        self.last: Result | None = None
+        self.grades = 0
+        self.mistakes: dict[str, None] = {}
+        self.running: Check | None = None  # the check in flight
+        self.running_at = 0.0  # the elapsed time of the save it checks
+        self.final = False  # time is up: the check in flight is the last one
+        self.elapsed = 0.0  # at the event being handled
+
+    # -- the loop's hooks -------------------------------------------------------------------------
+
+    def before(self, now: float) -> Ending | None:
+        """Start the clock at the first event; collect a check that has finished."""
+        if self.clock.started is None:
+            self.clock.start(now)
+            self.view.ready()
+        self.elapsed = now - self.clock.started
+        if self.running is not None and self.running.done():
+            checked_at, result = self.running_at, self._collect()
+            if self.final:
+                return self._after_final(result)
+            if result is not None and result.passed:
+                return self._ending("passed", checked_at)
+        return None
+
+    def saved(self, now: float) -> Ending | None:
+        if self.final:  # waiting for the last verdict; a save after the deadline changes nothing
+            return self._waiting()
+        elapsed = self.elapsed
+        if elapsed < self.budget_s:
+            if self.running is not None:  # a newer save: the check in flight is no longer wanted
+                self.running.cancel()
+                self.running = None
+                self.view.superseded(self.running_at, elapsed)
+            self._start(elapsed, False)
+            if self.running.done():  # checked at once
+                result = self._collect()
+                if result is not None and result.passed:
+                    return self._ending("passed", elapsed)
+                elapsed = self.clock.now() - self.clock.started  # grading took a while
+        return self._clock(elapsed, saved=True)
+
+    def tick(self, now: float) -> Ending | None:
+        if self.final:
+            return self._waiting()
+        return self._clock(self.elapsed, saved=False)
+
+    def exhausted(self, now: float) -> Ending:
+        raise RuntimeError("the file watcher stopped before the drill ended")
+
+    def interrupted(self, now: float) -> Ending:
+        """Ctrl-C: abandoned, with the last verdict; if nothing was graded yet, the file's check
+        is waited for, or made, once (a second Ctrl-C leaves without it)."""
+        if self.clock.started is None:
+            if self.running is not None:
+                self.running.cancel()
+            return self._ending("abandoned", 0.0)
+        elapsed = min(now - self.clock.started, self.budget_s)
+        self.view.interrupted(elapsed)
+        try:
+            if self.last is None:
+                if self.running is None:
+                    self._start(elapsed, True)
+                self.running.wait()
+                self._collect()
+        except KeyboardInterrupt:  # a second Ctrl-C: leave without a verdict
+            pass
+        finally:
+            if self.running is not None:
+                self.running.cancel()
+        return self._ending("abandoned", elapsed)
+
+    # -- the drill's own steps --------------------------------------------------------------------
+
+    def _ending(self, outcome: str, elapsed: float) -> Ending:
+        return Ending(outcome, elapsed, self.last, self.clock.started, self.grades, tuple(self.mistakes))
+
+    def _start(self, elapsed: float, final: bool) -> None:
+        self.view.grading(elapsed, final)
+        self.running_at = elapsed
+        self.running = self.check()
+
+    def _collect(self) -> Result | None:
+        """The verdict of the finished check (None: the file could not be read)."""
+        finished, self.running = self.running, None
+        try:
+            result = finished.outcome()
+        except OSError as exc:  # the file vanished or is unreadable mid-save: wait for the next one
+            self.view.unreadable(self.running_at, exc)
+            return None
+        self.grades += 1
+        self.last = result
+        if not result.internal:
+            self.mistakes.update(dict.fromkeys(d.id for d in result.diagnoses))
+        self.view.graded(self.running_at, result)
+        return result
+
+    def _waiting(self) -> None:
+        """Time is up and the final check runs: the clock shows the budget spent."""
+        self.view.tick(min(self.elapsed, self.budget_s), 0.0)
+        return None
+
+    def _clock(self, elapsed: float, *, saved: bool) -> Ending | None:
+        """The countdown, or the time-up: the final check (the one in flight if it is of the last
+        save, else a new one)."""
+        if elapsed < self.budget_s:
+            self.view.tick(elapsed, self.budget_s - elapsed)
+            return None
+        self.view.time_up(self.budget_s)
+        self.final = True
+        if self.running is None or saved:
+            if self.running is not None:
+                self.running.cancel()
+                self.running = None
+            self._start(self.budget_s, True)
+        else:
+            self.view.grading(self.running_at, True)
+        if self.running.done():
+            return self._after_final(self._collect())
+        return None
+
+    def _after_final(self, result: Result | None) -> Ending:
+        modified = self.saved_at()
+        started = self.clock.started
+        if result is not None and result.passed and modified is not None and modified - started <= self.budget_s:
+            return self._ending("passed", max(0.0, modified - started))
+        return self._ending("timeout", self.budget_s)
 
 
 def run_loop(
@@ -293,112 +387,13 @@ def run_loop(
 ) -> Ending:
     """Run one drill over ``events`` and say how it ended. ``check()`` starts a check of the file
     (:class:`ForkedCheck` in a real drill); given only ``grade``, each check is ``grade()`` at once.
-    ``saved_at()`` is the clock value of the file's last modification (to credit a save made just
-    before the deadline)."""
+    ``saved_at()`` is the clock value of the file's last modification."""
     if check is None:
         if grade is None:
             raise TypeError("run_loop needs grade or check")
         check = lambda: GradedAtOnce(grade)  # noqa: E731
-    started: float | None = None
-    last: Result | None = None
-    grades = 0
-    mistakes: dict[str, None] = {}
-    running: Check | None = None  # the check in flight
-    running_at = 0.0  # the elapsed time of the save it checks
-    final = False  # time is up: the check in flight is the last one
-
-    def ending(outcome: str, elapsed: float, result: Result | None) -> Ending:
-        return Ending(outcome, elapsed, result, started, grades, tuple(mistakes))
-
-    def start(elapsed: float, is_final: bool) -> None:
-        nonlocal running, running_at
-        view.grading(elapsed, is_final)
-        running_at = elapsed
-        running = check()
-
-    def collect() -> Result | None:
-        """The verdict of the finished check (None: the file could not be read)."""
-        nonlocal running, last, grades
-        finished, running = running, None
-        try:
-            result = finished.outcome()
-        except OSError as exc:  # the file vanished or is unreadable mid-save: wait for the next one
-            view.unreadable(running_at, exc)
-            return None
-        grades += 1
-        last = result
-        if not result.internal:
-            mistakes.update(dict.fromkeys(d.id for d in result.diagnoses))
-        view.graded(running_at, result)
-        return result
-
-    def after_final(result: Result | None) -> Ending:
-        modified = saved_at()
-        if result is not None and result.passed and modified is not None and modified - started <= budget_s:
-            return ending("passed", max(0.0, modified - started), result)
-        return ending("timeout", budget_s, last)
-
-    try:
-        for event in events:
-            now = clock()
-            if started is None:
-                started = now
-                view.ready()
-            elapsed = now - started
-            if running is not None and running.done():
-                checked_at, result = running_at, collect()
-                if final:
-                    return after_final(result)
-                if result is not None and result.passed:
-                    return ending("passed", checked_at, last)
-            if final:  # waiting for the last verdict; a save after the deadline changes nothing
-                view.tick(min(elapsed, budget_s), 0.0)
-                continue
-            if isinstance(event, Saved) and elapsed < budget_s:
-                if running is not None:  # a newer save: the check in flight is no longer wanted
-                    running.cancel()
-                    running = None
-                    view.superseded(running_at, elapsed)
-                start(elapsed, False)
-                if running.done():  # checked at once
-                    result = collect()
-                    if result is not None and result.passed:
-                        return ending("passed", elapsed, last)
-                    elapsed = clock() - started  # grading took a while
-            if elapsed >= budget_s:
-                view.time_up(budget_s)
-                final = True
-                if running is None or isinstance(event, Saved):  # else: the check in flight is of the last save
-                    if running is not None:
-                        running.cancel()
-                        running = None
-                    start(budget_s, True)
-                else:
-                    view.grading(running_at, True)
-                if running.done():
-                    return after_final(collect())
-                continue
-            view.tick(elapsed, budget_s - elapsed)
-        raise RuntimeError("the file watcher stopped before the drill ended")
-    except KeyboardInterrupt:
-        if started is None:
-            if running is not None:
-                running.cancel()
-            return ending("abandoned", 0.0, None)
-        elapsed = min(clock() - started, budget_s)
-        view.interrupted(elapsed)
-        try:
-            if last is None:  # nothing graded yet: the check of the file, waited for or made once
-                if running is None:
-                    start(elapsed, True)
-                running.wait()
-                collect()
-        except KeyboardInterrupt:  # a second Ctrl-C: leave without a verdict
-            pass
-        finally:
-            if running is not None:
-                running.cancel()
-        return ending("abandoned", elapsed, last)
+    rules = DrillRules(view, budget_s, loop.Clock(clock), check=check, saved_at=saved_at)
+    return loop.run(events, rules, rules.clock)
 
 
 # --- views ---------------------------------------------------------------------------------------
@@ -454,7 +449,7 @@ def superseded_text(by: float) -> str:
 
 
 @dataclass
-class PlainView:
+class PlainView(View):
     """Progress lines for a non-interactive terminal: ``[00:12] saved → wrong output — …``."""
 
     console: Console
@@ -474,10 +469,10 @@ class PlainView:
             self._minute = minute
             self._line(elapsed, texts.t("drill.left", left=history.format_duration(remaining)))
 
-    def grading(self, elapsed: float, final: bool) -> None:
+    def grading(self, elapsed: float, final: bool = False) -> None:
         self._final = final
 
-    def graded(self, elapsed: float, result: Result) -> None:
+    def graded(self, elapsed: float, result: Result, *, first: bool = False) -> None:
         self._line(elapsed, texts.t("drill.final_arrow") if self._final else texts.t("drill.saved_arrow"), short_verdict(result))
 
     def superseded(self, elapsed: float, by: float) -> None:
@@ -494,7 +489,7 @@ class PlainView:
 
 
 @dataclass
-class LiveView:
+class LiveView(View):
     """A Rich live display: countdown, the check in flight, the last fix. Refreshed by the loop's
     ticks when what it shows changes (auto_refresh off: no extra thread in a process that forks).
 
@@ -566,12 +561,12 @@ class LiveView:
         self.elapsed = elapsed
         self._refresh()
 
-    def grading(self, elapsed: float, final: bool) -> None:
+    def grading(self, elapsed: float, final: bool = False) -> None:
         self.checking, self.final = elapsed, final
         self.elapsed = max(self.elapsed, elapsed)
         self._refresh()
 
-    def graded(self, elapsed: float, result: Result) -> None:
+    def graded(self, elapsed: float, result: Result, *, first: bool = False) -> None:
         self.saves += 1
         self._log(elapsed, texts.t("drill.final_arrow") if self.final else texts.t("drill.saved_arrow"), short_verdict(result))
         self.checking = None
@@ -679,26 +674,21 @@ def run_drill(
         grade = grader.grade
     if background:
         _preload(exercise)
-    wall_minus_mono = time.time() - time.monotonic()
+    clock = loop.Clock()
 
     def saved_at() -> float | None:
         try:
-            return path.stat().st_mtime - wall_minus_mono
+            return clock.of_wall(path.stat().st_mtime)
         except OSError:
             return None
 
     def check() -> Result:
         return grade(path, exercise.id)
 
-    ending = run_loop(
-        watch_events(path) if events is None else events,
-        grade=check,
-        check=(lambda: ForkedCheck(check)) if background else None,
-        view=view,
-        budget_s=budget_s,
-        saved_at=saved_at,
-    )
-    started_at = None if ending.started is None else ending.started + wall_minus_mono
+    rules = DrillRules(view, budget_s, clock, check=(lambda: ForkedCheck(check)) if background else (lambda: GradedAtOnce(check)),
+                       saved_at=saved_at)
+    ending = loop.run(watch_events(path) if events is None else events, rules, clock)
+    started_at = None if ending.started is None else clock.wall(ending.started)
     recorded = None
     if record and ending.result is not None and started_at is not None:  # a debug round records itself
         recorded = history.record(
