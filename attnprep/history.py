@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from attnprep import paths, texts
+from attnprep import loop, paths, texts
 
 if TYPE_CHECKING:
     from attnprep.exercises import Exercise
@@ -708,7 +708,7 @@ def pick_weakest(
     if not exercises:
         raise ValueError("no exercises to pick from")
     if summaries is None:
-        summaries = exercise_summaries({ex.id: ex.minutes * 60.0 for ex in exercises})
+        summaries = exercise_summaries({ex.id: loop.budget_s(ex) for ex in exercises})
     now = time.time() if now is None else now
 
     def summary(ex: Exercise) -> ExerciseSummary:
@@ -724,7 +724,7 @@ def pick_weakest(
 
     def budget(ex: Exercise) -> float:
         """The budget the best drill ran on (its own; else the exercise's)."""
-        return summary(ex).best_drill_budget_s or ex.minutes * 60.0
+        return summary(ex).best_drill_budget_s or loop.budget_s(ex)
 
     def ratio(ex: Exercise) -> float:
         best = summary(ex).best_drill_s
@@ -733,7 +733,7 @@ def pick_weakest(
     weakest = max(exercises, key=lambda ex: (ratio(ex), -(summary(ex).last_at or 0.0)))
     s = summary(weakest)
     if s.best_drill_s is None:
-        why = texts.t("weakest.no_drill", id=weakest.id, budget=format_duration(weakest.minutes * 60))
+        why = texts.t("weakest.no_drill", id=weakest.id, budget=format_duration(loop.budget_s(weakest)))
     else:
         why = texts.t("weakest.worst_ratio", id=weakest.id, best=format_duration(s.best_drill_s),
                       budget=format_duration(budget(weakest)), ratio=ratio(weakest))

@@ -17,9 +17,11 @@ answers in ``interview.json``; if no attnprep runs the interview any more (its t
 closed), ``--submit`` takes it over and goes on from where it was. The file is removed when the
 round ends.
 
-**One event loop**, as in the drill: replies (lines from the terminal or a scripted answers
-file), submit requests and clock ticks arrive as events; :class:`Session` handles them in one
-place, so tests drive a whole interview with a list of events, a fake grader and a fake clock.
+**The drill's event loop** (:mod:`attnprep.loop`): replies (lines from the terminal or a scripted
+answers file), submit requests and clock ticks arrive as events from the one source and go to
+:class:`Session`, the interview's rules: a small state machine whose phase says what it waits for
+(the first submission, a fix, a question's reveal, known or not, the chained exercise). Tests
+drive a whole interview with a list of events, a fake grader and a fake clock.
 
 Torch is imported by the grader only (:func:`attnprep.attempts.grade_attempt`).
 """
@@ -29,18 +31,18 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import select
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
 from rich.text import Text
 
-from attnprep import drill, exercises, history, paths, plan
+from attnprep import drill, exercises, history, loop, paths, plan
+from attnprep.loop import EOF, Event, FdLines, InputClosed, Reply, StreamLines, Submit, Tick, View, lines_of  # noqa: F401
 from attnprep.prose import Block, Prose
 
 if TYPE_CHECKING:
@@ -222,131 +224,16 @@ def wait_for_answer(request: str, *, timeout: float = ANSWER_WAIT_S, poll_s: flo
     return _kept_answer(request)
 
 
-# --- events --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A line from the user (the terminal or the answers file), without its newline."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Submit:
-    """A submit request from `attnprep interview --submit`."""
-
-    request: str | None
-
-
-@dataclass(frozen=True)
-class Tick:
-    """Nothing happened for TICK_S: time to redraw the clock."""
-
-
-@dataclass(frozen=True)
-class InputClosed:
-    """The terminal or the answers file has no more lines."""
-
-
-Event = Reply | Submit | Tick | InputClosed
-EOF = object()  # FdLines / StreamLines: no more lines
-SUBMITTED = object()  # Session._reply: a submission came in instead of a line
-
-
-class FdLines:
-    """Lines from a file descriptor (a terminal, a pipe), with a timeout: ``select`` then
-    ``os.read`` into a buffer of our own (a buffered reader would hide complete lines from
-    ``select``)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd, self.buffer, self.eof = fd, b"", False
-
-    def read(self, timeout: float):
-        """A line, None (nothing within ``timeout``), or :data:`EOF`."""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buffer and not self.eof:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.fd], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(self.fd, 4096)
-            if chunk:
-                self.buffer += chunk
-            else:
-                self.eof = True
-        if b"\n" in self.buffer:
-            line, self.buffer = self.buffer.split(b"\n", 1)
-        elif self.buffer:
-            line, self.buffer = self.buffer, b""
-        else:
-            return EOF
-        return line.decode("utf-8", errors="replace").rstrip("\r")
-
-
-class StreamLines:
-    """Lines from a file object that has no usable descriptor (an answers file, a test's input):
-    every line is there at once."""
-
-    def __init__(self, stream) -> None:
-        self.stream = stream
-
-    def read(self, timeout: float):
-        line = self.stream.readline()
-        if not line:
-            return EOF
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", errors="replace")
-        return line.rstrip("\n").rstrip("\r")
-
-
-def lines_of(stream) -> FdLines | StreamLines:
-    try:
-        return FdLines(stream.fileno())
-    except (AttributeError, OSError, ValueError):
-        return StreamLines(stream)
+# --- events (the one source: attnprep.loop) ---------------------------------------------------------
 
 
 def input_events(lines, *, poll: Callable[[], str | None] = take_request, tick_s: float = TICK_S) -> Iterator[Event]:
     """The events of a real session: submit requests, replies, ticks (forever; Ctrl-C surfaces as
     KeyboardInterrupt)."""
-    closed = False
-    while True:
-        request = poll()
-        if request is not None:
-            yield Submit(request)
-            continue
-        if closed:
-            time.sleep(tick_s)
-            yield Tick()
-            continue
-        line = lines.read(tick_s)
-        if line is EOF:
-            closed = True
-            yield InputClosed()
-        else:
-            yield Tick() if line is None else Reply(line)
+    return loop.events(lines=lines, poll=poll, tick_s=tick_s)
 
 
 # --- views ---------------------------------------------------------------------------------------
-
-
-class View(Protocol):
-    def started(self, exercise: Exercise, path: Path, budget_s: float, resumed: bool) -> None: ...
-    def tick(self, elapsed: float, budget_s: float) -> None: ...
-    def input_closed(self) -> None: ...
-    def grading(self, elapsed: float) -> None: ...
-    def graded(self, result: Result, *, first: bool, elapsed: float, budget_s: float) -> None: ...
-    def not_graded(self, detail: str, *, internal: bool) -> None: ...
-    def fix_prompt(self) -> None: ...
-    def question(self, i: int, n: int, qa: QA, notes: Path) -> None: ...
-    def answer(self, qa: QA) -> None: ...
-    def known_again(self) -> None: ...
-    def follow_up(self, exercise: Exercise) -> None: ...
-    def abandoned(self, elapsed: float) -> None: ...
-    def summary(self, rounds: list[RoundEnd]) -> None: ...
 
 
 def shown(path: Path) -> str:
@@ -361,11 +248,12 @@ def shown(path: Path) -> str:
 
 
 @dataclass
-class ConsoleView:
+class ConsoleView(View):
     """Lines on a console; on a terminal (``live``) the clock is one line redrawn in place."""
 
     console: Console
     live: bool = False
+    budget_s: float = 0.0  # the round's, from started()
     _minute: int = 0
     _time_up: bool = False
     _clock_drawn: bool = False
@@ -378,16 +266,16 @@ class ConsoleView:
         self.console.print(Block(Prose.assemble(*parts, style=style or "")))
 
     def started(self, exercise, path, budget_s, resumed) -> None:
-        self._minute, self._time_up = 0, False
+        self._minute, self._time_up, self.budget_s = 0, False, budget_s
         self._print((_w("title", title=exercise.title, id=exercise.id, budget=clock(budget_s)), "bold"))
         if resumed:
             self._print((_w("resumed"), "dim"))
         self._print(_w("write", file=shown(path)))
         self._print((_w("how_submit"), "dim"))
 
-    def tick(self, elapsed, budget_s) -> None:
+    def tick(self, elapsed, remaining) -> None:
+        budget_s, over = self.budget_s, -remaining
         if self.live:
-            over = elapsed - budget_s
             style = "bold green" if elapsed < 0.7 * budget_s else "bold yellow" if over < 0 else "bold red"
             text = (_w("clock_over", elapsed=clock(elapsed), budget=clock(budget_s), over=clock(over)) if over > 0
                     else _w("clock", elapsed=clock(elapsed), budget=clock(budget_s)))
@@ -402,21 +290,22 @@ class ConsoleView:
         minute = int(elapsed // 60)
         if minute > self._minute:
             self._minute = minute
-            if elapsed < budget_s:
-                self._print(f"[{drill.clock_text(elapsed)}] ", _w("left", left=clock(budget_s - elapsed)))
-        if elapsed >= budget_s and not self._time_up:
+            if remaining > 0:
+                self._print(f"[{drill.clock_text(elapsed)}] ", _w("left", left=clock(remaining)))
+        if remaining <= 0 and not self._time_up:
             self._time_up = True
             self._print(f"[{drill.clock_text(elapsed)}] ", (_w("time_up", budget=clock(budget_s)), "yellow"))
 
     def input_closed(self) -> None:
         self._print((_w("input_closed"), "dim"))
 
-    def grading(self, elapsed) -> None:
+    def grading(self, elapsed, final=False) -> None:
         self._print(f"[{drill.clock_text(elapsed)}] ", (_w("grading"), "dim"))
 
-    def graded(self, result, *, first, elapsed, budget_s) -> None:
+    def graded(self, elapsed, result, *, first=False) -> None:
         from attnprep.report import render_result
 
+        budget_s = self.budget_s
         self._print((_w("first_try") if first else _w("fix"), "bold"))
         render_result(result, self.console, full=first)
         if first:
@@ -493,10 +382,6 @@ class RoundEnd(NamedTuple):
     interview: int | None
 
 
-class Stop(Exception):
-    """The user ended the session (q, Ctrl-C or no more input where a reply was needed)."""
-
-
 def new_interview_file(exercise: Exercise, workspace: Path, *, now: float | None = None) -> Path:
     """A fresh stub ``workspace/interviews/<id>-<YYYYmmdd-HHMM>.py`` (never over a file)."""
     return drill.new_drill_file(exercise, workspace, now=now, subfolder=FOLDER)
@@ -518,12 +403,20 @@ def _default_grade(path: Path, exercise: Exercise) -> Result:
     return grade_attempt(path, exercise, record=False)
 
 
-@dataclass
-class Session:
-    """Runs interview rounds over ``events``. ``grade(path, exercise)``, ``clock`` (unix time) and
-    ``registry`` default to the real ones; tests swap them."""
+# What a session waits for (Session.phase): the first submission (the clock shows, replies are
+# "submit" or q); after a failed first try, a fix (Enter grades it, n moves on); a question's
+# reveal; whether the answer was known; whether to start the chained exercise.
+BLIND, FIX, REVEAL, KNOWN, FOLLOW = "blind", "fix", "reveal", "known", "follow"
 
-    events: Iterator[Event]
+
+@dataclass
+class Session(loop.Rules):
+    """Runs interview rounds over ``events``, on the timed commands' one loop (:mod:`attnprep.loop`):
+    the session is the loop's rules, a small state machine whose :attr:`phase` says what it waits
+    for. ``grade(path, exercise)``, ``clock`` (unix time) and ``registry`` default to the real
+    ones; tests swap them."""
+
+    events: Iterable[Event]
     view: View
     grade: Callable[[Path, Exercise], Result] | None = None  # None: the real grader
     clock: Callable[[], float] = time.time
@@ -531,7 +424,12 @@ class Session:
     questions: int = DEFAULT_QUESTIONS
     rounds: list[RoundEnd] = field(default_factory=list)
     state: OpenInterview | None = None
-    input_closed: bool = False
+    inputs_closed: bool = False  # no more replies will come: every question ends as unanswered
+    phase: str | None = None  # what the session waits for; None: it has ended
+    _cards: list[int] = field(default_factory=list)  # the round's cards still to ask
+    _of: int = 0  # how many cards the round asks in all
+    _follow: Exercise | None = None  # the chained exercise offered
+    _done: list[str] = field(default_factory=list)  # exercises done in this session
 
     # -- starting ---------------------------------------------------------------------------------
 
@@ -539,7 +437,7 @@ class Session:
         """Write the stub, record the start, write the state file."""
         now = self.clock()
         path = new_interview_file(exercise, workspace, now=now).resolve()
-        budget_s = float(exercise.minutes * 60 if budget_s is None else budget_s)
+        budget_s = loop.budget_s(exercise, seconds=budget_s)
         row = history.open_interview(exercise.id, path, started_at=now, budget_s=budget_s)
         state = OpenInterview(
             exercise=exercise.id, file=str(path), notes=str(path.with_suffix(".notes.md")),
@@ -553,149 +451,191 @@ class Session:
         """Run the round of ``state`` (a new one, or one taken over), then the chained ones."""
         self.state = state._replace(owner=os.getpid())
         write_state(self.state)
-        done: list[str] = []
-        while self.state is not None:
-            exercise = self.registry[self.state.exercise]
-            stopped = False
-            try:
-                self._round(exercise, resumed=resumed)
-            except Stop:
-                stopped = True
-            except KeyboardInterrupt:
-                if self.state.submitted_s is None:
-                    self._abandon()
-                stopped = True
-            end = self._end_round(exercise)
-            self.rounds.append(end)
-            done.append(exercise.id)
-            follow = follow_up_of(exercise, self.registry, done)
-            if stopped or end.first_passed is None or follow is None:
-                break
-            try:
-                if not self._start_follow_up(follow):
-                    break
-            except (Stop, KeyboardInterrupt):
-                break
-            resumed = False
+        self.watch = loop.Clock(self.clock)
+        self._begin_round(resumed)
+        if self.phase is not None:
+            loop.run(self.events, self, self.watch)
         self.view.summary(self.rounds)
         return self.rounds
 
-    def _start_follow_up(self, follow: Exercise) -> bool:
-        """Offer the chained exercise; on yes, open its round."""
-        self.view.follow_up(follow)
-        reply = self._reply()
-        if reply is None or reply.lower() not in {"", *YES}:
-            return False
-        self.state = self.open(follow, Path(self.rounds[-1].workspace))
-        return True
+    # -- the loop's hooks -------------------------------------------------------------------------
 
-    # -- one round --------------------------------------------------------------------------------
+    def tick(self, now: float) -> list[RoundEnd] | None:
+        if self.phase == BLIND:  # the clock shows until the first submission
+            elapsed = self._elapsed()
+            self.view.tick(elapsed, self.state.budget_s - elapsed)
+        return self._over()
 
-    def _round(self, exercise: Exercise, *, resumed: bool) -> None:
-        """The phases of one round; raises :class:`Stop` when the user ends the session."""
-        self.view.started(exercise, Path(self.state.file), self.state.budget_s, resumed)
-        if self.state.submitted_s is None:
-            self._blind(exercise)
-            if self.state.submitted_s is None:  # given up
-                return
-        if not self.state.first_passed and not self.state.last_fix_passed:
-            self._fixes(exercise)
-        self._questions(exercise)
+    def reply(self, text: str, now: float) -> list[RoundEnd] | None:
+        text = text.strip()
+        if self.phase != BLIND:
+            self._answer(text)
+        elif text.lower() in QUIT:
+            self._give_up()
+        else:  # Enter (or any line): the first submission
+            self._submit_first(None)
+        return self._over()
+
+    def submit(self, request: str | None, now: float) -> list[RoundEnd] | None:
+        if self.phase == BLIND:
+            self._submit_first(request)
+        elif self.state is not None:  # whatever is asked meanwhile, a submission is a later fix
+            self._submit(self._exercise(), request)
+            if self.phase == FIX:  # it ends the wait for a fix
+                if self.state.last_fix_passed:
+                    self._begin_questions()
+                else:
+                    self._ask_fix()
+        return self._over()
+
+    def input_closed(self, now: float) -> list[RoundEnd] | None:
+        self.inputs_closed = True
+        if self.phase == BLIND:  # nothing can submit from here any more: given up
+            self.view.input_closed()
+            self._give_up()
+        else:
+            self._answer(None)
+        return self._over()
+
+    def exhausted(self, now: float) -> list[RoundEnd]:
+        self.inputs_closed = True
+        if self.phase == BLIND:
+            self._give_up()
+        elif self.phase is not None:
+            self._answer(None)
+        return self.rounds
+
+    def interrupted(self, now: float) -> list[RoundEnd]:
+        """Ctrl-C: the round ends (given up if nothing was submitted), and the session with it."""
+        if self.state is not None:
+            if self.state.submitted_s is None:
+                self._abandon()
+            self._end_round(stopped=True)
+        self.phase = None
+        return self.rounds
+
+    def _over(self) -> list[RoundEnd] | None:
+        return self.rounds if self.phase is None else None
+
+    # -- the phases of a round --------------------------------------------------------------------
+
+    def _exercise(self) -> Exercise:
+        return self.registry[self.state.exercise]
 
     def _elapsed(self) -> float:
-        return max(0.0, self.clock() - self.state.started_at)
+        return self.watch.elapsed()
 
-    def _next(self) -> Event | None:
-        try:
-            return next(self.events)
-        except StopIteration:
-            return None
+    def _wait(self, phase: str) -> None:
+        """Wait for a reply in ``phase``; with no more input, it is the empty reply at once."""
+        self.phase = phase
+        if self.inputs_closed:
+            self._answer(None)
 
-    def _blind(self, exercise: Exercise) -> None:
-        """Until the first submission is graded (or the user gives up)."""
-        while True:
-            event = self._next()
-            if event is None:
-                self._abandon()
-                return
-            if isinstance(event, Tick):
-                self.view.tick(self._elapsed(), self.state.budget_s)
-            elif isinstance(event, InputClosed):  # nothing can submit from here any more: given up
-                self.input_closed = True
-                self.view.input_closed()
-                self._abandon()
-                return
-            elif isinstance(event, Reply) and event.text.strip().lower() in QUIT:
-                self._abandon()
-                return
-            elif self._submit(exercise, event.request if isinstance(event, Submit) else None) is not None:
-                return
+    def _answer(self, reply: str | None) -> None:
+        """A reply (None: there will be none) to what the phase asked."""
+        said = None if reply is None else reply.lower()
+        if self.phase == FIX:
+            if said is None or said in NEXT:
+                self._begin_questions()
+            elif said in QUIT:
+                self._end_round(stopped=True)
+            else:
+                result = self._submit(self._exercise(), None)
+                if result is not None and result.passed:
+                    self._begin_questions()
+                else:
+                    self._ask_fix()
+        elif self.phase == REVEAL:
+            if said is None or said in QUIT:
+                self._end_round(stopped=True)
+            else:
+                self.view.answer(self._exercise().qa[self._cards[0] - 1])
+                self._wait(KNOWN)
+        elif self.phase == KNOWN:
+            if said is None or said in QUIT:
+                self._end_round(stopped=True)
+            elif said in YES or said in NO:
+                self._mark(said in YES)
+                self._ask_question()
+            else:
+                self.view.known_again()
+        elif self.phase == FOLLOW:
+            if said is None or said not in {"", *YES}:
+                self.phase = None
+            else:
+                self.state = self.open(self._follow, Path(self.rounds[-1].workspace))
+                self._begin_round(resumed=False)
 
-    def _reply(self, *, submits_end: bool = False):
-        """The user's next line (stripped); None when there is no more input. Submissions that
-        arrive meanwhile are graded as later fixes (with ``submits_end``, one ends the wait:
-        :data:`SUBMITTED`)."""
-        while not self.input_closed:
-            event = self._next()
-            if event is None or isinstance(event, InputClosed):
-                self.input_closed = True
-                return None
-            if isinstance(event, Submit):
-                if self.state is not None:
-                    self._submit(self.registry[self.state.exercise], event.request)
-                    if submits_end:
-                        return SUBMITTED
-                continue
-            if isinstance(event, Reply):
-                return event.text.strip()
-        return None
+    def _begin_round(self, resumed: bool) -> None:
+        self.watch.started = self.state.started_at
+        self.view.started(self._exercise(), Path(self.state.file), self.state.budget_s, resumed)
+        if self.state.submitted_s is None:
+            self.phase = BLIND
+        else:
+            self._after_first()
 
-    def _fixes(self, exercise: Exercise) -> None:
-        while True:
-            self.view.fix_prompt()
-            reply = self._reply(submits_end=True)
-            if reply is SUBMITTED:  # a fix submitted from elsewhere
-                if self.state.last_fix_passed:
-                    return
-                continue
-            if reply is None or reply.lower() in NEXT:
-                return
-            if reply.lower() in QUIT:
-                raise Stop
-            result = self._submit(exercise, None)
-            if result is not None and result.passed:
-                return
+    def _submit_first(self, request: str | None) -> None:
+        if self._submit(self._exercise(), request) is not None:  # else: not graded, not counted
+            self._after_first()
 
-    def _questions(self, exercise: Exercise) -> None:
-        if not exercise.qa or self.questions <= 0:
+    def _after_first(self) -> None:
+        if not self.state.first_passed and not self.state.last_fix_passed:
+            self._ask_fix()
+        else:
+            self._begin_questions()
+
+    def _ask_fix(self) -> None:
+        self.view.fix_prompt()
+        self._wait(FIX)
+
+    def _begin_questions(self) -> None:
+        exercise = self._exercise()
+        self._cards = []
+        if exercise.qa and self.questions > 0:
+            order = plan.card_order(exercise.id, len(exercise.qa), history.qa_marks(exercise.id), now=self.clock())
+            asked = self.state.asked
+            self._cards = [c for c in order if c not in asked][: max(0, self.questions - len(asked))]
+            self._of = len(asked) + len(self._cards)
+        self._ask_question()
+
+    def _ask_question(self) -> None:
+        if not self._cards:
+            self._end_round(stopped=False)
             return
-        order = plan.card_order(exercise.id, len(exercise.qa), history.qa_marks(exercise.id), now=self.clock())
-        cards = [c for c in order if c not in self.state.asked][: max(0, self.questions - len(self.state.asked))]
+        exercise = self._exercise()
+        qa = exercise.qa[self._cards[0] - 1]
+        i = len(self.state.asked) + 1
         notes = Path(self.state.notes)
-        before = len(self.state.asked)
-        for i, card in enumerate(cards, before + 1):
-            qa = exercise.qa[card - 1]
-            self._note(notes, exercise, i, qa)
-            self.view.question(i, before + len(cards), qa, notes)
-            reply = self._reply()
-            if reply is None or reply.lower() in QUIT:
-                raise Stop
-            self.view.answer(qa)
-            known = self._known()
-            history.mark_card(exercise.id, card, qa.q, known=known, marked_at=self.clock(), interview=self.state.interview)
-            self._update(asked=(*self.state.asked, card), known=self.state.known + known,
-                         unknown=self.state.unknown + (not known))
+        self._note(notes, exercise, i, qa)
+        self.view.question(i, self._of, qa, notes)
+        self._wait(REVEAL)
 
-    def _known(self) -> bool:
-        while True:
-            reply = self._reply()
-            if reply is None or reply.lower() in QUIT:
-                raise Stop
-            if reply.lower() in YES:
-                return True
-            if reply.lower() in NO:
-                return False
-            self.view.known_again()
+    def _mark(self, known: bool) -> None:
+        exercise, card = self._exercise(), self._cards.pop(0)
+        history.mark_card(exercise.id, card, exercise.qa[card - 1].q, known=known, marked_at=self.clock(),
+                          interview=self.state.interview)
+        self._update(asked=(*self.state.asked, card), known=self.state.known + known,
+                     unknown=self.state.unknown + (not known))
+
+    def _give_up(self) -> None:
+        """Given up before submitting (q, no more input)."""
+        self._abandon()
+        self._end_round(stopped=False)
+
+    def _end_round(self, *, stopped: bool) -> None:
+        """The round is over: its state file goes; then the chained exercise is offered, unless
+        the user stopped, gave up, or there is none."""
+        exercise = self._exercise()
+        end = self._close_round(exercise)
+        self.rounds.append(end)
+        self._done.append(exercise.id)
+        follow = follow_up_of(exercise, self.registry, self._done)
+        if stopped or end.first_passed is None or follow is None:
+            self.phase = None
+            return
+        self._follow = follow
+        self.view.follow_up(follow)
+        self._wait(FOLLOW)
 
     def _note(self, notes: Path, exercise: Exercise, i: int, qa: QA) -> None:
         """Append the question to the notes file (never rewrites what the user wrote there)."""
@@ -742,7 +682,7 @@ class Session:
             changes = {"fixes": st.fixes + 1, "last_fix_passed": result.passed}
         line = drill.short_verdict(result).plain
         self._update(answered=request, answer={"passed": result.passed, "first_try": first, "line": line}, **changes)
-        self.view.graded(result, first=first, elapsed=elapsed if first else st.submitted_s, budget_s=st.budget_s)
+        self.view.graded(elapsed if first else st.submitted_s, result, first=first)
         return result
 
     def _update(self, **changes) -> None:
@@ -758,7 +698,7 @@ class Session:
             history.close_interview(self.state.interview, outcome="abandoned", duration_s=elapsed)
         self.view.abandoned(elapsed)
 
-    def _end_round(self, exercise: Exercise) -> RoundEnd:
+    def _close_round(self, exercise: Exercise) -> RoundEnd:
         """Close the round: the state file goes (the interview is no longer open)."""
         st = self.state
         self.state = None
@@ -767,7 +707,7 @@ class Session:
             clear_state(st)
         return RoundEnd(
             exercise=exercise.id, file=st.file, workspace=st.workspace, budget_s=st.budget_s,
-            elapsed_s=st.submitted_s if st.submitted_s is not None else max(0.0, self.clock() - st.started_at),
+            elapsed_s=st.submitted_s if st.submitted_s is not None else self.watch.elapsed(),
             first_passed=st.first_passed, fixes=st.fixes, last_fix_passed=st.last_fix_passed,
             known=st.known, unknown=st.unknown, interview=st.interview,
         )

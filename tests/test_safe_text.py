@@ -171,8 +171,8 @@ def test_the_interview_lines_show_the_forge_made_visible(tmp_path):
     from attnprep.interview import ConsoleView
 
     out = io.StringIO()
-    view = ConsoleView(Console(file=out, width=80, no_color=True, force_terminal=False))
-    view.graded(forged(), first=True, elapsed=100, budget_s=600)
+    view = ConsoleView(Console(file=out, width=80, no_color=True, force_terminal=False), budget_s=600)
+    view.graded(100, forged(), first=True)
     view.not_graded("Err" + FORGE, internal=True)
     text = out.getvalue()
     assert not raw_controls(text)

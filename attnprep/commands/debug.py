@@ -9,7 +9,6 @@ and the clock is about to start.
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from rich.text import Text
 from attnprep.prose import Prose
 from attnprep.safe_text import visible
 
-from attnprep import exercises, history, texts
+from attnprep import exercises, history, loop, texts
 from attnprep.app import EXIT_OK, command_app, console, get_exercise, is_interactive, usage_error
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
@@ -129,8 +128,9 @@ def debug(
     if not debugging.load_plants(exercise)[0]:
         usage_error(texts.t("debug.no_plants", id=exercise.id))
     seed = random.SystemRandom().randrange(1_000_000) if seed is None else seed
-    budget_s = seconds if seconds is not None else (minutes * 60 if minutes is not None else exercise.minutes * 60.0)
-    if not budget_s > 0 or math.isinf(budget_s):
+    try:
+        budget_s = loop.budget_s(exercise, minutes=minutes, seconds=seconds)
+    except ValueError:
         usage_error(texts.t("drill.bad_budget"))
     raise typer.Exit(run_round(exercise, seed=seed, bugs=bugs, budget_s=budget_s,
                                folder=folder if folder is not None else Path.cwd(), reason=reason, clock=not no_clock))

@@ -8,7 +8,6 @@ with it torch, only when it runs.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -17,7 +16,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attnprep import exercises, history, texts
+from attnprep import exercises, history, loop, texts
 from attnprep.prose import Prose
 from attnprep.app import command_app, complete_id, console, err_console, get_exercise, is_interactive, usage_error
 
@@ -63,13 +62,9 @@ def drill(
         except DataFolderError:  # no history to read: the first exercise (recording it will say why not)
             picked, reason = next(iter(exercises.registry())), texts.t("drill.first_exercise")
         exercise = exercises.get(picked)
-    if seconds is not None:
-        budget_s = seconds
-    elif minutes is not None:
-        budget_s = minutes * 60
-    else:
-        budget_s = exercise.minutes * 60.0
-    if not budget_s > 0 or math.isinf(budget_s):
+    try:
+        budget_s = loop.budget_s(exercise, minutes=minutes, seconds=seconds)
+    except ValueError:
         usage_error(texts.t("drill.bad_budget"))
 
     workspace = folder if folder is not None else Path.cwd()
@@ -189,7 +184,7 @@ def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) 
     history), its summary, its budget and the times relative to it, the mistakes with titles."""
     registry = exercises.registry()
     if summaries is None:  # each drill is measured against its own budget; an older one, the exercise's
-        summaries = history.exercise_summaries({ex.id: ex.minutes * 60.0 for ex in registry.values()})
+        summaries = history.exercise_summaries({ex.id: loop.budget_s(ex) for ex in registry.values()})
     catalogue = exercises.mistake_catalogue()
     rows = []
     for exercise_id in [*registry, *sorted(set(summaries) - set(registry))]:
@@ -197,7 +192,7 @@ def stats_document(summaries: dict[str, history.ExerciseSummary] | None = None) 
         ex = registry.get(exercise_id)
         row = s.to_json()
         row["title"] = ex.title if ex is not None else None
-        row["budget_s"] = ex.minutes * 60.0 if ex is not None else None  # the exercise's default
+        row["budget_s"] = loop.budget_s(ex) if ex is not None else None  # the exercise's default
         for mistake in row["top_mistakes"]:
             known = catalogue.get(mistake["id"])
             mistake["title"] = known.title if known is not None else mistake["id"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from attnprep import loop
 from attnprep.app import EXIT_FAIL, EXIT_OK, command_app, complete_id, console, err_console, get_exercise, is_interactive, usage_error
 from attnprep.prose import Prose
 
@@ -104,13 +104,9 @@ def interview(
             out.print(Prose(_w("stale", id=state.exercise, file=iv.shown(Path(state.file))), style="dim"))
 
     exercise = _pick(exercise_id, out)
-    if seconds is not None:
-        budget_s = seconds
-    elif minutes is not None:
-        budget_s = minutes * 60
-    else:
-        budget_s = exercise.minutes * 60.0
-    if not budget_s > 0 or math.isinf(budget_s):
+    try:
+        budget_s = loop.budget_s(exercise, minutes=minutes, seconds=seconds)
+    except ValueError:
         usage_error(_w("budget"))
     _warm_up(out, live)  # before the clock starts
     workspace = folder if folder is not None else Path.cwd()
