@@ -28,6 +28,7 @@ Torch is imported by the grader only (:func:`attnprep.attempts.grade_attempt`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -222,6 +223,69 @@ def wait_for_answer(request: str, *, timeout: float = ANSWER_WAIT_S, poll_s: flo
             return _kept_answer(request)
         time.sleep(poll_s)
     return _kept_answer(request)
+
+
+# --- the open interview, taken up: resume, take over, hand off, or give up ------------------------
+
+NEW, RESUME, TAKE_OVER, HAND_OFF = "new", "resume", "take_over", "hand_off"
+
+
+class Opening(NamedTuple):
+    """What `attnprep interview` does about the interview left open (:func:`opening`)."""
+
+    how: str  # NEW: a round of its own; RESUME: go on with ``state`` here; TAKE_OVER: `--submit` with
+    # no attnprep running ``state`` any more, graded and gone on with here; HAND_OFF: `--submit` to
+    # the attnprep running ``state``
+    state: OpenInterview | None = None
+    stale: OpenInterview | None = None  # NEW: a round left open, given up to start this one
+
+
+class Refused(Exception):
+    """`attnprep interview` cannot go on (a usage error): ``key`` of the [rehearse] texts, its values."""
+
+    def __init__(self, key: str, **values) -> None:
+        super().__init__(key)
+        self.key, self.values = key, values
+
+
+def opening(exercise_id: str | None, *, submit: bool, resolve: Callable[[str], str],
+            now: Callable[[], float] = time.time) -> Opening:
+    """Decide what to do with the interview left open, and do what the decision needs done to it
+    (a state file with nothing left to resume is removed; a round left open is given up in the
+    history when another starts). ``resolve(id)`` is the registry's id of what the user typed
+    (it says itself when there is none). Raises :class:`Refused`.
+
+    - `--submit`: the open interview's owner grades it (HAND_OFF), or this process takes it over
+      when its owner is gone (TAKE_OVER); none open, or an ID given, is refused.
+    - otherwise: one that is running is not started twice (refused); one whose owner is gone is
+      resumed when no ID or its own is asked (RESUME), else given up for a NEW round.
+    """
+    state = read_state()
+    if submit:
+        if state is None:
+            raise Refused("no_open")
+        if exercise_id is not None:
+            raise Refused("submit_no_id", id=state.exercise)
+        return Opening(HAND_OFF if owner_alive(state.owner) else TAKE_OVER, state)
+    if state is None:
+        return Opening(NEW)
+    if owner_alive(state.owner):
+        raise Refused("running", id=state.exercise, pid=state.owner, file=shown(Path(state.file)))
+    if not Path(state.file).is_file() or state.exercise not in exercises.registry():
+        clear_state()  # nothing left to resume
+        return Opening(NEW)
+    if exercise_id is None or resolve(exercise_id) == state.exercise:
+        return Opening(RESUME, state)
+    if state.submitted_s is None and state.interview is not None:
+        history.close_interview(state.interview, outcome="abandoned", duration_s=max(0.0, now() - state.started_at))
+    clear_state()
+    return Opening(NEW, stale=state)
+
+
+def session_events(how: str, lines) -> Iterator[Event]:
+    """The events of a session: the input's and submit requests; a take-over begins by grading."""
+    events = input_events(lines)
+    return itertools.chain([Submit(None)], events) if how == TAKE_OVER else events
 
 
 # --- events (the one source: attnprep.loop) ---------------------------------------------------------

@@ -680,3 +680,70 @@ def test_interview_prose_wraps_at_80_columns_between_words(tmp_path, lang):
         else:
             assert "".join(qa.a.split()) in "".join(shown.split())
             assert not any(line[:1] and line[0] in "，。、；：！？）" for line in lines), shown
+
+
+# --- the open interview taken up (iv.opening: the library side of the command) -------------------
+
+
+def left_open(tmp_path, *, alive: bool):
+    clock = FakeClock()
+    clock.t = time.time() - 30
+    s, _ = session(tmp_path, clock, FakeGrader(clock))
+    state = s.open(MHA, workspace(tmp_path), budget_s=300)
+    if not alive:
+        state = state._replace(owner=dead_pid())
+        iv.write_state(state)
+    return state
+
+
+def same(typed: str) -> str:
+    return typed
+
+
+def test_opening_with_nothing_open(tmp_path):
+    assert iv.opening(None, submit=False, resolve=same) == iv.Opening(iv.NEW)
+    with pytest.raises(iv.Refused) as refused:
+        iv.opening(None, submit=True, resolve=same)
+    assert refused.value.key == "no_open"
+
+
+def test_opening_for_submit_hands_off_or_takes_over(tmp_path):
+    running = left_open(tmp_path, alive=True)
+    assert iv.opening(None, submit=True, resolve=same) == iv.Opening(iv.HAND_OFF, running)
+    with pytest.raises(iv.Refused) as refused:
+        iv.opening("gqa", submit=True, resolve=same)
+    assert (refused.value.key, refused.value.values) == ("submit_no_id", {"id": "mha"})
+    gone = left_open(tmp_path, alive=False)
+    assert iv.opening(None, submit=True, resolve=same) == iv.Opening(iv.TAKE_OVER, gone)
+    first = next(iv.session_events(iv.TAKE_OVER, iv.StreamLines(io.StringIO(""))))
+    assert first == iv.Submit(None)  # a take-over begins by grading
+    assert next(iv.session_events(iv.RESUME, iv.StreamLines(io.StringIO("")))) == iv.InputClosed()
+
+
+def test_opening_refuses_a_second_interview_and_resumes_one_whose_owner_is_gone(tmp_path):
+    left_open(tmp_path, alive=True)
+    with pytest.raises(iv.Refused) as refused:
+        iv.opening("gqa", submit=False, resolve=same)
+    assert refused.value.key == "running" and refused.value.values["id"] == "mha"
+    gone = left_open(tmp_path, alive=False)
+    asked = []
+    assert iv.opening(None, submit=False, resolve=asked.append) == iv.Opening(iv.RESUME, gone) and asked == []
+    assert iv.opening("MHA", submit=False, resolve=str.lower) == iv.Opening(iv.RESUME, gone)  # what the id resolves to
+    assert iv.read_state() == gone  # resuming keeps it
+
+
+def test_opening_another_gives_up_the_one_left_open(tmp_path):
+    gone = left_open(tmp_path, alive=False)
+    Path(gone.file).write_text("my work", encoding="utf-8")
+    opened = iv.opening("gqa", submit=False, resolve=same)
+    assert opened == iv.Opening(iv.NEW, stale=gone)
+    assert iv.read_state() is None and Path(gone.file).read_text(encoding="utf-8") == "my work"
+    (row,) = history.interviews()
+    assert row.outcome == "abandoned" and row.duration_s >= 30
+
+
+def test_opening_forgets_an_open_interview_with_nothing_left(tmp_path):
+    gone = left_open(tmp_path, alive=False)
+    Path(gone.file).unlink()
+    assert iv.opening(None, submit=False, resolve=same) == iv.Opening(iv.NEW)
+    assert iv.read_state() is None

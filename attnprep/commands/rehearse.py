@@ -7,7 +7,6 @@ Torch-free at import, and `today` never imports it: only an interview's grading 
 
 from __future__ import annotations
 
-import itertools
 import json
 import sys
 import time
@@ -64,44 +63,28 @@ def interview(
     Then the exercise's interview questions (reveal the model answer, mark known / not known) and
     the chained next exercise. Exit 0: every first try passed; 1: one failed; 130: given up.
     """
-    from attnprep import history
     from attnprep import interview as iv
 
     lines = _lines(answers)
     live = answers is None and is_interactive() and sys.stdin.isatty()
     out = console()
     session = iv.Session(events=iter(()), view=iv.ConsoleView(out, live=live), questions=questions)
-    state = iv.read_state()
+    try:
+        opening = iv.opening(exercise_id, submit=submit, resolve=lambda typed: get_exercise(typed).id)
+    except iv.Refused as refused:
+        usage_error(_w(refused.key, **refused.values))
 
-    if submit:
-        if state is None:
-            usage_error(_w("no_open"))
-        if exercise_id is not None:
-            usage_error(_w("submit_no_id", id=state.exercise))
-        if iv.owner_alive(state.owner):
-            _submit_to_owner(iv, state)
-        out.print(Prose(_w("take_over", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"))
+    if opening.how == iv.HAND_OFF:
+        _submit_to_owner(iv, opening.state)
+    if opening.how in (iv.TAKE_OVER, iv.RESUME):
+        state = opening.state
+        said = "take_over" if opening.how == iv.TAKE_OVER else "resume"
+        out.print(Prose(_w(said, id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"))
         _warm_up(out, live)
-        session.events = itertools.chain([iv.Submit(None)], iv.input_events(lines))
+        session.events = iv.session_events(opening.how, lines)
         raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
-
-    if state is not None:
-        if iv.owner_alive(state.owner):
-            usage_error(_w("running", id=state.exercise, pid=state.owner, file=iv.shown(Path(state.file))))
-        from attnprep import exercises
-
-        if not Path(state.file).is_file() or state.exercise not in exercises.registry():
-            iv.clear_state()  # nothing left to resume
-        elif exercise_id is None or get_exercise(exercise_id).id == state.exercise:
-            out.print(Prose(_w("resume", id=state.exercise, file=iv.shown(Path(state.file))), style="yellow"))
-            _warm_up(out, live)
-            session.events = iv.input_events(lines)
-            raise typer.Exit(iv.exit_code(session.run(state, resumed=True)))
-        else:
-            if state.submitted_s is None and state.interview is not None:
-                history.close_interview(state.interview, outcome="abandoned", duration_s=max(0.0, time.time() - state.started_at))
-            iv.clear_state()
-            out.print(Prose(_w("stale", id=state.exercise, file=iv.shown(Path(state.file))), style="dim"))
+    if opening.stale is not None:
+        out.print(Prose(_w("stale", id=opening.stale.exercise, file=iv.shown(Path(opening.stale.file))), style="dim"))
 
     exercise = _pick(exercise_id, out)
     try:
@@ -116,7 +99,7 @@ def interview(
         from attnprep.workspace import cannot_write
 
         usage_error(cannot_write(exc, workspace / "interviews"))
-    session.events = iv.input_events(lines)
+    session.events = iv.session_events(iv.NEW, lines)
     code = iv.exit_code(session.run(opened))
     if debug_round and code != ABANDONED:
         code = _debug_round(exercise, folder if folder is not None else Path.cwd(), out, budget_s) or code
