@@ -495,6 +495,9 @@ class Session(loop.Rules):
     _follow: Exercise | None = None  # the chained exercise offered
     _done: list[str] = field(default_factory=list)  # exercises done in this session
 
+    def __post_init__(self) -> None:
+        self.watch = loop.Clock(self.clock)  # the round's clock, started at its state's start
+
     # -- starting ---------------------------------------------------------------------------------
 
     def open(self, exercise: Exercise, workspace: Path, *, budget_s: float | None = None) -> OpenInterview:
@@ -515,7 +518,6 @@ class Session(loop.Rules):
         """Run the round of ``state`` (a new one, or one taken over), then the chained ones."""
         self.state = state._replace(owner=os.getpid())
         write_state(self.state)
-        self.watch = loop.Clock(self.clock)
         self._begin_round(resumed)
         if self.phase is not None:
             loop.run(self.events, self, self.watch)
