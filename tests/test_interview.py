@@ -747,3 +747,15 @@ def test_opening_forgets_an_open_interview_with_nothing_left(tmp_path):
     Path(gone.file).unlink()
     assert iv.opening(None, submit=False, resolve=same) == iv.Opening(iv.NEW)
     assert iv.read_state() is None
+
+
+def test_a_submission_while_a_question_waits_is_a_later_fix_and_the_question_goes_on(tmp_path):
+    clock = FakeClock()
+    grader = FakeGrader(clock, result(True), result(False, "missing_scale"))
+    s, out = session(tmp_path, clock, grader, enter(), iv.Tick(), iv.Submit("late"), enter(), enter("n"), questions=1)
+    rounds = s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
+    assert [(r.first_try, r.passed) for r in history.runs()] == [(True, True), (False, False)]
+    (end,) = rounds
+    assert (end.first_passed, end.fixes, end.last_fix_passed, end.unknown) == (True, 1, False, 1)
+    text = out.getvalue()
+    assert text.count(MHA.qa[0].q) == 1 and text.index("later fix: still failing") < text.index(MHA.qa[0].a)
