@@ -181,6 +181,26 @@ def _close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
+def _close_to_a_run(t: torch.Tensor, r: torch.Tensor, eps: float = 0.0) -> bool:
+    """Whether ``t`` is :func:`_close` to one of the aligned runs ``r[..., o:o + w]`` of ``r``'s
+    last dim (``w`` = ``t``'s last size, ``o`` = 0, w, 2w …), all runs compared at once."""
+    w = t.shape[-1]
+    k = r.shape[-1] // w
+    if k == 0:
+        return False
+    runs = r[..., : k * w].unflatten(-1, (k, w)).movedim(-2, 0).reshape(k, -1)  # (k, run's values)
+    a = t.reshape(1, -1)
+    finite = torch.isfinite(runs)
+    largest = torch.where(finite, runs.abs(), torch.zeros((), dtype=runs.dtype)).amax(dim=1)
+    scale = torch.where(finite.any(dim=1), largest.clamp(max=1.0), torch.ones((), dtype=runs.dtype))
+    rtol = max(RTOL * 10, 4 * eps)
+    atol = torch.maximum(ATOL * 10 * scale, 4 * eps * scale)[:, None]
+    # torch.isclose(a, run, rtol, atol, equal_nan=True) for each run, with each run's own atol
+    close = (a == runs) | (torch.isnan(a) & torch.isnan(runs)) | (
+        torch.isfinite(a) & finite & ((a - runs).abs() <= atol + rtol * runs.abs()))
+    return bool(close.all(dim=1).any())
+
+
 def _sorted_values(t: torch.Tensor) -> torch.Tensor:
     """``t``'s values sorted, NaN and -inf as ±1e30 (numbers searchsorted can place)."""
     return t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
@@ -204,6 +224,18 @@ def _near(a: float, b: float, eps: float = 0.0) -> bool:
         return a == b
     tol = max(1e-2, 8 * eps)
     return abs(a - b) <= tol * abs(b) + tol
+
+
+def _near_rows(probes: tuple[float, ...], table: torch.Tensor, eps: float = 0.0) -> list[int]:
+    """The rows of ``table`` (one row of probes each) that ``probes`` is :func:`_near_all` to, all
+    rows compared at once (an attempt that loops over rows asks this of thousands of slices)."""
+    if table.shape[0] == 0 or table.shape[1] != len(probes):
+        return []
+    a = torch.tensor(probes, dtype=torch.float64)
+    tol = max(1e-2, 8 * eps)
+    infinite = torch.isinf(a) | torch.isinf(table)
+    near = torch.where(infinite, a == table, (a - table).abs() <= tol * table.abs() + tol)
+    return near.all(dim=1).nonzero().flatten().tolist()
 
 
 def _identical(a: Step, b: Step) -> bool:
@@ -322,7 +354,7 @@ class Matcher:
                 probes = _probes(key)
             if not self._contains(i, key, eps, probes):  # some value of t is nowhere in r: no run of it holds t
                 continue
-            if any(_close(t, r[..., o:o + w], eps) for o in range(0, r.shape[-1] - w + 1, w)):
+            if _close_to_a_run(t, r, eps):
                 found.append((i, True))
         return found
 
@@ -405,8 +437,10 @@ class Matcher:
             eps = self._eps(i, dtype)
             if not self._contains(i, key, eps, probes):  # some value of t is nowhere in r: no slice of it holds t
                 continue
-            for part, values, near in self._slices_of(i, n):
-                if _near_all(probes, near, eps) and _close(key, values, eps):
+            parts, table = self._slices_of(i, n)
+            for j in _near_rows(probes, table, eps):
+                part, values = parts[j]
+                if _close(key, values, eps):
                     hit = self._in_layout(t, part, eps)
                     if hit is not None:
                         found.append((i, hit))
@@ -414,23 +448,29 @@ class Matcher:
         # a head of the reference's q after its line's transpose, rather than of the view before it
         return sorted(found, key=lambda m: (not m[1], _intermediate(self.steps, m[0])))
 
-    def _slices_of(self, i: int, n: int) -> list[tuple[torch.Tensor, torch.Tensor, tuple[float, float]]]:
+    def _slices_of(self, i: int, n: int) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
         """The slices of ``n`` values of reference step ``i`` that :meth:`slice_of` tries, in order:
-        (the slice, its values sorted, their probes), cut once per step and size."""
+        (the slice, its values sorted), and their probes as one (slices, probes) table, cut once per
+        step and size."""
         if (i, n) not in self._slices:
             r = self.ref[i][1]
-            parts = []
+            parts, tables = [], []
+            at = [0, n // 4, n // 2, 3 * n // 4, n - 1]  # where _probes reads sorted values
             for v in [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]:  # (b, h) pairs as one index
                 for axis, size in enumerate(v.shape):
                     rest = v.numel() // size
                     if n % rest or not 0 < n // rest < size or size % (n // rest):
                         continue
                     run = n // rest
-                    for start in range(0, size, run):
+                    # every run of this axis at once: (runs, its n values), each row sorted as _sorted_values sorts
+                    blocks = v.unflatten(axis, (size // run, run)).movedim(axis, 0).reshape(size // run, -1)
+                    values = blocks.nan_to_num(nan=1e30, neginf=-1e30).sort(dim=1).values
+                    tables.append(values[:, at].to(torch.float64))
+                    for j, start in enumerate(range(0, size, run)):
                         part = v.narrow(axis, start, run)
-                        values = _sorted_values(part)
-                        parts.append((part.squeeze(axis) if run == 1 else part, values, _probes(values)))
-            self._slices[(i, n)] = parts
+                        parts.append((part.squeeze(axis) if run == 1 else part, values[j]))
+            table = torch.cat(tables) if tables else torch.zeros((0, 5), dtype=torch.float64)
+            self._slices[(i, n)] = parts, table
         return self._slices[(i, n)]
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
