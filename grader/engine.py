@@ -6,7 +6,6 @@ The exercise comes resolved (an :class:`~attnprep.exercises.Exercise`); its kind
 
 from __future__ import annotations
 
-import copy
 import io
 import mmap
 import os
@@ -375,9 +374,11 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
                       found.ref_named, found.ref_code, found.part, case.name, config)
 
 
-def _ready_made(source: str, exercise) -> dict[str, tuple[int, int]]:
+def _ready_made(source: str, exercise, line: int | None = None) -> dict[str, tuple[int, int]]:
     """The top-level functions and classes of ``source`` that the exercise's stub gives ready-made
-    (the same name and the same code, comments and docstrings aside): name -> (first, last line)."""
+    (the same name and the same code, comments and docstrings aside): name -> (first, last line).
+    ``line``: only asked whether that line is in one (none found when no definition of a stub's
+    name holds it)."""
     import ast
 
     def defs(text: str) -> dict[str, ast.AST]:
@@ -387,8 +388,7 @@ def _ready_made(source: str, exercise) -> dict[str, tuple[int, int]]:
             return {}
         return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
 
-    def body(node) -> str:
-        node = copy.deepcopy(node)
+    def body(node) -> str:  # a tree parsed here for this question alone: its docstrings are dropped in place
         for n in ast.walk(node):
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.body and isinstance(n.body[0], ast.Expr) \
                     and isinstance(n.body[0].value, ast.Constant) and isinstance(n.body[0].value.value, str):
@@ -402,9 +402,10 @@ def _ready_made(source: str, exercise) -> dict[str, tuple[int, int]]:
         except Exception:  # noqa: BLE001 — no stub to compare with: nothing is ready-made
             _STUB_BODIES[key] = {}
     stub = _STUB_BODIES[key]
-    mine = defs(source)
-    return {name: (node.lineno, node.end_lineno) for name, node in mine.items()
-            if name in stub and body(node) == stub[name]}
+    mine = {name: node for name, node in defs(source).items() if name in stub}
+    if line is not None and not any(node.lineno <= line <= node.end_lineno for node in mine.values()):
+        return {}  # the line is in none of them: none is asked about
+    return {name: (node.lineno, node.end_lineno) for name, node in mine.items() if body(node) == stub[name]}
 
 
 _STUB_BODIES: dict[tuple, dict[str, str]] = {}  # (exercise id, stub template) -> its stub's top-level defs, as _ready_made compares them
@@ -413,7 +414,7 @@ _STUB_BODIES: dict[tuple, dict[str, str]] = {}  # (exercise id, stub template) -
 def _call_site(found, steps, path: Path, exercise, source: str):
     """A divergence inside one of the stub's ready-made helpers (``precompute_freqs_cis``) blames
     the learner's line that calls it: the helper is right, what the call passes it is not."""
-    ready = _ready_made(source, exercise)
+    ready = _ready_made(source, exercise, found.line)
     inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
     if inside is None:
         return found

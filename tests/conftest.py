@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-_GRADES: dict[tuple, object] = {}
 # The corpus's slowest attempts (flash's Python loop over query rows) take about 5 s of a quiet
 # core; the suite grades them with room for a busy machine. The grader's own 10 s limit is tested
 # by the hostile attempts and the timeout tests, which pass theirs.
@@ -59,7 +58,7 @@ def grade_key(path: str | Path, exercise: str | None, seed: int) -> tuple:
 
 def _shared_grades_dir(tmp_path_factory) -> Path | None:
     """Under pytest-xdist, a folder every worker of the run shares (the parent of the workers' own
-    base temp folders), where a grade is written once for all of them; ``None`` in a plain run."""
+    base temp folders), where a value (a grade) is written once for all of them; ``None`` in a plain run."""
     import os
 
     if not os.environ.get("PYTEST_XDIST_WORKER"):
@@ -70,43 +69,52 @@ def _shared_grades_dir(tmp_path_factory) -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory):
-    """``graded(path, exercise=None, seed=0)``: ``grade(path, exercise, seed=seed)`` with the
-    default device and the suite's GRADE_TIMEOUT, computed once per session for the same file, exercise and seed
-    (the corpus files are graded by several test modules). Under pytest-xdist the workers share
-    it through a folder of pickled results: the first worker to ask grades the file (holding a
-    lock on its key) and the others read what it wrote. The result is shared: read it, do not
-    change it. A test that watches the grading itself (monkeypatches the engine, times it, passes
-    another timeout) calls ``grade`` directly."""
+def once(tmp_path_factory):
+    """``once(key, compute)``: ``compute()``, worked out once per test run for ``key`` (a string).
+    In a plain run the value is kept in this process; under pytest-xdist the workers share it
+    through a folder of pickled values: the first worker to ask computes it (holding a lock on
+    its key) and the others read what it wrote. The value is shared: read it, do not change it."""
     import fcntl
     import pickle
 
-    from attnprep.grader import grade
-
     shared = _shared_grades_dir(tmp_path_factory)
+    kept: dict[str, object] = {}
 
-    def grade_shared(key: tuple, path, exercise, seed):
-        name = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+    def once_(key: str, compute):
+        if key in kept:
+            return kept[key]
+        if shared is None:
+            kept[key] = compute()
+            return kept[key]
+        name = hashlib.sha256(key.encode()).hexdigest()[:32]
         done = shared / f"{name}.pickle"
         with open(shared / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker grades, the others wait for its result
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker computes, the others wait for its value
             if done.exists():
-                return pickle.loads(done.read_bytes())  # our own test run's results, not an attempt's
-            result = grade(path, exercise, seed=seed, timeout=GRADE_TIMEOUT)
-            partial = done.with_suffix(".partial")
-            partial.write_bytes(pickle.dumps(result))
-            partial.replace(done)
-            return result
+                kept[key] = pickle.loads(done.read_bytes())  # our own test run's values, not an attempt's
+            else:
+                kept[key] = compute()
+                partial = done.with_suffix(".partial")
+                partial.write_bytes(pickle.dumps(kept[key]))
+                partial.replace(done)
+        return kept[key]
+
+    return once_
+
+
+@pytest.fixture(scope="session")
+def graded(once):
+    """``graded(path, exercise=None, seed=0)``: ``grade(path, exercise, seed=seed)`` with the
+    default device and the suite's GRADE_TIMEOUT, computed once per test run for the same file,
+    exercise and seed (the corpus files are graded by several test modules; see ``once``). The
+    result is shared: read it, do not change it. A test that watches the grading itself
+    (monkeypatches the engine, times it, passes another timeout) calls ``grade`` directly."""
+    from attnprep.grader import grade
 
     def graded_once(path: str | Path, exercise: str | None = None, *, seed: int = 0):
         if exercise is not None and not isinstance(exercise, str):
             raise TypeError("graded() takes an exercise id; grade an Exercise object with grade()")
         key = grade_key(path, exercise, seed)
-        if key not in _GRADES:
-            if shared is None:
-                _GRADES[key] = grade(path, exercise, seed=seed, timeout=GRADE_TIMEOUT)
-            else:
-                _GRADES[key] = grade_shared(key, path, exercise, seed)
-        return _GRADES[key]
+        return once(repr(key), lambda: grade(path, exercise, seed=seed, timeout=GRADE_TIMEOUT))
 
     return graded_once

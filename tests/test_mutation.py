@@ -58,20 +58,24 @@ def generated(exercise_id: str) -> tuple:
     return tuple(mutation.generate(exercise_id, ex.solution_path.read_text(encoding="utf-8")))
 
 
-@functools.cache
-def evaluated(exercise_id: str) -> tuple:
+def evaluated(exercise_id: str, once) -> tuple:
     """Every mutant of the exercise, classified in-process (seed 0, plus seed 1 and a probe config
-    for the equivalent ones)."""
-    from attnprep.grader import warm_up
+    for the equivalent ones): once per test run (``once``, tests/conftest.py), whichever worker
+    runs the exercise's tests that read it."""
 
-    warm_up()
-    ex = exercises.get(exercise_id)
-    mutants = copy.deepcopy(list(generated(exercise_id)))
-    oracle = mutation.Oracle(ex, seed=0)
-    probe = {"seed": mutation.Oracle(ex, seed=mutation.PROBE_SEED), "config": mutation.Oracle(ex, seed=0, probes=True)}
-    for m in mutants:
-        mutation.evaluate(m, oracle, probe)
-    return tuple(mutants)
+    def classify() -> tuple:
+        from attnprep.grader import warm_up
+
+        warm_up()
+        ex = exercises.get(exercise_id)
+        mutants = copy.deepcopy(list(generated(exercise_id)))
+        oracle = mutation.Oracle(ex, seed=0)
+        probe = {"seed": mutation.Oracle(ex, seed=mutation.PROBE_SEED), "config": mutation.Oracle(ex, seed=0, probes=True)}
+        for m in mutants:
+            mutation.evaluate(m, oracle, probe)
+        return tuple(mutants)
+
+    return once(f"mutants classified: {exercise_id}", classify)
 
 
 def graded(m, tmp_path: Path):
@@ -123,8 +127,8 @@ def test_harness_tells_equal_from_different():
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_sample_of_output_changing_mutants_is_killed(exercise_id, tmp_path):
-    mutants = evaluated(exercise_id)
+def test_sample_of_output_changing_mutants_is_killed(exercise_id, tmp_path, once):
+    mutants = evaluated(exercise_id, once)
     changing = [m for m in mutants if m.status == "output-changing"]
     size = MUTATION[exercise_id]["sample"]
     sample = []
@@ -143,8 +147,8 @@ def test_sample_of_output_changing_mutants_is_killed(exercise_id, tmp_path):
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_crashing_mutants_fail_cleanly(exercise_id, tmp_path):
-    crashing = [m for m in evaluated(exercise_id) if m.status == "crashing"][:2]
+def test_crashing_mutants_fail_cleanly(exercise_id, tmp_path, once):
+    crashing = [m for m in evaluated(exercise_id, once) if m.status == "crashing"][:2]
     assert crashing
     for m in crashing:
         result = graded(m, tmp_path)
@@ -153,10 +157,10 @@ def test_crashing_mutants_fail_cleanly(exercise_id, tmp_path):
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_equivalent_mutants_are_really_equal(exercise_id, tmp_path):
+def test_equivalent_mutants_are_really_equal(exercise_id, tmp_path, once):
     """Equal on the graded inputs, and also on another seed and on a config with all sizes
     distinct, except the known blind spots (which must still be blind, so the list stays true)."""
-    equivalent = [m for m in evaluated(exercise_id) if m.status == "equivalent"]
+    equivalent = [m for m in evaluated(exercise_id, once) if m.status == "equivalent"]
     attention = exercises.get(exercise_id).contract.kind in ATTENTION_KINDS
     assert equivalent or not attention  # the -1e9 fill and softmax(dim=3) at least
     known = KNOWN_BLIND_SPOTS.get(exercise_id, set())
@@ -176,9 +180,9 @@ def test_equivalent_mutants_are_really_equal(exercise_id, tmp_path):
     assert result.passed, (fill.id, result.checks)
 
 
-def test_mla_extra_bias_is_not_passed(tmp_path):
+def test_mla_extra_bias_is_not_passed(tmp_path, once):
     """A bias the contract does not have is a contract failure, named, never zeroed and passed."""
-    m = next(m for m in evaluated("mla") if m.description == "bias=False → bias=True" and "self.wo" in m.diff)
+    m = next(m for m in evaluated("mla", once) if m.description == "bias=False → bias=True" and "self.wo" in m.diff)
     assert m.status == "output-changing"
     result = graded(m, tmp_path)
     assert result.verdict.value == "contract"

@@ -196,12 +196,12 @@ def test_the_failure_text_follows_attnprep_lang(missing_scale, monkeypatch):
 @pytest.mark.slow
 def test_attnprep_lang_option_beats_the_environment(tmp_path, attnprep_home):
     (tmp_path / "mha_bad.py").write_text((CORPUS / "mha" / "missing_scale.py").read_text(encoding="utf-8"), encoding="utf-8")
-    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", "-q", env={"ATTNPREP_LANG": "en"})
+    # one run without -q: the report, and pytest's own lines too (its titles, the collected count
+    # and the closing counts, which -q leaves out)
+    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", env={"ATTNPREP_LANG": "en"})
     text = failure_of(proc)
     assert "忘了除以 √d" in text and "输出错误" in text
     assert "wrong output" not in text and "missing 1/sqrt(d) scale" not in text
-    # pytest's own lines too: its titles, the collected count and the closing counts (not -q's)
-    proc = pytest_in(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", env={"ATTNPREP_LANG": "en"})
     out = proc.stdout
     for english in ("test session starts", "collected", "FAILURES", "short test summary info", "failed", " in "):
         assert english not in out.replace("FAILED mha_bad.py", ""), english
