@@ -47,14 +47,6 @@ def exercise_of(path: Path, source: str, exercise_id: str | None) -> exercises.E
     return exercises.get(path.stem)
 
 
-def is_blank(exercise: exercises.Exercise, source: str) -> bool:
-    """The file is the exercise's untouched stub: :func:`attnprep.workspace.is_blank`, the one
-    test ``list`` uses too."""
-    from attnprep import workspace
-
-    return workspace.is_blank(exercise.id, source)
-
-
 def _syntax(path: Path, raw: bytes) -> ErrorInfo | None:
     """The file's syntax error, decoding strictly first: compile() and importlib accept invalid
     UTF-8 inside a comment, ``python file.py`` does not."""
@@ -104,7 +96,10 @@ def _line_of_encoding_problem(raw: bytes) -> int:
     return 1
 
 
-def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float) -> Result:
+def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float,
+          protect: tuple[str, ...] = ()) -> Result:
+    """Grade the file at ``path`` as ``exercise``. ``protect``: folders the attempt (and every
+    process it starts) may not write, which the caller owns (the user's data folder)."""
     start = time.perf_counter()
     path = path.resolve()
     raw = path.read_bytes()
@@ -120,7 +115,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     syntax = _syntax(path, raw)
     if syntax is not None:
         return done(Result(exercise.id, str(path), Verdict.SYNTAX, checks=(Check("syntax", False, syntax.message),), error=syntax))
-    if is_blank(exercise, source):
+    if exercises.is_blank(exercise.id, source):  # the one test `list` uses too
         blank = ErrorInfo("blank", msg("error.blank", exercise=exercise.id))
         return done(Result(exercise.id, str(path), Verdict.ERROR, error=blank))
 
@@ -131,7 +126,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
 
     kind = kind_for(exercise, seed)
     where = mmap.mmap(-1, 8)  # shared with the forked child: the attempt's line it is running
-    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where), timeout, answer=_answerer(kind))
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where, protect), timeout, answer=_answerer(kind))
     stdout = outcome.stdout or ""  # as printed: the report shows its control characters (attnprep.safe_text)
     if outcome.data is None:
         line = struct.unpack("<q", where[0:8])[0]
@@ -152,13 +147,13 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         def compared(verdict: Verdict) -> None:
             # the outputs are wrong: the trace child runs while the judge names the mistake
             if verdict in _TRACED:
-                tracing.append(_Tracing(path, exercise, kind, reply, timeout, judged, verdict))
+                tracing.append(_Tracing(path, exercise, kind, reply, timeout, judged, verdict, protect))
 
         result = judged.result(compared=compared)
         if result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
         elif _worth_tracing(result):
-            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, judged, result.verdict)
+            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, judged, result.verdict, protect)
             tracing.append(started)
             result = _one_scale(replace(result, divergence=started.divergence()))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
@@ -225,7 +220,8 @@ class _Tracing:
     on top of the verdict, never a reason for the verdict to fail: any exception of ours gives None.
     Traced on a case that fails the way the verdict says (a wrong shape, else wrong values)."""
 
-    def __init__(self, path: Path, exercise, kind, reply, timeout: float, judged, verdict: Verdict):
+    def __init__(self, path: Path, exercise, kind, reply, timeout: float, judged, verdict: Verdict,
+                 protect: tuple[str, ...] = ()):
         self.path, self.exercise, self.kind, self.reply, self.timeout = path, exercise, kind, reply, timeout
         self.child = None
         try:
@@ -234,7 +230,7 @@ class _Tracing:
             self.where = _clearest(kind, failures) if failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
             ci, ni = self.where
             self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
-            self.child = _start_trace(path, kind, ci, ni, timeout)
+            self.child = _start_trace(path, kind, ci, ni, timeout, protect)
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise
@@ -301,17 +297,18 @@ class Trails:
     ref_made: dict[str, int]
 
 
-def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float):
+def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float, protect: tuple[str, ...] = ()):
     """Fork the child that traces the attempt on case ``ni`` of config ``ci`` (a ``sandbox.Running``)."""
     from attnprep.grader import child, sandbox
 
-    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
+    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel, protect), timeout, answer=_answerer(kind))
 
 
-def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float) -> Trails | None:
+def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float,
+           protect: tuple[str, ...] = ()) -> Trails | None:
     """Trace the attempt on case ``ni`` of config ``ci`` in a child, and the reference here (the
     way the kind drives the attempt, see ``trail_reference``); None when the child sent no trail."""
-    with _start_trace(path, kind, ci, ni, timeout) as child:
+    with _start_trace(path, kind, ci, ni, timeout, protect) as child:
         return _trails(path, exercise, kind, child, ci, ni, zero_bias)
 
 
