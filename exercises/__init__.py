@@ -203,6 +203,16 @@ def _translation(path: Path) -> dict:
     return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
+def own_names(exercise_id: str) -> dict[str, dict[str, str]]:
+    """The exercise's own words for the names of the cases its ``[grading]`` gives as data: the
+    ``[names]`` table of each other language's ``<lang>.toml`` (the name as ``exercise.toml``
+    writes it = said in that language), by language."""
+    from attnprep import texts
+
+    return {lang: _translation(HERE / exercise_id / f"{lang}.toml").get("names", {})
+            for lang in texts.LANGUAGES if lang != "en"}
+
+
 TRANSLATED_MISTAKE = ("title", "why", "fix", "fix_for")
 
 

@@ -140,6 +140,11 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         detail = msg(exc.key, **exc.params)
         return done(Result(exercise.id, str(path), Verdict.ERROR, checks=(Check("runs", False, msg("error.malformed", detail=detail)),),
                            error=ErrorInfo("malformed", msg("error.malformed", detail=detail))))
+    try:
+        reply.say_names(kind.names)
+    except Exception:  # noqa: BLE001 — only words: the names stay as the child wrote them
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
     tracing: list[_Tracing] = []
     try:
         judged = judge.Judge(exercise, kind, reply, path)
@@ -368,8 +373,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
+    part = kind.names(ci).get(found.part, found.part) if found.part else found.part  # the call, said in the language
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
-                      found.ref_named, found.ref_code, found.part, case.name, config)
+                      found.ref_named, found.ref_code, part, case.name, config)
 
 
 def _ready_made(source: str, exercise) -> dict[str, tuple[int, int]]:

@@ -20,7 +20,7 @@ from attnprep.grader import variants
 from attnprep.grader.cases import Case, grads_case
 from attnprep.grader.observe import Observer
 from attnprep.grader.result import (ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message,
-                                    OutputDiff, Result, ShapeRow, Verdict, msg)
+                                    Names, OutputDiff, Result, ShapeRow, Verdict, msg)
 from attnprep.grader.tensors import ATOL, RTOL, decode_tensor
 from attnprep.grader.wire import ConfigReply, Reply
 
@@ -314,7 +314,7 @@ class Judge:
         else:
             add(Check("inputs", True, msg("check.inputs.ok")))
         # names quoted: a case's own name may hold a comma ('is_causal, later keys changed')
-        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=", ".join(f"'{n}'" for n in nonfinite[:3])) if nonfinite else msg("check.finite.ok")))
+        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=Names(nonfinite[:3], quoted=True)) if nonfinite else msg("check.finite.ok")))
         for name in ("causality", "padding", "batch", "eval"):
             if name not in kind.probes:
                 continue
@@ -688,7 +688,7 @@ class Judge:
         """``evidence.case_group``: the failing cases by name (the first :data:`SHOWN_CASES` of
         them) and how many others match the reference."""
         names = list(dict.fromkeys(c.case.name for c in self.failed_cases))
-        cases = ", ".join(names[:SHOWN_CASES]) + (", …" if len(names) > SHOWN_CASES else "")
+        cases = Names(names[:SHOWN_CASES], more=len(names) > SHOWN_CASES)
         return msg("evidence.case_group", cases=cases, others=total - len(failing))
 
     def _case_group(self, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:

@@ -30,3 +30,33 @@ def test_a_reply_that_is_not_this_graders_says_why_in_both_languages(data, key):
         assert "config 0.observed" in english and "config 0.observed" in chinese
     said = texts.render(msg("error.malformed", detail=detail), "zh")
     assert chinese in said
+
+
+def test_names_the_child_sends_back_as_text_are_said_in_the_language_again():
+    """The child writes case names as plain text (where a forward raised, a case whose inputs the
+    attempt changed, a named mistake's evidence): the reply gets the kind's Names back, so the
+    Chinese report says them in Chinese; text that names nothing stays as it is."""
+    from attnprep.grader.cases import PADDED, plus_causal
+    from attnprep.grader.wire import ConfigReply, Problem
+
+    case = plus_causal(PADDED)
+    asked = []
+
+    def names(ci):
+        asked.append(ci)
+        return {str(case): case}
+
+    reply = Reply(problem=Problem("exception", "error.raised_no_frame", {"stage": f"forward ({case})", "text": "padded+causal"},
+                                  named=[["m", "k", {"case": str(case), "n": 3}]]), problem_config=1)
+    reply.say_names(names)
+    stage = reply.problem.params["stage"]
+    assert stage == "forward (padded+causal)" and texts.say(stage, "zh") == "forward（右 padding+因果）"
+    assert texts.say(reply.problem.params["text"], "zh") == "右 padding+因果"  # a case's name whatever the param
+    assert texts.say(reply.problem.named[0][2]["case"], "zh") == "右 padding+因果" and reply.problem.named[0][2]["n"] == 3
+    assert asked == [1]
+
+    plain = Reply(configs=[ConfigReply(index=0, mutated=[["padded+causal", "x"], ["other", "x"]])])
+    plain.say_names(names)
+    first, other = plain.configs[0].mutated
+    assert texts.say(first[0], "zh") == "右 padding+因果" and first[1] == "x" and texts.say(other[0], "zh") == "other"
+    Reply().say_names(lambda ci: pytest.fail("nothing to name: the kind's names are not asked for"))

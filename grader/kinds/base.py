@@ -173,6 +173,13 @@ class Kind:
         """Both: the config as ids and numbers, for messages ("d_model=16, num_heads=4")."""
         return dict(self.configs[ci])
 
+    def names(self, ci: int) -> dict[str, Any]:
+        """Parent: the names the kind gives config ``ci``'s cases (a script's calls too), by their
+        text: a name the child sends back as plain text (the case a call raised in, the case whose
+        inputs the attempt changed) becomes the :class:`~attnprep.grader.result.Name` it is again,
+        which the report says in the language."""
+        return {str(c.name): c.name for c in self.cases(ci)}
+
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         """Both: the shape of each named output of ``case``."""
         raise NotImplementedError

@@ -41,10 +41,12 @@ from typing import Any
 
 import torch
 
+from attnprep import exercises
 from attnprep.exercises import evaluate
-from attnprep.grader.cases import Case, generator
+from attnprep.grader.cases import Case, alone, generator
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Grading, Kind
+from attnprep.grader.result import Name
 from attnprep.grader.tensors import RTOL
 from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
@@ -127,10 +129,12 @@ class TensorFunctions(Kind):
     def _make_cases(self, ci: int) -> list[Case]:
         config = self.configs[ci]
         out: list[Case] = []
+        words = exercises.own_names(self.exercise.id)
         for n, spec in enumerate(self.case_specs):
             g = generator(self.seed, ci, f"tensor case {n}")
             inputs = self._inputs(spec, config, g)
-            name = spec["name"]
+            # the exercise's own name of the case, said in each language from its folder's texts
+            name = Name.own(spec["name"], {lang: said[spec["name"]] for lang, said in words.items() if spec["name"] in said})
             one = torch.ones(1, 1, dtype=torch.bool)
             case = Case(name, inputs, one, (1, 1), observe=bool(spec.get("observe")), grads=bool(spec.get("grads")),
                         dtype=self._dtype(inputs), tolerance=_tolerance(inputs))
@@ -138,8 +142,9 @@ class TensorFunctions(Kind):
             if "alone" in spec and "batch" in self.probes:
                 i, j = spec["alone"]
                 part = {k: v[i:j].clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-                rows = f"row {j}" if j == i + 1 else f"rows {i + 1}..{j}"
-                out.append(Case(f"{name}, {rows} alone", part, one, (1, 1), base=name, base_rows=(i, j),
+                rows = alone(name, j, "row") if j == i + 1 else Name(f"{name}, rows {i + 1}..{j} alone", "name.rows_alone_of",
+                                                                       case=name, a=i + 1, b=j)
+                out.append(Case(rows, part, one, (1, 1), base=name, base_rows=(i, j),
                                 check="batch", dtype=case.dtype, tolerance=case.tolerance))
         return out
 
