@@ -24,6 +24,7 @@ from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.observe import ATTENTION_OPS, SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
+from attnprep.grader.result import REFERENCE_SOLUTION
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -255,7 +256,7 @@ class _Failed:
 def _finish(reply: Reply, builtins: set, guard: Guard, kind) -> dict:
     builtins.update(kind.seen_builtins)  # what the kind itself watches for (its exercise's forbidden ops)
     if guard.opened:
-        builtins.add("attnprep's reference solution")
+        builtins.add(str(REFERENCE_SOLUTION))
     reply.builtins = sorted(builtins)
     return to_data(reply)
 

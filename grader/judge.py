@@ -125,7 +125,7 @@ class Judge:
             b for c in reply.configs if isinstance(c.extra, dict) for b in c.extra.get("builtins") or () if isinstance(b, str)}
         builtins = sorted(seen)
         if builtins:
-            names = ", ".join(builtins)
+            names = Names(builtins)
             return Result(**base, verdict=Verdict.BUILTIN, checks=(Check("hand_written", False, msg("check.hand_written.bad", names=names)),),
                           diagnoses=(Diagnosis("used_builtin", (msg("evidence.builtin", names=names),)),))
         configs = reply.configs

@@ -87,6 +87,10 @@ def _name(text: str, key: str, params: dict, said: dict | None = None) -> Name:
     return name
 
 
+# The built-in an attempt "used" when it reaches attnprep's own solutions (the child writes it as text)
+REFERENCE_SOLUTION = Name("attnprep's reference solution", "name.reference_solution")
+
+
 class Names(str):
     """Names said as one list in the language (each said, joined by the language's comma);
     ``quoted``: each in quotes (a case's name may hold a comma); ``more``: "…" after the last. The

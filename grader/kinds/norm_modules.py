@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, generator, low_precision, x_of
-from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
+from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
 
@@ -161,8 +161,15 @@ class NormGrading(Grading):
     eps: dict[str, float]  # object -> the contract's default eps
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class NormConfig(Config):
+    dim: int  # the normalised size
+    eps: float | None = None  # passed to every object's constructor; None: each object's own default (grading.eps)
+
+
 class NormModules(Kind):
     Grading = NormGrading
+    Config = NormConfig
     traits = frozenset({"low_precision", "norm"})
     probes = frozenset({"gradients", "device"})  # rows are independent: equality on every case says it
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, built_functions, first
+from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, built_functions, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 
 RELATIVE_LEN = 12  # positions of the relative-position check
@@ -119,8 +119,17 @@ class RopeGrading(Grading):
     default_theta: float = 10000.0  # the contract's default theta
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RopeConfig(Config):
+    head_dim: int
+    heads: int
+    cache_len: int  # the rows of the cos / sin cache
+    theta: float | None = None  # passed to rope_cache; None: its default (the grading's default_theta)
+
+
 class RopeFunctions(Kind):
     Grading = RopeGrading
+    Config = RopeConfig
     traits = frozenset({"low_precision", "makes_tensors"})
     probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs

@@ -31,7 +31,7 @@ from attnprep.grader import variants
 from attnprep.grader.cases import PLAIN, Case, alone, generator
 from attnprep.grader.cases import changed as changed_
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.kinds.base import Grading, Kind, first
+from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Name
 from attnprep.grader.tensors import RTOL
 
@@ -163,8 +163,19 @@ BOOL_KEYS = Name("bool key mask", "name.bool_key_mask")
 ADDITIVE_KEYS = Name("additive key mask", "name.additive_key_mask")
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SdpaConfig(Config):
+    batch: int
+    heads: int  # 0: 3-D inputs (B, L, E)
+    L: int  # queries
+    S: int  # keys
+    E: int  # the query / key width
+    Ev: int  # the value width
+
+
 class SdpaFunctions(Kind):
     Grading = SdpaGrading
+    Config = SdpaConfig
     traits = frozenset({"attention", "rows", "torch_sdpa"})
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
