@@ -146,19 +146,22 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         if os.environ.get("ATTNPREP_DEBUG"):
             raise
     tracing: list[_Tracing] = []
+    failing = _Failing()  # what the judge said of the outputs (nothing: it compared none)
     try:
         judged = judge.Judge(exercise, kind, reply, path)
 
-        def compared(verdict: Verdict) -> None:
+        def compared(verdict: Verdict, failures=(), shape_failures=()) -> None:
             # the outputs are wrong: the trace child runs while the judge names the mistake
+            nonlocal failing
+            failing = _Failing(tuple(failures), tuple(shape_failures))
             if verdict in _TRACED:
-                tracing.append(_Tracing(path, exercise, kind, reply, timeout, judged, verdict, protect))
+                tracing.append(_Tracing(path, exercise, kind, reply, timeout, verdict, failing, protect))
 
         result = judged.result(compared=compared)
         if result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
         elif _worth_tracing(result):
-            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, judged, result.verdict, protect)
+            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, result.verdict, failing, protect)
             tracing.append(started)
             result = _one_scale(replace(result, divergence=started.divergence()))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
@@ -218,6 +221,15 @@ def _worth_tracing(result: Result) -> bool:
     return result.verdict is Verdict.ERROR and result.error is not None and result.error.kind == "exception"
 
 
+@dataclass(frozen=True)
+class _Failing:
+    """Where the outputs were wrong, as the judge tells the engine when it has compared them (its
+    ``compared`` callback): (config, case index) pairs of wrong values and of wrong shapes."""
+
+    failures: tuple[tuple[int, int], ...] = ()
+    shape_failures: tuple[tuple[int, int], ...] = ()
+
+
 class _Tracing:
     """The divergence of a failing attempt, found in two halves: the trace child is forked when
     this is made (as soon as the outputs are known to be wrong, so that it runs while the judge
@@ -225,13 +237,13 @@ class _Tracing:
     on top of the verdict, never a reason for the verdict to fail: any exception of ours gives None.
     Traced on a case that fails the way the verdict says (a wrong shape, else wrong values)."""
 
-    def __init__(self, path: Path, exercise, kind, reply, timeout: float, judged, verdict: Verdict,
+    def __init__(self, path: Path, exercise, kind, reply, timeout: float, verdict: Verdict, failing: _Failing,
                  protect: tuple[str, ...] = ()):
         self.path, self.exercise, self.kind, self.reply, self.timeout = path, exercise, kind, reply, timeout
         self.child = None
         try:
-            shape_first = verdict is Verdict.WRONG_SHAPE and judged.shape_failures
-            failures = judged.shape_failures if shape_first else judged.failures
+            shape_first = verdict is Verdict.WRONG_SHAPE and failing.shape_failures
+            failures = list(failing.shape_failures if shape_first else failing.failures)
             self.where = _clearest(kind, failures) if failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
             ci, ni = self.where
             self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())

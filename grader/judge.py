@@ -107,8 +107,8 @@ class Judge:
 
     # --- entry --------------------------------------------------------------------------------
 
-    def result(self, compared: Callable[[Verdict], None] | None = None) -> Result:
-        """The verdict, checks and named mistakes. ``compared`` is told the verdict of the outputs
+    def result(self, compared: Callable[..., None] | None = None) -> Result:
+        """The verdict, checks and named mistakes. ``compared`` gets the outputs' verdict and failing cases
         as soon as they are compared and found wrong, before mistakes are named (the engine starts
         the divergence finder's child then)."""
         reply = self.reply
@@ -143,7 +143,7 @@ class Judge:
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
         if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE, Verdict.GRADIENTS):
-            compared(verdict)
+            compared(verdict, self.failures, self.shape_failures)
         heatmap, shapes, row_sums = self._observed(first)
         # attention not observed (mla_decode's absorbed steps, an exp / sum softmax): the row would
         # only say so, on every report of such a kind; the heat-map is left out likewise

@@ -92,3 +92,19 @@ def test_the_scan_sees_every_way_of_importing_the_shell():
 def test_the_grader_does_not_import_the_shell(path):
     found = shell_imports(path.read_text(encoding="utf-8"), _package(path))
     assert not found, f"grader/{path.relative_to(GRADER)} imports the shell: {', '.join(found)}"
+
+
+def test_the_engine_reads_only_what_the_judge_returns():
+    """The engine does not read the judge's attributes, which are filled in while ``result()`` runs:
+    it gets the result as a return value and where the outputs failed through the ``compared``
+    callback (engine._Failing). Checked on the source: a Judge object is used for ``result`` only."""
+    tree = ast.parse((GRADER / "engine.py").read_text(encoding="utf-8"))
+    judges = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+              and getattr(node.value.func, "attr", "") == "Judge" for t in node.targets if isinstance(t, ast.Name)}
+    assert judges, "the engine makes its Judge somewhere"
+    read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id in judges}
+    assert read == {"result"}
+    passed = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+              for arg in [*node.args, *(k.value for k in node.keywords)] if isinstance(arg, ast.Name) and arg.id in judges]
+    assert passed == [], "the Judge object is handed on (someone would read its attributes)"
