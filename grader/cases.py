@@ -6,6 +6,11 @@ Kinds build their cases; :func:`sequence_cases` is the set every token-sequence 
 right padding and left padding (the two ways real batches are padded), at least one real token per
 sample, graded only at real query positions, and the perturbations of the generic probes (future
 tokens, padded tokens, a sample taken out of its batch, a second run in eval()).
+
+A case's ``name`` is a :class:`~attnprep.grader.result.Name`: a string, the case's stable id (the
+key of the child's reply, of ``base``), and the text key with its values the report says it by, in
+the language (the texts' ``[name]`` table); :func:`plus_causal`, :func:`changed`, :func:`alone` …
+build the names the kinds share.
 """
 
 from __future__ import annotations
@@ -173,36 +178,35 @@ def sequence_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: 
     left = left_mask([0, 3, 6], T)
     lpadded = draw(3, T)
     S = SequenceCase
-    plain, padded_, left_ = PLAIN, PADDED, LEFT_PADDED
     return [
-        S(plain, main, None, False, every(2, T)),
-        S(plus_causal(plain), main, None, True, every(2, T), grads=True),
+        S(PLAIN, main, None, False, every(2, T)),
+        S(plus_causal(PLAIN), main, None, True, every(2, T), grads=True),
         # The heat-map shows whichever of these shows the attempt's error best: with right padding a
         # causal query never sees a padded key, so padding bugs show only without causal or with
         # left padding.
-        S(padded_, padded, pad_mask, False, pad_mask, picture=True),
-        S(plus_causal(padded_), padded, pad_mask, True, pad_mask, observe=True, picture=True),
-        S(left_, lpadded, left, False, left),
-        S(plus_causal(left_), lpadded, left, True, left),
+        S(PADDED, padded, pad_mask, False, pad_mask, picture=True),
+        S(plus_causal(PADDED), padded, pad_mask, True, pad_mask, observe=True, picture=True),
+        S(LEFT_PADDED, lpadded, left, False, left),
+        S(plus_causal(LEFT_PADDED), lpadded, left, True, left),
         S(T1, draw(1, 1), None, False, every(1, 1)),
         S(Name("T=1 causal+mask", "name.t1_causal_mask"), draw(1, 1), torch.ones(1, 1, dtype=torch.bool), True, every(1, 1)),
         S(Name("B=1 T=5 causal", "name.short_causal", B=1, T=5), short, None, True, every(1, 5)),
         # perturbations
-        S(changed(plus_causal(plain), "future"), replace(main, future), None, True, every(2, T),
-          base=plus_causal(plain), unchanged=~future, check="causality"),
-        S(changed(padded_, "padding"), replace(padded, ~pad_mask), pad_mask, False, pad_mask,
-          base=padded_, unchanged=pad_mask, check="padding"),
-        S(changed(plus_causal(padded_), "padding"), replace(padded, ~pad_mask), pad_mask, True, pad_mask,
-          base=plus_causal(padded_), unchanged=pad_mask, check="padding"),
-        S(changed(left_, "padding"), replace(lpadded, ~left), left, False, left,
-          base=left_, unchanged=left, check="padding"),
-        S(changed(plus_causal(left_), "padding"), replace(lpadded, ~left), left, True, left,
-          base=plus_causal(left_), unchanged=left, check="padding"),
+        S(changed(plus_causal(PLAIN), "future"), replace(main, future), None, True, every(2, T),
+          base=plus_causal(PLAIN), unchanged=~future, check="causality"),
+        S(changed(PADDED, "padding"), replace(padded, ~pad_mask), pad_mask, False, pad_mask,
+          base=PADDED, unchanged=pad_mask, check="padding"),
+        S(changed(plus_causal(PADDED), "padding"), replace(padded, ~pad_mask), pad_mask, True, pad_mask,
+          base=plus_causal(PADDED), unchanged=pad_mask, check="padding"),
+        S(changed(LEFT_PADDED, "padding"), replace(lpadded, ~left), left, False, left,
+          base=LEFT_PADDED, unchanged=left, check="padding"),
+        S(changed(plus_causal(LEFT_PADDED), "padding"), replace(lpadded, ~left), left, True, left,
+          base=plus_causal(LEFT_PADDED), unchanged=left, check="padding"),
         S(alone(None, 2), {k: v[1:2].clone() for k, v in padded.items()}, pad_mask[1:2].clone(), True,
-          pad_mask[1:2].clone(), base=plus_causal(padded_), unchanged=pad_mask[1:2].clone(), base_rows=(1, 2),
+          pad_mask[1:2].clone(), base=plus_causal(PADDED), unchanged=pad_mask[1:2].clone(), base_rows=(1, 2),
           check="batch"),
-        S(again_in_eval(plain), main, None, False, every(2, T),
-          base=plain, unchanged=every(2, T), check="eval"),
+        S(again_in_eval(PLAIN), main, None, False, every(2, T),
+          base=PLAIN, unchanged=every(2, T), check="eval"),
     ]
 
 

@@ -6,7 +6,8 @@ mistaken variants, which generic probes apply, and its own checks. The pipeline 
 ``child``, ``judge``) and the report only ever talk to a :class:`Kind`; what is specific to one
 exercise (its configs, which knobs apply, probe configs, the model a kind computes) is data in its
 ``exercises/<id>/exercise.toml``, whose ``[grading]`` table each kind reads as its own typed
-:class:`Grading` (unknown or missing keys are a :class:`GradingError`).
+:class:`Grading`, and each entry of its ``configs`` as its own typed :class:`Config` (unknown or
+missing keys, or values of the wrong type, are a :class:`GradingError`).
 
 A kind is a module of :mod:`attnprep.grader.kinds` named by ``contract.kind`` that defines
 ``KIND``, a subclass of :class:`Kind` (directly or through the kind it extends) built as
@@ -21,9 +22,10 @@ Where it runs:
 - *parent* (the grading process): :meth:`Kind.reference`, :meth:`Kind.trail_reference`,
   :meth:`Kind.reference_grads`, :meth:`Kind.solution`, :meth:`Kind.knobs`, :meth:`Kind.variant`,
   :meth:`Kind.answer`, :meth:`Kind.allowed`, :meth:`Kind.extra_checks`, :meth:`Kind.extra_diagnoses`,
+  :meth:`Kind.names`,
   and the judge's switches :attr:`Kind.pair_knobs`, :attr:`Kind.mask_fills`, :attr:`Kind.outputs_apart`,
   :attr:`Kind.grads_of`, :attr:`Kind.stages`;
-- both: :attr:`Kind.grading`, :attr:`Kind.configs`, :attr:`Kind.probes`, :meth:`Kind.cases`,
+- both: :attr:`Kind.grading`, :attr:`Kind.configs` (of :attr:`Kind.Config`), :attr:`Kind.probes`, :meth:`Kind.cases`,
   :meth:`Kind.config_params`, :meth:`Kind.expected_shapes`, :meth:`Kind.axis_names`,
   :meth:`Kind.part_axis_names`.
 
