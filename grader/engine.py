@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnprep import exercises
-from attnprep.grader.result import Check, ErrorInfo, Result, Verdict, msg
+from attnprep.grader.result import Check, ErrorInfo, Result, Verdict, Words, msg
 
 DEFAULT_TIMEOUT = 10.0
 _warm = False
@@ -517,7 +517,8 @@ def _answerer(kind):
         try:
             return kind.answer(question)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-            raise sandbox.Malformed(f"unexpected question: {type(exc).__name__}") from exc
+            raise sandbox.Malformed(Words(f"unexpected question: {type(exc).__name__}", "sandbox.unexpected_question",
+                                          type=type(exc).__name__)) from exc
 
     return answer
 

@@ -54,19 +54,34 @@ def msg(key: str, **params: Any) -> Message:
     return Message(key, params)
 
 
-class Name(str):
+class Words(str):
+    """A string the grader returns where plain text is expected (a detail of how the child's reply
+    failed), that the report says by its text key: the string is its English, for logs and tests;
+    ``key`` and ``params`` say it in the language, as a :class:`Message` does."""
+
+    said: dict[str, str] | None = None  # its words by language, when they are data (see Name.own)
+
+    def __new__(cls, text: str, key: str, /, **params: Any):
+        words = super().__new__(cls, text)
+        words.key, words.params = key, params
+        return words
+
+    def __reduce__(self):  # pickled with its words (a drill's check comes back from a forked child)
+        return _said, (type(self), str(self), self.key, self.params, self.said)
+
+
+def _said(cls: type, text: str, key: str, params: dict, said: dict | None = None):
+    words = cls(text, key, **params)
+    words.said = said
+    return words
+
+
+class Name(Words):
     """A name of the grader's: a case, a call of a script of calls, a graded output. The string is
     its stable id (the key of the child's reply and of every table of outputs, the same in every
-    language); ``key`` and ``params`` say it in words, as a :class:`Message` does (the texts'
-    ``[name]`` table: ``Name("padded+causal", "name.causal", case=Name("padded", "name.padded"))``).
-    A parameter may be a Name itself: a perturbation of a case names the case it perturbs."""
-
-    said: dict[str, str] | None = None  # an exercise's own name: its words by language (see own)
-
-    def __new__(cls, text: str, key: str, /, **params: Any) -> "Name":
-        name = super().__new__(cls, text)
-        name.key, name.params = key, params
-        return name
+    language); ``key`` and ``params`` say it in words (the texts' ``[name]`` table:
+    ``Name("padded+causal", "name.causal", case=Name("padded", "name.padded"))``). A parameter may
+    be a Name itself: a perturbation of a case names the case it perturbs."""
 
     @classmethod
     def own(cls, text: str, said: dict[str, str]) -> "Name":
@@ -76,15 +91,6 @@ class Name(str):
         name = cls(text, "name.own", text=text)
         name.said = dict(said)
         return name
-
-    def __reduce__(self):  # pickled with its words (a drill's check comes back from a forked child)
-        return _name, (str(self), self.key, self.params, self.said)
-
-
-def _name(text: str, key: str, params: dict, said: dict | None = None) -> Name:
-    name = Name(text, key, **params)
-    name.said = said
-    return name
 
 
 # The built-in an attempt "used" when it reaches attnprep's own solutions (the child writes it as text)

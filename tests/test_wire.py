@@ -70,3 +70,28 @@ def test_the_reference_solution_as_a_built_in_is_said_in_the_language():
     used = msg("check.hand_written.bad", names=Names(reply.builtins))
     assert texts.render(used, "en") == "used F.scaled_dot_product_attention, attnprep's reference solution"
     assert "F.scaled_dot_product_attention，attnprep 的参考答案" in texts.render(used, "zh")
+
+
+@pytest.mark.parametrize("feed", [
+    lambda frames: frames.feed(b"x" * (3 << 20)),  # more than the whole reply may be
+    lambda frames: frames.feed(frames.token + b"Q" + b"0" * 11 + b"3" + b"[1]" + frames.token),  # not an object
+])
+def test_how_the_childs_reply_failed_is_said_in_the_language(feed):
+    """The sandbox's detail of a malformed or oversized reply is Words: its English for logs and
+    tests, its text key for the report, which says it in Chinese too."""
+    from attnprep.grader import sandbox
+
+    frames = sandbox._Frames(b"t" * 32, max_reply=1 << 20, max_total=2 << 20)
+    with pytest.raises(sandbox._Failure) as failed:
+        feed(frames)
+    detail = failed.value.detail
+    english = texts.render(msg(f"error.{failed.value.failure}", detail=detail), "en")
+    chinese = texts.render(msg(f"error.{failed.value.failure}", detail=detail), "zh")
+    assert str(detail) in english and str(detail) not in chinese
+    assert texts.say(detail, "zh") in chinese and not english_words(texts.say(detail, "zh"))
+
+
+def english_words(text: str) -> list[str]:
+    import re
+
+    return [w for w in re.findall(r"[A-Za-z]{3,}", text) if w not in ("JSON", "MiB", "list")]
