@@ -151,8 +151,11 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         yield _bad("folder", "devcheck.unknown_kind", kind=exercise.contract.kind)
         return
     except GradingError as exc:
-        yield _bad("folder", "devcheck.grading_keys", kind=exercise.contract.kind,
-                   unknown=", ".join(exc.unknown) or "-", missing=", ".join(exc.missing) or "-")
+        said = {"kind": exercise.contract.kind, "unknown": ", ".join(exc.unknown) or "-", "missing": ", ".join(exc.missing) or "-"}
+        if exc.where:  # one entry of its configs
+            yield _bad("folder", "devcheck.config_keys", where=exc.where, wrong=", ".join(exc.wrong) or "-", **said)
+        else:
+            yield _bad("folder", "devcheck.grading_keys", **said)
         return
 
     with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:

@@ -244,7 +244,7 @@ def _shapes_panel(shapes: Sequence[ShapeRow]) -> Panel:
     for row in shapes:
         got = Text(str(row.got)) if row.got is not None else Text(texts.t("report.not_observed"), style="dim")
         mark = _mark(row.ok) if row.got is not None else Text(NA, style="dim")
-        table.add_row(Text(texts.term(row.stage)), Text(str(row.expected)), got, mark, style="" if row.ok else "bold red")
+        table.add_row(Text(texts.say(row.stage)), Text(str(row.expected)), got, mark, style="" if row.ok else "bold red")
     mismatches = sum(not r.ok for r in shapes)
     title = texts.t("report.shapes_mismatch", count=mismatches) if mismatches else texts.t("report.shapes")
     return Panel(table, title=title, title_align="left", border_style="red" if mismatches else "dim", box=box.ROUNDED)
@@ -352,7 +352,7 @@ def _heatmap_panel(heatmap: Heatmap, width: int) -> Panel:
         cells = ", ".join(f"q{i}→k{j} {p:.2f}" if _finite(p) else f"q{i}→k{j} {texts.t('report.not_finite')}" for i, j, p in found[:3])
         key = "report.leaked_many" if len(found) > 1 else "report.leaked_one"
         parts.append(Prose(texts.t(key, count=len(found), threshold=LEAK_THRESHOLD, cells=cells), style="bold red"))
-    title: str | None = texts.t("report.attention_title", sample=heatmap.sample, head=heatmap.head, case=texts.term(heatmap.case))
+    title: str | None = texts.t("report.attention_title", sample=heatmap.sample, head=heatmap.head, case=texts.say(heatmap.case))
     if cell_len(title) + 6 > width:  # Rich would cut a long panel title silently: it opens the body instead
         parts.insert(0, Prose(title, style="bold", overflow="fold"))
         title = None

@@ -82,7 +82,7 @@ def _config(config: dict) -> str:
 
 def diff_text(diff: OutputDiff) -> str:
     """``torch.testing.assert_close``'s summary, in the reading order people expect."""
-    lines = [texts.t("diff.header", case=texts.term(diff.case), output=texts.term(diff.output), config=_config(diff.config))]
+    lines = [texts.t("diff.header", case=texts.say(diff.case), output=texts.say(diff.output), config=_config(diff.config))]
     percent = 100 * diff.mismatched / max(diff.total, 1)
     lines.append(texts.t("diff.mismatched", bad=diff.mismatched, total=diff.total, percent=percent))
     if diff.nonfinite is not None:
@@ -99,9 +99,9 @@ def divergence_text(d) -> str:
     text = texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
                    shape=d.shape, named=d.named, ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
     if reason in ("scaled", "scalar") and getattr(d, "case", ""):  # a factor holds for the sizes it was seen at
-        text = texts.t("divergence.on_case", text=text, case=d.case, config=d.config)
+        text = texts.t("divergence.on_case", text=text, case=texts.say(d.case), config=d.config)
     part = getattr(d, "part", "")
-    return texts.t("divergence.part", part=part, text=text) if part else text
+    return texts.t("divergence.part", part=texts.say(part), text=text) if part else text
 
 
 def result_json(result: Result) -> dict:

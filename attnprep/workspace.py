@@ -16,8 +16,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-import attnprep
-from attnprep import exercises, paths, texts
+from attnprep import exercises, texts
 from attnprep.exercises import Exercise
 
 
@@ -58,26 +57,10 @@ class ExerciseRow(NamedTuple):
         }
 
 
-def _normalise(text: str) -> str:
-    """What telling a blank file needs: trailing spaces, line endings and blank lines at either
-    end are not an edit (an editor that trims or adds them leaves the stub blank)."""
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
-
-
-def is_blank(exercise_id: str, source: str) -> bool:
-    """``source`` is the exercise's untouched stub, in either language: the one test ``list``,
-    ``check``, ``stats`` and ``today`` share (cheap unless it looks like a stub)."""
-    if "NotImplementedError" not in source:
-        return False
-    mine = _normalise(source)
-    for lang in _languages():
-        try:
-            blank = blank_stub(exercise_id, lang)
-        except Exception:  # noqa: BLE001 — a stub that cannot be rendered is never what the user wrote
-            continue
-        if mine == _normalise(blank):
-            return True
-    return False
+# One test of "is this the untouched stub?" for `list`, `check`, `stats` and `today`: the registry's,
+# which the grader uses too (so `list` and `check` cannot disagree).
+blank_stub = exercises.blank_stub
+is_blank = exercises.is_blank
 
 
 def status_of(exercise: Exercise | exercises.Listing, folder: Path) -> Status:
@@ -92,46 +75,7 @@ def status_of(exercise: Exercise | exercises.Listing, folder: Path) -> Status:
         return Status.IN_PROGRESS  # not the stub, whatever it is
     except OSError:
         return Status.UNREADABLE
-    return Status.BLANK if is_blank(exercise.id, source) else Status.IN_PROGRESS
-
-
-def _languages() -> tuple[str, ...]:
-    """The language in use first, then the others: a stub made in either language is blank."""
-    from attnprep import texts
-
-    first = texts.language()
-    return (first, *(lang for lang in texts.LANGUAGES if lang != first))
-
-
-def blank_stub(exercise_id: str, lang: str | None = None) -> str:
-    """The rendered stub, kept in the data folder's cache under a key of the size and modification
-    time of every file it is rendered from (as Python keys its bytecode): telling a blank file
-    from an edited one then needs neither jinja2 nor the whole registry. The cache is only an
-    optimisation: any problem with it means rendering afresh."""
-    from attnprep import texts
-
-    lang = lang or texts.language()
-    cached = None
-    try:
-        key = f"{attnprep.__version__} {lang} " + " ".join(
-            f"{st.st_mtime_ns}:{st.st_size}" for st in (p.stat() for p in exercises.stub_sources(exercise_id, lang)))
-        cached = paths.data_home() / "cache" / f"stub-{exercise_id}{'' if lang == 'en' else '.' + lang}.py"
-        head, _, text = cached.read_text(encoding="utf-8").partition("\n")
-        if head == f"# key: {key}":
-            return text
-    except (OSError, UnicodeDecodeError):
-        pass
-    text = exercises.render_stub(exercises.registry(lang)[exercises.get(exercise_id).id], lang)
-    if cached is not None:  # set only once the key is known
-        tmp = None
-        try:
-            cached.parent.mkdir(exist_ok=True)
-            tmp = _write_temp(cached.parent, cached.name, f"# key: {key}\n{text}")
-            os.replace(tmp, cached)
-        except OSError:
-            if tmp is not None:
-                tmp.unlink(missing_ok=True)
-    return text
+    return Status.BLANK if exercises.is_blank(exercise.id, source) else Status.IN_PROGRESS
 
 
 def exercise_rows(folder: str | Path) -> list[ExerciseRow]:

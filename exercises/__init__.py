@@ -203,6 +203,16 @@ def _translation(path: Path) -> dict:
     return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
+def own_names(exercise_id: str) -> dict[str, dict[str, str]]:
+    """The exercise's own words for the names of the cases its ``[grading]`` gives as data: the
+    ``[names]`` table of each other language's ``<lang>.toml`` (the name as ``exercise.toml``
+    writes it = said in that language), by language."""
+    from attnprep import texts
+
+    return {lang: _translation(HERE / exercise_id / f"{lang}.toml").get("names", {})
+            for lang in texts.LANGUAGES if lang != "en"}
+
+
 TRANSLATED_MISTAKE = ("title", "why", "fix", "fix_for")
 
 
@@ -477,6 +487,67 @@ def stub_words(folder: Path, lang: str) -> dict[str, str]:
     if lang != "en":
         words.update(_translation(folder / f"{lang}.toml").get("stub", {}))
     return {key: text.strip("\n") for key, text in words.items()}
+
+
+def _normalised(text: str) -> str:
+    """What telling a blank file needs: trailing spaces, line endings and blank lines at either
+    end are not an edit (an editor that trims or adds them leaves the stub blank)."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def is_blank(exercise_id: str, source: str) -> bool:
+    """``source`` is the exercise's untouched stub, in either language: the one test ``list``,
+    ``check``, ``stats`` and ``today`` share (cheap unless it looks like a stub)."""
+    if "NotImplementedError" not in source:
+        return False
+    from attnprep import texts
+
+    mine = _normalised(source)
+    first = texts.language()  # the language in use first: a stub made in either language is blank
+    for lang in (first, *(lang for lang in texts.LANGUAGES if lang != first)):
+        try:
+            blank = blank_stub(exercise_id, lang)
+        except Exception:  # noqa: BLE001 — a stub that cannot be rendered is never what the user wrote
+            continue
+        if mine == _normalised(blank):
+            return True
+    return False
+
+
+def blank_stub(exercise_id: str, lang: str | None = None) -> str:
+    """The rendered stub, kept in the data folder's cache under a key of the size and modification
+    time of every file it is rendered from (as Python keys its bytecode): telling a blank file
+    from an edited one then needs neither jinja2 nor the whole registry. The cache is only an
+    optimisation: any problem with it means rendering afresh."""
+    import os
+
+    import attnprep
+    from attnprep import paths, texts
+
+    lang = lang or texts.language()
+    cached = None
+    try:
+        key = f"{attnprep.__version__} {lang} " + " ".join(
+            f"{st.st_mtime_ns}:{st.st_size}" for st in (p.stat() for p in stub_sources(exercise_id, lang)))
+        cached = paths.data_home() / "cache" / f"stub-{exercise_id}{'' if lang == 'en' else '.' + lang}.py"
+        head, _, text = cached.read_text(encoding="utf-8").partition("\n")
+        if head == f"# key: {key}":
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = render_stub(registry(lang)[get(exercise_id).id], lang)
+    if cached is not None:  # set only once the key is known
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        try:
+            cached.parent.mkdir(exist_ok=True)
+            tmp.write_text(f"# key: {key}\n{text}", encoding="utf-8", newline="\n")
+            os.replace(tmp, cached)
+        except OSError:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+    return text
 
 
 def cache_clear() -> None:

@@ -3,7 +3,7 @@
 Public API (stable for the CLI, the drill and the tests)::
 
     from attnprep.grader import grade, warm_up
-    result = grade(path, exercise=None, seed=0, device="cpu", timeout=DEFAULT_TIMEOUT)
+    result = grade(path, exercise=None, seed=0, device="cpu", timeout=DEFAULT_TIMEOUT, protect=())
 
 ``exercise`` is a resolved :class:`~attnprep.exercises.Exercise` (what the CLI passes), an id, or
 None for the file's ``# attnprep: <id>`` line, then its file name. ``grade`` imports torch on first
@@ -27,16 +27,19 @@ def grade(
     seed: int = 0,
     device: str = "cpu",
     timeout: float = DEFAULT_TIMEOUT,
+    protect: tuple[str | Path, ...] = (),
 ) -> Result:
     """Grade one attempt file. Never raises for anything the attempt does; an unknown id raises
-    :class:`~attnprep.exercises.UnknownExercise`."""
+    :class:`~attnprep.exercises.UnknownExercise`. ``protect``: folders of the caller the attempt,
+    and any process it starts, may not write (the shell passes the user's data folder)."""
     from attnprep.grader import engine
 
     path = Path(path)
     if not hasattr(exercise, "contract"):
         source = path.read_bytes()[:2000].decode("utf-8", errors="replace")
         exercise = engine.exercise_of(path, source, exercise)
-    return engine.grade(path, exercise, seed=seed, device=device, timeout=timeout)
+    return engine.grade(path, exercise, seed=seed, device=device, timeout=timeout,
+                        protect=tuple(str(p) for p in protect))
 
 
 def warm_up() -> None:

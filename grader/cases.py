@@ -6,6 +6,11 @@ Kinds build their cases; :func:`sequence_cases` is the set every token-sequence 
 right padding and left padding (the two ways real batches are padded), at least one real token per
 sample, graded only at real query positions, and the perturbations of the generic probes (future
 tokens, padded tokens, a sample taken out of its batch, a second run in eval()).
+
+A case's ``name`` is a :class:`~attnprep.grader.result.Name`: a string, the case's stable id (the
+key of the child's reply, of ``base``), and the text key with its values the report says it by, in
+the language (the texts' ``[name]`` table); :func:`plus_causal`, :func:`changed`, :func:`alone` …
+build the names the kinds share.
 """
 
 from __future__ import annotations
@@ -16,13 +21,70 @@ from typing import Any, Callable
 
 import torch
 
+from attnprep.grader.result import Name
+
 MAIN_T = 7  # the sequence length of the observed case; no head size in the configs may equal it
 CAUSAL_CUT = 3  # tokens from here on are perturbed by the causality check
 
 
+# The names of the token-sequence cases, shared by the kinds that build their own
+PLAIN = Name("plain", "name.plain")
+PADDED = Name("padded", "name.padded")
+LEFT_PADDED = Name("left-padded", "name.left_padded")
+T1 = Name("T=1", "name.t1")
+
+
+def plus_causal(case: Name) -> Name:
+    """``case`` with the causal flag on: "padded+causal"."""
+    return Name(f"{case}+causal", "name.causal", case=case)
+
+
+def changed(case: Name, what: str) -> Name:
+    """A perturbation of ``case`` for a probe: "padded, padding changed" (``what``: a key of the
+    texts' ``[name.changed]``: future, padding, masked_keys, later_keys, tokens …)."""
+    return Name(f"{case}, {what.replace('_', ' ')} changed", f"name.changed.{what}", case=case)
+
+
+def alone(case: Name | None, n: int, what: str = "sample") -> Name:
+    """Sample (or row) ``n`` of ``case`` run on its own: "sample 2 alone", "no mask, row 2 alone"."""
+    if case is None:
+        return Name(f"{what} {n} alone", f"name.{what}_alone", n=n)
+    return Name(f"{case}, {what} {n} alone", f"name.{what}_alone_of", case=case, n=n)
+
+
+def with_causal(case: Name) -> Name:
+    """``case`` with the causal flag on, for names of sizes: "L=7 S=7 block=3 causal"."""
+    return Name(f"{case} causal", "name.with_causal", case=case)
+
+
+def x_of(shape: str, what: str = "") -> Name:
+    """A case named by its input's shape: "x (5, d)"; ``what`` (a key of the texts' ``[name.x]``)
+    says what is special about it: "x (3, 5, d) * 4: large activations"."""
+    if not what:
+        return Name(f"x {shape}", "name.x.plain", shape=shape)
+    english = {"large_activations": "x {shape}: large activations", "large_mean": "x {shape}: a large mean",
+               "tiny": "tiny x {shape}: eps matters"}[what]
+    return Name(english.format(shape=shape), f"name.x.{what}", shape=shape)
+
+
+def low_precision(dtype: str, shape: str) -> Name:
+    """The case of a module and its input in a low precision: "bfloat16 module and x (2, 7, d)"."""
+    return Name(f"{dtype} module and x {shape}", "name.x.low_precision", dtype=dtype, shape=shape)
+
+
+def again(case: Name) -> Name:
+    """``case`` run a second time: "x (2, 7, d) again"."""
+    return Name(f"{case} again", "name.again", case=case)
+
+
+def again_in_eval(case: Name) -> Name:
+    """``case`` once more with another dropout seed (the eval probe)."""
+    return Name(f"{case} again (new dropout seed)", "name.again_new_seed", case=case)
+
+
 @dataclass
 class Case:
-    name: str
+    name: Name  # a str: the case's id; said in a language from its text key
     inputs: dict[str, Any]  # what the kind passes to the attempt: tensors, flags ("is_causal")
     queries: torch.Tensor  # (B, T_q) bool: real query positions (graded rows; heat-map, row sums)
     seq: tuple[int, int]  # (T_q, T_k): the size of the score matrices, for the observer
@@ -75,7 +137,7 @@ def left_mask(starts: list[int], T: int) -> torch.Tensor:
 class SequenceCase:
     """What :func:`sequence_cases` describes before a kind turns it into a :class:`Case`."""
 
-    name: str
+    name: Name
     tensors: dict[str, torch.Tensor]  # each (B, T, *per-token shape)
     mask: torch.Tensor | None  # (B, T) bool key padding mask, True = real
     is_causal: bool
@@ -117,34 +179,34 @@ def sequence_cases(shapes: dict[str, tuple[int, ...]], seed: int, config_index: 
     lpadded = draw(3, T)
     S = SequenceCase
     return [
-        S("plain", main, None, False, every(2, T)),
-        S("plain+causal", main, None, True, every(2, T), grads=True),
+        S(PLAIN, main, None, False, every(2, T)),
+        S(plus_causal(PLAIN), main, None, True, every(2, T), grads=True),
         # The heat-map shows whichever of these shows the attempt's error best: with right padding a
         # causal query never sees a padded key, so padding bugs show only without causal or with
         # left padding.
-        S("padded", padded, pad_mask, False, pad_mask, picture=True),
-        S("padded+causal", padded, pad_mask, True, pad_mask, observe=True, picture=True),
-        S("left-padded", lpadded, left, False, left),
-        S("left-padded+causal", lpadded, left, True, left),
-        S("T=1", draw(1, 1), None, False, every(1, 1)),
-        S("T=1 causal+mask", draw(1, 1), torch.ones(1, 1, dtype=torch.bool), True, every(1, 1)),
-        S("B=1 T=5 causal", short, None, True, every(1, 5)),
+        S(PADDED, padded, pad_mask, False, pad_mask, picture=True),
+        S(plus_causal(PADDED), padded, pad_mask, True, pad_mask, observe=True, picture=True),
+        S(LEFT_PADDED, lpadded, left, False, left),
+        S(plus_causal(LEFT_PADDED), lpadded, left, True, left),
+        S(T1, draw(1, 1), None, False, every(1, 1)),
+        S(Name("T=1 causal+mask", "name.t1_causal_mask"), draw(1, 1), torch.ones(1, 1, dtype=torch.bool), True, every(1, 1)),
+        S(Name("B=1 T=5 causal", "name.short_causal", B=1, T=5), short, None, True, every(1, 5)),
         # perturbations
-        S("plain+causal, future changed", replace(main, future), None, True, every(2, T),
-          base="plain+causal", unchanged=~future, check="causality"),
-        S("padded, padding changed", replace(padded, ~pad_mask), pad_mask, False, pad_mask,
-          base="padded", unchanged=pad_mask, check="padding"),
-        S("padded+causal, padding changed", replace(padded, ~pad_mask), pad_mask, True, pad_mask,
-          base="padded+causal", unchanged=pad_mask, check="padding"),
-        S("left-padded, padding changed", replace(lpadded, ~left), left, False, left,
-          base="left-padded", unchanged=left, check="padding"),
-        S("left-padded+causal, padding changed", replace(lpadded, ~left), left, True, left,
-          base="left-padded+causal", unchanged=left, check="padding"),
-        S("sample 2 alone", {k: v[1:2].clone() for k, v in padded.items()}, pad_mask[1:2].clone(), True,
-          pad_mask[1:2].clone(), base="padded+causal", unchanged=pad_mask[1:2].clone(), base_rows=(1, 2),
+        S(changed(plus_causal(PLAIN), "future"), replace(main, future), None, True, every(2, T),
+          base=plus_causal(PLAIN), unchanged=~future, check="causality"),
+        S(changed(PADDED, "padding"), replace(padded, ~pad_mask), pad_mask, False, pad_mask,
+          base=PADDED, unchanged=pad_mask, check="padding"),
+        S(changed(plus_causal(PADDED), "padding"), replace(padded, ~pad_mask), pad_mask, True, pad_mask,
+          base=plus_causal(PADDED), unchanged=pad_mask, check="padding"),
+        S(changed(LEFT_PADDED, "padding"), replace(lpadded, ~left), left, False, left,
+          base=LEFT_PADDED, unchanged=left, check="padding"),
+        S(changed(plus_causal(LEFT_PADDED), "padding"), replace(lpadded, ~left), left, True, left,
+          base=plus_causal(LEFT_PADDED), unchanged=left, check="padding"),
+        S(alone(None, 2), {k: v[1:2].clone() for k, v in padded.items()}, pad_mask[1:2].clone(), True,
+          pad_mask[1:2].clone(), base=plus_causal(PADDED), unchanged=pad_mask[1:2].clone(), base_rows=(1, 2),
           check="batch"),
-        S("plain again (new dropout seed)", main, None, False, every(2, T), base="plain",
-          unchanged=every(2, T), check="eval"),
+        S(again_in_eval(PLAIN), main, None, False, every(2, T),
+          base=PLAIN, unchanged=every(2, T), check="eval"),
     ]
 
 

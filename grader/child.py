@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 
 from attnprep.grader import sandbox
-from attnprep.paths import data_path
 from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.observe import ATTENTION_OPS, SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
+from attnprep.grader.result import REFERENCE_SOLUTION
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
@@ -72,16 +72,17 @@ class Guard:
     file's identity (its inode, or its real path), not by the string it is named with: a
     ``/proc/self/root/...`` path, a symlink or a hard link to a solution is still that solution."""
 
-    def __init__(self):
+    def __init__(self, protect: tuple[str, ...] = ()):
         self.armed_now = False
         self.opened: list[str] = []
         self.folder = os.path.realpath(SOLUTIONS_DIR)
         self.files = _identities(self.folder)
         sys.addaudithook(self._hook)
-        # and below Python: the solutions cannot be read or rewritten, nor the user's history written,
-        # by this process or any program it forks or runs (`python -m attnprep solution`, `cat`)
+        # and below Python: the solutions cannot be read or rewritten, nor the folders the caller
+        # protects written (the user's history: ``protect``), by this process or any program it forks
+        # or runs (`python -m attnprep solution`, `cat`)
         self.hidden = sandbox.hide(unreadable=[self.folder, *_repository(self.folder)],
-                                   unwritable=[self.folder, str(data_path())])
+                                   unwritable=[self.folder, *protect])
 
     def _hook(self, event, args):
         if not (self.armed_now and event == "open" and args):
@@ -198,13 +199,13 @@ def watch_line(where, path: Path, *, delay: float = 1.0, every: float = 0.2) -> 
     threading.Thread(target=sample, name="attnprep-line", daemon=True).start()
 
 
-def run_attempt(path: Path, kind, device: str, channel, where=None) -> dict:
+def run_attempt(path: Path, kind, device: str, channel, where=None, protect: tuple[str, ...] = ()) -> dict:
     """Grade-side data of the attempt at ``path`` as a plain dict (a :class:`Reply`). ``where``: a
-    shared page for :func:`watch_line`."""
+    shared page for :func:`watch_line`; ``protect``: folders the attempt may not write."""
     if where is not None:
         watch_line(where, path)
     _forget_references()
-    guard = Guard()
+    guard = Guard(protect)
     reply = Reply()
     builtins: set[str] = set()
     _seed(0, device)
@@ -255,7 +256,7 @@ class _Failed:
 def _finish(reply: Reply, builtins: set, guard: Guard, kind) -> dict:
     builtins.update(kind.seen_builtins)  # what the kind itself watches for (its exercise's forbidden ops)
     if guard.opened:
-        builtins.add("attnprep's reference solution")
+        builtins.add(str(REFERENCE_SOLUTION))
     reply.builtins = sorted(builtins)
     return to_data(reply)
 
@@ -384,13 +385,13 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
 __all__ = ["run_attempt", "describe", "_tolist"]
 
 
-def trace_attempt(path: Path, kind, ci: int, case_index: int, channel) -> dict:
+def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: tuple[str, ...] = ()) -> dict:
     """The trail of the attempt on one case (see :mod:`.trace`): which line made which tensor,
     for the divergence finder. Run only for a failing attempt."""
     from attnprep.grader.trace import Tracer
 
     _forget_references()
-    guard = Guard()
+    guard = Guard(protect)
     _seed(0, "cpu")  # the trace runs the case where it is, on the CPU
     try:
         with guard.armed():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnprep import exercises
-from attnprep.grader.result import Check, ErrorInfo, Result, Verdict, msg
+from attnprep.grader.result import Check, ErrorInfo, Result, Verdict, Words, msg
 
 DEFAULT_TIMEOUT = 10.0
 _warm = False
@@ -44,14 +44,6 @@ def exercise_of(path: Path, source: str, exercise_id: str | None) -> exercises.E
     if named:
         return exercises.get(named)
     return exercises.get(path.stem)
-
-
-def is_blank(exercise: exercises.Exercise, source: str) -> bool:
-    """The file is the exercise's untouched stub: :func:`attnprep.workspace.is_blank`, the one
-    test ``list`` uses too."""
-    from attnprep import workspace
-
-    return workspace.is_blank(exercise.id, source)
 
 
 def _syntax(path: Path, raw: bytes) -> ErrorInfo | None:
@@ -103,7 +95,10 @@ def _line_of_encoding_problem(raw: bytes) -> int:
     return 1
 
 
-def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float) -> Result:
+def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float,
+          protect: tuple[str, ...] = ()) -> Result:
+    """Grade the file at ``path`` as ``exercise``. ``protect``: folders the attempt (and every
+    process it starts) may not write, which the caller owns (the user's data folder)."""
     start = time.perf_counter()
     path = path.resolve()
     raw = path.read_bytes()
@@ -119,7 +114,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
     syntax = _syntax(path, raw)
     if syntax is not None:
         return done(Result(exercise.id, str(path), Verdict.SYNTAX, checks=(Check("syntax", False, syntax.message),), error=syntax))
-    if is_blank(exercise, source):
+    if exercises.is_blank(exercise.id, source):  # the one test `list` uses too
         blank = ErrorInfo("blank", msg("error.blank", exercise=exercise.id))
         return done(Result(exercise.id, str(path), Verdict.ERROR, error=blank))
 
@@ -130,7 +125,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
 
     kind = kind_for(exercise, seed)
     where = mmap.mmap(-1, 8)  # shared with the forked child: the attempt's line it is running
-    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where), timeout, answer=_answerer(kind))
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where, protect), timeout, answer=_answerer(kind))
     stdout = outcome.stdout or ""  # as printed: the report shows its control characters (attnprep.safe_text)
     if outcome.data is None:
         line = struct.unpack("<q", where[0:8])[0]
@@ -144,20 +139,28 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         detail = msg(exc.key, **exc.params)
         return done(Result(exercise.id, str(path), Verdict.ERROR, checks=(Check("runs", False, msg("error.malformed", detail=detail)),),
                            error=ErrorInfo("malformed", msg("error.malformed", detail=detail))))
+    try:
+        reply.say_names(kind.names)
+    except Exception:  # noqa: BLE001 — only words: the names stay as the child wrote them
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
     tracing: list[_Tracing] = []
+    failing = _Failing()  # what the judge said of the outputs (nothing: it compared none)
     try:
         judged = judge.Judge(exercise, kind, reply, path)
 
-        def compared(verdict: Verdict) -> None:
+        def compared(verdict: Verdict, failures=(), shape_failures=()) -> None:
             # the outputs are wrong: the trace child runs while the judge names the mistake
+            nonlocal failing
+            failing = _Failing(tuple(failures), tuple(shape_failures))
             if verdict in _TRACED:
-                tracing.append(_Tracing(path, exercise, kind, reply, timeout, judged, verdict))
+                tracing.append(_Tracing(path, exercise, kind, reply, timeout, verdict, failing, protect))
 
         result = judged.result(compared=compared)
         if result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
         elif _worth_tracing(result):
-            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, judged, result.verdict)
+            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, result.verdict, failing, protect)
             tracing.append(started)
             result = _one_scale(replace(result, divergence=started.divergence()))
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
@@ -217,6 +220,15 @@ def _worth_tracing(result: Result) -> bool:
     return result.verdict is Verdict.ERROR and result.error is not None and result.error.kind == "exception"
 
 
+@dataclass(frozen=True)
+class _Failing:
+    """Where the outputs were wrong, as the judge tells the engine when it has compared them (its
+    ``compared`` callback): (config, case index) pairs of wrong values and of wrong shapes."""
+
+    failures: tuple[tuple[int, int], ...] = ()
+    shape_failures: tuple[tuple[int, int], ...] = ()
+
+
 class _Tracing:
     """The divergence of a failing attempt, found in two halves: the trace child is forked when
     this is made (as soon as the outputs are known to be wrong, so that it runs while the judge
@@ -224,16 +236,17 @@ class _Tracing:
     on top of the verdict, never a reason for the verdict to fail: any exception of ours gives None.
     Traced on a case that fails the way the verdict says (a wrong shape, else wrong values)."""
 
-    def __init__(self, path: Path, exercise, kind, reply, timeout: float, judged, verdict: Verdict):
+    def __init__(self, path: Path, exercise, kind, reply, timeout: float, verdict: Verdict, failing: _Failing,
+                 protect: tuple[str, ...] = ()):
         self.path, self.exercise, self.kind, self.reply, self.timeout = path, exercise, kind, reply, timeout
         self.child = None
         try:
-            shape_first = verdict is Verdict.WRONG_SHAPE and judged.shape_failures
-            failures = judged.shape_failures if shape_first else judged.failures
+            shape_first = verdict is Verdict.WRONG_SHAPE and failing.shape_failures
+            failures = list(failing.shape_failures if shape_first else failing.failures)
             self.where = _clearest(kind, failures) if failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
             ci, ni = self.where
             self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
-            self.child = _start_trace(path, kind, ci, ni, timeout)
+            self.child = _start_trace(path, kind, ci, ni, timeout, protect)
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise
@@ -300,17 +313,18 @@ class Trails:
     ref_made: dict[str, int]
 
 
-def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float):
+def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float, protect: tuple[str, ...] = ()):
     """Fork the child that traces the attempt on case ``ni`` of config ``ci`` (a ``sandbox.Running``)."""
     from attnprep.grader import child, sandbox
 
-    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel), timeout, answer=_answerer(kind))
+    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel, protect), timeout, answer=_answerer(kind))
 
 
-def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float) -> Trails | None:
+def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float,
+           protect: tuple[str, ...] = ()) -> Trails | None:
     """Trace the attempt on case ``ni`` of config ``ci`` in a child, and the reference here (the
     way the kind drives the attempt, see ``trail_reference``); None when the child sent no trail."""
-    with _start_trace(path, kind, ci, ni, timeout) as child:
+    with _start_trace(path, kind, ci, ni, timeout, protect) as child:
         return _trails(path, exercise, kind, child, ci, ni, zero_bias)
 
 
@@ -370,8 +384,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
+    part = kind.names(ci).get(found.part, found.part) if found.part else found.part  # the call, said in the language
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
-                      found.ref_named, found.ref_code, found.part, case.name, config)
+                      found.ref_named, found.ref_code, part, case.name, config)
 
 
 def _ready_made(source: str, exercise, line: int | None = None) -> dict[str, tuple[int, int]]:
@@ -503,7 +518,8 @@ def _answerer(kind):
         try:
             return kind.answer(question)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-            raise sandbox.Malformed(f"unexpected question: {type(exc).__name__}") from exc
+            raise sandbox.Malformed(Words(f"unexpected question: {type(exc).__name__}", "sandbox.unexpected_question",
+                                          type=type(exc).__name__)) from exc
 
     return answer
 

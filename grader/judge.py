@@ -20,7 +20,7 @@ from attnprep.grader import variants
 from attnprep.grader.cases import Case, grads_case
 from attnprep.grader.observe import Observer
 from attnprep.grader.result import (ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message,
-                                    OutputDiff, Result, ShapeRow, Verdict, msg)
+                                    Names, OutputDiff, Result, ShapeRow, Verdict, msg)
 from attnprep.grader.tensors import ATOL, RTOL, decode_tensor
 from attnprep.grader.wire import ConfigReply, Reply
 
@@ -107,8 +107,8 @@ class Judge:
 
     # --- entry --------------------------------------------------------------------------------
 
-    def result(self, compared: Callable[[Verdict], None] | None = None) -> Result:
-        """The verdict, checks and named mistakes. ``compared`` is told the verdict of the outputs
+    def result(self, compared: Callable[..., None] | None = None) -> Result:
+        """The verdict, checks and named mistakes. ``compared`` gets the outputs' verdict and failing cases
         as soon as they are compared and found wrong, before mistakes are named (the engine starts
         the divergence finder's child then)."""
         reply = self.reply
@@ -125,7 +125,7 @@ class Judge:
             b for c in reply.configs if isinstance(c.extra, dict) for b in c.extra.get("builtins") or () if isinstance(b, str)}
         builtins = sorted(seen)
         if builtins:
-            names = ", ".join(builtins)
+            names = Names(builtins)
             return Result(**base, verdict=Verdict.BUILTIN, checks=(Check("hand_written", False, msg("check.hand_written.bad", names=names)),),
                           diagnoses=(Diagnosis("used_builtin", (msg("evidence.builtin", names=names),)),))
         configs = reply.configs
@@ -143,7 +143,7 @@ class Judge:
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
         if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE, Verdict.GRADIENTS):
-            compared(verdict)
+            compared(verdict, self.failures, self.shape_failures)
         heatmap, shapes, row_sums = self._observed(first)
         # attention not observed (mla_decode's absorbed steps, an exp / sum softmax): the row would
         # only say so, on every report of such a kind; the heat-map is left out likewise
@@ -314,7 +314,7 @@ class Judge:
         else:
             add(Check("inputs", True, msg("check.inputs.ok")))
         # names quoted: a case's own name may hold a comma ('is_causal, later keys changed')
-        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=", ".join(f"'{n}'" for n in nonfinite[:3])) if nonfinite else msg("check.finite.ok")))
+        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=Names(nonfinite[:3], quoted=True)) if nonfinite else msg("check.finite.ok")))
         for name in ("causality", "padding", "batch", "eval"):
             if name not in kind.probes:
                 continue
@@ -688,7 +688,7 @@ class Judge:
         """``evidence.case_group``: the failing cases by name (the first :data:`SHOWN_CASES` of
         them) and how many others match the reference."""
         names = list(dict.fromkeys(c.case.name for c in self.failed_cases))
-        cases = ", ".join(names[:SHOWN_CASES]) + (", …" if len(names) > SHOWN_CASES else "")
+        cases = Names(names[:SHOWN_CASES], more=len(names) > SHOWN_CASES)
         return msg("evidence.case_group", cases=cases, others=total - len(failing))
 
     def _case_group(self, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:

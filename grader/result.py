@@ -54,6 +54,64 @@ def msg(key: str, **params: Any) -> Message:
     return Message(key, params)
 
 
+class Words(str):
+    """A string the grader returns where plain text is expected (a detail of how the child's reply
+    failed), that the report says by its text key: the string is its English, for logs and tests;
+    ``key`` and ``params`` say it in the language, as a :class:`Message` does."""
+
+    said: dict[str, str] | None = None  # its words by language, when they are data (see Name.own)
+
+    def __new__(cls, text: str, key: str, /, **params: Any):
+        words = super().__new__(cls, text)
+        words.key, words.params = key, params
+        return words
+
+    def __reduce__(self):  # pickled with its words (a drill's check comes back from a forked child)
+        return _said, (type(self), str(self), self.key, self.params, self.said)
+
+
+def _said(cls: type, text: str, key: str, params: dict, said: dict | None = None):
+    words = cls(text, key, **params)
+    words.said = said
+    return words
+
+
+class Name(Words):
+    """A name of the grader's: a case, a call of a script of calls, a graded output. The string is
+    its stable id (the key of the child's reply and of every table of outputs, the same in every
+    language); ``key`` and ``params`` say it in words (the texts' ``[name]`` table:
+    ``Name("padded+causal", "name.causal", case=Name("padded", "name.padded"))``). A parameter may
+    be a Name itself: a perturbation of a case names the case it perturbs."""
+
+    @classmethod
+    def own(cls, text: str, said: dict[str, str]) -> "Name":
+        """A name an exercise's data gives (its ``[grading] cases``), said in each other language
+        from the exercise's own texts (``said``: language -> words; the key ``name.own`` says it as
+        written)."""
+        name = cls(text, "name.own", text=text)
+        name.said = dict(said)
+        return name
+
+
+# The built-in an attempt "used" when it reaches attnprep's own solutions (the child writes it as text)
+REFERENCE_SOLUTION = Name("attnprep's reference solution", "name.reference_solution")
+
+
+class Names(str):
+    """Names said as one list in the language (each said, joined by the language's comma);
+    ``quoted``: each in quotes (a case's name may hold a comma); ``more``: "…" after the last. The
+    string is the list of their ids: "'padded', 'plain+causal'"."""
+
+    def __new__(cls, names, quoted: bool = False, more: bool = False) -> "Names":
+        names = tuple(names)
+        said = super().__new__(cls, ", ".join(f"'{n}'" if quoted else n for n in names) + (", …" if more else ""))
+        said.names, said.quoted, said.more = names, quoted, more
+        return said
+
+    def __reduce__(self):
+        return Names, (self.names, self.quoted, self.more)
+
+
 @dataclass(frozen=True)
 class Check:
     """One row of the report: ``output``, ``causality``, ``padding`` … (``id`` is a stable token)."""

@@ -39,6 +39,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from attnprep.grader.result import Words
+
 MEMORY_HEADROOM = 1 << 30  # bytes of address space the child may add to what it inherits
 MAX_REPLY = 64 << 20  # default cap on one message, in bytes
 # Values in one message (commas, lists and objects counted): parsed, JSON's "0," becomes a
@@ -402,7 +404,7 @@ def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, outpu
 
 
 class _Failure(Exception):
-    def __init__(self, failure: str, detail: str):
+    def __init__(self, failure: str, detail: str):  # detail: Words the report says in the language
         super().__init__(detail)
         self.failure = failure
         self.detail = detail
@@ -421,7 +423,8 @@ class _Frames:
     def feed(self, chunk: bytes) -> list[tuple[bytes, Any]]:
         self.total += len(chunk)
         if self.total > self.max_total:
-            raise _Failure("reply_too_large", f"more than {_size(self.max_total)} sent in all")
+            size = _size(self.max_total)
+            raise _Failure("reply_too_large", Words(f"more than {size} sent in all", "sandbox.sent_in_all", size=size))
         self.buffer += chunk
         frames = []
         while True:
@@ -444,23 +447,25 @@ class _Frames:
         kind = bytes(buf[len(token) : len(token) + 1])
         digits = bytes(buf[len(token) + 1 : _HEADER])
         if kind not in (QUESTION, REPLY) or not digits.isdigit():
-            raise _Failure("malformed", "a frame with a bad header")
+            raise _Failure("malformed", Words("a frame with a bad header", "sandbox.bad_header"))
         length = int(digits)
         if length > self.max_reply:
-            raise _Failure("reply_too_large", f"a message of {_size(length)} (at most {_size(self.max_reply)})")
+            size, most = _size(length), _size(self.max_reply)
+            raise _Failure("reply_too_large", Words(f"a message of {size} (at most {most})", "sandbox.message_size", size=size, most=most))
         end = _HEADER + length
         if len(buf) < end + len(token):
             return None
         if buf[end : end + len(token)] != token:
-            raise _Failure("malformed", "a frame that does not end where its length says")
+            raise _Failure("malformed", Words("a frame that does not end where its length says", "sandbox.bad_end"))
         values = sum(buf.count(mark, _HEADER, end) for mark in (b",", b"[", b"{"))
         if values > MAX_VALUES:
-            raise _Failure("reply_too_large", f"{values:,} values in one message (at most {MAX_VALUES:,})")
+            raise _Failure("reply_too_large", Words(f"{values:,} values in one message (at most {MAX_VALUES:,})",
+                                                    "sandbox.values", values=values, most=MAX_VALUES))
         view = memoryview(buf)
         try:
             text = str(view[_HEADER:end], "utf-8")
         except UnicodeDecodeError as exc:
-            raise _Failure("malformed", f"not UTF-8 at byte {exc.start}") from None
+            raise _Failure("malformed", Words(f"not UTF-8 at byte {exc.start}", "sandbox.not_utf8", byte=exc.start)) from None
         finally:
             view.release()
         del buf[: end + len(token)]
@@ -471,16 +476,20 @@ def _decode(text: str) -> dict:
     try:
         data = json.loads(text)
     except RecursionError:
-        raise _Failure("malformed", "JSON nested too deep") from None
+        raise _Failure("malformed", Words("JSON nested too deep", "sandbox.too_deep")) from None
     except ValueError as exc:
-        raise _Failure("malformed", f"not JSON ({str(exc).splitlines()[0][:120]})") from None
+        why = str(exc).splitlines()[0][:120]  # json's own words, shown as they are
+        raise _Failure("malformed", Words(f"not JSON ({why})", "sandbox.not_json", why=why)) from None
     if not isinstance(data, dict):
-        raise _Failure("malformed", f"a JSON {type(data).__name__}, not an object")
+        raise _Failure("malformed", Words(f"a JSON {type(data).__name__}, not an object", "sandbox.not_object",
+                                          type=type(data).__name__))
     return data
 
 
-def _size(n: int) -> str:
-    return f"{n / (1 << 20):.0f} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+def _size(n: int) -> Words:
+    if n >= 1 << 20:
+        return Words(f"{n / (1 << 20):.0f} MiB", "sandbox.mib", n=round(n / (1 << 20)))
+    return Words(f"{n:,} bytes", "sandbox.bytes", n=n)
 
 
 class _Capture:
@@ -837,12 +846,14 @@ class _Session:
 
     def _answer(self, question: dict) -> bytes:
         if self.answer is None:
-            raise _Failure("malformed", "a question, and nobody to answer it")
+            raise _Failure("malformed", Words("a question, and nobody to answer it", "sandbox.no_answerer"))
         try:
             reply = self.answer(question)
             payload = json.dumps(reply, allow_nan=True).encode()
         except Malformed as exc:
-            raise _Failure("malformed", str(exc).splitlines()[0] if str(exc) else "a question rejected") from None
+            said = exc.args[0] if exc.args and isinstance(exc.args[0], Words) else str(exc).splitlines()[0] if str(exc) else \
+                Words("a question rejected", "sandbox.rejected")
+            raise _Failure("malformed", said) from None
         except Exception as exc:
             raise _Failure("answer_error", f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
         return _frame(self.token, ANSWER, payload)

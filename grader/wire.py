@@ -229,6 +229,36 @@ class Reply:
             traceback=_field(data, "traceback", str, "reply"),
         )
 
+    def say_names(self, names) -> None:
+        """The child's plain text that is one of the grader's names (a case, a call of a script, the
+        stage a raise happened in: "forward (padded)") as that :class:`~attnprep.grader.result.Name`
+        again (a str too), which the report says in the language. ``names(ci)``: the kind's names of
+        config ``ci`` by their text (:meth:`~attnprep.grader.kinds.base.Kind.names`), asked only
+        when there is something to name."""
+        from attnprep.grader.result import Name
+
+        def named(value, known: dict):
+            if not isinstance(value, str):
+                return value
+            if value in known:
+                return known[value]
+            if value.startswith("forward (") and value.endswith(")") and value[9:-1] in known:
+                return Name(value, "name.forward_on", case=known[value[9:-1]])
+            return value
+
+        from attnprep.grader.result import REFERENCE_SOLUTION
+
+        self.builtins = [REFERENCE_SOLUTION if b == REFERENCE_SOLUTION else b for b in self.builtins]
+        if self.problem is not None:
+            known = names(self.problem_config or 0)
+            self.problem.params = {k: named(v, known) for k, v in self.problem.params.items()}
+            self.problem.named = [[i, key, {k: named(v, known) for k, v in params.items()}]
+                                  for i, key, params in self.problem.named]
+        for c in self.configs:
+            if c.mutated:
+                known = names(c.index)
+                c.mutated = [[named(m[0], known), *m[1:]] if m else m for m in c.mutated]
+
     def check_complete(self, kind) -> None:
         """Every config, case and probe the kind asked for is there (the attempt ran to the end)."""
         if self.problem is not None or self.internal is not None or self.builtins:

@@ -67,6 +67,30 @@ def test_a_typo_in_grading_is_said_in_words_not_a_traceback(bank):
     assert "tolerence" in texts.t(bad.key, "zh", **bad.params)
 
 
+@pytest.mark.parametrize("entry, unknown, missing, wrong", [
+    ("{ dim = 16, epsilon = 1e-5 }", "epsilon", "-", "-"),  # a typo: not silently the default eps
+    ("{ eps = 1e-5 }", "-", "dim", "-"),
+    ('{ dim = "16" }', "-", "-", "dim"),
+])
+def test_a_config_that_does_not_fit_its_kind_is_said_in_words(bank, entry, unknown, missing, wrong):
+    """An entry of [grading] configs is typed by its kind (norms: dim, eps): a key it does not
+    read, one it needs, a value of the wrong type are said with the entry they are in."""
+    toml = bank / "norms" / "exercise.toml"
+    source = toml.read_text(encoding="utf-8")
+    start = source.index("configs = [")
+    end = source.index("]", source.index("{", start))
+    toml.write_text(source[:start] + f"configs = [{{ dim = 8 }}, {entry}]" + source[end + 1:], encoding="utf-8")
+    exercises.cache_clear()
+    found = list(devcheck.findings("norms", grade_corpus=False))
+    (bad,) = [f for f in found if not f.ok]
+    assert bad.rule == "folder" and bad.key == "devcheck.config_keys"
+    assert (bad.params["where"], bad.params["unknown"], bad.params["missing"], bad.params["wrong"]) == (
+        "configs[1]", unknown, missing, wrong)
+    for lang in ("en", "zh"):
+        said = texts.t(bad.key, lang, **bad.params)
+        assert "configs[1]" in said and "norm_modules" in said and "{" not in said
+
+
 def test_a_corpus_attempt_that_the_grader_reads_otherwise_is_named(bank):
     attempt = devcheck.CORPUS / "norms" / "norm_weight_not_applied.py"
     lines = attempt.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -334,7 +334,7 @@ def zh_strings(value):
         yield value
 
 
-ZH_TOMLS = [ROOT / "attnprep" / "texts" / "zh.toml", ROOT / "attnprep" / "texts" / "names.zh.toml",
+ZH_TOMLS = [ROOT / "attnprep" / "texts" / "zh.toml",
             *sorted((ROOT / "exercises").glob("**/*zh.toml"))]
 
 

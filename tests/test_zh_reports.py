@@ -6,7 +6,8 @@ module, then rendered in Chinese by a Rich console 80 columns wide: no English s
 code, ids, shapes and the glossary's English terms; no line wider than 80 cells; every box closed
 with its borders at the same cell columns on each of its lines. Two of them go through
 `attnprep check` itself on a real pseudo-terminal of 80 columns with only LANG=zh_CN.UTF-8 set.
-The grader's English names of its cases and steps are said in Chinese too (attnprep.texts.term).
+The grader's names of its cases, calls and outputs carry text keys and are said in Chinese from them
+(attnprep.grader.result.Name, attnprep.texts.say), never translated from their English.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _blank_message(message):
         return None
     params = {}
     for key, value in message.params.items():
-        if hasattr(value, "key") and hasattr(value, "params"):
+        if dataclasses.is_dataclass(value) and hasattr(value, "key"):  # a nested Message (a Name is the grader's own words)
             value = _blank_message(value)
         elif key in VERBATIM_PARAMS:
             value = "`…`"
@@ -181,32 +182,65 @@ def test_box_problems_sees_a_misaligned_box():
 # --- the names of the grader's cases ------------------------------------------------------------------
 
 
-def test_every_case_name_of_every_exercise_is_said_in_chinese():
+def test_every_case_and_output_name_of_every_exercise_has_a_key_in_both_languages():
+    """Every case of every config of every exercise, and every output a case grades, is a Name: its
+    English text (from the key) is its id exactly, and its Chinese has a key of its own and no
+    English left."""
     from attnprep.grader.kinds import kind_for
 
-    left = {}
+    left, keyless, wrong_id = {}, [], {}
+    zh = texts.catalogue("zh")
+
+    def walk(name):  # the name and the names it is made of
+        yield name
+        for v in getattr(name, "params", {}).values():
+            if hasattr(v, "key"):
+                yield from walk(v)
+
     for exercise in exercises.registry().values():
         kind = kind_for(exercise, 0)
         for ci in range(len(kind.configs)):
             for case in kind.cases(ci):
-                said = texts.term(case.name, "zh")
-                if english_left(said.replace("(", " (")):
-                    left[case.name] = said
-                assert texts.term(case.name, "en") == case.name
-    assert left == {}
+                outputs = [n for n in kind.expected_shapes(ci, case) if hasattr(n, "key")]
+                for name in (case.name, *outputs):
+                    if not hasattr(name, "key"):
+                        keyless.append((exercise.id, name))
+                        continue
+                    if texts.say(name, "en") != name:
+                        wrong_id[name] = texts.say(name, "en")
+                    keyless += [(exercise.id, n.key) for n in walk(name) if n.key not in zh]
+                    said = texts.say(name, "zh")
+                    if english_left(said.replace("(", " (")):
+                        left[str(name)] = said
+    assert keyless == [] and wrong_id == {} and left == {}
 
 
-@pytest.mark.parametrize(("english", "chinese"), [
-    ("prefill 5, decode 1, chunk 3, decode 1, tokens 7.. changed", "预填充 5、解码 1、分块 3、解码 1，改动第 7 个起的 token"),
-    ("step 12 cache k_pe (pos 0..11)", "第 12 步 缓存 k_pe（位置 0..11）"),
-    ("A step 2 again", "序列 A 第 2 步（重放）"),
-    ("T=1 causal+mask, plain+causal, padded+causal", "T=1 因果+掩码，普通+因果，padding+因果"),
-    ("is_causal, bool mask (L, S)", "is_causal，bool 掩码 (L, S)"),  # is_causal is code; (L, S) a shape
-    ("o_proj.bias, o_proj.weight", "o_proj.bias, o_proj.weight"),  # nothing to say: as it is
-])
-def test_term(english, chinese):
-    assert texts.term(english, "zh") == chinese
-    assert texts.term(english, "en") == english
+def test_names_are_said_from_their_keys_not_translated_from_english():
+    from attnprep.grader.cases import PADDED, PLAIN, T1, alone, changed, plus_causal
+    from attnprep.grader.result import Name, Names
+
+    name = changed(plus_causal(PADDED), "padding")
+    assert name == "padded+causal, padding changed"
+    assert texts.say(name, "zh") == "右 padding+因果，改动 padding 位置"
+    assert texts.say(Names([T1, plus_causal(PLAIN), alone(None, 2)], quoted=True), "zh") == "'T=1'，'普通+因果'，'第 2 个样本单独跑'"
+    assert texts.say(Names([PLAIN, PADDED], more=True), "en") == "plain, padded, …"
+    assert texts.render(Name("x", "check.output.bad", bad=1, total=2, case=name), "zh").endswith("（第一个：'右 padding+因果，改动 padding 位置'）")
+    # a plain string is said as it is: English words are never replaced by their Chinese
+    assert texts.say("padded+causal", "zh") == "padded+causal"
+    assert not (ROOT / "attnprep" / "texts" / "names.zh.toml").exists()
+
+
+def test_a_name_keeps_its_words_through_pickle():
+    """A drill's check comes back from a forked child pickled: its names still have their keys."""
+    import pickle
+
+    from attnprep.grader.cases import PADDED, changed
+    from attnprep.grader.result import Names
+
+    name = pickle.loads(pickle.dumps(changed(PADDED, "padding")))
+    assert name == "padded, padding changed" and texts.say(name, "zh") == "右 padding，改动 padding 位置"
+    names = pickle.loads(pickle.dumps(Names([name], quoted=True, more=True)))
+    assert names.quoted and names.more and texts.say(names, "en") == "'padded, padding changed', …"
 
 
 # --- a real terminal, the locale alone ----------------------------------------------------------------

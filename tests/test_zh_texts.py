@@ -140,8 +140,21 @@ def test_zh_has_the_keys_and_list_lengths_of_the_english(exercise_id):
     assert (folder / "zh.toml").is_file(), f"exercises/{exercise_id}/zh.toml is missing"
     en = _english_texts(_load(folder / "exercise.toml"))
     zh = _load(folder / "zh.toml")
+    zh.pop("names", None)  # the case names said in words: only those that need them (test below)
     # Same keys at every level, same number of hints, key points and Q&A, nothing but strings.
     assert _skeleton(zh) == _skeleton(en)
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISE_IDS)
+def test_zh_names_are_of_the_exercises_own_cases(exercise_id):
+    """``[names]`` of zh.toml says in Chinese the names of the cases ``[grading] cases`` gives as
+    data (exercises.own_names): each is one of those names, said in Chinese with its code kept."""
+    names = _load(HERE / exercise_id / "zh.toml").get("names", {})
+    cases = {c.get("name") for c in _load(HERE / exercise_id / "exercise.toml").get("grading", {}).get("cases", [])
+             if isinstance(c, dict)}
+    assert set(names) <= cases, f"not a case of exercises/{exercise_id}: {sorted(set(names) - cases)}"
+    found = [p for name, said in names.items() for p in problems(f"names.{name}", name, said)]
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISE_IDS)

@@ -191,11 +191,12 @@ def run_checks(plan: list[tuple[Path, exercises.Exercise]], *, seed: int, device
     """Grade each (file, exercise) and record it in the history (a blank stub is not a run: the
     exercise is not started, and ``stats``, ``list`` and ``today`` say so)."""
     from attnprep.grader import grade
+    from attnprep.paths import data_path  # the attempt may not write the user's history
 
     results = []
     for path, exercise in plan:
         started = time.time()
-        result = grade(path, exercise, seed=seed, device=device, timeout=timeout)
+        result = grade(path, exercise, seed=seed, device=device, timeout=timeout, protect=(data_path(),))
         if record:
             record_check(result, started)
         results.append(result)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -112,68 +111,34 @@ def has(key: str, lang: str | None = None) -> bool:
     return key in catalogue(lang or language()) or key in catalogue("en")
 
 
-# Parameters that carry the grader's English names of cases, steps, stages and outputs (see term()).
-TERM_PARAMS = frozenset({"case", "cases", "stage", "step", "output", "before", "after", "names", "shapes"})
-
-
 def render(message, lang: str | None = None) -> str:
     """A :class:`~attnprep.grader.result.Message` (or None) as text. Parameters that are
-    Messages themselves (a nested reason) are rendered first; the grader's names of cases, steps
-    and outputs (:data:`TERM_PARAMS`) are said in the language (:func:`term`)."""
+    Messages themselves (a nested reason) and the grader's names of cases, calls and outputs
+    (:class:`~attnprep.grader.result.Name`, :class:`~attnprep.grader.result.Names`) are said in
+    the language first (:func:`say`)."""
     if message is None:
         return ""
     lang = lang or language()
     params = {}
     for k, v in message.params.items():
-        if hasattr(v, "key") and hasattr(v, "params"):
-            v = render(v, lang)
-        elif k in TERM_PARAMS and isinstance(v, str):
-            v = term(v, lang)
+        if hasattr(v, "key") and hasattr(v, "params") or hasattr(v, "quoted") or getattr(v, "said", None):
+            v = say(v, lang)
         params[k] = v
     return t(message.key, lang, **params)
 
 
-@functools.cache
-def _phrases(lang: str) -> tuple[tuple[re.Pattern, str], ...]:
-    """The phrases of ``names.<lang>.toml`` as (pattern, replacement), in the file's order."""
-    path = HERE / f"names.{lang}.toml"
-    if not path.is_file():
-        return ()
-    import tomllib
-
-    out = []
-    for english, said in tomllib.loads(path.read_text(encoding="utf-8"))["phrases"].items():
-        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^\\s,()]+?)", re.escape(english))
-        if english[0].isalnum():
-            pattern = r"(?<![\w.-])" + pattern
-        if english[-1].isalnum() or english.endswith("}"):
-            pattern += r"(?![\w.-])"
-        out.append((re.compile(pattern), re.sub(r"\{(\w+)\}", r"\\g<\1>", said.replace("\\", "\\\\"))))
-    return tuple(out)
-
-
-def term(name: str, lang: str | None = None) -> str:
-    """One of the grader's English names of a case, a step, a stage or an output
-    ("padded, padding changed", "step 2 out (pos 5)") in ``lang``: its phrases replaced by those of
-    ``names.<lang>.toml`` (English: as it is). A comma outside brackets between translated parts
-    becomes the language's own."""
-    phrases = _phrases(lang or language())
-    if not phrases or not name:
-        return name
-    said = name
-    for pattern, replacement in phrases:
-        said = pattern.sub(replacement, said)
-    if said == name:
-        return name
-    out, depth, skip = [], 0, False
-    for i, ch in enumerate(said):  # ", " at bracket depth 0 separates the parts of a list
-        if skip:
-            skip = False
-            continue
-        depth += 1 if ch in "(（[" else -1 if ch in ")）]" else 0
-        if ch == "," and depth == 0 and said[i + 1:i + 2] == " ":
-            out.append("，")
-            skip = True
-        else:
-            out.append(ch)
-    return "".join(out)
+def say(name, lang: str | None = None) -> str:
+    """One of the grader's names (:class:`~attnprep.grader.result.Name`: a case, a call of a
+    script, an output) in ``lang``, from its text key; a list of them
+    (:class:`~attnprep.grader.result.Names`) joined by the language's comma; a plain string as it is."""
+    lang = lang or language()
+    if hasattr(name, "quoted"):  # Names
+        parts = [say(n, lang) for n in name.names]
+        if name.quoted:
+            parts = [t("name.quoted", lang, name=p) for p in parts]
+        return t("name.comma", lang).join(parts) + (t("name.more", lang) if name.more else "")
+    if getattr(name, "said", None) and lang in name.said:  # an exercise's own name, in its own words
+        return name.said[lang]
+    if hasattr(name, "key") and hasattr(name, "params"):
+        return render(name, lang)
+    return name if isinstance(name, str) else str(name)

@@ -25,7 +25,7 @@ import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
-from attnprep.grader.kinds.base import Grading, Kind, first
+from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 MASK_SIZES = (1, 4, 7)
@@ -47,8 +47,16 @@ class FunctionsGrading(Grading):
     mask_named: tuple[str, ...] = ()  # mask knobs named when the mask function returns their mask
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class FunctionsConfig(Config):
+    dim: int  # the head size D of q, k, v (B, H, T, D)
+    heads: int
+    window: int | None = None  # the window a windowed mask function takes (sliding_window)
+
+
 class AttentionFunctions(Kind):
     Grading = FunctionsGrading
+    Config = FunctionsConfig
     traits = frozenset({"attention", "rows", "mask_function"})
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs

