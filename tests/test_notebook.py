@@ -89,18 +89,23 @@ def kernel_env(home: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    """The notebook, executed once by nbclient in one kernel: {name: cell} and the data folder."""
+def executed(tmp_path_factory, once):
+    """The notebook, executed once for the test run by nbclient in one kernel (``once``: whichever
+    worker asks first): {name: cell} and the data folder."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    home = tmp_path_factory.mktemp("notebook-home")
-    work = tmp_path_factory.mktemp("notebook-work")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for _, source in CELLS])
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                                     resources={"metadata": {"path": str(work)}})
-    client.execute(env=kernel_env(home))
-    return {name: cell for (name, _), cell in zip(CELLS, nb.cells)}, home
+
+    def execute():
+        home = tmp_path_factory.mktemp("notebook-home")
+        work = tmp_path_factory.mktemp("notebook-work")
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for _, source in CELLS])
+        client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                                         resources={"metadata": {"path": str(work)}})
+        client.execute(env=kernel_env(home))
+        return {name: cell for (name, _), cell in zip(CELLS, nb.cells)}, home
+
+    return once("the notebook, executed", execute)
 
 
 def outputs(cell, kind: str) -> list[dict]:

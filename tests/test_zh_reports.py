@@ -2,8 +2,8 @@
 fully Chinese report, aligned at 80 columns; `LANG=zh_CN.UTF-8` alone selects it.
 
 A realistic buggy attempt of each exercise of the registry (from its corpus) is graded once for the
-module, then rendered in Chinese by a Rich console 80 columns wide: no English sentence outside
-code, ids, shapes and the glossary's English terms; no line wider than 80 cells; every box closed
+test run (shared with the corpus tests), then rendered in Chinese by a Rich console 80 columns wide:
+no English sentence outside code, ids, shapes and the glossary's English terms; no line wider than 80 cells; every box closed
 with its borders at the same cell columns on each of its lines. Two of them go through
 `attnprep check` itself on a real pseudo-terminal of 80 columns with only LANG=zh_CN.UTF-8 set.
 The grader's names of its cases, calls and outputs carry text keys and are said in Chinese from them
@@ -49,13 +49,22 @@ def test_every_exercise_has_a_buggy_attempt():
         assert expect and expect.group(1) != "pass", f"{exercise_id}/{name} is not a buggy attempt"
 
 
-@pytest.fixture(scope="module")
-def graded() -> dict:
-    """Each exercise's buggy attempt graded once: exercise id -> Result."""
-    from attnprep.grader import grade
+class _Buggy(dict):
+    """Exercise id -> its buggy attempt's Result, graded when first asked, once for the test run
+    (tests/conftest.py's ``graded``: the corpus tests grade the same files)."""
 
-    return {exercise_id: grade(CORPUS / exercise_id / name, exercises.get(exercise_id), seed=0, device="cpu", timeout=30)
-            for exercise_id, name in ALL_BUGGY.items()}
+    def __init__(self, graded):
+        super().__init__()
+        self.graded = graded
+
+    def __missing__(self, exercise_id: str):
+        self[exercise_id] = self.graded(CORPUS / exercise_id / ALL_BUGGY[exercise_id])
+        return self[exercise_id]
+
+
+@pytest.fixture(scope="module")
+def buggy(graded) -> dict:
+    return _Buggy(graded)
 
 
 def render(result, width: int = 80) -> str:
@@ -147,8 +156,8 @@ def chinese(monkeypatch):
 
 
 @pytest.mark.parametrize("exercise_id", list(ALL_BUGGY))
-def test_the_zh_report_has_no_english_sentence(exercise_id, graded):
-    result = graded[exercise_id]
+def test_the_zh_report_has_no_english_sentence(exercise_id, buggy):
+    result = buggy[exercise_id]
     assert not result.passed and not result.internal, (exercise_id, result.verdict, result.error)
     out = render(without_verbatim(result))
     assert texts.t(f"verdict.{result.verdict.value}", "zh") in out.splitlines()[0]
@@ -156,18 +165,18 @@ def test_the_zh_report_has_no_english_sentence(exercise_id, graded):
 
 
 @pytest.mark.parametrize("exercise_id", list(ALL_BUGGY))
-def test_the_zh_report_is_aligned_at_80_columns(exercise_id, graded):
-    out = render(graded[exercise_id])
+def test_the_zh_report_is_aligned_at_80_columns(exercise_id, buggy):
+    out = render(buggy[exercise_id])
     assert "╭" in out, out  # it has panels to check
     assert layout_problems(out) == [], out
 
 
-def test_the_structure_and_script_panels_say_their_cases_in_chinese(graded):
-    out = render(graded["kv_cache"])
+def test_the_structure_and_script_panels_say_their_cases_in_chinese(buggy):
+    out = render(buggy["kv_cache"])
     assert "预填充 5、解码 1、分块 3、解码 1，第 1 步" in out  # the case and the step of the evidence
     assert "第 4 步 缓存 v（位置 0..9）" in out  # a stage of the shapes panel
     assert "prefill" not in out and "step " not in out
-    out = render(graded["flash"])
+    out = render(buggy["flash"])
     assert "长序列 L=512 S=512 因果" in out
 
 
