@@ -31,8 +31,7 @@ import re
 
 import torch
 
-from attnprep.grader import divergence as dv
-from attnprep.grader.divergence import FILL, Found, assigned, name_shape, op_name
+from attnprep.grader.found import FILL, Found, assigned, close, is_constant, name_shape, names_of, op_name, tensor_of
 from attnprep.grader.trace import Step
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
@@ -181,8 +180,8 @@ class Explainer:
                  source: str = "", ref_source: str = ""):
         self.attempt, self.reference, self.matcher, self.matched, self.axes = attempt, reference, matcher, matched, axes
         self.src, self.ref_src = Source(source), Source(ref_source)
-        self.tensors = [dv._tensor(step) for step in attempt]
-        self.constant = [dv._constant(t) for t in self.tensors]
+        self.tensors = [tensor_of(step) for step in attempt]
+        self.constant = [is_constant(t) for t in self.tensors]
         self.children: dict[int, list[int]] = {}
         for i, step in enumerate(attempt):
             for p in step.parents:
@@ -256,7 +255,7 @@ class Explainer:
         if m is None or r is None or t is None or r.numel() != t.numel():
             return False
         squeezed = [n for n in t.shape if n != 1] == [n for n in r.shape if n != 1]
-        return squeezed and dv._close(r, t.reshape(r.shape))
+        return squeezed and close(r, t.reshape(r.shape))
 
     def counterpart(self, i: int) -> int | None:
         """The reference step that does what step ``i`` does: the same operation on the inputs
@@ -307,8 +306,8 @@ class Explainer:
             if not other.free:  # a variable still at its starting value where the reference has updated it
                 return self._found(step.line, step.code, assigned(parent.code), parent.shape,
                                    name_shape(parent.shape, self.axes), "stale", other)
-            start = dv._tensor(other)
-            if dv._constant(start) and not dv._close(self.tensors[p].flatten()[:1], start.flatten()[:1]):
+            start = tensor_of(other)
+            if is_constant(start) and not close(self.tensors[p].flatten()[:1], start.flatten()[:1]):
                 return self._found(parent.line, parent.code, assigned(parent.code), parent.shape,
                                    f"{float(self.tensors[p].flatten()[0]):g}", "start", other,
                                    f"{float(start.flatten()[0]):g}")
@@ -316,7 +315,7 @@ class Explainer:
             return None
         for scalar, ref_scalar in zip(step.scalars, ref.scalars):
             value, name, ref_value = scalar.value, scalar.name, ref_scalar.value
-            if ref_scalar.name in dv._names(name):  # several variables held it (scale and i both 0): the reference's
+            if ref_scalar.name in names_of(name):  # several variables held it (scale and i both 0): the reference's
                 name = ref_scalar.name
             if _same_number(value, ref_value):
                 continue
@@ -373,7 +372,7 @@ class Explainer:
             factor = float(t.flatten()[k] / rt.flatten()[k])
             if not math.isfinite(factor) or factor == 0 or math.isclose(factor, 1, rel_tol=1e-3):
                 continue
-            if dv._close(t[finite], factor * rt[finite]):
+            if close(t[finite], factor * rt[finite]):
                 step = self.attempt[i]
                 return self._found(step.line, step.code, assigned(step.code), step.shape, f"{factor:.4g}", "scaled", ref)
         return None
