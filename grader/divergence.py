@@ -34,20 +34,14 @@ import re
 import torch
 
 from attnprep.grader.explain import Explainer
-from attnprep.grader.found import Found, assigned, close, func_name, is_constant, name_shape, names_of, tensor_of
+from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, func_name, is_constant,
+                                   name_shape, names_of, tensor_of)
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
-# what only moves a tensor's values around: into other axes, or copied along an axis; and casts
-_LAYOUTS = {"reshape", "view", "flatten", "unflatten", "contiguous", "transpose", "permute", "t", "mT", "unsqueeze",
-            "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "clone"}
-_COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
-_CASTS = {"to", "float", "double", "long", "int", "type", "type_as"}
-# what takes a part of a tensor as it is, or moves it: one head of an input
-_PICKS = _LAYOUTS | _CASTS | {"getitem", "select", "narrow", "unbind", "chunk", "split", "tensor_split"}
 
 
 
@@ -56,7 +50,7 @@ def _rearranged_input(step: Step) -> bool:
     """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``.
     Its result holds the input's own numbers, which the reference's trail (the steps it computes)
     never holds on their own, so "matches nothing" says nothing about such a step."""
-    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in _LAYOUTS | _CASTS
+    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in LAYOUTS | CASTS
 
 
 
@@ -559,8 +553,9 @@ class _Trails:
     """The two trails side by side: what each attempt step matches, the reference's ancestry."""
 
     def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int],
-                 marks: tuple[list, list] | None = None):
+                 marks: tuple[list, list] | None = None, source: str = ""):
         self.att, self.ref, self.axes = attempt, reference, axes
+        self.argument_copies = _argument_copies(source)
         self.matcher = Matcher(reference)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
@@ -627,7 +622,7 @@ class _Trails:
                 parent = self.att[p]
                 if parent.free or is_constant(tensor_of(parent)):  # a start value (zeros, -inf) says nothing
                     continue
-                if not parent.parents and parent.inputs and func_name(parent.func) in _PICKS and set(parent.inputs) <= sources:
+                if not parent.parents and parent.inputs and func_name(parent.func) in PICKS and set(parent.inputs) <= sources:
                     continue  # one head of an input as it is given (q[b, h] of a (B, H, L, D) input)
                 if self.cands[p]:
                     if not any(m in stages for m, _ in self.cands[p]):
@@ -748,13 +743,15 @@ class _Trails:
             q = up[0]
 
     def swapped_above(self, p: int) -> Found | None:
-        """The role found among ``p`` and its ancestors (a few steps up): the earliest step named
-        like one of the reference's values that holds another, followed up while its input is
-        swapped the same way."""
-        level, seen, found = [p], set(), []
-        for _ in range(4):
+        """The role found among ``p`` and its ancestors (a few named steps up, through the steps of
+        a helper's ``return`` line): the earliest step named like one of the reference's values
+        that holds another, followed up while its input is swapped the same way."""
+        level, seen, found, depth = [p], set(), [], 0
+        while level and depth < 4:
             found += [q for q in level if self.swapped(q)]
             seen |= set(level)
+            if any(assigned(self.att[q].code) for q in level):  # a helper's `return …` is no step up
+                depth += 1
             level = [q for k in level for q in self.att[k].parents if q not in seen]
         if not found:
             return None
@@ -1035,7 +1032,7 @@ class _Trails:
         """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
         ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
         while self.att[q].parents:
-            moves = func_name(self.att[q].func) in _LAYOUTS | _COPIES | _CASTS | {"getitem"}
+            moves = func_name(self.att[q].func) in LAYOUTS | COPIES | CASTS | {"getitem"}
             if not moves or len(self.att[q].parents) != 1:
                 return False
             q = self.att[q].parents[0]
@@ -1067,6 +1064,12 @@ class _Trails:
                 step = self.att[i]
                 return Found(step.line, step.code, a.key, (), _number(a.value), "scalar", b.key, _number(b.value),
                              _code(step.code))  # the attempt's line (quoted as "your …")
+            if b is not None and b.name and not a.name and a.key == b.key:
+                # a number written on the line where the reference reads a variable holding another
+                # (`labels != -100` for `targets != ignore_index`): the line
+                step = self.att[i]
+                return Found(step.line, step.code, b.name, (), _number(a.value), "scalar", b.name, _number(b.value),
+                             _code(step.code))
             if a.origin is None or not a.name or b is None:
                 continue
             names = names_of(a.name)
@@ -1077,6 +1080,11 @@ class _Trails:
             # belongs: then the step uses the wrong one, and the step's line is the one).
             own = not (names & self.scalar_names or reordered or a.size
                        or any(math.isclose(a.value, v, rel_tol=1e-9) for v in self.scalar_values))
+            if ((b.name and names & names_of(b.name)) or own) and a.origin in self.argument_copies:
+                # `self.r = r`: the number the caller passed, kept as it is: right, its use is not
+                step = self.att[i]
+                return Found(step.line, step.code, a.name, (), _number(a.value), "scalar", b.name, _number(b.value),
+                             _code(step.code))
             if (b.name and names & names_of(b.name)) or own:
                 # the line where it got its value; quoted (ref_code), the attempt's own line that uses
                 # it: the reference's line is not in the learner's file
@@ -1126,7 +1134,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return Found(raised_at, "", "", (), "", "raised_first")
     if not attempt or not reference:
         return None
-    trails = _Trails(attempt, reference, axes, marks)
+    trails = _Trails(attempt, reference, axes, marks, source)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is not None:
         found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
@@ -1235,6 +1243,24 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
 
 
+def _argument_copies(source: str) -> set[int]:
+    """The lines of ``source`` that keep an argument of their function as it came in, under a
+    name (``self.r = r``, ``scale = scale``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    lines = set()
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
+            lines |= {n.lineno for n in ast.walk(f) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                      and isinstance(n.value, ast.Name) and n.value.id in args}
+    return lines
+
+
 def _function_spans(source: str) -> list[tuple[int, int]]:
     import ast
 
@@ -1315,10 +1341,10 @@ class _Search:
             if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
                 p = step.parents[0]
                 name = func_name(step.func)
-                if copied[p] and name in _LAYOUTS and (tuple(step.shape) not in ref_shapes
+                if copied[p] and name in LAYOUTS and (tuple(step.shape) not in ref_shapes
                                                         or _copies(tensor_of(step), tensor_of(attempt[copy_of[p]]))):
                     copied[i], copy_of[i] = True, copy_of[p]
-                elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
+                elif name in COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
                     copied[i], copy_of[i] = True, p
         return copied
 
@@ -1331,16 +1357,22 @@ class _Search:
 
     def recovers(self, i: int) -> bool:
         """Some step computed from step ``i`` matches the reference again (a constant does not
-        count: any wrong input gives it)."""
-        seen, todo = set(), list(self.children.get(i, []))
+        count: any wrong input gives it; nor does a step that holds what another of its inputs,
+        not made from ``i``, holds: ``torch.where(valid, nll, 0)`` with a mask that keeps every
+        entry passes ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there)."""
+        later, todo = set(), list(self.children.get(i, []))
         while todo:
             j = todo.pop()
-            if j in seen:
+            if j not in later:
+                later.add(j)
+                todo.extend(self.children.get(j, []))
+        for j in later:
+            m = self.matched[j]
+            if m is None or self.constant[j]:
                 continue
-            seen.add(j)
-            if self.matched[j] is not None and not self.constant[j]:
+            if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
+                       for q in self.att[j].parents):
                 return True
-            todo.extend(self.children.get(j, []))
         return False
 
     def cause(self, j: int) -> Found | None:
@@ -1396,8 +1428,51 @@ def _output_holds_another_value(s: _Search, h: _Here):
         return None
     name, r = s.wrong_outputs[i]
     short = s.matched[i][0] in _ancestors(r, s.ref)
-    return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
+    line, code = step.line, step.code
+    part = s.trails.ref_part[r]
+    returning = [k for k, label in enumerate(s.trails.att_part) if label == part]
+    if part and s.trails.att_part[i] != part and returning:
+        # made by an earlier call and given back as it came in by the call that returns it (the
+        # cache a decode step was given): that call's return statement
+        line, code = _return_after(s.source, s.att[returning[-1]]) or (line, code)
+    return Found(line, code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
                  "short" if short else "output", name, name_shape(s.ref[r].shape, s.axes), s.ref[r].code)
+
+
+def _return_after(source: str, step: Step) -> tuple[int, str] | None:
+    """The first ``return`` of the function that ran ``step`` (its outermost frame in the file), at
+    or after the line of that frame: (its line, its code as written on one line)."""
+    import ast
+
+    line = (step.stack or [step.line])[0]
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return None
+    function = max(around, key=lambda n: n.lineno)
+    returns = sorted(n.lineno for n in ast.walk(function) if isinstance(n, ast.Return) and n.lineno >= line)
+    if not returns:
+        return None
+    return returns[0], source.splitlines()[returns[0] - 1].strip()
+
+
+def _wrong_start(s: _Search, h: _Here):
+    """A step that takes in a start value made without the inputs (a running max started at 0 where
+    the reference starts it at -inf, :meth:`~attnprep.grader.explain.Explainer.culprit`'s "start"):
+    the line that sets it, even when later steps happen to match again (the max of the first
+    block is positive on most rows)."""
+    i, step = h.i, h.step
+    if not s.source or step.free or s.matched[i] is not None or s.copied[i] or tensor_of(step) is None:
+        return None
+    starts = {s.att[p].line for p in step.parents if s.att[p].free and (s.constant[p] or math.prod(s.att[p].shape) == 1)}
+    if not starts:
+        return None
+    found = s.explainer.culprit(i)  # "start", or the wrong number on the line that makes the start value
+    return found if found is not None and (found.reason == "start" or found.line in starts) else None
 
 
 def _not_the_story(s: _Search, h: _Here):
@@ -1439,8 +1514,9 @@ def _lined_up(s: _Search, h: _Here):
     lie in what it was given (:meth:`_Trails.explain`: an input one step short, a wrong mask, a wrong
     number). The right numbers in a wrong layout say more than a missing step, unless a wrong
     number made it. Said better, where the files show it: bare wrong values by a cause on another
-    line; a step left out by an ``if`` or a loop bound ("guarded"); a line's step made up for later
-    by a wrong factor (the scores scaled, not q)."""
+    line; a step left out by an ``if`` or a loop bound ("guarded"), or written as a statement that
+    does nothing (``q = q``, ``pass``: "noop"); a line's step made up for later by a wrong factor
+    (the scores scaled, not q)."""
     if h.counterpart is None:
         return None
     explained = s.trails.explain(h.i, h.counterpart)
@@ -1457,6 +1533,10 @@ def _lined_up(s: _Search, h: _Here):
         guarded = s.explainer.skipped(h.i)
         if guarded is not None and guarded.reason == "guarded":
             return guarded
+    if explained.reason == "skipped":
+        noop = s.explainer.noop_between(explained, h.i)
+        if noop is not None:
+            return noop
     if explained.reason == "incomplete":
         end = s.explainer.run_end(h.i)
         factor = s.explainer.scaled(end) if end != h.i else None
@@ -1476,7 +1556,7 @@ def _layout(s: _Search, h: _Here):
         return None
     while True:
         ps = [q for q in step.parents if not s.att[q].free]
-        if func_name(step.func) not in _LAYOUTS | _CASTS or len(ps) != 1 or s.matched[ps[0]] is not None:
+        if func_name(step.func) not in LAYOUTS | CASTS or len(ps) != 1 or s.matched[ps[0]] is not None:
             break
         held = tensor_of(s.att[ps[0]])
         up = s.matcher.same_values(held, s.att[ps[0]].dtype) if held is not None else []
@@ -1546,8 +1626,8 @@ def _bare_values(s: _Search, h: _Here):
     return s.said(h.i, "values")
 
 
-STEP_RULES = (_output_holds_another_value, _not_the_story, _empty_slice, _raw_input_rule, _lined_up, _layout,
-              _blamed_input, _wrong_input, _cause_elsewhere, _bare_values)
+STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _empty_slice, _raw_input_rule, _lined_up,
+              _layout, _blamed_input, _wrong_input, _cause_elsewhere, _bare_values)
 
 
 def _short_output(s: _Search):

@@ -31,6 +31,14 @@ _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "im
 _AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
                "rpow": "pow"}
 
+# what only moves a tensor's values around: into other axes, or copied along an axis; and casts
+LAYOUTS = {"reshape", "view", "flatten", "unflatten", "contiguous", "transpose", "permute", "t", "mT", "unsqueeze",
+           "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "clone"}
+COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
+CASTS = {"to", "float", "double", "long", "int", "type", "type_as"}
+# what takes a part of a tensor as it is, or moves it: one head of an input
+PICKS = LAYOUTS | CASTS | {"getitem", "select", "narrow", "unbind", "chunk", "split", "tensor_split"}
+
 
 @dataclass(frozen=True)
 class Found:
