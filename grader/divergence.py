@@ -1067,9 +1067,9 @@ class _Trails:
             if b is not None and b.name and not a.name and a.key == b.key:
                 # a number written on the line where the reference reads a variable holding another
                 # (`labels != -100` for `targets != ignore_index`): the line
-                step = self.att[i]
-                return Found(step.line, step.code, b.name, (), _number(a.value), "scalar", b.name, _number(b.value),
-                             _code(step.code))
+                step = self.att[i]  # (its shape: the step, in the call it goes wrong in)
+                return Found(step.line, step.code, b.name, tuple(step.shape), _number(a.value), "scalar", b.name,
+                             _number(b.value), _code(step.code))
             if a.origin is None or not a.name or b is None:
                 continue
             names = names_of(a.name)
@@ -1083,8 +1083,8 @@ class _Trails:
             if ((b.name and names & names_of(b.name)) or own) and a.origin in self.argument_copies:
                 # `self.r = r`: the number the caller passed, kept as it is: right, its use is not
                 step = self.att[i]
-                return Found(step.line, step.code, a.name, (), _number(a.value), "scalar", b.name, _number(b.value),
-                             _code(step.code))
+                return Found(step.line, step.code, a.name, tuple(step.shape), _number(a.value), "scalar", b.name,
+                             _number(b.value), _code(step.code))
             if (b.name and names & names_of(b.name)) or own:
                 # the line where it got its value; quoted (ref_code), the attempt's own line that uses
                 # it: the reference's line is not in the learner's file
