@@ -605,6 +605,8 @@ class _Trails:
         self.scalar_names = set().union(*(names_of(x.name) for s in reference for x in s.scalars))
         self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
         self.ref_names = set().union(*(names_of(self.name_of(reference, j)) for j in range(len(reference))))
+        # (name, function) of the reference's steps: how it makes each of its values
+        self.ref_made_as = {(self.name_of(reference, j), func_name(r.func)) for j, r in enumerate(reference)}
         self.ref_roles = {_role(n) for n in self.ref_names} & set(_ROLE_WORDS.values())
 
     def lined_up(self, step: Step, r: int) -> bool:
@@ -724,6 +726,9 @@ class _Trails:
         name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
         if "," in name + ref_name or ref_name in ("", name):
             return False
+        f = func_name(self.att[k].func)
+        if func_name(self.ref[m[0]].func) != f and (name, f) in self.ref_made_as:
+            return False  # the reference makes its own `name` the same way: values that merely coincide (a max is a score)
         # the file's own spelling of a role counts as the reference's name (key for k, xq for q)
         return name in self.ref_names or (_role(name) != _role(ref_name) and _role(name) in self.ref_roles)
 
@@ -1064,7 +1069,7 @@ class _Trails:
                 step = self.att[i]
                 return Found(step.line, step.code, a.key, (), _number(a.value), "scalar", b.key, _number(b.value),
                              _code(step.code))  # the attempt's line (quoted as "your …")
-            if b is not None and b.name and not a.name and a.key == b.key:
+            if b is not None and b.name and not a.name and a.key == b.key and not reordered:
                 # a number written on the line where the reference reads a variable holding another
                 # (`labels != -100` for `targets != ignore_index`): the line
                 step = self.att[i]  # (its shape: the step, in the call it goes wrong in)
@@ -1304,6 +1309,7 @@ def _function_at(source: str, line: int) -> str:
 # is the story, the rules of END_RULES look at the trails as a whole.
 
 NEXT_STEP = "next step"
+_PICKS_ONE = {"max", "min", "maximum", "minimum"}  # what keeps one of the entries it compares
 NO_LINE = "no line"
 
 
@@ -1357,9 +1363,10 @@ class _Search:
 
     def recovers(self, i: int) -> bool:
         """Some step computed from step ``i`` matches the reference again (a constant does not
-        count: any wrong input gives it; nor does a step that holds what another of its inputs,
-        not made from ``i``, holds: ``torch.where(valid, nll, 0)`` with a mask that keeps every
-        entry passes ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there)."""
+        count: any wrong input gives it; nor does a max or min, which keeps one entry and drops the
+        ones a wrong mask changed; nor a step that holds what another of its inputs, not made from
+        ``i``, holds: ``torch.where(valid, nll, 0)`` with a mask that keeps every entry passes
+        ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there)."""
         later, todo = set(), list(self.children.get(i, []))
         while todo:
             j = todo.pop()
@@ -1368,7 +1375,7 @@ class _Search:
                 todo.extend(self.children.get(j, []))
         for j in later:
             m = self.matched[j]
-            if m is None or self.constant[j]:
+            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE:
                 continue
             if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
                        for q in self.att[j].parents):
