@@ -1301,6 +1301,27 @@ def _function_at(source: str, line: int) -> str:
     return inner.name
 
 
+def _return_after(source: str, step: Step) -> tuple[int, str] | None:
+    """The first ``return`` of the function that ran ``step`` (its outermost frame in the file), at
+    or after the line of that frame: (its line, its code as written on one line)."""
+    import ast
+
+    line = (step.stack or [step.line])[0]
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return None
+    function = max(around, key=lambda n: n.lineno)
+    returns = sorted(n.lineno for n in ast.walk(function) if isinstance(n, ast.Return) and n.lineno >= line)
+    if not returns:
+        return None
+    return returns[0], source.splitlines()[returns[0] - 1].strip()
+
+
 # --- the rules: where the first wrong step's story is told ----------------------------------------
 #
 # The attempt's steps are looked at in order. For each, the rules of STEP_RULES are tried in turn:
@@ -1444,27 +1465,6 @@ def _output_holds_another_value(s: _Search, h: _Here):
         line, code = _return_after(s.source, s.att[returning[-1]]) or (line, code)
     return Found(line, code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
                  "short" if short else "output", name, name_shape(s.ref[r].shape, s.axes), s.ref[r].code)
-
-
-def _return_after(source: str, step: Step) -> tuple[int, str] | None:
-    """The first ``return`` of the function that ran ``step`` (its outermost frame in the file), at
-    or after the line of that frame: (its line, its code as written on one line)."""
-    import ast
-
-    line = (step.stack or [step.line])[0]
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    if not around:
-        return None
-    function = max(around, key=lambda n: n.lineno)
-    returns = sorted(n.lineno for n in ast.walk(function) if isinstance(n, ast.Return) and n.lineno >= line)
-    if not returns:
-        return None
-    return returns[0], source.splitlines()[returns[0] - 1].strip()
 
 
 def _wrong_start(s: _Search, h: _Here):
