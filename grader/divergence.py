@@ -1059,6 +1059,7 @@ class _Trails:
             theirs = [Scalar(mine[0].key, shown, theirs[0].name, theirs[0].origin, theirs[0].size)]
         by_key: dict[str, Scalar] = {s.key: s for s in theirs}
         reordered = sorted(s.value for s in mine) == sorted(s.value for s in theirs)
+        layout = func_name(self.att[i].func) in LAYOUTS | COPIES
         for a in mine:
             b = by_key.get(a.key)
             if b is not None and math.isclose(a.value, b.value, rel_tol=1e-6, abs_tol=1e-12):
@@ -1069,9 +1070,10 @@ class _Trails:
                 step = self.att[i]
                 return Found(step.line, step.code, a.key, (), _number(a.value), "scalar", b.key, _number(b.value),
                              _code(step.code))  # the attempt's line (quoted as "your …")
-            if b is not None and b.name and not a.name and a.key == b.key and not reordered:
+            if b is not None and b.name and not a.name and a.key == b.key and not reordered and not layout:
                 # a number written on the line where the reference reads a variable holding another
-                # (`labels != -100` for `targets != ignore_index`): the line
+                # (`labels != -100` for `targets != ignore_index`): the line (a view's sizes are its
+                # layout, said by the layout rules: -1 there is no number for the reference's `c`)
                 step = self.att[i]  # (its shape: the step, in the call it goes wrong in)
                 return Found(step.line, step.code, b.name, tuple(step.shape), _number(a.value), "scalar", b.name,
                              _number(b.value), _code(step.code))
