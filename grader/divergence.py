@@ -26,78 +26,41 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import math
 import re
-from dataclasses import dataclass
 
 import torch
 
+from attnprep.grader.explain import Explainer
+from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, func_name, is_constant,
+                                   name_shape, names_of, tensor_of)
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
-FILL = -1e8  # at or below: a masked entry, as -inf
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
-# the same operation spelt otherwise: x * s and s * x, x / s and x.div(s), an in-place form
-# (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
-_SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
-              "itruediv": "div", "amax": "max", "amin": "min"}
-# what only moves a tensor's values around: into other axes, or copied along an axis; and casts
-_LAYOUTS = {"reshape", "view", "flatten", "unflatten", "contiguous", "transpose", "permute", "t", "mT", "unsqueeze",
-            "squeeze", "movedim", "moveaxis", "swapaxes", "swapdims", "clone"}
-_COPIES = {"expand", "expand_as", "broadcast_to", "repeat", "repeat_interleave", "tile"}
-_CASTS = {"to", "float", "double", "long", "int", "type", "type_as"}
-# what takes a part of a tensor as it is, or moves it: one head of an input
-_PICKS = _LAYOUTS | _CASTS | {"getitem", "select", "narrow", "unbind", "chunk", "split", "tensor_split"}
-# ... and what the file writes for the reflected forms, which read as the operation's own name
-_AS_WRITTEN = {"amax": "max", "amin": "min", "rsub": "sub", "rdiv": "div", "rtruediv": "div", "rmatmul": "matmul",
-               "rpow": "pow"}
 
 
-@dataclass(frozen=True)
-class Found:
-    line: int
-    code: str
-    name: str  # the variable the line assigns ("q"), or "" when it assigns none
-    shape: tuple[int, ...]
-    named: str  # the shape in axis names, "(B, T, H, D)"
-    reason: str  # "layout", "values", "raised", "incomplete", "skipped", "scalar", "made", "role", "short", or
-    # a cause grader/explain.py finds ("guarded", "twice", "start", …), "raised_first": a key of [divergence]
-    ref_name: str = ""  # the reference's counterpart, when one is known
-    ref_named: str = ""
-    ref_code: str = ""
-    part: str = ""  # in a script of calls, the call the line goes wrong in ("step 3 (pos 6..8)")
 
 
 def _rearranged_input(step: Step) -> bool:
     """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``.
     Its result holds the input's own numbers, which the reference's trail (the steps it computes)
     never holds on their own, so "matches nothing" says nothing about such a step."""
-    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in _LAYOUTS | _CASTS
+    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in LAYOUTS | CASTS
 
 
-def _tensor(step: Step) -> torch.Tensor | None:
-    """The step's values in its shape; a complex step as its real view ``(…, 2)``. A large negative
-    fill (-1e9, finfo.min) reads as -inf: a mask filled either way is one convention."""
-    shape = list(step.shape) + ([2] if step.dtype.startswith("complex") else [])
-    if step.values is None or len(step.values) != math.prod(shape):
-        return None
-    t = step.values.reshape(shape)
-    return t.masked_fill(t <= FILL, -math.inf)
 
 
-def _constant(t: torch.Tensor | None) -> bool:
-    """A tensor of one repeated value (all -inf, all zeros): matching one is no sign of being back on
-    track, any wrong input gives it (exp(m - m_new) of a running max started at -inf is 0)."""
-    return t is not None and t.numel() > 1 and bool((t.flatten() == t.flatten()[0]).all())
 
 
 def _fill(step: Step) -> bool:
     """A tensor made only of the masking fill (``full_like(scores, -inf)``, ``tensor(-1e9)``) for a
     ``torch.where``: it holds no mask and cannot itself be wrong; the step that uses it may be."""
-    t = _tensor(step)
+    t = tensor_of(step)
     return t is not None and t.numel() > 0 and bool(torch.isneginf(t).all())
 
 
@@ -124,17 +87,8 @@ def _copies(t: torch.Tensor | None, source: torch.Tensor | None) -> bool:
     return False
 
 
-def func_name(name: str) -> str:
-    """A torch function's name without the spelling: ``__rmul__``, ``mul_`` and ``mul`` are ``mul``."""
-    bare = name.strip("_")
-    return _SAME_FUNC.get(bare, bare)
 
 
-def op_name(name: str) -> str:
-    """A torch function's name as the file writes the operation, for reading the file: also
-    ``s - x`` (``__rsub__``) is ``sub`` and ``amax`` is ``max``."""
-    bare = name.strip("_")
-    return func_name(_AS_WRITTEN.get(bare, bare))
 
 
 def _scaling(step: Step) -> float | None:
@@ -171,19 +125,10 @@ def _refines(fine: tuple[int, ...], coarse: tuple[int, ...]) -> bool:
     return i == len(fine)
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
-    """Equal up to the grader's tolerance (ten times), its absolute part scaled down for a tensor
-    whose values are all tiny (mean(x²) of inputs near 1e-3 is about 1e-6, where eps decides), and
-    widened to a few ulps when either side was computed in a low precision (``eps``)."""
-    finite = b[torch.isfinite(b)]
-    scale = min(1.0, float(finite.abs().max())) if finite.numel() else 1.0
-    rtol, atol = max(RTOL * 10, 4 * eps), max(ATOL * 10 * scale, 4 * eps * scale)
-    return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
-
-
 def _close_to_a_run(t: torch.Tensor, r: torch.Tensor, eps: float = 0.0) -> bool:
-    """Whether ``t`` is :func:`_close` to one of the aligned runs ``r[..., o:o + w]`` of ``r``'s
-    last dim (``w`` = ``t``'s last size, ``o`` = 0, w, 2w …), all runs compared at once."""
+    """Whether ``t`` is :func:`~attnprep.grader.found.close` to one of the aligned runs
+    ``r[..., o:o + w]`` of ``r``'s last dim (``w`` = ``t``'s last size, ``o`` = 0, w, 2w …), all
+    runs compared at once."""
     w = t.shape[-1]
     k = r.shape[-1] // w
     if k == 0:
@@ -196,9 +141,9 @@ def _close_to_a_run(t: torch.Tensor, r: torch.Tensor, eps: float = 0.0) -> bool:
     rtol = max(RTOL * 10, 4 * eps)
     atol = torch.maximum(ATOL * 10 * scale, 4 * eps * scale)[:, None]
     # torch.isclose(a, run, rtol, atol, equal_nan=True) for each run, with each run's own atol
-    close = (a == runs) | (torch.isnan(a) & torch.isnan(runs)) | (
+    near = (a == runs) | (torch.isnan(a) & torch.isnan(runs)) | (
         torch.isfinite(a) & finite & ((a - runs).abs() <= atol + rtol * runs.abs()))
-    return bool(close.all(dim=1).any())
+    return bool(near.all(dim=1).any())
 
 
 def _sorted_values(t: torch.Tensor) -> torch.Tensor:
@@ -208,7 +153,7 @@ def _sorted_values(t: torch.Tensor) -> torch.Tensor:
 
 def _probes(t: torch.Tensor) -> tuple[float, ...]:
     """Sorted values at five places (both ends, the quartiles), as numbers: two lists of sorted
-    values :func:`_close` to each other have their probes :func:`_near` each other."""
+    values :func:`close` to each other have their probes :func:`_near` each other."""
     n = t.numel()
     return tuple(t[[0, n // 4, n // 2, 3 * n // 4, n - 1]].tolist()) if n else ()
 
@@ -218,7 +163,7 @@ def _near_all(a: tuple[float, ...], b: tuple[float, ...], eps: float = 0.0) -> b
 
 
 def _near(a: float, b: float, eps: float = 0.0) -> bool:
-    """Two numbers equal loosely (more loosely than :func:`_close`, whose rtol is at most
+    """Two numbers equal loosely (more loosely than :func:`close`, whose rtol is at most
     ``4 * eps``): a cheap necessary test before whole tensors are compared."""
     if math.isinf(a) or math.isinf(b):
         return a == b
@@ -240,10 +185,10 @@ def _near_rows(probes: tuple[float, ...], table: torch.Tensor, eps: float = 0.0)
 
 def _identical(a: Step, b: Step) -> bool:
     """The same shape and values (a step too big to keep its values: the same shape)."""
-    ta, tb = _tensor(a), _tensor(b)
+    ta, tb = tensor_of(a), tensor_of(b)
     if ta is None or tb is None:
         return a.shape == b.shape
-    return ta.shape == tb.shape and _close(ta, tb)
+    return ta.shape == tb.shape and close(ta, tb)
 
 
 class Matcher:
@@ -254,7 +199,7 @@ class Matcher:
 
     def __init__(self, reference: list[Step]):
         self.steps = reference
-        self.ref = [(s, _tensor(s)) for s in reference]
+        self.ref = [(s, tensor_of(s)) for s in reference]
         self.sorted = {}
         for i, (s, t) in enumerate(self.ref):
             if t is not None:
@@ -299,7 +244,7 @@ class Matcher:
 
         def same(i: int) -> bool:
             eps = self._eps(i, dtype)
-            return _near_all(probes, self.probes[i], eps) and _close(key, self.sorted[i], eps)
+            return _near_all(probes, self.probes[i], eps) and close(key, self.sorted[i], eps)
 
         found = []
         for i in self.by_numel.get(key.numel(), []):
@@ -323,7 +268,7 @@ class Matcher:
             twin = self.twin[i]
             if twin not in layouts:
                 r, eps = self.ref[twin][1], self._eps(twin, dtype)
-                if tuple(r.shape) == tuple(t.shape) and _close(t, r, eps):
+                if tuple(r.shape) == tuple(t.shape) and close(t, r, eps):
                     layouts[twin] = "own"
                 else:
                     in_order = self._in_layout(t, r, eps)
@@ -341,7 +286,7 @@ class Matcher:
         reference's table, the first half of its ``x * cos``), as in the reference's own layout: a
         slice the reference never takes on its own is still its values."""
         found = []
-        if t.dim() == 0 or t.numel() == 0 or _constant(t):  # zeros are part of anything that starts at zero
+        if t.dim() == 0 or t.numel() == 0 or is_constant(t):  # zeros are part of anything that starts at zero
             return found
         w = t.shape[-1]
         key = None
@@ -368,9 +313,9 @@ class Matcher:
             p = r.permute(perm)
             shape = tuple(p.shape)
             if _refines(shape, tuple(t.shape)):
-                flat = lambda: _close(t, p.reshape(t.shape), eps)  # noqa: E731
+                flat = lambda: close(t, p.reshape(t.shape), eps)  # noqa: E731
             elif _refines(tuple(t.shape), shape):
-                flat = lambda: _close(t.reshape(shape), p, eps)  # noqa: E731
+                flat = lambda: close(t.reshape(shape), p, eps)  # noqa: E731
             else:
                 continue
             # where only axes of one index move, the values come in the same order: compared once
@@ -421,7 +366,7 @@ class Matcher:
 
     def _slice_of(self, t: torch.Tensor, dtype: str) -> list[tuple[int, bool]]:
         found = []
-        if t.dim() == 0 or t.numel() == 0 or _constant(t):
+        if t.dim() == 0 or t.numel() == 0 or is_constant(t):
             return found
         if t.numel() == 1 and not (bool(torch.isfinite(t).all()) and float(t.flatten()[0]) not in (0.0, 1.0)):
             return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
@@ -440,7 +385,7 @@ class Matcher:
             parts, table = self._slices_of(i, n)
             for j in _near_rows(probes, table, eps):
                 part, values = parts[j]
-                if _close(key, values, eps):
+                if close(key, values, eps):
                     hit = self._in_layout(t, part, eps)
                     if hit is not None:
                         found.append((i, hit))
@@ -545,7 +490,7 @@ def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs)
             if q in seen:
                 continue
             seen.add(q)
-            if attempt[q].free and matched[q] is None and _tensor(attempt[q]) is not None:
+            if attempt[q].free and matched[q] is None and tensor_of(attempt[q]) is not None:
                 return True
             todo.extend(attempt[q].parents)
         return False
@@ -590,30 +535,8 @@ def _output_layout(attempt: list[Step], matched, reference: list[Step]) -> tuple
     return None
 
 
-def assigned(code: str) -> str:
-    """The variable a line assigns: ``q = self.q_proj(x)`` -> ``q``; ``q, k, v = …`` -> ``q, k, v``."""
-    m = re.match(r"^\s*([A-Za-z_][\w, ]*?)\s*(?:[+\-*/@]?=)(?!=)", code)
-    return m.group(1).strip() if m else ""
 
 
-def name_shape(shape, axes: dict[str, int]) -> str:
-    """``(3, 7, 4, 4)`` as ``(B, T, H, D)`` where each size names one axis; numbers where it cannot."""
-    by_size: dict[int, list[str]] = {}
-    for name, size in axes.items():
-        by_size.setdefault(size, []).append(name)
-    used: dict[int, int] = {}
-    names = []
-    for n in shape:  # sizes shared by several axes are named in the order the axes are listed (H before D)
-        candidates = by_size.get(n, [])
-        k = used.get(n, 0)
-        used[n] = k + 1
-        if len(candidates) == 1:
-            names.append(candidates[0])
-        elif candidates and shape.count(n) == len(candidates):
-            names.append(candidates[k])
-        else:
-            names.append(str(n))
-    return "(" + ", ".join(names) + ")"
 
 
 def _code(text: str) -> str:
@@ -633,8 +556,6 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _names(name: str) -> set[str]:
-    return {n.strip() for n in name.split(",") if n.strip()}
 
 
 # the words attention code spells its three roles with (HF's key_states, Meta's xk, "queries")
@@ -671,8 +592,9 @@ class _Trails:
     """The two trails side by side: what each attempt step matches, the reference's ancestry."""
 
     def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int],
-                 marks: tuple[list, list] | None = None):
+                 marks: tuple[list, list] | None = None, source: str = ""):
         self.att, self.ref, self.axes = attempt, reference, axes
+        self.argument_copies = _argument_copies(source)
         self.matcher = Matcher(reference)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
@@ -705,7 +627,7 @@ class _Trails:
         self.cands: list[list[tuple[int, bool]]] = []
         self.matched: list[tuple[int, bool] | None] = []
         for k, step in enumerate(attempt):
-            t = _tensor(step)
+            t = tensor_of(step)
             found = [] if t is None else self.matcher.matches(t, step.dtype)
             if t is not None and (step.line, tuple(step.stack or ()), self.att_part[k]) in repeated and \
                     all(_intermediate(reference, m) for m, _ in found):
@@ -719,9 +641,11 @@ class _Trails:
             best = [m for m in found if m[1]] or found
             same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
             self.matched.append((same or best)[0] if best else None)
-        self.scalar_names = set().union(*(_names(x.name) for s in reference for x in s.scalars))
+        self.scalar_names = set().union(*(names_of(x.name) for s in reference for x in s.scalars))
         self.scalar_values = {x.value for s in reference for x in s.scalars if x.name}  # numbers it keeps in variables
-        self.ref_names = set().union(*(_names(self.name_of(reference, j)) for j in range(len(reference))))
+        self.ref_names = set().union(*(names_of(self.name_of(reference, j)) for j in range(len(reference))))
+        # (name, function) of the reference's steps: how it makes each of its values
+        self.ref_made_as = {(self.name_of(reference, j), func_name(r.func)) for j, r in enumerate(reference)}
         self.ref_roles = {_role(n) for n in self.ref_names} & set(_ROLE_WORDS.values())
 
     def lined_up(self, step: Step, r: int) -> bool:
@@ -737,9 +661,9 @@ class _Trails:
                 return False
             for p in s.parents:
                 parent = self.att[p]
-                if parent.free or _constant(_tensor(parent)):  # a start value (zeros, -inf) says nothing
+                if parent.free or is_constant(tensor_of(parent)):  # a start value (zeros, -inf) says nothing
                     continue
-                if not parent.parents and parent.inputs and func_name(parent.func) in _PICKS and set(parent.inputs) <= sources:
+                if not parent.parents and parent.inputs and func_name(parent.func) in PICKS and set(parent.inputs) <= sources:
                     continue  # one head of an input as it is given (q[b, h] of a (B, H, L, D) input)
                 if self.cands[p]:
                     if not any(m in stages for m, _ in self.cands[p]):
@@ -761,7 +685,7 @@ class _Trails:
         large negative where not) that is a bool mask of the reference, maybe with axes to
         broadcast over (``(B, 1, T, T)`` for ``(T, T)``)."""
         step = self.att[p]
-        t = _tensor(step)
+        t = tensor_of(step)
         if t is None or t.numel() == 0:
             return False
         if step.dtype.endswith("bool"):
@@ -841,6 +765,9 @@ class _Trails:
         name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
         if "," in name + ref_name or ref_name in ("", name):
             return False
+        f = func_name(self.att[k].func)
+        if func_name(self.ref[m[0]].func) != f and (name, f) in self.ref_made_as:
+            return False  # the reference makes its own `name` the same way: values that merely coincide (a max is a score)
         # the file's own spelling of a role counts as the reference's name (key for k, xq for q)
         return name in self.ref_names or (_role(name) != _role(ref_name) and _role(name) in self.ref_roles)
 
@@ -860,13 +787,15 @@ class _Trails:
             q = up[0]
 
     def swapped_above(self, p: int) -> Found | None:
-        """The role found among ``p`` and its ancestors (a few steps up): the earliest step named
-        like one of the reference's values that holds another, followed up while its input is
-        swapped the same way."""
-        level, seen, found = [p], set(), []
-        for _ in range(4):
+        """The role found among ``p`` and its ancestors (a few named steps up, through the steps of
+        a helper's ``return`` line): the earliest step named like one of the reference's values
+        that holds another, followed up while its input is swapped the same way."""
+        level, seen, found, depth = [p], set(), [], 0
+        while level and depth < 4:
             found += [q for q in level if self.swapped(q)]
             seen |= set(level)
+            if any(assigned(self.att[q].code) for q in level):  # a helper's `return …` is no step up
+                depth += 1
             level = [q for k in level for q in self.att[k].parents if q not in seen]
         if not found:
             return None
@@ -1147,7 +1076,7 @@ class _Trails:
         """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
         ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
         while self.att[q].parents:
-            moves = func_name(self.att[q].func) in _LAYOUTS | _COPIES | _CASTS | {"getitem"}
+            moves = func_name(self.att[q].func) in LAYOUTS | COPIES | CASTS | {"getitem"}
             if not moves or len(self.att[q].parents) != 1:
                 return False
             q = self.att[q].parents[0]
@@ -1169,6 +1098,7 @@ class _Trails:
             theirs = [Scalar(mine[0].key, shown, theirs[0].name, theirs[0].origin, theirs[0].size)]
         by_key: dict[str, Scalar] = {s.key: s for s in theirs}
         reordered = sorted(s.value for s in mine) == sorted(s.value for s in theirs)
+        layout = func_name(self.att[i].func) in LAYOUTS | COPIES
         for a in mine:
             b = by_key.get(a.key)
             if b is not None and math.isclose(a.value, b.value, rel_tol=1e-6, abs_tol=1e-12):
@@ -1179,9 +1109,16 @@ class _Trails:
                 step = self.att[i]
                 return Found(step.line, step.code, a.key, (), _number(a.value), "scalar", b.key, _number(b.value),
                              _code(step.code))  # the attempt's line (quoted as "your …")
+            if b is not None and b.name and not a.name and a.key == b.key and not reordered and not layout:
+                # a number written on the line where the reference reads a variable holding another
+                # (`labels != -100` for `targets != ignore_index`): the line (a view's sizes are its
+                # layout, said by the layout rules: -1 there is no number for the reference's `c`)
+                step = self.att[i]  # (its shape: the step, in the call it goes wrong in)
+                return Found(step.line, step.code, b.name, tuple(step.shape), _number(a.value), "scalar", b.name,
+                             _number(b.value), _code(step.code))
             if a.origin is None or not a.name or b is None:
                 continue
-            names = _names(a.name)
+            names = names_of(a.name)
             # The variable the reference reads there, holding another value: where it got it. Or one of
             # the attempt's own that the reference never reads (its scale under another name, where the
             # reference may compute it in place): where it got it, unless it is a size (read from a
@@ -1189,7 +1126,12 @@ class _Trails:
             # belongs: then the step uses the wrong one, and the step's line is the one).
             own = not (names & self.scalar_names or reordered or a.size
                        or any(math.isclose(a.value, v, rel_tol=1e-9) for v in self.scalar_values))
-            if (b.name and names & _names(b.name)) or own:
+            if ((b.name and names & names_of(b.name)) or own) and a.origin in self.argument_copies:
+                # `self.r = r`: the number the caller passed, kept as it is: right, its use is not
+                step = self.att[i]
+                return Found(step.line, step.code, a.name, tuple(step.shape), _number(a.value), "scalar", b.name,
+                             _number(b.value), _code(step.code))
+            if (b.name and names & names_of(b.name)) or own:
                 # the line where it got its value; quoted (ref_code), the attempt's own line that uses
                 # it: the reference's line is not in the learner's file
                 return Found(a.origin, "", a.name, (), _number(a.value), "scalar", b.name if b is not None else "",
@@ -1238,7 +1180,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return Found(raised_at, "", "", (), "", "raised_first")
     if not attempt or not reference:
         return None
-    trails = _Trails(attempt, reference, axes, marks)
+    trails = _Trails(attempt, reference, axes, marks, source)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is not None:
         found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
@@ -1274,7 +1216,7 @@ def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
         before = trails.att[j]
         other = list(before.stack or ())
         if before.line != step.line or before.func != step.func or len(other) != len(stack) or other == stack \
-                or trails.matched[j] is None or _constant(_tensor(before)):
+                or trails.matched[j] is None or is_constant(tensor_of(before)):
             continue
         k = next(n for n, (a, b) in enumerate(zip(other, stack)) if a != b)
         if k >= len(stack) - 1 or stack[k + 1:] != other[k + 1:]:
@@ -1347,6 +1289,24 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
 
 
+def _argument_copies(source: str) -> set[int]:
+    """The lines of ``source`` that keep an argument of their function as it came in, under a
+    name (``self.r = r``, ``scale = scale``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    lines = set()
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
+            lines |= {n.lineno for n in ast.walk(f) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                      and isinstance(n.value, ast.Name) and n.value.id in args}
+    return lines
+
+
 def _function_spans(source: str) -> list[tuple[int, int]]:
     import ast
 
@@ -1382,206 +1342,409 @@ def _function_at(source: str, line: int) -> str:
     return inner.name
 
 
-def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
-                 outputs: tuple[dict[str, int], dict[str, int]] | None, source: str, ref_source: str) -> Found | None:
-    """:func:`find` on the two trails compared, its shapes written with ``axes``."""
-    attempt, reference = trails.att, trails.ref
-    matcher, matched = trails.matcher, trails.matched
-    why = None
+def _return_after(source: str, step: Step) -> tuple[int, str] | None:
+    """The first ``return`` of the function that ran ``step`` (its outermost frame in the file), at
+    or after the line of that frame: (its line, its code as written on one line)."""
+    import ast
 
-    def explainer():
-        nonlocal why
-        if why is None:
-            from attnprep.grader.explain import Explainer
+    line = (step.stack or [step.line])[0]
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return None
+    function = max(around, key=lambda n: n.lineno)
+    returns = sorted(n.lineno for n in ast.walk(function) if isinstance(n, ast.Return) and n.lineno >= line)
+    if not returns:
+        return None
+    return returns[0], source.splitlines()[returns[0] - 1].strip()
 
-            why = Explainer(attempt, reference, matcher, matched, axes, source, ref_source)
-        return why
 
-    def cause(j: int) -> Found | None:
+# --- the rules: where the first wrong step's story is told ----------------------------------------
+#
+# The attempt's steps are looked at in order. For each, the rules of STEP_RULES are tried in turn:
+# the first that answers says it (a Found: the line to show; NEXT_STEP: this step is not where it
+# goes wrong, try the next one; NO_LINE: it goes wrong here but no line can be said). When no step
+# is the story, the rules of END_RULES look at the trails as a whole.
+
+NEXT_STEP = "next step"
+_PICKS_ONE = {"max", "min", "maximum", "minimum"}  # what keeps one of the entries it compares
+NO_LINE = "no line"
+
+
+class _Search:
+    """What the rules share: the two trails lined up, what each attempt step is apart from its
+    values (a constant, a copy of a matched step, a wrong named output, what uses it), and the
+    :class:`~attnprep.grader.explain.Explainer` that reads the files, made when first asked."""
+
+    def __init__(self, trails: _Trails, axes: dict[str, int], raised_at: int | None,
+                 outputs: tuple[dict[str, int], dict[str, int]] | None, source: str, ref_source: str):
+        self.trails, self.axes, self.raised_at, self.outputs = trails, axes, raised_at, outputs
+        self.source, self.ref_source = source, ref_source
+        self.att, self.ref, self.matcher, self.matched = trails.att, trails.ref, trails.matcher, trails.matched
+        self.children: dict[int, list[int]] = {}
+        for i, step in enumerate(self.att):
+            for p in step.parents:
+                self.children.setdefault(p, []).append(i)
+        self.constant = [is_constant(tensor_of(s)) for s in self.att]
+        self.copied = self._copies()
+        self.wrong_outputs = _wrong_outputs(self.att, self.ref, self.matched, outputs)
+        self.output_steps = set((outputs or ({}, {}))[0].values())
+        self._explainer: Explainer | None = None
+
+    def _copies(self) -> list[bool]:
+        """Copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's
+        one K/V head, which the reference leaves to broadcasting): no values of their own to be
+        wrong. A copy merged into a shape the reference has and matching nothing of it is no copy
+        (the copies in the wrong order, einops' "b (r g) t d" for "b (g r) t d"), unless it is the
+        one head it copies, repeated along an axis (MQA's k repeated over the heads)."""
+        attempt, matched = self.att, self.matched
+        copied = [False] * len(attempt)
+        copy_of: dict[int, int] = {}  # a copy -> the matched step it copies
+        ref_shapes = {tuple(r.shape) for r in self.ref}
+        for i, step in enumerate(attempt):
+            if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
+                p = step.parents[0]
+                name = func_name(step.func)
+                if copied[p] and name in LAYOUTS and (tuple(step.shape) not in ref_shapes
+                                                        or _copies(tensor_of(step), tensor_of(attempt[copy_of[p]]))):
+                    copied[i], copy_of[i] = True, copy_of[p]
+                elif name in COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
+                    copied[i], copy_of[i] = True, p
+        return copied
+
+    @property
+    def explainer(self) -> Explainer:
+        if self._explainer is None:
+            self._explainer = Explainer(self.att, self.ref, self.matcher, self.matched, self.axes, self.source,
+                                        self.ref_source)
+        return self._explainer
+
+    def recovers(self, i: int) -> bool:
+        """Some step computed from step ``i`` matches the reference again (a constant does not
+        count: any wrong input gives it; nor does a max or min, which keeps one entry and drops the
+        ones a wrong mask changed; nor a step that holds what another of its inputs, not made from
+        ``i``, holds: ``torch.where(valid, nll, 0)`` with a mask that keeps every entry passes
+        ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there)."""
+        later, todo = set(), list(self.children.get(i, []))
+        while todo:
+            j = todo.pop()
+            if j not in later:
+                later.add(j)
+                todo.extend(self.children.get(j, []))
+        for j in later:
+            m = self.matched[j]
+            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE:
+                continue
+            if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
+                       for q in self.att[j].parents):
+                return True
+        return False
+
+    def cause(self, j: int) -> Found | None:
         """What :mod:`.explain` finds behind wrong step ``j``: not its *missing* nor its wrong
-        numbers, which the lined-up rules here say their own way ("incomplete", "scalar")."""
-        w = explainer()
+        numbers, which the lined-up rules say their own way ("incomplete", "scalar")."""
+        w = self.explainer
         found = w.culprit(j)
         if found is not None and found.reason in ("number", "number_literal"):
             found = None
         end = w.run_end(j)  # (a factor only where the line scales by a number: `* scale`)
-        return found or (w.scaled(end) if _scaling(attempt[end]) is not None else None) or w.skipped(j)
-    children: dict[int, list[int]] = {}
-    for i, step in enumerate(attempt):
-        for p in step.parents:
-            children.setdefault(p, []).append(i)
+        return found or (w.scaled(end) if _scaling(self.att[end]) is not None else None) or w.skipped(j)
 
-    def recovers(i: int) -> bool:
-        seen, todo = set(), list(children.get(i, []))
-        while todo:
-            j = todo.pop()
-            if j in seen:
-                continue
-            seen.add(j)
-            if matched[j] is not None and not constant[j]:  # a constant is no sign of being back on track
-                return True
-            todo.extend(children.get(j, []))
-        return False
+    def said(self, k: int, reason: str) -> Found:
+        """Attempt step ``k``'s own line, found for ``reason``."""
+        step = self.att[k]
+        return Found(step.line, step.code, self.trails.name_of(self.att, k), tuple(step.shape),
+                     name_shape(step.shape, self.axes), reason)
 
-    constant = [_constant(_tensor(s)) for s in attempt]
-    # copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's one
-    # K/V head, which the reference leaves to broadcasting): no values of their own to be wrong
-    copied = [False] * len(attempt)
-    copy_of: dict[int, int] = {}  # a copy -> the matched step it copies
-    ref_shapes = {tuple(r.shape) for r in reference}
-    for i, step in enumerate(attempt):
-        if matched[i] is None and not step.free and len(step.parents) == 1 and 0 <= step.parents[0] < i:
-            p = step.parents[0]
-            name = func_name(step.func)
-            if copied[p] and name in _LAYOUTS and (tuple(step.shape) not in ref_shapes
-                                                    or _copies(_tensor(step), _tensor(attempt[copy_of[p]]))):
-                # (a copy merged into a shape the reference has, (B, H, T, D), and matching nothing of
-                # it: the copies are in the wrong order, einops' "b (r g) t d" for "b (g r) t d"; unless
-                # it is the one head it copies, repeated along an axis: MQA's k repeated over the heads)
-                copied[i], copy_of[i] = True, copy_of[p]
-            elif name in _COPIES and matched[p] is not None and _broadcast(attempt[p].shape, step.shape):
-                copied[i], copy_of[i] = True, p
-    wrong_outputs = _wrong_outputs(attempt, reference, matched, outputs)
-    for i, step in enumerate(attempt):
-        if i in wrong_outputs and matched[i] is not None and not step.free:
-            # an output that holds another value of the reference's (the keys returned as the
-            # values, the latent cached before its norm): wrong where that value is made
-            name, r = wrong_outputs[i]
-            short = matched[i][0] in _ancestors(r, reference)  # an earlier stage of that output
-            return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
-                         "short" if short else "output", name, name_shape(reference[r].shape, axes), reference[r].code)
-        # an output that differs from the reference's is wrong for good, whatever is made from it
-        # later (a cache in the wrong order that the next call's attention happens not to mind)
-        if step.free or matched[i] is not None or copied[i] or _tensor(step) is None or (i not in wrong_outputs and recovers(i)):
-            continue
-        if i not in wrong_outputs and _rearranged_input(step):
-            continue  # an input in the file's own layout: what is computed from it tells whether that layout is right
-        if i not in children and i != len(attempt) - 1 and i not in set((outputs or ({}, {}))[0].values()):
-            continue  # nothing uses it (the indices torch.max returns beside the values): it cannot be the story
-        # Lined up with the reference's step that does the same to the same inputs, the difference may
-        # lie in what it was given: an input one step short, a wrong mask, a wrong number.
-        t = _tensor(step)
-        if t.numel() == 0 and all(math.prod(r.shape) for r in reference):
-            # an empty slice (q[:, :, i:i - block]) where the reference never has one: nothing after it
-            # can match, this line is the story
-            return Found(step.line, step.code, trails.name_of(attempt, i), tuple(step.shape),
-                         name_shape(step.shape, axes), "values")
-        same = matcher.same_values(t, step.dtype)
-        counterpart = trails.counterpart(i)
-        if counterpart is not None and not same:
-            raw = _raw_input(i, counterpart, trails, ref_source)
-            if raw is not None:
-                return raw
-        if counterpart is not None:
-            explained = trails.explain(i, counterpart)
-            # the right numbers in a wrong layout say more than a missing step, unless a wrong number made it
-            if explained is not None and (not same or explained.reason == "scalar"):
-                if explained.reason == "values" and source:  # bare wrong values: a cause on another line?
-                    at = locate(explained, attempt, reference, matcher)
-                    better = cause(at) if at is not None else None
-                    if better is not None:
-                        return better
-                if explained.reason in ("incomplete", "skipped") and source:
-                    # a step of the reference's left out by an `if` or a loop bound that cut it short
-                    guarded = explainer().skipped(i)
-                    if guarded is not None and guarded.reason == "guarded":
-                        return guarded
-                if explained.reason == "incomplete" and source:
-                    # the line's step made up for later by a wrong factor (the scores scaled, not q)
-                    end = explainer().run_end(i)
-                    factor = explainer().scaled(end) if end != i else None
-                    if factor is not None:
-                        return factor
-                return explained
-        # inputs that are what the reference feeds its counterpart: their role is right, whatever their name
-        # (only when the counterpart takes in every input as it is: with roles swapped, the step lined
-        # up may well be another one, attn @ v for a q that holds v)
-        fine = set()
-        if counterpart is not None and set(step.inputs) == set(reference[counterpart].inputs) and all(
-                trails.own(p) & set(reference[counterpart].parents) for p in step.parents if not attempt[p].free):
-            fine = set(step.parents)
-        swapped = [p for p in step.parents if attempt[p].line != step.line and p not in fine and trails.swapped(p)]
-        if same and swapped:  # kᵀ q where q kᵀ belongs: the inputs' roles, not the layout, are wrong
-            same = []
-        if same:  # the right numbers in a layout no correct attempt uses: a view where a transpose belongs
-            while True:  # made so by the step it only rearranges (the cache's cat in the wrong order, transposed)
-                ps = [q for q in step.parents if not attempt[q].free]
-                if func_name(step.func) not in _LAYOUTS | _CASTS or len(ps) != 1 or matched[ps[0]] is not None:
-                    break
-                held = _tensor(attempt[ps[0]])
-                up = matcher.same_values(held, attempt[ps[0]].dtype) if held is not None else []
-                if not up:
-                    break
-                i, step, same = ps[0], attempt[ps[0]], up
-            name = trails.name_of(attempt, i)
-            same.sort(key=lambda j: (trails.name_of(reference, j) != name, len(reference[j].shape) != len(step.shape)))
-            ref_step = reference[same[0]]
-            return Found(step.line, step.code, name, tuple(step.shape), name_shape(step.shape, axes),
-                         "layout", trails.name_of(reference, same[0]), name_shape(ref_step.shape, axes))
-        # The right values computed from inputs that are not what the reference feeds that operation:
-        # an input in a layout the reference never uses there ("layout"), or one the reference only
-        # has half-way through one of its lines, q @ kᵀ before the scale ("incomplete"). The
-        # earliest such ancestor (up to three steps back) made the mistake.
-        blamed = _blame(i, attempt, matched, reference)
-        if blamed is not None:
-            p, reason = blamed
-            role = trails.swapped_above(p)
-            if role is not None:  # the layout comes from inputs in swapped roles (k, q, v = … for q, k, v)
-                return role
-            if reason == "incomplete" and source:  # a number that undid the line's step, or a later factor
-                instead = explainer().instead_of_incomplete(i, p)
-                if instead is not None:
-                    return instead
-            parent, ref_step = attempt[p], reference[matched[p][0]]
-            return Found(parent.line, parent.code, trails.name_of(attempt, p), tuple(parent.shape),
-                         name_shape(parent.shape, axes), reason, trails.name_of(reference, matched[p][0]),
-                         name_shape(ref_step.shape, axes), _code(ref_step.code))
-        for p in step.parents:
-            parent, m = attempt[p], matched[p]
-            # a tensor made by the file alone (a mask) that the reference never makes: the earliest
-            # such step it was made from
-            if trails.wrong_free(p):
-                return trails.found(trails.free_top(p), "made")
-            # a tensor named like one of the reference's that holds another of its values (q = k_proj(x));
-            # only the value its line ends with is what the name holds
-            # (followed up while the inputs are swapped the same way: cos[:, None] of a cos that holds sin);
-            # an input made on this line (kᵀ of a k that holds v) is looked through
-            if m is not None and p not in fine:
-                role = trails.swapped_above(p)
-                if role is not None and role.line != step.line:
-                    return role
-        if source:  # the values say no more: a cause the two files show (a number, a guard, a start value)
-            explained = cause(i)
-            if explained is not None:
-                return explained
-            if not explainer().claims(i):
-                return None
-        return Found(step.line, step.code, trails.name_of(attempt, i), tuple(step.shape), name_shape(step.shape, axes), "values")
-    if raised_at is None and outputs is not None:
-        short = trails.short(outputs)
-        if short is not None:
-            return short
-    turned = _output_layout(attempt, matched, reference)
-    if turned is not None:  # every value has a counterpart, but a result comes out in another layout
-        p, r = turned
-        step, ref_step = attempt[p], reference[r]
-        return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, axes),
-                     "layout", assigned(ref_step.code), name_shape(ref_step.shape, axes))
-    if raised_at is None and attempt and matched[-1] is not None and matched[-1][0] != len(reference) - 1:
-        # every step has a counterpart, yet the result is wrong: the attempt stops short of the end
-        last, ref_last = attempt[-1], reference[-1]
-        return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, axes),
-                     "short", assigned(reference[matched[-1][0]].code), name_shape(ref_last.shape, axes), _code(ref_last.code))
-    if raised_at is not None:
-        made = trails.raised_on(raised_at, source)
-        if made is not None:
-            return made
-        last = next((s for s in reversed(attempt) if s.line == raised_at), None)
-        code = last.code if last is not None else ""
-        shape = tuple(last.shape) if last is not None else ()
-        return Found(raised_at, code, assigned(code), shape, name_shape(shape, axes) if shape else "", "raised")
+
+class _Here:
+    """The attempt step the rules look at, with what they ask of it worked out once."""
+
+    def __init__(self, search: _Search, i: int):
+        self.search, self.i, self.step = search, i, search.att[i]
+
+    @functools.cached_property
+    def same(self) -> list[int]:
+        """The reference steps holding the same values in any layout."""
+        return self.search.matcher.same_values(tensor_of(self.step), self.step.dtype)
+
+    @functools.cached_property
+    def counterpart(self) -> int | None:
+        return self.search.trails.counterpart(self.i)
+
+    @functools.cached_property
+    def fine(self) -> set[int]:
+        """The inputs that are what the reference feeds the counterpart: their role is right,
+        whatever their name (only when the counterpart takes in every input as it is: with roles
+        swapped, the step lined up may well be another one, attn @ v for a q that holds v)."""
+        s, r, step = self.search, self.counterpart, self.step
+        if r is not None and set(step.inputs) == set(s.ref[r].inputs) and all(
+                s.trails.own(p) & set(s.ref[r].parents) for p in step.parents if not s.att[p].free):
+            return set(step.parents)
+        return set()
+
+
+def _output_holds_another_value(s: _Search, h: _Here):
+    """A named output that holds another value of the reference's (the keys returned as the
+    values, the latent cached before its norm) is wrong where that value is made: "short" when it
+    holds an earlier stage of that output, else "output"."""
+    i, step = h.i, h.step
+    if i not in s.wrong_outputs or s.matched[i] is None or step.free:
+        return None
+    name, r = s.wrong_outputs[i]
+    short = s.matched[i][0] in _ancestors(r, s.ref)
+    line, code = step.line, step.code
+    part = s.trails.ref_part[r]
+    returning = [k for k, label in enumerate(s.trails.att_part) if label == part]
+    if part and s.trails.att_part[i] != part and returning:
+        # made by an earlier call and given back as it came in by the call that returns it (the
+        # cache a decode step was given): that call's return statement
+        line, code = _return_after(s.source, s.att[returning[-1]]) or (line, code)
+    return Found(line, code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
+                 "short" if short else "output", name, name_shape(s.ref[r].shape, s.axes), s.ref[r].code)
+
+
+def _wrong_start(s: _Search, h: _Here):
+    """A step that takes in a start value made without the inputs (a running max started at 0 where
+    the reference starts it at -inf, :meth:`~attnprep.grader.explain.Explainer.culprit`'s "start"):
+    the line that sets it, even when later steps happen to match again (the max of the first
+    block is positive on most rows)."""
+    i, step = h.i, h.step
+    if not s.source or step.free or s.matched[i] is not None or s.copied[i] or tensor_of(step) is None:
+        return None
+    starts = {s.att[p].line for p in step.parents if s.att[p].free and (s.constant[p] or math.prod(s.att[p].shape) == 1)}
+    if not starts:
+        return None
+    found = s.explainer.culprit(i)  # "start", or the wrong number on the line that makes the start value
+    return found if found is not None and (found.reason == "start" or found.line in starts) else None
+
+
+def _not_the_story(s: _Search, h: _Here):
+    """Skip a step that cannot be where it goes wrong: made without the inputs, matching the
+    reference, a copy of a matched step, without values, or one the attempt gets back on track
+    from (an output that differs from the reference's is wrong for good, whatever is made from it
+    later: a cache in the wrong order the next call's attention happens not to mind); an input
+    only rearranged (what is computed from it tells whether that layout is right); a step nothing
+    uses (the indices torch.max returns beside the values)."""
+    i, step = h.i, h.step
+    output = i in s.wrong_outputs
+    if step.free or s.matched[i] is not None or s.copied[i] or tensor_of(step) is None or (not output and s.recovers(i)):
+        return NEXT_STEP
+    if not output and _rearranged_input(step):
+        return NEXT_STEP
+    if i not in s.children and i != len(s.att) - 1 and i not in s.output_steps:
+        return NEXT_STEP
     return None
 
+
+def _empty_slice(s: _Search, h: _Here):
+    """An empty slice (``q[:, :, i:i - block]``) where the reference never has one: nothing after
+    it can match, this line is the story."""
+    if tensor_of(h.step).numel() == 0 and all(math.prod(r.shape) for r in s.ref):
+        return s.said(h.i, "values")
+    return None
+
+
+def _raw_input_rule(s: _Search, h: _Here):
+    """Wrong values from a traced input taken as it came in, where the counterpart takes it changed
+    first (a norm before the projections): see :func:`_raw_input`."""
+    if h.counterpart is None or h.same:
+        return None
+    return _raw_input(h.i, h.counterpart, s.trails, s.ref_source)
+
+
+def _lined_up(s: _Search, h: _Here):
+    """Lined up with the reference's step that does the same to the same inputs, the difference may
+    lie in what it was given (:meth:`_Trails.explain`: an input one step short, a wrong mask, a wrong
+    number). The right numbers in a wrong layout say more than a missing step, unless a wrong
+    number made it. Said better, where the files show it: bare wrong values by a cause on another
+    line; a step left out by an ``if`` or a loop bound ("guarded"), or written as a statement that
+    does nothing (``q = q``, ``pass``: "noop"); a line's step made up for later by a wrong factor
+    (the scores scaled, not q)."""
+    if h.counterpart is None:
+        return None
+    explained = s.trails.explain(h.i, h.counterpart)
+    if explained is None or (h.same and explained.reason != "scalar"):
+        return None
+    if not s.source:
+        return explained
+    if explained.reason == "values":
+        at = locate(explained, s.att, s.ref, s.matcher)
+        better = s.cause(at) if at is not None else None
+        if better is not None:
+            return better
+    if explained.reason in ("incomplete", "skipped"):
+        guarded = s.explainer.skipped(h.i)
+        if guarded is not None and guarded.reason == "guarded":
+            return guarded
+    if explained.reason == "skipped":
+        noop = s.explainer.noop_between(explained, h.i)
+        if noop is not None:
+            return noop
+    if explained.reason == "incomplete":
+        end = s.explainer.run_end(h.i)
+        factor = s.explainer.scaled(end) if end != h.i else None
+        if factor is not None:
+            return factor
+    return explained
+
+
+def _layout(s: _Search, h: _Here):
+    """The right numbers in a layout no correct attempt uses (a view where a transpose belongs):
+    "layout", at the step that made them so when this one only rearranges it (the cache's cat in
+    the wrong order, then transposed). Not when an input made on another line is named like one
+    of the reference's values and holds another (kᵀ q where q kᵀ belongs: the roles are wrong)."""
+    i, step, same = h.i, h.step, h.same
+    swapped = [p for p in step.parents if s.att[p].line != step.line and p not in h.fine and s.trails.swapped(p)]
+    if not same or swapped:
+        return None
+    while True:
+        ps = [q for q in step.parents if not s.att[q].free]
+        if func_name(step.func) not in LAYOUTS | CASTS or len(ps) != 1 or s.matched[ps[0]] is not None:
+            break
+        held = tensor_of(s.att[ps[0]])
+        up = s.matcher.same_values(held, s.att[ps[0]].dtype) if held is not None else []
+        if not up:
+            break
+        i, step, same = ps[0], s.att[ps[0]], up
+    name = s.trails.name_of(s.att, i)
+    same = sorted(same, key=lambda j: (s.trails.name_of(s.ref, j) != name, len(s.ref[j].shape) != len(step.shape)))
+    ref_step = s.ref[same[0]]
+    return Found(step.line, step.code, name, tuple(step.shape), name_shape(step.shape, s.axes),
+                 "layout", s.trails.name_of(s.ref, same[0]), name_shape(ref_step.shape, s.axes))
+
+
+def _blamed_input(s: _Search, h: _Here):
+    """The right values computed from inputs the reference does not feed that operation: the
+    earliest such ancestor (up to three steps back, :func:`_blame`) made the mistake, an input in a
+    layout the reference never uses there ("layout") or one the reference only has half-way
+    through one of its lines, q @ kᵀ before the scale ("incomplete"). Said as a role when that
+    layout comes from inputs in swapped roles (k, q, v = … for q, k, v), or as a number that undid
+    the line's step or a later factor."""
+    blamed = _blame(h.i, s.att, s.matched, s.ref)
+    if blamed is None:
+        return None
+    p, reason = blamed
+    role = s.trails.swapped_above(p)
+    if role is not None:
+        return role
+    if reason == "incomplete" and s.source:
+        instead = s.explainer.instead_of_incomplete(h.i, p)
+        if instead is not None:
+            return instead
+    parent, ref_step = s.att[p], s.ref[s.matched[p][0]]
+    return Found(parent.line, parent.code, s.trails.name_of(s.att, p), tuple(parent.shape),
+                 name_shape(parent.shape, s.axes), reason, s.trails.name_of(s.ref, s.matched[p][0]),
+                 name_shape(ref_step.shape, s.axes), _code(ref_step.code))
+
+
+def _wrong_input(s: _Search, h: _Here):
+    """An input made by the file alone (a mask) that the reference never makes: the earliest step
+    it was made from ("made"). An input named like one of the reference's values that holds
+    another (``q = k_proj(x)``; only the value its line ends with is what the name holds), made on
+    another line: that line ("role"), followed up while its inputs are swapped the same way."""
+    for p in h.step.parents:
+        if s.trails.wrong_free(p):
+            return s.trails.found(s.trails.free_top(p), "made")
+        if s.matched[p] is not None and p not in h.fine:
+            role = s.trails.swapped_above(p)
+            if role is not None and role.line != h.step.line:
+                return role
+    return None
+
+
+def _cause_elsewhere(s: _Search, h: _Here):
+    """The values say no more: a cause the two files show on another line (a number, a guard, a
+    start value, :mod:`.explain`); no line at all when the explainer finds the step is not
+    where the attempt goes wrong."""
+    if not s.source:
+        return None
+    found = s.cause(h.i)
+    if found is not None:
+        return found
+    return None if s.explainer.claims(h.i) else NO_LINE
+
+
+def _bare_values(s: _Search, h: _Here):
+    """Else the step itself: wrong values on its own line."""
+    return s.said(h.i, "values")
+
+
+STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _empty_slice, _raw_input_rule, _lined_up,
+              _layout, _blamed_input, _wrong_input, _cause_elsewhere, _bare_values)
+
+
+def _short_output(s: _Search):
+    """Every step has a counterpart, and an output holds an earlier stage of the reference's output
+    of its name (or the right values in another dtype): see :meth:`_Trails.short`."""
+    if s.raised_at is None and s.outputs is not None:
+        return s.trails.short(s.outputs)
+    return None
+
+
+def _result_in_other_layout(s: _Search):
+    """Every value has a counterpart, but a result comes out in another layout: the earliest step of
+    that layout on the way to it."""
+    turned = _output_layout(s.att, s.matched, s.ref)
+    if turned is None:
+        return None
+    p, r = turned
+    step, ref_step = s.att[p], s.ref[r]
+    return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
+                 "layout", assigned(ref_step.code), name_shape(ref_step.shape, s.axes))
+
+
+def _stops_short(s: _Search):
+    """Every step has a counterpart, yet the result is wrong: the attempt stops short of the end."""
+    if s.raised_at is not None or not s.att or s.matched[-1] is None or s.matched[-1][0] == len(s.ref) - 1:
+        return None
+    last, ref_last = s.att[-1], s.ref[-1]
+    return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, s.axes),
+                 "short", assigned(s.ref[s.matched[-1][0]].code), name_shape(ref_last.shape, s.axes),
+                 _code(ref_last.code))
+
+
+def _raised(s: _Search):
+    """It raised: the step that made a tensor of a shape the reference never has, read by the
+    raising line (:meth:`_Trails.raised_on`), else the raising line itself."""
+    if s.raised_at is None:
+        return None
+    made = s.trails.raised_on(s.raised_at, s.source)
+    if made is not None:
+        return made
+    last = next((step for step in reversed(s.att) if step.line == s.raised_at), None)
+    code = last.code if last is not None else ""
+    shape = tuple(last.shape) if last is not None else ()
+    return Found(s.raised_at, code, assigned(code), shape, name_shape(shape, s.axes) if shape else "", "raised")
+
+
+END_RULES = (_short_output, _result_in_other_layout, _stops_short, _raised)
+
+
+def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
+                 outputs: tuple[dict[str, int], dict[str, int]] | None, source: str, ref_source: str) -> Found | None:
+    """:func:`find` on the two trails compared, its shapes written with ``axes``: the first answer of
+    :data:`STEP_RULES` on the attempt's steps in order, else of :data:`END_RULES`."""
+    search = _Search(trails, axes, raised_at, outputs, source, ref_source)
+    for i in range(len(trails.att)):
+        here = _Here(search, i)
+        for rule in STEP_RULES:
+            said = rule(search, here)
+            if said is NEXT_STEP:
+                break
+            if said is NO_LINE:
+                return None
+            if said is not None:
+                return said
+    for rule in END_RULES:
+        found = rule(search)
+        if found is not None:
+            return found
+    return None
 
 
 def attribute_line(source: str, attr: str) -> int | None:
@@ -1608,7 +1771,7 @@ def locate(found: Found, attempt: list[Step], reference: list[Step], matcher: Ma
     if found.reason in ("values", "made") and len(candidates) > 1:
         matcher = matcher or Matcher(reference)
         for j in candidates:
-            t = _tensor(attempt[j])
+            t = tensor_of(attempt[j])
             if t is not None and matcher.match(t) is None:
                 return j
     return candidates[0] if candidates else None

@@ -26,13 +26,14 @@ Nothing here names an exercise; the reasons are texts of ``[divergence]``.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import re
 
 import torch
 
-from attnprep.grader import divergence as dv
-from attnprep.grader.divergence import FILL, Found, assigned, name_shape, op_name
+from attnprep.grader.found import (FILL, PICKS, Found, assigned, close, func_name, is_constant, name_shape, names_of,
+                                   op_name, tensor_of)
 from attnprep.grader.trace import Step
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
@@ -69,6 +70,8 @@ class Source:
         self.functions: list[tuple[int, int, set[str], str]] = []  # (first, last line, parameters, name)
         self.calls: dict[str, list[tuple[int, dict]]] = {}  # a called name -> (line, keyword arguments) of each call
         self.defaults: dict[tuple[str, str], ast.expr] = {}  # (function, parameter) -> its default
+        self.noops: dict[int, set[str]] = {}  # line -> what a statement that does nothing leaves as it was
+        # ("" for `pass`, "q" for `q = q` or the `q` of `k, q = rot(k), q`)
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -86,6 +89,17 @@ class Source:
                     if d is not None:
                         self.defaults[(node.name, a.arg)] = d
                 self.functions.append((node.lineno, last, names, node.name))
+            if isinstance(node, ast.Pass):
+                self.noops.setdefault(node.lineno, set()).add("")
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                pairs = [(node.targets[0], node.value)]
+                if isinstance(node.value, ast.Tuple) and isinstance(node.targets[0], ast.Tuple) \
+                        and len(node.value.elts) == len(node.targets[0].elts):
+                    pairs = list(zip(node.targets[0].elts, node.value.elts))
+                for target, value in pairs:
+                    if isinstance(target, (ast.Name, ast.Attribute)) and ast.dump(target, include_attributes=False) \
+                            == ast.dump(value, include_attributes=False).replace("Load()", "Store()"):
+                        self.noops.setdefault(node.lineno, set()).add(ast.unparse(target))
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     for t in ast.walk(target):
@@ -181,8 +195,8 @@ class Explainer:
                  source: str = "", ref_source: str = ""):
         self.attempt, self.reference, self.matcher, self.matched, self.axes = attempt, reference, matcher, matched, axes
         self.src, self.ref_src = Source(source), Source(ref_source)
-        self.tensors = [dv._tensor(step) for step in attempt]
-        self.constant = [dv._constant(t) for t in self.tensors]
+        self.tensors = [tensor_of(step) for step in attempt]
+        self.constant = [is_constant(t) for t in self.tensors]
         self.children: dict[int, list[int]] = {}
         for i, step in enumerate(attempt):
             for p in step.parents:
@@ -256,7 +270,7 @@ class Explainer:
         if m is None or r is None or t is None or r.numel() != t.numel():
             return False
         squeezed = [n for n in t.shape if n != 1] == [n for n in r.shape if n != 1]
-        return squeezed and dv._close(r, t.reshape(r.shape))
+        return squeezed and close(r, t.reshape(r.shape))
 
     def counterpart(self, i: int) -> int | None:
         """The reference step that does what step ``i`` does: the same operation on the inputs
@@ -301,14 +315,16 @@ class Explainer:
             if up is not None:
                 return up
             parent = self.attempt[p]
-            if len(wrong) != 1 or len(spare) != 1 or parent.line == step.line or not parent.free or not self.constant[p]:
+            one_value = self.constant[p] or (self.tensors[p] is not None and self.tensors[p].numel() == 1)
+            if len(wrong) != 1 or len(spare) != 1 or parent.line == step.line or not parent.free or not one_value:
                 continue
             other = self.reference[spare[0]]
             if not other.free:  # a variable still at its starting value where the reference has updated it
                 return self._found(step.line, step.code, assigned(parent.code), parent.shape,
                                    name_shape(parent.shape, self.axes), "stale", other)
-            start = dv._tensor(other)
-            if dv._constant(start) and not dv._close(self.tensors[p].flatten()[:1], start.flatten()[:1]):
+            start = tensor_of(other)
+            if is_constant(start) and not close(self.tensors[p].flatten()[:1], start.flatten()[:1]):
+                parent = self.attempt[self._made(p)]  # where the start value is set, not a slice read of it
                 return self._found(parent.line, parent.code, assigned(parent.code), parent.shape,
                                    f"{float(self.tensors[p].flatten()[0]):g}", "start", other,
                                    f"{float(start.flatten()[0]):g}")
@@ -316,7 +332,7 @@ class Explainer:
             return None
         for scalar, ref_scalar in zip(step.scalars, ref.scalars):
             value, name, ref_value = scalar.value, scalar.name, ref_scalar.value
-            if ref_scalar.name in dv._names(name):  # several variables held it (scale and i both 0): the reference's
+            if ref_scalar.name in names_of(name):  # several variables held it (scale and i both 0): the reference's
                 name = ref_scalar.name
             if _same_number(value, ref_value):
                 continue
@@ -331,6 +347,13 @@ class Explainer:
             return self._found(line or step.line, self.src.code(line) if line else step.code, name, step.shape,
                                reason="number" if name else "number_literal", **numbers)
         return None
+
+    def _made(self, p: int) -> int:
+        """The step that made the tensor step ``p`` only takes a part of, views or casts
+        (``m[:, :, i:i + b]`` of ``m = torch.zeros(…)``): ``p`` itself when it does more."""
+        while len(self.attempt[p].parents) == 1 and func_name(self.attempt[p].func) in PICKS:
+            p = self.attempt[p].parents[0]
+        return p
 
     def twice(self, i: int) -> Found | None:
         """``m - m_new`` where both names hold one tensor (``m = m_new`` ran too early): the line
@@ -373,10 +396,23 @@ class Explainer:
             factor = float(t.flatten()[k] / rt.flatten()[k])
             if not math.isfinite(factor) or factor == 0 or math.isclose(factor, 1, rel_tol=1e-3):
                 continue
-            if dv._close(t[finite], factor * rt[finite]):
+            if close(t[finite], factor * rt[finite]):
                 step = self.attempt[i]
                 return self._found(step.line, step.code, assigned(step.code), step.shape, f"{factor:.4g}", "scaled", ref)
         return None
+
+    def noop_between(self, found: Found, i: int) -> Found | None:
+        """``found`` says a step is missing after the line that made ``found.name``; between that line
+        and step ``i``'s, in the same function, the file has one statement that does nothing, a
+        ``pass`` or ``found.name`` assigned to itself (``q = q``, the ``k`` of ``q, k = rot(q), k``):
+        where the missing step was meant to be, that statement is the line ("noop")."""
+        step = self.attempt[i]
+        if not any(a <= found.line and step.line <= b for a, b, _, _ in self.src.functions):
+            return None
+        lines = [n for n, names in sorted(self.src.noops.items()) if found.line < n < step.line and names & {"", found.name}]
+        if len(lines) != 1:
+            return None
+        return dataclasses.replace(found, line=lines[0], code=self.src.code(lines[0]), reason="noop")
 
     def skipped(self, i: int) -> Found | None:
         """A step the reference takes on one of step ``i``'s inputs before ``i``'s operation: run

@@ -219,3 +219,23 @@ def test_a_slice_matches_one_head_of_the_same_stage_only():
     assert matcher.slice_of(wrong) == []
     assert matcher.slice_of(torch.zeros(5, 4, dtype=torch.float64)) == []
     assert matcher.slice_of(torch.full((5, 5), -math.inf, dtype=torch.float64)) == []
+
+
+def test_the_first_wrong_step_is_found_by_named_rules_and_explain_does_not_import_back():
+    """divergence._first_wrong tries STEP_RULES on each step, then END_RULES: each a function whose
+    docstring says its rule; grader/explain.py reads the shared step helpers from grader/found.py,
+    never from divergence (which imports it), so the two modules form no import cycle."""
+    import ast
+
+    from attnprep.grader import divergence, explain
+
+    for rule in divergence.STEP_RULES + divergence.END_RULES:
+        assert callable(rule) and (rule.__doc__ or "").strip(), rule
+    tree = ast.parse(Path(explain.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert "attnprep.grader.found" in imported
+    assert not any(m and m.endswith("divergence") for m in imported), imported
+    from_grader = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "attnprep.grader"
+                   for a in n.names]
+    assert "divergence" not in from_grader

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attnprep import exercises, wording
-from attnprep.grader import divergence, engine, grade
+from attnprep.grader import divergence, engine, found, grade
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -132,7 +132,7 @@ def test_a_correct_attempt_in_another_style_lines_up_with_the_reference_call_by_
     assert [label for _, label in t.marks] == [label for _, label in t.ref_marks]
     assert set(t.made) == set(t.ref_made) and len(t.made) == 4 * 3
     for name, a in t.made.items():
-        mine, ref = divergence._tensor(t.attempt[a]), divergence._tensor(t.reference[t.ref_made[name]])
+        mine, ref = found.tensor_of(t.attempt[a]), found.tensor_of(t.reference[t.ref_made[name]])
         assert mine is not None and ref is not None and mine.shape == ref.shape, name
         assert torch.allclose(mine, ref, rtol=1e-4, atol=1e-5), name
     assert divergence.find(t.attempt, t.reference, {}, t.raised_at, (t.made, t.ref_made)) is None

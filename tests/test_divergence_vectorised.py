@@ -8,7 +8,8 @@ import random
 
 import torch
 
-from attnprep.grader.divergence import Matcher, _close, _close_to_a_run, _near_all, _near_rows, _probes, _sorted_values
+from attnprep.grader.divergence import Matcher, _close_to_a_run, _near_all, _near_rows, _probes, _sorted_values
+from attnprep.grader.found import close as _close
 
 
 def _runs_one_at_a_time(t, r, eps):
