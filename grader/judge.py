@@ -36,7 +36,8 @@ BUILTIN_NODES = {
     "SafeSoftmaxBackward0": "scaled_dot_product_attention (math)",
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
-PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
+PAIR_LIMIT = 800  # two-mistake variants tried when no single one explains the outputs (failures only): every
+# pair of every exercise but mla_decode (1173); an attempt that no pair explains costs up to ~2 s more
 SHOWN_CASES = 4  # a named mistake's case group lists at most this many case names
 SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
@@ -589,6 +590,9 @@ class Judge:
             fills = variants.FILLS
         if len(matched) > 1:  # ties on the graded positions: the padded rows decide
             strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in fills)]
+            if not strict:  # a mistake confined to some cases: the padded rows of those cases decide
+                failing = self._failing_of(configs)[0]
+                strict = [k for k in matched if any(reproduces(k, f, all_positions=True, only=failing) for f in fills)]
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()

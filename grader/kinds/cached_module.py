@@ -31,7 +31,8 @@ step of :mod:`attnprep.grader.cached_variants`; ``full_reference``, ``full_objec
 entry per cache tensor with its ``name``, ``shape`` (expressions of the config, ``B`` and ``T`` =
 the tokens so far) and optionally ``repeated`` (the head count of a cache stored after repeat_kv);
 ``rows_of``; ``prefix_heads`` and ``prefix_widths``; ``product_of`` and ``product_mistake`` (the
-mistake named when a product with that role's weight raises).
+mistake named when a product with that role's weight raises); ``small_x``, when set, one more script
+(prefill 3, decode 1) whose inputs are scaled by it, where an RMSNorm's eps shows.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ SCRIPTS = (
      [SEQ_A[0], SEQ_B[0], SEQ_A[1], SEQ_B[1], AGAIN, SEQ_B[2], SEQ_A[2]]),
     ("decode from a cache of the reference's", {"x": (2, 8)}, GIVEN),
 )
+SMALL, SMALL_T, SMALL_CALLS = "small inputs: prefill 3, decode 1", 4, tuple(_steps("x", [3, 1]))
 CUTS = (2, 7)  # the causality probe: tokens from here on change (inside the prefill, inside the chunk 6..8)
 
 
@@ -170,6 +172,7 @@ class CachedGrading(ModuleGrading):
     prefix_widths: tuple[str, ...] = ()  # their per-head widths (expressions): decompressed, not absorbed
     product_of: str = ""  # the role whose products with the cache are counted (MLA's decompression)
     product_mistake: str = ""  # the mistake named when a product with that role's weight raises
+    small_x: float = 0.0  # > 0: one more script whose inputs are scaled by it (the norms' eps shows)
 
 
 class CachedModule(AttentionModule):
@@ -177,7 +180,7 @@ class CachedModule(AttentionModule):
     traits = AttentionModule.traits | {"cached"}
     stages = ()  # the absorbed and cached forms compute other intermediates: no stage shapes
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
-    pair_knobs = False  # its variants take one knob
+    pair_knobs = True  # its variants take two knobs at once (cached_variants: variants.slips)
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
     forward_key = "cached_module.forward_signature"
     forward_positional = 2  # x, cache
@@ -211,6 +214,10 @@ class CachedModule(AttentionModule):
                                     check="causality", unchanged=self._before(cut)))
         alone = {"x": base["x"][1:2].clone(), "calls": base["calls"][:3]}
         cases.append(self._case(f"{MAIN}, sample 2 alone", alone, base=MAIN, check="batch", base_rows=(1, 2)))
+        small = float(self.grading.small_x)
+        if small > 0:  # latents of mean square ~1e-5: an RMSNorm eps of 1e-5 instead of 1e-6 shows
+            x = torch.randn(1, SMALL_T, d_model, generator=g) * small
+            cases.append(self._case(f"{SMALL} (x × {small:g})", {"x": x, "calls": SMALL_CALLS}))
         return cases
 
     def _case(self, name, inputs, observe=False, base=None, check="", unchanged=None, base_rows=None) -> Case:
