@@ -1,8 +1,10 @@
 # attnprep: flash
 # expect: wrong_output
-# diagnosis: flash_normalised_per_block
 """每个 key 块内部先归一化再累加 (normalising per block): acc = alpha·acc + softmax_block @ v, then
-the final division by the carried sum."""
+the final division by the carried sum. Unnamed, rightly: each block is divided by its sum of
+exp(s - m_new) against the running max (clamped at 1e-30), which underflows to 0 in the large-scores
+case where the catalogued variant's block softmax (against the block's own max) does not, so no
+variant reproduces every case."""
 
 import math
 
