@@ -37,7 +37,7 @@ BUILTIN_NODES = {
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
 PAIR_LIMIT = 800  # two-mistake variants tried when no single one explains the outputs (failures only): every
-# pair of every exercise but mla_decode (1173); an attempt that no pair explains costs up to ~2 s more
+# pair of every exercise whose kind does not set a lower ``pair_limit`` (a script of calls per variant)
 SHOWN_CASES = 4  # a named mistake's case group lists at most this many case names
 SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
@@ -728,7 +728,7 @@ class Judge:
         own = [k for k in knobs if k.split(":")[0] in set(self.kind.grading.pairs_first)]
         early = [(a, b) for i, a in enumerate(own) for b in own[i + 1:] if a.split(":")[0] != b.split(":")[0]]
         head = named + [p for p in early if p not in named]
-        return (head + [p for p in pairs if p not in head])[:PAIR_LIMIT]
+        return (head + [p for p in pairs if p not in head])[:getattr(self.kind, "pair_limit", PAIR_LIMIT)]
 
     def _pair_diagnoses(self, pair: tuple[str, str], configs: list[ConfigReply]) -> list[Diagnosis]:
         """The catalogue's entry for the two mistakes together, or each of them. An entry that names

@@ -32,7 +32,8 @@ entry per cache tensor with its ``name``, ``shape`` (expressions of the config, 
 the tokens so far) and optionally ``repeated`` (the head count of a cache stored after repeat_kv);
 ``rows_of``; ``prefix_heads`` and ``prefix_widths``; ``product_of`` and ``product_mistake`` (the
 mistake named when a product with that role's weight raises); ``small_x``, when set, one more script
-(prefill 3, decode 1) whose inputs are scaled by it, where an RMSNorm's eps shows.
+(prefill 3, decode 1) whose inputs are scaled by it, where an RMSNorm's eps shows; ``pair_limit``, the
+pairs of knobs tried at most (each variant runs whole scripts; ``pairs_first`` decides which).
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ class CachedGrading(ModuleGrading):
     product_of: str = ""  # the role whose products with the cache are counted (MLA's decompression)
     product_mistake: str = ""  # the mistake named when a product with that role's weight raises
     small_x: float = 0.0  # > 0: one more script whose inputs are scaled by it (the norms' eps shows)
+    pair_limit: int = 200  # pairs of knobs the judge tries at most: each variant runs a script of calls
 
 
 class CachedModule(AttentionModule):
@@ -189,6 +191,7 @@ class CachedModule(AttentionModule):
         super().__init__(exercise, seed)
         self.specs = tuple(CacheSpec(c["name"], tuple(c["shape"]), c.get("repeated", ""))
                            for c in self.grading.cache)
+        self.pair_limit = int(self.grading.pair_limit)  # the judge's cap on the pairs it tries (judge._pairs)
         self._full = None
         self._meta: dict[int, dict] = {}  # child: id(attempt) -> what the recorder watches
         self._records: dict[str, list[dict]] = {}  # child: case -> per-call records, until child_extra
