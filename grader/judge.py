@@ -599,6 +599,12 @@ class Judge:
         # two knobs at once, for kinds whose variants take them, and only for outputs that differ
         if not matched and self.failed_cases and self.kind.pair_knobs:
             pairs = self._pairs()
+            # a mistake the grader saw directly (a mask function's own values) is one of the two: a
+            # pair without it that happens to compute the same outputs is another story, not this one
+            whole = {k.split(":")[0] for k in self.kind.knobs()}
+            seen_directly = {d.id for d in self._evidence_only(configs)} & whole
+            if seen_directly:
+                pairs = [p for p in pairs if seen_directly & {k.split(":")[0] for k in p}]
             pair = next((p for p in pairs if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None and not any(reproduces(pair, f, all_positions=True) for f in variants.FILLS):
                 # a tie on the graded positions (padding ignored vs masked on the query rows): the
