@@ -355,6 +355,11 @@ class CachedModule(AttentionModule):
             elif cache is not None and (returned is cache or any(
                     isinstance(e, torch.Tensor) and any(e is c for c in _entries(cache, len(self.specs))) for e in entries)):
                 record["returned"] = "same"
+            elif call.start > 0 and meta is not None and record.get("cache_cat") and entries and all(
+                    isinstance(e, torch.Tensor) and tuple(e.shape) == self.cache_shape(meta["config"], spec, x.shape[0], call.end - call.start)
+                    for spec, e in zip(self.specs, entries)):
+                # the cache it was given grown by the new tokens, but only the new ones returned
+                record["returned"] = "new_only"
             changed = _changed(state, _state(attempt))
             if changed and call.start > 0:  # a decode step changed the module: state between calls
                 record["state"] = changed
@@ -583,7 +588,8 @@ class CachedModule(AttentionModule):
                                                      axis=token_axis, line=line, code=code),)))
         lost = next((s for s in steps if s.get("returned")), None)
         if lost is not None:
-            key = "cached_module.evidence_no_cache" if lost["returned"] == "none" else "cached_module.evidence_same_cache"
+            key = {"none": "cached_module.evidence_no_cache", "new_only": "cached_module.evidence_new_only"}.get(
+                lost["returned"], "cached_module.evidence_same_cache")
             found.append(Diagnosis(NOT_RETURNED, (msg(key, step=lost["label"], case=lost["case"]),)))
         stateful = next((s for s in steps if s.get("state")), None)
         if stateful is not None:
@@ -782,6 +788,7 @@ class StepRecorder(TorchFunctionMode):
         self.decompressed: list | None = None  # [elements, line, code]: products of the cache with product_of
         self.rows: dict[str, list] = {}
         self.cats: list[list] = []
+        self.cache_cat = False  # a cache tensor it was given was concatenated with something
         self.prefix_hit: list | None = None
         self.failure: dict | None = None
 
@@ -909,6 +916,7 @@ class StepRecorder(TorchFunctionMode):
             return
         for t in seq:
             if isinstance(t, torch.Tensor) and id(t) in self.cache_ids:
+                self.cache_cat = True
                 name, token_axis = self.cache_ids[id(t)]
                 axis = dim % t.dim() if t.dim() else dim
                 # the wrong axis: not the contract's token axis, nor the axis that holds the cached
@@ -971,6 +979,8 @@ class StepRecorder(TorchFunctionMode):
             out["rows"] = {role: list(r) for role, r in self.rows.items()}
         if self.cats:
             out["cats"] = [list(c) for c in self.cats]
+        if self.cache_cat:
+            out["cache_cat"] = True
         if self.prefix_hit:
             out["prefix"] = self.prefix_hit
         if self.decompressed and self.prefix is not None:
