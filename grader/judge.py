@@ -529,9 +529,9 @@ class Judge:
         got_shapes = data.observed.shapes if data.observed is not None else {}
         shape_rows = []
         stages = self.kind.stages
-        try:  # an attempt that runs one head at a time shows one head's stages
+        try:  # an attempt that runs one head (or one sample: vLLM's loop over sequences) at a time shows its stages
             axes = self.kind.axis_names(0, case)
-            heads = tuple(v for k, v in axes.items() if k in ("H", "G") and v > 1)
+            heads = tuple(v for k, v in axes.items() if k in ("H", "G", "B") and v > 1)
         except Exception:
             heads = ()
         for stage in stages:
