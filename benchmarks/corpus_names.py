@@ -9,6 +9,11 @@ the file's header (``# diagnosis: <id>`` or ``<id> + <id>``, lines 2-3). Per exe
 - header: attempts whose verdict and names are what the header says (the corpus test's rule).
 
     python benchmarks/corpus_names.py [--only mha,norms] [--json]
+    python benchmarks/corpus_names.py --round benchmarks/heldout_24.txt
+
+``--round FILE`` measures one held-out round instead: the attempts FILE lists, one ``<class>
+<exercise>/<file>`` a line (``#`` comments), in a table per class (a round is written before the
+grader is fixed for it, and stays in the corpus afterwards).
 
 It prints nothing but the table (or the JSON); exit code 1 when a header is not met.
 """
@@ -33,15 +38,27 @@ def header(path: Path) -> tuple[str | None, list[str]]:
     return expect, names
 
 
-def measure(only: list[str] | None) -> dict[str, dict]:
+def round_of(listing: Path) -> dict[str, list[Path]]:
+    """The attempts of a held-out round, by class, as its listing gives them."""
+    classes: dict[str, list[Path]] = {}
+    for line in listing.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, attempt = line.split()
+            classes.setdefault(name, []).append(CORPUS / attempt)
+    return classes
+
+
+def measure(only: list[str] | None, groups: dict[str, list[Path]] | None = None) -> dict[str, dict]:
     from attnprep.grader import grade
 
+    if groups is None:
+        folders = sorted(p for p in CORPUS.iterdir() if p.is_dir() and p.name != "hostile")
+        groups = {f.name: sorted(f.glob("*.py")) for f in folders if not only or f.name in only}
     rows: dict[str, dict] = {}
-    for folder in sorted(p for p in CORPUS.iterdir() if p.is_dir() and p.name != "hostile"):
-        if only and folder.name not in only:
-            continue
-        row = rows[folder.name] = {"attempts": 0, "failing": 0, "named": 0, "wrong": 0, "header": 0, "off": []}
-        for path in sorted(folder.glob("*.py")):
+    for group, paths in groups.items():
+        row = rows[group] = {"attempts": 0, "failing": 0, "named": 0, "wrong": 0, "header": 0, "off": []}
+        for path in paths:
             expect, names = header(path)
             if expect is None:
                 continue
@@ -64,13 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated exercise ids")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--round", type=Path, help="a held-out round's listing: '<class> <exercise>/<file>' a line")
     args = parser.parse_args(argv)
-    rows = measure(args.only.split(",") if args.only else None)
+    rows = measure(args.only.split(",") if args.only else None, round_of(args.round) if args.round else None)
     total = {k: sum(r[k] for r in rows.values()) for k in ("attempts", "failing", "named", "wrong", "header")}
     if args.json:
         print(json.dumps({"rows": rows, "total": total}, indent=1))
     else:
-        print(f"| {'exercise':<15} | attempts | failing, named | named | wrong names | header met |")
+        print(f"| {'class' if args.round else 'exercise':<15} | attempts | failing, named | named | wrong names | header met |")
         print(f"|{'-' * 17}|----------|----------------|-------|-------------|------------|")
         for ex, r in [*rows.items(), ("total", total)]:
             rate = f"{100 * r['named'] / r['failing']:.0f}%" if r["failing"] else "-"

@@ -145,7 +145,8 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
 
     skip_q = mistake in ("mla_norm_skipped", "mla_norm_skipped:q")
     skip_kv = mistake in ("mla_norm_skipped", "mla_norm_skipped:kv")
-    q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q)).view(B, T, H, nope + r)
+    eps = 1e-5 if mistake == "norm_eps_convention" else 1e-6  # the RMSNorms' eps by Llama's convention
+    q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q, eps)).view(B, T, H, nope + r)
     if mistake == "mla_split_order:q":
         q_pe, q_nope = q.split([r, nope], dim=-1)
     else:
@@ -156,12 +157,12 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
     else:
         c_new, k_pe = _linear(weights, "wkv_a", x).split([c, r], dim=-1)
     k_pe = _rope_at(k_pe.unsqueeze(2), theta, start, mistake).squeeze(2)  # (B, T, r)
-    normed = _rms(weights, "kv_norm", c_new, skip_kv)
+    normed = _rms(weights, "kv_norm", c_new, skip_kv, eps)
     stored = c_new if mistake == "mla_cache_before_norm" else normed  # what goes into the cache
     past_c, past_pe = (None, None) if cache is None else cache
     c_all, pe_all = _concat(past_c, stored, 1, mistake, "c_kv"), _concat(past_pe, k_pe, 1, mistake, "k_pe")  # (B, S, ·)
     returned = (stored, k_pe) if mistake == "cache_not_returned:new_only" else (c_all, pe_all)
-    latent = _rms(weights, "kv_norm", c_all, False) if mistake == "mla_cache_before_norm" else c_all
+    latent = _rms(weights, "kv_norm", c_all, False, eps) if mistake == "mla_cache_before_norm" else c_all
 
     w = weights["wkv_b"]["weight"]  # (H·(nope+dv), c)
     if mistake == "mla_absorb_rows":  # [the key rows of every head; the value rows of every head]

@@ -12,7 +12,7 @@ import itertools
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -36,7 +36,8 @@ BUILTIN_NODES = {
     "SafeSoftmaxBackward0": "scaled_dot_product_attention (math)",
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
-PAIR_LIMIT = 160  # two-mistake variants tried when no single one explains the outputs (failures only)
+PAIR_LIMIT = 800  # two-mistake variants tried when no single one explains the outputs (failures only): every
+# pair of every exercise whose kind does not set a lower ``pair_limit`` (a script of calls per variant)
 SHOWN_CASES = 4  # a named mistake's case group lists at most this many case names
 SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
@@ -94,6 +95,7 @@ class Judge:
         self.grad_problem: Message | None = None  # outputs with gradients on, or gradients, differ
         self.grad_outputs_wrong = False  # grad_problem is about the outputs (a wrong output, not a gradient)
         self.grads_explained: str | None = None  # the gradients' case, whose outputs are already wrong without them
+        self._completed_differ = False  # the attempt raised at some sizes; where it ran, its outputs differ
 
     def cases(self, ci: int) -> list[Case]:
         """The kind's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
@@ -139,7 +141,7 @@ class Judge:
                 named = self._diagnose_completed(configs, reply.problem_config)
             return Result(**base, verdict=Verdict.ERROR, checks=(Check("runs", False, Message(problem.key, problem.params)),),
                           error=ErrorInfo(problem.kind, Message(problem.key, problem.params), problem.traceback),
-                          diagnoses=named[:1], mapping=mapping, mapping_notes=notes)
+                          diagnoses=named[:2] if _a_pair(named) else named[:1], mapping=mapping, mapping_notes=notes)
         self.checks.append(Check("contract", True, msg("check.contract.by_name" if first.by_name else "check.contract.by_shape")))
         verdict = self._compare_all(configs)
         if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE, Verdict.GRADIENTS):
@@ -210,165 +212,176 @@ class Judge:
         return {name: decode_tensor(value) for name, value in data.runs.get(case.name, {}).items()}
 
     def _compare_all(self, configs: list[ConfigReply]) -> Verdict:
+        """Every probe's row, in the report's order, then the verdict (:data:`VERDICT_ORDER`)."""
+        seen = self._gather(configs)
+        add = self.checks.append
+        add(_shapes_check(seen))
+        if seen.shape_problems:
+            return Verdict.WRONG_SHAPE
+        add(_dtype_check(seen))
+        add(self._output_check(seen))
+        add(self._inputs_check(seen))
+        add(_finite_check(seen))
+        self.checks.extend(self._leak_checks(seen))
+        self.checks.extend(self._gradients_check(configs, seen))
+        self.checks.extend(_device_check(configs, seen))
+        self.checks.extend(_merged(seen.extra_checks))
+        if "softmax_rows" in self.kind.probes:
+            add(self._row_sum_check(configs[0]))
+        failed = [c for c in self.checks if c.passed is False]
+        return next(verdict for verdict, holds in VERDICT_ORDER if holds(self, seen, failed))
+
+    def _gather(self, configs: list[ConfigReply]) -> "Seen":
+        """Run every config's cases through the comparisons: outputs against the reference, the
+        perturbed cases against their base (the leak probes), and what the child measured of
+        gradients, device, inputs and the kind's own checks."""
         kind = self.kind
-        shape_problems: list[Message] = []
-        dtype_problems: list[Message] = []
-        nonfinite: list[str] = []
-        leaks: dict[str, list[Message]] = {k: [] for k in LEAK_CHECKS + ("eval",)}
-        grads_missing: list[str] = []
-        grads_failed: list[Message] = []
-        device_fail: list[Message] = []
-        device_skip: list[Message] = []
-        extra_checks: list[Check] = []
-        mismatches = total = 0
-        mutated: list[list[str]] = []
+        seen = Seen()
         for data in configs:
             ci = data.index
             reference = kind.reference(ci, frozenset(data.zero_bias))
             outputs: dict[str, dict[str, torch.Tensor]] = {}
             for case in self.cases(ci):
-                runs = data.runs.get(case.name, {})
-                expected = kind.expected_shapes(ci, case)
-                got_all: dict[str, torch.Tensor] = {}
-                for name, shape in expected.items():
-                    run = runs.get(name, {})
-                    if run.get("type") != "Tensor":
-                        shape_problems.append(msg("check.shapes.not_tensor", case=case.name, output=name,
-                                                  type=run.get("type", "nothing"), expected=str(shape)))
-                        continue
-                    if tuple(run["shape"]) != shape:
-                        shape_problems.append(msg("check.shapes.bad", case=case.name, output=name,
-                                                  got=str(tuple(run["shape"])), expected=str(shape)))
-                        self.shape_failures.append((ci, self.cases(ci).index(case)))
-                        continue
-                    if run.get("dtype") != case.dtype and not dtype_problems:
-                        dtype_problems.append(msg("check.dtype.bad", dtype=run.get("dtype"), expected=case.dtype))
-                    got = decode_tensor(run)
-                    if got is None:
-                        shape_problems.append(msg("check.shapes.bad", case=case.name, output=name, got="?", expected=str(shape)))
-                        continue
-                    got_all[name] = got
-                if len(got_all) != len(expected):
+                got_all = self._case_outputs(data, case, seen)
+                if got_all is None:
                     continue
                 outputs[case.name] = got_all
                 with torch.no_grad():
                     wanted = reference(case)
-                total += 1
+                seen.total += 1
                 differs = None
                 for name, got in got_all.items():
                     where = case.mask(name, tuple(got.shape))
-                    if not torch.isfinite(got[where]).all() and case.name not in nonfinite:
-                        nonfinite.append(case.name)
+                    if not torch.isfinite(got[where]).all() and case.name not in seen.nonfinite:
+                        seen.nonfinite.append(case.name)
                     want = wanted[name].double()
                     if differs is None and not close(got, want, where, tolerance=case.tolerance):
                         differs = output_diff(case.name, kind.config_params(ci), name, got, want, where, case.tolerance)
                 if differs is not None:
-                    mismatches += 1
+                    seen.mismatches += 1
                     self.failed_cases.append(Compared(case, ci, differs))
                     self.failures.append((ci, self.cases(ci).index(case)))
-            for case in self.cases(ci):
-                if case.base is None or case.name not in outputs or case.base not in outputs:
-                    continue
-                for name, mine in outputs[case.name].items():
-                    base = outputs[case.base][name]
-                    if case.base_rows:
-                        base = base[case.base_rows[0] : case.base_rows[1]]
-                    where = case.unchanged_mask(name, tuple(mine.shape))
-                    if not close(mine, base, where, equal_nan=True, tolerance=case.tolerance):
-                        delta = (mine - base).abs()[where].nan_to_num(nan=math.inf).max().item()
-                        leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
-                        break
-            explained = self._grads_case_wrong(ci)
-            if explained is not None and self.grads_explained is None:
-                self.grads_explained = explained
-            if data.grads is not None:
-                if data.grads.key == "probe.backward_raised":
-                    self.backward_error = data.grads.params
-                elif data.grads.ok is False and explained is None:  # a wrong function: its gradients say nothing new
-                    grads_missing.extend(data.grads.names)
-                elif data.grads.ok is None:
-                    grads_failed.append(Message(data.grads.key, data.grads.params))
-            if data.grad_values and self.grad_problem is None and explained is None:
-                self.grad_problem = self._compare_grads(data)
+            self._leaks_of(ci, outputs, seen)
+            self._gradients_of(data, seen)
             if data.device is not None:
                 if data.device.ok is False:
-                    device_fail.append(Message(data.device.key, data.device.params))
+                    seen.device_fail.append(Message(data.device.key, data.device.params))
                 elif data.device.ok is None:
-                    device_skip.append(Message(data.device.key, data.device.params))
+                    seen.device_skip.append(Message(data.device.key, data.device.params))
             if data.extra is not None:
-                extra_checks.extend(kind.extra_checks(data.extra))
-            mutated.extend(m for m in data.mutated if m)
+                seen.extra_checks.extend(kind.extra_checks(data.extra))
+            seen.mutated.extend(m for m in data.mutated if m)
+        return seen
 
-        add = self.checks.append
-        add(Check("shapes", not shape_problems, shape_problems[0] if shape_problems else msg("check.shapes.ok")))
-        if shape_problems:
-            return Verdict.WRONG_SHAPE
-        add(Check("dtype", not dtype_problems, dtype_problems[0] if dtype_problems else msg("check.dtype.ok")))
-        if mismatches:
-            add(Check("output", False, msg("check.output.bad", bad=mismatches, total=total, case=self.failed_cases[0].case.name)))
-        else:
-            add(Check("output", True, msg("check.output.ok", total=total)))
-        if mutated:
-            self.mutated = mutated[0]
-            add(Check("inputs", False, msg("check.inputs.bad", case=mutated[0][0], names=", ".join(mutated[0][1:]))))
-        else:
-            add(Check("inputs", True, msg("check.inputs.ok")))
-        # names quoted: a case's own name may hold a comma ('is_causal, later keys changed')
-        add(Check("finite", not nonfinite, msg("check.finite.bad", cases=Names(nonfinite[:3], quoted=True)) if nonfinite else msg("check.finite.ok")))
+    def _case_outputs(self, data: ConfigReply, case: Case, seen: "Seen") -> dict[str, torch.Tensor] | None:
+        """The attempt's outputs of ``case`` decoded, or None when one is missing, not a tensor or
+        of the wrong shape (said in ``seen.shape_problems``); a wrong dtype is noted once."""
+        ci = data.index
+        runs = data.runs.get(case.name, {})
+        expected = self.kind.expected_shapes(ci, case)
+        got_all: dict[str, torch.Tensor] = {}
+        for name, shape in expected.items():
+            run = runs.get(name, {})
+            if run.get("type") != "Tensor":
+                seen.shape_problems.append(msg("check.shapes.not_tensor", case=case.name, output=name,
+                                               type=run.get("type", "nothing"), expected=str(shape)))
+                continue
+            if tuple(run["shape"]) != shape:
+                seen.shape_problems.append(msg("check.shapes.bad", case=case.name, output=name,
+                                               got=str(tuple(run["shape"])), expected=str(shape)))
+                self.shape_failures.append((ci, self.cases(ci).index(case)))
+                continue
+            if run.get("dtype") != case.dtype and not seen.dtype_problems:
+                seen.dtype_problems.append(msg("check.dtype.bad", dtype=run.get("dtype"), expected=case.dtype))
+            got = decode_tensor(run)
+            if got is None:
+                seen.shape_problems.append(msg("check.shapes.bad", case=case.name, output=name, got="?", expected=str(shape)))
+                continue
+            got_all[name] = got
+        return got_all if len(got_all) == len(expected) else None
+
+    def _leaks_of(self, ci: int, outputs: dict[str, dict[str, torch.Tensor]], seen: "Seen") -> None:
+        """The leak probes of config ``ci``: each perturbed case against its base, where the
+        perturbation must leave the outputs unchanged."""
+        for case in self.cases(ci):
+            if case.base is None or case.name not in outputs or case.base not in outputs:
+                continue
+            for name, mine in outputs[case.name].items():
+                base = outputs[case.base][name]
+                if case.base_rows:
+                    base = base[case.base_rows[0] : case.base_rows[1]]
+                where = case.unchanged_mask(name, tuple(mine.shape))
+                if not close(mine, base, where, equal_nan=True, tolerance=case.tolerance):
+                    delta = (mine - base).abs()[where].nan_to_num(nan=math.inf).max().item()
+                    seen.leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
+                    break
+
+    def _gradients_of(self, data: ConfigReply, seen: "Seen") -> None:
+        """What the child found of the gradients of config ``data.index`` (unjudged where its
+        gradients case's outputs are already wrong)."""
+        explained = self._grads_case_wrong(data.index)
+        if explained is not None and self.grads_explained is None:
+            self.grads_explained = explained
+        if data.grads is not None:
+            if data.grads.key == "probe.backward_raised":
+                self.backward_error = data.grads.params
+            elif data.grads.ok is False and explained is None:  # a wrong function: its gradients say nothing new
+                seen.grads_missing.extend(data.grads.names)
+            elif data.grads.ok is None:
+                seen.grads_failed.append(Message(data.grads.key, data.grads.params))
+        if data.grad_values and self.grad_problem is None and explained is None:
+            self.grad_problem = self._compare_grads(data)
+
+    # --- the rows -------------------------------------------------------------------------------
+
+    def _output_check(self, seen: "Seen") -> Check:
+        if seen.mismatches:
+            return Check("output", False, msg("check.output.bad", bad=seen.mismatches, total=seen.total,
+                                              case=self.failed_cases[0].case.name))
+        return Check("output", True, msg("check.output.ok", total=seen.total))
+
+    def _inputs_check(self, seen: "Seen") -> Check:
+        if seen.mutated:
+            self.mutated = seen.mutated[0]
+            return Check("inputs", False, msg("check.inputs.bad", case=self.mutated[0], names=", ".join(self.mutated[1:])))
+        return Check("inputs", True, msg("check.inputs.ok"))
+
+    def _leak_checks(self, seen: "Seen") -> list[Check]:
+        """The causality, padding, batch and eval rows the kind probes; a leak that randomness in
+        eval mode explains is not judged (and counts as no leak)."""
+        rows = []
         for name in ("causality", "padding", "batch", "eval"):
-            if name not in kind.probes:
+            if name not in self.kind.probes:
                 continue
-            problems = leaks[name]
-            if problems and name in LEAK_CHECKS and leaks["eval"]:  # randomness explains any change
-                add(Check(name, None, msg("check.not_judged_random")))
-                leaks[name] = []
+            problems = seen.leaks[name]
+            if problems and name in LEAK_CHECKS and seen.leaks["eval"]:  # randomness explains any change
+                rows.append(Check(name, None, msg("check.not_judged_random")))
+                seen.leaks[name] = []
                 continue
-            add(Check(name, not problems, msg(f"check.{name}.bad", detail=problems[0]) if problems else msg(f"check.{name}.ok")))
-        if "gradients" in kind.probes:
-            if self.backward_error is not None:
-                params = dict(self.backward_error)
-                params["text"] = str(params.get("text", "")).split(" Hint:")[0]
-                key = "check.gradients.raised" if "line" in params else "check.gradients.raised_no_line"
-                add(Check("gradients", False, msg(key, **params)))
-            elif self.grad_problem is not None:
-                add(Check("gradients", False, self.grad_problem))
-            elif grads_missing:
-                add(Check("gradients", False, msg("check.gradients.bad", names=", ".join(sorted(set(grads_missing))))))
-            elif grads_failed:
-                add(Check("gradients", None, msg("check.gradients.not_run", detail=grads_failed[0])))
-            elif self.grads_explained is not None:
-                add(Check("gradients", None, msg("check.gradients.outputs_wrong", case=self.grads_explained)))
-            elif kind.grads_of == "inputs":  # functions: the float inputs' gradients
-                leaves = sorted((configs[0].grad_values or {}).get("grads", {}))
-                add(Check("gradients", True, msg("check.gradients.ok_inputs", names=", ".join(leaves))
-                          if leaves else msg("check.gradients.ok_any")))
-            else:
-                add(Check("gradients", True, msg("check.gradients.ok")))
-        if device_fail:
-            add(Check("device", False, msg("check.device.bad", detail=device_fail[0])))
-        elif device_skip:
-            add(Check("device", None, msg("check.device.not_run", detail=device_skip[0])))
-        elif configs and configs[0].device is not None:
-            add(Check("device", True, msg("check.device.ok")))
-        merged: dict[str, Check] = {}  # one row per check id: the first failure, else the first
-        for check in extra_checks:
-            if check.id not in merged or (merged[check.id].passed is not False and check.passed is False):
-                merged[check.id] = check
-        self.checks.extend(merged.values())
-        if "softmax_rows" in kind.probes:
-            add(self._row_sum_check(configs[0]))
-        if leaks["causality"] or leaks["padding"] or leaks["batch"]:
-            return Verdict.MASK_LEAK
-        if device_fail:
-            return Verdict.ERROR
-        failed = [c for c in self.checks if c.passed is False]
-        if failed and all(c.id == "gradients" for c in failed) and self.backward_error is None and not self.grad_outputs_wrong:
-            return Verdict.GRADIENTS  # every output right, with gradients on too: only a gradient is missing or wrong
-        if any(not c.id.startswith(STRUCTURE) for c in failed):
-            return Verdict.WRONG_OUTPUT
-        if failed:  # right outputs, wrong structure (a score matrix in flash, a re-projected prefix …)
-            return Verdict.STRUCTURE
-        return Verdict.PASSED
+            rows.append(Check(name, not problems, msg(f"check.{name}.bad", detail=problems[0]) if problems else msg(f"check.{name}.ok")))
+        return rows
+
+    def _gradients_check(self, configs: list[ConfigReply], seen: "Seen") -> list[Check]:
+        if "gradients" not in self.kind.probes:
+            return []
+        if self.backward_error is not None:
+            params = dict(self.backward_error)
+            params["text"] = str(params.get("text", "")).split(" Hint:")[0]
+            key = "check.gradients.raised" if "line" in params else "check.gradients.raised_no_line"
+            return [Check("gradients", False, msg(key, **params))]
+        if self.grad_problem is not None:
+            return [Check("gradients", False, self.grad_problem)]
+        if seen.grads_missing:
+            return [Check("gradients", False, msg("check.gradients.bad", names=", ".join(sorted(set(seen.grads_missing)))))]
+        if seen.grads_failed:
+            return [Check("gradients", None, msg("check.gradients.not_run", detail=seen.grads_failed[0]))]
+        if self.grads_explained is not None:
+            return [Check("gradients", None, msg("check.gradients.outputs_wrong", case=self.grads_explained))]
+        if self.kind.grads_of == "inputs":  # functions: the float inputs' gradients
+            leaves = sorted((configs[0].grad_values or {}).get("grads", {}))
+            return [Check("gradients", True, msg("check.gradients.ok_inputs", names=", ".join(leaves))
+                          if leaves else msg("check.gradients.ok_any"))]
+        return [Check("gradients", True, msg("check.gradients.ok"))]
 
     def _compare_grads(self, data: ConfigReply) -> Message | None:
         """The case run with gradients on: its outputs, then every gradient, against the reference's
@@ -516,9 +529,9 @@ class Judge:
         got_shapes = data.observed.shapes if data.observed is not None else {}
         shape_rows = []
         stages = self.kind.stages
-        try:  # an attempt that runs one head at a time shows one head's stages
+        try:  # an attempt that runs one head (or one sample: vLLM's loop over sequences) at a time shows its stages
             axes = self.kind.axis_names(0, case)
-            heads = tuple(v for k, v in axes.items() if k in ("H", "G") and v > 1)
+            heads = tuple(v for k, v in axes.items() if k in ("H", "G", "B") and v > 1)
         except Exception:
             heads = ()
         for stage in stages:
@@ -589,12 +602,21 @@ class Judge:
             fills = variants.FILLS
         if len(matched) > 1:  # ties on the graded positions: the padded rows decide
             strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in fills)]
+            if not strict:  # a mistake confined to some cases: the padded rows of those cases decide
+                failing = self._failing_of(configs)[0]
+                strict = [k for k in matched if any(reproduces(k, f, all_positions=True, only=failing) for f in fills)]
             matched = strict or matched
         found: list[Diagnosis] = []
         seen = set()
         # two knobs at once, for kinds whose variants take them, and only for outputs that differ
-        if not matched and self.failed_cases and self.kind.pair_knobs:
+        if not matched and (self.failed_cases or self._completed_differ) and self.kind.pair_knobs:
             pairs = self._pairs()
+            # a mistake the grader saw directly (a mask function's own values) is one of the two: a
+            # pair without it that happens to compute the same outputs is another story, not this one
+            whole = {k.split(":")[0] for k in self.kind.knobs()}
+            seen_directly = {d.id for d in self._evidence_only(configs)} & whole
+            if seen_directly:
+                pairs = [p for p in pairs if seen_directly & {k.split(":")[0] for k in p}]
             pair = next((p for p in pairs if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None and not any(reproduces(pair, f, all_positions=True) for f in variants.FILLS):
                 # a tie on the graded positions (padding ignored vs masked on the query rows): the
@@ -724,7 +746,7 @@ class Judge:
         own = [k for k in knobs if k.split(":")[0] in set(self.kind.grading.pairs_first)]
         early = [(a, b) for i, a in enumerate(own) for b in own[i + 1:] if a.split(":")[0] != b.split(":")[0]]
         head = named + [p for p in early if p not in named]
-        return (head + [p for p in pairs if p not in head])[:PAIR_LIMIT]
+        return (head + [p for p in pairs if p not in head])[:getattr(self.kind, "pair_limit", PAIR_LIMIT)]
 
     def _pair_diagnoses(self, pair: tuple[str, str], configs: list[ConfigReply]) -> list[Diagnosis]:
         """The catalogue's entry for the two mistakes together, or each of them. An entry that names
@@ -762,6 +784,7 @@ class Judge:
                         differs = True
         if not differs:
             return ()
+        self._completed_differ = True  # the pair search runs on these configs' outputs (no failed case was compared)
         return tuple(self._diagnose(done))
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[ConfigReply]) -> tuple[Message, ...]:
@@ -832,6 +855,81 @@ class Judge:
             if isinstance(dim, int) and ndim and dim not in (-1, ndim - 1):
                 found.append(Diagnosis("softmax_wrong_dim", (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)))
         return found
+
+
+@dataclass
+class Seen:
+    """What the comparisons of every config found, for the rows and the verdict."""
+
+    shape_problems: list[Message] = field(default_factory=list)
+    dtype_problems: list[Message] = field(default_factory=list)
+    nonfinite: list[str] = field(default_factory=list)  # cases with a non-finite graded output
+    leaks: dict[str, list[Message]] = field(default_factory=lambda: {k: [] for k in LEAK_CHECKS + ("eval",)})
+    grads_missing: list[str] = field(default_factory=list)
+    grads_failed: list[Message] = field(default_factory=list)
+    device_fail: list[Message] = field(default_factory=list)
+    device_skip: list[Message] = field(default_factory=list)
+    extra_checks: list[Check] = field(default_factory=list)
+    mutated: list[list[str]] = field(default_factory=list)  # [case, input names …] changed in place
+    mismatches: int = 0  # cases whose outputs differ from the reference's
+    total: int = 0  # cases compared
+
+
+def _shapes_check(seen: Seen) -> Check:
+    problems = seen.shape_problems
+    return Check("shapes", not problems, problems[0] if problems else msg("check.shapes.ok"))
+
+
+def _dtype_check(seen: Seen) -> Check:
+    problems = seen.dtype_problems
+    return Check("dtype", not problems, problems[0] if problems else msg("check.dtype.ok"))
+
+
+def _finite_check(seen: Seen) -> Check:
+    # names quoted: a case's own name may hold a comma ('is_causal, later keys changed')
+    cases = Names(seen.nonfinite[:3], quoted=True)
+    return Check("finite", not seen.nonfinite, msg("check.finite.bad", cases=cases) if seen.nonfinite else msg("check.finite.ok"))
+
+
+def _device_check(configs: list[ConfigReply], seen: Seen) -> list[Check]:
+    if seen.device_fail:
+        return [Check("device", False, msg("check.device.bad", detail=seen.device_fail[0]))]
+    if seen.device_skip:
+        return [Check("device", None, msg("check.device.not_run", detail=seen.device_skip[0]))]
+    if configs and configs[0].device is not None:
+        return [Check("device", True, msg("check.device.ok"))]
+    return []
+
+
+def _merged(checks: list[Check]) -> list[Check]:
+    """One row per check id of a kind's own: the first failure, else the first."""
+    merged: dict[str, Check] = {}
+    for check in checks:
+        if check.id not in merged or (merged[check.id].passed is not False and check.passed is False):
+            merged[check.id] = check
+    return list(merged.values())
+
+
+def _only_gradients(judge: Judge, failed: list[Check]) -> bool:
+    """Every output right, with gradients on too: only a gradient is missing or wrong."""
+    return bool(failed) and all(c.id == "gradients" for c in failed) and judge.backward_error is None \
+        and not judge.grad_outputs_wrong
+
+
+# The verdict of the compared outputs (shapes aside, decided first): the first row that holds.
+VERDICT_ORDER: tuple[tuple[Verdict, Callable[[Judge, Seen, list[Check]], bool]], ...] = (
+    (Verdict.MASK_LEAK, lambda judge, seen, failed: any(seen.leaks[k] for k in LEAK_CHECKS)),
+    (Verdict.ERROR, lambda judge, seen, failed: bool(seen.device_fail)),
+    (Verdict.GRADIENTS, lambda judge, seen, failed: _only_gradients(judge, failed)),
+    (Verdict.WRONG_OUTPUT, lambda judge, seen, failed: any(not c.id.startswith(STRUCTURE) for c in failed)),
+    (Verdict.STRUCTURE, lambda judge, seen, failed: bool(failed)),  # right outputs, wrong structure
+    (Verdict.PASSED, lambda judge, seen, failed: True),
+)
+
+
+def _a_pair(named: tuple[Diagnosis, ...]) -> bool:
+    """Whether the first two diagnoses are two mistakes named together (each the other's pair)."""
+    return len(named) >= 2 and all(d.evidence and d.evidence[0].key == "evidence.pair" for d in named[:2])
 
 
 def _fills_message(fills: variants.MaskFills) -> Message:

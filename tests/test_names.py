@@ -42,3 +42,61 @@ def test_query_rows_masked_with_a_second_mistake_is_not_called_padding_ignored(g
                  CORPUS / "causal" / "mask_ok_attn_missing_scale_query_rows.py"):
         ids = [d.id for d in graded(path).diagnoses]
         assert "padding_mask_on_queries" in ids and "padding_mask_ignored" not in ids and "masks_ignored" not in ids, (path, ids)
+
+
+def test_every_pair_of_knobs_is_tried_where_two_mistakes_are_named():
+    """Two mistakes are named only if their pair is among the first PAIR_LIMIT tried: every pair of
+    every exercise whose kind composes two knobs fits (mla_decode's 1173 pairs aside: its own
+    mistakes are paired first), so a pair is never left unnamed for coming late in the order (a
+    head view + a leaky causal mask was)."""
+    from attnprep import exercises
+    from attnprep.grader import judge
+    from attnprep.grader.kinds import kind_for
+
+    over = []
+    for ex in exercises.registry().values():
+        kind = kind_for(ex)
+        if not kind.pair_knobs:
+            continue
+        knobs = kind.knobs()
+        pairs = sum(1 for i, a in enumerate(knobs) for b in knobs[i + 1:] if a.split(":")[0] != b.split(":")[0])
+        if pairs > getattr(kind, "pair_limit", judge.PAIR_LIMIT):
+            over.append(ex.id)
+    assert over == ["mla_decode"]
+
+
+def test_two_knobs_of_the_newer_kinds_are_both_made():
+    """The variants of sdpa, rope, cross_attention and the cached modules take two knobs at once:
+    the pair differs from each of its knobs alone (neither is dropped)."""
+    from attnprep.grader.kinds import rope_functions as R
+    from attnprep.grader.kinds import sdpa_functions as S
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4, generator=g) for _ in range(3))
+    mask = torch.rand(5, 5, generator=g) < 0.7
+    mask[:, 0] = True
+    one = S.attention(q, k, v, mask, False, 0.3, "bool_mask_inverted")
+    other = S.attention(q, k, v, mask, False, 0.3, "scale_argument_ignored")
+    both = S.attention(q, k, v, mask, False, 0.3, ("bool_mask_inverted", "scale_argument_ignored"))
+    assert not torch.allclose(both, one) and not torch.allclose(both, other)
+    half = R.cache(6, 8, 10000.0, "rope_exponent_arange_half")[0]
+    interleaved = R.cache(6, 8, 10000.0, "rope_emb_repeat_interleave")[0]
+    together = R.cache(6, 8, 10000.0, ("rope_exponent_arange_half", "rope_emb_repeat_interleave"))[0]
+    assert not torch.allclose(together, half) and not torch.allclose(together, interleaved)
+
+
+def test_a_tie_is_decided_by_the_rows_of_the_cases_it_shows_in(graded):
+    """Padding ignored only when it is on the left, in a causal exercise: on the graded rows that is
+    also what a mask on the query rows computes; the padded rows of the left-padded cases (where it
+    shows) tell them apart, and only the one that reproduces them is named, with those cases."""
+    result = graded(CORPUS / "causal" / "left_padding_dropped_when_all_real_first.py")
+    assert [d.id for d in result.diagnoses] == ["padding_mask_ignored"]
+    group = next(e for e in result.diagnoses[0].evidence if e.key == "evidence.case_group")
+    assert "left-padded" in group.params["cases"] and "right" not in group.params["cases"]
+
+
+def test_mla_decode_eps_convention_shows_in_the_small_inputs_only(graded):
+    result = graded(CORPUS / "mla_decode" / "eps_1e5_convention.py")
+    assert [d.id for d in result.diagnoses] == ["norm_eps_convention"]
+    group = next(e for e in result.diagnoses[0].evidence if e.key == "evidence.case_group")
+    assert group.params["cases"].startswith("small inputs")

@@ -325,8 +325,8 @@ MISTAKE_APPLIES = {
     "cache_not_returned": _CACHED,
     "cache_in_module_state": _CACHED,
     "output_dtype_not_kept": _LOW_PRECISION,
-    # norms' eps convention in MLA's RMSNorms too (mla_decode's cached variants have no eps knob yet)
-    "norm_eps_convention": lambda ex: _NORM(ex) or (_LATENT(ex) and not _CACHED(ex)),
+    # norms' eps convention in MLA's RMSNorms too
+    "norm_eps_convention": lambda ex: _NORM(ex) or _LATENT(ex),  # mla_decode too: its small-inputs script shows it
 }
 
 

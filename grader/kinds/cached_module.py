@@ -31,7 +31,9 @@ step of :mod:`attnprep.grader.cached_variants`; ``full_reference``, ``full_objec
 entry per cache tensor with its ``name``, ``shape`` (expressions of the config, ``B`` and ``T`` =
 the tokens so far) and optionally ``repeated`` (the head count of a cache stored after repeat_kv);
 ``rows_of``; ``prefix_heads`` and ``prefix_widths``; ``product_of`` and ``product_mistake`` (the
-mistake named when a product with that role's weight raises).
+mistake named when a product with that role's weight raises); ``small_x``, when set, one more script
+(prefill 3, decode 1) whose inputs are scaled by it, where an RMSNorm's eps shows; ``pair_limit``, the
+pairs of knobs tried at most (each variant runs whole scripts; ``pairs_first`` decides which).
 """
 
 from __future__ import annotations
@@ -140,6 +142,7 @@ SCRIPTS = (
      [SEQ_A[0], SEQ_B[0], SEQ_A[1], SEQ_B[1], AGAIN, SEQ_B[2], SEQ_A[2]]),
     (Name("decode from a cache of the reference's", "name.script_given"), {"x": (2, 8)}, GIVEN),
 )
+SMALL, SMALL_T, SMALL_CALLS = "small inputs: prefill 3, decode 1", 4, tuple(_steps("x", [3, 1]))
 CUTS = (2, 7)  # the causality probe: tokens from here on change (inside the prefill, inside the chunk 6..8)
 
 
@@ -196,6 +199,8 @@ class CachedGrading(ModuleGrading):
     prefix_widths: tuple[str, ...] = ()  # their per-head widths (expressions): decompressed, not absorbed
     product_of: str = ""  # the role whose products with the cache are counted (MLA's decompression)
     product_mistake: str = ""  # the mistake named when a product with that role's weight raises
+    small_x: float = 0.0  # > 0: one more script whose inputs are scaled by it (the norms' eps shows)
+    pair_limit: int = 200  # pairs of knobs the judge tries at most: each variant runs a script of calls
 
 
 class CachedModule(AttentionModule):
@@ -203,7 +208,7 @@ class CachedModule(AttentionModule):
     traits = AttentionModule.traits | {"cached"}
     stages = ()  # the absorbed and cached forms compute other intermediates: no stage shapes
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
-    pair_knobs = False  # its variants take one knob
+    pair_knobs = True  # its variants take two knobs at once (cached_variants: variants.slips)
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
     forward_key = "cached_module.forward_signature"
     forward_positional = 2  # x, cache
@@ -212,6 +217,7 @@ class CachedModule(AttentionModule):
         super().__init__(exercise, seed)
         self.specs = tuple(CacheSpec(c["name"], tuple(c["shape"]), c.get("repeated", ""))
                            for c in self.grading.cache)
+        self.pair_limit = int(self.grading.pair_limit)  # the judge's cap on the pairs it tries (judge._pairs)
         self._full = None
         self._meta: dict[int, dict] = {}  # child: id(attempt) -> what the recorder watches
         self._records: dict[str, list[dict]] = {}  # child: case -> per-call records, until child_extra
@@ -237,6 +243,11 @@ class CachedModule(AttentionModule):
                                     check="causality", unchanged=self._before(cut)))
         alone = {"x": base["x"][1:2].clone(), "calls": base["calls"][:3]}
         cases.append(self._case(sample_alone(MAIN, 2), alone, base=MAIN, check="batch", base_rows=(1, 2)))
+        small = float(self.grading.small_x)
+        if small > 0:  # latents of mean square ~1e-5: an RMSNorm eps of 1e-5 instead of 1e-6 shows
+            x = torch.randn(1, SMALL_T, d_model, generator=g) * small
+            name = Name(f"{SMALL} (x × {small:g})", "name.script_small", a=3, b=1, scale=f"{small:g}")
+            cases.append(self._case(name, {"x": x, "calls": SMALL_CALLS}))
         return cases
 
     def names(self, ci: int) -> dict[str, Any]:
@@ -374,6 +385,11 @@ class CachedModule(AttentionModule):
             elif cache is not None and (returned is cache or any(
                     isinstance(e, torch.Tensor) and any(e is c for c in _entries(cache, len(self.specs))) for e in entries)):
                 record["returned"] = "same"
+            elif call.start > 0 and meta is not None and record.get("cache_cat") and entries and all(
+                    isinstance(e, torch.Tensor) and tuple(e.shape) == self.cache_shape(meta["config"], spec, x.shape[0], call.end - call.start)
+                    for spec, e in zip(self.specs, entries)):
+                # the cache it was given grown by the new tokens, but only the new ones returned
+                record["returned"] = "new_only"
             changed = _changed(state, _state(attempt))
             if changed and call.start > 0:  # a decode step changed the module: state between calls
                 record["state"] = changed
@@ -602,7 +618,8 @@ class CachedModule(AttentionModule):
                                                      axis=token_axis, line=line, code=code),)))
         lost = next((s for s in steps if s.get("returned")), None)
         if lost is not None:
-            key = "cached_module.evidence_no_cache" if lost["returned"] == "none" else "cached_module.evidence_same_cache"
+            key = {"none": "cached_module.evidence_no_cache", "new_only": "cached_module.evidence_new_only"}.get(
+                lost["returned"], "cached_module.evidence_same_cache")
             found.append(Diagnosis(NOT_RETURNED, (msg(key, step=lost["label"], case=lost["case"]),)))
         stateful = next((s for s in steps if s.get("state")), None)
         if stateful is not None:
@@ -803,6 +820,7 @@ class StepRecorder(TorchFunctionMode):
         self.decompressed: list | None = None  # [elements, line, code]: products of the cache with product_of
         self.rows: dict[str, list] = {}
         self.cats: list[list] = []
+        self.cache_cat = False  # a cache tensor it was given was concatenated with something
         self.prefix_hit: list | None = None
         self.failure: dict | None = None
 
@@ -930,6 +948,7 @@ class StepRecorder(TorchFunctionMode):
             return
         for t in seq:
             if isinstance(t, torch.Tensor) and id(t) in self.cache_ids:
+                self.cache_cat = True
                 name, token_axis = self.cache_ids[id(t)]
                 axis = dim % t.dim() if t.dim() else dim
                 # the wrong axis: not the contract's token axis, nor the axis that holds the cached
@@ -992,6 +1011,8 @@ class StepRecorder(TorchFunctionMode):
             out["rows"] = {role: list(r) for role, r in self.rows.items()}
         if self.cats:
             out["cats"] = [list(c) for c in self.cats]
+        if self.cache_cat:
+            out["cache_cat"] = True
         if self.prefix_hit:
             out["prefix"] = self.prefix_hit
         if self.decompressed and self.prefix is not None:

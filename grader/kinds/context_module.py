@@ -36,12 +36,14 @@ def _linear(weights, role, x):
 
 
 def cross(sizes: dict, weights: dict, x, context, context_mask, mistake: str = "", fill: float = float("-inf")):
-    """Multi-head cross-attention with the mistakes as knobs (see :mod:`attnprep.grader.variants`)."""
+    """Multi-head cross-attention with the mistakes as knobs (see :mod:`attnprep.grader.variants`): one,
+    or two made together."""
+    mistake = variants.slips(mistake)
     B, T, C = x.shape
     S = context.shape[1]
     H = sizes["num_heads"]
     D = C // H
-    from_x = {"cross_kv_from_x": "kv", "cross_kv_from_x:k": "k", "cross_kv_from_x:v": "v"}.get(mistake, "")
+    from_x = variants.pick({"cross_kv_from_x": "kv", "cross_kv_from_x:k": "k", "cross_kv_from_x:v": "v"}, mistake, "")
     q = _linear(weights, "q_proj", x)
     k = _linear(weights, "k_proj", x if "k" in from_x else context)
     v = _linear(weights, "v_proj", x if "v" in from_x else context)
@@ -74,7 +76,7 @@ class ContextModule(AttentionModule):
     Grading = ModuleGrading  # its variants are cross(): no model, kv_heads or fused form of its own
     Config = ContextConfig
     probes = frozenset({"padding", "batch", "eval", "gradients", "device", "softmax_rows"})
-    pair_knobs = False  # its variants take one knob
+    pair_knobs = True  # its variants take two knobs at once (variants.slips)
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
     forward_key = "context_module.forward_signature"  # forward(x, context, context_mask=None)
 

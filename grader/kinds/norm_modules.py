@@ -118,6 +118,16 @@ def norm(model: str, x: torch.Tensor, weights: dict, eps: float, knob: str = "")
     return w * y if mistake == "layernorm_bias_not_applied" else w * y + b
 
 
+def _mean_square(h: torch.Tensor, dim, mistake: str, part: str) -> torch.Tensor:
+    """mean(h², dim); without the upcast, ``:sum`` (``:rms_sum``, ``:ln_sum``) sums the squares in
+    h's dtype first and divides after (``(h * h).sum(-1) / d``, ``einsum('...d,...d->...', h, h) / d``):
+    a half-precision sum of squares overflows where their mean would not."""
+    if mistake == "norm_no_upcast" and part.endswith("sum"):
+        n = math.prod(h.shape[d] for d in dim) if isinstance(dim, tuple) else h.shape[dim]
+        return h.pow(2).sum(dim, keepdim=True) / n
+    return h.pow(2).mean(dim, keepdim=True)
+
+
 def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str, part: str) -> torch.Tensor:
     """x normalised, before the weight and bias."""
     if model == "rms":
@@ -126,7 +136,7 @@ def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str,
             h, ms = (centred, centred.pow(2).mean(dim, keepdim=True)) if part != "numerator" else (
                 centred, h.pow(2).mean(dim, keepdim=True))
         else:
-            ms = h.pow(2).mean(dim, keepdim=True)  # (..., 1)
+            ms = _mean_square(h, dim, mistake, part)  # (..., 1)
         if mistake == "norm_rsqrt_inverted":
             return h * torch.sqrt(ms + eps)
         if mistake == "norm_eps_outside_sqrt":
@@ -139,7 +149,7 @@ def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str,
         centred = h if part == "mean_square" else centred  # variance: only the variance is not centred
         var = h.pow(2).mean(dim, keepdim=True)
     else:
-        var = centred.pow(2).mean(dim, keepdim=True)  # (..., 1), biased
+        var = _mean_square(centred, dim, mistake, part)  # (..., 1), biased
         if mistake == "layernorm_no_mean":
             centred = h  # the variance is right, the numerator is not centred
     if mistake in ("norm_unbiased_variance", "layernorm_unbiased_std_eps"):

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from attnprep.grader import variants
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, built_functions, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
@@ -50,14 +51,17 @@ APPLY_KNOBS = ("rope_interleaved_pairs", "rope_interleaved_pairs:every_two", "ro
                "rotate_half_sign_flipped:order", "rope_positions_ignored")
 
 
-def split_knobs(knob) -> tuple[str, str]:
-    """(the cache's knob, apply's knob) of one knob or several made together."""
-    knobs = (knob,) if isinstance(knob, str) else tuple(knob)
-    return (next((k for k in knobs if k in CACHE_KNOBS), ""), next((k for k in knobs if k in APPLY_KNOBS), ""))
+def split_knobs(knob) -> tuple[variants.Slips, variants.Slips]:
+    """(the cache's knobs, apply's knobs) of one knob or several made together."""
+    knobs = variants.slips(knob)
+    return (variants.slips(tuple(k for k in knobs if k in CACHE_KNOBS)),
+            variants.slips(tuple(k for k in knobs if k in APPLY_KNOBS)))
 
 
 def cache(seq_len: int, head_dim: int, theta: float, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin (S, D) float32 in the rotate-half layout, or what a cache mistake returns instead."""
+    """cos, sin (S, D) float32 in the rotate-half layout, or what a cache mistake (or two made
+    together) returns instead."""
+    mistake = variants.slips(mistake)
     f32 = torch.float32
     base = 10000.0 if mistake == "rope_theta_ignored" else theta
     if mistake == "rope_exponent_arange_half":
@@ -66,12 +70,12 @@ def cache(seq_len: int, head_dim: int, theta: float, mistake: str = "") -> tuple
         exponent = torch.arange(0, head_dim, 2, dtype=f32) / head_dim  # (D/2,)
     inv_freq = base**exponent if mistake == "rope_inv_freq_not_inverted" else 1.0 / base**exponent
     freqs = torch.outer(torch.arange(seq_len, dtype=f32), inv_freq)  # (S, D/2)
-    if mistake in ("rope_emb_repeat_interleave", "rope_interleaved_pairs:gptj"):
+    if mistake == "rope_emb_repeat_interleave" or mistake == "rope_interleaved_pairs:gptj":
         emb = freqs.repeat_interleave(2, dim=-1)  # [f0, f0, f1, f1, …]: the interleaved layout
     else:
         emb = torch.cat([freqs, freqs], dim=-1)  # [f0, f1, …, f0, f1, …]
     cos, sin = emb.cos(), emb.sin()
-    if mistake in ("rotate_half_cos_sin_swapped", "rotate_half_cos_sin_swapped:cache"):
+    if mistake == "rotate_half_cos_sin_swapped" or mistake == "rotate_half_cos_sin_swapped:cache":
         cos, sin = sin, cos
     return cos, sin
 
@@ -84,12 +88,14 @@ def _rows(table: torch.Tensor, positions: torch.Tensor | None, T: int, ignore: b
 
 
 def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
-    """x (B, H, T, D) rotated by rows ``positions`` of cos / sin, exactly (float64), or with a mistake."""
+    """x (B, H, T, D) rotated by rows ``positions`` of cos / sin, exactly (float64), or with a mistake
+    (or two made together)."""
+    mistake = variants.slips(mistake)
     T, D = x.shape[-2], x.shape[-1]
     ignore = mistake == "rope_positions_ignored"
     c = _rows(cos.double(), positions, T, ignore)
     s = _rows(sin.double(), positions, T, ignore)
-    if mistake in ("rotate_half_cos_sin_swapped", "rotate_half_cos_sin_swapped:apply"):
+    if mistake == "rotate_half_cos_sin_swapped" or mistake == "rotate_half_cos_sin_swapped:apply":
         c, s = s, c
     x = x.double()
     if mistake == "rope_interleaved_pairs":  # (x[2i], x[2i+1]) rotated by angle i: DeepSeek / Meta
@@ -97,17 +103,17 @@ def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
         c, s = c[..., :half], s[..., :half]
         x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., D/2)
         return torch.stack([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1).flatten(-2)
-    if mistake in ("rope_interleaved_pairs:every_two", "rope_interleaved_pairs:gptj"):
+    if mistake == "rope_interleaved_pairs:every_two" or mistake == "rope_interleaved_pairs:gptj":
         x1, x2 = x[..., 0::2], x[..., 1::2]
         rotated = torch.stack([-x2, x1], dim=-1).flatten(-2)  # GPT-J's rotate_every_two
     else:
         x1, x2 = x[..., : D // 2], x[..., D // 2 :]
-        rotated = {
+        rotated = variants.pick({
             "rotate_half_sign_flipped": lambda: torch.cat([x2, -x1], dim=-1),
             "rotate_half_sign_flipped:missing": lambda: torch.cat([x2, x1], dim=-1),
             "rotate_half_sign_flipped:not_swapped": lambda: torch.cat([-x1, x2], dim=-1),
             "rotate_half_sign_flipped:order": lambda: torch.cat([x1, -x2], dim=-1),
-        }.get(mistake, lambda: torch.cat([-x2, x1], dim=-1))()
+        }, mistake, lambda: torch.cat([-x2, x1], dim=-1))()
     return x * c + rotated * s
 
 
@@ -134,6 +140,7 @@ class RopeFunctions(Kind):
     probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
+    pair_knobs = True  # its variants take two knobs at once (variants.slips)
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)

@@ -58,24 +58,31 @@ def soft(x: torch.Tensor, dim: int, mistake: str = "") -> torch.Tensor:
     return e / e.sum(dim=dim, keepdim=True)
 
 
-def _parts(knob: str) -> tuple[str, str, str]:
-    """(the softmax function's mistake, the attention's softmax mistake, the attention's own mistake)
-    for one knob. A softmax mistake is made in both functions unless its sub-variant says which:
-    ``:function`` (the softmax alone) or ``:attention`` (an attention that computes its own softmax
-    inline)."""
-    base, _, part = knob.partition(":")
-    if base.startswith("softmax_") and base != "softmax_wrong_dim":
-        return (base if part != "attention" else "", base if part != "function" else "", "")
-    return "", "", knob
+def _parts(knob) -> tuple[variants.Slips, variants.Slips, variants.Slips]:
+    """(the softmax function's mistakes, the attention's softmax mistakes, the attention's own
+    mistakes) for one knob or two made together. A softmax mistake is made in both functions unless
+    its sub-variant says which: ``:function`` (the softmax alone) or ``:attention`` (an attention
+    that computes its own softmax inline)."""
+    function, inline, own = [], [], []
+    for one in variants.slips(knob):
+        base, _, part = one.partition(":")
+        if base.startswith("softmax_") and base != "softmax_wrong_dim":
+            function += [base] if part != "attention" else []
+            inline += [base] if part != "function" else []
+        else:
+            own.append(one)
+    return variants.slips(tuple(function)), variants.slips(tuple(inline)), variants.slips(tuple(own))
 
 
 def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf"), soft_mistake=""):
-    """torch's scaled_dot_product_attention without dropout, with one masking or scaling mistake."""
+    """torch's scaled_dot_product_attention without dropout, with a masking or scaling mistake (or
+    two: ``mistake`` is one knob or :class:`variants.Slips`)."""
+    mistake = variants.slips(mistake)
     L, S, E, Ev = q.size(-2), k.size(-2), q.size(-1), v.size(-1)
     wrong_default = {"missing_scale": 1.0, "missing_scale:default": 1.0, "scale_inverted": math.sqrt(E),
                      "scale_by_dim": 1 / E, "scale_value_dim": 1 / math.sqrt(Ev)}
-    if scale is None or mistake in ("missing_scale", "scale_argument_ignored"):
-        factor = wrong_default.get(mistake, 1 / math.sqrt(E))
+    if scale is None or mistake == "missing_scale" or mistake == "scale_argument_ignored":
+        factor = variants.pick(wrong_default, mistake, 1 / math.sqrt(E))
     else:
         factor = scale
     if mistake == "scale_inverted:argument":
@@ -85,8 +92,8 @@ def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf
     if not after:
         scores = scores * factor
     blocked = None  # where the scores are filled
-    zero = {"mask_fill_zero": ("is_causal", "attn_mask"), "mask_fill_zero:causal": ("is_causal",),
-            "mask_fill_zero:attn_mask": ("attn_mask",)}.get(mistake, ())  # filled with 0.0 instead of -inf
+    zero = variants.pick({"mask_fill_zero": ("is_causal", "attn_mask"), "mask_fill_zero:causal": ("is_causal",),
+                          "mask_fill_zero:attn_mask": ("attn_mask",)}, mistake, ())  # filled with 0.0 instead of -inf
     ones = torch.ones(L, S, dtype=torch.bool, device=q.device)
     if (is_causal != (mistake == "causal_flag_inverted")) and mistake != "causal_ignored":
         if mistake == "causal_bottom_right":
@@ -115,8 +122,9 @@ def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf
     if blocked is not None and mistake != "mask_after_softmax":
         scores = scores.masked_fill(blocked, fill)
     dim = -1
-    if mistake.partition(":")[0] == "softmax_wrong_dim":  # -2 (the queries), or the dim the sub-variant names
-        dim = int(mistake.partition(":")[2] or -2)
+    for one in mistake:
+        if one.partition(":")[0] == "softmax_wrong_dim":  # -2 (the queries), or the dim the sub-variant names
+            dim = int(one.partition(":")[2] or -2)
     probs = soft(scores, dim, soft_mistake)
     if blocked is not None and mistake == "mask_after_softmax":
         probs = probs.masked_fill(blocked, 0.0)
@@ -180,6 +188,7 @@ class SdpaFunctions(Kind):
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
+    pair_knobs = True  # its variants take two knobs at once (variants.slips)
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)

@@ -1,5 +1,6 @@
 # attnprep: cross_attention
 # expect: wrong_output
+# diagnosis: cross_causal_mask + cross_scale_d_context
 """Whisper-decoder-style cross-attention with two mistakes: the decoder's causal mask kept (tril over (T, S)) AND the scores scaled by 1/sqrt(d_context)."""
 
 import torch

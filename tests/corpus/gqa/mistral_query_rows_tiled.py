@@ -1,5 +1,6 @@
 # attnprep: gqa
 # expect: mask_leak
+# diagnosis: gqa_heads_tiled + padding_mask_on_queries
 """Mistral-style GQA with repeat_kv written with .repeat (tiled) AND the padding mask on query rows (two mistakes)."""
 
 import math

@@ -1,5 +1,6 @@
 # attnprep: mla
 # expect: mask_leak
+# diagnosis: mla_scale_partial + padding_mask_on_queries
 """MLA (absorbed-free naive form, DeepSeek names) with two mistakes: scores scaled by 1/sqrt(qk_nope_head_dim) only AND the padding mask on the query rows."""
 
 import math

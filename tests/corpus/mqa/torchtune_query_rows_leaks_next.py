@@ -1,5 +1,6 @@
 # attnprep: mqa
 # expect: mask_leak
+# diagnosis: causal_leaks_next + padding_mask_on_queries
 """torchtune-flavoured MQA (one shared k/v head, expand) with two mistakes: the padding mask on the query rows AND the causal mask tril(diagonal=1) (one future key visible)."""
 
 import math

@@ -1,7 +1,7 @@
 # attnprep: sdpa
 # expect: wrong_output
-# diagnosis: softmax_unstable
-"""timm-style: scaled_dot_product_attention calls the file's own softmax, which skips the max subtraction, AND ignores its scale argument: the softmax's mistake shows in both objects, the attention's output needs both, which no variant of this kind makes together: only the softmax's mistake is named (a name for each object that one mistake explains, none for the other)."""
+# diagnosis: softmax_unstable + scale_argument_ignored
+"""timm-style: scaled_dot_product_attention calls the file's own softmax, which skips the max subtraction, AND ignores its scale argument: the softmax's mistake shows in both objects, the attention's output needs both: the two are named together (sdpa's variants make two knobs at once since issue 24's held-out round)."""
 
 import math
 

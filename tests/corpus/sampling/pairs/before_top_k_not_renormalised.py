@@ -1,8 +1,10 @@
 # attnprep: sampling
 # expect: wrong_output
-# diagnosis: top_p_before_top_k + sampling_not_renormalised
-"""Two mistakes: top-p on the full distribution before top-k, and the zeroed probabilities never
-renormalised."""
+# diagnosis: sampling_not_renormalised
+"""Top-p on the full distribution before top-k, and the zeroed probabilities never renormalised. Without
+any renormalisation the order is moot: top-k then top-p on the probabilities left keeps the same
+tokens (the top-k are the head of the sorted distribution), so only the one mistake that changes the
+outputs is named (sampling_not_renormalised:probs), not an order the outputs cannot tell."""
 import torch
 
 
