@@ -559,7 +559,16 @@ class Judge:
             outputs.append((data, per_case))
         observed_name = self.observed_case.name
 
+        # (knob, all_positions, names, only) that -inf's outputs failed on where they are all finite:
+        # a masked softmax gives exactly the same finite outputs with any large finite fill (-1e9),
+        # so that fill fails there too and is not run (half the variant runs of a search that finds
+        # nothing, for every kind whose variants take no fill at all)
+        finite_fail: set[tuple] = set()
+
         def reproduces(knob, fill, all_positions=False, names=None, only=None) -> bool:
+            key = (knob, all_positions, None if names is None else frozenset(names), None if only is None else frozenset(only))
+            if isinstance(fill, float) and -math.inf < fill <= -1e4 and key in finite_fail:
+                return False
             for data, cases in outputs:
                 call = self.kind.variant(data.index, frozenset(data.zero_bias), knob, fill)
                 order = sorted(cases.values(), key=lambda cg: cg[0].name != observed_name)
@@ -574,8 +583,13 @@ class Judge:
                     try:
                         with torch.no_grad():  # outputs in order: a variant may make them as they are read
                             wanted = call(case)
-                            if not all(same(case, got, wanted[name], name, all_positions) for name, got in got_all.items()):
-                                return False
+                            for name, got in got_all.items():
+                                want = wanted[name]
+                                if not same(case, got, want, name, all_positions):
+                                    if isinstance(fill, float) and fill == -math.inf and isinstance(want, torch.Tensor) \
+                                            and bool(torch.isfinite(want).all()):
+                                        finite_fail.add(key)
+                                    return False
                     except Exception:  # noqa: BLE001 — a variant that cannot run here names nothing
                         if os.environ.get("ATTNPREP_DEBUG"):
                             raise
@@ -746,7 +760,7 @@ class Judge:
         own = [k for k in knobs if k.split(":")[0] in set(self.kind.grading.pairs_first)]
         early = [(a, b) for i, a in enumerate(own) for b in own[i + 1:] if a.split(":")[0] != b.split(":")[0]]
         head = named + [p for p in early if p not in named]
-        return (head + [p for p in pairs if p not in head])[:getattr(self.kind, "pair_limit", PAIR_LIMIT)]
+        return (head + [p for p in pairs if p not in head])[:self.kind.pair_limit or PAIR_LIMIT]
 
     def _pair_diagnoses(self, pair: tuple[str, str], configs: list[ConfigReply]) -> list[Diagnosis]:
         """The catalogue's entry for the two mistakes together, or each of them. An entry that names

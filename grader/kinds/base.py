@@ -249,6 +249,7 @@ class Kind:
     pair_knobs = False  # parent: its variants take two knobs at once, a tuple (two-mistake diagnoses)
     mask_fills = False  # parent: its variants take a variants.MaskFills as the fill (a fill per mask)
     outputs_apart = False  # parent: each object's outputs are named on their own (judge._apart)
+    pair_limit: int | None = None  # parent: the most pairs of knobs the judge tries (None: judge.PAIR_LIMIT)
     grads_of = "parameters"  # parent: "inputs" where the gradients graded are the float inputs
     stages: tuple[str, ...] = ATTENTION_STAGES  # parent: the observed stages the shapes panel compares
 
