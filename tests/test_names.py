@@ -46,9 +46,10 @@ def test_query_rows_masked_with_a_second_mistake_is_not_called_padding_ignored(g
 
 def test_every_pair_of_knobs_is_tried_where_two_mistakes_are_named():
     """Two mistakes are named only if their pair is among the first PAIR_LIMIT tried: every pair of
-    every exercise whose kind composes two knobs fits (mla_decode's 1173 pairs aside: its own
-    mistakes are paired first), so a pair is never left unnamed for coming late in the order (a
-    head view + a leaky causal mask was)."""
+    every exercise whose kind composes two knobs fits, so a pair is never left unnamed for coming
+    late in the order (a head view + a leaky causal mask was); except where the exercise caps its
+    pairs for speed (mla_decode: a script of calls per variant; mla: 689 pairs of a costly variant,
+    ~0.5 s more per failing check), with its own mistakes paired first."""
     from attnprep import exercises
     from attnprep.grader import judge
     from attnprep.grader.kinds import kind_for
@@ -62,7 +63,7 @@ def test_every_pair_of_knobs_is_tried_where_two_mistakes_are_named():
         pairs = sum(1 for i, a in enumerate(knobs) for b in knobs[i + 1:] if a.split(":")[0] != b.split(":")[0])
         if pairs > (kind.pair_limit or judge.PAIR_LIMIT):
             over.append(ex.id)
-    assert over == ["mla_decode"]
+    assert over == ["mla", "mla_decode"]
 
 
 def test_two_knobs_of_the_newer_kinds_are_both_made():

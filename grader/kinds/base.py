@@ -204,6 +204,7 @@ class Grading:
     forbidden_functions: tuple[str, ...] | dict[str, str] = ()  # torch functions the child's observer forbids
     forbidden_nodes: tuple[str, ...] = ()  # autograd nodes the judge takes for built-ins
     pairs_first: tuple[str, ...] = ()  # the exercise's own mistakes the judge pairs with each other first
+    pair_limit: int | None = None  # the most pairs of knobs the judge tries (None: judge.PAIR_LIMIT)
 
     @classmethod
     def parse(cls, exercise) -> "Grading":
@@ -257,6 +258,7 @@ class Kind:
         self.exercise = exercise
         self.seed = seed
         self.grading = self.Grading.parse(exercise)  # both: the typed [grading]
+        self.pair_limit = self.grading.pair_limit  # parent: the judge's cap on the pairs it tries (judge._pairs)
         # both: the graded configs, each typed by the kind (the probe configs are checked alike)
         self.configs: list[Config] = [self.Config.parse(exercise, c, f"configs[{i}]") for i, c in enumerate(self.grading.configs)]
         for i, c in enumerate(self.grading.probe_configs):

@@ -217,7 +217,6 @@ class CachedModule(AttentionModule):
         super().__init__(exercise, seed)
         self.specs = tuple(CacheSpec(c["name"], tuple(c["shape"]), c.get("repeated", ""))
                            for c in self.grading.cache)
-        self.pair_limit = int(self.grading.pair_limit)  # the judge's cap on the pairs it tries (judge._pairs)
         self._full = None
         self._meta: dict[int, dict] = {}  # child: id(attempt) -> what the recorder watches
         self._records: dict[str, list[dict]] = {}  # child: case -> per-call records, until child_extra
