@@ -151,11 +151,16 @@ def _sorted_values(t: torch.Tensor) -> torch.Tensor:
     return t.flatten().nan_to_num(nan=1e30, neginf=-1e30).sort().values
 
 
+def _probe_places(n: int) -> list[int]:
+    """Where :func:`_probes` reads a list of ``n`` sorted values: both ends and the quartiles."""
+    return [0, n // 4, n // 2, 3 * n // 4, n - 1]
+
+
 def _probes(t: torch.Tensor) -> tuple[float, ...]:
     """Sorted values at five places (both ends, the quartiles), as numbers: two lists of sorted
     values :func:`close` to each other have their probes :func:`_near` each other."""
     n = t.numel()
-    return tuple(t[[0, n // 4, n // 2, 3 * n // 4, n - 1]].tolist()) if n else ()
+    return tuple(t[_probe_places(n)].tolist()) if n else ()
 
 
 def _near_all(a: tuple[float, ...], b: tuple[float, ...], eps: float = 0.0) -> bool:
@@ -400,7 +405,7 @@ class Matcher:
         if (i, n) not in self._slices:
             r = self.ref[i][1]
             parts, tables = [], []
-            at = [0, n // 4, n // 2, 3 * n // 4, n - 1]  # where _probes reads sorted values
+            at = _probe_places(n)
             for v in [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]:  # (b, h) pairs as one index
                 for axis, size in enumerate(v.shape):
                     rest = v.numel() // size

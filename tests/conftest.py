@@ -56,7 +56,7 @@ def grade_key(path: str | Path, exercise: str | None, seed: int) -> tuple:
     return str(path), hashlib.sha256(path.read_bytes()).hexdigest(), exercise, seed
 
 
-def _shared_grades_dir(tmp_path_factory) -> Path | None:
+def _shared_dir(tmp_path_factory) -> Path | None:
     """Under pytest-xdist, a folder every worker of the run shares (the parent of the workers' own
     base temp folders), where a value (a grade) is written once for all of them; ``None`` in a plain run."""
     import os
@@ -77,7 +77,7 @@ def once(tmp_path_factory):
     import fcntl
     import pickle
 
-    shared = _shared_grades_dir(tmp_path_factory)
+    shared = _shared_dir(tmp_path_factory)
     kept: dict[str, object] = {}
 
     def once_(key: str, compute):

@@ -49,22 +49,11 @@ def test_every_exercise_has_a_buggy_attempt():
         assert expect and expect.group(1) != "pass", f"{exercise_id}/{name} is not a buggy attempt"
 
 
-class _Buggy(dict):
-    """Exercise id -> its buggy attempt's Result, graded when first asked, once for the test run
-    (tests/conftest.py's ``graded``: the corpus tests grade the same files)."""
-
-    def __init__(self, graded):
-        super().__init__()
-        self.graded = graded
-
-    def __missing__(self, exercise_id: str):
-        self[exercise_id] = self.graded(CORPUS / exercise_id / ALL_BUGGY[exercise_id])
-        return self[exercise_id]
-
-
 @pytest.fixture(scope="module")
-def buggy(graded) -> dict:
-    return _Buggy(graded)
+def buggy(graded):
+    """``buggy(exercise_id)``: its buggy attempt's Result, graded once for the test run
+    (tests/conftest.py's ``graded``: the corpus tests grade the same files)."""
+    return lambda exercise_id: graded(CORPUS / exercise_id / ALL_BUGGY[exercise_id])
 
 
 def render(result, width: int = 80) -> str:
@@ -157,7 +146,7 @@ def chinese(monkeypatch):
 
 @pytest.mark.parametrize("exercise_id", list(ALL_BUGGY))
 def test_the_zh_report_has_no_english_sentence(exercise_id, buggy):
-    result = buggy[exercise_id]
+    result = buggy(exercise_id)
     assert not result.passed and not result.internal, (exercise_id, result.verdict, result.error)
     out = render(without_verbatim(result))
     assert texts.t(f"verdict.{result.verdict.value}", "zh") in out.splitlines()[0]
@@ -166,17 +155,17 @@ def test_the_zh_report_has_no_english_sentence(exercise_id, buggy):
 
 @pytest.mark.parametrize("exercise_id", list(ALL_BUGGY))
 def test_the_zh_report_is_aligned_at_80_columns(exercise_id, buggy):
-    out = render(buggy[exercise_id])
+    out = render(buggy(exercise_id))
     assert "╭" in out, out  # it has panels to check
     assert layout_problems(out) == [], out
 
 
 def test_the_structure_and_script_panels_say_their_cases_in_chinese(buggy):
-    out = render(buggy["kv_cache"])
+    out = render(buggy("kv_cache"))
     assert "预填充 5、解码 1、分块 3、解码 1，第 1 步" in out  # the case and the step of the evidence
     assert "第 4 步 缓存 v（位置 0..9）" in out  # a stage of the shapes panel
     assert "prefill" not in out and "step " not in out
-    out = render(buggy["flash"])
+    out = render(buggy("flash"))
     assert "长序列 L=512 S=512 因果" in out
 
 
