@@ -2,11 +2,19 @@
 
 An exercise declares, in ``[grading] edits`` of its ``exercise.toml``, each of its mistake knobs as a
 list of ``{old, new}`` text replacements of ``solutions/<id>.py``; the mistaken variant is the
-reference with those edits made (two knobs at once: both lists, in order). Kinds that grade by
-edits (``plain_module``, ``tensor_functions`` and the kinds built on them) share this one reader.
+reference with those edits made (two knobs at once: both lists, in order, an edit both share made
+once). Every kind that grades by edits compiles its variants through :class:`EditedReference`.
+
+Where a kind tries its variants with more than one mask fill (``-inf`` and ``-1e9``), the exercise
+names the reference's fill (``[grading] fill``, e.g. ``float("-inf")``): a variant with another fill
+is the edited source with every occurrence of that text written as the other fill.
 """
 
 from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable
 
 
 class EditError(ValueError):
@@ -21,3 +29,51 @@ def edited_source(source: str, edits: list[dict]) -> str:
             raise EditError(f"{old!r} is in the reference {source.count(old)} times, not once")
         source = source.replace(old, new)
     return source
+
+
+def fill_text(fill: float) -> str:
+    """``fill`` as Python source: ``float("-inf")`` or its plain repr (``-1000000000.0``)."""
+    return f'float("{fill}")' if math.isinf(fill) else repr(float(fill))
+
+
+class EditedReference:
+    """The reference solution at ``path`` and its mistakes as edits (knob -> ``{old, new}`` list),
+    compiled once per (knob set, fill) into a namespace of the solution's top-level names.
+
+    With no knob and no other fill it is the reference itself, compiled under its own file name (the
+    divergence finder traces it by that name)."""
+
+    def __init__(self, path: Path, edits: dict[str, list[dict]], fill: str = ""):
+        self.path = path
+        self.edits = edits
+        self.fill = fill  # the reference's mask fill as written, "" when the kind tries one fill only
+        self._source: str | None = None
+        self._compiled: dict[tuple, dict[str, Any]] = {}
+
+    def source(self, knobs: Iterable[str] = (), fill: float | None = None) -> str:
+        """The reference's text with the edits of ``knobs`` made and its fill written as ``fill``."""
+        if self._source is None:
+            self._source = self.path.read_text(encoding="utf-8")
+        edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())  # shared edits once
+        source = edited_source(self._source, edits)
+        if fill is not None and self.fill and fill_text(fill) != self.fill:
+            source = source.replace(self.fill, fill_text(fill))
+        return source
+
+    def namespace(self, knobs: tuple[str, ...] = (), fill: float | None = None) -> dict[str, Any]:
+        """The top-level names of the edited reference (compiled on first use, then kept): two knobs
+        whose edits clash raise :class:`EditError` here."""
+        key = (knobs, None if fill is None or not self.fill or fill_text(fill) == self.fill else fill_text(fill))
+        if key not in self._compiled:
+            source = self.source(knobs, fill)
+            reference = key == ((), None)
+            label = " + ".join(knobs) + ("" if key[1] is None else f", filled with {key[1]}")
+            filename = str(self.path.resolve()) if reference else f"<{self.path.name} with {label}>"
+            namespace: dict[str, Any] = {"__name__": "attnprep_reference" if reference else "attnprep_variant"}
+            exec(compile(source, filename, "exec"), namespace)  # our own reference, edited
+            self._compiled[key] = namespace
+        return self._compiled[key]
+
+    def forget(self) -> None:
+        """Drop every compiled namespace (a forked child then holds none of the reference)."""
+        self._compiled.clear()

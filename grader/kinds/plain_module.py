@@ -30,7 +30,7 @@ import torch
 from attnprep.grader.cases import Case, again, alone, generator, low_precision, x_of
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 from attnprep.grader.kinds.base import first
-from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
+from attnprep.grader.edits import EditError, EditedReference, edited_source  # noqa: F401  (kinds built on this one import them here)
 
 LOW = ("bfloat16", torch.bfloat16)
 MAIN = x_of("(2, 7, d)")
@@ -65,8 +65,8 @@ class PlainModule(AttentionModule):
         super().__init__(exercise, seed)
         self.input = self.grading.input
         self.edits: dict[str, list[dict]] = {k: list(v) for k, v in self.grading.edits.items()}
+        self.edited = EditedReference(exercise.solution_path, self.edits)
         self._cases: dict[int, list[Case]] = {}
-        self._classes: dict[tuple[str, ...], type] = {}
         self._low: tuple[Any, torch.nn.Module] | None = None  # (the attempt, its low-precision copy), child
 
     # --- shared -------------------------------------------------------------------------------
@@ -133,14 +133,7 @@ class PlainModule(AttentionModule):
 
     def variant_class(self, knobs: tuple[str, ...]) -> type:
         """The reference's class with the edits of ``knobs`` made (compiled once per knob set)."""
-        if knobs not in self._classes:
-            path = self.exercise.solution_path
-            edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())  # shared edits once
-            source = edited_source(path.read_text(encoding="utf-8"), edits)
-            namespace: dict[str, Any] = {"__name__": "attnprep_variant"}
-            exec(compile(source, f"<{path.name} with {' + '.join(knobs)}>", "exec"), namespace)  # our own reference, edited
-            self._classes[knobs] = namespace[self.object]
-        return self._classes[knobs]
+        return self.edited.namespace(knobs)[self.object]
 
     def _module(self, cls: type, ci: int, zero_bias, dtype: str) -> torch.nn.Module:
         """``cls`` built for config ``ci`` with the seeded weights; for a low precision, in float64

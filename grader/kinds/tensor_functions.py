@@ -48,7 +48,7 @@ from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Config, Grading, GradingError, Kind
 from attnprep.grader.result import Name
 from attnprep.grader.tensors import RTOL
-from attnprep.grader.edits import EditError, edited_source  # noqa: F401  (kinds built on this one import them here)
+from attnprep.grader.edits import EditError, EditedReference, edited_source  # noqa: F401  (kinds built on this one import them here)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "long": torch.long, "bool": torch.bool}
 REDRAWS = 200  # attempts at inputs that keep the ``stable`` arguments' thresholds away
@@ -144,11 +144,11 @@ class TensorFunctions(Kind):
         self.probes = frozenset(grading.probes)
         self.forbidden: dict[str, str] = dict(grading.forbidden)
         self.edits: dict[str, list[dict]] = {k: list(v) for k, v in grading.edits.items()}
-        self._variants: dict[tuple, dict] = {}
+        self.edited = EditedReference(exercise.solution_path, self.edits)
         # Drawn here, in the grading process: a ``stable`` case asks the reference, which never
         # enters the child. Then the reference is dropped, so the forked child holds none of it.
         self._cases: dict[int, list[Case]] = {ci: self._make_cases(ci) for ci in range(len(self.configs))}
-        self._variants.clear()
+        self.edited.forget()
 
     # --- cases --------------------------------------------------------------------------------
 
@@ -273,15 +273,8 @@ class TensorFunctions(Kind):
     def variant_functions(self, knobs: tuple[str, ...]) -> dict:
         """The reference's functions with the edits of ``knobs`` made (compiled once per knob set);
         no knobs: the reference itself, under its own file name (the divergence finder traces it)."""
-        if knobs not in self._variants:
-            path = self.exercise.solution_path
-            edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())  # shared edits once
-            source = edited_source(path.read_text(encoding="utf-8"), edits)
-            namespace: dict[str, Any] = {"__name__": "attnprep_reference" if not knobs else "attnprep_variant"}
-            filename = str(path.resolve()) if not knobs else f"<{path.name} with {' + '.join(knobs)}>"
-            exec(compile(source, filename, "exec"), namespace)  # our own reference, edited
-            self._variants[knobs] = {n: namespace[n] for n in self.exercise.contract.objects}
-        return self._variants[knobs]
+        namespace = self.edited.namespace(knobs)
+        return {n: namespace[n] for n in self.exercise.contract.objects}
 
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The reference with the mistake ``knob`` (a knob, or a tuple of knobs made together), run
