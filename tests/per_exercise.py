@@ -20,7 +20,10 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from attnprep import exercises
+from attnprep.exercises import render_stub
 
 TESTS = Path(__file__).parent
 CORPUS = TESTS / "corpus"
@@ -72,3 +75,46 @@ def declared(name: str, default=None) -> dict[str, object]:
             module = importlib.import_module(f"test_ex_{exercise_id}")
         found[exercise_id] = getattr(module, name, default)
     return found
+
+
+# --- what the contracts (``CONTRACT`` in tests/test_ex_<id>.py) are written with ---------------------
+
+
+def linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
+    """The parameter shapes of ``nn.Linear(fan_in, fan_out)`` named ``name``."""
+    shapes = {f"{name}.weight": (fan_out, fan_in)}
+    if bias:
+        shapes[f"{name}.bias"] = (fan_out,)
+    return shapes
+
+
+def grouped_params(a: dict) -> dict[str, tuple[int, ...]]:
+    """Grouped-query attention's projections (gqa, kv_cache): K and V with num_kv_heads heads."""
+    d, kv = a["d_model"], a["num_kv_heads"] * (a["d_model"] // a["num_heads"])
+    return {**linear("q_proj", d, d), **linear("k_proj", d, kv), **linear("v_proj", d, kv), **linear("o_proj", d, d)}
+
+
+def latent_params(a: dict) -> dict[str, tuple[int, ...]]:
+    """DeepSeek's MLA layers, no biases (mla, mla_decode)."""
+    d, h, ql, kvl = a["d_model"], a["num_heads"], a["q_lora_rank"], a["kv_lora_rank"]
+    nope, rope, v = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"]
+    return {**linear("wq_a", d, ql, bias=False), "q_norm.weight": (ql,), **linear("wq_b", ql, h * (nope + rope), bias=False),
+            **linear("wkv_a", d, kvl + rope, bias=False), "kv_norm.weight": (kvl,),
+            **linear("wkv_b", kvl, h * (nope + v), bias=False), **linear("wo", h * v, d, bias=False)}
+
+
+# --- the stubs ---------------------------------------------------------------------------------------
+
+
+def needs_solution_regions(ex) -> None:
+    """Skip when the stub copies ready-made helpers from a reference solution that is not there yet."""
+    if "solution_region(" in ex.stub_template.read_text(encoding="utf-8") and not ex.solution_path.exists():
+        pytest.skip(f"{ex.solution_path.name} (source of the stub's ready-made helpers) does not exist yet")
+
+
+def exec_stub(ex) -> dict:
+    """The exercise's rendered stub, executed: its top-level names."""
+    needs_solution_regions(ex)
+    namespace = {"__name__": f"attnprep_stub_{ex.id}"}
+    exec(compile(render_stub(ex), f"{ex.id}.py", "exec"), namespace)  # our own template, not user code
+    return namespace

@@ -18,6 +18,15 @@ from attnprep.grader.kinds import kind_for
 from attnprep.grader.kinds.biased_attention import distance_bias, slopes
 from attnprep.solutions.alibi import alibi_attention, alibi_slopes
 
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "biased_attention",
+    "objects": ("alibi_slopes", "alibi_attention"),
+    "signatures": {"alibi_slopes": "num_heads", "alibi_attention": "q, k, v, attention_mask=None"},
+}
+
 EX = exercises.get("alibi")
 TWO = Path(__file__).parent / "corpus" / "alibi" / "two"
 

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+import pytest
+
+from attnprep import exercises
+from per_exercise import exec_stub
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "attention_functions",
+    "objects": ("causal_mask", "causal_attention"),
+    "signatures": {"causal_mask": "seq_len, device=None", "causal_attention": "q, k, v, attention_mask=None"},
+    "order": 0,  # its place among the mission's six (SPEC §2), which the listing opens with
+}
+
 
 # How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
 MUTATION = {"focus": ("qkv_swap",)}
@@ -11,3 +25,31 @@ MUTATION = {"focus": ("qkv_swap",)}
 # exercise that does not declare them, and fixes that must use them.
 FIX_WORDS = ("q.size(-1)", "causal_mask(")
 FIX_SAYS = {"masks_combined_or": "causal_mask("}
+
+
+def test_causal_grading_configs():
+    """The configs give the head counts and widths; the batches and lengths (one token, odd lengths,
+    several samples) are the kind's own sequence cases, the same for every config."""
+    from attnprep.grader.kinds import kind_for
+
+    configs = exercises.get("causal").grading["configs"]
+    assert len(configs) >= 3
+    for c in configs:
+        assert set(c) == {"heads", "dim"} and all(v >= 1 for v in c.values()), c
+    assert any(c["heads"] > 1 for c in configs) and len({c["dim"] for c in configs}) == len(configs)
+    cases = kind_for(exercises.get("causal"), 0).cases(0)
+    lengths = {c.queries.shape[1] for c in cases}
+    assert 1 in lengths and any(T > 4 and T % 2 for T in lengths)
+    assert any(c.queries.shape[0] > 1 for c in cases)
+
+
+def test_blank_causal_stub_raises_not_implemented():
+    import torch
+
+    ns = exec_stub(exercises.get("causal"))
+    c = exercises.get("causal").grading["configs"][0]
+    q = torch.zeros(2, c["heads"], 7, c["dim"])
+    with pytest.raises(NotImplementedError, match="attnprep hint causal"):
+        ns["causal_mask"](7)
+    with pytest.raises(NotImplementedError, match="attnprep hint causal"):
+        ns["causal_attention"](q, q, q)

@@ -18,10 +18,25 @@ from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
 from attnprep.grader.result import Verdict
 from attnprep.solutions.cross_attention import CrossAttention
+from per_exercise import linear
 
 EX = exercises.get("cross_attention")
 CORPUS = Path(__file__).parent / "corpus" / "cross_attention"
 F64 = torch.float64
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "context_module",
+    "objects": ("CrossAttention",),
+    "constructor": "d_model, num_heads, d_context=None, dropout=0.0",
+    "forward": "x, context, context_mask=None",
+    "returns": "(B, T, d_model)",
+    "params": lambda a: {**linear("q_proj", a["d_model"], a["d_model"]),
+                         **linear("k_proj", a.get("d_context") or a["d_model"], a["d_model"]),
+                         **linear("v_proj", a.get("d_context") or a["d_model"], a["d_model"]),
+                         **linear("o_proj", a["d_model"], a["d_model"])},
+}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -22,6 +22,25 @@ from attnprep.grader.kinds.base import ContractError
 from attnprep.grader.result import Verdict
 from attnprep.solutions.decoder_layer import DecoderLayer
 
+from per_exercise import linear
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "block_module",
+    "objects": ("DecoderLayer",),
+    "constructor": "d_model, num_heads, num_kv_heads, d_ff, rope_theta=10000.0, eps=1e-6",
+    "params": lambda a: _params(a),
+}
+
+
+def _params(a: dict) -> dict[str, tuple[int, ...]]:
+    d, h, g, f = a["d_model"], a["num_heads"], a["num_kv_heads"], a["d_ff"]
+    hd = d // h
+    return {"attn_norm.weight": (d,), **linear("q_proj", d, d, bias=False), **linear("k_proj", d, g * hd, bias=False),
+            **linear("v_proj", d, g * hd, bias=False), **linear("o_proj", d, d, bias=False), "ffn_norm.weight": (d,),
+            **linear("w1", d, f, bias=False), **linear("w2", f, d, bias=False), **linear("w3", d, f, bias=False)}
+
 EX = exercises.get("decoder_layer")
 CORPUS = Path(__file__).parent / "corpus" / "decoder_layer"
 PAIRS = sorted((CORPUS / "pairs").glob("*.py"))

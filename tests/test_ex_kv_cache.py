@@ -21,6 +21,17 @@ from attnprep.grader.result import Verdict
 from attnprep.solutions.gqa import GroupedQueryAttention
 from attnprep.solutions.kv_cache import KVCacheAttention
 
+from per_exercise import grouped_params
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "cached_module",
+    "objects": ("KVCacheAttention",),
+    "constructor": "d_model, num_heads, num_kv_heads",
+    "params": lambda a: grouped_params(a),
+}
+
 CORPUS = Path(__file__).parent / "corpus" / "kv_cache"
 F64 = torch.float64
 EX = exercises.get("kv_cache")

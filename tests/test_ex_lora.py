@@ -17,6 +17,18 @@ from attnprep.grader.kinds import kind_for
 from attnprep.grader.result import Verdict
 from attnprep.solutions.lora import LoRALinear
 
+from per_exercise import linear
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "adapter_module",
+    "objects": ("LoRALinear",),
+    "constructor": "in_features, out_features, r, alpha",
+    "params": lambda a: {**linear("base", a["in_features"], a["out_features"]),
+                         **linear("lora_A", a["in_features"], a["r"], bias=False), **linear("lora_B", a["r"], a["out_features"], bias=False)},
+}
+
 EX = exercises.get("lora")
 CORPUS = Path(__file__).parent / "corpus" / "lora"
 PAIRS = sorted((CORPUS / "pairs").glob("*.py"))

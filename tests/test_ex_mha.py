@@ -2,6 +2,31 @@
 
 from __future__ import annotations
 
+from per_exercise import linear
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "attention_module",
+    "objects": ("MultiHeadAttention",),
+    "constructor": "d_model, num_heads, dropout=0.0",
+    "params": lambda a: {**linear("q_proj", a["d_model"], a["d_model"]), **linear("k_proj", a["d_model"], a["d_model"]),
+                         **linear("v_proj", a["d_model"], a["d_model"]), **linear("o_proj", a["d_model"], a["d_model"])},
+    "order": 1,  # its place among the mission's six (SPEC §2), which the listing opens with
+}
+
 
 # How tests/test_mutation.py mutates the reference (keys and defaults there, in MUTATION_DEFAULTS).
 MUTATION = {"focus": ("transpose", "layer_drop"), "extra": {"layer_drop"}}
+
+
+KIB = 1024
+
+# (closed-form value, how it is written in the answers): tests/test_registry.py finds each in the notes' answers
+QUOTED_NUMBERS = [
+    (2 * 4096, "8,192 elements"),  # Llama-2-7B, 2·d_model per token per layer
+    (2 * 4096 * 2 // KIB, "16 KiB per token per layer"),
+    (2 * 4096 * 2 * 32 // KIB, "512 KiB per token"),
+    (2 * 4096 * 2 * 32 * 4096 // KIB**3, "2 GiB for a 4,096-token"),
+    (4 * 4096**2 / 1e6, "67.1M"),
+]

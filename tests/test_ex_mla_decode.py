@@ -22,6 +22,17 @@ from attnprep.solutions.mla import MultiHeadLatentAttention
 from attnprep.solutions.mla_absorbed import AbsorbedMultiHeadLatentAttention
 from attnprep.solutions.mla_decode import MLADecode, apply_rotary_emb, precompute_freqs_cis
 
+from per_exercise import latent_params
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "cached_module",
+    "objects": ("MLADecode",),
+    "constructor": "d_model, num_heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, rope_theta=10000.0",
+    "params": lambda a: latent_params(a),
+}
+
 CORPUS = Path(__file__).parent / "corpus" / "mla_decode"
 F64 = torch.float64
 EX = exercises.get("mla_decode")

@@ -19,6 +19,26 @@ from attnprep.grader.kinds.routed_module import mapping_per_pattern, once_per_pa
 from attnprep.grader.result import MappingNote, Verdict
 from attnprep.solutions.moe import MoE
 
+from per_exercise import linear
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "routed_module",
+    "objects": ("MoE",),
+    "constructor": "d_model, d_ff, num_experts, top_k",
+    "params": lambda a: _params(a),
+}
+
+
+def _params(a: dict) -> dict[str, tuple[int, ...]]:
+    experts = {}
+    for e in range(a["num_experts"]):
+        experts |= {**linear(f"experts.{e}.w1", a["d_model"], a["d_ff"], bias=False),
+                    **linear(f"experts.{e}.w2", a["d_ff"], a["d_model"], bias=False),
+                    **linear(f"experts.{e}.w3", a["d_model"], a["d_ff"], bias=False)}
+    return {**linear("gate", a["d_model"], a["num_experts"], bias=False), **experts}
+
 EX = exercises.get("moe")
 CORPUS = Path(__file__).parent / "corpus" / "moe"
 PAIRS = sorted((CORPUS / "pairs").glob("*.py"))

@@ -24,6 +24,15 @@ from attnprep.grader.observe import Observer, forbidden_functions
 from attnprep.grader.result import Verdict
 from attnprep.solutions.norms import LayerNorm, RMSNorm
 
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "norm_modules",
+    "objects": ("RMSNorm", "LayerNorm"),
+    "constructors": {"RMSNorm": "dim, eps=1e-6", "LayerNorm": "dim, eps=1e-5"},  # parameters: the classes' own, see below
+}
+
 EX = exercises.get("norms")
 F64 = torch.float64
 SHAPES = [(16,), (5, 16), (2, 7, 16), (2, 3, 4, 16)]

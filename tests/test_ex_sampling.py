@@ -13,6 +13,16 @@ from attnprep import exercises
 from attnprep.grader.kinds import kind_for
 from test_grader import header
 
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "tensor_functions",
+    "objects": ("sampling_probs",),
+    "signatures": {"sampling_probs": "logits, temperature=1.0, top_k=0, top_p=1.0"},
+    "returns": "(B, V) probabilities",
+}
+
 EX = exercises.get("sampling")
 PAIRS = Path(__file__).parent / "corpus" / "sampling" / "pairs"
 

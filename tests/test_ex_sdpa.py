@@ -18,6 +18,17 @@ from attnprep.grader.kinds.sdpa_functions import attention, soft
 from attnprep.grader.result import Verdict
 from attnprep.solutions.sdpa import scaled_dot_product_attention, softmax
 
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "sdpa_functions",
+    "objects": ("softmax", "scaled_dot_product_attention"),
+    "signatures": {"softmax": "x, dim=-1",
+                   "scaled_dot_product_attention": "query, key, value, attn_mask=None, is_causal=False, scale=None"},
+    "returns": "(..., L, Ev)",
+}
+
 EX = exercises.get("sdpa")
 G = torch.Generator().manual_seed(0)
 

@@ -13,6 +13,16 @@ from attnprep.grader.cases import MAIN_T
 from attnprep.grader.kinds import kind_for
 from attnprep.solutions.sliding_window import sliding_window_attention, sliding_window_mask
 
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "attention_functions",
+    "objects": ("sliding_window_mask", "sliding_window_attention"),
+    "signatures": {"sliding_window_mask": "seq_len, window, device=None",
+                   "sliding_window_attention": "q, k, v, window, attention_mask=None"},
+}
+
 EX = exercises.get("sliding_window")
 
 

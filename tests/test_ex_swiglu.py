@@ -19,6 +19,18 @@ from attnprep.grader.kinds import plain_module as P
 from attnprep.grader.result import Verdict
 from attnprep.solutions.swiglu import SwiGLU
 
+from per_exercise import linear
+
+# The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
+# the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
+CONTRACT = {
+    "kind": "plain_module",
+    "objects": ("SwiGLU",),
+    "constructor": "d_model, d_ff",
+    "params": lambda a: {**linear("w1", a["d_model"], a["d_ff"], bias=False), **linear("w2", a["d_ff"], a["d_model"], bias=False),
+                         **linear("w3", a["d_model"], a["d_ff"], bias=False)},
+}
+
 EX = exercises.get("swiglu")
 CORPUS = Path(__file__).parent / "corpus" / "swiglu"
 PAIRS = sorted((CORPUS / "pairs").glob("*.py"))
