@@ -43,7 +43,7 @@ from rich.console import Console
 from rich.text import Text
 
 from attnprep import drill, exercises, history, loop, paths, plan
-from attnprep.loop import EOF, Event, FdLines, InputClosed, Reply, StreamLines, Submit, Tick, View, lines_of  # noqa: F401
+from attnprep.loop import Event, Submit, View
 from attnprep.prose import Block, Prose
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from attnprep import exercises, history
+from attnprep import exercises, history, loop
 from attnprep import interview as iv
 from attnprep.app import app
 from attnprep.grader.result import Diagnosis, ErrorInfo, Result, Verdict, msg
@@ -88,8 +88,8 @@ def session(tmp_path, clock, grader, *steps, questions=2, registry=None, live=Fa
     return s, out
 
 
-def enter(text: str = "") -> iv.Reply:
-    return iv.Reply(text)
+def enter(text: str = "") -> loop.Reply:
+    return loop.Reply(text)
 
 
 def workspace(tmp_path) -> Path:
@@ -113,7 +113,7 @@ def test_buggy_first_try_then_a_fix_then_two_cards(tmp_path):
     s.events = events(
         clock,
         lambda: path.write_text("# attnprep: mha\nbuggy\n", encoding="utf-8"),
-        after(clock, 250, iv.Tick()),
+        after(clock, 250, loop.Tick()),
         after(clock, 10, enter()),  # submit at 4:20
         lambda: path.write_text("# attnprep: mha\nfixed\n", encoding="utf-8"),
         after(clock, 60, enter()),  # the fix
@@ -162,7 +162,7 @@ def test_a_first_try_that_passes_goes_straight_to_the_questions(tmp_path):
 def test_nothing_is_graded_before_the_submission_and_the_clock_runs(tmp_path):
     clock = FakeClock()
     grader = FakeGrader(clock, result(True))
-    steps = [after(clock, 30, iv.Tick()) for _ in range(12)]  # six minutes of ticks, no submission
+    steps = [after(clock, 30, loop.Tick()) for _ in range(12)]  # six minutes of ticks, no submission
     s, out = session(tmp_path, clock, grader, *steps, lambda: grader.graded.append("no grade before here"),
                      enter(), questions=0)
     rounds = s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
@@ -176,8 +176,8 @@ def test_nothing_is_graded_before_the_submission_and_the_clock_runs(tmp_path):
 
 def test_the_live_clock_is_one_line_redrawn(tmp_path):
     clock = FakeClock()
-    s, out = session(tmp_path, clock, FakeGrader(clock, result(True)), after(clock, 61, iv.Tick()),
-                     after(clock, 0.25, iv.Tick()), after(clock, 300, iv.Tick()), enter(), questions=0, live=True)
+    s, out = session(tmp_path, clock, FakeGrader(clock, result(True)), after(clock, 61, loop.Tick()),
+                     after(clock, 0.25, loop.Tick()), after(clock, 300, loop.Tick()), enter(), questions=0, live=True)
     s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
     text = out.getvalue()
     assert text.count("\r\x1b[2K1:01 / 5:00  ·  Enter submits") == 1  # redrawn when the second changes
@@ -201,7 +201,7 @@ def test_ctrl_c_before_submitting_is_given_up_too(tmp_path):
     clock = FakeClock()
 
     def interrupted():
-        yield iv.Tick()
+        yield loop.Tick()
         clock.t += 5
         raise KeyboardInterrupt
 
@@ -235,8 +235,8 @@ def test_when_the_input_ends_before_a_submission_the_interview_is_given_up(tmp_p
     here, so the round is given up at once instead of waiting (issue 30: it waited 87 minutes)."""
     clock = FakeClock()
     grader = FakeGrader(clock, result(True))
-    s, out = session(tmp_path, clock, grader, after(clock, 5, iv.InputClosed()), after(clock, 5, iv.Tick()),
-                     after(clock, 5, iv.Submit("r1")))
+    s, out = session(tmp_path, clock, grader, after(clock, 5, loop.InputClosed()), after(clock, 5, loop.Tick()),
+                     after(clock, 5, loop.Submit("r1")))
     rounds = s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
     assert rounds[0].first_passed is None and grader.graded == []
     assert iv.exit_code(rounds) == iv.EXIT_ABANDONED == 130
@@ -250,7 +250,7 @@ def test_a_first_try_past_its_budget_is_not_an_on_time_pass(tmp_path):
 
     clock = FakeClock()
     grader = FakeGrader(clock, result(True))
-    s, out = session(tmp_path, clock, grader, after(clock, 600, iv.Reply("")), questions=0)
+    s, out = session(tmp_path, clock, grader, after(clock, 600, loop.Reply("")), questions=0)
     s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
     assert "past its budget of 5:00" in out.getvalue() and "first try passed in" not in out.getvalue()
     (run,) = history.runs()
@@ -266,7 +266,7 @@ def test_submit_gets_its_answer_when_the_interview_ended_with_it(tmp_path):
     goes; `--submit` still gets the verdict (it used to say "did not answer")."""
     clock = FakeClock()
     grader = FakeGrader(clock, result(False, "missing_scale"))
-    s, _ = session(tmp_path, clock, grader, after(clock, 5, iv.Submit("r1")), questions=0)
+    s, _ = session(tmp_path, clock, grader, after(clock, 5, loop.Submit("r1")), questions=0)
     s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
     assert iv.read_state() is None
     answer = iv.wait_for_answer("r1", timeout=1)
@@ -282,9 +282,9 @@ def test_a_submit_request_is_answered_in_the_state_file(tmp_path):
     state = s.open(MHA, workspace(tmp_path), budget_s=300)
     s.events = events(
         clock,
-        after(clock, 20, iv.Submit("first")),
+        after(clock, 20, loop.Submit("first")),
         lambda: seen.append(iv.read_state().answer),
-        iv.Submit("again"),  # while the fix prompt waits: a later fix
+        loop.Submit("again"),  # while the fix prompt waits: a later fix
         lambda: seen.append((iv.read_state().answered, iv.read_state().answer)),
         enter(), enter("y"),
     )
@@ -715,9 +715,9 @@ def test_opening_for_submit_hands_off_or_takes_over(tmp_path):
     assert (refused.value.key, refused.value.values) == ("submit_no_id", {"id": "mha"})
     gone = left_open(tmp_path, alive=False)
     assert iv.opening(None, submit=True, resolve=same) == iv.Opening(iv.TAKE_OVER, gone)
-    first = next(iv.session_events(iv.TAKE_OVER, iv.StreamLines(io.StringIO(""))))
-    assert first == iv.Submit(None)  # a take-over begins by grading
-    assert next(iv.session_events(iv.RESUME, iv.StreamLines(io.StringIO("")))) == iv.InputClosed()
+    first = next(iv.session_events(iv.TAKE_OVER, loop.StreamLines(io.StringIO(""))))
+    assert first == loop.Submit(None)  # a take-over begins by grading
+    assert next(iv.session_events(iv.RESUME, loop.StreamLines(io.StringIO("")))) == loop.InputClosed()
 
 
 def test_opening_refuses_a_second_interview_and_resumes_one_whose_owner_is_gone(tmp_path):
@@ -752,7 +752,7 @@ def test_opening_forgets_an_open_interview_with_nothing_left(tmp_path):
 def test_a_submission_while_a_question_waits_is_a_later_fix_and_the_question_goes_on(tmp_path):
     clock = FakeClock()
     grader = FakeGrader(clock, result(True), result(False, "missing_scale"))
-    s, out = session(tmp_path, clock, grader, enter(), iv.Tick(), iv.Submit("late"), enter(), enter("n"), questions=1)
+    s, out = session(tmp_path, clock, grader, enter(), loop.Tick(), loop.Submit("late"), enter(), enter("n"), questions=1)
     rounds = s.run(s.open(MHA, workspace(tmp_path), budget_s=300))
     assert [(r.first_try, r.passed) for r in history.runs()] == [(True, True), (False, False)]
     (end,) = rounds

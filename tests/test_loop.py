@@ -158,7 +158,7 @@ def test_ctrl_c_anywhere_goes_to_the_rules():
 
 
 def test_drill_and_interview_share_the_events_and_the_view():
-    assert drill.Tick is iv.Tick is loop.Tick and drill.Saved is loop.Saved and iv.Submit is loop.Submit
+    assert drill.Tick is loop.Tick is loop.Tick and drill.Saved is loop.Saved and loop.Submit is loop.Submit
     assert issubclass(drill.PlainView, loop.View) and issubclass(drill.LiveView, loop.View)
     assert issubclass(iv.ConsoleView, loop.View)
     assert issubclass(drill.DrillRules, loop.Rules) and issubclass(iv.Session, loop.Rules)

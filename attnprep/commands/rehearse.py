@@ -127,12 +127,10 @@ def _debug_round(exercise, folder: Path, out, budget_s: float) -> int:
 
 
 def _lines(answers: Path | None):
-    from attnprep import interview as iv
-
     if answers is None:
-        return iv.lines_of(sys.stdin)
+        return loop.lines_of(sys.stdin)
     try:
-        return iv.StreamLines(open(answers, encoding="utf-8"))  # noqa: SIM115 (read until the process ends)
+        return loop.StreamLines(open(answers, encoding="utf-8"))  # noqa: SIM115 (read until the process ends)
     except OSError as exc:
         usage_error(_w("answers_unreadable", file=answers, detail=exc.strerror or exc))
 
