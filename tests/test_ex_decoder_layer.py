@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from attnprep import exercises
 from attnprep.grader import weights as W

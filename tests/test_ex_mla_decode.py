@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from attnprep import costs, exercises, texts
-from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
 from attnprep.grader.kinds.cached_module import MAIN, SCRIPTS, Call, StepRecorder
 from attnprep.grader.result import Verdict

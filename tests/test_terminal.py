@@ -376,7 +376,7 @@ def source_rows(out: str, source: str) -> list[str]:
     """The code of each numbered row of `solution`'s output, in order (the gutter taken off)."""
     lines = source.splitlines()
     digits = len(str(len(lines)))
-    rows = [line for line in out.splitlines() if re.match(rf"^ *\d+(?: |$)", line) and len(line) >= digits
+    rows = [line for line in out.splitlines() if re.match(r"^ *\d+(?: |$)", line) and len(line) >= digits
             and line[:digits].strip().isdigit()]
     numbered: dict[int, str] = {}
     for row in rows:

@@ -3,7 +3,6 @@ role spread over per-head layers (grader/weights.py)."""
 
 from __future__ import annotations
 
-import textwrap
 
 import torch
 from torch import nn

@@ -355,7 +355,7 @@ def test_zh_texts_use_chinese_punctuation(path):
 
 def test_zh_lists_and_clauses_joined_in_chinese(tmp_path, monkeypatch):
     """Texts the code joins (columns left out, mistakes, evidence) use 、 and ； in Chinese."""
-    from attnprep import plan, wording
+    from attnprep import wording
     from attnprep.grader.result import Diagnosis, msg
 
     monkeypatch.setattr(texts, "_override", "zh")
