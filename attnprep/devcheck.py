@@ -212,3 +212,54 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         else:
             yield _bad("corpus", "devcheck.attempt_differs", file=path.name, expect=expect,
                        diagnosis=diagnosis or "-", verdict=result.verdict.value, named=", ".join(ids) or "-")
+
+
+def generate_corpus(exercise_id: str, *, every: bool = False) -> Iterator[Finding]:
+    """``attnprep dev corpus ID``: a corpus attempt for each mistake the exercise declares as an edit
+    of its reference (``[grading] edits``) that no attempt of ``tests/corpus/<id>/`` names yet (or,
+    with ``every``, for each edit): the reference with that edit, written as ``edit_<knob>.py`` with
+    the verdict and the mistakes the grader gives it in its header, and only when the grader names
+    the edit's mistake. An existing file is never replaced."""
+    from attnprep.grader import grade
+    from attnprep.grader.edits import EditError, edited_source
+
+    exercise = exercises.get(exercise_id)
+    corpus = CORPUS / exercise_id
+    if not CORPUS.is_dir():
+        yield _bad("corpus", "devcheck.no_corpus_checkout", path=_shown(CORPUS))
+        return
+    edits: dict[str, list[dict]] = dict(exercise.grading.get("edits", {}))
+    if not edits:
+        yield _bad("corpus", "devcheck.generate_no_edits", path=_shown(exercise.folder / "exercise.toml"))
+        return
+    named = {part.strip() for path in sorted(corpus.glob("*.py")) for part in (corpus_header(path)[1] or "").split("+")}
+    source = exercise.solution_path.read_text(encoding="utf-8")
+    wanted = [k for k in edits if every or (k.split(":")[0] not in named and ":" not in k)]
+    if not wanted:
+        yield _ok("corpus", "devcheck.generate_none", count=len(edits))
+        return
+    corpus.mkdir(parents=True, exist_ok=True)
+    for knob in wanted:
+        mistake = knob.split(":")[0]
+        path = corpus / f"edit_{knob.replace(':', '_')}.py"
+        if path.exists():
+            yield _ok("corpus", "devcheck.generate_kept", file=_shown(path))
+            continue
+        try:
+            body = edited_source(source, list(edits[knob]))
+        except EditError as exc:
+            yield _bad("corpus", "devcheck.generate_edit_broken", knob=knob, error=str(exc))
+            continue
+        with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:
+            attempt = Path(tmp) / exercise.filename
+            attempt.write_text(f"# attnprep: {exercise_id}\n{body}", encoding="utf-8")
+            result = grade(attempt, exercise)
+        ids = [d.id for d in result.diagnoses]
+        if result.passed or mistake not in ids:
+            yield _bad("corpus", "devcheck.generate_not_named", knob=knob, verdict=result.verdict.value,
+                       named=", ".join(ids) or "-")
+            continue
+        head = (f"# attnprep: {exercise_id}\n# expect: {result.verdict.value}\n# diagnosis: {' + '.join(ids)}\n"
+                f'"""Written by `attnprep dev corpus {exercise_id}`: the reference with the edit of {knob}."""\n')
+        path.write_text(head + body, encoding="utf-8")
+        yield _ok("corpus", "devcheck.generate_written", file=_shown(path), verdict=result.verdict.value, named=" + ".join(ids))

@@ -4,6 +4,7 @@ tests validate the registry (rustlings' `dev check`)."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -146,4 +147,51 @@ def test_the_command_exits_1_on_a_broken_folder_and_2_on_an_unknown_id(bank):
     assert result.exit_code == 1, result.output
     assert "✗ texts" in result.output and "zh.toml" in result.output
     result = CliRunner().invoke(app, ["dev", "check", "nroms"])
+    assert result.exit_code == 2 and "norms" in result.output
+
+
+def test_dev_corpus_writes_an_attempt_for_each_unnamed_edit_and_keeps_what_exists(bank):
+    """`attnprep dev corpus ID`: the reference with each edit whose mistake no attempt names, headed
+    with what the grader says of it; an edit that no longer applies is said, an existing file kept."""
+    corpus = devcheck.CORPUS / "swiglu"
+    corpus.mkdir()
+    shutil.copy(Path(__file__).parent / "corpus" / "swiglu" / "swiglu_relu.py", corpus)  # relu is named
+    toml = bank / "swiglu" / "exercise.toml"
+    source = toml.read_text(encoding="utf-8")
+    edits = source.index("[grading.edits]")
+    toml.write_text(source[:edits] + "[grading.edits]\n" + "\n".join([
+        'swiglu_gelu = [{ old = "F.silu(gate)", new = "F.gelu(gate)" }]',
+        'swiglu_relu = [{ old = "F.silu(gate)", new = "F.relu(gate)" }]',
+        'swiglu_sigmoid = [{ old = "F.silu(gate)", new = "torch.sigmoid(gate)" }]',
+        'swiglu_no_activation = [{ old = "no such text", new = "(gate)" }]',
+    ]) + "\n", encoding="utf-8")
+    exercises.cache_clear()
+    (corpus / "edit_swiglu_sigmoid.py").write_text("# mine\n", encoding="utf-8")
+
+    found = list(devcheck.generate_corpus("swiglu"))
+    said = {f.key.rsplit(".", 1)[1]: f for f in found}
+    assert set(said) == {"generate_written", "generate_kept", "generate_edit_broken"}, found
+    assert said["generate_edit_broken"].params["knob"] == "swiglu_no_activation"
+    assert (corpus / "edit_swiglu_sigmoid.py").read_text(encoding="utf-8") == "# mine\n"  # never replaced
+    written = corpus / "edit_swiglu_gelu.py"
+    assert said["generate_written"].params["file"].endswith(written.name)
+    head = written.read_text(encoding="utf-8").splitlines()[:3]
+    assert head == ["# attnprep: swiglu", "# expect: wrong_output", "# diagnosis: swiglu_gelu"]
+    assert devcheck.corpus_header(written) == ("wrong_output", "swiglu_gelu")
+    assert "F.gelu(gate)" in written.read_text(encoding="utf-8")
+    for f in found:
+        assert texts.t(f.key, **f.params) and texts.t(f.key, "zh", **f.params)
+
+    again = list(devcheck.generate_corpus("swiglu"))  # gelu is named now; the broken edit is still said
+    assert {f.key.rsplit(".", 1)[1] for f in again} == {"generate_kept", "generate_edit_broken"}
+
+
+def test_dev_corpus_on_an_exercise_without_edits_says_so(bank):
+    (devcheck.CORPUS / "norms").mkdir(exist_ok=True)
+    toml = bank / "norms" / "exercise.toml"
+    if "[grading.edits]" in toml.read_text(encoding="utf-8"):
+        pytest.skip("norms declares its mistakes as edits")
+    (found,) = devcheck.generate_corpus("norms")
+    assert not found.ok and found.key == "devcheck.generate_no_edits"
+    result = CliRunner().invoke(app, ["dev", "corpus", "nroms"])
     assert result.exit_code == 2 and "norms" in result.output

@@ -1,4 +1,4 @@
-"""``attnprep dev check ID``: tools for contributors, on the checkout they work in.
+"""``attnprep dev check ID`` and ``attnprep dev corpus ID``: tools for contributors, on the checkout they work in.
 
 Parse and render only; the rules are :mod:`attnprep.devcheck` (which grades, so torch is imported
 inside the command: ``attnprep --help`` loads this module).
@@ -25,7 +25,7 @@ class _DevGroup(TyperGroup):
 
 app = command_app()  # its commands, loaded by attnprep.app.LazyGroup when one of them runs
 dev = typer.Typer(cls=_DevGroup, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode="rich",
-                  help="Tools for contributors: validate an exercise folder.")
+                  help="Tools for contributors: validate an exercise folder, write its corpus.")
 app.add_typer(dev, name="dev")
 
 
@@ -49,4 +49,23 @@ def check(
         out.print(line)
         failed += not finding.ok
     out.print(texts.t("devcheck.summary_bad", n=failed) if failed else texts.t("devcheck.summary_ok"))
+    raise typer.Exit(EXIT_FAIL if failed else EXIT_OK)
+
+
+@dev.command("corpus")
+def corpus(
+    exercise_id: str = typer.Argument(..., metavar="ID", help="Exercise id (a folder exercises/ID/)."),
+    every: bool = typer.Option(False, "--all", help="One attempt per edit, not only for mistakes without an attempt."),
+) -> None:
+    """Write a corpus attempt for each mistake declared as an edit of the reference that no attempt names yet."""
+    from attnprep import devcheck
+
+    get_exercise(exercise_id)  # an unknown id: "did you mean …", exit 2
+    out = console()
+    out.print(Text(texts.t("devcheck.generate_head", id=exercise_id), style="bold"))
+    failed = 0
+    for finding in devcheck.generate_corpus(exercise_id, every=every):
+        mark = ("✓", "green") if finding.ok else ("✗", "red")
+        out.print(Text.assemble((f"{mark[0]} ", mark[1]), texts.t(finding.key, **finding.params)))
+        failed += not finding.ok
     raise typer.Exit(EXIT_FAIL if failed else EXIT_OK)
