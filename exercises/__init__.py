@@ -96,6 +96,8 @@ class Mistake(NamedTuple):
     early_in_pairs: bool = False
     evidence: tuple[str, ...] = ()
     superseded_by: str = ""
+    shown_by: str = ""  # the generic probe that names it (grader/judge.py SHOWN_BY), for named_by = "evidence"
+    any_exercise: bool = False  # named by its probe in every exercise, listed or not
 
     def for_exercise(self, exercise_id: str) -> "Mistake":
         """The mistake as an exercise's report shows it: its own variant of the fix, where it has one."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from attnprep.exercises import mistake_catalogue
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, grads_case
 from attnprep.grader.observe import Observer
@@ -41,6 +42,10 @@ PAIR_LIMIT = 800  # two-mistake variants tried when no single one explains the o
 SHOWN_CASES = 4  # a named mistake's case group lists at most this many case names
 SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)
 STRUCTURE = "structure"  # a kind's check whose id starts with this is a structure check (verdict structure)
+
+# The generic probes that name a mistake on their own (a catalogue mistake declares which: its
+# ``shown_by``), in the order their diagnoses are given; the softmax's dim comes after the kind's own.
+SHOWN_BY = ("eval", "input_modified", "backward_inplace", "device", "dtype", "softmax_dim")
 
 
 @dataclass
@@ -836,39 +841,45 @@ class Judge:
         return float((got[usable] / ref[usable]).median())
 
     def _evidence_only(self, configs: list[ConfigReply]) -> list[Diagnosis]:
-        """Mistakes named from what was observed, without an output variant."""
-        found = []
-        ids = {m.id for m in self.ex.mistakes}
+        """Mistakes named from what was observed, without an output variant: each generic probe that
+        failed names the mistakes that declare it (``shown_by`` in the catalogue) and the exercise
+        lists (or that say ``any_exercise``); then what the kind itself names from its extra reply."""
+        shown = self._probes_failed(configs)
+        listed = {m.id for m in self.ex.mistakes}
+        catalogue = mistake_catalogue()
+        named = {p: [Diagnosis(m.id, shown[p]) for m in catalogue.values()
+                     if m.shown_by == p and (m.id in listed or m.any_exercise)] for p in shown}
+        found = [d for p in SHOWN_BY[:-1] for d in named.get(p, [])]
+        if configs and configs[0].extra is not None:  # the kind's own, before the softmax's dim
+            found.extend(d for d in self.kind.extra_diagnoses(configs[0].extra) if d.id in listed)
+        return found + named.get(SHOWN_BY[-1], [])
+
+    def _probes_failed(self, configs: list[ConfigReply]) -> dict[str, tuple]:
+        """The generic probes (:data:`SHOWN_BY`) that failed, each with its evidence."""
+        shown: dict[str, tuple] = {}
         eval_failed = any(c.id == "eval" and c.passed is False for c in self.checks)
         dropout_seen = any(d.observed is not None and d.observed.dropout_in_eval for d in configs)
-        if "dropout_in_eval" in ids and (eval_failed or dropout_seen):
-            bits = []
-            if dropout_seen:
-                bits.append(msg("evidence.dropout_called"))
-            if eval_failed:
-                bits.append(msg("evidence.eval_differs"))
-            found.append(Diagnosis("dropout_in_eval", tuple(bits)))
-        if self.mutated is not None:  # any kind, any exercise: not filtered by the exercise's list
-            found.append(Diagnosis("input_modified", (msg("evidence.input_modified", case=self.mutated[0],
-                                                          names=", ".join(self.mutated[1:])),)))
+        if eval_failed or dropout_seen:
+            shown["eval"] = (msg("evidence.dropout_called"),) * dropout_seen + (msg("evidence.eval_differs"),) * eval_failed
+        if self.mutated is not None:
+            shown["input_modified"] = (msg("evidence.input_modified", case=self.mutated[0], names=", ".join(self.mutated[1:])),)
+        # autograd's own words (torch does not translate them): a tensor it saved was changed in place
         if self.backward_error is not None and "inplace operation" in str(self.backward_error.get("text", "")):
             text = str(self.backward_error.get("text", "")).split(" Hint:")[0]
-            found.append(Diagnosis("backward_inplace", (msg("evidence.backward_raised", type=self.backward_error.get("type"), text=text),)))
+            shown["backward_inplace"] = (msg("evidence.backward_raised", type=self.backward_error.get("type"), text=text),)
         device = next((c for c in self.checks if c.id == "device" and c.passed is False), None)
-        if device is not None and "tensor_without_device" in ids:
-            found.append(Diagnosis("tensor_without_device", (device.message.params["detail"],)))
+        if device is not None:
+            shown["device"] = (device.message.params["detail"],)
         dtype = next((c for c in self.checks if c.id == "dtype" and c.passed is False), None)
-        if dtype is not None and "output_dtype_not_kept" in ids:
-            found.append(Diagnosis("output_dtype_not_kept", (dtype.message,)))
-        if configs and configs[0].extra is not None:
-            found.extend(d for d in self.kind.extra_diagnoses(configs[0].extra) if d.id in ids)
+        if dtype is not None:
+            shown["dtype"] = (dtype.message,)
         obs = configs[0].observed if configs else None
         dims = obs.softmax_dims if obs is not None else []
-        if "softmax_wrong_dim" in ids and dims:
+        if dims:
             dim, ndim = dims[0]
             if isinstance(dim, int) and ndim and dim not in (-1, ndim - 1):
-                found.append(Diagnosis("softmax_wrong_dim", (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)))
-        return found
+                shown["softmax_dim"] = (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)
+        return shown
 
 
 @dataclass

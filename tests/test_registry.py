@@ -284,7 +284,11 @@ def test_mistake_catalogue_ids_are_unique_and_complete():
     assert len(ids) == len(set(ids))
     for m in raw:
         assert {"id", "title", "why", "fix"} <= set(m) <= {"id", "title", "why", "fix", "category", "named_by", "pair", "observed",
-                                                           "fix_for", "mask", "early_in_pairs", "evidence", "superseded_by"}, m["id"]
+                                                           "fix_for", "mask", "early_in_pairs", "evidence", "superseded_by",
+                                                           "shown_by", "any_exercise"}, m["id"]
+        from attnprep.grader.judge import SHOWN_BY
+
+        assert m.get("shown_by", "") in ("", *SHOWN_BY), m["id"]  # a probe the judge has
         assert set(m.get("evidence", ())) <= {"score_ratio", "softmax_dim", "row_sums"}, m["id"]  # what the judge can add
         assert m.get("superseded_by", "") in ("", *ids), m["id"]
         for ids, text in m.get("fix_for", {}).items():  # exercise ids, each listing this mistake
