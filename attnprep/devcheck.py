@@ -91,13 +91,44 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
 
         catalogue = exercises.mistake_catalogue("en")
         translated = exercises.mistake_catalogue(lang)
-        # a fix may be pure code, the same in every language; a title and a why are prose
+        # a fix may be pure code, the same in every language, but is written there; a title and a why are prose
+        own = exercise.folder / f"mistakes.{lang}.toml"
+        given = {m.get("id"): m for m in tomllib.loads(own.read_text(encoding="utf-8")).get("mistake", [])} if own.is_file() else {}
         untranslated = [m.id for m in exercise.mistakes
-                        if any(getattr(translated[m.id], k) == getattr(catalogue[m.id], k) for k in ("title", "why"))]
+                        if any(getattr(translated[m.id], k) == getattr(catalogue[m.id], k) for k in ("title", "why"))
+                        or (m.id in given and "fix" not in given[m.id])]
         if untranslated:
             yield _bad("mistakes", "devcheck.mistakes_untranslated", lang=lang, ids=", ".join(untranslated))
         else:
             yield _ok("mistakes", "devcheck.mistakes_translated", lang=lang, count=len(exercise.mistakes))
+        yield _solution_words_finding(exercise, lang)
+
+
+def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
+    """``attnprep solution`` in ``lang``: every comment that says something and every docstring of
+    the reference has its words in ``exercises/<id>/solution.<lang>.toml`` (or the shared one)."""
+    import ast
+    import io
+    import tokenize
+
+    from attnprep import wording
+
+    path = exercise.folder / f"solution.{lang}.toml"
+    source = exercise.solution_path.read_text(encoding="utf-8")
+    try:
+        words = wording.solution_words(exercise.id, lang)
+        tree = ast.parse(source)
+    except (SyntaxError, tomllib.TOMLDecodeError) as exc:
+        return _bad("solution", "devcheck.solution_words_unreadable", path=_shown(path), error=f"{type(exc).__name__}: {exc}")
+    said = [t.string[1:].strip() for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    missing = [c for c in said if wording.needs_words(c) and c not in words["comments"]]
+    documented = [getattr(n, "name", "module") for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(n)]
+    missing += [f"docstring of {name}" for name in documented if name not in words["docstrings"]]
+    if missing:
+        return _bad("solution", "devcheck.solution_words_missing", lang=lang, path=_shown(path), count=len(missing),
+                    first=missing[0])
+    return _ok("solution", "devcheck.solution_words_ok", lang=lang)
 
 
 def _shown(path: Path) -> str:

@@ -34,7 +34,8 @@ def by_rule(found):
 def test_a_complete_folder_holds_every_rule(bank):
     found = list(devcheck.findings("norms", grade_corpus=False))
     assert [f for f in found if not f.ok] == []
-    assert {f.rule for f in found} == {"folder", "hints", "texts", "mistakes", "stub", "reference", "plants", "corpus"}
+    assert {f.rule for f in found} == {"folder", "hints", "texts", "mistakes", "solution", "stub", "reference", "plants",
+                                     "corpus"}
     for f in found:
         assert texts.t(f.key, **f.params)  # every finding has words, in both languages
         assert texts.t(f.key, "zh", **f.params)
@@ -195,3 +196,29 @@ def test_dev_corpus_on_an_exercise_without_edits_says_so(bank):
     assert not found.ok and found.key == "devcheck.generate_no_edits"
     result = CliRunner().invoke(app, ["dev", "corpus", "nroms"])
     assert result.exit_code == 2 and "norms" in result.output
+
+
+def test_a_reference_comment_without_its_chinese_and_a_chinese_mistake_without_its_fix_are_said(bank):
+    """What tests/test_zh_solutions.py and tests/test_zh_texts.py require of a new exercise, said by
+    dev check before the suite runs: `attnprep solution`'s words for every comment and docstring,
+    and title, why and fix for each of its own mistakes in Chinese."""
+    import tomllib
+
+    words = bank / "norms" / "solution.zh.toml"
+    table = tomllib.loads(words.read_text(encoding="utf-8"))
+    dropped = next(iter(table["comments"]))
+    text = words.read_text(encoding="utf-8")
+    start = text.index(f'"{dropped}"') if f'"{dropped}"' in text else text.index(dropped)
+    words.write_text(text[:start] + text[text.index("\n", start) + 1:], encoding="utf-8")
+    own = bank / "norms" / "mistakes.zh.toml"
+    zh = own.read_text(encoding="utf-8")
+    first_fix = zh.index("\nfix = ")
+    own.write_text(zh[:first_fix] + zh[zh.index("\n", first_fix + 1):], encoding="utf-8")
+    exercises.cache_clear()
+    found = list(devcheck.findings("norms", grade_corpus=False))
+    bad = {f.rule: f for f in found if not f.ok}
+    assert set(bad) == {"solution", "mistakes"}, bad
+    assert bad["solution"].params["first"] == dropped and bad["solution"].params["count"] == 1
+    first_id = tomllib.loads(zh)["mistake"][0]["id"]
+    assert bad["mistakes"].params["ids"] == first_id
+    assert "solution.zh.toml" in texts.t(bad["solution"].key, **bad["solution"].params)

@@ -210,3 +210,9 @@ def test_the_kind_takes_what_it_differentiates_from_the_data():
     got = kind.reference(0)(case)
     assert list(got) == ["dv"] and torch.allclose(got["dv"], _sdpa_grads(case)["dv"], rtol=1e-10, atol=1e-12)
     assert case.tolerance is None and kind.cases(0)[-1].tolerance == (1e-9, 1e-11)
+
+
+# How tests/test_mutation.py mutates the reference (keys and defaults there): its kind has no
+# attention trait, but its reference is attention's forward and backward, so the attention families
+# and sizes are expected of it, as of an attention kind (families None: EXPECTED_FAMILIES)
+MUTATION = {"min": 40, "sample": 6, "families": None}

@@ -37,7 +37,18 @@ ATTENTION_KINDS = ("attention_module", "attention_functions")  # masks, softmax,
 # -1e9 fill), else EXPECTED_FAMILIES less ``not_offered`` (what its reference has no construct for)
 # plus ``extra``.
 MUTATION_DEFAULTS = {"min": 40, "sample": 6, "focus": (), "families": None, "extra": set(), "not_offered": set()}
-MUTATION = {exercise_id: {**MUTATION_DEFAULTS, **declared_}
+# … and for a reference without attention (its kind's traits), whose constructs are its own: a few
+# mutants at least, constants among them (an exercise declares more in its MUTATION)
+PLAIN_DEFAULTS = {**MUTATION_DEFAULTS, "min": 5, "sample": 1, "families": {"constant"}}
+
+
+def _defaults(exercise_id: str) -> dict:
+    from attnprep.grader.kinds import kind_class
+
+    return MUTATION_DEFAULTS if "attention" in kind_class(exercises.get(exercise_id)).traits else PLAIN_DEFAULTS
+
+
+MUTATION = {exercise_id: {**_defaults(exercise_id), **declared_}
             for exercise_id, declared_ in declared("MUTATION", {}).items()}
 # Families tried in this order for the killed sample, after the exercise's ``focus``; the first
 # output-changing mutant of each family is graded.
