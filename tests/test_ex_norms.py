@@ -302,3 +302,42 @@ def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monk
             assert (doc["verdict"], doc["label"]) == ("gradients", label)
     finally:
         texts.set_language(None)  # --lang sets the process's language: not for the tests after this one
+
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
+
+
+def _same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+# two mistakes at once: one in each class (each class's outputs are its own knob's) …
+ACROSS = [("rmsnorm_subtracts_mean", "norm_no_upcast:ln"), ("norm_eps_outside_sqrt:rms", "norm_unbiased_variance"),
+          ("norm_no_upcast:rms", "norm_wrong_dim:ln"), ("rmsnorm_one_plus_weight", "layernorm_bias_not_applied"),
+          ("norm_rsqrt_inverted:rms", "layernorm_no_mean"), ("norm_eps_missing:rms", "norm_eps_outside_sqrt:ln")]
+# … or an eps mistake with a mistake of the computation in the same class
+WITH_EPS = [("norm_eps_convention:rms=1e-5", "norm_rsqrt_inverted"), ("norm_eps_ignored", "norm_eps_outside_sqrt"),
+            ("norm_eps_missing:ln", "layernorm_no_mean:variance"), ("norm_eps_convention:swapped", "norm_wrong_dim:batch")]
+
+
+@pytest.mark.parametrize("knob", [*EX.grading["knobs"], *WITH_EPS, *ACROSS], ids=str)
+def test_each_edit_computes_the_code_variant(knob):
+    """Before the switch: the edited reference gives the outputs of the code variant of the same
+    knob (or pair of knobs; one in each class: that class's knob alone) on every case of every config."""
+    kind = kind_for(EX, seed=0)
+    for ci in range(len(kind.configs)):
+        edited = kind.edited_variant(ci, frozenset(), knob, 0.0)
+        code = {name: kind.variant(ci, frozenset(), knob, 0.0) for name in kind.objects}
+        if knob in ACROSS:
+            code = dict(zip(kind.objects, (kind.variant(ci, frozenset(), k, 0.0) for k in knob)))
+        for case in kind.cases(ci):
+            with torch.no_grad():
+                got = edited(case)
+                for name, variant in code.items():
+                    assert _same(case, got[name], variant(case)[name]), (ci, str(case.name), name)

@@ -20,6 +20,7 @@ that norm); ``forbidden_functions``, the built-ins (read by the child's observer
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import itertools
 import math
@@ -29,6 +30,7 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, generator, low_precision, x_of
+from attnprep.grader.edits import EditedReference
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
@@ -169,6 +171,7 @@ class NormGrading(Grading):
     models: tuple[str, ...]  # the norm each object is: "rms" or "layer"
     params: dict[str, list[str]]  # object -> its roles
     eps: dict[str, float]  # object -> the contract's default eps
+    edits: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # knob -> its {old, new} edits of the solution
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -191,6 +194,7 @@ class NormModules(Kind):
         self.models: dict[str, str] = dict(zip(self.objects, grading.models))
         self.roles: dict[str, list[str]] = {n: list(grading.params[n]) for n in self.objects}
         self.defaults: dict[str, float] = {n: float(grading.eps[n]) for n in self.objects}
+        self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in grading.edits.items()})
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -441,6 +445,29 @@ class NormModules(Kind):
             return out
 
         return call
+
+    def edited_variant(self, ci: int, zero_bias, knob, fill: float):
+        """The reference's classes with the edits of ``knob`` (a knob, or a tuple of knobs made
+        together), built with the config's arguments and the seeded weights, and run as the attempt
+        is: converted to the case's dtype and called on its input as it is."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        built: dict[str, dict[str, torch.nn.Module]] = {}
+
+        def modules(dtype_name: str) -> dict[str, torch.nn.Module]:
+            if dtype_name not in built:  # compiled when first called: edits that clash raise there
+                namespace = self.edited.namespace(knobs)
+                weights = self.role_weights(ci)
+                dtype = LOW_PRECISION.get(dtype_name)
+                built[dtype_name] = {}
+                for name in self.objects:
+                    module = namespace[name](*self.args(ci)).eval()
+                    with torch.no_grad():
+                        for role, value in weights[name].items():
+                            getattr(module, role).data = value.clone()
+                    built[dtype_name][name] = module.to(dtype) if dtype is not None else module
+            return built[dtype_name]
+
+        return lambda case: {name: first(m(case.inputs["x"].clone())) for name, m in modules(case.dtype).items()}
 
 
 KIND = NormModules
