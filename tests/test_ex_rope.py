@@ -297,3 +297,36 @@ def test_a_mistake_in_some_cases_is_named_with_those_cases(graded):
     # exactly the cases with (T,) positions; those with (B, T) or (B, 1) positions are honoured
     assert set(group.params["cases"].split(", ")) == {"chunk of 3 after 9 cached tokens", "decode step at position 12"}
     assert group.params["others"] > 0
+
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
+
+
+def _same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+PAIRS = [("rope_exponent_arange_half", "rope_emb_repeat_interleave"), ("rope_exponent_arange_half", "rope_positions_ignored"),
+         ("rope_theta_ignored", "rope_inv_freq_not_inverted"), ("rope_inv_freq_not_inverted", "rope_theta_ignored"),
+         ("rope_interleaved_pairs", "rotate_half_cos_sin_swapped"), ("rotate_half_sign_flipped", "rope_positions_ignored"),
+         ("rope_theta_ignored", "rotate_half_sign_flipped:missing"), ("rope_interleaved_pairs:gptj", "rope_exponent_arange_half")]
+
+
+@pytest.mark.parametrize("knob", [*EX.grading["knobs"], *PAIRS], ids=str)
+def test_each_edit_computes_the_code_variant(knob):
+    """Before the switch: the edited reference gives the outputs of the code variant of the same
+    knob (or pair of knobs) on every case of every config."""
+    kind = kind_for(EX, seed=0)
+    for ci in range(len(kind.configs)):
+        code, edited = kind.variant(ci, frozenset(), knob, 0.0), kind.edited_variant(ci, frozenset(), knob, 0.0)
+        for case in kind.cases(ci):
+            with torch.no_grad():
+                want, got = code(case), edited(case)
+            for name in want:
+                assert _same(case, got[name], want[name]), (ci, str(case.name), name)

@@ -27,6 +27,7 @@ import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, generator
+from attnprep.grader.edits import EditedReference
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, built_functions, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 
@@ -123,6 +124,7 @@ def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
 @dataclass(frozen=True, kw_only=True)
 class RopeGrading(Grading):
     default_theta: float = 10000.0  # the contract's default theta
+    edits: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # knob -> its {old, new} edits of the solution
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -146,6 +148,7 @@ class RopeFunctions(Kind):
         super().__init__(exercise, seed)
         self.cache_name, self.apply_name = exercise.contract.objects
         self.default_theta = float(self.grading.default_theta)
+        self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in self.grading.edits.items()})
 
     def theta(self, ci: int) -> float:
         return float(self.configs[ci].get("theta", self.default_theta))
@@ -318,6 +321,13 @@ class RopeFunctions(Kind):
             return {"out": out.to(i["x"].dtype).double() if case.tolerance is not None else out}
 
         return call
+
+    def edited_variant(self, ci: int, zero_bias, knob, fill: float):
+        """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together),
+        called as the attempt is (the cache on its own, apply on the reference's cache)."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        # compiled when first called: edits that clash raise there
+        return lambda case: self.call(self.edited.namespace(knobs), case)
 
     def extra_checks(self, extra: dict) -> list[Check]:
         checks = []
