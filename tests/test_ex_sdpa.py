@@ -217,3 +217,38 @@ def test_the_finite_row_names_each_case_once_and_quoted(graded):
 # exercise that does not declare them, and fixes that must use them.
 FIX_WORDS = ("q.size(-1)",)
 FIX_SAYS = {"scale_by_dim": "q.size(-1)", "causal_flag_inverted": "device=q.device"}
+
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
+
+
+def _same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+PAIRS = [("bool_mask_inverted", "scale_inverted"), ("missing_scale", "causal_masks_diagonal"),
+         ("softmax_unstable:attention", "softmax_wrong_dim"), ("scale_after_softmax", "mask_fill_zero"),
+         ("softmax_global_max", "causal_leaks_next"), ("scale_argument_ignored", "scale_by_dim"),
+         ("float_mask_ignored", "missing_scale:default"), ("mask_after_softmax", "scale_inverted:argument"),
+         ("causal_bottom_right", "softmax_unstable"), ("attn_mask_ignored", "softmax_max_wrong_dim")]
+
+
+@pytest.mark.parametrize("fill", [float("-inf"), -1e9], ids=["-inf", "-1e9"])
+@pytest.mark.parametrize("knob", [*EX.grading["knobs"], *PAIRS], ids=str)
+def test_each_edit_computes_the_code_variant(knob, fill):
+    """Before the switch: the edited reference gives the outputs of the code variant of the same
+    knob (or pair of knobs) with the same fill on every case of every config."""
+    kind = kind_for(EX, seed=0)
+    for ci in range(len(kind.configs)):
+        code, edited = kind.variant(ci, frozenset(), knob, fill), kind.edited_variant(ci, frozenset(), knob, fill)
+        for case in kind.cases(ci):
+            with torch.no_grad():
+                want, got = code(case), edited(case)
+            for name in want:
+                assert _same(case, got[name], want[name]), (ci, str(case.name), name)

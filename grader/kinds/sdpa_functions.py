@@ -30,6 +30,7 @@ import torch
 from attnprep.grader import variants
 from attnprep.grader.cases import PLAIN, Case, alone, generator
 from attnprep.grader.cases import changed as changed_
+from attnprep.grader.edits import EditedReference
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Name
@@ -164,6 +165,8 @@ class SdpaGrading(Grading):
     scale: float = 0.37  # the explicit scale of one case
     softmax: tuple[dict, ...] = ()  # the softmax cases: shape, dim, magnitude, offset, neg_inf
     forbidden: dict[str, str] = field(default_factory=dict)  # aten op -> the built-in's name
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (a variant with another fill has it there)
 
 
 IS_CAUSAL = Name("is_causal", "name.is_causal")
@@ -196,6 +199,8 @@ class SdpaFunctions(Kind):
         self.scale = float(self.grading.scale)
         self.softmax_cases: list[dict] = [dict(c) for c in self.grading.softmax]
         self.forbidden: dict[str, str] = dict(self.grading.forbidden)
+        self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in self.grading.edits.items()},
+                                      self.grading.fill)
 
     # --- cases --------------------------------------------------------------------------------
 
@@ -348,6 +353,13 @@ class SdpaFunctions(Kind):
                                              own, fill, in_attention)}
 
         return call
+
+    def edited_variant(self, ci: int, zero_bias, knob, fill: float):
+        """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together) and
+        its masks filled with ``fill``, called as the attempt is."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        # compiled when first called: edits that clash raise there
+        return lambda case: self.call(self.edited.namespace(knobs, fill), case)
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         i = case.inputs
