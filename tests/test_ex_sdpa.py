@@ -14,7 +14,6 @@ import torch.nn.functional as F
 from attnprep import exercises
 from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds.sdpa_functions import attention, soft
 from attnprep.grader.result import Verdict
 from attnprep.solutions.sdpa import scaled_dot_product_attention, softmax
 
@@ -76,20 +75,9 @@ def test_is_causal_is_top_left_when_L_differs_from_S():
     q, k, v = _inputs((1,), 2, 5, 4, 3)
     out = scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(out[0, 0], v[0, 0])  # query 0 sees key 0 only, whatever S is
-    bottom_right = attention(q, k, v, None, True, None, "causal_bottom_right")
+    bottom_right = kind_for(EX).edited.namespace(("causal_bottom_right",))["scaled_dot_product_attention"](q, k, v, is_causal=True)
     assert not torch.allclose(out, bottom_right)
     torch.testing.assert_close(bottom_right[0, 1], F.scaled_dot_product_attention(q, k, v)[0, 1])  # the last query sees all
-
-
-def test_variant_functions_are_the_reference_without_a_knob():
-    for lead, L, S, E, Ev in SHAPES:
-        q, k, v = _inputs(lead, L, S, E, Ev)
-        for causal, scale in ((False, None), (True, None), (False, 0.5)):
-            torch.testing.assert_close(attention(q, k, v, None, causal, scale),
-                                       scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale))
-    x = torch.randn(3, 4, 5, generator=G) * 100
-    for dim in (0, 1, 2, -1):
-        torch.testing.assert_close(soft(x, dim), softmax(x, dim=dim))
 
 
 def test_the_cases_cover_what_the_contract_says_is_graded():
@@ -239,16 +227,68 @@ PAIRS = [("bool_mask_inverted", "scale_inverted"), ("missing_scale", "causal_mas
          ("causal_bottom_right", "softmax_unstable"), ("attn_mask_ignored", "softmax_max_wrong_dim")]
 
 
-@pytest.mark.parametrize("fill", [float("-inf"), -1e9], ids=["-inf", "-1e9"])
-@pytest.mark.parametrize("knob", [*EX.grading["knobs"], *PAIRS], ids=str)
-def test_each_edit_computes_the_code_variant(knob, fill):
-    """Before the switch: the edited reference gives the outputs of the code variant of the same
-    knob (or pair of knobs) with the same fill on every case of every config."""
+def _outputs(kind, ci: int, knob, fill: float = float("-inf")) -> list[dict]:
+    with torch.no_grad():
+        variant = kind.variant(ci, frozenset(), knob, fill)
+        return [variant(case) for case in kind.cases(ci)]
+
+
+@pytest.mark.parametrize("knob", EX.grading["knobs"])
+def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
+    from attnprep.grader.edits import edited_source
+
+    source = EX.solution_path.read_text(encoding="utf-8")
+    for edit in EX.grading["edits"][knob]:
+        assert source.count(edit["old"]) == 1, edit
+        source = edited_source(source, [edit])
     kind = kind_for(EX, seed=0)
+    differs = False
     for ci in range(len(kind.configs)):
-        code, edited = kind.variant(ci, frozenset(), knob, fill), kind.edited_variant(ci, frozenset(), knob, fill)
-        for case in kind.cases(ci):
+        reference = kind.reference(ci)
+        for case, got in zip(kind.cases(ci), _outputs(kind, ci, knob)):
             with torch.no_grad():
-                want, got = code(case), edited(case)
-            for name in want:
-                assert _same(case, got[name], want[name]), (ci, str(case.name), name)
+                want = reference(case)
+            differs |= any(not _same(case, got[n], want[n]) for n in want)
+    assert differs, knob
+
+
+def test_the_other_fill_is_written_where_the_reference_fills():
+    """-1e9 replaces the reference's float("-inf") in every mask, edits included; the variant's outputs
+    differ from -inf's only on rows every key of which is blocked (NaN with -inf, a mean with -1e9)."""
+    kind = kind_for(EX, seed=0)
+    source = kind.edited.source(("float_mask_as_bool",), -1e9)
+    assert 'float("-inf")' not in source and source.count("-1000000000.0") == 3
+    ci = 1  # L = 6 > S = 4: the last queries see no key j > i
+    for case, low, inf in zip(kind.cases(ci), _outputs(kind, ci, "causal_inverted:strict", -1e9),
+                              _outputs(kind, ci, "causal_inverted:strict")):
+        for name in inf:
+            nan_rows = inf[name].isnan()
+            if case.inputs.get("attn_mask") is None and "x" not in case.inputs:  # no -inf of the inputs' own
+                assert not low[name].isnan().any()
+            assert _same(case, low[name].masked_fill(nan_rows, 0), inf[name].masked_fill(nan_rows, 0))
+            if case.inputs.get("is_causal"):
+                assert nan_rows.any()  # the last query sees no key j > i
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=str)
+def test_two_edits_compose(pair):
+    """Two knobs at once are both edits made: the pair's source is the one's edits then the
+    other's, and its outputs differ somewhere from the reference and from each knob alone."""
+    from attnprep.grader.edits import edited_source
+
+    kind = kind_for(EX, seed=0)
+    source = EX.solution_path.read_text(encoding="utf-8")
+    assert kind.edited.source(pair) == edited_source(edited_source(source, EX.grading["edits"][pair[0]]),
+                                                     EX.grading["edits"][pair[1]])
+    apart = {"reference": False, pair[0]: False, pair[1]: False}
+    for ci in range(len(kind.configs)):
+        reference = kind.reference(ci)
+        alone = dict(zip(pair, (_outputs(kind, ci, k) for k in pair)))
+        for n, (case, both) in enumerate(zip(kind.cases(ci), _outputs(kind, ci, pair))):
+            with torch.no_grad():
+                want = reference(case)
+            for name in both:
+                apart["reference"] |= not _same(case, both[name], want[name])
+                for k in pair:
+                    apart[k] |= not _same(case, both[name], alone[k][n][name])
+    assert all(apart.values()), (pair, apart)
