@@ -77,3 +77,51 @@ class EditedReference:
     def forget(self) -> None:
         """Drop every compiled namespace (a forked child then holds none of the reference)."""
         self._compiled.clear()
+
+
+class SplitFillReference(EditedReference):
+    """An :class:`EditedReference` whose reference fills two masks (a causal and a padding one) at
+    once, merged, and whose variants are also tried with a fill per mask (a ``variants.MaskFills``,
+    duck-typed: a ``fill`` with ``apply(scores, padding_blocked, causal_blocked)``).
+
+    ``split`` (``[grading] mask_split``) are edits, made after a knob's, that rewrite the one fill
+    as a call ``mask_fills(scores, ~padding_allowed, ~causal_allowed)``; the compiled namespace
+    holds ``mask_fills``, the fill's own ``apply``. A knob whose edits take away the text the split
+    edits (it merges the masks, or fills none of them) keeps one fill: the padding's."""
+
+    def __init__(self, path: Path, edits: dict[str, list[dict]], fill: str, split: list[dict]):
+        super().__init__(path, edits, fill)
+        self.split = split
+
+    def _split_source(self, knobs: Iterable[str], fills) -> str | None:
+        """The source with the knobs' edits and the split made, or None where the split no longer applies."""
+        if self._source is None:
+            self._source = self.path.read_text(encoding="utf-8")
+        edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())
+        source = edited_source(self._source, edits)  # a clash of the knobs raises, as with one fill
+        shared = {(e["old"], e["new"]) for e in edits}
+        try:
+            return edited_source(source, [e for e in self.split if (e["old"], e["new"]) not in shared])
+        except EditError:
+            return None
+
+    def source(self, knobs: Iterable[str] = (), fill=None) -> str:
+        if fill is None or isinstance(fill, (int, float)) or not self.split:
+            return super().source(knobs, fill)
+        knobs = tuple(knobs)
+        split = self._split_source(knobs, fill)
+        return split if split is not None else super().source(knobs, float(fill))
+
+    def namespace(self, knobs: tuple[str, ...] = (), fill=None) -> dict[str, Any]:
+        if fill is None or isinstance(fill, (int, float)) or not self.split:
+            return super().namespace(knobs, fill)
+        key = (knobs, fill)
+        if key not in self._compiled:
+            if self._split_source(knobs, fill) is None:  # one fill: the padding's
+                self._compiled[key] = super().namespace(knobs, float(fill))
+            else:
+                label = " + ".join(knobs) + f", a fill per mask ({fill})"
+                namespace: dict[str, Any] = {"__name__": "attnprep_variant", "mask_fills": fill.apply}
+                exec(compile(self.source(knobs, fill), f"<{self.path.name} with {label}>", "exec"), namespace)
+                self._compiled[key] = namespace
+        return self._compiled[key]

@@ -25,6 +25,7 @@ import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
+from attnprep.grader.edits import SplitFillReference
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
@@ -45,6 +46,9 @@ class FunctionsGrading(Grading):
     mask_checks: tuple[dict, ...] = ({},)  # the extra arguments the mask function is checked with alone
     mask_inverted: str = ""  # the mistake named when the mask function returns the blocked positions
     mask_named: tuple[str, ...] = ()  # mask knobs named when the mask function returns their mask
+    edits: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (a variant with another fill has it there)
+    mask_split: tuple[dict, ...] = ()  # edits writing the reference's one merged fill as one per mask
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -71,6 +75,8 @@ class AttentionFunctions(Kind):
         self.mask_checks: list[dict] = [dict(a) for a in grading.mask_checks]
         self.mask_inverted: str = grading.mask_inverted
         self.mask_named: list[str] = list(grading.mask_named)
+        self.edited = SplitFillReference(exercise.solution_path, {k: list(v) for k, v in grading.edits.items()},
+                                         grading.fill, list(grading.mask_split))
 
     def cases(self, ci: int) -> list[Case]:
         c = self.configs[ci]
@@ -154,6 +160,13 @@ class AttentionFunctions(Kind):
             return {"out": variants.masked(i["q"], i["k"], i["v"], i["attention_mask"], knob, fill, i.get("window"))}
 
         return call
+
+    def edited_variant(self, ci: int, zero_bias, knob, fill):
+        """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together), its
+        masks filled with ``fill`` (a ``variants.MaskFills``: one fill per mask), called as the attempt is."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        # compiled when first called: edits that clash raise there
+        return lambda case: {"out": first(self.call(self.edited.namespace(knobs, fill), case))}
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         T = case.queries.shape[1]
