@@ -39,23 +39,70 @@ _PAIRS = [("padding_mask_inverted", "causal_masks_diagonal"), ("missing_scale", 
           ("padding_mask_on_queries", "scale_inverted"), ("mask_fill_zero:padding", "padding_mask_inverted"),
           ("mask_after_softmax", "causal_masks_diagonal"), ("attn_times_k", "padding_mask_ignored"),
           ("softmax_wrong_dim", "causal_leaks_next"), ("mask_fill_zero:causal", "scale_by_dim")]
-# the mask mistakes tried with a fill per mask (variants.MASK_FILLS); the code variant of
-# mask_after_softmax:causal fills its padding with -inf there, the edit with the padding's fill
-_MASKED = [k for k in _EX.grading["knobs"] if k != "mask_after_softmax:causal"]
 
 
-@pytest.mark.parametrize("fill", [*_variants.FILLS, *_variants.MASK_FILLS], ids=str)
-@pytest.mark.parametrize("knob", [*_EX.grading["knobs"], *_PAIRS], ids=str)
-def test_each_edit_computes_the_code_variant(knob, fill):
-    """Before the switch: the edited reference gives the outputs of the code variant of the same
-    knob (or pair of knobs) with the same fill on every case of every config."""
-    if not isinstance(fill, float) and knob not in _MASKED:  # the judge tries a fill per mask on one knob only
-        pytest.skip("a pair, or the code variant fills the padding with -inf whatever the per-mask fills")
+def _outputs(kind, ci: int, knob, fill=float("-inf")) -> list[dict]:
+    with torch.no_grad():
+        variant = kind.variant(ci, frozenset(), knob, fill)
+        return [variant(case) for case in kind.cases(ci)]
+
+
+@pytest.mark.parametrize("knob", _EX.grading["knobs"])
+def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
+    from attnprep.grader.edits import edited_source
+
+    source = _EX.solution_path.read_text(encoding="utf-8")
+    for edit in _EX.grading["edits"][knob]:
+        assert source.count(edit["old"]) == 1, edit
+        source = edited_source(source, [edit])
     kind = _kind_for(_EX, seed=0)
+    differs = False
     for ci in range(len(kind.configs)):
-        code, edited = kind.variant(ci, frozenset(), knob, fill), kind.edited_variant(ci, frozenset(), knob, fill)
-        for case in kind.cases(ci):
+        reference = kind.reference(ci)
+        for case, got in zip(kind.cases(ci), _outputs(kind, ci, knob)):
             with torch.no_grad():
-                want, got = code(case), edited(case)
-            for name in want:
-                assert _same(case, got[name], want[name]), (ci, str(case.name), name)
+                want = reference(case)
+            differs |= any(not _same(case, got[n], want[n]) for n in want)
+    assert differs, knob
+
+
+@pytest.mark.parametrize("pair", _PAIRS, ids=str)
+def test_two_edits_compose(pair):
+    """Two knobs at once are both edit lists made in order, and differ somewhere from each alone."""
+    from attnprep.grader.edits import edited_source
+
+    kind = _kind_for(_EX, seed=0)
+    source = _EX.solution_path.read_text(encoding="utf-8")
+    edits = list({(e["old"], e["new"]): e for k in pair for e in _EX.grading["edits"][k]}.values())
+    assert kind.edited.source(pair) == edited_source(source, edits)
+    apart = dict.fromkeys(pair, False)
+    for ci in range(len(kind.configs)):
+        alone = dict(zip(pair, (_outputs(kind, ci, k) for k in pair)))
+        for n, (case, both) in enumerate(zip(kind.cases(ci), _outputs(kind, ci, pair))):
+            for k in pair:
+                apart[k] |= any(not _same(case, both[name], alone[k][n][name]) for name in both)
+    assert all(apart.values()), (pair, apart)
+
+
+def test_a_fill_per_mask_is_written_where_the_reference_fills_both():
+    """With a variants.MaskFills the reference's one fill becomes one fill per mask (mask_split): a
+    padded key the causal mask also blocks gets the later fill, or their sum; a knob that merges the
+    masks (or fills neither) keeps one fill, the padding's."""
+    kind = _kind_for(_EX, seed=0)
+    split = _variants.MaskFills(float("-inf"), -1e9)
+    source = kind.edited.source((), split)
+    assert "mask_fills(scores, ~padding_allowed, ~causal_allowed)" in source and 'float("-inf")' not in source
+    merged = kind.edited.source(("masks_combined_or",), split)
+    assert "mask_fills" not in merged and "masked_fill(~allowed, -1000000000.0)" not in merged
+    assert "masked_fill(~allowed, float(\"-inf\"))" in merged  # the padding's fill, -inf
+    ci = 0
+    cases = kind.cases(ci)
+    seen = False
+    for case, ref, per_mask in zip(cases, _outputs(kind, ci, ""), _outputs(kind, ci, "", split)):
+        keys = ~ref["out"].isnan()  # a row with a key left: the same softmax
+        assert _same(case, per_mask["out"][keys], ref["out"][keys])
+    for case, inf, per_mask in zip(cases, _outputs(kind, ci, "padding_mask_inverted"),
+                                   _outputs(kind, ci, "padding_mask_inverted", split)):
+        nan = inf["out"].isnan()
+        seen |= bool(nan.any()) and not per_mask["out"].isnan().any()  # a row every key of which is blocked
+    assert seen
