@@ -146,14 +146,6 @@ FIX_SAYS = {"masks_combined_or": "sliding_window_mask("}
 
 # --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from attnprep import exercises as _exercises  # noqa: E402
-from attnprep.grader import variants as _variants  # noqa: E402
-from attnprep.grader.kinds import kind_for as _kind_for  # noqa: E402
-
-_EX = _exercises.get(__name__.rsplit("test_ex_", 1)[-1])
 
 
 def _same(case, got, want) -> bool:
@@ -166,7 +158,7 @@ def _same(case, got, want) -> bool:
     return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
 
 
-_PAIRS = [("padding_mask_inverted", "causal_masks_diagonal"), ("missing_scale", "causal_leaks_next"),
+PAIRS = [("padding_mask_inverted", "causal_masks_diagonal"), ("missing_scale", "causal_leaks_next"),
           ("padding_mask_on_queries", "scale_inverted"), ("mask_fill_zero:padding", "padding_mask_inverted"),
           ("mask_after_softmax", "causal_masks_diagonal"), ("attn_times_k", "padding_mask_ignored"),
           ("softmax_wrong_dim", "causal_leaks_next"), ("mask_fill_zero:causal", "scale_by_dim")]
@@ -178,15 +170,15 @@ def _outputs(kind, ci: int, knob, fill=float("-inf")) -> list[dict]:
         return [variant(case) for case in kind.cases(ci)]
 
 
-@pytest.mark.parametrize("knob", _EX.grading["knobs"])
+@pytest.mark.parametrize("knob", EX.grading["knobs"])
 def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
     from attnprep.grader.edits import edited_source
 
-    source = _EX.solution_path.read_text(encoding="utf-8")
-    for edit in _EX.grading["edits"][knob]:
+    source = EX.solution_path.read_text(encoding="utf-8")
+    for edit in EX.grading["edits"][knob]:
         assert source.count(edit["old"]) == 1, edit
         source = edited_source(source, [edit])
-    kind = _kind_for(_EX, seed=0)
+    kind = kind_for(EX, seed=0)
     differs = False
     for ci in range(len(kind.configs)):
         reference = kind.reference(ci)
@@ -197,14 +189,14 @@ def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
     assert differs, knob
 
 
-@pytest.mark.parametrize("pair", _PAIRS, ids=str)
+@pytest.mark.parametrize("pair", PAIRS, ids=str)
 def test_two_edits_compose(pair):
     """Two knobs at once are both edit lists made in order, and differ somewhere from each alone."""
     from attnprep.grader.edits import edited_source
 
-    kind = _kind_for(_EX, seed=0)
-    source = _EX.solution_path.read_text(encoding="utf-8")
-    edits = list({(e["old"], e["new"]): e for k in pair for e in _EX.grading["edits"][k]}.values())
+    kind = kind_for(EX, seed=0)
+    source = EX.solution_path.read_text(encoding="utf-8")
+    edits = list({(e["old"], e["new"]): e for k in pair for e in EX.grading["edits"][k]}.values())
     assert kind.edited.source(pair) == edited_source(source, edits)
     apart = dict.fromkeys(pair, False)
     for ci in range(len(kind.configs)):
@@ -219,8 +211,8 @@ def test_a_fill_per_mask_is_written_where_the_reference_fills_both():
     """With a variants.MaskFills the reference's one fill becomes one fill per mask (mask_split): a
     padded key the causal mask also blocks gets the later fill, or their sum; a knob that merges the
     masks (or fills neither) keeps one fill, the padding's."""
-    kind = _kind_for(_EX, seed=0)
-    split = _variants.MaskFills(float("-inf"), -1e9)
+    kind = kind_for(EX, seed=0)
+    split = variants.MaskFills(float("-inf"), -1e9)
     source = kind.edited.source((), split)
     assert "mask_fills(scores, ~padding_allowed, ~causal_allowed)" in source and 'float("-inf")' not in source
     merged = kind.edited.source(("masks_combined_or",), split)
