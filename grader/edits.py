@@ -70,7 +70,10 @@ class EditedReference:
             label = " + ".join(knobs) + ("" if key[1] is None else f", filled with {key[1]}")
             filename = str(self.path.resolve()) if reference else f"<{self.path.name} with {label}>"
             namespace: dict[str, Any] = {"__name__": "attnprep_reference" if reference else "attnprep_variant"}
-            exec(compile(source, filename, "exec"), namespace)  # our own reference, edited
+            if reference:
+                exec(compile(source, filename, "exec"), namespace)  # our own reference
+            else:  # edited: block by block, each block compiled once per process (edited_blocks)
+                exec_edited(source, f"<{self.path.name}, edited>", namespace)
             self._compiled[key] = namespace
         return self._compiled[key]
 
@@ -120,8 +123,44 @@ class SplitFillReference(EditedReference):
             if self._split_source(knobs, fill) is None:  # one fill: the padding's
                 self._compiled[key] = super().namespace(knobs, float(fill))
             else:
-                label = " + ".join(knobs) + f", a fill per mask ({fill})"
                 namespace: dict[str, Any] = {"__name__": "attnprep_variant", "mask_fills": fill.apply}
-                exec(compile(self.source(knobs, fill), f"<{self.path.name} with {label}>", "exec"), namespace)
+                exec_edited(self.source(knobs, fill), f"<{self.path.name}, edited>", namespace)
                 self._compiled[key] = namespace
         return self._compiled[key]
+
+
+# (file name, first line, text) -> code: the top-level blocks of edited references, compiled once per
+# process. Most mistakes edit one function or class and two knobs often edit two different ones, so
+# a variant mostly compiles none or one block instead of the whole module (compiling dominates
+# the cost of a variant that fails on its first case).
+_BLOCKS: dict[tuple[str, int, str], Any] = {}
+BLOCKS_KEPT = 20000  # then the cache starts again (a long test session grades thousands of variants)
+_TOP = ("def ", "class ", "async def ", "@")
+
+
+def edited_blocks(source: str) -> list[tuple[int, str]]:
+    """(first line, text) of each top-level block of ``source``: cut before every top-level ``def``,
+    ``class`` or decorator (a decorator and its definition stay together)."""
+    lines = source.splitlines(keepends=True)
+    cuts = [0] + [i for i, line in enumerate(lines) if i and line.startswith(_TOP) and not lines[i - 1].startswith("@")]
+    return [(a, "".join(lines[a:b])) for a, b in zip(cuts, cuts[1:] + [len(lines)])]
+
+
+def exec_edited(source: str, filename: str, namespace: dict[str, Any]) -> None:
+    """Run ``source`` in ``namespace`` block by block (line numbers kept), each block's code taken
+    from the process's cache when that text was compiled before; a source whose blocks do not
+    compile apart (a top-level ``def`` inside a string) is compiled whole."""
+    try:
+        codes = []
+        for first, text in edited_blocks(source):
+            key = (filename, first, text)
+            code = _BLOCKS.get(key)
+            if code is None:
+                if len(_BLOCKS) >= BLOCKS_KEPT:
+                    _BLOCKS.clear()
+                code = _BLOCKS[key] = compile("\n" * first + text, filename, "exec")
+            codes.append(code)
+    except SyntaxError:
+        codes = [compile(source, filename, "exec")]
+    for code in codes:
+        exec(code, namespace)  # our own reference, edited

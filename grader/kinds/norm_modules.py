@@ -82,6 +82,7 @@ class NormModules(Kind):
         self.objects: tuple[str, ...] = tuple(exercise.contract.objects)
         self.roles: dict[str, list[str]] = {n: list(grading.params[n]) for n in self.objects}
         self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in grading.edits.items()})
+        self._variants: dict[tuple, dict[str, torch.nn.Module]] = {}  # (knobs, config, dtype) -> the variant's modules
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -318,23 +319,27 @@ class NormModules(Kind):
         together), built with the config's arguments and the seeded weights, and run as the attempt
         is: converted to the case's dtype and called on its input as it is."""
         knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
-        built: dict[str, dict[str, torch.nn.Module]] = {}
 
-        def modules(dtype_name: str) -> dict[str, torch.nn.Module]:
-            if dtype_name not in built:  # compiled when first called: edits that clash raise there
-                namespace = self.edited.namespace(knobs)
-                weights = self.role_weights(ci)
-                dtype = LOW_PRECISION.get(dtype_name)
-                built[dtype_name] = {}
-                for name in self.objects:
-                    module = namespace[name](*self.args(ci)).eval()
-                    with torch.no_grad():
-                        for role, value in weights[name].items():
-                            getattr(module, role).data = value.clone()
-                    built[dtype_name][name] = module.to(dtype) if dtype is not None else module
-            return built[dtype_name]
+        def call(case: Case):
+            # built when first called (edits that clash raise there), then kept for the judge's next search
+            key = (knobs, ci, case.dtype)
+            if key not in self._variants:
+                self._variants[key] = self._edited_modules(knobs, ci, case.dtype)
+            return {name: first(m(case.inputs["x"].clone())) for name, m in self._variants[key].items()}
 
-        return lambda case: {name: first(m(case.inputs["x"].clone())) for name, m in modules(case.dtype).items()}
+        return call
 
+    def _edited_modules(self, knobs: tuple[str, ...], ci: int, dtype_name: str) -> dict[str, torch.nn.Module]:
+        namespace = self.edited.namespace(knobs)
+        weights = self.role_weights(ci)
+        dtype = LOW_PRECISION.get(dtype_name)
+        modules = {}
+        for name in self.objects:
+            module = namespace[name](*self.args(ci)).eval()
+            with torch.no_grad():
+                for role, value in weights[name].items():
+                    getattr(module, role).data = value.clone()
+            modules[name] = module.to(dtype) if dtype is not None else module
+        return modules
 
 KIND = NormModules
