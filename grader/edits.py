@@ -70,10 +70,97 @@ class EditedReference:
             label = " + ".join(knobs) + ("" if key[1] is None else f", filled with {key[1]}")
             filename = str(self.path.resolve()) if reference else f"<{self.path.name} with {label}>"
             namespace: dict[str, Any] = {"__name__": "attnprep_reference" if reference else "attnprep_variant"}
-            exec(compile(source, filename, "exec"), namespace)  # our own reference, edited
+            if reference:
+                exec(compile(source, filename, "exec"), namespace)  # our own reference
+            else:  # edited: block by block, each block compiled once per process (edited_blocks)
+                exec_edited(source, f"<{self.path.name}, edited>", namespace)
             self._compiled[key] = namespace
         return self._compiled[key]
 
     def forget(self) -> None:
         """Drop every compiled namespace (a forked child then holds none of the reference)."""
         self._compiled.clear()
+
+
+class SplitFillReference(EditedReference):
+    """An :class:`EditedReference` whose reference fills two masks (a causal and a padding one) at
+    once, merged, and whose variants are also tried with a fill per mask (a ``variants.MaskFills``,
+    duck-typed: a ``fill`` with ``apply(scores, padding_blocked, causal_blocked)``).
+
+    ``split`` (``[grading] mask_split``) are edits, made after a knob's, that rewrite the one fill
+    as a call ``mask_fills(scores, ~padding_allowed, ~causal_allowed)``; the compiled namespace
+    holds ``mask_fills``, the fill's own ``apply``. A knob whose edits take away the text the split
+    edits (it merges the masks, or fills none of them) keeps one fill: the padding's."""
+
+    def __init__(self, path: Path, edits: dict[str, list[dict]], fill: str, split: list[dict]):
+        super().__init__(path, edits, fill)
+        self.split = split
+
+    def _split_source(self, knobs: Iterable[str], fills) -> str | None:
+        """The source with the knobs' edits and the split made, or None where the split no longer applies."""
+        if self._source is None:
+            self._source = self.path.read_text(encoding="utf-8")
+        edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())
+        source = edited_source(self._source, edits)  # a clash of the knobs raises, as with one fill
+        shared = {(e["old"], e["new"]) for e in edits}
+        try:
+            return edited_source(source, [e for e in self.split if (e["old"], e["new"]) not in shared])
+        except EditError:
+            return None
+
+    def source(self, knobs: Iterable[str] = (), fill=None) -> str:
+        if fill is None or isinstance(fill, (int, float)) or not self.split:
+            return super().source(knobs, fill)
+        knobs = tuple(knobs)
+        split = self._split_source(knobs, fill)
+        return split if split is not None else super().source(knobs, float(fill))
+
+    def namespace(self, knobs: tuple[str, ...] = (), fill=None) -> dict[str, Any]:
+        if fill is None or isinstance(fill, (int, float)) or not self.split:
+            return super().namespace(knobs, fill)
+        key = (knobs, fill)
+        if key not in self._compiled:
+            if self._split_source(knobs, fill) is None:  # one fill: the padding's
+                self._compiled[key] = super().namespace(knobs, float(fill))
+            else:
+                namespace: dict[str, Any] = {"__name__": "attnprep_variant", "mask_fills": fill.apply}
+                exec_edited(self.source(knobs, fill), f"<{self.path.name}, edited>", namespace)
+                self._compiled[key] = namespace
+        return self._compiled[key]
+
+
+# (file name, first line, text) -> code: the top-level blocks of edited references, compiled once per
+# process. Most mistakes edit one function or class and two knobs often edit two different ones, so
+# a variant mostly compiles none or one block instead of the whole module (compiling dominates
+# the cost of a variant that fails on its first case).
+_BLOCKS: dict[tuple[str, int, str], Any] = {}
+BLOCKS_KEPT = 20000  # then the cache starts again (a long test session grades thousands of variants)
+_TOP = ("def ", "class ", "async def ", "@")
+
+
+def edited_blocks(source: str) -> list[tuple[int, str]]:
+    """(first line, text) of each top-level block of ``source``: cut before every top-level ``def``,
+    ``class`` or decorator (a decorator and its definition stay together)."""
+    lines = source.splitlines(keepends=True)
+    cuts = [0] + [i for i, line in enumerate(lines) if i and line.startswith(_TOP) and not lines[i - 1].startswith("@")]
+    return [(a, "".join(lines[a:b])) for a, b in zip(cuts, cuts[1:] + [len(lines)])]
+
+
+def exec_edited(source: str, filename: str, namespace: dict[str, Any]) -> None:
+    """Run ``source`` in ``namespace`` block by block (line numbers kept), each block's code taken
+    from the process's cache when that text was compiled before; a source whose blocks do not
+    compile apart (a top-level ``def`` inside a string) is compiled whole."""
+    try:
+        codes = []
+        for first, text in edited_blocks(source):
+            key = (filename, first, text)
+            code = _BLOCKS.get(key)
+            if code is None:
+                if len(_BLOCKS) >= BLOCKS_KEPT:
+                    _BLOCKS.clear()
+                code = _BLOCKS[key] = compile("\n" * first + text, filename, "exec")
+            codes.append(code)
+    except SyntaxError:
+        codes = [compile(source, filename, "exec")]
+    for code in codes:
+        exec(code, namespace)  # our own reference, edited

@@ -8,7 +8,6 @@ float32 upcast overflows, so that a missing upcast cannot pass.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ import torch.nn.functional as F
 from attnprep import exercises, texts
 from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds import norm_modules as N
 from attnprep.grader.observe import Observer, forbidden_functions
 from attnprep.grader.result import Verdict
 from attnprep.solutions.norms import LayerNorm, RMSNorm
@@ -106,7 +104,8 @@ def test_the_float16_case_overflows_without_the_upcast():
         # x² is inf somewhere in nearly every row, and the mean of squares is inf in float16
         assert (x.float().abs() > 256).any(-1).float().mean() > 0.8
         assert torch.isinf(x.pow(2).mean(-1)).float().mean() > 0.8
-        no_upcast = N.norm("rms", x, {"weight": torch.ones(x.shape[-1], dtype=x.dtype)}, 1e-6, "norm_no_upcast")
+        with torch.no_grad():
+            no_upcast = kind.variant(ci, frozenset(), "norm_no_upcast", 0.0)(case)["RMSNorm"]
         assert (no_upcast == 0).float().mean() > 0.5  # x * rsqrt(inf)
 
 
@@ -222,26 +221,59 @@ def _corpus(name: str):
     return Path(__file__).parent / "corpus" / "norms" / f"{name}.py"
 
 
+def _variant_outputs(knob, ci: int = 0, case_index: int = 1):
+    """A knob's outputs on config ``ci``'s float32 ``(5, dim)`` case, the input and the seeded weights."""
+    kind = kind_for(EX, seed=0)
+    case = kind.cases(ci)[case_index]
+    with torch.no_grad():
+        got = kind.variant(ci, frozenset(), knob, 0.0)(case)
+    return got, case.inputs["x"].double(), {n: {r: v.double() for r, v in w.items()} for n, w in kind.role_weights(ci).items()}
+
+
 def test_the_variants_compute_the_textbook_formulas():
-    x = torch.randn(3, 6, generator=torch.Generator().manual_seed(4), dtype=F64)
-    w = {"weight": torch.full((6,), 2.0, dtype=F64), "bias": torch.full((6,), 0.5, dtype=F64)}
-    mean, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
-    torch.testing.assert_close(N.norm("layer", x, w, 1e-5), 2 * (x - mean) / torch.sqrt(var + 1e-5) + 0.5)
-    torch.testing.assert_close(N.norm("layer", x, w, 1e-5, "norm_unbiased_variance"),
-                               2 * (x - mean) / torch.sqrt(var * 6 / 5 + 1e-5) + 0.5)
-    torch.testing.assert_close(N.norm("layer", x, w, 1e-5, "layernorm_unbiased_std_eps"),
-                               2 * (x - mean) / (x.std(-1, keepdim=True) + 1e-5) + 0.5)
+    """The edited references compute the formulas their mistakes are named after (config 0: dim 16,
+    the default eps), and a knob restricted to one class leaves the other one right."""
+    def rms(x, w, eps=1e-6, ms=None):
+        ms = x.pow(2).mean(-1, keepdim=True) if ms is None else ms
+        return w * x / torch.sqrt(ms + eps)
+
+    def ln(x, w, b, eps=1e-5, var=None):
+        mean = x.mean(-1, keepdim=True)
+        var = x.var(-1, keepdim=True, unbiased=False) if var is None else var
+        return w * (x - mean) / torch.sqrt(var + eps) + b
+
+    close = lambda got, want: torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)  # noqa: E731
+    got, x, w = _variant_outputs("")
+    R, L = w["RMSNorm"], w["LayerNorm"]
+    close(got["RMSNorm"], rms(x, R["weight"]))
+    close(got["LayerNorm"], ln(x, L["weight"], L["bias"]))
+    got, *_ = _variant_outputs("norm_unbiased_variance")
+    close(got["LayerNorm"], ln(x, L["weight"], L["bias"], var=x.var(-1, keepdim=True)))
+    close(got["RMSNorm"], rms(x, R["weight"]))
+    got, *_ = _variant_outputs("layernorm_unbiased_std_eps")
+    close(got["LayerNorm"], L["weight"] * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5) + L["bias"])
+    got, *_ = _variant_outputs("rmsnorm_one_plus_weight")
+    close(got["RMSNorm"], rms(x, 1 + R["weight"]))
+    got, *_ = _variant_outputs("norm_eps_outside_sqrt:ln")
+    close(got["RMSNorm"], rms(x, R["weight"]))
     ms = x.pow(2).mean(-1, keepdim=True)
-    torch.testing.assert_close(N.norm("rms", x, w, 1e-6), 2 * x / torch.sqrt(ms + 1e-6))
-    torch.testing.assert_close(N.norm("rms", x, w, 1e-6, "rmsnorm_one_plus_weight"), 3 * x / torch.sqrt(ms + 1e-6))
-    torch.testing.assert_close(N.norm("rms", x, w, 1e-6, "norm_eps_outside_sqrt"), 2 * x / (ms.sqrt() + 1e-6))
-    # a knob restricted to one norm leaves the other one right
-    torch.testing.assert_close(N.norm("rms", x, w, 1e-6, "norm_eps_outside_sqrt:ln"), N.norm("rms", x, w, 1e-6))
-    assert N.eps_for("rms", {"dim": 6}, 1e-6, "norm_eps_convention:rms=1e-5") == 1e-5
-    assert N.eps_for("layer", {"dim": 6}, 1e-5, "norm_eps_convention:rms=1e-5") == 1e-5
-    assert N.eps_for("rms", {"dim": 6, "eps": 1e-3}, 1e-6, "norm_eps_convention:rms=1e-5") == 1e-3
-    assert N.eps_for("rms", {"dim": 6, "eps": 1e-3}, 1e-6, "norm_eps_ignored") == 1e-6
-    assert math.isclose(N.eps_for("layer", {"dim": 6}, 1e-5, "norm_eps_convention:swapped"), 1e-6)
+    close(got["LayerNorm"], L["weight"] * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True, unbiased=False) + 1e-5) + L["bias"])
+    got, *_ = _variant_outputs("rmsnorm_subtracts_mean")
+    centred = x - x.mean(-1, keepdim=True)
+    close(got["RMSNorm"], rms(centred, R["weight"]))
+    got, *_ = _variant_outputs("rmsnorm_subtracts_mean:numerator")
+    close(got["RMSNorm"], rms(centred, R["weight"], ms=ms))
+    got, *_ = _variant_outputs("layernorm_no_mean:mean_square")
+    close(got["LayerNorm"], L["weight"] * x / torch.sqrt(ms + 1e-5) + L["bias"])
+    # the eps convention: config 0 leaves eps out (the default is graded), config 1 passes 1e-3
+    got, *_ = _variant_outputs("norm_eps_convention:swapped", case_index=3)
+    tiny = kind_for(EX, seed=0).cases(0)[3].inputs["x"].double()
+    close(got["RMSNorm"], rms(tiny, R["weight"], eps=1e-5))
+    close(got["LayerNorm"], ln(tiny, L["weight"], L["bias"], eps=1e-6))
+    got, x1, w1 = _variant_outputs("norm_eps_ignored", ci=1, case_index=3)
+    close(got["RMSNorm"], rms(x1, w1["RMSNorm"]["weight"], eps=1e-6))
+    got, *_ = _variant_outputs("norm_eps_convention:rms=1e-5", ci=1, case_index=3)
+    close(got["RMSNorm"], rms(x1, w1["RMSNorm"]["weight"], eps=1e-3))
 
 
 def test_a_norm_written_with_einsum_shows_no_softmax_row_sums(graded):
@@ -311,3 +343,88 @@ def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monk
             assert (doc["verdict"], doc["label"]) == ("gradients", label)
     finally:
         texts.set_language(None)  # --lang sets the process's language: not for the tests after this one
+
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
+
+
+def _same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+# two mistakes at once: one in each class (each class's outputs are its own knob's) …
+ACROSS = [("rmsnorm_subtracts_mean", "norm_no_upcast:ln"), ("norm_eps_outside_sqrt:rms", "norm_unbiased_variance"),
+          ("norm_no_upcast:rms", "norm_wrong_dim:ln"), ("rmsnorm_one_plus_weight", "layernorm_bias_not_applied"),
+          ("norm_rsqrt_inverted:rms", "layernorm_no_mean"), ("norm_eps_missing:rms", "norm_eps_outside_sqrt:ln")]
+# … or an eps mistake with a mistake of the computation in the same class
+WITH_EPS = [("norm_eps_convention:rms=1e-5", "norm_no_upcast"), ("norm_eps_ignored", "norm_eps_outside_sqrt"),
+            ("norm_eps_missing:ln", "layernorm_no_mean:variance"), ("norm_eps_convention:swapped", "norm_wrong_dim:batch")]
+
+
+def _outputs(kind, ci: int, knob) -> list[dict]:
+    with torch.no_grad():
+        variant = kind.variant(ci, frozenset(), knob, 0.0)
+        return [variant(case) for case in kind.cases(ci)]
+
+
+@pytest.mark.parametrize("knob", EX.grading["knobs"])
+def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
+    from attnprep.grader.edits import edited_source
+
+    source = EX.solution_path.read_text(encoding="utf-8")
+    for edit in EX.grading["edits"][knob]:
+        assert source.count(edit["old"]) == 1, edit
+        source = edited_source(source, [edit])
+    kind = kind_for(EX, seed=0)
+    cases = [(ci, case) for ci in range(len(kind.configs)) for case in kind.cases(ci)]
+    reference = {ci: kind.reference(ci) for ci in range(len(kind.configs))}
+    outputs = {ci: _outputs(kind, ci, knob) for ci in range(len(kind.configs))}
+    differs = set()
+    for ci in outputs:
+        for case, got in zip(kind.cases(ci), outputs[ci]):
+            with torch.no_grad():
+                want = reference[ci](case)
+            differs |= {name for name in got if not _same(case, got[name], want[name])}
+    # a sub-variant ":rms" / ":ln" changes that class only
+    part = knob.partition(":")[2].split("=")[0].split("_")[0]
+    expected = {"rms": {"RMSNorm"}, "ln": {"LayerNorm"}}.get(part)
+    assert differs and (expected is None or differs == expected), (knob, differs)
+
+
+@pytest.mark.parametrize("pair", ACROSS, ids=str)
+def test_two_mistakes_in_the_two_classes_compose(pair):
+    """Each class's outputs under the pair are its own knob's."""
+    kind = kind_for(EX, seed=0)
+    for ci in range(len(kind.configs)):
+        both = _outputs(kind, ci, pair)
+        alone = dict(zip(kind.objects, (_outputs(kind, ci, k) for k in pair)))
+        for n, case in enumerate(kind.cases(ci)):
+            for name in kind.objects:
+                assert _same(case, both[n][name], alone[name][n][name]), (pair, ci, str(case.name), name)
+
+
+@pytest.mark.parametrize("pair", WITH_EPS, ids=str)
+def test_an_eps_mistake_composes_with_a_mistake_of_the_computation(pair):
+    """Where the eps mistake alone changes nothing (a config whose eps it does not touch), the pair is
+    the other mistake alone; somewhere it is not."""
+    kind = kind_for(EX, seed=0)
+    eps_knob, other = pair
+    apart = False
+    for ci in range(len(kind.configs)):
+        cases = kind.cases(ci)
+        both, alone, eps_alone = (_outputs(kind, ci, k) for k in (pair, other, eps_knob))
+        with torch.no_grad():
+            ref = [kind.reference(ci)(case) for case in cases]
+        inert = all(_same(c, e[n], r[n]) for c, e, r in zip(cases, eps_alone, ref) for n in kind.objects)
+        same = all(_same(c, b[n], a[n]) for c, b, a in zip(cases, both, alone) for n in kind.objects)
+        assert same or not inert, (pair, ci)
+        apart |= not same
+    assert apart, pair
+
+

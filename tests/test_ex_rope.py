@@ -18,7 +18,6 @@ import torch
 from attnprep import exercises
 from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds import rope_functions as R
 from attnprep.grader.result import Verdict
 from attnprep.solutions.rope import apply_rope, rope_cache, rotate_half
 from test_divergence import _with
@@ -120,6 +119,11 @@ def test_scores_depend_on_the_offset_only_and_norms_are_kept():
     assert abs(rq[5] @ rk[2] - q @ k) > 1e-3  # it does rotate
 
 
+def _edited(*knobs: str) -> dict:
+    """The reference's functions with the edits of ``knobs`` made."""
+    return kind_for(EX, seed=0).edited.namespace(knobs)
+
+
 def test_rotate_half_is_meta_interleaved_rope_after_hugging_faces_permutation():
     """Hugging Face's convert_llama_weights_to_hf permutes W_q / W_k rows so that Meta's adjacent
     pairs become halves: the two conventions are the same rotation on permuted features."""
@@ -127,7 +131,7 @@ def test_rotate_half_is_meta_interleaved_rope_after_hugging_faces_permutation():
     x = torch.randn(2, 1, T, D, generator=torch.Generator().manual_seed(3), dtype=F64)
     cos, sin = (t.double() for t in rope_cache(T, D))
     perm = torch.cat([torch.arange(0, D, 2), torch.arange(1, D, 2)])  # interleaved -> halves
-    meta = R.apply(x, cos, sin, None, "rope_interleaved_pairs")  # Meta / DeepSeek: adjacent pairs
+    meta = _edited("rope_interleaved_pairs")["apply_rope"](x, cos, sin)  # Meta / DeepSeek: adjacent pairs
     torch.testing.assert_close(apply_rope(x[..., perm], cos, sin), meta[..., perm])
     assert not torch.allclose(apply_rope(x, cos, sin), meta)  # unpermuted they differ: a named mistake
 
@@ -204,8 +208,7 @@ def test_relative_check_passes_any_rotation_and_fails_what_is_not_one():
 
     assert checks(rope_cache, apply_rope) == {"relative": True, "cache_device": True}
     # the interleaved form on its own cache is a rotation too: wrong for the contract, not for this check
-    gptj_cache = lambda S, D, theta=10000.0, device=None: R.cache(S, D, theta, "rope_interleaved_pairs:gptj")  # noqa: E731
-    gptj = lambda x, c, s, p=None: R.apply(x, c, s, p, "rope_interleaved_pairs:gptj").float()  # noqa: E731
+    gptj_cache, gptj = (_edited("rope_interleaved_pairs:gptj")[n] for n in ("rope_cache", "apply_rope"))
     assert checks(gptj_cache, gptj)["relative"] is True
     # rotate_half on a repeat_interleave cache is not: pairs (i, i + D/2) get two different angles
     assert checks(gptj_cache, apply_rope)["relative"] is False
@@ -306,3 +309,77 @@ def test_a_mistake_in_some_cases_is_named_with_those_cases(graded):
     # exactly the cases with (T,) positions; those with (B, T) or (B, 1) positions are honoured
     assert set(group.params["cases"].split(", ")) == {"chunk of 3 after 9 cached tokens", "decode step at position 12"}
     assert group.params["others"] > 0
+
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
+
+
+def _same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+PAIRS = [("rope_exponent_arange_half", "rope_emb_repeat_interleave"), ("rope_exponent_arange_half", "rope_positions_ignored"),
+         ("rope_theta_ignored", "rope_inv_freq_not_inverted"), ("rope_inv_freq_not_inverted", "rope_theta_ignored"),
+         ("rope_interleaved_pairs", "rotate_half_cos_sin_swapped"), ("rotate_half_sign_flipped", "rope_positions_ignored"),
+         ("rope_theta_ignored", "rotate_half_sign_flipped:missing"), ("rope_interleaved_pairs:gptj", "rope_exponent_arange_half")]
+
+
+def _outputs(kind, ci: int, knob) -> list[dict]:
+    with torch.no_grad():
+        variant = kind.variant(ci, frozenset(), knob, 0.0)
+        return [variant(case) for case in kind.cases(ci)]
+
+
+@pytest.mark.parametrize("knob", EX.grading["knobs"])
+def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
+    from attnprep.grader.edits import edited_source
+
+    source = EX.solution_path.read_text(encoding="utf-8")
+    for edit in EX.grading["edits"][knob]:
+        assert source.count(edit["old"]) == 1, edit
+        source = edited_source(source, [edit])
+    kind = kind_for(EX, seed=0)
+    differs = False
+    for ci in range(len(kind.configs)):
+        reference = kind.reference(ci)
+        for case, got in zip(kind.cases(ci), _outputs(kind, ci, knob)):
+            with torch.no_grad():
+                want = reference(case)
+            differs |= any(not _same(case, got[n], want[n]) for n in want)
+    assert differs, knob
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=str)
+def test_two_edits_compose(pair):
+    """Two knobs at once: a cache knob with an apply knob gives each function's outputs of its own
+    knob; two knobs of one function give outputs that neither knob alone gives."""
+    kind = kind_for(EX, seed=0)
+    changes = {k: set() for k in pair}
+    for ci in range(len(kind.configs)):
+        reference = kind.reference(ci)
+        for case, got in zip(kind.cases(ci), _outputs(kind, ci, pair[0])):
+            with torch.no_grad():
+                want = reference(case)
+            changes[pair[0]] |= {n for n in want if not _same(case, got[n], want[n])}
+        for case, got in zip(kind.cases(ci), _outputs(kind, ci, pair[1])):
+            with torch.no_grad():
+                want = reference(case)
+            changes[pair[1]] |= {n for n in want if not _same(case, got[n], want[n])}
+    apart = not (changes[pair[0]] & changes[pair[1]])
+    new = False
+    for ci in range(len(kind.configs)):
+        alone = [_outputs(kind, ci, k) for k in pair]
+        for n, (case, both) in enumerate(zip(kind.cases(ci), _outputs(kind, ci, pair))):
+            for name in both:
+                if apart:  # each output is the one knob's that changes it
+                    owner = pair[0] if name in changes[pair[0]] else pair[1]
+                    assert _same(case, both[name], alone[pair.index(owner)][n][name]), (pair, ci, str(case.name), name)
+                else:
+                    new |= all(not _same(case, both[name], a[n][name]) for a in alone)
+    assert apart or new, pair

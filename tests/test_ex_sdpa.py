@@ -14,7 +14,6 @@ import torch.nn.functional as F
 from attnprep import exercises
 from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds.sdpa_functions import attention, soft
 from attnprep.grader.result import Verdict
 from attnprep.solutions.sdpa import scaled_dot_product_attention, softmax
 
@@ -87,20 +86,9 @@ def test_is_causal_is_top_left_when_L_differs_from_S():
     q, k, v = _inputs((1,), 2, 5, 4, 3)
     out = scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(out[0, 0], v[0, 0])  # query 0 sees key 0 only, whatever S is
-    bottom_right = attention(q, k, v, None, True, None, "causal_bottom_right")
+    bottom_right = kind_for(EX).edited.namespace(("causal_bottom_right",))["scaled_dot_product_attention"](q, k, v, is_causal=True)
     assert not torch.allclose(out, bottom_right)
     torch.testing.assert_close(bottom_right[0, 1], F.scaled_dot_product_attention(q, k, v)[0, 1])  # the last query sees all
-
-
-def test_variant_functions_are_the_reference_without_a_knob():
-    for lead, L, S, E, Ev in SHAPES:
-        q, k, v = _inputs(lead, L, S, E, Ev)
-        for causal, scale in ((False, None), (True, None), (False, 0.5)):
-            torch.testing.assert_close(attention(q, k, v, None, causal, scale),
-                                       scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale))
-    x = torch.randn(3, 4, 5, generator=G) * 100
-    for dim in (0, 1, 2, -1):
-        torch.testing.assert_close(soft(x, dim), softmax(x, dim=dim))
 
 
 def test_the_cases_cover_what_the_contract_says_is_graded():
@@ -228,3 +216,90 @@ def test_the_finite_row_names_each_case_once_and_quoted(graded):
 # exercise that does not declare them, and fixes that must use them.
 FIX_WORDS = ("q.size(-1)",)
 FIX_SAYS = {"scale_by_dim": "q.size(-1)", "causal_flag_inverted": "device=q.device"}
+
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
+
+
+def _same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+PAIRS = [("bool_mask_inverted", "scale_inverted"), ("missing_scale", "causal_masks_diagonal"),
+         ("softmax_unstable:attention", "softmax_wrong_dim"), ("scale_after_softmax", "mask_fill_zero"),
+         ("softmax_global_max", "causal_leaks_next"), ("scale_argument_ignored", "scale_by_dim"),
+         ("float_mask_ignored", "missing_scale:default"), ("mask_after_softmax", "scale_inverted:argument"),
+         ("causal_bottom_right", "softmax_unstable"), ("attn_mask_ignored", "softmax_max_wrong_dim")]
+
+
+def _outputs(kind, ci: int, knob, fill: float = float("-inf")) -> list[dict]:
+    with torch.no_grad():
+        variant = kind.variant(ci, frozenset(), knob, fill)
+        return [variant(case) for case in kind.cases(ci)]
+
+
+@pytest.mark.parametrize("knob", EX.grading["knobs"])
+def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
+    from attnprep.grader.edits import edited_source
+
+    source = EX.solution_path.read_text(encoding="utf-8")
+    for edit in EX.grading["edits"][knob]:
+        assert source.count(edit["old"]) == 1, edit
+        source = edited_source(source, [edit])
+    kind = kind_for(EX, seed=0)
+    differs = False
+    for ci in range(len(kind.configs)):
+        reference = kind.reference(ci)
+        for case, got in zip(kind.cases(ci), _outputs(kind, ci, knob)):
+            with torch.no_grad():
+                want = reference(case)
+            differs |= any(not _same(case, got[n], want[n]) for n in want)
+    assert differs, knob
+
+
+def test_the_other_fill_is_written_where_the_reference_fills():
+    """-1e9 replaces the reference's float("-inf") in every mask, edits included; the variant's outputs
+    differ from -inf's only on rows every key of which is blocked (NaN with -inf, a mean with -1e9)."""
+    kind = kind_for(EX, seed=0)
+    source = kind.edited.source(("float_mask_as_bool",), -1e9)
+    assert 'float("-inf")' not in source and source.count("-1000000000.0") == 3
+    ci = 1  # L = 6 > S = 4: the last queries see no key j > i
+    for case, low, inf in zip(kind.cases(ci), _outputs(kind, ci, "causal_inverted:strict", -1e9),
+                              _outputs(kind, ci, "causal_inverted:strict")):
+        for name in inf:
+            nan_rows = inf[name].isnan()
+            if case.inputs.get("attn_mask") is None and "x" not in case.inputs:  # no -inf of the inputs' own
+                assert not low[name].isnan().any()
+            assert _same(case, low[name].masked_fill(nan_rows, 0), inf[name].masked_fill(nan_rows, 0))
+            if case.inputs.get("is_causal"):
+                assert nan_rows.any()  # the last query sees no key j > i
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=str)
+def test_two_edits_compose(pair):
+    """Two knobs at once are both edits made: the pair's source is the one's edits then the
+    other's, and its outputs differ somewhere from the reference and from each knob alone."""
+    from attnprep.grader.edits import edited_source
+
+    kind = kind_for(EX, seed=0)
+    source = EX.solution_path.read_text(encoding="utf-8")
+    assert kind.edited.source(pair) == edited_source(edited_source(source, EX.grading["edits"][pair[0]]),
+                                                     EX.grading["edits"][pair[1]])
+    apart = {"reference": False, pair[0]: False, pair[1]: False}
+    for ci in range(len(kind.configs)):
+        reference = kind.reference(ci)
+        alone = dict(zip(pair, (_outputs(kind, ci, k) for k in pair)))
+        for n, (case, both) in enumerate(zip(kind.cases(ci), _outputs(kind, ci, pair))):
+            with torch.no_grad():
+                want = reference(case)
+            for name in both:
+                apart["reference"] |= not _same(case, both[name], want[name])
+                for k in pair:
+                    apart[k] |= not _same(case, both[name], alone[k][n][name])
+    assert all(apart.values()), (pair, apart)

@@ -12,7 +12,10 @@ Exercise data (``[grading]``): ``configs`` (``heads``, ``dim`` and the extra arg
 by default); ``mask_checks``, the extra arguments the mask function is checked with on its own
 (``[{ window = 1 }, …]``); ``mask_inverted``, the mistake named when the mask function returns the
 blocked positions; ``mask_named``, mask knobs named when the mask function returns their mask;
-``knobs``, the mistakes tried, in order.
+``knobs``, the mistakes tried, in order; ``edits``, each knob's ``{ old, new }`` edits of the
+solution (a knob's variant is the edited reference, called as the attempt is; two knobs, both
+edits); ``fill``, the reference's mask fill as written, and ``mask_split``, the edits that write its
+one merged fill as one fill per mask (:class:`attnprep.grader.edits.SplitFillReference`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
+from attnprep.grader.edits import SplitFillReference
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
@@ -45,6 +49,9 @@ class FunctionsGrading(Grading):
     mask_checks: tuple[dict, ...] = ({},)  # the extra arguments the mask function is checked with alone
     mask_inverted: str = ""  # the mistake named when the mask function returns the blocked positions
     mask_named: tuple[str, ...] = ()  # mask knobs named when the mask function returns their mask
+    edits: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (a variant with another fill has it there)
+    mask_split: tuple[dict, ...] = ()  # edits writing the reference's one merged fill as one per mask
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -60,8 +67,8 @@ class AttentionFunctions(Kind):
     traits = frozenset({"attention", "rows", "mask_function"})
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
-    pair_knobs = True  # its variants take two knobs at once (variants.slips)
-    mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
+    pair_knobs = True  # its variants take two knobs at once (both edits made)
+    mask_fills = True  # its variants take variants.MaskFills (a fill per mask: [grading] mask_split)
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
@@ -71,6 +78,8 @@ class AttentionFunctions(Kind):
         self.mask_checks: list[dict] = [dict(a) for a in grading.mask_checks]
         self.mask_inverted: str = grading.mask_inverted
         self.mask_named: list[str] = list(grading.mask_named)
+        self.edited = SplitFillReference(exercise.solution_path, {k: list(v) for k, v in grading.edits.items()},
+                                         grading.fill, list(grading.mask_split))
 
     def cases(self, ci: int) -> list[Case]:
         c = self.configs[ci]
@@ -148,12 +157,12 @@ class AttentionFunctions(Kind):
         functions = self.solution()
         return lambda case: {"out": first(self.call(functions, case))}
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
-        def call(case: Case):
-            i = case.inputs
-            return {"out": variants.masked(i["q"], i["k"], i["v"], i["attention_mask"], knob, fill, i.get("window"))}
-
-        return call
+    def variant(self, ci: int, zero_bias, knob, fill):
+        """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together), its
+        masks filled with ``fill`` (a ``variants.MaskFills``: one fill per mask), called as the attempt is."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        # compiled when first called: edits that clash raise there
+        return lambda case: {"out": first(self.call(self.edited.namespace(knobs, fill), case))}
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         T = case.queries.shape[1]

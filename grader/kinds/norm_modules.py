@@ -10,25 +10,30 @@ inputs of rank 2 to 4 (tiny values, where eps matters; an offset), the module an
 graded in bfloat16 and in float16 (values of a few hundred, whose squares overflow float16), to four
 ulps of that dtype against the exact result, which must come back in that dtype.
 
+Mistakes are named edits of the reference solution (``[grading] edits``: knob -> a list of
+``{ old, new }`` substitutions of the solution's text, each found exactly once; a sub-variant's edits
+may touch one class only): a knob's variant is the edited reference's classes, built and loaded as
+the attempt is and run in the case's dtype.
+
 Exercise data (``[grading]``): ``configs`` (``dim`` and an optional ``eps``: when absent the classes
-are built without it, so their defaults are graded); ``models``, the norm each object is
-(``"rms"`` or ``"layer"``); ``params``, each object's roles; ``eps``, the contract's defaults;
-``knobs``, the mistakes tried, in order (a sub-variant ``:rms`` or ``:ln`` restricts a mistake to
-that norm); ``forbidden_functions``, the built-ins (read by the child's observer).
+are built without it, so their defaults are graded); ``params``, each object's roles; ``eps``, the
+contract's defaults (the stub's); ``knobs``, the mistakes tried, in order, and ``edits``;
+``forbidden_functions``, the built-ins (read by the child's observer).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import itertools
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from attnprep.grader.cases import Case, generator, low_precision, x_of
+from attnprep.grader.edits import EditedReference
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
@@ -40,7 +45,6 @@ ALIASES = {  # role -> names other implementations give it, best first
     "weight": ("weight", "gamma", "scale", "g", "w", "a_2", "alpha", "gain"),
     "bias": ("bias", "beta", "shift", "b", "b_2", "offset"),
 }
-SHORT = {"rms": "rms", "layer": "ln"}  # the sub-variant suffix of each model
 
 
 def tolerance(dtype: torch.dtype) -> tuple[float, float]:
@@ -49,126 +53,14 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return 4 * eps, 4 * eps
 
 
-# --- the functional form of the references and their mistakes (knobs) ---------------------------
-
-
-def _parse(knob: str) -> tuple[str, str]:
-    mistake, _, part = knob.partition(":")
-    return mistake, part
-
-
-def _applies(knob: str, model: str) -> bool:
-    """Does ``knob`` put its mistake into the norm ``model``? A sub-variant that starts with
-    ``rms`` or ``ln`` (``:rms``, ``:ln_affine``, ``:rms=1e-5``) restricts it to that norm."""
-    _, part = _parse(knob)
-    target = part.split("=")[0].split("_")[0]
-    return target not in ("rms", "ln") or target == SHORT[model]
-
-
-EPS_MISTAKES = ("norm_eps_convention", "norm_eps_ignored", "norm_eps_missing")  # they change eps only
-
-
-def knobs_for(knob, model: str) -> tuple[str, str]:
-    """(the knob that sets eps, the knob that changes the computation) of the norm ``model``, from
-    one knob or several made together (the judge tries pairs when no single one explains)."""
-    knobs = (knob,) if isinstance(knob, str) else tuple(knob)
-    applying = [k for k in knobs if k and _applies(k, model)]
-    eps = next((k for k in applying if _parse(k)[0] in EPS_MISTAKES), "")
-    other = next((k for k in applying if _parse(k)[0] not in EPS_MISTAKES), "")
-    return eps, other
-
-
-def eps_for(model: str, config: dict, default: float, knob: str) -> float:
-    """The eps the attempt's module uses: the config's, else its default (the contract's unless
-    a convention knob says otherwise); an eps-ignored knob always uses the contract's."""
-    mistake, part = _parse(knob)
-    if mistake == "norm_eps_missing" and _applies(knob, model):
-        return 0.0
-    if mistake == "norm_eps_ignored" and _applies(knob, model):
-        return default
-    if "eps" in config:
-        return float(config["eps"])
-    if mistake == "norm_eps_convention":
-        if part == "swapped":
-            return {"rms": 1e-5, "layer": 1e-6}[model]
-        name, _, value = part.partition("=")
-        if name == SHORT[model]:
-            return float(value)
-    return default
-
-
-def norm(model: str, x: torch.Tensor, weights: dict, eps: float, knob: str = "") -> torch.Tensor:
-    """The output of the norm ``model`` ("rms" or "layer") on x, or with a mistake, in x's dtype: the
-    statistics in float64 (in x's dtype for ``norm_no_upcast``), then, as the contract's modules
-    do, cast back to x's dtype and scaled there (a float16 result above 65504 is inf)."""
-    mistake, part = _parse(knob) if _applies(knob, model) else ("", "")
-    compute = x.dtype if mistake == "norm_no_upcast" else torch.float64
-    h = x.to(compute)
-    # the wrong dim: 1 (right for (N, dim) only), 0 (over the batch, as BatchNorm), or the last two
-    dim = {"": 1, "batch": 0, "last_two": (-2, -1)}.get(part, 1) if mistake == "norm_wrong_dim" else -1
-    y = _normalised(model, h, dim, eps, mistake, part).to(x.dtype)
-    w = weights["weight"].to(x.dtype)
-    if model == "rms":
-        if mistake == "norm_weight_not_applied":
-            return y
-        return (1 + w) * y if mistake == "rmsnorm_one_plus_weight" else w * y
-    b = weights["bias"].to(x.dtype)
-    if mistake == "norm_weight_not_applied":
-        return y if part == "ln_affine" else y + b
-    return w * y if mistake == "layernorm_bias_not_applied" else w * y + b
-
-
-def _mean_square(h: torch.Tensor, dim, mistake: str, part: str) -> torch.Tensor:
-    """mean(h², dim); without the upcast, ``:sum`` (``:rms_sum``, ``:ln_sum``) sums the squares in
-    h's dtype first and divides after (``(h * h).sum(-1) / d``, ``einsum('...d,...d->...', h, h) / d``):
-    a half-precision sum of squares overflows where their mean would not."""
-    if mistake == "norm_no_upcast" and part.endswith("sum"):
-        n = math.prod(h.shape[d] for d in dim) if isinstance(dim, tuple) else h.shape[dim]
-        return h.pow(2).sum(dim, keepdim=True) / n
-    return h.pow(2).mean(dim, keepdim=True)
-
-
-def _normalised(model: str, h: torch.Tensor, dim: int, eps: float, mistake: str, part: str) -> torch.Tensor:
-    """x normalised, before the weight and bias."""
-    if model == "rms":
-        if mistake == "rmsnorm_subtracts_mean":
-            centred = h - h.mean(dim, keepdim=True)
-            h, ms = (centred, centred.pow(2).mean(dim, keepdim=True)) if part != "numerator" else (
-                centred, h.pow(2).mean(dim, keepdim=True))
-        else:
-            ms = _mean_square(h, dim, mistake, part)  # (..., 1)
-        if mistake == "norm_rsqrt_inverted":
-            return h * torch.sqrt(ms + eps)
-        if mistake == "norm_eps_outside_sqrt":
-            return h / (ms.sqrt() + eps)
-        return h * torch.rsqrt(ms + eps)
-    n = math.prod(h.shape[d] for d in dim) if isinstance(dim, tuple) else h.shape[dim]
-    mean = h.mean(dim, keepdim=True)
-    centred = h - mean
-    if mistake == "layernorm_no_mean" and part in ("mean_square", "variance"):
-        centred = h if part == "mean_square" else centred  # variance: only the variance is not centred
-        var = h.pow(2).mean(dim, keepdim=True)
-    else:
-        var = _mean_square(centred, dim, mistake, part)  # (..., 1), biased
-        if mistake == "layernorm_no_mean":
-            centred = h  # the variance is right, the numerator is not centred
-    if mistake in ("norm_unbiased_variance", "layernorm_unbiased_std_eps"):
-        var = var * n / (n - 1)
-    if mistake == "norm_rsqrt_inverted":
-        return centred * torch.sqrt(var + eps)
-    if mistake in ("norm_eps_outside_sqrt", "layernorm_unbiased_std_eps"):
-        return centred / (var.sqrt() + eps)
-    return centred * torch.rsqrt(var + eps)
-
-
 # --- the kind -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
 class NormGrading(Grading):
-    models: tuple[str, ...]  # the norm each object is: "rms" or "layer"
     params: dict[str, list[str]]  # object -> its roles
-    eps: dict[str, float]  # object -> the contract's default eps
+    eps: dict[str, float]  # object -> the contract's default eps (the stub writes it; the reference has it)
+    edits: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # knob -> its {old, new} edits of the solution
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -188,9 +80,9 @@ class NormModules(Kind):
         super().__init__(exercise, seed)
         grading = self.grading
         self.objects: tuple[str, ...] = tuple(exercise.contract.objects)
-        self.models: dict[str, str] = dict(zip(self.objects, grading.models))
         self.roles: dict[str, list[str]] = {n: list(grading.params[n]) for n in self.objects}
-        self.defaults: dict[str, float] = {n: float(grading.eps[n]) for n in self.objects}
+        self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in grading.edits.items()})
+        self._variants: dict[tuple, dict[str, torch.nn.Module]] = {}  # (knobs, config, dtype) -> the variant's modules
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -423,24 +315,31 @@ class NormModules(Kind):
         return {"choice": 0}
 
     def variant(self, ci: int, zero_bias, knob, fill: float):
-        """The references with the mistake ``knob`` (or the knobs of a tuple, made together)."""
-        config = self.configs[ci]
-        weights = self.role_weights(ci)
+        """The reference's classes with the edits of ``knob`` (a knob, or a tuple of knobs made
+        together), built with the config's arguments and the seeded weights, and run as the attempt
+        is: converted to the case's dtype and called on its input as it is."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
 
         def call(case: Case):
-            x = case.inputs["x"]
-            out = {}
-            for name in self.objects:
-                model = self.models[name]
-                w = weights[name]
-                if case.dtype in LOW_PRECISION:  # the module's rounded values
-                    w = {r: v.to(LOW_PRECISION[case.dtype]) for r, v in w.items()}
-                eps_knob, other = knobs_for(knob, model)
-                eps = eps_for(model, config, self.defaults[name], eps_knob)
-                out[name] = norm(model, x, w, eps, other)
-            return out
+            # built when first called (edits that clash raise there), then kept for the judge's next search
+            key = (knobs, ci, case.dtype)
+            if key not in self._variants:
+                self._variants[key] = self._edited_modules(knobs, ci, case.dtype)
+            return {name: first(m(case.inputs["x"].clone())) for name, m in self._variants[key].items()}
 
         return call
 
+    def _edited_modules(self, knobs: tuple[str, ...], ci: int, dtype_name: str) -> dict[str, torch.nn.Module]:
+        namespace = self.edited.namespace(knobs)
+        weights = self.role_weights(ci)
+        dtype = LOW_PRECISION.get(dtype_name)
+        modules = {}
+        for name in self.objects:
+            module = namespace[name](*self.args(ci)).eval()
+            with torch.no_grad():
+                for role, value in weights[name].items():
+                    getattr(module, role).data = value.clone()
+            modules[name] = module.to(dtype) if dtype is not None else module
+        return modules
 
 KIND = NormModules

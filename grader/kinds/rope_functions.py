@@ -11,9 +11,13 @@ left-padded batch with per-sample positions, and a bfloat16 ``x`` with float32 `
 Beyond equality, the attempt's own two functions must rotate: ``q_m · k_n`` depends on ``m - n``
 only, and norms are kept.
 
+Mistakes are named edits of the reference solution (``[grading] edits``: knob -> a list of
+``{ old, new }`` substitutions of the solution's text, each found exactly once); a knob's variant is
+the edited reference called as the attempt is, and two knobs at once are both edits made together.
+
 Exercise data (``[grading]``): ``configs`` (``head_dim``, ``heads``, ``cache_len`` and an optional
 ``theta``: when absent the cache function is called without it, so its default is graded);
-``default_theta``, the contract's default; ``knobs``, the mistakes tried, in order.
+``default_theta``, the contract's default; ``knobs``, the mistakes tried, in order, and ``edits``.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from typing import Any
 
 import torch
 
-from attnprep.grader import variants
 from attnprep.grader.cases import Case, generator
+from attnprep.grader.edits import EditedReference
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, built_functions, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 
@@ -40,89 +44,13 @@ def low_precision_tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return 4 * eps, 4 * eps
 
 
-# --- the functional form of the reference and its mistakes (knobs) -------------------------------
-
-CACHE_KNOBS = ("rope_theta_ignored", "rope_exponent_arange_half", "rope_inv_freq_not_inverted",
-               "rope_emb_repeat_interleave", "rope_interleaved_pairs:gptj", "rotate_half_cos_sin_swapped",
-               "rotate_half_cos_sin_swapped:cache")
-APPLY_KNOBS = ("rope_interleaved_pairs", "rope_interleaved_pairs:every_two", "rope_interleaved_pairs:gptj",
-               "rotate_half_cos_sin_swapped", "rotate_half_cos_sin_swapped:apply", "rotate_half_sign_flipped",
-               "rotate_half_sign_flipped:missing", "rotate_half_sign_flipped:not_swapped",
-               "rotate_half_sign_flipped:order", "rope_positions_ignored")
-
-
-def split_knobs(knob) -> tuple[variants.Slips, variants.Slips]:
-    """(the cache's knobs, apply's knobs) of one knob or several made together."""
-    knobs = variants.slips(knob)
-    return (variants.slips(tuple(k for k in knobs if k in CACHE_KNOBS)),
-            variants.slips(tuple(k for k in knobs if k in APPLY_KNOBS)))
-
-
-def cache(seq_len: int, head_dim: int, theta: float, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin (S, D) float32 in the rotate-half layout, or what a cache mistake (or two made
-    together) returns instead."""
-    mistake = variants.slips(mistake)
-    f32 = torch.float32
-    base = 10000.0 if mistake == "rope_theta_ignored" else theta
-    if mistake == "rope_exponent_arange_half":
-        exponent = torch.arange(head_dim // 2, dtype=f32) / head_dim  # i/D instead of 2i/D
-    else:
-        exponent = torch.arange(0, head_dim, 2, dtype=f32) / head_dim  # (D/2,)
-    inv_freq = base**exponent if mistake == "rope_inv_freq_not_inverted" else 1.0 / base**exponent
-    freqs = torch.outer(torch.arange(seq_len, dtype=f32), inv_freq)  # (S, D/2)
-    if mistake == "rope_emb_repeat_interleave" or mistake == "rope_interleaved_pairs:gptj":
-        emb = freqs.repeat_interleave(2, dim=-1)  # [f0, f0, f1, f1, …]: the interleaved layout
-    else:
-        emb = torch.cat([freqs, freqs], dim=-1)  # [f0, f1, …, f0, f1, …]
-    cos, sin = emb.cos(), emb.sin()
-    if mistake == "rotate_half_cos_sin_swapped" or mistake == "rotate_half_cos_sin_swapped:cache":
-        cos, sin = sin, cos
-    return cos, sin
-
-
-def _rows(table: torch.Tensor, positions: torch.Tensor | None, T: int, ignore: bool) -> torch.Tensor:
-    if positions is None or ignore:
-        return table[:T]  # (T, D)
-    rows = table[positions]  # (T, D) or (B, T, D)
-    return rows[:, None] if positions.dim() == 2 else rows  # (B, 1, T, D)
-
-
-def apply(x, cos, sin, positions=None, mistake: str = "") -> torch.Tensor:
-    """x (B, H, T, D) rotated by rows ``positions`` of cos / sin, exactly (float64), or with a mistake
-    (or two made together)."""
-    mistake = variants.slips(mistake)
-    T, D = x.shape[-2], x.shape[-1]
-    ignore = mistake == "rope_positions_ignored"
-    c = _rows(cos.double(), positions, T, ignore)
-    s = _rows(sin.double(), positions, T, ignore)
-    if mistake == "rotate_half_cos_sin_swapped" or mistake == "rotate_half_cos_sin_swapped:apply":
-        c, s = s, c
-    x = x.double()
-    if mistake == "rope_interleaved_pairs":  # (x[2i], x[2i+1]) rotated by angle i: DeepSeek / Meta
-        half = D // 2
-        c, s = c[..., :half], s[..., :half]
-        x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., D/2)
-        return torch.stack([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1).flatten(-2)
-    if mistake == "rope_interleaved_pairs:every_two" or mistake == "rope_interleaved_pairs:gptj":
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        rotated = torch.stack([-x2, x1], dim=-1).flatten(-2)  # GPT-J's rotate_every_two
-    else:
-        x1, x2 = x[..., : D // 2], x[..., D // 2 :]
-        rotated = variants.pick({
-            "rotate_half_sign_flipped": lambda: torch.cat([x2, -x1], dim=-1),
-            "rotate_half_sign_flipped:missing": lambda: torch.cat([x2, x1], dim=-1),
-            "rotate_half_sign_flipped:not_swapped": lambda: torch.cat([-x1, x2], dim=-1),
-            "rotate_half_sign_flipped:order": lambda: torch.cat([x1, -x2], dim=-1),
-        }, mistake, lambda: torch.cat([-x2, x1], dim=-1))()
-    return x * c + rotated * s
-
-
 # --- the kind -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
 class RopeGrading(Grading):
     default_theta: float = 10000.0  # the contract's default theta
+    edits: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # knob -> its {old, new} edits of the solution
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -140,12 +68,21 @@ class RopeFunctions(Kind):
     probes = frozenset({"gradients", "device"})  # tokens are independent: equality on every case says it
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
-    pair_knobs = True  # its variants take two knobs at once (variants.slips)
+    pair_knobs = True  # its variants take two knobs at once (both edits made)
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
         self.cache_name, self.apply_name = exercise.contract.objects
         self.default_theta = float(self.grading.default_theta)
+        self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in self.grading.edits.items()})
+        # the reference's cos / sin that apply is graded with, made here in the grading process; then
+        # the compiled reference is dropped, so the forked child holds none of it
+        self._caches = {ci: self._reference_cache(ci) for ci in range(len(self.configs))}
+        self.edited.forget()
+
+    def _reference_cache(self, ci: int) -> tuple[torch.Tensor, torch.Tensor]:
+        c = self.configs[ci]
+        return self.edited.namespace()[self.cache_name](c["cache_len"], c["head_dim"], self.theta(ci))
 
     def theta(self, ci: int) -> float:
         return float(self.configs[ci].get("theta", self.default_theta))
@@ -154,7 +91,9 @@ class RopeFunctions(Kind):
         c = self.configs[ci]
         D, H, S = c["head_dim"], c["heads"], c["cache_len"]
         g = generator(self.seed, ci, "rope cases")
-        cos, sin = cache(S, D, self.theta(ci))
+        if ci not in self._caches:  # a config added after construction (benchmarks/mutation.py's probe configs)
+            self._caches[ci] = self._reference_cache(ci)
+        cos, sin = self._caches[ci]
         ones = lambda B, T: torch.ones(B, T, dtype=torch.bool)  # noqa: E731
 
         def draw(B: int, T: int) -> torch.Tensor:
@@ -305,19 +244,11 @@ class RopeFunctions(Kind):
         return outputs, {n: p.grad for n, p in leaves.items() if p.grad is not None}
 
     def variant(self, ci: int, zero_bias, knob, fill: float):
-        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together)."""
-        cache_knob, apply_knob = split_knobs(knob)
-
-        def call(case: Case):
-            i = case.inputs
-            if "x" not in i:
-                cos, sin = cache(i["seq_len"], i["head_dim"], self.theta(ci), cache_knob)
-                return {"cos": cos, "sin": sin}
-            out = apply(i["x"], i["cos"], i["sin"], i["positions"], apply_knob)
-            # a low precision: what the attempt returns, rounded to it
-            return {"out": out.to(i["x"].dtype).double() if case.tolerance is not None else out}
-
-        return call
+        """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together),
+        called as the attempt is (the cache on its own, apply on the reference's cache)."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        # compiled when first called: edits that clash raise there
+        return lambda case: self.call(self.edited.namespace(knobs), case)
 
     def extra_checks(self, extra: dict) -> list[Check]:
         checks = []

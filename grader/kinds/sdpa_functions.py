@@ -13,10 +13,16 @@ under ``is_causal``, masked keys, a sample out of its batch.
 
 The built-ins the exercise forbids are recognised by the aten ops that run (:mod:`..forbidden`).
 
+Mistakes are named edits of the reference solution (``[grading] edits``: knob -> a list of
+``{ old, new }`` substitutions of the solution's text, each found exactly once); a knob's variant is
+the edited reference called as the attempt is, its masks filled with the fill tried (``[grading]
+fill`` names the reference's), and two knobs at once are both edits made together.
+
 Exercise data (``[grading]``): ``configs`` (``batch``, ``heads`` (0: 3-D inputs), ``L``, ``S``,
 ``E``, ``Ev``); ``scale``, the explicit scale of one case; ``softmax``, the softmax cases (``shape``,
 ``dim`` (absent: called without it), ``magnitude``, ``offset``, ``neg_inf``, the share of ``-inf``
-entries); ``forbidden``, aten op -> name; ``knobs``, the mistakes tried, in order.
+entries); ``forbidden``, aten op -> name; ``knobs``, the mistakes tried, in order, ``edits`` and
+``fill``.
 """
 
 from __future__ import annotations
@@ -27,110 +33,15 @@ from typing import Any
 
 import torch
 
-from attnprep.grader import variants
 from attnprep.grader.cases import PLAIN, Case, alone, generator
 from attnprep.grader.cases import changed as changed_
+from attnprep.grader.edits import EditedReference
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Name
 from attnprep.grader.tensors import RTOL
 
 SOFTMAX_OUT, ATTENTION_OUT = "probs", "out"
-
-
-# --- the reference's functional twin, with the mistakes as knobs ------------------------------
-
-
-def soft(x: torch.Tensor, dim: int, mistake: str = "") -> torch.Tensor:
-    """softmax along ``dim`` as the attempt's own softmax computes it, with exactly ``mistake``."""
-    if mistake == "softmax_dim_ignored":
-        dim = -1
-    if mistake == "softmax_unstable":
-        e = torch.exp(x)  # overflows above ~88.7, all 0 below ~-103: inf / inf and 0 / 0 are NaN
-        return e / e.sum(dim=dim, keepdim=True)
-    if mistake == "softmax_global_max":
-        shift = x.max()  # one number for the whole tensor: rows far below it underflow to 0 / 0
-    elif mistake == "softmax_max_wrong_dim":
-        shift = x.amax(dim=-1, keepdim=True)  # varies along dim unless dim is the last
-    else:
-        shift = x.amax(dim=dim, keepdim=True)
-    e = torch.exp(x - shift)
-    return e / e.sum(dim=dim, keepdim=True)
-
-
-def _parts(knob) -> tuple[variants.Slips, variants.Slips, variants.Slips]:
-    """(the softmax function's mistakes, the attention's softmax mistakes, the attention's own
-    mistakes) for one knob or two made together. A softmax mistake is made in both functions unless
-    its sub-variant says which: ``:function`` (the softmax alone) or ``:attention`` (an attention
-    that computes its own softmax inline)."""
-    function, inline, own = [], [], []
-    for one in variants.slips(knob):
-        base, _, part = one.partition(":")
-        if base.startswith("softmax_") and base != "softmax_wrong_dim":
-            function += [base] if part != "attention" else []
-            inline += [base] if part != "function" else []
-        else:
-            own.append(one)
-    return variants.slips(tuple(function)), variants.slips(tuple(inline)), variants.slips(tuple(own))
-
-
-def attention(q, k, v, attn_mask, is_causal, scale, mistake="", fill=float("-inf"), soft_mistake=""):
-    """torch's scaled_dot_product_attention without dropout, with a masking or scaling mistake (or
-    two: ``mistake`` is one knob or :class:`variants.Slips`)."""
-    mistake = variants.slips(mistake)
-    L, S, E, Ev = q.size(-2), k.size(-2), q.size(-1), v.size(-1)
-    wrong_default = {"missing_scale": 1.0, "missing_scale:default": 1.0, "scale_inverted": math.sqrt(E),
-                     "scale_by_dim": 1 / E, "scale_value_dim": 1 / math.sqrt(Ev)}
-    if scale is None or mistake == "missing_scale" or mistake == "scale_argument_ignored":
-        factor = variants.pick(wrong_default, mistake, 1 / math.sqrt(E))
-    else:
-        factor = scale
-    if mistake == "scale_inverted:argument":
-        factor = 1 / (1 / math.sqrt(E) if scale is None else scale)  # scores / scale_factor
-    after = mistake == "scale_after_softmax"
-    scores = q @ k.transpose(-2, -1)  # (..., L, S)
-    if not after:
-        scores = scores * factor
-    blocked = None  # where the scores are filled
-    zero = variants.pick({"mask_fill_zero": ("is_causal", "attn_mask"), "mask_fill_zero:causal": ("is_causal",),
-                          "mask_fill_zero:attn_mask": ("attn_mask",)}, mistake, ())  # filled with 0.0 instead of -inf
-    ones = torch.ones(L, S, dtype=torch.bool, device=q.device)
-    if (is_causal != (mistake == "causal_flag_inverted")) and mistake != "causal_ignored":
-        if mistake == "causal_bottom_right":
-            allowed = torch.tril(ones, diagonal=S - L)  # FlashAttention >= 2.1: the last query sees every key
-        else:
-            allowed = variants.band(L, S, None, mistake, q.device)  # tril of (L, S): top-left
-        if "is_causal" in zero:
-            scores = scores.masked_fill(~allowed, 0.0)
-        else:
-            blocked = ~allowed
-    if attn_mask is not None and mistake != "attn_mask_ignored":
-        if attn_mask.dtype == torch.bool:
-            if mistake == "bool_mask_added":
-                scores = scores + attn_mask  # True adds 1.0, False adds 0.0: nothing is blocked
-            elif "attn_mask" in zero:
-                scores = scores.masked_fill(~attn_mask, 0.0)
-            elif mistake != "bool_mask_ignored":
-                keep = ~attn_mask if mistake == "bool_mask_inverted" else attn_mask
-                blocked = ~keep if blocked is None else blocked | ~keep
-        elif mistake == "float_mask_multiplied":
-            scores = scores * attn_mask
-        elif mistake == "float_mask_as_bool":
-            blocked = attn_mask == 0  # the Annotated Transformer's mask == 0, meant for 0/1 masks
-        elif mistake != "float_mask_ignored":
-            scores = scores + attn_mask
-    if blocked is not None and mistake != "mask_after_softmax":
-        scores = scores.masked_fill(blocked, fill)
-    dim = -1
-    for one in mistake:
-        if one.partition(":")[0] == "softmax_wrong_dim":  # -2 (the queries), or the dim the sub-variant names
-            dim = int(one.partition(":")[2] or -2)
-    probs = soft(scores, dim, soft_mistake)
-    if blocked is not None and mistake == "mask_after_softmax":
-        probs = probs.masked_fill(blocked, 0.0)
-    if after:
-        probs = probs * factor
-    return probs @ v  # (..., L, Ev)
 
 
 # --- the kind ---------------------------------------------------------------------------------
@@ -164,6 +75,8 @@ class SdpaGrading(Grading):
     scale: float = 0.37  # the explicit scale of one case
     softmax: tuple[dict, ...] = ()  # the softmax cases: shape, dim, magnitude, offset, neg_inf
     forbidden: dict[str, str] = field(default_factory=dict)  # aten op -> the built-in's name
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (a variant with another fill has it there)
 
 
 IS_CAUSAL = Name("is_causal", "name.is_causal")
@@ -188,7 +101,7 @@ class SdpaFunctions(Kind):
     probes = frozenset({"causality", "padding", "batch", "gradients", "device", "softmax_rows"})
     grads_of = "inputs"  # no parameters: the gradients graded are the float inputs
     outputs_apart = True  # each object's outputs are named on their own (judge._apart)
-    pair_knobs = True  # its variants take two knobs at once (variants.slips)
+    pair_knobs = True  # its variants take two knobs at once (both edits made)
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)
@@ -196,6 +109,8 @@ class SdpaFunctions(Kind):
         self.scale = float(self.grading.scale)
         self.softmax_cases: list[dict] = [dict(c) for c in self.grading.softmax]
         self.forbidden: dict[str, str] = dict(self.grading.forbidden)
+        self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in self.grading.edits.items()},
+                                      self.grading.fill)
 
     # --- cases --------------------------------------------------------------------------------
 
@@ -337,17 +252,12 @@ class SdpaFunctions(Kind):
         functions = self.solution()
         return lambda case: self.call(functions, case)
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
-        in_function, in_attention, own = _parts(knob)
-
-        def call(case: Case):
-            i = case.inputs
-            if "x" in i:
-                return {SOFTMAX_OUT: soft(i["x"], -1 if i["dim"] is None else i["dim"], in_function)}
-            return {ATTENTION_OUT: attention(i["query"], i["key"], i["value"], i["attn_mask"], i["is_causal"], i["scale"],
-                                             own, fill, in_attention)}
-
-        return call
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together) and
+        its masks filled with ``fill``, called as the attempt is."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        # compiled when first called: edits that clash raise there
+        return lambda case: self.call(self.edited.namespace(knobs, fill), case)
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         i = case.inputs
