@@ -25,6 +25,7 @@ import torch
 from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader import weights as W
+from attnprep.grader.edits import EditedReference, MaskFilledReference, fill_text
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
 from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, ModuleConfig, first
 from attnprep.grader.result import MappingNote
@@ -95,6 +96,9 @@ class ModuleGrading(Grading):
 class AttentionGrading(ModuleGrading):
     model: str = "projections"  # the functional form in variants: "projections" or "latent"
     fused: bool = False  # one stacked q/k/v projection (the projections form)
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (float("-inf")): each variant is tried with -1e9 too
+    fill_sites: dict[str, list[str]] = field(default_factory=dict)  # mask -> words of its masked_fill's mask, in fill order
 
 
 class AttentionModule(Kind):
@@ -115,6 +119,12 @@ class AttentionModule(Kind):
         self.arg_defaults = arg_defaults(exercise.contract.constructor)
         self._role_weights: dict[tuple, dict] = {}  # see role_weights
         self._chosen: dict[tuple[int, str], int] = {}  # (config, the candidates described) -> the mapping chosen
+        grading = self.grading
+        edits = {k: list(v) for k, v in getattr(grading, "edits", {}).items()}
+        sites = getattr(grading, "fill_sites", {})
+        self.edited = (MaskFilledReference(exercise.solution_path, edits, grading.fill, sites) if sites
+                       else EditedReference(exercise.solution_path, edits, getattr(grading, "fill", "")))
+        self._variants: dict[tuple, torch.nn.Module] = {}  # (knobs, fill, config, zero bias) -> its module
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -306,8 +316,9 @@ class AttentionModule(Kind):
         """The reference's class."""
         return super().solution()[self.object]
 
-    def _reference_module(self, ci: int, zero_bias=frozenset()):
-        module = self.solution()(*self.args(ci)).eval()
+    def _reference_module(self, ci: int, zero_bias=frozenset(), cls=None):
+        """``cls`` (the reference's class by default) built for config ``ci``, with the seeded weights."""
+        module = (cls or self.solution())(*self.args(ci)).eval()
         weights = self.role_weights(ci, zero_bias)
         with torch.no_grad():
             for role, tensors in weights.items():
@@ -374,7 +385,46 @@ class AttentionModule(Kind):
                     return found
         return 0
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
+    def variant(self, ci: int, zero_bias, knob, fill):
+        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together), its
+        masks filled with ``fill`` (one fill, or a variants.MaskFills: a fill per mask); compiled and
+        built when first called (two knobs whose edits clash raise there, which names nothing)."""
+        if not getattr(self.grading, "edits", None):
+            return self._functional_variant(ci, zero_bias, knob, fill)
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)
+        per_mask = isinstance(fill, variants.MaskFills) and isinstance(self.edited, MaskFilledReference)
+        fill = fill if per_mask else float(fill)
+        fills = (fill.order, *(getattr(fill, site) for site in self.edited.sites)) if per_mask else fill_text(fill)
+        key = (knobs, fills, ci, frozenset(zero_bias))
+
+        def module():
+            if key not in self._variants:
+                if per_mask:
+                    sites = {site: getattr(fill, site) for site in self.edited.sites}
+                    namespace = self.edited.mask_filled(knobs, sites, fill.order)
+                else:
+                    namespace = self.edited.namespace(knobs, fill)
+                self._variants[key] = self._variant_module(ci, zero_bias, namespace[self.object])
+            return self._variants[key]
+
+        return lambda case: {"out": first(self.call(module(), case))}
+
+    def _variant_module(self, ci: int, zero_bias, cls) -> torch.nn.Module:
+        """``cls``, a variant of the reference's class, built for config ``ci`` with the seeded weights.
+        A variant whose edits leave ``__init__`` as it is shares the weights of one reference module
+        (built once per config and bias set): building and loading a module for each of the
+        hundreds of variants a diagnosis tries would cost more than running them."""
+        reference = self.solution()
+        if _code(cls.__init__) != _code(reference.__init__):
+            return self._reference_module(ci, zero_bias, cls)
+        key = ((), "shared", ci, frozenset(zero_bias))
+        if key not in self._variants:
+            self._variants[key] = self._reference_module(ci, zero_bias)
+        module = cls.__new__(cls)
+        module.__dict__ = dict(self._variants[key].__dict__)  # the same layers and parameters, its own forward
+        return module
+
+    def _functional_variant(self, ci: int, zero_bias, knob: str, fill: float):
         grading = self.grading
         config = self.configs[ci]
         weights = self.role_weights(ci, zero_bias)
@@ -400,6 +450,13 @@ class AttentionModule(Kind):
         if mask is not None:
             allowed = allowed & mask[sample][None, :]
         return allowed
+
+
+def _code(function) -> tuple:
+    """What ``function`` does, as compiled: the same for the same text at the same lines, whatever
+    its file's name or the compiler flags it was compiled under."""
+    c = function.__code__
+    return c.co_code, c.co_consts, c.co_names, c.co_varnames, c.co_firstlineno, c.co_linetable
 
 
 def _check_forward(cls, key: str = "contract.forward_signature", least: int = 3) -> None:

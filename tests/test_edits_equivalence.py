@@ -1,0 +1,195 @@
+"""The attention modules' named mistakes as edits of their reference solutions (``[grading] edits``)
+are the mistakes the grader's functional re-implementation made before them.
+
+Until these exercises' mistakes became data, each was a knob of a functional form of the module
+(``projections`` below, as grader/variants.py had it, on :func:`variants.attend`). Here every knob's
+edited reference, built with the seeded weights, computes what that form computed with the knob, on
+every case of every config, with both mask fills, with a fill per mask for the mask mistakes, and
+for two knobs at once where the two are not both mask mistakes (two slips on the same masks compose
+as written now, where the functional form let one of them win). Two edits of the same text (two
+scales) clash: such a pair names nothing, as its functional form, one of its knobs alone, never
+could have.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnprep import exercises
+from attnprep.grader import variants
+from attnprep.grader.edits import EditError, edited_source
+from attnprep.grader.kinds import kind_for
+
+EDITED = [e.id for e in exercises.registry().values()
+          if e.contract.kind == "attention_module" and e.grading.get("edits") and e.grading.get("model") != "latent"]
+
+
+def _linear(weights, role, x):
+    w = weights[role]
+    return F.linear(x, w["weight"], w.get("bias"))
+
+
+def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf"), *, kv_heads, fused=False):
+    """MHA, MQA, GQA and fused-QKV MHA with the mistakes as knobs, as grader/variants.py had it."""
+    mistake = variants.slips(mistake)
+    B, T, C = x.shape
+    H = config["num_heads"]
+    D = C // H
+    G = kv_heads
+    if fused:
+        qkv = _linear(weights, "qkv_proj", x)  # (B, T, 3C)
+        if mistake == "fused_qkv_layout":
+            q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
+            q, k, v = (t.reshape(B, T, C) for t in (q, k, v))
+        else:  # the contract's order is [q; k; v]; a convention slip unpacks another order
+            order = variants.pick({f"fused_split_order:{o}": o for o in ("qvk", "vqk", "kvq", "vkq")}, mistake, "qkv")
+            parts = dict(zip(order, qkv.split(C, dim=-1)))
+            q, k, v = parts["q"], parts["k"], parts["v"]
+    else:
+        q, k, v = (_linear(weights, r, x) for r in ("q_proj", "k_proj", "v_proj"))
+
+    def split(t, n):
+        if mistake == "split_heads_no_transpose":
+            return t.reshape(B, n, T, D)
+        return t.view(B, T, n, D).transpose(1, 2)  # (B, n, T, D)
+
+    q, k, v = split(q, H), split(k, G), split(v, G)
+    if G != H:
+        if mistake == "gqa_heads_tiled":
+            k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
+        else:
+            k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
+    scale = variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
+    out = variants.attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
+    if mistake == "merge_heads_no_transpose":
+        out = out.reshape(B, T, C)
+    else:
+        out = out.transpose(1, 2).reshape(B, T, C)
+    return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
+
+
+def functional(kind, ci: int, knob, fill):
+    """The knob's variant in the functional form, with the kind's seeded weights of config ``ci``."""
+    config, weights = kind.configs[ci], kind.role_weights(ci)
+    kv_heads = exercises.evaluate(kind.grading.kv_heads, config)
+
+    def call(case):
+        i = case.inputs
+        return {"out": projections(config, weights, i["x"], i["attention_mask"], i["is_causal"], knob, fill,
+                                   kv_heads=kv_heads, fused=bool(kind.grading.fused))}
+
+    return call
+
+
+def _same(got: torch.Tensor, want: torch.Tensor) -> bool:
+    got, want = got.double(), want.double()
+    return (got.shape == want.shape and torch.equal(got.isnan(), want.isnan())
+            and torch.allclose(got.nan_to_num(), want.nan_to_num(), rtol=1e-5, atol=1e-6))
+
+
+def _differences(kind, knob, fill, configs=None) -> list[tuple[int, str]]:
+    """The (config, case) where the edited variant and the functional one disagree."""
+    wrong = []
+    for ci in configs if configs is not None else range(len(kind.configs)):
+        edited, oracle = kind.variant(ci, frozenset(), knob, fill), functional(kind, ci, knob, fill)
+        for case in kind.cases(ci):
+            with torch.no_grad():
+                if not _same(edited(case)["out"], oracle(case)["out"]):
+                    wrong.append((ci, case.name))
+    return wrong
+
+
+@pytest.fixture(scope="module")
+def kinds():
+    made = {}
+
+    def get(exercise_id: str):
+        if exercise_id not in made:
+            made[exercise_id] = kind_for(exercises.get(exercise_id), seed=0)
+        return made[exercise_id]
+
+    return get
+
+
+def test_the_attention_modules_are_graded_by_edits():
+    assert {"mha"} <= set(EDITED)
+
+
+@pytest.mark.parametrize("exercise_id", EDITED)
+def test_every_knob_is_edits_each_found_once(exercise_id, kinds):
+    kind = kinds(exercise_id)
+    reference = kind.exercise.solution_path.read_text(encoding="utf-8")
+    edits = kind.grading.edits
+    assert set(edits) == set(kind.knobs())
+    for knob in kind.knobs():
+        assert edits[knob], knob
+        assert edited_source(reference, edits[knob]) != reference
+        for edit in edits[knob]:
+            assert reference.count(edit["old"]) == 1, (knob, edit["old"])
+    assert reference.count(kind.grading.fill) >= 2  # the padding's and the causal mask's fill
+
+
+@pytest.mark.parametrize("exercise_id", EDITED)
+def test_without_a_knob_the_edited_reference_is_the_functional_form(exercise_id, kinds):
+    kind = kinds(exercise_id)
+    for fill in variants.FILLS:
+        assert _differences(kind, "", fill) == []
+
+
+@pytest.mark.parametrize("exercise_id", EDITED)
+def test_each_edit_is_the_functional_mistake_with_both_fills(exercise_id, kinds):
+    kind = kinds(exercise_id)
+    for knob in kind.knobs():
+        for fill in variants.FILLS:
+            assert _differences(kind, knob, fill) == [], (knob, fill)
+
+
+@pytest.mark.parametrize("exercise_id", EDITED)
+def test_a_fill_per_mask_is_the_functional_one(exercise_id, kinds):
+    """What the judge tries when no mistake explains the outputs with one fill: each mask with its
+    own fill, or both added as biases (finfo.min twice overflows to -inf)."""
+    kind = kinds(exercise_id)
+    ex = kind.exercise
+    mask_knobs = [k for k in kind.knobs() if ex.mistake(k.split(":")[0]).mask]
+    assert mask_knobs
+    for knob in ["", *mask_knobs]:
+        for fills in variants.MASK_FILLS:
+            assert _differences(kind, knob, fills, configs=[0]) == [], (knob, fills)
+
+
+@pytest.mark.parametrize("exercise_id", EDITED)
+def test_two_knobs_are_both_edits(exercise_id, kinds):
+    """A sample of the pairs (one in three, both orders), each either computing the functional
+    pair or clashing (two edits of one text: two scales, two fills of one mask)."""
+    kind = kinds(exercise_id)
+    ex = kind.exercise
+    mask = {k for k in kind.knobs() if ex.mistake(k.split(":")[0]).mask}
+    pairs = [(a, b) for a, b in itertools.combinations(kind.knobs(), 2) if a.split(":")[0] != b.split(":")[0]]
+    composed = clashed = 0
+    for a, b in pairs[::3]:
+        for pair in ((a, b), (b, a)):
+            try:
+                kind.edited.source(pair)
+            except EditError:
+                clashed += 1
+                overlap = any(x["old"] in y["old"] or y["old"] in x["old"]
+                              for x in kind.grading.edits[a] for y in kind.grading.edits[b])
+                assert overlap or (a in mask and b in mask), pair  # only edits of the same text clash
+                continue
+            composed += 1
+            if not (a in mask and b in mask):
+                assert _differences(kind, pair, float("-inf"), configs=[0]) == [], pair
+    assert composed > 4 * clashed
+
+
+@pytest.mark.parametrize("exercise_id", EDITED)
+def test_two_scale_mistakes_clash_and_name_nothing(exercise_id, kinds):
+    kind = kinds(exercise_id)
+    call = kind.variant(0, frozenset(), ("missing_scale", "scale_inverted"), float("-inf"))
+    with pytest.raises(EditError):
+        call(kind.cases(0)[0])
