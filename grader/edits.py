@@ -207,7 +207,7 @@ class MaskFilledReference(EditedReference):
             def written(text: str) -> str:
                 if per_mask:
                     return mask_filled_source(text, self.fill, self.sites, next(iter(self.sites)))
-                return text.replace(self.fill, "__fill__")
+                return text.replace(self.fill, "__fill__") if self.fill else text
 
             prefix = _common_prefix(reference, edited)
             suffix = min(_common_prefix(reference[::-1], edited[::-1]), min(len(reference), len(edited)) - prefix)
@@ -246,6 +246,11 @@ class MaskFilledReference(EditedReference):
             return super().namespace(knobs, fill)
         key = (knobs, "fill", None if fill is None else fill_text(fill))
         if key not in self._compiled:
+            if not self.fill:  # no fill to write: one variant whatever the fill
+                key = (knobs, "fill", None)
+                if key not in self._compiled:
+                    self._compiled[key] = self._namespace(knobs, {}, False)
+                return self._compiled[key]
             # the exercise's own fill text (float("-inf")) when no other is asked for
             value = float(fill) if fill is not None else eval(compile(self.fill, "<fill>", "eval", dont_inherit=True), {})
             self._compiled[key] = self._namespace(knobs, {"__fill__": value}, False)

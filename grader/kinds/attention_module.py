@@ -25,7 +25,7 @@ import torch
 from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader import weights as W
-from attnprep.grader.edits import EditedReference, MaskFilledReference, fill_text
+from attnprep.grader.edits import MaskFilledReference, fill_text
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
 from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, ModuleConfig, first
 from attnprep.grader.result import MappingNote
@@ -119,11 +119,10 @@ class AttentionModule(Kind):
         self.arg_defaults = arg_defaults(exercise.contract.constructor)
         self._role_weights: dict[tuple, dict] = {}  # see role_weights
         self._chosen: dict[tuple[int, str], int] = {}  # (config, the candidates described) -> the mapping chosen
-        grading = self.grading
+        grading = self.grading  # (a kind built on this one may read no edits: it has its own variants)
         edits = {k: list(v) for k, v in getattr(grading, "edits", {}).items()}
-        sites = getattr(grading, "fill_sites", {})
-        self.edited = (MaskFilledReference(exercise.solution_path, edits, grading.fill, sites) if sites
-                       else EditedReference(exercise.solution_path, edits, getattr(grading, "fill", "")))
+        self.edited = MaskFilledReference(exercise.solution_path, edits, getattr(grading, "fill", ""),
+                                          getattr(grading, "fill_sites", {}))
         self._variants: dict[tuple, torch.nn.Module] = {}  # (knobs, fill, config, zero bias) -> its module
 
     # --- shared -------------------------------------------------------------------------------
@@ -392,7 +391,7 @@ class AttentionModule(Kind):
         if not getattr(self.grading, "edits", None):
             return self._functional_variant(ci, zero_bias, knob, fill)
         knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)
-        per_mask = isinstance(fill, variants.MaskFills) and isinstance(self.edited, MaskFilledReference)
+        per_mask = isinstance(fill, variants.MaskFills) and bool(self.edited.sites)
         fill = fill if per_mask else float(fill)
         fills = (fill.order, *(getattr(fill, site) for site in self.edited.sites)) if per_mask else fill_text(fill)
         key = (knobs, fills, ci, frozenset(zero_bias))
