@@ -1,5 +1,9 @@
 """Mistaken variants of the references: each classic mistake, reproduced on purpose.
 
+(The attention modules but MLA, and cross-attention, name their mistakes as edits of their reference
+solutions instead: ``[grading] edits``, :mod:`attnprep.grader.edits`. What is here serves the kinds of
+functions, MLA, and the mask and scale knobs other kinds share.)
+
 A functional re-implementation of each exercise with one knob per named mistake (the named-mistake list). With no
 knob it is the reference (the tests check it against ``solutions/``); with a knob it computes what
 an attempt with exactly that bug computes. The diagnosis keeps the knobs whose outputs the attempt
@@ -182,45 +186,6 @@ def head_scale(d, mistake="", own=None):
 def _linear(weights, role, x):
     w = weights[role]
     return F.linear(x, w["weight"], w.get("bias"))
-
-
-def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf"), *, kv_heads, fused=False):
-    """MHA, MQA, GQA and fused-QKV MHA: ``kv_heads`` K/V heads, Q/K/V from one fused layer or three."""
-    mistake = slips(mistake)
-    B, T, C = x.shape
-    H = config["num_heads"]
-    D = C // H
-    G = kv_heads
-    if fused:
-        qkv = _linear(weights, "qkv_proj", x)  # (B, T, 3C)
-        if mistake == "fused_qkv_layout":
-            q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
-            q, k, v = (t.reshape(B, T, C) for t in (q, k, v))
-        else:  # the contract's order is [q; k; v]; a convention slip unpacks another order
-            order = pick({f"fused_split_order:{o}": o for o in ("qvk", "vqk", "kvq", "vkq")}, mistake, "qkv")
-            parts = dict(zip(order, qkv.split(C, dim=-1)))
-            q, k, v = parts["q"], parts["k"], parts["v"]
-    else:
-        q, k, v = (_linear(weights, r, x) for r in ("q_proj", "k_proj", "v_proj"))
-
-    def split(t, n):
-        if mistake == "split_heads_no_transpose":
-            return t.reshape(B, n, T, D)
-        return t.view(B, T, n, D).transpose(1, 2)  # (B, n, T, D)
-
-    q, k, v = split(q, H), split(k, G), split(v, G)
-    if G != H:
-        if mistake == "gqa_heads_tiled":
-            k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
-        else:
-            k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
-    scale = head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
-    out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
-    if mistake == "merge_heads_no_transpose":
-        out = out.reshape(B, T, C)
-    else:
-        out = out.transpose(1, 2).reshape(B, T, C)
-    return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
 
 
 def _rms(weights, role, x, skip, eps=1e-6):

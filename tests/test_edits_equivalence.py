@@ -2,7 +2,8 @@
 are the mistakes the grader's functional re-implementation made before them.
 
 Until these exercises' mistakes became data, each was a knob of a functional form of the module
-(``projections`` below, as grader/variants.py had it, on :func:`variants.attend`). Here every knob's
+(``projections`` and ``cross`` below, as grader/variants.py and grader/kinds/context_module.py
+had them, on :func:`variants.attend`). Here every knob's
 edited reference, built with the seeded weights, computes what that form computed with the knob, on
 every case of every config, with both mask fills, with a fill per mask for the mask mistakes, and
 for two knobs at once where the two are not both mask mistakes (two slips on the same masks compose
@@ -26,7 +27,8 @@ from attnprep.grader.edits import EditError, edited_source
 from attnprep.grader.kinds import kind_for
 
 EDITED = [e.id for e in exercises.registry().values()
-          if e.contract.kind == "attention_module" and e.grading.get("edits") and e.grading.get("model") != "latent"]
+          if e.contract.kind in ("attention_module", "context_module") and e.grading.get("edits")
+          and e.grading.get("model") != "latent"]
 
 
 def _linear(weights, role, x):
@@ -73,15 +75,56 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
     return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
 
 
+def cross(sizes: dict, weights: dict, x, context, context_mask, mistake="", fill=float("-inf")):
+    """Multi-head cross-attention with the mistakes as knobs, as grader/kinds/context_module.py had it."""
+    mistake = variants.slips(mistake)
+    B, T, C = x.shape
+    H = sizes["num_heads"]
+    D = C // H
+    from_x = variants.pick({"cross_kv_from_x": "kv", "cross_kv_from_x:k": "k", "cross_kv_from_x:v": "v"}, mistake, "")
+    q = _linear(weights, "q_proj", x)
+    k = _linear(weights, "k_proj", x if "k" in from_x else context)
+    v = _linear(weights, "v_proj", x if "v" in from_x else context)
+
+    def split(t):
+        n = t.shape[1]
+        if mistake == "split_heads_no_transpose":
+            return t.reshape(B, H, n, D)
+        return t.view(B, n, H, D).transpose(1, 2)  # (B, H, n, D)
+
+    q, k, v = split(q), split(k), split(v)
+    scale = variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C),
+                                             "cross_scale_d_context": 1 / math.sqrt(sizes["d_context"])})
+    causal = mistake == "cross_causal_mask"  # tril(ones(T, S)): the decoder's self-attention mask copied
+    out = variants.attend(q, k, v, context_mask, causal, scale, mistake, fill)  # (B, H, T, D)
+    if mistake == "merge_heads_no_transpose":
+        out = out.reshape(B, T, C)
+    else:
+        out = out.transpose(1, 2).reshape(B, T, C)
+    return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
+
+
 def functional(kind, ci: int, knob, fill):
     """The knob's variant in the functional form, with the kind's seeded weights of config ``ci``."""
     config, weights = kind.configs[ci], kind.role_weights(ci)
+    if kind.exercise.contract.kind == "context_module":
+        sizes = kind.sizes(ci)
+
+        def call_cross(case):
+            i = case.inputs
+            try:
+                return {"out": cross(sizes, weights, i["x"], i["context"], i["context_mask"], knob, fill)}
+            except RuntimeError:  # the slip raises at these sizes
+                return {"out": torch.full((0,), math.nan)}
+
+        return call_cross
     kv_heads = exercises.evaluate(kind.grading.kv_heads, config)
+    fused = any(p.name == "qkv_proj" for p in kind.exercise.contract.params)  # one stacked q/k/v layer
 
     def call(case):
         i = case.inputs
         return {"out": projections(config, weights, i["x"], i["attention_mask"], i["is_causal"], knob, fill,
-                                   kv_heads=kv_heads, fused=bool(kind.grading.fused))}
+                                   kv_heads=kv_heads, fused=fused)}
 
     return call
 
@@ -117,7 +160,7 @@ def kinds():
 
 
 def test_the_attention_modules_are_graded_by_edits():
-    assert {"mha"} <= set(EDITED)
+    assert {"mha", "gqa", "mqa", "mha_fused", "cross_attention"} <= set(EDITED)
 
 
 @pytest.mark.parametrize("exercise_id", EDITED)
@@ -131,7 +174,7 @@ def test_every_knob_is_edits_each_found_once(exercise_id, kinds):
         assert edited_source(reference, edits[knob]) != reference
         for edit in edits[knob]:
             assert reference.count(edit["old"]) == 1, (knob, edit["old"])
-    assert reference.count(kind.grading.fill) >= 2  # the padding's and the causal mask's fill
+    assert reference.count(kind.grading.fill) == max(1, len(getattr(kind.grading, "fill_sites", {})))  # a fill per mask
 
 
 @pytest.mark.parametrize("exercise_id", EDITED)
@@ -154,6 +197,8 @@ def test_a_fill_per_mask_is_the_functional_one(exercise_id, kinds):
     """What the judge tries when no mistake explains the outputs with one fill: each mask with its
     own fill, or both added as biases (finfo.min twice overflows to -inf)."""
     kind = kinds(exercise_id)
+    if not kind.mask_fills:
+        pytest.skip("its variants take one fill for every mask")
     ex = kind.exercise
     mask_knobs = [k for k in kind.knobs() if ex.mistake(k.split(":")[0]).mask]
     assert mask_knobs

@@ -7,9 +7,17 @@ seeded weights. When several same-shaped layers could play several roles, the ch
 under each candidate mapping and asks the grading process which one computes the reference: the
 reference itself never enters the child.
 
-Exercise data (``[grading]``, :class:`AttentionGrading`): ``configs``; ``model``, the functional form
-of the reference and its mistakes in :mod:`attnprep.grader.variants` (``projections`` with ``kv_heads``
-and ``fused``, or ``latent``); ``knobs``, the mistakes tried, in order.
+Mistakes are named edits of the reference solution (``[grading] edits``: knob -> a list of
+``{old, new}`` replacements, each ``old`` found exactly once in ``solutions/<id>.py``; two knobs at
+once are both edits, and two edits of the same text clash, which names nothing), built with the
+seeded weights (:class:`attnprep.grader.edits.MaskFilledReference`). Every variant is tried with
+the reference's mask fill (``fill``, as written: ``float("-inf")``) and with -1e9; where no mistake
+explains the outputs with one fill, the mask mistakes are tried with a fill per mask: ``fill_sites``
+names the masks the reference fills, in its order, by the words of each masked_fill's mask.
+
+Exercise data (``[grading]``, :class:`AttentionGrading`): ``configs``; ``kv_heads``; ``knobs``, the
+mistakes tried, in order; ``edits``, ``fill`` and ``fill_sites``; or, for MLA until its mistakes
+are edits, ``model = "latent"``: the functional form :func:`attnprep.grader.variants.latent`.
 """
 
 from __future__ import annotations
@@ -94,8 +102,7 @@ class ModuleGrading(Grading):
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionGrading(ModuleGrading):
-    model: str = "projections"  # the functional form in variants: "projections" or "latent"
-    fused: bool = False  # one stacked q/k/v projection (the projections form)
+    model: str = ""  # "latent": the mistakes are knobs of variants.latent, not edits
     edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
     fill: str = ""  # the reference's mask fill as written (float("-inf")): each variant is tried with -1e9 too
     fill_sites: dict[str, list[str]] = field(default_factory=dict)  # mask -> words of its masked_fill's mask, in fill order
@@ -424,19 +431,13 @@ class AttentionModule(Kind):
         return module
 
     def _functional_variant(self, ci: int, zero_bias, knob: str, fill: float):
-        grading = self.grading
+        """The mistake ``knob`` as a knob of :func:`variants.latent` (``model = "latent"``)."""
         config = self.configs[ci]
         weights = self.role_weights(ci, zero_bias)
-        if grading.model == "latent":
-            model = variants.latent
-            extra: dict = {}
-        else:
-            model = variants.projections
-            extra = {"kv_heads": exercises.evaluate(grading.kv_heads, config), "fused": bool(grading.fused)}
 
         def call(case: Case):
             i = case.inputs
-            return {"out": model(config, weights, i["x"], i["attention_mask"], i["is_causal"], knob, fill, **extra)}
+            return {"out": variants.latent(config, weights, i["x"], i["attention_mask"], i["is_causal"], knob, fill)}
 
         return call
 
