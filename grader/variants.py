@@ -1,8 +1,8 @@
 """Mistaken variants of the references: each classic mistake, reproduced on purpose.
 
-(The attention modules but MLA, and cross-attention, name their mistakes as edits of their reference
-solutions instead: ``[grading] edits``, :mod:`attnprep.grader.edits`. What is here serves the kinds of
-functions, MLA, and the mask and scale knobs other kinds share.)
+(The attention modules and cross-attention name their mistakes as edits of their reference solutions
+instead: ``[grading] edits``, :mod:`attnprep.grader.edits`. What is here serves the kinds of
+functions, the cached modules, and the mask and scale knobs other kinds share.)
 
 A functional re-implementation of each exercise with one knob per named mistake (the named-mistake list). With no
 knob it is the reference (the tests check it against ``solutions/``); with a knob it computes what
@@ -215,55 +215,6 @@ def rope(x, theta, mistake=""):
     x1, x2 = xf[..., 0::2], xf[..., 1::2]
     out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., r/2, 2)
     return out.flatten(-2).to(x.dtype)
-
-
-def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
-    """MLA in the naive form of DeepSeek-V2/V3, with its mistakes as knobs."""
-    mistake = slips(mistake)
-    B, T, _ = x.shape
-    H = config["num_heads"]
-    nope, r, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
-    kv_rank = config["kv_lora_rank"]
-    theta = config.get("rope_theta", 10000.0)
-    skip_q = mistake in ("mla_norm_skipped", "mla_norm_skipped:q")
-    skip_kv = mistake in ("mla_norm_skipped", "mla_norm_skipped:kv")
-    eps = 1e-5 if mistake == "norm_eps_convention" else 1e-6  # the RMSNorms' eps by Llama's convention
-    q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q, eps))
-    q = q.view(B, T, H, nope + r)
-    if mistake == "mla_split_order:q":
-        q_pe, q_nope = q.split([r, nope], dim=-1)
-    else:
-        q_nope, q_pe = q.split([nope, r], dim=-1)
-    q_pe = rope(q_pe, theta, mistake)  # (B, T, H, r)
-    if mistake == "mla_split_order:kv_a":
-        k_pe, c_kv = _linear(weights, "wkv_a", x).split([r, kv_rank], dim=-1)
-    else:
-        c_kv, k_pe = _linear(weights, "wkv_a", x).split([kv_rank, r], dim=-1)
-    k_pe = rope(k_pe.unsqueeze(2), theta, mistake)  # (B, T, 1, r)
-    kv = _linear(weights, "wkv_b", _rms(weights, "kv_norm", c_kv, skip_kv, eps)).view(B, T, H, nope + dv)
-    if mistake == "mla_split_order:kv_b":
-        v, k_nope = kv.split([dv, nope], dim=-1)
-    else:
-        k_nope, v = kv.split([nope, dv], dim=-1)
-    q = torch.cat([q_nope, q_pe], dim=-1)  # (B, T, H, nope+r)
-    k = torch.cat([k_nope, k_pe.expand(B, T, H, r)], dim=-1)
-    if mistake == "split_heads_no_transpose":
-        q, k, v = (t.reshape(B, H, T, t.shape[-1]) for t in (q, k, v))
-    else:
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, ·)
-    scale = head_scale(nope + r, mistake, {
-        "scale_d_model": x.shape[-1] ** -0.5,
-        "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r)),
-        "mla_scale_partial:nope": nope ** -0.5,
-        "mla_scale_partial:rope": r ** -0.5,
-        "mla_scale_partial:v": dv ** -0.5,
-    })
-    out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, dv)
-    if mistake == "merge_heads_no_transpose":
-        out = out.reshape(B, T, H * dv)
-    else:
-        out = out.transpose(1, 2).reshape(B, T, H * dv)
-    return out if mistake == "output_proj_skipped" else _linear(weights, "wo", out)
 
 
 def masked(q, k, v, attention_mask, mistake="", fill=float("-inf"), window=None, bias=None):

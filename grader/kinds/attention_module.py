@@ -16,8 +16,7 @@ explains the outputs with one fill, the mask mistakes are tried with a fill per 
 names the masks the reference fills, in its order, by the words of each masked_fill's mask.
 
 Exercise data (``[grading]``, :class:`AttentionGrading`): ``configs``; ``kv_heads``; ``knobs``, the
-mistakes tried, in order; ``edits``, ``fill`` and ``fill_sites``; or, for MLA until its mistakes
-are edits, ``model = "latent"``: the functional form :func:`attnprep.grader.variants.latent`.
+mistakes tried, in order; ``edits``, ``fill`` and ``fill_sites``.
 """
 
 from __future__ import annotations
@@ -102,7 +101,6 @@ class ModuleGrading(Grading):
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionGrading(ModuleGrading):
-    model: str = ""  # "latent": the mistakes are knobs of variants.latent, not edits
     edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
     fill: str = ""  # the reference's mask fill as written (float("-inf")): each variant is tried with -1e9 too
     fill_sites: dict[str, list[str]] = field(default_factory=dict)  # mask -> words of its masked_fill's mask, in fill order
@@ -113,8 +111,8 @@ class AttentionModule(Kind):
     Config = ModuleConfig  # the constructor's arguments
     traits = frozenset({"attention", "rows"})
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
-    pair_knobs = True  # its variants take two knobs at once (variants.slips)
-    mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
+    pair_knobs = True  # two knobs at once: both edits made together
+    mask_fills = True  # its variants take variants.MaskFills (a fill per mask: [grading] fill_sites)
     forward_key = "contract.forward_signature"  # the text when forward takes too few positional arguments
     forward_positional = 3  # … fewer than this: x, attention_mask, is_causal
     leaf_names = False  # nested layers (attn.q_proj) are matched by shape, not by their last name
@@ -395,8 +393,6 @@ class AttentionModule(Kind):
         """The reference with the mistake ``knob`` (or the knobs of a tuple, made together), its
         masks filled with ``fill`` (one fill, or a variants.MaskFills: a fill per mask); compiled and
         built when first called (two knobs whose edits clash raise there, which names nothing)."""
-        if not getattr(self.grading, "edits", None):
-            return self._functional_variant(ci, zero_bias, knob, fill)
         knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)
         per_mask = isinstance(fill, variants.MaskFills) and bool(self.edited.sites)
         fill = fill if per_mask else float(fill)
@@ -429,17 +425,6 @@ class AttentionModule(Kind):
         module = cls.__new__(cls)
         module.__dict__ = dict(self._variants[key].__dict__)  # the same layers and parameters, its own forward
         return module
-
-    def _functional_variant(self, ci: int, zero_bias, knob: str, fill: float):
-        """The mistake ``knob`` as a knob of :func:`variants.latent` (``model = "latent"``)."""
-        config = self.configs[ci]
-        weights = self.role_weights(ci, zero_bias)
-
-        def call(case: Case):
-            i = case.inputs
-            return {"out": variants.latent(config, weights, i["x"], i["attention_mask"], i["is_causal"], knob, fill)}
-
-        return call
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         T = case.queries.shape[1]
