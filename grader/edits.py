@@ -164,3 +164,196 @@ def exec_edited(source: str, filename: str, namespace: dict[str, Any]) -> None:
         codes = [compile(source, filename, "exec")]
     for code in codes:
         exec(code, namespace)  # our own reference, edited
+
+
+# --- a fill per mask -------------------------------------------------------------------------------
+#
+# A kind that tries each of the reference's masks with a fill of its own (variants.MaskFills: -inf for
+# the padding and -1e9 for the causal mask, the other order, or the masks added as biases) names the
+# masks its exercise's reference fills (``[grading] fill_sites``: mask -> the words its masked_fill's
+# mask argument names, in the order the reference fills them). Every ``X.masked_fill(M, <fill>)`` of
+# the edited source is then written ``__mask_fill__("<mask>", X, M)``, the mask being the first whose
+# word ``M`` names (none: the first mask's), and ``__mask_fill__`` fills as the fills say.
+
+
+def _sites(source: str, fill: str, sites: dict[str, list[str]]) -> list[tuple[int, int, str, str, str]]:
+    """The ``masked_fill`` calls of ``source`` whose fill is written ``fill``: (start, end) byte
+    offsets, the mask they fill, and their receiver's and mask's source."""
+    import ast
+
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def text(node) -> str:
+        return data[starts[node.lineno - 1] + node.col_offset: starts[node.end_lineno - 1] + node.end_col_offset].decode("utf-8")
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "masked_fill"
+                and len(node.args) == 2 and not node.keywords and text(node.args[1]) == fill):
+            continue
+        receiver, mask = text(node.func.value), text(node.args[0])
+        site = next((name for name, words in sites.items() if any(w in mask for w in words)), next(iter(sites)))
+        found.append((starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset,
+                      site, receiver, mask))
+    found.sort()
+    if any(a[1] > b[0] for a, b in zip(found, found[1:])):
+        raise EditError(f"a masked_fill with {fill} inside another one")
+    return found
+
+
+def mask_filled_source(source: str, fill: str, sites: dict[str, list[str]], first: str) -> str:
+    """``source`` with each ``masked_fill`` of ``fill`` a call of ``__mask_fill__``; any other
+    ``fill`` (a ``torch.full`` of it) is the fill of the mask ``first``, ``__first_fill__``."""
+    data = source.encode("utf-8")
+    for begin, end, site, receiver, mask in reversed(_sites(source, fill, sites)):
+        data = data[:begin] + f"__mask_fill__({site!r}, {receiver}, {mask})".encode("utf-8") + data[end:]
+    return data.decode("utf-8").replace(fill, f"__mask_fill__.value({first!r})")
+
+
+class MaskFiller:
+    """``__mask_fill__`` for one fill per mask: ``fills`` (mask -> its fill, None for the scores'
+    dtype's lowest value) and ``order``: ``"added"`` (each mask an additive bias) or
+    ``"<mask>_first"`` (that mask filled first, so that the others win where both block). The
+    reference fills its masks in the order of ``sites``."""
+
+    def __init__(self, sites: list[str], fills: dict[str, float | None], order: str):
+        self.sites, self.fills, self.order = sites, fills, order
+
+    def value(self, site: str, dtype=None) -> float:
+        import torch
+
+        value = self.fills[site]
+        return float(torch.finfo(dtype or torch.float32).min) if value is None else value
+
+    def __call__(self, site: str, scores, blocked):
+        import torch
+
+        value = self.value(site, scores.dtype)
+        if self.order == "added":
+            zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
+            return scores + torch.where(blocked, torch.tensor(value, dtype=scores.dtype, device=scores.device), zero)
+        if self.order == f"{site}_first":  # written first: what a mask filled before it wrote stays
+            for earlier in self.sites[: self.sites.index(site)]:
+                blocked = blocked & (scores != self.value(earlier, scores.dtype))
+        return scores.masked_fill(blocked, value)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """How many first characters ``a`` and ``b`` share (by halving, in C-speed slices)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+class MaskFilledReference(EditedReference):
+    """An :class:`EditedReference` whose variants are also compiled with a fill per mask (see
+    :func:`mask_filled_source`; ``sites`` is the exercise's ``[grading] fill_sites``), and compiled
+    in less time, since a diagnosis may try hundreds of them: the fill is a name (``__fill__``),
+    so both fills share one compile; when the edits change one method of a class, only that method
+    is compiled (at its lines), in a subclass of the reference's class."""
+
+    def __init__(self, path: Path, edits: dict[str, list[dict]], fill: str, sites: dict[str, list[str]]):
+        super().__init__(path, edits, fill)
+        self.sites = {name: list(words) for name, words in sites.items()}
+        self._methods: list[tuple[int, int, str, str, int]] | None = None
+        self._code: dict[tuple[str, ...], tuple] = {}  # knobs -> (code, the class edited and the method, or None)
+
+    def methods(self) -> list[tuple[int, int, str, str, int]]:
+        """The methods of the reference's top-level classes: (start, end) offsets of their whole
+        lines, class, name, first line."""
+        if self._methods is None:
+            import ast
+
+            source = self.source()
+            starts = [0] + [i + 1 for i, c in enumerate(source) if c == "\n"] + [len(source)]  # ast's lines
+            self._methods = [(starts[f.lineno - 1], starts[f.end_lineno], c.name, f.name, f.lineno)
+                             for c in ast.parse(source).body if isinstance(c, ast.ClassDef)
+                             for f in c.body if isinstance(f, ast.FunctionDef) and not f.decorator_list]
+        return self._methods
+
+    def compiled(self, knobs: tuple[str, ...], per_mask: bool = False) -> tuple:
+        """(code, (class, method) or None) of the reference with the edits of ``knobs``, its fill
+        written ``__fill__`` (``per_mask``: its masked_fills calls of ``__mask_fill__``): the code of
+        the one method they change, else of the whole source."""
+        key = (knobs, per_mask)
+        if key not in self._code:
+            import textwrap
+
+            reference, edited = self.source(), self.source(knobs)
+            label = " + ".join(knobs) or "no mistake"
+            filename = f"<{self.path.name} with {label}{', a fill per mask' if per_mask else ''}>"
+
+            def written(text: str) -> str:
+                if per_mask:
+                    return mask_filled_source(text, self.fill, self.sites, next(iter(self.sites)))
+                return text.replace(self.fill, "__fill__") if self.fill else text
+
+            prefix = _common_prefix(reference, edited)
+            suffix = min(_common_prefix(reference[::-1], edited[::-1]), min(len(reference), len(edited)) - prefix)
+            found = None
+            for start, end, cls, name, line in self.methods():
+                if start <= prefix and len(reference) - suffix <= end and knobs:
+                    text = textwrap.dedent(edited[start: len(edited) - (len(reference) - end)])
+                    if "super(" in text or "__class__" in text:  # needs its class's cell: the whole source
+                        break
+                    try:
+                        found = (compile("\n" * (line - 1) + written(text), filename, "exec", dont_inherit=True), (cls, name))
+                    except SyntaxError:  # not a method on its own: the whole source below
+                        pass
+                    break
+            if found is None:
+                found = (compile(written(edited), filename, "exec", dont_inherit=True), None)
+            self._code[key] = found
+        return self._code[key]
+
+    def _namespace(self, knobs: tuple[str, ...], names: dict[str, Any], per_mask: bool) -> dict[str, Any]:
+        """The top-level names of the reference with the edits of ``knobs`` compiled with ``names``
+        (its fill) defined."""
+        code, method = self.compiled(knobs, per_mask)
+        if method is None:
+            namespace: dict[str, Any] = {"__name__": "attnprep_variant", **names}
+            exec(code, namespace)  # our own reference, edited
+            return namespace
+        reference = super().namespace(())
+        cls, name = method
+        scope = {**reference, **names}
+        exec(code, scope)  # one method of our own reference, edited
+        base = reference[cls]
+        edited = type(base.__name__, (base,), {name: scope[name], "__module__": base.__module__, "__qualname__": base.__qualname__})
+        return {**reference, cls: edited}
+
+    def namespace(self, knobs: tuple[str, ...] = (), fill: float | None = None) -> dict[str, Any]:
+        if not knobs:
+            return super().namespace(knobs, fill)
+        key = (knobs, "fill", None if fill is None else fill_text(fill))
+        if key not in self._compiled:
+            if not self.fill:  # no fill to write: one variant whatever the fill
+                key = (knobs, "fill", None)
+                if key not in self._compiled:
+                    self._compiled[key] = self._namespace(knobs, {}, False)
+                return self._compiled[key]
+            # the exercise's own fill text (float("-inf")) when no other is asked for
+            value = float(fill) if fill is not None else eval(compile(self.fill, "<fill>", "eval", dont_inherit=True), {})
+            self._compiled[key] = self._namespace(knobs, {"__fill__": value}, False)
+        return self._compiled[key]
+
+    def mask_filled(self, knobs: tuple[str, ...], fills: dict[str, float | None], order: str) -> dict[str, Any]:
+        """The top-level names of the reference with the edits of ``knobs``, each mask filled with
+        its fill of ``fills`` (compiled once per knob set; the fills are the namespace's)."""
+        key = (knobs, "per mask", tuple(sorted(fills.items(), key=lambda kv: kv[0])), order)
+        if key not in self._compiled:
+            filler = MaskFiller(list(self.sites), dict(fills), order)
+            self._compiled[key] = self._namespace(knobs, {"__mask_fill__": filler}, True)
+        return self._compiled[key]
+
+    def forget(self) -> None:
+        super().forget()
+        self._code.clear()

@@ -1,5 +1,9 @@
 """Mistaken variants of the references: each classic mistake, reproduced on purpose.
 
+(The attention modules and cross-attention name their mistakes as edits of their reference solutions
+instead: ``[grading] edits``, :mod:`attnprep.grader.edits`. What is here serves the kinds of
+functions, the cached modules, and the mask and scale knobs other kinds share.)
+
 A functional re-implementation of each exercise with one knob per named mistake (the named-mistake list). With no
 knob it is the reference (the tests check it against ``solutions/``); with a knob it computes what
 an attempt with exactly that bug computes. The diagnosis keeps the knobs whose outputs the attempt
@@ -184,45 +188,6 @@ def _linear(weights, role, x):
     return F.linear(x, w["weight"], w.get("bias"))
 
 
-def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf"), *, kv_heads, fused=False):
-    """MHA, MQA, GQA and fused-QKV MHA: ``kv_heads`` K/V heads, Q/K/V from one fused layer or three."""
-    mistake = slips(mistake)
-    B, T, C = x.shape
-    H = config["num_heads"]
-    D = C // H
-    G = kv_heads
-    if fused:
-        qkv = _linear(weights, "qkv_proj", x)  # (B, T, 3C)
-        if mistake == "fused_qkv_layout":
-            q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
-            q, k, v = (t.reshape(B, T, C) for t in (q, k, v))
-        else:  # the contract's order is [q; k; v]; a convention slip unpacks another order
-            order = pick({f"fused_split_order:{o}": o for o in ("qvk", "vqk", "kvq", "vkq")}, mistake, "qkv")
-            parts = dict(zip(order, qkv.split(C, dim=-1)))
-            q, k, v = parts["q"], parts["k"], parts["v"]
-    else:
-        q, k, v = (_linear(weights, r, x) for r in ("q_proj", "k_proj", "v_proj"))
-
-    def split(t, n):
-        if mistake == "split_heads_no_transpose":
-            return t.reshape(B, n, T, D)
-        return t.view(B, T, n, D).transpose(1, 2)  # (B, n, T, D)
-
-    q, k, v = split(q, H), split(k, G), split(v, G)
-    if G != H:
-        if mistake == "gqa_heads_tiled":
-            k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
-        else:
-            k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
-    scale = head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
-    out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
-    if mistake == "merge_heads_no_transpose":
-        out = out.reshape(B, T, C)
-    else:
-        out = out.transpose(1, 2).reshape(B, T, C)
-    return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
-
-
 def _rms(weights, role, x, skip, eps=1e-6):
     if skip:
         return x
@@ -250,55 +215,6 @@ def rope(x, theta, mistake=""):
     x1, x2 = xf[..., 0::2], xf[..., 1::2]
     out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., r/2, 2)
     return out.flatten(-2).to(x.dtype)
-
-
-def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
-    """MLA in the naive form of DeepSeek-V2/V3, with its mistakes as knobs."""
-    mistake = slips(mistake)
-    B, T, _ = x.shape
-    H = config["num_heads"]
-    nope, r, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
-    kv_rank = config["kv_lora_rank"]
-    theta = config.get("rope_theta", 10000.0)
-    skip_q = mistake in ("mla_norm_skipped", "mla_norm_skipped:q")
-    skip_kv = mistake in ("mla_norm_skipped", "mla_norm_skipped:kv")
-    eps = 1e-5 if mistake == "norm_eps_convention" else 1e-6  # the RMSNorms' eps by Llama's convention
-    q = _linear(weights, "wq_b", _rms(weights, "q_norm", _linear(weights, "wq_a", x), skip_q, eps))
-    q = q.view(B, T, H, nope + r)
-    if mistake == "mla_split_order:q":
-        q_pe, q_nope = q.split([r, nope], dim=-1)
-    else:
-        q_nope, q_pe = q.split([nope, r], dim=-1)
-    q_pe = rope(q_pe, theta, mistake)  # (B, T, H, r)
-    if mistake == "mla_split_order:kv_a":
-        k_pe, c_kv = _linear(weights, "wkv_a", x).split([r, kv_rank], dim=-1)
-    else:
-        c_kv, k_pe = _linear(weights, "wkv_a", x).split([kv_rank, r], dim=-1)
-    k_pe = rope(k_pe.unsqueeze(2), theta, mistake)  # (B, T, 1, r)
-    kv = _linear(weights, "wkv_b", _rms(weights, "kv_norm", c_kv, skip_kv, eps)).view(B, T, H, nope + dv)
-    if mistake == "mla_split_order:kv_b":
-        v, k_nope = kv.split([dv, nope], dim=-1)
-    else:
-        k_nope, v = kv.split([nope, dv], dim=-1)
-    q = torch.cat([q_nope, q_pe], dim=-1)  # (B, T, H, nope+r)
-    k = torch.cat([k_nope, k_pe.expand(B, T, H, r)], dim=-1)
-    if mistake == "split_heads_no_transpose":
-        q, k, v = (t.reshape(B, H, T, t.shape[-1]) for t in (q, k, v))
-    else:
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, ·)
-    scale = head_scale(nope + r, mistake, {
-        "scale_d_model": x.shape[-1] ** -0.5,
-        "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r)),
-        "mla_scale_partial:nope": nope ** -0.5,
-        "mla_scale_partial:rope": r ** -0.5,
-        "mla_scale_partial:v": dv ** -0.5,
-    })
-    out = attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, dv)
-    if mistake == "merge_heads_no_transpose":
-        out = out.reshape(B, T, H * dv)
-    else:
-        out = out.transpose(1, 2).reshape(B, T, H * dv)
-    return out if mistake == "output_proj_skipped" else _linear(weights, "wo", out)
 
 
 def masked(q, k, v, attention_mask, mistake="", fill=float("-inf"), window=None, bias=None):

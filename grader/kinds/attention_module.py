@@ -7,9 +7,16 @@ seeded weights. When several same-shaped layers could play several roles, the ch
 under each candidate mapping and asks the grading process which one computes the reference: the
 reference itself never enters the child.
 
-Exercise data (``[grading]``, :class:`AttentionGrading`): ``configs``; ``model``, the functional form
-of the reference and its mistakes in :mod:`attnprep.grader.variants` (``projections`` with ``kv_heads``
-and ``fused``, or ``latent``); ``knobs``, the mistakes tried, in order.
+Mistakes are named edits of the reference solution (``[grading] edits``: knob -> a list of
+``{old, new}`` replacements, each ``old`` found exactly once in ``solutions/<id>.py``; two knobs at
+once are both edits, and two edits of the same text clash, which names nothing), built with the
+seeded weights (:class:`attnprep.grader.edits.MaskFilledReference`). Every variant is tried with
+the reference's mask fill (``fill``, as written: ``float("-inf")``) and with -1e9; where no mistake
+explains the outputs with one fill, the mask mistakes are tried with a fill per mask: ``fill_sites``
+names the masks the reference fills, in its order, by the words of each masked_fill's mask.
+
+Exercise data (``[grading]``, :class:`AttentionGrading`): ``configs``; ``kv_heads``; ``knobs``, the
+mistakes tried, in order; ``edits``, ``fill`` and ``fill_sites``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import torch
 from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader import weights as W
+from attnprep.grader.edits import MaskFilledReference, fill_text
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
 from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, ModuleConfig, first
 from attnprep.grader.result import MappingNote
@@ -93,8 +101,9 @@ class ModuleGrading(Grading):
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionGrading(ModuleGrading):
-    model: str = "projections"  # the functional form in variants: "projections" or "latent"
-    fused: bool = False  # one stacked q/k/v projection (the projections form)
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (float("-inf")): each variant is tried with -1e9 too
+    fill_sites: dict[str, list[str]] = field(default_factory=dict)  # mask -> words of its masked_fill's mask, in fill order
 
 
 class AttentionModule(Kind):
@@ -102,8 +111,8 @@ class AttentionModule(Kind):
     Config = ModuleConfig  # the constructor's arguments
     traits = frozenset({"attention", "rows"})
     probes = frozenset({"causality", "padding", "batch", "eval", "gradients", "device", "softmax_rows"})
-    pair_knobs = True  # its variants take two knobs at once (variants.slips)
-    mask_fills = True  # its variants take variants.MaskFills (a fill per mask)
+    pair_knobs = True  # two knobs at once: both edits made together
+    mask_fills = True  # its variants take variants.MaskFills (a fill per mask: [grading] fill_sites)
     forward_key = "contract.forward_signature"  # the text when forward takes too few positional arguments
     forward_positional = 3  # … fewer than this: x, attention_mask, is_causal
     leaf_names = False  # nested layers (attn.q_proj) are matched by shape, not by their last name
@@ -115,6 +124,11 @@ class AttentionModule(Kind):
         self.arg_defaults = arg_defaults(exercise.contract.constructor)
         self._role_weights: dict[tuple, dict] = {}  # see role_weights
         self._chosen: dict[tuple[int, str], int] = {}  # (config, the candidates described) -> the mapping chosen
+        grading = self.grading  # (a kind built on this one may read no edits: it has its own variants)
+        edits = {k: list(v) for k, v in getattr(grading, "edits", {}).items()}
+        self.edited = MaskFilledReference(exercise.solution_path, edits, getattr(grading, "fill", ""),
+                                          getattr(grading, "fill_sites", {}))
+        self._variants: dict[tuple, torch.nn.Module] = {}  # (knobs, fill, config, zero bias) -> its module
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -306,8 +320,9 @@ class AttentionModule(Kind):
         """The reference's class."""
         return super().solution()[self.object]
 
-    def _reference_module(self, ci: int, zero_bias=frozenset()):
-        module = self.solution()(*self.args(ci)).eval()
+    def _reference_module(self, ci: int, zero_bias=frozenset(), cls=None):
+        """``cls`` (the reference's class by default) built for config ``ci``, with the seeded weights."""
+        module = (cls or self.solution())(*self.args(ci)).eval()
         weights = self.role_weights(ci, zero_bias)
         with torch.no_grad():
             for role, tensors in weights.items():
@@ -374,22 +389,42 @@ class AttentionModule(Kind):
                     return found
         return 0
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
-        grading = self.grading
-        config = self.configs[ci]
-        weights = self.role_weights(ci, zero_bias)
-        if grading.model == "latent":
-            model = variants.latent
-            extra: dict = {}
-        else:
-            model = variants.projections
-            extra = {"kv_heads": exercises.evaluate(grading.kv_heads, config), "fused": bool(grading.fused)}
+    def variant(self, ci: int, zero_bias, knob, fill):
+        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together), its
+        masks filled with ``fill`` (one fill, or a variants.MaskFills: a fill per mask); compiled and
+        built when first called (two knobs whose edits clash raise there, which names nothing)."""
+        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)
+        per_mask = isinstance(fill, variants.MaskFills) and bool(self.edited.sites)
+        fill = fill if per_mask else float(fill)
+        fills = (fill.order, *(getattr(fill, site) for site in self.edited.sites)) if per_mask else fill_text(fill)
+        key = (knobs, fills, ci, frozenset(zero_bias))
 
-        def call(case: Case):
-            i = case.inputs
-            return {"out": model(config, weights, i["x"], i["attention_mask"], i["is_causal"], knob, fill, **extra)}
+        def module():
+            if key not in self._variants:
+                if per_mask:
+                    sites = {site: getattr(fill, site) for site in self.edited.sites}
+                    namespace = self.edited.mask_filled(knobs, sites, fill.order)
+                else:
+                    namespace = self.edited.namespace(knobs, fill)
+                self._variants[key] = self._variant_module(ci, zero_bias, namespace[self.object])
+            return self._variants[key]
 
-        return call
+        return lambda case: {"out": first(self.call(module(), case))}
+
+    def _variant_module(self, ci: int, zero_bias, cls) -> torch.nn.Module:
+        """``cls``, a variant of the reference's class, built for config ``ci`` with the seeded weights.
+        A variant whose edits leave ``__init__`` as it is shares the weights of one reference module
+        (built once per config and bias set): building and loading a module for each of the
+        hundreds of variants a diagnosis tries would cost more than running them."""
+        reference = self.solution()
+        if _code(cls.__init__) != _code(reference.__init__):
+            return self._reference_module(ci, zero_bias, cls)
+        key = ((), "shared", ci, frozenset(zero_bias))
+        if key not in self._variants:
+            self._variants[key] = self._reference_module(ci, zero_bias)
+        module = cls.__new__(cls)
+        module.__dict__ = dict(self._variants[key].__dict__)  # the same layers and parameters, its own forward
+        return module
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         T = case.queries.shape[1]
@@ -400,6 +435,13 @@ class AttentionModule(Kind):
         if mask is not None:
             allowed = allowed & mask[sample][None, :]
         return allowed
+
+
+def _code(function) -> tuple:
+    """What ``function`` does, as compiled: the same for the same text at the same lines, whatever
+    its file's name or the compiler flags it was compiled under."""
+    c = function.__code__
+    return c.co_code, c.co_consts, c.co_names, c.co_varnames, c.co_firstlineno, c.co_linetable
 
 
 def _check_forward(cls, key: str = "contract.forward_signature", least: int = 3) -> None:

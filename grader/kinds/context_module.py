@@ -9,61 +9,25 @@ with the mapping probe answered on the grading side, seeded weights, the dropout
 
 Exercise data (``[grading]``): ``configs`` with the constructor's arguments and the two lengths
 ``T`` (queries) and ``S`` (context tokens); ``defaults``, sizes a config leaves to the
-constructor's default (``d_context = "d_model"``); ``knobs``, the mistakes tried, in order. A
-config with ``T == S`` keeps every case square (its ``T=1`` case has one context token), so that
-slips which only compute at equal lengths and widths (keys projected from ``x``) compute there.
+constructor's default (``d_context = "d_model"``); ``knobs``, the mistakes tried, in order;
+``edits`` and ``fill``, the mistakes as edits of the reference solution, as ``attention_module``
+reads them (one fill for every mask). A config with ``T == S`` keeps every case square (its ``T=1``
+case has one context token), so that slips which only compute at equal lengths and widths (keys
+projected from ``x``) compute there; where they raise, they compute nothing to compare.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
-from attnprep.grader import variants
 from attnprep.grader.cases import (LEFT_PADDED, PADDED, PLAIN, T1, Case, again_in_eval, alone, changed, generator, left_mask,
                                    lengths_mask, rows)
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 from attnprep.grader.kinds.base import ModuleConfig
-
-
-def _linear(weights, role, x):
-    w = weights[role]
-    return F.linear(x, w["weight"], w.get("bias"))
-
-
-def cross(sizes: dict, weights: dict, x, context, context_mask, mistake: str = "", fill: float = float("-inf")):
-    """Multi-head cross-attention with the mistakes as knobs (see :mod:`attnprep.grader.variants`): one,
-    or two made together."""
-    mistake = variants.slips(mistake)
-    B, T, C = x.shape
-    S = context.shape[1]
-    H = sizes["num_heads"]
-    D = C // H
-    from_x = variants.pick({"cross_kv_from_x": "kv", "cross_kv_from_x:k": "k", "cross_kv_from_x:v": "v"}, mistake, "")
-    q = _linear(weights, "q_proj", x)
-    k = _linear(weights, "k_proj", x if "k" in from_x else context)
-    v = _linear(weights, "v_proj", x if "v" in from_x else context)
-
-    def split(t):
-        n = t.shape[1]
-        if mistake == "split_heads_no_transpose":
-            return t.reshape(B, H, n, D)
-        return t.view(B, n, H, D).transpose(1, 2)  # (B, H, n, D)
-
-    q, k, v = split(q), split(k), split(v)
-    scale = variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C),
-                                             "cross_scale_d_context": 1 / math.sqrt(sizes["d_context"])})
-    causal = mistake == "cross_causal_mask"  # tril(ones(T, S)): the decoder's self-attention mask copied
-    out = variants.attend(q, k, v, context_mask, causal, scale, mistake, fill)  # (B, H, T, D)
-    if mistake == "merge_heads_no_transpose":
-        out = out.reshape(B, T, C)
-    else:
-        out = out.transpose(1, 2).reshape(B, T, C)
-    return out if mistake == "output_proj_skipped" else _linear(weights, "o_proj", out)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -72,12 +36,18 @@ class ContextConfig(ModuleConfig):
     S: int  # the context's length
 
 
+@dataclass(frozen=True, kw_only=True)
+class ContextGrading(ModuleGrading):
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (float("-inf")): each variant is tried with -1e9 too
+
+
 class ContextModule(AttentionModule):
-    Grading = ModuleGrading  # its variants are cross(): no model, kv_heads or fused form of its own
+    Grading = ContextGrading
     Config = ContextConfig
     probes = frozenset({"padding", "batch", "eval", "gradients", "device", "softmax_rows"})
-    pair_knobs = True  # its variants take two knobs at once (variants.slips)
-    mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
+    pair_knobs = True  # two knobs at once: both edits made together
+    mask_fills = False  # … and one fill for every mask (no fill_sites)
     forward_key = "context_module.forward_signature"  # forward(x, context, context_mask=None)
 
     def cases(self, ci: int) -> list[Case]:
@@ -93,18 +63,18 @@ class ContextModule(AttentionModule):
         mask = i["context_mask"]
         return module(i["x"].clone(), i["context"].clone(), None if mask is None else mask.clone())
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
-        sizes = self.sizes(ci)
-        weights = self.role_weights(ci, zero_bias)
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        """The edited reference (:meth:`AttentionModule.variant`); a slip that raises at these sizes
+        (keys projected from x where the context is wider) computes nothing to compare."""
+        call = super().variant(ci, zero_bias, knob, fill)
 
-        def call(case: Case):
-            i = case.inputs
+        def guarded(case: Case):
             try:
-                return {"out": cross(sizes, weights, i["x"], i["context"], i["context_mask"], knob, fill)}
-            except RuntimeError:  # the slip raises at these sizes: it computes nothing to compare
+                return call(case)
+            except RuntimeError:
                 return {"out": torch.full((0,), math.nan)}
 
-        return call
+        return guarded
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         T, S = case.seq
