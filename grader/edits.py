@@ -82,22 +82,31 @@ class EditedReference:
         self._compiled.clear()
 
 
-class SplitFillReference(EditedReference):
-    """An :class:`EditedReference` whose reference fills two masks (a causal and a padding one) at
-    once, merged, and whose variants are also tried with a fill per mask (a ``variants.MaskFills``,
-    duck-typed: a ``fill`` with ``apply(scores, padding_blocked, causal_blocked)``).
+FILL_NAME = "_attnprep_fill"  # the name a variant's source reads its mask fill from
 
-    ``split`` (``[grading] mask_split``) are edits, made after a knob's, that rewrite the one fill
-    as a call ``mask_fills(scores, ~padding_allowed, ~causal_allowed)``; the compiled namespace
-    holds ``mask_fills``, the fill's own ``apply``. A knob whose edits take away the text the split
-    edits (it merges the masks, or fills none of them) keeps one fill: the padding's."""
 
-    def __init__(self, path: Path, edits: dict[str, list[dict]], fill: str, split: list[dict]):
+class FillReference(EditedReference):
+    """An :class:`EditedReference` whose variants are tried with more than one mask fill, run with
+    the fill as a value: the reference's fill as written (``fill``) becomes the name ``FILL_NAME``
+    in the compiled source, bound to the fill tried, so that one variant's two fills share their
+    compiled code (:meth:`source` still writes the fill itself, as the base class does).
+
+    Where the reference fills two masks (a causal and a padding one) at once, merged, a variant is
+    also tried with a fill per mask (a ``variants.MaskFills``, duck-typed: a ``fill`` with
+    ``apply(scores, padding_blocked, causal_blocked)``): ``split`` (``[grading] mask_split``) are
+    edits, made after a knob's, that rewrite the one fill as a call ``mask_fills(scores,
+    ~padding_allowed, ~causal_allowed)``, and the namespace holds ``mask_fills``, the fill's own
+    ``apply``. A knob whose edits take away the text the split edits (it merges the masks, or fills
+    none of them) keeps one fill: the padding's."""
+
+    def __init__(self, path: Path, edits: dict[str, list[dict]], fill: str, split: list[dict] = ()):
         super().__init__(path, edits, fill)
-        self.split = split
+        self.split = list(split)
 
-    def _split_source(self, knobs: Iterable[str], fills) -> str | None:
+    def _split_source(self, knobs: Iterable[str]) -> str | None:
         """The source with the knobs' edits and the split made, or None where the split no longer applies."""
+        if not self.split:
+            return None
         if self._source is None:
             self._source = self.path.read_text(encoding="utf-8")
         edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())
@@ -109,23 +118,27 @@ class SplitFillReference(EditedReference):
             return None
 
     def source(self, knobs: Iterable[str] = (), fill=None) -> str:
-        if fill is None or isinstance(fill, (int, float)) or not self.split:
+        if fill is None or isinstance(fill, (int, float)):
             return super().source(knobs, fill)
         knobs = tuple(knobs)
-        split = self._split_source(knobs, fill)
+        split = self._split_source(knobs)
         return split if split is not None else super().source(knobs, float(fill))
 
     def namespace(self, knobs: tuple[str, ...] = (), fill=None) -> dict[str, Any]:
-        if fill is None or isinstance(fill, (int, float)) or not self.split:
+        if fill is None or not self.fill:
             return super().namespace(knobs, fill)
         key = (knobs, fill)
         if key not in self._compiled:
-            if self._split_source(knobs, fill) is None:  # one fill: the padding's
-                self._compiled[key] = super().namespace(knobs, float(fill))
-            else:
-                namespace: dict[str, Any] = {"__name__": "attnprep_variant", "mask_fills": fill.apply}
-                exec_edited(self.source(knobs, fill), f"<{self.path.name}, edited>", namespace)
-                self._compiled[key] = namespace
+            split = None if isinstance(fill, (int, float)) else self._split_source(knobs)
+            namespace: dict[str, Any] = {"__name__": "attnprep_variant"}
+            if split is not None:  # a fill per mask
+                source = split
+                namespace["mask_fills"] = fill.apply
+            else:  # one fill (the padding's where a fill per mask was asked)
+                source = super().source(knobs).replace(self.fill, FILL_NAME)
+                namespace[FILL_NAME] = float(fill)
+            exec_edited(source, f"<{self.path.name}, edited>", namespace)
+            self._compiled[key] = namespace
         return self._compiled[key]
 
 

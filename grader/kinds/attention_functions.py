@@ -15,7 +15,7 @@ blocked positions; ``mask_named``, mask knobs named when the mask function retur
 ``knobs``, the mistakes tried, in order; ``edits``, each knob's ``{ old, new }`` edits of the
 solution (a knob's variant is the edited reference, called as the attempt is; two knobs, both
 edits); ``fill``, the reference's mask fill as written, and ``mask_split``, the edits that write its
-one merged fill as one fill per mask (:class:`attnprep.grader.edits.SplitFillReference`).
+one merged fill as one fill per mask (:class:`attnprep.grader.edits.FillReference`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
-from attnprep.grader.edits import SplitFillReference
+from attnprep.grader.edits import FillReference
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
@@ -78,7 +78,7 @@ class AttentionFunctions(Kind):
         self.mask_checks: list[dict] = [dict(a) for a in grading.mask_checks]
         self.mask_inverted: str = grading.mask_inverted
         self.mask_named: list[str] = list(grading.mask_named)
-        self.edited = SplitFillReference(exercise.solution_path, {k: list(v) for k, v in grading.edits.items()},
+        self.edited = FillReference(exercise.solution_path, {k: list(v) for k, v in grading.edits.items()},
                                          grading.fill, list(grading.mask_split))
 
     def cases(self, ci: int) -> list[Case]:

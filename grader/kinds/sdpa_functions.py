@@ -35,7 +35,7 @@ import torch
 
 from attnprep.grader.cases import PLAIN, Case, alone, generator
 from attnprep.grader.cases import changed as changed_
-from attnprep.grader.edits import EditedReference
+from attnprep.grader.edits import FillReference
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Name
@@ -109,8 +109,8 @@ class SdpaFunctions(Kind):
         self.scale = float(self.grading.scale)
         self.softmax_cases: list[dict] = [dict(c) for c in self.grading.softmax]
         self.forbidden: dict[str, str] = dict(self.grading.forbidden)
-        self.edited = EditedReference(exercise.solution_path, {k: list(v) for k, v in self.grading.edits.items()},
-                                      self.grading.fill)
+        self.edited = FillReference(exercise.solution_path, {k: list(v) for k, v in self.grading.edits.items()},
+                                    self.grading.fill)
 
     # --- cases --------------------------------------------------------------------------------
 
