@@ -271,8 +271,12 @@ class _Tracing:
 def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
     """Of the failing (config, case) pairs, the one whose sizes name the most axes apart (so the
     divergence can write ``(B, T, H, D)`` rather than numbers); the first on a tie."""
+    cases: dict[int, list] = {}  # drawn once per config (a kind may draw its cases afresh each time)
+
     def named(f: tuple[int, int]) -> int:
-        sizes = list(kind.axis_names(f[0], kind.cases(f[0])[f[1]]).values())
+        if f[0] not in cases:
+            cases[f[0]] = kind.cases(f[0])
+        sizes = list(kind.axis_names(f[0], cases[f[0]][f[1]]).values())
         return len(set(sizes)) - len(sizes)
 
     return max(failures, key=lambda f: (named(f), -failures.index(f)))
