@@ -471,8 +471,13 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    if text in _STATEMENTS:  # the reference's file, traced for every failing attempt: parsed once
+        return _STATEMENTS[text]
+    try:
         tree = ast.parse(text)
-    except (OSError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError):
         return {}
     lines = text.splitlines()
     found = {}
@@ -494,7 +499,13 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
         joined = joined.replace("[ ", "[").replace(" ]", "]")
         for n in range(node.lineno, end + 1):
             found[n] = (node.lineno, joined)
+    if len(_STATEMENTS) >= 64:
+        _STATEMENTS.clear()
+    _STATEMENTS[text] = found
     return found
+
+
+_STATEMENTS: dict[str, dict[int, tuple[int, str]]] = {}  # a file's text -> what _statements found in it (read, never changed)
 
 
 def _by_statement(steps: list, path: Path) -> None:
