@@ -40,6 +40,10 @@ def exercise_ids() -> list[str]:
 
     return list(exercises.registry())
 CHECK_TARGET = 1.5  # one check ≤ 1.5× bare `import torch`
+# Each command runs once untimed before its timed runs (the file cache, bytecode); run.py's
+# --no-warm-up turns that off for the test suite's smoke runs, which check a row's shape, not its
+# figures (the check rows' untimed `--json` run still checks the verdicts).
+WARM_UP = True
 TORCH = [sys.executable, "-c", "import torch"]
 
 # Runs attnprep's entry point in this very interpreter (what the console script does), then writes
@@ -208,7 +212,8 @@ def _check_row(ws: Workspace, name: str, what: str, files: dict[str, Path], args
     if len(graded) != len(files) or any((g["verdict"] == "passed") != expect_pass for g in graded):
         raise RuntimeError(f"{name}: unexpected verdicts {graded}")
     code = 0 if expect_pass else 1
-    run_once(TORCH)  # warm-up of the baseline
+    if WARM_UP:
+        run_once(TORCH)  # warm-up of the baseline
     base, subj = interleaved(lambda: run_once(TORCH),
                              lambda: run_once(cmd, cwd=folder, env=ws.env, ok=(code,)), repeat)
     return timing_row(name, what, "python -c 'import torch'", base, subj, target,
@@ -281,8 +286,9 @@ def measure_memory(ws: Workspace, repeat: int) -> dict:
         parts.append(json.loads(out.read_text()))
         return run
 
-    subject()  # warm-up
-    parts.clear()
+    if WARM_UP:
+        subject()  # warm-up
+        parts.clear()
     base, subj = interleaved(lambda: run_once(TORCH), subject, repeat)
     b = median([r.peak_mib for r in base])
     s = median([r.peak_mib for r in subj])

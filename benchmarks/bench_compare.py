@@ -32,11 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", "--runs", type=int, default=7, help="runs of each command (default 7)")
     parser.add_argument("--preset", default="deepseek-v3")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--no-warm-up", action="store_true", help="skip the untimed first run (smoke runs)")
     args = parser.parse_args(argv)
 
     compare = [sys.executable, "-m", "attnprep", "compare", "--preset", args.preset, "--json"]
     baseline = [sys.executable, "-c", "import torch"]
-    wall(baseline)  # warm the file cache once, not counted
+    if not args.no_warm_up:
+        wall(baseline)  # warm the file cache once, not counted
     times: dict[str, list[float]] = {"compare": [], "import_torch": []}
     for _ in range(args.runs):
         times["import_torch"].append(wall(baseline))

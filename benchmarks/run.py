@@ -4,7 +4,7 @@ Every timing is a ratio to a baseline measured in the same run, the two commands
 (baseline, subject, baseline, subject …) in fresh interpreters, medians of ``--repeat`` runs; the
 drill row is an absolute latency. See benchmarks/README.md for what each row measures.
 
-    python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]]
+    python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]] [--no-warm-up]
 
 Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare, teardown, and check-<id>
 (a correct attempt) and fail-<id> (a failing one) for every exercise. Exit code 1 when a row misses its target.
@@ -39,8 +39,9 @@ def _list_row(name: str, what: str, folder, env: dict, repeat: int) -> dict:
     of each first."""
     cmd = [*attnprep_command(), "list"]
     baseline = [sys.executable, "-c", "import typer, rich"]
-    run_once(cmd, cwd=folder, env=env)  # warm-ups, not counted
-    run_once(baseline, cwd=folder, env=env)
+    if bench_check.WARM_UP:
+        run_once(cmd, cwd=folder, env=env)  # warm-ups, not counted
+        run_once(baseline, cwd=folder, env=env)
     base, subj = interleaved(lambda: run_once(baseline, cwd=folder, env=env), lambda: run_once(cmd, cwd=folder, env=env), repeat)
     return timing_row(name, what, "python -c 'import typer, rich'", base, subj, LIST_TARGET, command="attnprep list")
 
@@ -88,7 +89,8 @@ def measure_drill(ws: Workspace, repeat: int) -> dict:
 
 def measure_compare(ws: Workspace, repeat: int) -> dict:
     """`attnprep compare --preset deepseek-v3 --json` vs bare `import torch`, by bench_compare.py."""
-    proc = subprocess.run([sys.executable, str(HERE / "bench_compare.py"), "-n", str(repeat), "--preset", COMPARE_PRESET, "--json"],
+    proc = subprocess.run([sys.executable, str(HERE / "bench_compare.py"), "-n", str(repeat), "--preset", COMPARE_PRESET, "--json",
+                           *([] if bench_check.WARM_UP else ["--no-warm-up"])],
                           capture_output=True, text=True, timeout=3600)
     if proc.returncode not in (0, 1):  # 1: over its budget, still a measurement
         raise RuntimeError(f"bench_compare.py failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
@@ -116,8 +118,9 @@ def measure_teardown(ws: Workspace, repeat: int) -> dict:
     baseline of the check rows, which pays it."""
     baseline = [sys.executable, "-c", "import torch"]
     cmd = [sys.executable, "-c", "import torch, os; os._exit(0)"]
-    run_once(baseline)
-    run_once(cmd)
+    if bench_check.WARM_UP:
+        run_once(baseline)
+        run_once(cmd)
     base, subj = interleaved(lambda: run_once(baseline), lambda: run_once(cmd), repeat)
     return timing_row("teardown", "`import torch` ended with os._exit (no interpreter teardown)",
                       "python -c 'import torch'", base, subj, None, command="python -c 'import torch, os; os._exit(0)'")
@@ -198,7 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="runs of each command, interleaved with its baseline (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON document with every row")
     parser.add_argument("--only", action="append", metavar="NAME", help=f"run only these rows (repeatable or comma-separated): {', '.join(MEASURES)}")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="skip the untimed first run of each command (the tests' smoke runs: figures less fair)")
     args = parser.parse_args(argv)
+    bench_check.WARM_UP = not args.no_warm_up
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     names = list(MEASURES)

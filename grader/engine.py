@@ -271,8 +271,12 @@ class _Tracing:
 def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
     """Of the failing (config, case) pairs, the one whose sizes name the most axes apart (so the
     divergence can write ``(B, T, H, D)`` rather than numbers); the first on a tie."""
+    cases: dict[int, list] = {}  # drawn once per config (a kind may draw its cases afresh each time)
+
     def named(f: tuple[int, int]) -> int:
-        sizes = list(kind.axis_names(f[0], kind.cases(f[0])[f[1]]).values())
+        if f[0] not in cases:
+            cases[f[0]] = kind.cases(f[0])
+        sizes = list(kind.axis_names(f[0], cases[f[0]][f[1]]).values())
         return len(set(sizes)) - len(sizes)
 
     return max(failures, key=lambda f: (named(f), -failures.index(f)))
@@ -467,8 +471,13 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    if text in _STATEMENTS:  # the reference's file, traced for every failing attempt: parsed once
+        return _STATEMENTS[text]
+    try:
         tree = ast.parse(text)
-    except (OSError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError):
         return {}
     lines = text.splitlines()
     found = {}
@@ -490,7 +499,13 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
         joined = joined.replace("[ ", "[").replace(" ]", "]")
         for n in range(node.lineno, end + 1):
             found[n] = (node.lineno, joined)
+    if len(_STATEMENTS) >= 64:
+        _STATEMENTS.clear()
+    _STATEMENTS[text] = found
     return found
+
+
+_STATEMENTS: dict[str, dict[int, tuple[int, str]]] = {}  # a file's text -> what _statements found in it (read, never changed)
 
 
 def _by_statement(steps: list, path: Path) -> None:

@@ -70,7 +70,7 @@ class Slips(frozenset):
 
     def __eq__(self, other):
         if isinstance(other, str):
-            return other in frozenset(self)
+            return other in self  # frozenset's own lookup: no copy (variants compare in their inner loops)
         return frozenset.__eq__(self, other)
 
     def __ne__(self, other):

@@ -39,7 +39,7 @@ def assert_row(row: dict, name: str) -> None:
 
 
 def test_list_row_json_has_the_documented_keys():
-    proc = bench("--repeat", "1", "--json", "--only", "list")
+    proc = bench("--repeat", "1", "--no-warm-up", "--json", "--only", "list")
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["version"] == 1 and doc["repeat"] == 1
@@ -53,7 +53,7 @@ def test_list_row_json_has_the_documented_keys():
 
 
 def test_table_has_a_line_per_row():
-    proc = bench("--repeat", "1", "--only", "list")
+    proc = bench("--repeat", "1", "--no-warm-up", "--only", "list")
     assert proc.returncode in (0, 1), proc.stderr
     lines = proc.stdout.splitlines()
     assert any(line.startswith("| name") and "ratio" in line and "target" in line for line in lines)
@@ -76,7 +76,7 @@ ONCE = ROWS + ["check-gqa", "fail-flash"]
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ONCE)
 def test_every_row_runs_once(name):
-    proc = bench("--repeat", "1", "--json", "--only", name)
+    proc = bench("--repeat", "1", "--no-warm-up", "--json", "--only", name)
     assert proc.returncode in (0, 1), proc.stderr
     (row,) = json.loads(proc.stdout)["rows"]
     assert_row(row, name)
@@ -97,7 +97,7 @@ def test_every_row_runs_once(name):
 
 
 def test_only_runs_the_rows_asked_in_the_order_asked():
-    proc = bench("--repeat", "1", "--json", "--only", "list,list-practised")
+    proc = bench("--repeat", "1", "--no-warm-up", "--json", "--only", "list,list-practised")
     assert proc.returncode in (0, 1), proc.stderr
     assert [row["name"] for row in json.loads(proc.stdout)["rows"]] == ["list", "list-practised"]
 

@@ -176,61 +176,77 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
     }
     allowed = next((allowed_by[k] for k in mistake if k in allowed_by), lambda c, r: c <= r + shift)
     local = made("flash_causal_local_mask")  # the tile's own triu(1): local, not global positions
+    # each slip tested once here, not per block (a variant runs hundreds of times per search)
+    max_zero, reset_skip = mistake == "flash_max_init_zero", mistake == "flash_max_not_carried:reset_skip"
+    stops_before = mistake in ("flash_causal_off_by_one:block_short", "flash_causal_off_by_one:block_short_zero")
+    block_long = mistake == "flash_causal_off_by_one:block_long"
+    past_block_skip = mistake == "flash_causal_off_by_one:past_block_skip"
+    reference_loop = skip or not mistake
+    fill_value = 0.0 if made("mask_fill_zero") else fill
+    own_max = made("flash_max_not_carried") and not reset_skip
+    before_rescale, unscaled = mistake == "flash_max_updated_before_rescale", mistake == "flash_max_not_carried:unscaled_skip"
+    sum_kept, acc_kept = mistake == "flash_sum_not_rescaled", mistake == "flash_acc_not_rescaled"
+    local_skip = mistake == "flash_normalised_per_block:local_skip"
+    local_divided = mistake == "flash_normalised_per_block:local_divided_skip"
+    weighted = mistake == "flash_normalised_per_block:weighted_skip"
+    times_k, added = mistake == "attn_times_k", mistake == "flash_normalised_per_block:added"
+    per_block = mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip", "flash_normalised_per_block:twice")
+    unnormalised = mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
+                               "flash_normalised_per_block:local_skip", "flash_normalised_per_block:added")
+    short_zero = mistake == "flash_causal_off_by_one:block_short_zero"
     blocks = []
     for ib, i in enumerate(range(0, L, block)):
         q_blk = q[:, :, i : i + block]
         bq = q_blk.shape[-2]
-        m = torch.full((B, H, bq, 1), 0.0 if mistake == "flash_max_init_zero" else float("-inf"), dtype=q.dtype)
+        m = torch.full((B, H, bq, 1), 0.0 if max_zero else float("-inf"), dtype=q.dtype)
         l = torch.zeros(B, H, bq, 1, dtype=q.dtype)
         acc = torch.zeros(B, H, bq, D, dtype=q.dtype)
         for jb, j in enumerate(range(0, S, block)):
-            if mistake == "flash_max_not_carried:reset_skip":
+            if reset_skip:
                 m = torch.full_like(m, float("-inf"))  # started again in every key block: exp(m - m_new) is 0
             if is_causal:
-                if mistake in ("flash_causal_off_by_one:block_short", "flash_causal_off_by_one:block_short_zero") and jb >= ib:
+                if stops_before and jb >= ib:
                     continue  # the loop stops before the diagonal block
-                if mistake == "flash_causal_off_by_one:block_long" and jb > ib + 1:
+                if block_long and jb > ib + 1:
                     continue  # … or one block after it
-                if (skip or not mistake) and j > i + bq - 1 + shift:
+                if reference_loop and j > i + bq - 1 + shift:
                     continue
             k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
             s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (B, H, bq, bk)
             # the tile masked only when it reaches past the query block's last row (not its first):
             # a square tile on the diagonal goes unmasked
-            past_block = mistake == "flash_causal_off_by_one:past_block_skip" and j + k_blk.shape[-2] <= i + bq
-            if is_causal and not unmasked and not past_block and not (mistake == "flash_causal_off_by_one:block_long" and jb != ib):
+            past_block = past_block_skip and j + k_blk.shape[-2] <= i + bq
+            if is_causal and not unmasked and not past_block and not (block_long and jb != ib):
                 r = torch.arange(i, i + bq)[:, None]
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
                 blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
-                s = s.masked_fill(blocked_out, 0.0 if made("mask_fill_zero") else fill)
-            if made("flash_max_not_carried") and mistake != "flash_max_not_carried:reset_skip":
+                s = s.masked_fill(blocked_out, fill_value)
+            if own_max:
                 m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
             else:
                 m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
             p = torch.exp(s - m_new)
             # the max updated before the rescale factor is taken: exp(m_new - m_new), 1 (NaN where -inf)
-            alpha = torch.exp((m_new if mistake == "flash_max_updated_before_rescale" else m) - m_new)
-            if mistake == "flash_max_not_carried:unscaled_skip":
+            alpha = torch.exp((m_new if before_rescale else m) - m_new)
+            if unscaled:
                 alpha = torch.ones_like(alpha)  # each block's exponentials against its own max, summed as they are
-            l_new = p.sum(-1, keepdim=True) + (l if mistake == "flash_sum_not_rescaled" else alpha * l)
-            if mistake == "flash_normalised_per_block:local_skip":
+            l_new = p.sum(-1, keepdim=True) + (l if sum_kept else alpha * l)
+            if local_skip:
                 p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
-            elif mistake == "flash_normalised_per_block:local_divided_skip":  # … taken against the block's own max
+            elif local_divided:  # … taken against the block's own max
                 p = torch.softmax(s, dim=-1)
-            elif mistake == "flash_normalised_per_block:weighted_skip":  # … weighted by exp(m_blk - m_new) too
+            elif weighted:  # … weighted by exp(m_blk - m_new) too
                 p = torch.softmax(s, dim=-1) * torch.exp(s.amax(dim=-1, keepdim=True) - m_new)
-            pv = p @ (k_blk if mistake == "attn_times_k" else v_blk)
-            if mistake == "flash_normalised_per_block:added":
+            pv = p @ (k_blk if times_k else v_blk)
+            if added:
                 pv = pv / l_new  # each block's share divided by the sum so far as it is added, never again
-            acc = pv + (acc if mistake == "flash_acc_not_rescaled" else alpha * acc)
-            if mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip",
-                           "flash_normalised_per_block:twice"):
+            acc = pv + (acc if acc_kept else alpha * acc)
+            if per_block:
                 acc = acc / l_new  # FlashAttention-1's update without the old sum's factor
             l, m = l_new, m_new
-        if mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
-                       "flash_normalised_per_block:local_skip", "flash_normalised_per_block:added"):
+        if unnormalised:
             blocks.append(acc)
-        elif mistake == "flash_causal_off_by_one:block_short_zero":  # a row that saw no key keeps its zeros
+        elif short_zero:  # a row that saw no key keeps its zeros
             blocks.append(torch.where(l > 0, acc / l, torch.zeros_like(acc)))
         else:
             blocks.append(acc / l)
@@ -278,6 +294,7 @@ class BlockedAttention(Kind):
         self.stability = tuple(self.grading.stability)
         self.structure = dict(self.grading.structure)
         self._cases: dict[int, list[Case]] = {}
+        self._block: int | None = None  # the reference's default block_size, once read
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -432,9 +449,12 @@ class BlockedAttention(Kind):
         return call
 
     def _default_block(self) -> int:
-        import inspect
+        """The reference's default block_size (read once: every variant call of a search asks)."""
+        if self._block is None:
+            import inspect
 
-        return inspect.signature(self.solution()).parameters["block_size"].default
+            self._block = inspect.signature(self.solution()).parameters["block_size"].default
+        return self._block
 
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         L, S = case.seq
