@@ -39,6 +39,7 @@ from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigne
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
+DATA = {"tensor", "as_tensor", "asarray", "from_numpy"}  # a tensor of numbers the file computed in Python
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
@@ -946,6 +947,9 @@ class _Trails:
                 # the file does take that step on p for another use, or on what i makes (a mask after
                 # the softmax): this use of p is the one that goes without it
                 return self.found(i, "input", r, self.ref[nxt].code)
+            late = self.added_late(i, nxt, m)
+            if late is not None:  # a bias the reference adds to the scores, added to what the softmax made
+                return self.found(late, "late", nxt, self.ref[nxt].code)
             return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
 
@@ -1057,6 +1061,28 @@ class _Trails:
                 return True
         return False
 
+    def added_late(self, i: int, nxt: int, m: int) -> int | None:
+        """A later step computed from ``i``'s result that adds (or subtracts) a tensor made without
+        the inputs, where the reference's step ``nxt`` adds one made without the inputs to ``m``
+        (a position bias in another convention than the reference's, added after the softmax):
+        that step, else None."""
+        if _kind(self.ref[nxt]) not in ("add", "sub") or not any(
+                self.ref[x].free for x in self.ref[nxt].parents if x != m):
+            return None
+        later, todo = set(), [i]
+        while todo:
+            k = todo.pop()
+            for j in range(k + 1, len(self.att)):
+                if k in self.att[j].parents and j not in later:
+                    later.add(j)
+                    todo.append(j)
+        for j in sorted(later):
+            others = [q for q in self.att[j].parents if q not in later and q != i]
+            if _kind(self.att[j]) in ("add", "sub", "add_", "sub_") and others and all(
+                    self.att[q].free and self.wrong_free(q) for q in others):
+                return j
+        return None
+
     def line_result(self, k: int) -> int:
         """The last step of step ``k``'s line computed from it (``k`` itself when none is)."""
         made, end = {k}, k
@@ -1079,13 +1105,14 @@ class _Trails:
 
     def factory(self, q: int) -> bool:
         """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
-        ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
+        ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong. A tensor
+        of the file's own numbers (``torch.tensor(slopes)``) is no building block: they may be wrong."""
         while self.att[q].parents:
             moves = func_name(self.att[q].func) in LAYOUTS | COPIES | CASTS | {"getitem"}
             if not moves or len(self.att[q].parents) != 1:
                 return False
             q = self.att[q].parents[0]
-        return True
+        return func_name(self.att[q].func) not in DATA
 
     def numbers(self, i: int, r: int) -> Found | None:
         """A plain number that attempt step ``i`` is given where its counterpart ``r`` has another,
@@ -1189,6 +1216,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is not None:
         found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
+        found = _list_made(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1231,6 +1259,35 @@ def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
         return Found(stack[k], code, assigned(code), tuple(step.shape), name_shape(step.shape, trails.axes), "called",
                      _function_at(source, stack[k + 1]), "", _code(earlier))
     return None
+
+
+def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A wrong tensor "made" by ``torch.tensor(name)`` from a Python list the file computed
+    (``slopes = [base ** i for i in range(n)]``): the line that assigned that list, the last plain
+    assignment of ``name`` before the call in its function (the trace sees no Python arithmetic)."""
+    import ast
+
+    if found.reason != "made" or not any(s.line == found.line and func_name(s.func) in DATA for s in trails.att):
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= found.line <= (n.end_lineno or n.lineno)
+             and isinstance(n.func, ast.Attribute) and n.func.attr in DATA and n.args and isinstance(n.args[0], ast.Name)]
+    if len(calls) != 1:
+        return None
+    name = calls[0].args[0].id
+    span = _span_of(_function_spans(source), found.line)
+    lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno < found.line
+             and (span is None or span[0] <= n.lineno <= span[1])
+             and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+             and isinstance(n.value, (ast.List, ast.ListComp, ast.BinOp, ast.Call))]
+    if not lines:
+        return None
+    line = max(lines)
+    code = source.splitlines()[line - 1].strip()
+    return dataclasses.replace(found, line=line, code=code, name=name, shape=(), named="")
 
 
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
@@ -1764,6 +1821,32 @@ def attribute_line(source: str, attr: str) -> int | None:
     lines = {node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
              for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
              if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return lines.pop() if len(lines) == 1 else None
+
+
+def initialised_line(source: str, attr: str) -> int | None:
+    """The one line of ``source`` that initialises ``self.<attr>``'s parameters in place
+    (``nn.init.zeros_(self.lora_A.weight)``, ``self.lora_B.weight.data.normal_()``), or None."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+    def reads_attr(node) -> bool:
+        return any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name)
+                   and n.value.id == "self" for n in ast.walk(node))
+
+    def initialises(call) -> bool:  # nn.init.<f>_(self.<attr>…) or self.<attr>….<f>_()
+        f = call.func
+        if not isinstance(f, ast.Attribute) or not f.attr.endswith("_") or f.attr.endswith("__"):
+            return False
+        if isinstance(f.value, ast.Attribute) and f.value.attr == "init" or isinstance(f.value, ast.Name) and f.value.id == "init":
+            return bool(call.args) and reads_attr(call.args[0])
+        return reads_attr(f.value)
+
+    lines = {node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and initialises(node)}
     return lines.pop() if len(lines) == 1 else None
 
 

@@ -215,6 +215,8 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
             l_new = p.sum(-1, keepdim=True) + (l if mistake == "flash_sum_not_rescaled" else alpha * l)
             if mistake == "flash_normalised_per_block:local_skip":
                 p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
+            elif mistake == "flash_normalised_per_block:local_clamped":  # … its sum clamped: an underflowed block adds 0
+                p = p / p.sum(-1, keepdim=True).clamp_min(1e-30)
             elif mistake == "flash_normalised_per_block:local_divided_skip":  # … taken against the block's own max
                 p = torch.softmax(s, dim=-1)
             elif mistake == "flash_normalised_per_block:weighted_skip":  # … weighted by exp(m_blk - m_new) too
