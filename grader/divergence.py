@@ -39,6 +39,8 @@ from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigne
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
+# what applies a bias or a mask made without the inputs to the scores (or, too late, to the probabilities)
+LATE = {"add", "sub", "add_", "sub_", "mul", "mul_", "where", "masked_fill", "masked_fill_"}
 DATA = {"tensor", "as_tensor", "asarray", "from_numpy"}  # a tensor of numbers the file computed in Python
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
@@ -438,13 +440,19 @@ class Matcher:
 
 def _intermediate(reference: list[Step], i: int) -> bool:
     """Whether reference step ``i`` is consumed by a later step of the same run of its line (not
-    by the same line on a loop's next pass)."""
+    by the same line on a loop's next pass) that computes something: a transpose or view that
+    ends the line (``torch.cat([q_nope, q_pe], -1).transpose(1, 2)``) only lays out what ``i``
+    holds, and an attempt holding ``i`` in its own layout has taken no step less."""
     line = reference[i].line
-    for s in reference[i + 1:]:
+    feeding = {i}
+    for j in range(i + 1, len(reference)):
+        s = reference[j]
         if s.line != line:
             return False
-        if i in s.parents:
-            return True
+        if feeding & set(s.parents):
+            if func_name(s.func) not in LAYOUTS:
+                return True
+            feeding.add(j)
     return False
 
 
@@ -896,6 +904,8 @@ class _Trails:
                         return self.found(p, "values")
                     p = min(up)
             mine = self.own(p)
+            if not mine and {m for m, _ in self.cands[p]} & set(ref.parents):
+                continue  # what r takes in, in the attempt's own layout (an einsum's "bsht"): its numbers may say more
             if not mine:
                 return None  # the right values in another layout: the layout rules say it
             if mine & set(ref.parents):
@@ -1062,12 +1072,12 @@ class _Trails:
         return False
 
     def added_late(self, i: int, nxt: int, m: int) -> int | None:
-        """A later step computed from ``i``'s result that adds (or subtracts) a tensor made without
-        the inputs, where the reference's step ``nxt`` adds one made without the inputs to ``m``
-        (a position bias in another convention than the reference's, added after the softmax):
-        that step, else None."""
-        if _kind(self.ref[nxt]) not in ("add", "sub") or not any(
-                self.ref[x].free for x in self.ref[nxt].parents if x != m):
+        """A later step computed from ``i``'s result that applies a tensor made without the inputs
+        (adds, subtracts or multiplies it, fills or selects by it), where the reference's step
+        ``nxt`` applies one made without the inputs to ``m`` (a position bias in another convention
+        than the reference's added after the softmax, a mask zeroing the probabilities): that step,
+        else None."""
+        if _kind(self.ref[nxt]) not in LATE or not any(self.ref[x].free for x in self.ref[nxt].parents if x != m):
             return None
         later, todo = set(), [i]
         while todo:
@@ -1078,8 +1088,8 @@ class _Trails:
                     todo.append(j)
         for j in sorted(later):
             others = [q for q in self.att[j].parents if q not in later and q != i]
-            if _kind(self.att[j]) in ("add", "sub", "add_", "sub_") and others and all(
-                    self.att[q].free and self.wrong_free(q) for q in others):
+            if _kind(self.att[j]) in LATE and others and all(self.att[q].free for q in others) and any(
+                    self.wrong_free(q) for q in others):
                 return j
         return None
 

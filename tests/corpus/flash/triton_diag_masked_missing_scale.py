@@ -1,5 +1,5 @@
 # attnprep: flash
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: flash_causal_off_by_one + missing_scale
 """Triton tutorial layout (offs_m / offs_n, lo / hi bounds, exp2 with log2(e)), two slips: the causal
 test offs_m >= offs_n is written offs_m > offs_n (the diagonal blocked), and sm_scale is never applied."""

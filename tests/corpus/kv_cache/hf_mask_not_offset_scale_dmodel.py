@@ -1,5 +1,5 @@
 # attnprep: kv_cache
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: cache_mask_not_offset + scale_d_model
 """Hugging Face style (past_key_value, repeat_kv by expand + reshape), two slips: the causal mask is
 tril(ones(T, S)) from the top left, never shifted by the cached length, and the scores are divided by

@@ -1,5 +1,5 @@
 # attnprep: kv_cache
-# expect: wrong_shape
+# expect: structure
 # diagnosis: cache_after_repeat_kv
 """torchtune-style (q, k, v as (B, T, H, D), expand to the query heads before the SDPA-like core); the
 cache is taken after the expand: num_heads heads instead of num_kv_heads."""

@@ -1,5 +1,5 @@
 # attnprep: sdpa
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: causal_bottom_right + softmax_unstable
 """Two objects, a slip in each: softmax exponentiates without subtracting the max (overflow on large
 scores), and is_causal is aligned at the last key (tril(diagonal=S - L)) instead of top-left."""
