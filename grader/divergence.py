@@ -941,6 +941,9 @@ class _Trails:
 
             if self.ref[nxt].line == self.ref[m].line and frame(nxt) == frame(m):
                 return self.found(self.maker(p, m), "incomplete", m, self.ref[m].code)
+            late = self.applied_after(i, nxt, m, masking=True)
+            if late is not None:  # the mask or bias applied to what i makes (after the softmax): where it is
+                return self.found(late, "late", nxt, self.ref[nxt].code)
             if (frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m))) or (
                     parent.line == step.line and parent.stack == step.stack):
                 # done where the input is used: on that line (or the input is made on the line that uses
@@ -953,9 +956,9 @@ class _Trails:
             if made is not None:  # it makes what that step takes in (the causal mask) and never uses it
                 return self.at_caller(self.found(made, "unused", nxt, self.ref[nxt].code), made, i)
             if any(p in s.parents and _kind(s) == _kind(self.ref[nxt]) for s in self.att[p + 1:]) or \
-                    self.applied_after(i, nxt, m):
-                # the file does take that step on p for another use, or on what i makes (a mask after
-                # the softmax): this use of p is the one that goes without it
+                    self.applied_after(i, nxt, m) is not None:
+                # the file does take that step on p for another use, or on what i makes: this use of p
+                # is the one that goes without it
                 return self.found(i, "input", r, self.ref[nxt].code)
             late = self.added_late(i, nxt, m)
             if late is not None:  # a bias the reference adds to the scores, added to what the softmax made
@@ -1051,12 +1054,14 @@ class _Trails:
                 return True
         return False
 
-    def applied_after(self, i: int, nxt: int, m: int) -> bool:
-        """Whether a step computed from ``i``'s result takes in what the reference's step ``nxt``
-        takes besides ``m`` (or an earlier stage of it): the causal mask applied to the probabilities."""
+    def applied_after(self, i: int, nxt: int, m: int, masking: bool = False) -> int | None:
+        """The first step computed from ``i``'s result that takes in what the reference's step ``nxt``
+        takes besides ``m`` (or an earlier stage of it): the causal mask applied to the probabilities.
+        ``masking``: both steps apply a mask or a bias (:data:`LATE`), the mask built in steps of its own
+        (``ones * attention_mask.float()``) followed back to what the reference's is made from."""
         side = [x for x in self.ref[nxt].parents if x != m]
-        if not side:
-            return False
+        if not side or masking and _kind(self.ref[nxt]) not in LATE:
+            return None
         later, todo = set(), [i]
         while todo:
             k = todo.pop()
@@ -1064,12 +1069,42 @@ class _Trails:
                 if k in self.att[j].parents and j not in later:
                     later.add(j)
                     todo.append(j)
+        behind, todo = {i}, [i]  # i and every step it is made from
+        while todo:
+            for q in self.att[todo.pop()].parents:
+                if q not in behind:
+                    behind.add(q)
+                    todo.append(q)
+        data = {x for q in behind for x in self.att[q].inputs}  # the traced inputs i is computed from
+
+        def side_input(q: int) -> bool:  # made apart from i's inputs (a mask from attention_mask, ones)
+            seen, todo = {q}, [q]
+            while todo:
+                k = todo.pop()
+                if set(self.att[k].inputs) & data:
+                    return False
+                for p in self.att[k].parents:
+                    if p not in seen:
+                        seen.add(p)
+                        todo.append(p)
+            return True
+
         for j in sorted(later):
             others = [q for q in self.att[j].parents if q not in later and q != i]
-            theirs = {c for q in others for c, _ in self.cands[q]}
+            # each other input and what it was made from, apart from what i is made from (the mask
+            # built in steps, not the scores it was never applied to)
+            if masking and _kind(self.att[j]) not in LATE:
+                continue
+            made_from, todo = set(others), [q for q in others if masking and q not in behind and side_input(q)]
+            while todo:
+                for q in self.att[todo.pop()].parents:
+                    if q not in made_from and q not in later and q not in behind:
+                        made_from.add(q)
+                        todo.append(q)
+            theirs = {c for q in made_from for c, _ in self.cands[q]}
             if others and all(theirs & (self.up[x] | {x}) for x in side):
-                return True
-        return False
+                return j
+        return None
 
     def added_late(self, i: int, nxt: int, m: int) -> int | None:
         """A later step computed from ``i``'s result that applies a tensor made without the inputs
