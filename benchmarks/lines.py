@@ -14,6 +14,9 @@ A failing file counts when the grader gives it a divergence line; it is *within*
 at most one line away from a bug line (of either, for two bugs), else *off*.
 
     python benchmarks/lines.py [--only mha,norms] [--source planted|corpus] [--json]
+    python benchmarks/lines.py --round benchmarks/heldout_24_round3.txt
+
+``--round FILE``: the annotated attempts a held-out round lists (see corpus_names.py), by class.
 
 It prints nothing but the table (or the JSON) and the off lines; exit code 1 when a planted or
 annotated file is not failed, or when an annotation is unreadable (not a line of the file).
@@ -83,6 +86,21 @@ def _row() -> dict:
     return {"failing": 0, "with_line": 0, "within": 0, "off": [], "not_failed": []}
 
 
+def measure_round(groups: dict[str, list[Path]]) -> dict[str, dict[str, dict]]:
+    """The corpus source on a held-out round's attempts only, a row per class."""
+    from attnprep import exercises
+    from attnprep.grader import grade
+
+    rows: dict[str, dict] = {}
+    for group, paths in groups.items():
+        row = rows[group] = _row()
+        for path in paths:
+            expected = bug_lines(path)
+            if expected:
+                _count(row, f"{path.parent.name}/{path.name}", grade(path, exercises.get(path.parent.name)), expected, "")
+    return {"corpus": rows}
+
+
 def measure(only: list[str] | None, sources: tuple[str, ...]) -> dict[str, dict[str, dict]]:
     from attnprep import exercises
     from attnprep.grader import grade
@@ -126,9 +144,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated exercise ids")
     parser.add_argument("--source", choices=("planted", "corpus"), help="one source only (default: both)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--round", type=Path, help="a held-out round's listing: '<class> <exercise>/<file>' a line")
     args = parser.parse_args(argv)
-    sources = (args.source,) if args.source else ("planted", "corpus")
-    rows = measure(args.only.split(",") if args.only else None, sources)
+    sources = ("corpus",) if args.round else (args.source,) if args.source else ("planted", "corpus")
+    if args.round:
+        from corpus_names import round_of
+
+        rows = measure_round(round_of(args.round))
+    else:
+        rows = measure(args.only.split(",") if args.only else None, sources)
     totals = {source: _total(rows[source]) for source in sources}
     bad = [label for source in sources for r in rows[source].values() for label in r["not_failed"]]
     if args.json:

@@ -39,6 +39,9 @@ from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigne
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
+# what applies a bias or a mask made without the inputs to the scores (or, too late, to the probabilities)
+LATE = {"add", "sub", "add_", "sub_", "mul", "mul_", "where", "masked_fill", "masked_fill_"}
+DATA = {"tensor", "as_tensor", "asarray", "from_numpy"}  # a tensor of numbers the file computed in Python
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
@@ -437,13 +440,19 @@ class Matcher:
 
 def _intermediate(reference: list[Step], i: int) -> bool:
     """Whether reference step ``i`` is consumed by a later step of the same run of its line (not
-    by the same line on a loop's next pass)."""
+    by the same line on a loop's next pass) that computes something: a transpose or view that
+    ends the line (``torch.cat([q_nope, q_pe], -1).transpose(1, 2)``) only lays out what ``i``
+    holds, and an attempt holding ``i`` in its own layout has taken no step less."""
     line = reference[i].line
-    for s in reference[i + 1:]:
+    feeding = {i}
+    for j in range(i + 1, len(reference)):
+        s = reference[j]
         if s.line != line:
             return False
-        if i in s.parents:
-            return True
+        if feeding & set(s.parents):
+            if func_name(s.func) not in LAYOUTS:
+                return True
+            feeding.add(j)
     return False
 
 
@@ -895,6 +904,8 @@ class _Trails:
                         return self.found(p, "values")
                     p = min(up)
             mine = self.own(p)
+            if not mine and {m for m, _ in self.cands[p]} & set(ref.parents):
+                continue  # what r takes in, in the attempt's own layout (an einsum's "bsht"): its numbers may say more
             if not mine:
                 return None  # the right values in another layout: the layout rules say it
             if mine & set(ref.parents):
@@ -930,6 +941,9 @@ class _Trails:
 
             if self.ref[nxt].line == self.ref[m].line and frame(nxt) == frame(m):
                 return self.found(self.maker(p, m), "incomplete", m, self.ref[m].code)
+            late = self.applied_after(i, nxt, m, masking=True)
+            if late is not None:  # the mask or bias applied to what i makes (after the softmax): where it is
+                return self.found(late, "late", nxt, self.ref[nxt].code)
             if (frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m))) or (
                     parent.line == step.line and parent.stack == step.stack):
                 # done where the input is used: on that line (or the input is made on the line that uses
@@ -942,10 +956,13 @@ class _Trails:
             if made is not None:  # it makes what that step takes in (the causal mask) and never uses it
                 return self.at_caller(self.found(made, "unused", nxt, self.ref[nxt].code), made, i)
             if any(p in s.parents and _kind(s) == _kind(self.ref[nxt]) for s in self.att[p + 1:]) or \
-                    self.applied_after(i, nxt, m):
-                # the file does take that step on p for another use, or on what i makes (a mask after
-                # the softmax): this use of p is the one that goes without it
+                    self.applied_after(i, nxt, m) is not None:
+                # the file does take that step on p for another use, or on what i makes: this use of p
+                # is the one that goes without it
                 return self.found(i, "input", r, self.ref[nxt].code)
+            late = self.added_late(i, nxt, m)
+            if late is not None:  # a bias the reference adds to the scores, added to what the softmax made
+                return self.found(late, "late", nxt, self.ref[nxt].code)
             return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
 
@@ -1037,12 +1054,66 @@ class _Trails:
                 return True
         return False
 
-    def applied_after(self, i: int, nxt: int, m: int) -> bool:
-        """Whether a step computed from ``i``'s result takes in what the reference's step ``nxt``
-        takes besides ``m`` (or an earlier stage of it): the causal mask applied to the probabilities."""
+    def applied_after(self, i: int, nxt: int, m: int, masking: bool = False) -> int | None:
+        """The first step computed from ``i``'s result that takes in what the reference's step ``nxt``
+        takes besides ``m`` (or an earlier stage of it): the causal mask applied to the probabilities.
+        ``masking``: both steps apply a mask or a bias (:data:`LATE`), the mask built in steps of its own
+        (``ones * attention_mask.float()``) followed back to what the reference's is made from."""
         side = [x for x in self.ref[nxt].parents if x != m]
-        if not side:
-            return False
+        if not side or masking and _kind(self.ref[nxt]) not in LATE:
+            return None
+        later, todo = set(), [i]
+        while todo:
+            k = todo.pop()
+            for j in range(k + 1, len(self.att)):
+                if k in self.att[j].parents and j not in later:
+                    later.add(j)
+                    todo.append(j)
+        behind, todo = {i}, [i]  # i and every step it is made from
+        while todo:
+            for q in self.att[todo.pop()].parents:
+                if q not in behind:
+                    behind.add(q)
+                    todo.append(q)
+        data = {x for q in behind for x in self.att[q].inputs}  # the traced inputs i is computed from
+
+        def side_input(q: int) -> bool:  # made apart from i's inputs (a mask from attention_mask, ones)
+            seen, todo = {q}, [q]
+            while todo:
+                k = todo.pop()
+                if set(self.att[k].inputs) & data:
+                    return False
+                for p in self.att[k].parents:
+                    if p not in seen:
+                        seen.add(p)
+                        todo.append(p)
+            return True
+
+        for j in sorted(later):
+            others = [q for q in self.att[j].parents if q not in later and q != i]
+            # each other input and what it was made from, apart from what i is made from (the mask
+            # built in steps, not the scores it was never applied to)
+            if masking and _kind(self.att[j]) not in LATE:
+                continue
+            made_from, todo = set(others), [q for q in others if masking and q not in behind and side_input(q)]
+            while todo:
+                for q in self.att[todo.pop()].parents:
+                    if q not in made_from and q not in later and q not in behind:
+                        made_from.add(q)
+                        todo.append(q)
+            theirs = {c for q in made_from for c, _ in self.cands[q]}
+            if others and all(theirs & (self.up[x] | {x}) for x in side):
+                return j
+        return None
+
+    def added_late(self, i: int, nxt: int, m: int) -> int | None:
+        """A later step computed from ``i``'s result that applies a tensor made without the inputs
+        (adds, subtracts or multiplies it, fills or selects by it), where the reference's step
+        ``nxt`` applies one made without the inputs to ``m`` (a position bias in another convention
+        than the reference's added after the softmax, a mask zeroing the probabilities): that step,
+        else None."""
+        if _kind(self.ref[nxt]) not in LATE or not any(self.ref[x].free for x in self.ref[nxt].parents if x != m):
+            return None
         later, todo = set(), [i]
         while todo:
             k = todo.pop()
@@ -1052,10 +1123,10 @@ class _Trails:
                     todo.append(j)
         for j in sorted(later):
             others = [q for q in self.att[j].parents if q not in later and q != i]
-            theirs = {c for q in others for c, _ in self.cands[q]}
-            if others and all(theirs & (self.up[x] | {x}) for x in side):
-                return True
-        return False
+            if _kind(self.att[j]) in LATE and others and all(self.att[q].free for q in others) and any(
+                    self.wrong_free(q) for q in others):
+                return j
+        return None
 
     def line_result(self, k: int) -> int:
         """The last step of step ``k``'s line computed from it (``k`` itself when none is)."""
@@ -1079,13 +1150,14 @@ class _Trails:
 
     def factory(self, q: int) -> bool:
         """Step ``q`` is a factory (``arange``), or one only reshaped or cast (``arange(T).view(1, T)``,
-        ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong."""
+        ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong. A tensor
+        of the file's own numbers (``torch.tensor(slopes)``) is no building block: they may be wrong."""
         while self.att[q].parents:
             moves = func_name(self.att[q].func) in LAYOUTS | COPIES | CASTS | {"getitem"}
             if not moves or len(self.att[q].parents) != 1:
                 return False
             q = self.att[q].parents[0]
-        return True
+        return func_name(self.att[q].func) not in DATA
 
     def numbers(self, i: int, r: int) -> Found | None:
         """A plain number that attempt step ``i`` is given where its counterpart ``r`` has another,
@@ -1189,6 +1261,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is not None:
         found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
+        found = _list_made(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1231,6 +1304,35 @@ def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
         return Found(stack[k], code, assigned(code), tuple(step.shape), name_shape(step.shape, trails.axes), "called",
                      _function_at(source, stack[k + 1]), "", _code(earlier))
     return None
+
+
+def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A wrong tensor "made" by ``torch.tensor(name)`` from a Python list the file computed
+    (``slopes = [base ** i for i in range(n)]``): the line that assigned that list, the last plain
+    assignment of ``name`` before the call in its function (the trace sees no Python arithmetic)."""
+    import ast
+
+    if found.reason != "made" or not any(s.line == found.line and func_name(s.func) in DATA for s in trails.att):
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= found.line <= (n.end_lineno or n.lineno)
+             and isinstance(n.func, ast.Attribute) and n.func.attr in DATA and n.args and isinstance(n.args[0], ast.Name)]
+    if len(calls) != 1:
+        return None
+    name = calls[0].args[0].id
+    span = _span_of(_function_spans(source), found.line)
+    lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno < found.line
+             and (span is None or span[0] <= n.lineno <= span[1])
+             and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+             and isinstance(n.value, (ast.List, ast.ListComp, ast.BinOp, ast.Call))]
+    if not lines:
+        return None
+    line = max(lines)
+    code = source.splitlines()[line - 1].strip()
+    return dataclasses.replace(found, line=line, code=code, name=name, shape=(), named="")
 
 
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
@@ -1764,6 +1866,32 @@ def attribute_line(source: str, attr: str) -> int | None:
     lines = {node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
              for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
              if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return lines.pop() if len(lines) == 1 else None
+
+
+def initialised_line(source: str, attr: str) -> int | None:
+    """The one line of ``source`` that initialises ``self.<attr>``'s parameters in place
+    (``nn.init.zeros_(self.lora_A.weight)``, ``self.lora_B.weight.data.normal_()``), or None."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+    def reads_attr(node) -> bool:
+        return any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name)
+                   and n.value.id == "self" for n in ast.walk(node))
+
+    def initialises(call) -> bool:  # nn.init.<f>_(self.<attr>…) or self.<attr>….<f>_()
+        f = call.func
+        if not isinstance(f, ast.Attribute) or not f.attr.endswith("_") or f.attr.endswith("__"):
+            return False
+        if isinstance(f.value, ast.Attribute) and f.value.attr == "init" or isinstance(f.value, ast.Name) and f.value.id == "init":
+            return bool(call.args) and reads_attr(call.args[0])
+        return reads_attr(f.value)
+
+    lines = {node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and initialises(node)}
     return lines.pop() if len(lines) == 1 else None
 
 

@@ -163,6 +163,8 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
             started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, result.verdict, failing, protect)
             tracing.append(started)
             result = _one_scale(replace(result, divergence=started.divergence()))
+        if not result.passed and result.divergence is None and result.verdict is not Verdict.CONTRACT:
+            result = replace(result, divergence=_contract_line(source, result, "check"))  # a check about a layer
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback
 
@@ -192,9 +194,11 @@ def _one_scale(result: Result) -> Result:
     return replace(result, diagnoses=diagnoses)
 
 
-def _contract_line(source: str, result: Result):
+def _contract_line(source: str, result: Result, reason: str = "contract"):
     """For a contract failure about one of the attempt's layers (a bias the contract's layer does
-    not have), the line that makes that layer, or None."""
+    not have), the line that makes that layer, or None. ``reason`` "check": a failed check of
+    another kind about one layer (LoRA's lora_B not zero at the start): the line that sets it up,
+    an initialisation of it (``nn.init.zeros_(self.lora_A.weight)``) before the line that makes it."""
     from attnprep.grader import divergence
     from attnprep.grader.result import Divergence
 
@@ -204,9 +208,11 @@ def _contract_line(source: str, result: Result):
         if isinstance(layer, str) and layer:
             attr = layer.split(".")[-1]
             line = divergence.attribute_line(source, attr)
+            if line is not None and reason == "check":
+                line = divergence.initialised_line(source, attr) or line
             if line is not None:
                 code = source.splitlines()[line - 1].strip()
-                return Divergence(line, code, f"self.{attr}", (), "", "contract", str(params.get("role", "")))
+                return Divergence(line, code, f"self.{attr}", (), "", reason, str(params.get("role", "")))
     return None
 
 

@@ -628,12 +628,15 @@ class Judge:
         found: list[Diagnosis] = []
         seen = set()
         # two knobs at once, for kinds whose variants take them, and only for outputs that differ
-        if not matched and (self.failed_cases or self._completed_differ) and self.kind.pair_knobs:
+        whole = {k.split(":")[0] for k in self.kind.knobs()}
+        # a mistake the grader saw directly (a mask function's own values, a cache of the new tokens
+        # only) is one of the two: a pair without it that happens to compute the same outputs is
+        # another story, not this one. With wrong shapes, only such a pair is looked for (the shapes
+        # a seen mistake makes, and the values of another one in the outputs of the right shape)
+        seen_directly = {d.id for d in self._evidence_only(configs)} & whole if not matched else set()
+        if not matched and (self.failed_cases or self._completed_differ or self.shape_failures and seen_directly) \
+                and self.kind.pair_knobs:
             pairs = self._pairs()
-            # a mistake the grader saw directly (a mask function's own values) is one of the two: a
-            # pair without it that happens to compute the same outputs is another story, not this one
-            whole = {k.split(":")[0] for k in self.kind.knobs()}
-            seen_directly = {d.id for d in self._evidence_only(configs)} & whole
             if seen_directly:
                 pairs = [p for p in pairs if seen_directly & {k.split(":")[0] for k in p}]
             pair = next((p for p in pairs if any(reproduces(p, f) for f in variants.FILLS)), None)

@@ -518,6 +518,24 @@ class Tracer(TorchFunctionMode):
         self.raised_at = line
 
 
+def tracing() -> bool:
+    """Whether a :class:`Tracer` is recording (a kind gives its trail what only a trail needs)."""
+    return any(isinstance(mode, Tracer) for mode in torch.overrides._get_current_function_mode_stack())
+
+
+def add_sources(tensors) -> None:
+    """Count ``tensors`` as traced inputs from here on, after the case's, in every active
+    :class:`Tracer`: a method that computes from the module's weights alone (LoRA's ``merged()``)
+    then leaves a trail of steps derived from them, not of buffers made without the inputs."""
+    for mode in torch.overrides._get_current_function_mode_stack():
+        if isinstance(mode, Tracer):
+            mode.derive_all = False
+            for t in tensors:
+                if id(t) not in mode.index:
+                    mode.index[id(t)] = -(sum(1 for v in mode.index.values() if v < 0) + 1)
+                    mode.keep.append(t)
+
+
 def mark(label: str) -> None:
     """Note in every active :class:`Tracer` that the steps from here on belong to ``label`` (one call
     of a script of calls: "step 3 (pos 6..8)"); nothing when none is active."""

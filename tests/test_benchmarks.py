@@ -178,3 +178,19 @@ def test_lines_benchmark_on_one_exercise():
     table = subprocess.run([sys.executable, str(LINES), "--only", "swiglu", "--source", "corpus"], capture_output=True,
                            text=True, cwd=ROOT, timeout=600)
     assert table.returncode == 0 and any(line.startswith("| swiglu ") for line in table.stdout.splitlines())
+
+
+@pytest.mark.parametrize("listing", sorted((ROOT / "benchmarks").glob("heldout_24*.txt")), ids=lambda p: p.stem)
+def test_every_held_out_round_lists_corpus_attempts_with_headers(listing):
+    """A held-out round (benchmarks/heldout_24*.txt, read by corpus_names.py and lines.py --round)
+    names attempts that are in the corpus, once each, with an ``# expect:`` header."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from corpus_names import header, round_of
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    paths = [p for group in round_of(listing).values() for p in group]
+    assert paths and len(paths) == len(set(paths))
+    for path in paths:
+        expect, _ = header(path)
+        assert path.is_file() and expect is not None, path

@@ -93,7 +93,8 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake="", fill
 
     q, k, v = split(q), split(k), split(v)
     scale = variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C),
-                                             "cross_scale_d_context": 1 / math.sqrt(sizes["d_context"])})
+                                             "cross_scale_d_context": 1 / math.sqrt(sizes["d_context"]),
+                                             "cross_scale_d_context:per_head": 1 / math.sqrt(sizes["d_context"] // H)})
     causal = mistake == "cross_causal_mask"  # tril(ones(T, S)): the decoder's self-attention mask copied
     out = variants.attend(q, k, v, context_mask, causal, scale, mistake, fill)  # (B, H, T, D)
     if mistake == "merge_heads_no_transpose":

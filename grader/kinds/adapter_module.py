@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from attnprep.grader import trace
 from attnprep.grader.cases import Case
 from attnprep.grader.kinds import plain_module
 from attnprep.grader.kinds.base import Built, ContractError, first
@@ -67,17 +68,38 @@ class AdapterModule(plain_module.PlainModule):
         outputs = {"out": first(module(x))}
         if case.dtype == "float32" and case is not self._gradient_case:  # the backward is of forward alone
             for name in self.methods:
-                outputs[name] = first(self._made(module, name)(x))
+                made = self._made(module, name)
+                outputs[name] = first(made(x))
+                if trace.tracing():  # the trail: the returned module's own tensors, which the file made
+                    outputs.update((f"{name}().{leaf}", p) for leaf, p in made.named_parameters())
         return outputs
 
-    @staticmethod
-    def _made(module, name: str):
+    def _role_tensors(self, module, owner) -> list[torch.Tensor]:
+        """``owner``'s (a copy of ``module``) weights and biases of the contract's roles, in the
+        contract's order: the same sources for the attempt's trail and the reference's."""
+        built = self._built.get(id(module), (None, None))[1]
+        names = {id(p): n for n, p in module.named_parameters()}
+        copied = dict(owner.named_parameters())
+        found = []
+        for role in [p.name for p in self.exercise.contract.params]:
+            try:
+                params = self._role_params(module, built, role) if built is not None else dict(
+                    zip(("weight", "bias"), params_of(module, role)[:2]))
+            except (KeyError, AttributeError):
+                continue
+            found += [copied[names[id(p)]] for leaf in ("weight", "bias")
+                      if (p := params.get(leaf)) is not None and names.get(id(p)) in copied]
+        return found
+
+    def _made(self, module, name: str):
         """What ``module.name()`` returns, called on a copy: a method that merges in place (PEFT's
         merge()) and returns the updated base leaves the graded module as it was."""
         try:
             owner = copy.deepcopy(module)
         except Exception:  # noqa: BLE001 — a module that cannot be copied is called as it is
             owner = module
+        if trace.tracing():  # its steps computed from the weights, for the divergence finder
+            trace.add_sources(self._role_tensors(module, owner))
         return getattr(owner, name)()
 
     # --- child --------------------------------------------------------------------------------
@@ -142,7 +164,9 @@ class AdapterModule(plain_module.PlainModule):
             with torch.no_grad():
                 made = self._made(attempt, name)
             types[name] = [type(made).__module__, type(made).__name__]
-        return {"grads": grads, "zero": zero, "types": types}
+        layers = {role: built.mapping.get(role) for role in [*self.init.get("zero", []), *self.init.get("nonzero", []),
+                                                          *self.frozen.get("roles", [])]}
+        return {"grads": grads, "zero": zero, "types": types, "layers": {r: n for r, n in layers.items() if n}}
 
     # --- parent -------------------------------------------------------------------------------
 
@@ -162,14 +186,17 @@ class AdapterModule(plain_module.PlainModule):
         if trained:
             named_by = tuple(f".{leaf}" for leaf in self.frozen.get("named_by", ["weight", "bias"]))
             named = self.frozen.get("mistake") if any(n.endswith(named_by) for n in trained) else None
-            found["frozen"] = (msg("adapter_module.frozen_bad", names=", ".join(trained)), named)
+            role = trained[0].rsplit(".", 1)[0]
+            found["frozen"] = (msg("adapter_module.frozen_bad", names=", ".join(trained), role=role,
+                                   layer=(extra.get("layers") or {}).get(role, "")), named)
         zero = extra.get("zero") or {}
         wrong = [r for r in self.init.get("zero", []) if zero.get(r) is False] + \
                 [r for r in self.init.get("nonzero", []) if zero.get(r) is True]
         if wrong:
             role = wrong[0]
             key = "adapter_module.init_not_zero" if role in self.init.get("zero", []) else "adapter_module.init_zero"
-            found["initialisation"] = (msg(key, role=role), self.init.get("mistake"))
+            found["initialisation"] = (msg(key, role=role, layer=(extra.get("layers") or {}).get(role, "")),
+                                       self.init.get("mistake"))
         for name, wanted in self.method_types.items():
             got = (extra.get("types") or {}).get(name)
             if got and not (got[0].startswith("torch.nn") and got[1] == wanted):

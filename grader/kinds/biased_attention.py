@@ -21,6 +21,7 @@ the slopes function is checked with on its own; ``knobs``, the mistakes tried, i
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,7 @@ from attnprep.grader.kinds.attention_functions import AttentionFunctions, Functi
 from attnprep.grader.result import Check, Diagnosis, msg
 
 SLOPE_RTOL, SLOPE_ATOL = 1e-5, 1e-8
-SLOPE_KNOBS = ("alibi_slopes_reversed", "alibi_pow2_rule_ignored")  # mistakes of the slopes themselves
+SLOPE_KNOBS = ("alibi_slopes_reversed", "alibi_pow2_rule_ignored", "alibi_slopes_from_zero")  # mistakes of the slopes themselves
 
 
 # --- the functional form of the reference and its mistakes (knobs) -------------------------------
@@ -44,15 +45,17 @@ def slopes(num_heads: int, mistake="") -> torch.Tensor:
     2^(-4(2i-1)/n) (every other slope of 2n heads), or what a slope mistake gives instead."""
     mistake = variants.slips(mistake)
 
+    start = 0 if "alibi_slopes_from_zero" in mistake else 1  # range(n) for range(1, n + 1)
+
     def geometric(n: int) -> list[float]:
-        return [2 ** (-8 * i / n) for i in range(1, n + 1)]
+        return [2 ** (-8 * i / n) for i in range(start, n + start)]
 
     n = 2 ** int(math.floor(math.log2(num_heads)))
     if n == num_heads or mistake == "alibi_pow2_rule_ignored":
         values = geometric(num_heads)  # the power-of-two formula with H in place of n
     else:
         values = geometric(n) + [2 ** (-4 * (2 * i - 1) / n) for i in range(1, num_heads - n + 1)]
-    if mistake == "alibi_slopes_reversed":
+    if "alibi_slopes_reversed" in mistake:
         values = values[::-1]
     return torch.tensor(values, dtype=torch.float32)
 
@@ -166,7 +169,7 @@ class BiasedAttention(AttentionFunctions):
         wrong, _ = self._slopes_problem(extra)
         if wrong is None:
             return []
-        for mistake in (*SLOPE_KNOBS, SLOPE_KNOBS):  # each, then both together
+        for mistake in (*SLOPE_KNOBS, *itertools.combinations(SLOPE_KNOBS, 2)):  # each, then two together
             got = [(H, extra.get(str(H)) or {}) for H in self.slope_checks]
             if all(g.get("type") == "Tensor" and self._values_are(g, H, mistake) for H, g in got):
                 differ = [H for H, g in got if not self._values_are(g, H, "")]

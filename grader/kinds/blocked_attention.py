@@ -188,6 +188,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
     sum_kept, acc_kept = mistake == "flash_sum_not_rescaled", mistake == "flash_acc_not_rescaled"
     local_skip = mistake == "flash_normalised_per_block:local_skip"
     local_divided = mistake == "flash_normalised_per_block:local_divided_skip"
+    local_clamped = mistake == "flash_normalised_per_block:local_clamped"
     weighted = mistake == "flash_normalised_per_block:weighted_skip"
     times_k, added = mistake == "attn_times_k", mistake == "flash_normalised_per_block:added"
     per_block = mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip", "flash_normalised_per_block:twice")
@@ -233,6 +234,8 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
             l_new = p.sum(-1, keepdim=True) + (l if sum_kept else alpha * l)
             if local_skip:
                 p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
+            elif local_clamped:  # … its sum clamped: an underflowed block adds 0
+                p = p / p.sum(-1, keepdim=True).clamp_min(1e-30)
             elif local_divided:  # … taken against the block's own max
                 p = torch.softmax(s, dim=-1)
             elif weighted:  # … weighted by exp(m_blk - m_new) too

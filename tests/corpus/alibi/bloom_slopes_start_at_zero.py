@@ -1,5 +1,6 @@
 # attnprep: alibi
 # expect: wrong_output
+# diagnosis: alibi_slopes_from_zero
 """BLOOM-style slopes built from range(n) instead of range(1, n + 1): head 0 gets slope 1 (2^0) and
 every other head the slope of the head before it."""
 
@@ -30,4 +31,4 @@ def alibi_attention(q, k, v, attention_mask=None):
         allowed = allowed & attention_mask[:, None, None, :]
     scores = scores.masked_fill(~allowed, float("-inf"))
     return scores.softmax(-1) @ v
-# bug-line: 14
+# bug-line: 15

@@ -1,7 +1,8 @@
 # attnprep: cross_attention
 # expect: wrong_output
+# diagnosis: cross_scale_d_context
 """Type-hinted config; the scale is computed from the context width per head (d_context // heads),
-which differs from head_dim when d_context != d_model."""
+which differs from head_dim when d_context != d_model: cross_scale_d_context (sub-variant per_head)."""
 
 import math
 from dataclasses import dataclass
@@ -44,4 +45,4 @@ class CrossAttention(nn.Module):
         weights = F.softmax(logits, dim=-1)
         out = torch.einsum("bhts,bhsd->bhtd", weights, v).transpose(1, 2).reshape(B, T, H * D)
         return self.o_proj(out)
-# bug-line: 28
+# bug-line: 29

@@ -1,10 +1,10 @@
 # attnprep: flash
 # expect: wrong_output
+# diagnosis: flash_normalised_per_block
 """每个 key 块内部先归一化再累加 (normalising per block): acc = alpha·acc + softmax_block @ v, then
-the final division by the carried sum. Unnamed, rightly: each block is divided by its sum of
-exp(s - m_new) against the running max (clamped at 1e-30), which underflows to 0 in the large-scores
-case where the catalogued variant's block softmax (against the block's own max) does not, so no
-variant reproduces every case."""
+the final division by the carried sum. Each block is divided by its sum of exp(s - m_new) against
+the running max (clamped at 1e-30): a block whose exponentials all underflow (the large-scores case)
+adds 0, where the plain block softmax gives 0 / 0. Named by that sub-variant (local_clamped)."""
 
 import math
 
@@ -37,3 +37,4 @@ def flash_attention(q, k, v, is_causal=False, block_size=64):
             m = m_new
         outs.append(o / l)
     return torch.cat(outs, 2)
+# bug-line: 34

@@ -1,10 +1,11 @@
 # attnprep: kv_cache
 # expect: wrong_shape
-# diagnosis: cache_not_returned
+# diagnosis: cache_chunk_unmasked + cache_not_returned
 """HF-style: the causal mask only on the prefill (cache is None), and the returned cache is the new
 tokens' k, v only. The cache of the new tokens only is a wrong shape, named from what the call
-returned; the unmasked chunk behind it is not named (the variant search compares outputs of the
-right shapes only)."""
+returned; the unmasked chunk behind it is named with it, from the pair of the two that reproduces
+the outputs of the right shapes and the wrong shapes alike."""
+
 import math
 import torch
 import torch.nn as nn
