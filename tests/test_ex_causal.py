@@ -59,8 +59,9 @@ def test_blank_causal_stub_raises_not_implemented():
         ns["causal_mask"](7)
     with pytest.raises(NotImplementedError, match="attnprep hint causal"):
         ns["causal_attention"](q, q, q)
-# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
 
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
 
 
 def _same(case, got, want) -> bool:
