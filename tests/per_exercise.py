@@ -118,3 +118,95 @@ def exec_stub(ex) -> dict:
     namespace = {"__name__": f"attnprep_stub_{ex.id}"}
     exec(compile(render_stub(ex), f"{ex.id}.py", "exec"), namespace)  # our own template, not user code
     return namespace
+
+
+# --- an exercise's mistakes as edits of its reference (tests/test_ex_<id>.py of the edited kinds) ----
+
+
+def same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    import torch
+
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+def variant_outputs(kind, ci: int, knob, fill=float("-inf")) -> list[dict]:
+    """The outputs of the variant of ``knob`` (a knob or a pair) on every case of config ``ci``."""
+    import torch
+
+    with torch.no_grad():
+        variant = kind.variant(ci, frozenset(), knob, fill)
+        return [variant(case) for case in kind.cases(ci)]
+
+
+def assert_knob_is_an_edit(ex, knob: str) -> None:
+    """Each of the knob's edits is found once in the reference, and its variant changes an output of
+    some case of some config."""
+    import torch
+
+    from attnprep.grader.edits import edited_source
+    from attnprep.grader.kinds import kind_for
+
+    source = ex.solution_path.read_text(encoding="utf-8")
+    for edit in ex.grading["edits"][knob]:
+        assert source.count(edit["old"]) == 1, edit
+        source = edited_source(source, [edit])
+    kind = kind_for(ex, seed=0)
+    differs = False
+    for ci in range(len(kind.configs)):
+        reference = kind.reference(ci)
+        for case, got in zip(kind.cases(ci), variant_outputs(kind, ci, knob)):
+            with torch.no_grad():
+                want = reference(case)
+            differs |= any(not same(case, got[n], want[n]) for n in want)
+    assert differs, knob
+
+
+def assert_pair_composes(ex, pair: tuple[str, str]) -> None:
+    """Two knobs at once are both edit lists made in order, and differ somewhere from each alone."""
+    from attnprep.grader.edits import edited_source
+    from attnprep.grader.kinds import kind_for
+
+    kind = kind_for(ex, seed=0)
+    source = ex.solution_path.read_text(encoding="utf-8")
+    edits = list({(e["old"], e["new"]): e for k in pair for e in ex.grading["edits"][k]}.values())
+    assert kind.edited.source(pair) == edited_source(source, edits)
+    apart = dict.fromkeys(pair, False)
+    for ci in range(len(kind.configs)):
+        alone = dict(zip(pair, (variant_outputs(kind, ci, k) for k in pair)))
+        for n, (case, both) in enumerate(zip(kind.cases(ci), variant_outputs(kind, ci, pair))):
+            for k in pair:
+                apart[k] |= any(not same(case, both[name], alone[k][n][name]) for name in both)
+    assert all(apart.values()), (pair, apart)
+
+
+def assert_fill_per_mask_is_written(ex) -> None:
+    """With a variants.MaskFills the reference's one fill becomes one fill per mask (mask_split): a
+    padded key the causal mask also blocks gets the later fill, or their sum; a knob that merges the
+    masks (or fills neither) keeps one fill, the padding's."""
+    from attnprep.grader import variants
+    from attnprep.grader.kinds import kind_for
+
+    kind = kind_for(ex, seed=0)
+    split = variants.MaskFills(float("-inf"), -1e9)
+    source = kind.edited.source((), split)
+    assert "mask_fills(scores, ~padding_allowed, ~causal_allowed)" in source and 'float("-inf")' not in source
+    merged = kind.edited.source(("masks_combined_or",), split)
+    assert "mask_fills" not in merged and "masked_fill(~allowed, -1000000000.0)" not in merged
+    assert "masked_fill(~allowed, float(\"-inf\"))" in merged  # the padding's fill, -inf
+    ci = 0
+    cases = kind.cases(ci)
+    seen = False
+    for case, ref, per_mask in zip(cases, variant_outputs(kind, ci, ""), variant_outputs(kind, ci, "", split)):
+        keys = ~ref["out"].isnan()  # a row with a key left: the same softmax
+        assert same(case, per_mask["out"][keys], ref["out"][keys])
+    for case, inf, per_mask in zip(cases, variant_outputs(kind, ci, "padding_mask_inverted"),
+                                   variant_outputs(kind, ci, "padding_mask_inverted", split)):
+        nan = inf["out"].isnan()
+        seen |= bool(nan.any()) and not per_mask["out"].isnan().any()  # a row every key of which is blocked
+    assert seen

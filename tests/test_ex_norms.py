@@ -21,6 +21,7 @@ from attnprep.grader.kinds import kind_for
 from attnprep.grader.observe import Observer, forbidden_functions
 from attnprep.grader.result import Verdict
 from attnprep.solutions.norms import LayerNorm, RMSNorm
+from per_exercise import same, variant_outputs
 
 
 # The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
@@ -348,16 +349,6 @@ def test_a_detached_weight_alone_is_the_gradients_verdict(graded, tmp_path, monk
 # --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
 
 
-def _same(case, got, want) -> bool:
-    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
-    from attnprep.grader.judge import close
-
-    got, want = got.double(), want.double()
-    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
-        return False
-    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
-
-
 # two mistakes at once: one in each class (each class's outputs are its own knob's) …
 ACROSS = [("rmsnorm_subtracts_mean", "norm_no_upcast:ln"), ("norm_eps_outside_sqrt:rms", "norm_unbiased_variance"),
           ("norm_no_upcast:rms", "norm_wrong_dim:ln"), ("rmsnorm_one_plus_weight", "layernorm_bias_not_applied"),
@@ -368,9 +359,7 @@ WITH_EPS = [("norm_eps_convention:rms=1e-5", "norm_no_upcast"), ("norm_eps_ignor
 
 
 def _outputs(kind, ci: int, knob) -> list[dict]:
-    with torch.no_grad():
-        variant = kind.variant(ci, frozenset(), knob, 0.0)
-        return [variant(case) for case in kind.cases(ci)]
+    return variant_outputs(kind, ci, knob, 0.0)
 
 
 @pytest.mark.parametrize("knob", EX.grading["knobs"])
@@ -390,7 +379,7 @@ def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
         for case, got in zip(kind.cases(ci), outputs[ci]):
             with torch.no_grad():
                 want = reference[ci](case)
-            differs |= {name for name in got if not _same(case, got[name], want[name])}
+            differs |= {name for name in got if not same(case, got[name], want[name])}
     # a sub-variant ":rms" / ":ln" changes that class only
     part = knob.partition(":")[2].split("=")[0].split("_")[0]
     expected = {"rms": {"RMSNorm"}, "ln": {"LayerNorm"}}.get(part)
@@ -406,7 +395,7 @@ def test_two_mistakes_in_the_two_classes_compose(pair):
         alone = dict(zip(kind.objects, (_outputs(kind, ci, k) for k in pair)))
         for n, case in enumerate(kind.cases(ci)):
             for name in kind.objects:
-                assert _same(case, both[n][name], alone[name][n][name]), (pair, ci, str(case.name), name)
+                assert same(case, both[n][name], alone[name][n][name]), (pair, ci, str(case.name), name)
 
 
 @pytest.mark.parametrize("pair", WITH_EPS, ids=str)
@@ -421,10 +410,10 @@ def test_an_eps_mistake_composes_with_a_mistake_of_the_computation(pair):
         both, alone, eps_alone = (_outputs(kind, ci, k) for k in (pair, other, eps_knob))
         with torch.no_grad():
             ref = [kind.reference(ci)(case) for case in cases]
-        inert = all(_same(c, e[n], r[n]) for c, e, r in zip(cases, eps_alone, ref) for n in kind.objects)
-        same = all(_same(c, b[n], a[n]) for c, b, a in zip(cases, both, alone) for n in kind.objects)
-        assert same or not inert, (pair, ci)
-        apart |= not same
+        inert = all(same(c, e[n], r[n]) for c, e, r in zip(cases, eps_alone, ref) for n in kind.objects)
+        as_other = all(same(c, b[n], a[n]) for c, b, a in zip(cases, both, alone) for n in kind.objects)
+        assert as_other or not inert, (pair, ci)
+        apart |= not as_other
     assert apart, pair
 
 

@@ -21,6 +21,7 @@ from attnprep.grader.kinds import kind_for
 from attnprep.grader.result import Verdict
 from attnprep.solutions.rope import apply_rope, rope_cache, rotate_half
 from test_divergence import _with
+from per_exercise import assert_knob_is_an_edit, same, variant_outputs
 
 
 # The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
@@ -314,16 +315,6 @@ def test_a_mistake_in_some_cases_is_named_with_those_cases(graded):
 # --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
 
 
-def _same(case, got, want) -> bool:
-    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
-    from attnprep.grader.judge import close
-
-    got, want = got.double(), want.double()
-    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
-        return False
-    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
-
-
 PAIRS = [("rope_exponent_arange_half", "rope_emb_repeat_interleave"), ("rope_exponent_arange_half", "rope_positions_ignored"),
          ("rope_theta_ignored", "rope_inv_freq_not_inverted"), ("rope_inv_freq_not_inverted", "rope_theta_ignored"),
          ("rope_interleaved_pairs", "rotate_half_cos_sin_swapped"), ("rotate_half_sign_flipped", "rope_positions_ignored"),
@@ -331,28 +322,12 @@ PAIRS = [("rope_exponent_arange_half", "rope_emb_repeat_interleave"), ("rope_exp
 
 
 def _outputs(kind, ci: int, knob) -> list[dict]:
-    with torch.no_grad():
-        variant = kind.variant(ci, frozenset(), knob, 0.0)
-        return [variant(case) for case in kind.cases(ci)]
+    return variant_outputs(kind, ci, knob, 0.0)
 
 
 @pytest.mark.parametrize("knob", EX.grading["knobs"])
 def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
-    from attnprep.grader.edits import edited_source
-
-    source = EX.solution_path.read_text(encoding="utf-8")
-    for edit in EX.grading["edits"][knob]:
-        assert source.count(edit["old"]) == 1, edit
-        source = edited_source(source, [edit])
-    kind = kind_for(EX, seed=0)
-    differs = False
-    for ci in range(len(kind.configs)):
-        reference = kind.reference(ci)
-        for case, got in zip(kind.cases(ci), _outputs(kind, ci, knob)):
-            with torch.no_grad():
-                want = reference(case)
-            differs |= any(not _same(case, got[n], want[n]) for n in want)
-    assert differs, knob
+    assert_knob_is_an_edit(EX, knob)
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=str)
@@ -366,11 +341,11 @@ def test_two_edits_compose(pair):
         for case, got in zip(kind.cases(ci), _outputs(kind, ci, pair[0])):
             with torch.no_grad():
                 want = reference(case)
-            changes[pair[0]] |= {n for n in want if not _same(case, got[n], want[n])}
+            changes[pair[0]] |= {n for n in want if not same(case, got[n], want[n])}
         for case, got in zip(kind.cases(ci), _outputs(kind, ci, pair[1])):
             with torch.no_grad():
                 want = reference(case)
-            changes[pair[1]] |= {n for n in want if not _same(case, got[n], want[n])}
+            changes[pair[1]] |= {n for n in want if not same(case, got[n], want[n])}
     apart = not (changes[pair[0]] & changes[pair[1]])
     new = False
     for ci in range(len(kind.configs)):
@@ -379,7 +354,7 @@ def test_two_edits_compose(pair):
             for name in both:
                 if apart:  # each output is the one knob's that changes it
                     owner = pair[0] if name in changes[pair[0]] else pair[1]
-                    assert _same(case, both[name], alone[pair.index(owner)][n][name]), (pair, ci, str(case.name), name)
+                    assert same(case, both[name], alone[pair.index(owner)][n][name]), (pair, ci, str(case.name), name)
                 else:
-                    new |= all(not _same(case, both[name], a[n][name]) for a in alone)
+                    new |= all(not same(case, both[name], a[n][name]) for a in alone)
     assert apart or new, pair

@@ -16,6 +16,7 @@ from attnprep.grader import grade
 from attnprep.grader.kinds import kind_for
 from attnprep.grader.result import Verdict
 from attnprep.solutions.sdpa import scaled_dot_product_attention, softmax
+from per_exercise import assert_knob_is_an_edit, same, variant_outputs
 
 
 # The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
@@ -221,16 +222,6 @@ FIX_SAYS = {"scale_by_dim": "q.size(-1)", "causal_flag_inverted": "device=q.devi
 # --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
 
 
-def _same(case, got, want) -> bool:
-    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
-    from attnprep.grader.judge import close
-
-    got, want = got.double(), want.double()
-    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
-        return False
-    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
-
-
 PAIRS = [("bool_mask_inverted", "scale_inverted"), ("missing_scale", "causal_masks_diagonal"),
          ("softmax_unstable:attention", "softmax_wrong_dim"), ("scale_after_softmax", "mask_fill_zero"),
          ("softmax_global_max", "causal_leaks_next"), ("scale_argument_ignored", "scale_by_dim"),
@@ -238,29 +229,9 @@ PAIRS = [("bool_mask_inverted", "scale_inverted"), ("missing_scale", "causal_mas
          ("causal_bottom_right", "softmax_unstable"), ("attn_mask_ignored", "softmax_max_wrong_dim")]
 
 
-def _outputs(kind, ci: int, knob, fill: float = float("-inf")) -> list[dict]:
-    with torch.no_grad():
-        variant = kind.variant(ci, frozenset(), knob, fill)
-        return [variant(case) for case in kind.cases(ci)]
-
-
 @pytest.mark.parametrize("knob", EX.grading["knobs"])
 def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
-    from attnprep.grader.edits import edited_source
-
-    source = EX.solution_path.read_text(encoding="utf-8")
-    for edit in EX.grading["edits"][knob]:
-        assert source.count(edit["old"]) == 1, edit
-        source = edited_source(source, [edit])
-    kind = kind_for(EX, seed=0)
-    differs = False
-    for ci in range(len(kind.configs)):
-        reference = kind.reference(ci)
-        for case, got in zip(kind.cases(ci), _outputs(kind, ci, knob)):
-            with torch.no_grad():
-                want = reference(case)
-            differs |= any(not _same(case, got[n], want[n]) for n in want)
-    assert differs, knob
+    assert_knob_is_an_edit(EX, knob)
 
 
 def test_the_other_fill_is_written_where_the_reference_fills():
@@ -270,13 +241,13 @@ def test_the_other_fill_is_written_where_the_reference_fills():
     source = kind.edited.source(("float_mask_as_bool",), -1e9)
     assert 'float("-inf")' not in source and source.count("-1000000000.0") == 3
     ci = 1  # L = 6 > S = 4: the last queries see no key j > i
-    for case, low, inf in zip(kind.cases(ci), _outputs(kind, ci, "causal_inverted:strict", -1e9),
-                              _outputs(kind, ci, "causal_inverted:strict")):
+    for case, low, inf in zip(kind.cases(ci), variant_outputs(kind, ci, "causal_inverted:strict", -1e9),
+                              variant_outputs(kind, ci, "causal_inverted:strict")):
         for name in inf:
             nan_rows = inf[name].isnan()
             if case.inputs.get("attn_mask") is None and "x" not in case.inputs:  # no -inf of the inputs' own
                 assert not low[name].isnan().any()
-            assert _same(case, low[name].masked_fill(nan_rows, 0), inf[name].masked_fill(nan_rows, 0))
+            assert same(case, low[name].masked_fill(nan_rows, 0), inf[name].masked_fill(nan_rows, 0))
             if case.inputs.get("is_causal"):
                 assert nan_rows.any()  # the last query sees no key j > i
 
@@ -294,12 +265,12 @@ def test_two_edits_compose(pair):
     apart = {"reference": False, pair[0]: False, pair[1]: False}
     for ci in range(len(kind.configs)):
         reference = kind.reference(ci)
-        alone = dict(zip(pair, (_outputs(kind, ci, k) for k in pair)))
-        for n, (case, both) in enumerate(zip(kind.cases(ci), _outputs(kind, ci, pair))):
+        alone = dict(zip(pair, (variant_outputs(kind, ci, k) for k in pair)))
+        for n, (case, both) in enumerate(zip(kind.cases(ci), variant_outputs(kind, ci, pair))):
             with torch.no_grad():
                 want = reference(case)
             for name in both:
-                apart["reference"] |= not _same(case, both[name], want[name])
+                apart["reference"] |= not same(case, both[name], want[name])
                 for k in pair:
-                    apart[k] |= not _same(case, both[name], alone[k][n][name])
+                    apart[k] |= not same(case, both[name], alone[k][n][name])
     assert all(apart.values()), (pair, apart)
