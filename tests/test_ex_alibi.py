@@ -1,7 +1,8 @@
 """alibi: the slopes against the paper's code and written-out values, the reference against torch's
 SDPA with the bias as a float mask, BLOOM's and MPT's bias forms (the same attention), the kind's
 slope and bias knobs (each one nameable, the non-power-of-two rule only where H is not a power of
-two), the slopes function graded on its own, and two-mistake attempts named."""
+two), the slopes function graded on its own, two-mistake attempts named, and each knob as an edit
+of the reference that gives what its variant built in code gave."""
 
 from __future__ import annotations
 
@@ -179,3 +180,88 @@ def test_two_mistakes_at_once_are_both_named(path, graded):
 
 def test_sdpa_chains_to_alibi():
     assert "alibi" in exercises.get("sdpa").follow_ups
+
+
+# --- the mistakes as edits of the reference (issue 25 §2) -------------------------------------------
+
+
+def _code_variant(knob, fill):
+    """The kind's variants as they were built in code before they were edits of the reference (kept
+    here, frozen, as what each edit must reproduce)."""
+    mistake = variants.slips(knob)
+    form = variants.pick({"alibi_bias_after_softmax:key_only": "key_only", "alibi_bias_after_softmax:mpt": "mpt",
+                          "alibi_no_causal_mask:symmetric": "symmetric"}, mistake, "relative")
+    made = {m.split(":")[0] for m in mistake}
+
+    def call(case):
+        i = case.inputs
+        q, k, v, mask = i["q"], i["k"], i["v"], i["attention_mask"]
+        B, H, T, D = q.shape
+        bias = distance_bias(slopes(H, mistake).to(q.dtype), T, form)
+        if mistake == "alibi_bias_sign_flipped":
+            bias = -bias
+        if "alibi_no_causal_mask" in made:
+            scale = variants.head_scale(D, mistake)
+            return {"out": variants.attend(q, k, v, mask, False, scale, mistake, fill, bias=bias)}
+        if "alibi_bias_after_softmax" in made:
+            eye = torch.eye(T, dtype=q.dtype).expand(B, H, T, T)
+            others = variants.slips(tuple(m for m in mistake if m != "attn_times_k"))
+            probs = variants.masked(q, k, eye, mask, others, fill)
+            allowed = variants.band(T, T, None)[None, None]
+            if mask is not None:
+                allowed = allowed & mask[:, None, None, :]
+            return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ (k if mistake == "attn_times_k" else v)}
+        return {"out": variants.masked(q, k, v, mask, mistake, fill, bias=bias)}
+
+    return call
+
+
+def _same(case, got, want) -> bool:
+    """Equal within the case's tolerance everywhere, NaN where the other is NaN."""
+    from attnprep.grader.judge import close
+
+    got, want = got.double(), want.double()
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    return close(got, want, torch.ones_like(got, dtype=torch.bool), equal_nan=True, tolerance=case.tolerance)
+
+
+@pytest.mark.parametrize("knob", EX.grading["knobs"])
+def test_every_knob_is_an_edit_that_applies_once_and_equals_its_code_variant(knob):
+    """Each knob's edits are found once in the reference, and the edited reference gives what the
+    code variant gave, on every case of every config, with each fill (and each fill per mask)."""
+    from attnprep.grader.edits import edited_source
+
+    source = EX.solution_path.read_text(encoding="utf-8")
+    for edit in EX.grading["edits"][knob]:
+        assert source.count(edit["old"]) == 1, edit
+        source = edited_source(source, [edit])
+    kind = kind_for(EX, seed=0)
+    for ci in range(len(kind.configs)):
+        for fill in (*variants.FILLS, *variants.MASK_FILLS):
+            edited, code = kind.edited.namespace((knob,), fill), _code_variant(knob, fill)
+            for case in kind.cases(ci):
+                with torch.no_grad():
+                    got, want = kind.call(edited, case), code(case)["out"]
+                assert _same(case, got, want), (knob, ci, fill, case.name)
+
+
+# Pairs of knobs on different texts. Of the 368 pairs of different mistakes, 21 edit one text twice
+# (two scales, two causal masks) and clash, naming nothing; 9 make two slips on one mask or on the
+# bias (alibi_bias_after_softmax with alibi_no_causal_mask, mask_after_softmax with
+# mask_fill_zero:padding, ...) and now compose as written, where the code variant let one win.
+PAIRS = [("alibi_slopes_reversed", "alibi_bias_sign_flipped"), ("alibi_pow2_rule_ignored", "alibi_slopes_from_zero"),
+         ("alibi_bias_after_softmax", "alibi_bias_sign_flipped"), ("alibi_bias_after_softmax:mpt", "attn_times_k"),
+         ("alibi_no_causal_mask", "missing_scale"), ("missing_scale", "causal_leaks_next"),
+         ("padding_mask_inverted", "alibi_slopes_reversed"), ("mask_after_softmax", "alibi_bias_sign_flipped")]
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=str)
+def test_two_edits_equal_their_code_variant(pair):
+    kind = kind_for(EX, seed=0)
+    for ci in range(len(kind.configs)):
+        for fill in variants.FILLS:
+            edited, code = kind.edited.namespace(pair, fill), _code_variant(pair, fill)
+            for case in kind.cases(ci):
+                with torch.no_grad():
+                    assert _same(case, kind.call(edited, case), code(case)["out"]), (pair, ci, fill, case.name)

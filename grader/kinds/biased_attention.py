@@ -5,8 +5,8 @@ float32 ``(H,)``, one slope per head (ALiBi's geometric sequence, Press et al.'s
 count that is not a power of two), and ``attention(q, k, v, attention_mask)`` on ``(B, H, T, D)``
 adds ``-slope_h · (i - j)`` to the scaled scores before the causal and key padding masks. It is
 :mod:`.attention_functions` with the mask function's role taken by the slopes function: the cases,
-calls, gradients and shared attention mistakes are that kind's (``variants.masked`` with a
-``bias``); what differs is here.
+calls, gradients and mistakes are that kind's (each knob a named edit of the reference, ``[grading]
+edits``, with ``fill`` and ``mask_split``); what differs is here.
 
 The two objects are graded each on its own: the slopes function by its values for the head counts
 of ``slope_checks`` (a check and, when its values are a slope mistake's, that mistake named from
@@ -16,7 +16,8 @@ once. A slope mistake that only shows for some head counts (the rule for a count
 power of two) is graded on configs of both kinds.
 
 Exercise data (``[grading]``): ``configs`` (``heads``, ``dim``); ``slope_checks``, the head counts
-the slopes function is checked with on its own; ``knobs``, the mistakes tried, in order.
+the slopes function is checked with on its own; ``knobs``, the mistakes tried, in order; ``edits``,
+``fill`` and ``mask_split`` as :mod:`.attention_functions` reads them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from typing import Any
 import torch
 
 from attnprep.grader import variants
-from attnprep.grader.cases import Case
 from attnprep.grader.kinds.attention_functions import AttentionFunctions, FunctionsGrading
 from attnprep.grader.result import Check, Diagnosis, msg
 
@@ -37,7 +37,7 @@ SLOPE_RTOL, SLOPE_ATOL = 1e-5, 1e-8
 SLOPE_KNOBS = ("alibi_slopes_reversed", "alibi_pow2_rule_ignored", "alibi_slopes_from_zero")  # mistakes of the slopes themselves
 
 
-# --- the functional form of the reference and its mistakes (knobs) -------------------------------
+# --- the slopes and the bias in functional form (the slope mistakes named from the values) ----
 
 
 def slopes(num_heads: int, mistake="") -> torch.Tensor:
@@ -102,36 +102,6 @@ class BiasedAttention(AttentionFunctions):
         return out
 
     # --- parent -------------------------------------------------------------------------------
-
-    def variant(self, ci: int, zero_bias, knob, fill):
-        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together): the
-        shared attention mistakes are :func:`variants.masked`'s, given the bias."""
-        mistake = variants.slips(knob)
-        form = variants.pick({"alibi_bias_after_softmax:key_only": "key_only", "alibi_bias_after_softmax:mpt": "mpt",
-                              "alibi_no_causal_mask:symmetric": "symmetric"}, mistake, "relative")
-        made = {m.split(":")[0] for m in mistake}  # the mistake ids, whatever their sub-variant
-
-        def call(case: Case):
-            i = case.inputs
-            q, k, v, mask = i["q"], i["k"], i["v"], i["attention_mask"]
-            B, H, T, D = q.shape
-            bias = distance_bias(slopes(H, mistake).to(q.dtype), T, form)  # (H, T, T)
-            if mistake == "alibi_bias_sign_flipped":
-                bias = -bias
-            if "alibi_no_causal_mask" in made:  # the bias trusted to hide the future: no causal mask
-                scale = variants.head_scale(D, mistake)
-                return {"out": variants.attend(q, k, v, mask, False, scale, mistake, fill, bias=bias)}
-            if "alibi_bias_after_softmax" in made:  # added to the probabilities of allowed keys
-                eye = torch.eye(T, dtype=q.dtype).expand(B, H, T, T)
-                others = variants.slips(tuple(m for m in mistake if m != "attn_times_k"))
-                probs = variants.masked(q, k, eye, mask, others, fill)  # (B, H, T, T): the attention itself
-                allowed = variants.band(T, T, None)[None, None]
-                if mask is not None:
-                    allowed = allowed & mask[:, None, None, :]
-                return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ (k if mistake == "attn_times_k" else v)}
-            return {"out": variants.masked(q, k, v, mask, mistake, fill, bias=bias)}
-
-        return call
 
     def _slopes_problem(self, extra: dict):
         """The first head count whose slopes are wrong, and the message saying how."""
