@@ -3,7 +3,7 @@ are the mistakes the grader's functional re-implementation made before them.
 
 Until these exercises' mistakes became data, each was a knob of a functional form of the module
 (``projections``, ``latent`` and ``cross`` below, as grader/variants.py and
-grader/kinds/context_module.py had them, on :func:`variants.attend`). Here every knob's
+grader/kinds/context_module.py had them, on :func:`functional_variants.attend`). Here every knob's
 edited reference, built with the seeded weights, computes what that form computed with the knob, on
 every case of every config, with both mask fills, with a fill per mask for the mask mistakes, and
 for two knobs at once where the two are not both mask mistakes (two slips on the same masks compose
@@ -17,14 +17,15 @@ from __future__ import annotations
 import itertools
 import math
 
+import functional_variants
 import pytest
 import torch
 import torch.nn.functional as F
-
-from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader.edits import EditError, edited_source
 from attnprep.grader.kinds import kind_for
+
+from attnprep import exercises
 
 EDITED = [e.id for e in exercises.registry().values()
           if e.contract.kind in ("attention_module", "context_module") and e.grading.get("edits")]
@@ -67,7 +68,7 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
         else:
             k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
     scale = variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
-    out = variants.attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
+    out = functional_variants.attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
     if mistake == "merge_heads_no_transpose":
         out = out.reshape(B, T, C)
     else:
@@ -97,7 +98,7 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake="", fill
                                              "cross_scale_d_context": 1 / math.sqrt(sizes["d_context"]),
                                              "cross_scale_d_context:per_head": 1 / math.sqrt(sizes["d_context"] // H)})
     causal = mistake == "cross_causal_mask"  # tril(ones(T, S)): the decoder's self-attention mask copied
-    out = variants.attend(q, k, v, context_mask, causal, scale, mistake, fill)  # (B, H, T, D)
+    out = functional_variants.attend(q, k, v, context_mask, causal, scale, mistake, fill)  # (B, H, T, D)
     if mistake == "merge_heads_no_transpose":
         out = out.reshape(B, T, C)
     else:
@@ -154,7 +155,7 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
         "mla_scale_partial:rope": r ** -0.5,
         "mla_scale_partial:v": dv ** -0.5,
     })
-    out = variants.attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, dv)
+    out = functional_variants.attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, dv)
     if mistake == "merge_heads_no_transpose":
         out = out.reshape(B, T, H * dv)
     else:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import functional_variants
 import pytest
 import torch
 import torch.nn.functional as F
-
-from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader.kinds import kind_for
 from attnprep.grader.kinds.biased_attention import distance_bias, slopes
 from attnprep.solutions.alibi import alibi_attention, alibi_slopes
 
+from attnprep import exercises
 
 # The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
 # the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
@@ -88,8 +88,8 @@ def test_bloom_and_mpt_bias_forms_give_the_same_attention(form):
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(2, 6, 7, 4, generator=g) for _ in range(3))
     s = alibi_slopes(6)
-    ref = variants.masked(q, k, v, None, bias=distance_bias(s, 7))
-    torch.testing.assert_close(variants.masked(q, k, v, None, bias=distance_bias(s, 7, form)), ref)
+    ref = functional_variants.masked(q, k, v, None, bias=distance_bias(s, 7))
+    torch.testing.assert_close(functional_variants.masked(q, k, v, None, bias=distance_bias(s, 7, form)), ref)
     torch.testing.assert_close(ref, alibi_attention(q, k, v))
     # the forms are not the same bias: only after the softmax they agree
     assert not torch.allclose(distance_bias(s, 7, form), distance_bias(s, 7))
@@ -101,8 +101,8 @@ def test_attend_adds_its_bias_to_the_scaled_scores_before_the_masks():
     bias = torch.randn(2, 5, 5, generator=g)
     scores = q @ k.transpose(-2, -1) / math.sqrt(3) + bias
     want = scores.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf")).softmax(-1) @ v
-    torch.testing.assert_close(variants.attend(q, k, v, None, True, 1 / math.sqrt(3), bias=bias), want)
-    assert torch.equal(variants.attend(q, k, v, None, True, 0.5), variants.attend(q, k, v, None, True, 0.5, bias=None))
+    torch.testing.assert_close(functional_variants.attend(q, k, v, None, True, 1 / math.sqrt(3), bias=bias), want)
+    assert torch.equal(functional_variants.attend(q, k, v, None, True, 0.5), functional_variants.attend(q, k, v, None, True, 0.5, bias=None))
 
 
 def test_slope_knobs():
@@ -202,16 +202,16 @@ def _code_variant(knob, fill):
             bias = -bias
         if "alibi_no_causal_mask" in made:
             scale = variants.head_scale(D, mistake)
-            return {"out": variants.attend(q, k, v, mask, False, scale, mistake, fill, bias=bias)}
+            return {"out": functional_variants.attend(q, k, v, mask, False, scale, mistake, fill, bias=bias)}
         if "alibi_bias_after_softmax" in made:
             eye = torch.eye(T, dtype=q.dtype).expand(B, H, T, T)
             others = variants.slips(tuple(m for m in mistake if m != "attn_times_k"))
-            probs = variants.masked(q, k, eye, mask, others, fill)
+            probs = functional_variants.masked(q, k, eye, mask, others, fill)
             allowed = variants.band(T, T, None)[None, None]
             if mask is not None:
                 allowed = allowed & mask[:, None, None, :]
             return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ (k if mistake == "attn_times_k" else v)}
-        return {"out": variants.masked(q, k, v, mask, mistake, fill, bias=bias)}
+        return {"out": functional_variants.masked(q, k, v, mask, mistake, fill, bias=bias)}
 
     return call
 

@@ -24,7 +24,6 @@ large-score case; ``structure``, the long cases and their sizes; ``knobs``.
 from __future__ import annotations
 
 import linecache
-import math
 import sys
 import weakref
 from dataclasses import dataclass

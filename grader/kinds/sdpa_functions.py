@@ -27,7 +27,6 @@ entries); ``forbidden``, aten op -> name; ``knobs``, the mistakes tried, in orde
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
