@@ -31,6 +31,12 @@ def edited_source(source: str, edits: list[dict]) -> str:
     return source
 
 
+def knobs_of(knob) -> tuple[str, ...]:
+    """What a kind's ``variant`` is given as its knobs: a knob, or a tuple of knobs made together
+    (``""``: no mistake), as a tuple in the order given."""
+    return tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)
+
+
 def fill_text(fill: float) -> str:
     """``fill`` as Python source: ``float("-inf")`` or its plain repr (``-1000000000.0``)."""
     return f'float("{fill}")' if math.isinf(fill) else repr(float(fill))
@@ -50,12 +56,17 @@ class EditedReference:
         self._source: str | None = None
         self._compiled: dict[tuple, dict[str, Any]] = {}
 
-    def source(self, knobs: Iterable[str] = (), fill: float | None = None) -> str:
-        """The reference's text with the edits of ``knobs`` made and its fill written as ``fill``."""
+    def _made(self, knobs: Iterable[str]) -> tuple[str, list[dict]]:
+        """The reference's text with the edits of ``knobs`` made (an edit two knobs share made once),
+        and those edits."""
         if self._source is None:
             self._source = self.path.read_text(encoding="utf-8")
-        edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())  # shared edits once
-        source = edited_source(self._source, edits)
+        edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())
+        return edited_source(self._source, edits), edits
+
+    def source(self, knobs: Iterable[str] = (), fill: float | None = None) -> str:
+        """The reference's text with the edits of ``knobs`` made and its fill written as ``fill``."""
+        source = self._made(knobs)[0]
         if fill is not None and self.fill and fill_text(fill) != self.fill:
             source = source.replace(self.fill, fill_text(fill))
         return source
@@ -107,10 +118,7 @@ class FillReference(EditedReference):
         """The source with the knobs' edits and the split made, or None where the split no longer applies."""
         if not self.split:
             return None
-        if self._source is None:
-            self._source = self.path.read_text(encoding="utf-8")
-        edits = list({(e["old"], e["new"]): e for k in knobs for e in self.edits[k]}.values())
-        source = edited_source(self._source, edits)  # a clash of the knobs raises, as with one fill
+        source, edits = self._made(knobs)  # a clash of the knobs raises, as with one fill
         shared = {(e["old"], e["new"]) for e in edits}
         try:
             return edited_source(source, [e for e in self.split if (e["old"], e["new"]) not in shared])
@@ -269,7 +277,7 @@ def _common_prefix(a: str, b: str) -> int:
 class MaskFilledReference(EditedReference):
     """An :class:`EditedReference` whose variants are also compiled with a fill per mask (see
     :func:`mask_filled_source`; ``sites`` is the exercise's ``[grading] fill_sites``), and compiled
-    in less time, since a diagnosis may try hundreds of them: the fill is a name (``__fill__``),
+    in less time, since a diagnosis may try hundreds of them: the fill is a name (``FILL_NAME``),
     so both fills share one compile; when the edits change one method of a class, only that method
     is compiled (at its lines), in a subclass of the reference's class."""
 
@@ -294,7 +302,7 @@ class MaskFilledReference(EditedReference):
 
     def compiled(self, knobs: tuple[str, ...], per_mask: bool = False) -> tuple:
         """(code, (class, method) or None) of the reference with the edits of ``knobs``, its fill
-        written ``__fill__`` (``per_mask``: its masked_fills calls of ``__mask_fill__``): the code of
+        written ``FILL_NAME`` (``per_mask``: its masked_fills calls of ``__mask_fill__``): the code of
         the one method they change, else of the whole source."""
         key = (knobs, per_mask)
         if key not in self._code:
@@ -307,7 +315,7 @@ class MaskFilledReference(EditedReference):
             def written(text: str) -> str:
                 if per_mask:
                     return mask_filled_source(text, self.fill, self.sites, next(iter(self.sites)))
-                return text.replace(self.fill, "__fill__") if self.fill else text
+                return text.replace(self.fill, FILL_NAME) if self.fill else text
 
             prefix = _common_prefix(reference, edited)
             suffix = min(_common_prefix(reference[::-1], edited[::-1]), min(len(reference), len(edited)) - prefix)
@@ -355,7 +363,7 @@ class MaskFilledReference(EditedReference):
                 return self._compiled[key]
             # the exercise's own fill text (float("-inf")) when no other is asked for
             value = float(fill) if fill is not None else eval(compile(self.fill, "<fill>", "eval", dont_inherit=True), {})
-            self._compiled[key] = self._namespace(knobs, {"__fill__": value}, False)
+            self._compiled[key] = self._namespace(knobs, {FILL_NAME: value}, False)
         return self._compiled[key]
 
     def mask_filled(self, knobs: tuple[str, ...], fills: dict[str, float | None], order: str) -> dict[str, Any]:

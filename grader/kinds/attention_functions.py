@@ -28,7 +28,7 @@ import torch
 
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
-from attnprep.grader.edits import FillReference
+from attnprep.grader.edits import FillReference, knobs_of
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
@@ -160,7 +160,7 @@ class AttentionFunctions(Kind):
     def variant(self, ci: int, zero_bias, knob, fill):
         """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together), its
         masks filled with ``fill`` (a ``variants.MaskFills``: one fill per mask), called as the attempt is."""
-        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        knobs = knobs_of(knob)
         # compiled when first called: edits that clash raise there
         return lambda case: {"out": first(self.call(self.edited.namespace(knobs, fill), case))}
 

@@ -32,7 +32,7 @@ import torch
 from attnprep import exercises
 from attnprep.grader import variants
 from attnprep.grader import weights as W
-from attnprep.grader.edits import MaskFilledReference, fill_text
+from attnprep.grader.edits import MaskFilledReference, fill_text, knobs_of
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
 from attnprep.grader.kinds.base import Built, ContractError, Grading, Kind, ModuleConfig, first
 from attnprep.grader.result import MappingNote
@@ -393,7 +393,7 @@ class AttentionModule(Kind):
         """The reference with the mistake ``knob`` (or the knobs of a tuple, made together), its
         masks filled with ``fill`` (one fill, or a variants.MaskFills: a fill per mask); compiled and
         built when first called (two knobs whose edits clash raise there, which names nothing)."""
-        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)
+        knobs = knobs_of(knob)
         per_mask = isinstance(fill, variants.MaskFills) and bool(self.edited.sites)
         fill = fill if per_mask else float(fill)
         fills = (fill.order, *(getattr(fill, site) for site in self.edited.sites)) if per_mask else fill_text(fill)

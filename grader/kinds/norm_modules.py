@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, generator, low_precision, x_of
-from attnprep.grader.edits import EditedReference
+from attnprep.grader.edits import EditedReference, knobs_of
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import MappingNote
 from attnprep.grader.tensors import decode_tensor, encode_tensor, matches
@@ -318,7 +318,7 @@ class NormModules(Kind):
         """The reference's classes with the edits of ``knob`` (a knob, or a tuple of knobs made
         together), built with the config's arguments and the seeded weights, and run as the attempt
         is: converted to the case's dtype and called on its input as it is."""
-        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        knobs = knobs_of(knob)
 
         def call(case: Case):
             # built when first called (edits that clash raise there), then kept for the judge's next search

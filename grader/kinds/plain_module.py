@@ -30,7 +30,7 @@ import torch
 from attnprep.grader.cases import Case, again, alone, generator, low_precision, x_of
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 from attnprep.grader.kinds.base import first
-from attnprep.grader.edits import EditError, EditedReference, edited_source  # noqa: F401  (kinds built on this one import them here)
+from attnprep.grader.edits import EditError, EditedReference, edited_source, knobs_of  # noqa: F401  (kinds built on this one import them here)
 
 LOW = ("bfloat16", torch.bfloat16)
 MAIN = x_of("(2, 7, d)")
@@ -180,7 +180,7 @@ class PlainModule(AttentionModule):
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The reference with the mistake ``knob`` (or the knobs of a tuple, made together); compiled
         when first called: two knobs whose edits clash raise there, which names nothing."""
-        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)
+        knobs = knobs_of(knob)
         if not knobs:
             return self.reference(ci, zero_bias)
         runner = None

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, generator
-from attnprep.grader.edits import EditedReference
+from attnprep.grader.edits import EditedReference, knobs_of
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, built_functions, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 
@@ -246,7 +246,7 @@ class RopeFunctions(Kind):
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together),
         called as the attempt is (the cache on its own, apply on the reference's cache)."""
-        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        knobs = knobs_of(knob)
         # compiled when first called: edits that clash raise there
         return lambda case: self.call(self.edited.namespace(knobs), case)
 

@@ -34,7 +34,7 @@ import torch
 
 from attnprep.grader.cases import PLAIN, Case, alone, generator
 from attnprep.grader.cases import changed as changed_
-from attnprep.grader.edits import FillReference
+from attnprep.grader.edits import FillReference, knobs_of
 from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Name
@@ -254,7 +254,7 @@ class SdpaFunctions(Kind):
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together) and
         its masks filled with ``fill``, called as the attempt is."""
-        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        knobs = knobs_of(knob)
         # compiled when first called: edits that clash raise there
         return lambda case: self.call(self.edited.namespace(knobs, fill), case)
 

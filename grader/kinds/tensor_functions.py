@@ -48,7 +48,7 @@ from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.kinds.base import Config, Grading, GradingError, Kind
 from attnprep.grader.result import Name
 from attnprep.grader.tensors import RTOL
-from attnprep.grader.edits import EditError, EditedReference, edited_source  # noqa: F401  (kinds built on this one import them here)
+from attnprep.grader.edits import EditError, EditedReference, edited_source, knobs_of  # noqa: F401  (kinds built on this one import them here)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "long": torch.long, "bool": torch.bool}
 REDRAWS = 200  # attempts at inputs that keep the ``stable`` arguments' thresholds away
@@ -279,7 +279,7 @@ class TensorFunctions(Kind):
     def variant(self, ci: int, zero_bias, knob, fill: float):
         """The reference with the mistake ``knob`` (a knob, or a tuple of knobs made together), run
         in the inputs' own dtype as an attempt runs."""
-        knobs = tuple(k for k in ((knob,) if isinstance(knob, str) else knob) if k)  # "": no mistake
+        knobs = knobs_of(knob)
         # compiled when first called: two knobs whose edits clash raise there, where the judge
         # takes a variant that cannot run as naming nothing
         return lambda case: self._call(self.variant_functions(knobs), case.inputs)
