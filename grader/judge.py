@@ -370,8 +370,7 @@ class Judge:
         if "gradients" not in self.kind.probes:
             return []
         if self.backward_error is not None:
-            params = dict(self.backward_error)
-            params["text"] = str(params.get("text", "")).split(" Hint:")[0]
+            params = dict(self.backward_error, text=_backward_text(self.backward_error))
             key = "check.gradients.raised" if "line" in params else "check.gradients.raised_no_line"
             return [Check("gradients", False, msg(key, **params))]
         if self.grad_problem is not None:
@@ -633,7 +632,8 @@ class Judge:
         # only) is one of the two: a pair without it that happens to compute the same outputs is
         # another story, not this one. With wrong shapes, only such a pair is looked for (the shapes
         # a seen mistake makes, and the values of another one in the outputs of the right shape)
-        seen_directly = {d.id for d in self._evidence_only(configs)} & whole if not matched else set()
+        observed = self._evidence_only(configs)  # the mistakes named without a variant, given below too
+        seen_directly = {d.id for d in observed} & whole if not matched else set()
         if not matched and (self.failed_cases or self._completed_differ or self.shape_failures and seen_directly) \
                 and self.kind.pair_knobs:
             pairs = self._pairs()
@@ -665,7 +665,7 @@ class Judge:
             if knob in mask_fills:
                 evidence += (_fills_message(mask_fills[knob]),)
             found.append(Diagnosis(mistake_id, evidence + self._shows_in(configs)))
-        for d in self._evidence_only(configs):
+        for d in observed:
             if d.id not in seen:
                 seen.add(d.id)
                 found.append(d)
@@ -868,8 +868,8 @@ class Judge:
             shown["input_modified"] = (msg("evidence.input_modified", case=self.mutated[0], names=", ".join(self.mutated[1:])),)
         # autograd's own words (torch does not translate them): a tensor it saved was changed in place
         if self.backward_error is not None and "inplace operation" in str(self.backward_error.get("text", "")):
-            text = str(self.backward_error.get("text", "")).split(" Hint:")[0]
-            shown["backward_inplace"] = (msg("evidence.backward_raised", type=self.backward_error.get("type"), text=text),)
+            shown["backward_inplace"] = (msg("evidence.backward_raised", type=self.backward_error.get("type"),
+                                             text=_backward_text(self.backward_error)),)
         device = next((c for c in self.checks if c.id == "device" and c.passed is False), None)
         if device is not None:
             shown["device"] = (device.message.params["detail"],)
@@ -883,6 +883,11 @@ class Judge:
             if isinstance(dim, int) and ndim and dim not in (-1, ndim - 1):
                 shown["softmax_dim"] = (msg("evidence.softmax_dim_keys", dim=dim, ndim=ndim),)
         return shown
+
+
+def _backward_text(error: dict) -> str:
+    """Autograd's message of a failed backward, without its "Hint:" paragraph."""
+    return str(error.get("text", "")).split(" Hint:")[0]
 
 
 @dataclass
