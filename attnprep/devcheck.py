@@ -107,27 +107,17 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
 def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
     """``attnprep solution`` in ``lang``: every comment that says something and every docstring of
     the reference has its words in ``exercises/<id>/solution.<lang>.toml`` (or the shared one)."""
-    import ast
-    import io
-    import tokenize
-
     from attnprep import wording
 
     path = exercise.folder / f"solution.{lang}.toml"
-    source = exercise.solution_path.read_text(encoding="utf-8")
     try:
-        words = wording.solution_words(exercise.id, lang)
-        tree = ast.parse(source)
+        comments, docstrings = wording.missing_words(exercise.id, exercise.solution_path.read_text(encoding="utf-8"), lang)
     except (SyntaxError, tomllib.TOMLDecodeError) as exc:
         return _bad("solution", "devcheck.solution_words_unreadable", path=_shown(path), error=f"{type(exc).__name__}: {exc}")
-    said = [t.string[1:].strip() for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
-    missing = [c for c in said if wording.needs_words(c) and c not in words["comments"]]
-    documented = [getattr(n, "name", "module") for n in ast.walk(tree)
-                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(n)]
-    missing += [f"docstring of {name}" for name in documented if name not in words["docstrings"]]
-    if missing:
-        return _bad("solution", "devcheck.solution_words_missing", lang=lang, path=_shown(path), count=len(missing),
-                    first=missing[0])
+    if comments or docstrings:  # said by the first: a comment, else a docstring's name
+        key = "devcheck.solution_words_missing" if comments else "devcheck.solution_docstring_missing"
+        return _bad("solution", key, lang=lang, path=_shown(path), count=len(comments) + len(docstrings),
+                    first=comments[0] if comments else docstrings[0])
     return _ok("solution", "devcheck.solution_words_ok", lang=lang)
 
 

@@ -184,24 +184,37 @@ def _docstrings(source: str):
                 yield getattr(node, "name", "module"), first.value
 
 
+def _comments(source: str):
+    """Every comment token of ``source``."""
+    import io
+    import tokenize
+
+    return (t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT)
+
+
+def missing_words(exercise_id: str, source: str, lang: str) -> tuple[list[str], list[str]]:
+    """What :func:`solution_source` leaves in English: the comments of ``source`` that say something
+    and the names of its docstrings ("module" for the file's) without their words in ``lang``."""
+    words = solution_words(exercise_id, lang)
+    comments = [t.string[1:].strip() for t in _comments(source)]
+    return ([c for c in comments if needs_words(c) and c not in words["comments"]],
+            [name for name, _ in _docstrings(source) if name not in words["docstrings"]])
+
+
 def solution_source(exercise_id: str, source: str, lang: str | None = None) -> str:
     """The source of a reference solution with its comments and docstrings in ``lang`` (default:
     the current language), from :func:`solution_words`; the code itself is untouched, and a comment
     or docstring without its translation stays as written. English: the file as it is."""
-    import io
-    import tokenize
-
     lang = lang or texts.language()
     if lang == "en":
         return source
     words = solution_words(exercise_id, lang)
     lines = source.splitlines(keepends=True)
     edits: list[tuple[int, int, int, int, str]] = []  # (row, col, end row, end col, text), rows from 1
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            said = words["comments"].get(token.string[1:].strip())
-            if said is not None:
-                edits.append((*token.start, *token.end, "# " + said))
+    for token in _comments(source):
+        said = words["comments"].get(token.string[1:].strip())
+        if said is not None:
+            edits.append((*token.start, *token.end, "# " + said))
     for name, node in _docstrings(source):
         said = words["docstrings"].get(name)
         if said is None:

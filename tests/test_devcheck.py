@@ -225,3 +225,15 @@ def test_a_reference_comment_without_its_chinese_and_a_chinese_mistake_without_i
     first_id = tomllib.loads(zh)["mistake"][0]["id"]
     assert bad["mistakes"].params["ids"] == first_id
     assert "solution.zh.toml" in texts.t(bad["solution"].key, **bad["solution"].params)
+
+
+def test_what_attnprep_solution_would_leave_in_english_is_listed():
+    """wording.missing_words, which dev check says in words: the comments that say something and the
+    docstrings without their words, by docstring name ("module" for the file's own)."""
+    from attnprep import wording
+
+    source = '"""A module."""\n\n\ndef f(x):\n    """Doubles x."""\n    return 2 * x  # twice the input, on purpose\n'
+    comments, docstrings = wording.missing_words("norms", source, "zh")
+    assert comments == ["twice the input, on purpose"] and docstrings == ["f"]  # norms has words for "module"
+    shape_only = "y = x  # (B, T, C)\n"
+    assert wording.missing_words("norms", shape_only, "zh") == ([], [])
