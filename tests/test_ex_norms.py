@@ -371,7 +371,6 @@ def test_every_knob_is_an_edit_that_applies_once_and_changes_an_output(knob):
         assert source.count(edit["old"]) == 1, edit
         source = edited_source(source, [edit])
     kind = kind_for(EX, seed=0)
-    cases = [(ci, case) for ci in range(len(kind.configs)) for case in kind.cases(ci)]
     reference = {ci: kind.reference(ci) for ci in range(len(kind.configs))}
     outputs = {ci: _outputs(kind, ci, knob) for ci in range(len(kind.configs))}
     differs = set()

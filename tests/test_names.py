@@ -11,6 +11,7 @@ import torch
 
 from attnprep import exercises
 from attnprep.grader import weights
+from per_exercise import same, variant_outputs
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -68,11 +69,6 @@ def test_every_pair_of_knobs_is_tried_where_two_mistakes_are_named():
     assert over == ["mla", "mla_decode"]
 
 
-def _differ(a: dict, b: dict) -> bool:
-    """Two variants' outputs on one case differ somewhere (NaN where both have it is equal)."""
-    return any(not torch.allclose(a[n], b[n], equal_nan=True) for n in a if isinstance(a[n], torch.Tensor) and a[n].shape == b[n].shape)
-
-
 @pytest.mark.parametrize(("exercise_id", "pair"), [
     ("sdpa", ("bool_mask_inverted", "scale_argument_ignored")),
     ("rope", ("rope_exponent_arange_half", "rope_emb_repeat_interleave")),
@@ -84,14 +80,9 @@ def test_two_knobs_of_the_newer_kinds_are_both_made(exercise_id, pair):
 
     kind = kind_for(exercises.get(exercise_id), 0)
     cases = kind.cases(0)
-
-    def run(knob):
-        call = kind.variant(0, frozenset(), knob, float("-inf"))
-        return [call(case) for case in cases]
-
-    both = run(pair)
-    for alone in map(run, pair):
-        assert any(_differ(b, a) for b, a in zip(both, alone)), pair
+    both = variant_outputs(kind, 0, pair)
+    for alone in (variant_outputs(kind, 0, k) for k in pair):
+        assert any(not same(c, b[n], a[n]) for c, b, a in zip(cases, both, alone) for n in b), pair
 
 
 def test_a_tie_is_decided_by_the_rows_of_the_cases_it_shows_in(graded):
