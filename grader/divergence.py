@@ -1023,6 +1023,17 @@ class _Trails:
                 return True
         return False
 
+    def later(self, i: int) -> set[int]:
+        """The attempt's steps computed from step ``i``'s result, directly or through others."""
+        later, todo = set(), [i]
+        while todo:
+            k = todo.pop()
+            for j in range(k + 1, len(self.att)):
+                if k in self.att[j].parents and j not in later:
+                    later.add(j)
+                    todo.append(j)
+        return later
+
     def done_later(self, i: int, nxt: int, m: int) -> bool:
         """Whether the attempt applies the reference's step ``nxt`` (made from ``m`` and other inputs)
         after its step ``i``, to ``i``'s result: the same function with those other inputs."""
@@ -1033,13 +1044,7 @@ class _Trails:
             return True  # step i itself takes in what that step does (attn_bias + attn_mask for a masked_fill)
         if not side and not side_free:
             return False
-        later, todo = set(), [i]
-        while todo:
-            k = todo.pop()
-            for j in range(k + 1, len(self.att)):
-                if k in self.att[j].parents and j not in later:
-                    later.add(j)
-                    todo.append(j)
+        later = self.later(i)
         for j in sorted(later):
             if _kind(self.att[j]) != _kind(self.ref[nxt]):
                 continue
@@ -1062,13 +1067,7 @@ class _Trails:
         side = [x for x in self.ref[nxt].parents if x != m]
         if not side or masking and _kind(self.ref[nxt]) not in LATE:
             return None
-        later, todo = set(), [i]
-        while todo:
-            k = todo.pop()
-            for j in range(k + 1, len(self.att)):
-                if k in self.att[j].parents and j not in later:
-                    later.add(j)
-                    todo.append(j)
+        later = self.later(i)
         behind, todo = {i}, [i]  # i and every step it is made from
         while todo:
             for q in self.att[todo.pop()].parents:
@@ -1114,13 +1113,7 @@ class _Trails:
         else None."""
         if _kind(self.ref[nxt]) not in LATE or not any(self.ref[x].free for x in self.ref[nxt].parents if x != m):
             return None
-        later, todo = set(), [i]
-        while todo:
-            k = todo.pop()
-            for j in range(k + 1, len(self.att)):
-                if k in self.att[j].parents and j not in later:
-                    later.add(j)
-                    todo.append(j)
+        later = self.later(i)
         for j in sorted(later):
             others = [q for q in self.att[j].parents if q not in later and q != i]
             if _kind(self.att[j]) in LATE and others and all(self.att[q].free for q in others) and any(
