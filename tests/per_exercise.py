@@ -144,29 +144,6 @@ def variant_outputs(kind, ci: int, knob, fill=float("-inf")) -> list[dict]:
         return [variant(case) for case in kind.cases(ci)]
 
 
-def assert_knob_is_an_edit(ex, knob: str) -> None:
-    """Each of the knob's edits is found once in the reference, and its variant changes an output of
-    some case of some config."""
-    import torch
-
-    from attnprep.grader.edits import edited_source
-    from attnprep.grader.kinds import kind_for
-
-    source = ex.solution_path.read_text(encoding="utf-8")
-    for edit in ex.grading["edits"][knob]:
-        assert source.count(edit["old"]) == 1, edit
-        source = edited_source(source, [edit])
-    kind = kind_for(ex, seed=0)
-    differs = False
-    for ci in range(len(kind.configs)):
-        reference = kind.reference(ci)
-        for case, got in zip(kind.cases(ci), variant_outputs(kind, ci, knob)):
-            with torch.no_grad():
-                want = reference(case)
-            differs |= any(not same(case, got[n], want[n]) for n in want)
-    assert differs, knob
-
-
 def assert_pair_composes(ex, pair: tuple[str, str]) -> None:
     """Two knobs at once are both edit lists made in order, and differ somewhere from each alone."""
     from attnprep.grader.edits import edited_source
@@ -185,28 +162,11 @@ def assert_pair_composes(ex, pair: tuple[str, str]) -> None:
     assert all(apart.values()), (pair, apart)
 
 
-def assert_fill_per_mask_is_written(ex) -> None:
-    """With a variants.MaskFills the reference's one fill becomes one fill per mask (mask_split): a
-    padded key the causal mask also blocks gets the later fill, or their sum; a knob that merges the
-    masks (or fills neither) keeps one fill, the padding's."""
-    from attnprep.grader import variants
-    from attnprep.grader.kinds import kind_for
-
-    kind = kind_for(ex, seed=0)
-    split = variants.MaskFills(float("-inf"), -1e9)
-    source = kind.edited.source((), split)
-    assert "mask_fills(scores, ~padding_allowed, ~causal_allowed)" in source and 'float("-inf")' not in source
-    merged = kind.edited.source(("masks_combined_or",), split)
-    assert "mask_fills" not in merged and "masked_fill(~allowed, -1000000000.0)" not in merged
-    assert "masked_fill(~allowed, float(\"-inf\"))" in merged  # the padding's fill, -inf
-    ci = 0
-    cases = kind.cases(ci)
-    seen = False
-    for case, ref, per_mask in zip(cases, variant_outputs(kind, ci, ""), variant_outputs(kind, ci, "", split)):
-        keys = ~ref["out"].isnan()  # a row with a key left: the same softmax
-        assert same(case, per_mask["out"][keys], ref["out"][keys])
-    for case, inf, per_mask in zip(cases, variant_outputs(kind, ci, "padding_mask_inverted"),
-                                   variant_outputs(kind, ci, "padding_mask_inverted", split)):
-        nan = inf["out"].isnan()
-        seen |= bool(nan.any()) and not per_mask["out"].isnan().any()  # a row every key of which is blocked
-    assert seen
+# Pairs of the masked-attention functions' knobs (causal, sliding_window: the same mistakes) that
+# must compose: each pair changes what each knob alone computes.
+MASKED_ATTENTION_PAIRS = [
+    ("padding_mask_inverted", "causal_masks_diagonal"), ("missing_scale", "causal_leaks_next"),
+    ("padding_mask_on_queries", "scale_inverted"), ("mask_fill_zero:padding", "padding_mask_inverted"),
+    ("mask_after_softmax", "causal_masks_diagonal"), ("attn_times_k", "padding_mask_ignored"),
+    ("softmax_wrong_dim", "causal_leaks_next"), ("mask_fill_zero:causal", "scale_by_dim"),
+]

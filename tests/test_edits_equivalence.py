@@ -22,7 +22,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from attnprep.grader import variants
-from attnprep.grader.edits import EditError, edited_source
+from attnprep.grader.edits import EditError
 from attnprep.grader.kinds import kind_for
 
 from attnprep import exercises
@@ -227,20 +227,6 @@ def kinds():
 
 def test_the_attention_modules_are_graded_by_edits():
     assert {"mha", "gqa", "mqa", "mha_fused", "cross_attention", "mla"} <= set(EDITED)
-
-
-@pytest.mark.parametrize("exercise_id", EDITED)
-def test_every_knob_is_edits_each_found_once(exercise_id, kinds):
-    kind = kinds(exercise_id)
-    reference = kind.exercise.solution_path.read_text(encoding="utf-8")
-    edits = kind.grading.edits
-    assert set(edits) == set(kind.knobs())
-    for knob in kind.knobs():
-        assert edits[knob], knob
-        assert edited_source(reference, edits[knob]) != reference
-        for edit in edits[knob]:
-            assert reference.count(edit["old"]) == 1, (knob, edit["old"])
-    assert reference.count(kind.grading.fill) == max(1, len(getattr(kind.grading, "fill_sites", {})))  # a fill per mask
 
 
 @pytest.mark.parametrize("exercise_id", EDITED)
