@@ -235,31 +235,18 @@ def mask_filled_source(source: str, fill: str, sites: dict[str, list[str]], firs
 
 
 class MaskFiller:
-    """``__mask_fill__`` for one fill per mask: ``fills`` (mask -> its fill, None for the scores'
-    dtype's lowest value) and ``order``: ``"added"`` (each mask an additive bias) or
-    ``"<mask>_first"`` (that mask filled first, so that the others win where both block). The
-    reference fills its masks in the order of ``sites``."""
+    """``__mask_fill__`` of a reference that fills its masks one by one, in the order of ``sites``,
+    each with its fill of ``fills`` (a ``variants.MaskFills``, duck-typed: its ``fill`` holds what
+    the orders mean)."""
 
-    def __init__(self, sites: list[str], fills: dict[str, float | None], order: str):
-        self.sites, self.fills, self.order = sites, fills, order
+    def __init__(self, sites: list[str], fills):
+        self.sites, self.fills = sites, fills
 
     def value(self, site: str, dtype=None) -> float:
-        import torch
-
-        value = self.fills[site]
-        return float(torch.finfo(dtype or torch.float32).min) if value is None else value
+        return self.fills.value(site, dtype)
 
     def __call__(self, site: str, scores, blocked):
-        import torch
-
-        value = self.value(site, scores.dtype)
-        if self.order == "added":
-            zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
-            return scores + torch.where(blocked, torch.tensor(value, dtype=scores.dtype, device=scores.device), zero)
-        if self.order == f"{site}_first":  # written first: what a mask filled before it wrote stays
-            for earlier in self.sites[: self.sites.index(site)]:
-                blocked = blocked & (scores != self.value(earlier, scores.dtype))
-        return scores.masked_fill(blocked, value)
+        return self.fills.fill(site, scores, blocked, tuple(self.sites[: self.sites.index(site)]))
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -366,13 +353,13 @@ class MaskFilledReference(EditedReference):
             self._compiled[key] = self._namespace(knobs, {FILL_NAME: value}, False)
         return self._compiled[key]
 
-    def mask_filled(self, knobs: tuple[str, ...], fills: dict[str, float | None], order: str) -> dict[str, Any]:
+    def mask_filled(self, knobs: tuple[str, ...], fills) -> dict[str, Any]:
         """The top-level names of the reference with the edits of ``knobs``, each mask filled with
-        its fill of ``fills`` (compiled once per knob set; the fills are the namespace's)."""
-        key = (knobs, "per mask", tuple(sorted(fills.items(), key=lambda kv: kv[0])), order)
+        its fill of ``fills`` (a ``variants.MaskFills``; compiled once per knob set, the fills are
+        the namespace's)."""
+        key = (knobs, "per mask", fills)
         if key not in self._compiled:
-            filler = MaskFiller(list(self.sites), dict(fills), order)
-            self._compiled[key] = self._namespace(knobs, {"__mask_fill__": filler}, True)
+            self._compiled[key] = self._namespace(knobs, {"__mask_fill__": MaskFiller(list(self.sites), fills)}, True)
         return self._compiled[key]
 
     def forget(self) -> None:

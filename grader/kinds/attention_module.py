@@ -402,8 +402,7 @@ class AttentionModule(Kind):
         def module():
             if key not in self._variants:
                 if per_mask:
-                    sites = {site: getattr(fill, site) for site in self.edited.sites}
-                    namespace = self.edited.mask_filled(knobs, sites, fill.order)
+                    namespace = self.edited.mask_filled(knobs, fill)
                 else:
                     namespace = self.edited.namespace(knobs, fill)
                 self._variants[key] = self._variant_module(ci, zero_bias, namespace[self.object])
