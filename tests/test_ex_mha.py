@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from attnprep import wording
 from attnprep.solutions.mha import MultiHeadAttention
 from per_exercise import MASK_IDS, MASKS, SHAPES, assert_matches_sdpa, linear, one_thread, parameter_shapes  # noqa: F401 (one_thread: a fixture)
 
@@ -58,3 +59,15 @@ SDPA_CASES = [
 def test_reference_matches_sdpa(case, B, T, padding, is_causal):
     _, args, num_heads, num_kv_heads = case
     assert_matches_sdpa(MultiHeadAttention(*args), num_heads, num_kv_heads, B, T, padding, is_causal)
+
+
+def test_solution_code_in_chinese_is_the_file_with_chinese_comments():
+    """`attnprep solution mha --code` in Chinese (tests/test_zh_solutions.py: every exercise's words)."""
+    from test_zh_solutions import run, source
+
+    proc = run("solution", "mha", "--code")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == wording.solution_source("mha", source("mha"), "zh")
+    assert "# 第 i 个 query 只看 j <= i 的 key" in proc.stdout
+    compile(proc.stdout, "mha.py", "exec")
+    assert run("solution", "mha", "--code", lang="en").stdout == source("mha")
