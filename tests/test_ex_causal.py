@@ -1,5 +1,5 @@
 """causal: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py),
-and its mistakes as edits of the reference."""
+its mistakes as edits of the reference, and the reference checked in float64 against torch's SDPA."""
 
 from __future__ import annotations
 

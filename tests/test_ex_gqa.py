@@ -1,4 +1,5 @@
-"""gqa: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py)."""
+"""gqa: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py),
+and its reference checked in float64 against torch's SDPA and against grouping written head by head."""
 
 from __future__ import annotations
 

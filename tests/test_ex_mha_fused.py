@@ -1,4 +1,5 @@
-"""mha_fused: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py)."""
+"""mha_fused: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py),
+and its reference checked in float64 against torch's SDPA and against separate projections."""
 
 from __future__ import annotations
 

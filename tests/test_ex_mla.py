@@ -1,5 +1,6 @@
 """mla: where the divergence finder points in DeepSeek's own form (complex rotations, a refused layer),
-and what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py)."""
+what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py), and
+its reference (naive and absorbed, the rope helpers) checked in float64 against DeepSeek's own form."""
 
 from __future__ import annotations
 

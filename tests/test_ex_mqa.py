@@ -1,5 +1,6 @@
-"""mqa: an expand that the reference leaves to broadcasting is no story of its own, and what the
-shared tests read about this exercise (its corpus is graded by tests/test_grader.py)."""
+"""mqa: an expand that the reference leaves to broadcasting is no story of its own, what the shared
+tests read about this exercise (its corpus is graded by tests/test_grader.py), and its reference
+checked in float64 against torch's SDPA."""
 
 from __future__ import annotations
 
