@@ -180,11 +180,6 @@ def exercises_of(kind: str) -> list:
     return [ex for ex in exercises.registry().values() if ex.contract.kind == kind]
 
 
-def an_exercise(kind: str = "attention_module", nth: int = 0):
-    """The ``nth`` registered exercise of ``kind``, in registry order."""
-    return exercises_of(kind)[nth]
-
-
 def reference(ex, config: dict | None = None):
     """A fresh instance of a module exercise's reference class (its first object), built with
     ``config`` (default: the first graded config)."""
