@@ -152,7 +152,7 @@ class Judge:
         if compared is not None and verdict not in (Verdict.PASSED, Verdict.STRUCTURE, Verdict.GRADIENTS):
             compared(verdict, self.failures, self.shape_failures)
         heatmap, shapes, row_sums = self._observed(first)
-        # attention not observed (mla_decode's absorbed steps, an exp / sum softmax): the row would
+        # attention not observed (a decode that attends over a compressed latent, an exp / sum softmax): the row would
         # only say so, on every report of such a kind; the heat-map is left out likewise
         self.checks = [c for c in self.checks if not (c.id == "softmax_rows" and c.passed is None)]
         diagnoses: tuple[Diagnosis, ...] = ()
@@ -673,8 +673,8 @@ class Judge:
         return [d for d in found if self._mistake(d.id).superseded_by not in made]
 
     def _apart(self, outputs, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
-        """Each object's outputs explained on their own (norms' RMSNorm and LayerNorm, sdpa's softmax
-        and attention, rope's cache and rotation), for kinds whose objects are graded on outputs of
+        """Each object's outputs explained on their own (an RMSNorm and a LayerNorm, a softmax and the
+        attention built on it, a rotary cache and the rotation by it), for kinds whose objects are graded on outputs of
         their own names: a wrong output named by the one mistake whose variant reproduces it on every
         case, that output alone, or by that mistake with one named for another output (an object
         that calls the other one). An output that no mistake (or several) explains is named nothing;
@@ -1000,7 +1000,8 @@ FEATURE_AXIS = {"q": -1, "k^T": -2}  # the head-feature axis of a stage's expect
 
 def feature_part(expected: tuple, got: tuple, axis: int) -> bool:
     """Whether ``got`` is a part of ``expected``'s head features, in a layout of its family: MLA's
-    scores written as q_nope·k_nopeᵀ + q_pe·k_peᵀ show q_pe, e.g. (B*H, T, rope) for (B, H, T, nope + rope)."""
+    scores written as q_nope·k_nopeᵀ + q_pe·k_peᵀ show q_pe, e.g. (B*H, T, R) for (B, H, T, N + R) with N
+    features without position and R rotated ones."""
     size = expected[axis]
     part, rest = divmod(math.prod(got) * size, math.prod(expected))
     if rest or not 0 < part < size:

@@ -89,17 +89,17 @@ def linear(name: str, fan_in: int, fan_out: int, bias: bool = True) -> dict[str,
 
 
 def grouped_params(a: dict) -> dict[str, tuple[int, ...]]:
-    """Grouped-query attention's projections (gqa, kv_cache): K and V with num_kv_heads heads."""
+    """Grouped-query attention's projections, with or without a cache: K and V with num_kv_heads heads."""
     d, kv = a["d_model"], a["num_kv_heads"] * (a["d_model"] // a["num_heads"])
     return {**linear("q_proj", d, d), **linear("k_proj", d, kv), **linear("v_proj", d, kv), **linear("o_proj", d, d)}
 
 
 def latent_params(a: dict) -> dict[str, tuple[int, ...]]:
-    """DeepSeek's MLA layers, no biases (mla, mla_decode)."""
+    """DeepSeek's MLA layers, no biases (the latent attention, with or without a cache)."""
     d, h, ql, kvl = a["d_model"], a["num_heads"], a["q_lora_rank"], a["kv_lora_rank"]
-    nope, rope, v = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"]
-    return {**linear("wq_a", d, ql, bias=False), "q_norm.weight": (ql,), **linear("wq_b", ql, h * (nope + rope), bias=False),
-            **linear("wkv_a", d, kvl + rope, bias=False), "kv_norm.weight": (kvl,),
+    nope, rotary, v = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"]
+    return {**linear("wq_a", d, ql, bias=False), "q_norm.weight": (ql,), **linear("wq_b", ql, h * (nope + rotary), bias=False),
+            **linear("wkv_a", d, kvl + rotary, bias=False), "kv_norm.weight": (kvl,),
             **linear("wkv_b", kvl, h * (nope + v), bias=False), **linear("wo", h * v, d, bias=False)}
 
 
@@ -162,11 +162,143 @@ def assert_pair_composes(ex, pair: tuple[str, str]) -> None:
     assert all(apart.values()), (pair, apart)
 
 
-# Pairs of the masked-attention functions' knobs (causal, sliding_window: the same mistakes) that
-# must compose: each pair changes what each knob alone computes.
+# Pairs of the masked-attention functions' knobs (the exercises of that kind share these mistakes)
+# that must compose: each pair changes what each knob alone computes.
 MASKED_ATTENTION_PAIRS = [
     ("padding_mask_inverted", "causal_masks_diagonal"), ("missing_scale", "causal_leaks_next"),
     ("padding_mask_on_queries", "scale_inverted"), ("mask_fill_zero:padding", "padding_mask_inverted"),
     ("mask_after_softmax", "causal_masks_diagonal"), ("attn_times_k", "padding_mask_ignored"),
     ("softmax_wrong_dim", "causal_leaks_next"), ("mask_fill_zero:causal", "scale_by_dim"),
 ]
+
+
+# --- exercises picked from the registry, where a test needs one only as an example -------------------
+
+
+def exercises_of(kind: str) -> list:
+    """The registered exercises of ``kind`` (``[contract] kind``), in registry order."""
+    return [ex for ex in exercises.registry().values() if ex.contract.kind == kind]
+
+
+def reference(ex, config: dict | None = None):
+    """A fresh instance of a module exercise's reference class (its first object), built with
+    ``config`` (default: the first graded config)."""
+    module = importlib.import_module(ex.solution_module)
+    return getattr(module, ex.contract.objects[0])(**(ex.grading["configs"][0] if config is None else config))
+
+
+# --- float64 cross-checks of the references against code that shares nothing with them --------------
+
+ATOL = RTOL = 1e-10
+SHAPES = [(b, t) for b in (1, 2, 3) for t in (1, 5, 8)]  # (B, T)
+MASKS = [(False, False), (True, False), (False, True), (True, True)]  # (padding, is_causal)
+MASK_IDS = ["plain", "padding", "is_causal", "padding+is_causal"]
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny tensors: one intra-op thread is faster and avoids thread spinning on a busy machine
+    (a module that cross-checks many small cases uses it: ``pytestmark = pytest.mark.usefixtures``)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def seed_parameters(module, seed: int = 0):
+    """float64, every parameter redrawn from a seeded generator (non-zero biases, norm weights away from 1)."""
+    import math
+
+    import torch
+
+    module.to(torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) / math.sqrt(p.shape[-1]) + (0.3 if p.ndim == 1 else 0.0))
+    return module.eval()
+
+
+def right_padding(B: int, T: int):
+    """Bool (B, T), True = real token; right padding, lengths T-1, T-4, ... (at least 1 real token)."""
+    import torch
+
+    lengths = torch.tensor([max(1, T - 1 - 3 * b) for b in range(B)])
+    return torch.arange(T)[None, :] < lengths[:, None]
+
+
+def inputs(B: int, T: int, C: int, padding: bool, seed: int = 1):
+    """float64 x (B, T, C) from a seeded generator, and the right padding mask or None."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, T, C, generator=g, dtype=torch.float64)
+    return x, (right_padding(B, T) if padding else None)
+
+
+def graded(out, mask):
+    """Only the non-padded query positions are graded (the shared exercise conventions)."""
+    return out if mask is None else out[mask]
+
+
+def assert_close_graded(actual, expected, mask=None) -> None:
+    import torch
+
+    torch.testing.assert_close(graded(actual, mask), graded(expected, mask), atol=ATOL, rtol=RTOL)
+
+
+def torch_attention(q, k, v, mask, is_causal, enable_gqa=False):
+    """torch's own attention on (B, H, T, D) q and (B, KV, T, D) k, v with the SPEC's masks."""
+    import torch
+    import torch.nn.functional as F
+
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=enable_gqa)
+    T = q.shape[-2]
+    allowed = mask[:, None, None, :]  # (B, 1, 1, T)
+    if is_causal:
+        allowed = allowed & torch.ones(T, T, dtype=torch.bool).tril()  # (B, 1, T, T)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=enable_gqa)
+
+
+def qkv_weights(module):
+    """(wq, bq, wk, bk, wv, bv) of a projection-style attention module, separate or fused q/k/v."""
+    if hasattr(module, "qkv_proj"):
+        wq, wk, wv = module.qkv_proj.weight.chunk(3, dim=0)  # out features [q; k; v]
+        bq, bk, bv = module.qkv_proj.bias.chunk(3, dim=0)
+        return wq, bq, wk, bk, wv, bv
+    return (module.q_proj.weight, module.q_proj.bias, module.k_proj.weight, module.k_proj.bias,
+            module.v_proj.weight, module.v_proj.bias)
+
+
+def reference_attention(module, x, mask, is_causal, num_heads, num_kv_heads):
+    """The projection module's output computed by torch's SDPA from its weights."""
+    import torch.nn.functional as F
+
+    B, T, C = x.shape
+    D = C // num_heads
+    wq, bq, wk, bk, wv, bv = qkv_weights(module)
+    q = F.linear(x, wq, bq).reshape(B, T, num_heads, D).permute(0, 2, 1, 3)
+    k = F.linear(x, wk, bk).reshape(B, T, num_kv_heads, D).permute(0, 2, 1, 3)
+    v = F.linear(x, wv, bv).reshape(B, T, num_kv_heads, D).permute(0, 2, 1, 3)
+    out = torch_attention(q, k, v, mask, is_causal, enable_gqa=num_kv_heads != num_heads)
+    out = out.permute(0, 2, 1, 3).reshape(B, T, C)
+    return F.linear(out, module.o_proj.weight, module.o_proj.bias)
+
+
+def assert_matches_sdpa(module, num_heads: int, num_kv_heads: int, B: int, T: int, padding: bool, is_causal: bool) -> None:
+    """A projection module (seeded, float64) equals torch's SDPA on its own weights, on graded positions."""
+    import torch
+
+    module = seed_parameters(module)
+    C = module.o_proj.in_features
+    x, mask = inputs(B, T, C, padding)
+    out = module(x, attention_mask=mask, is_causal=is_causal)
+    assert out.shape == (B, T, C) and out.dtype == torch.float64
+    assert_close_graded(out, reference_attention(module, x, mask, is_causal, num_heads, num_kv_heads), mask)
+
+
+def parameter_shapes(module) -> dict[str, tuple]:
+    return {name: tuple(p.shape) for name, p in module.named_parameters()}

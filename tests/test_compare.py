@@ -21,18 +21,26 @@ import torch
 from typer.testing import CliRunner
 
 import attnprep.cli  # noqa: F401  (registers the commands on the app)
-from attnprep import costs
+from attnprep import costs, exercises
 from attnprep.app import app
 from attnprep.commands import compare as compare_cmd
 
-VARIANT_ORDER = ["mha", "mqa", "gqa", "mla", "mla_absorbed"]
+
+def owner(cls: str) -> str:
+    """The id of the exercise whose contract names the reference class ``cls``: compare keys its rows by it."""
+    return next(ex.id for ex in exercises.registry().values() if cls in ex.contract.objects)
+
+
+MHA, MQA, GQA, MLA = (owner(cls) for cls in ("MultiHeadAttention", "MultiQueryAttention", "GroupedQueryAttention",
+                                             "MultiHeadLatentAttention"))
+VARIANT_ORDER = [MHA, MQA, GQA, MLA, "mla_absorbed"]  # the absorbed MLA: a reference without an exercise
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 # Shapes measured on top of the presets: odd sizes, MQA-like GQA, batch > 1, every dtype.
 EXTRA = {
     "odd": ("seed", dict(d_model=96, num_heads=6, num_kv_heads=3, q_lora_rank=40, kv_lora_rank=24,
                          qk_nope_head_dim=10, qk_rope_head_dim=6, v_head_dim=14, batch=3, seq=7, dtype="fp16")),
-    "gqa1": ("llama2-7b", dict(num_kv_heads=1, seq=33, batch=2, dtype="fp32")),
+    "kv1": ("llama2-7b", dict(num_kv_heads=1, seq=33, batch=2, dtype="fp32")),
     # heads narrower than d_model / H (the inner width H·d_h = 48 < d_model = 96)
     "narrow": ("seed", dict(d_model=96, num_heads=6, head_dim=8, num_kv_heads=2, seq=5)),
 }
@@ -54,7 +62,7 @@ def expected(s: costs.Shape) -> dict[str, dict[str, int]]:
     d, H, G, B, T = s.d_model, s.num_heads, s.num_kv_heads, s.batch, s.seq
     dh = s.head_dim  # the model's own: H·d_h need not be d_model (DeepSeek-V3: 128·128 > 7168)
     Hd = H * dh
-    ql, kvl, nope, rope, dv = s.q_lora_rank, s.kv_lora_rank, s.qk_nope_head_dim, s.qk_rope_head_dim, s.v_head_dim
+    ql, kvl, nope, pe, dv = s.q_lora_rank, s.kv_lora_rank, s.qk_nope_head_dim, s.qk_rope_head_dim, s.v_head_dim
     N = B * T  # tokens
 
     def linear(i: int, o: int, bias: bool = True) -> int:
@@ -64,37 +72,37 @@ def expected(s: costs.Shape) -> dict[str, dict[str, int]]:
         return 2 * m * n * k
 
     attention = mm(B * H * T, T, dh) + mm(B * H * T, dh, T)  # q·kᵀ and attn·v, per query head
-    mla_params = (linear(d, ql, False) + ql + linear(ql, H * (nope + rope), False)
-                  + linear(d, kvl + rope, False) + kvl + linear(kvl, H * (nope + dv), False)
+    mla_params = (linear(d, ql, False) + ql + linear(ql, H * (nope + pe), False)
+                  + linear(d, kvl + pe, False) + kvl + linear(kvl, H * (nope + dv), False)
                   + linear(H * dv, d, False))
-    mla_q = mm(N, ql, d) + mm(N, H * (nope + rope), ql)  # wq_a, wq_b
+    mla_q = mm(N, ql, d) + mm(N, H * (nope + pe), ql)  # wq_a, wq_b
     return {
         # q_proj d -> H·d_h, k_proj and v_proj d -> (H, 1, G)·d_h, o_proj H·d_h -> d
-        "mha": dict(params=3 * linear(d, Hd) + linear(Hd, d),
-                    flops=3 * mm(N, Hd, d) + mm(N, d, Hd) + attention,
-                    kv=2 * H * dh),
-        "mqa": dict(params=linear(d, Hd) + 2 * linear(d, dh) + linear(Hd, d),
-                    flops=mm(N, Hd, d) + 2 * mm(N, dh, d) + mm(N, d, Hd) + attention,
-                    kv=2 * dh),
-        "gqa": dict(params=linear(d, Hd) + 2 * linear(d, G * dh) + linear(Hd, d),
-                    flops=mm(N, Hd, d) + 2 * mm(N, G * dh, d) + mm(N, d, Hd) + attention,
-                    kv=2 * G * dh),
-        "mla": dict(params=mla_params,
-                    flops=(mla_q + mm(N, kvl + rope, d) + mm(N, H * (nope + dv), kvl)  # wkv_a, wkv_b
-                           + mm(B * H * T, T, nope + rope) + mm(B * H * T, dv, T)  # scores, attn·v
-                           + mm(N, d, H * dv)),  # wo
-                    kv=H * (nope + rope) + H * dv),
+        MHA: dict(params=3 * linear(d, Hd) + linear(Hd, d),
+                  flops=3 * mm(N, Hd, d) + mm(N, d, Hd) + attention,
+                  kv=2 * H * dh),
+        MQA: dict(params=linear(d, Hd) + 2 * linear(d, dh) + linear(Hd, d),
+                  flops=mm(N, Hd, d) + 2 * mm(N, dh, d) + mm(N, d, Hd) + attention,
+                  kv=2 * dh),
+        GQA: dict(params=linear(d, Hd) + 2 * linear(d, G * dh) + linear(Hd, d),
+                  flops=mm(N, Hd, d) + 2 * mm(N, G * dh, d) + mm(N, d, Hd) + attention,
+                  kv=2 * G * dh),
+        MLA: dict(params=mla_params,
+                  flops=(mla_q + mm(N, kvl + pe, d) + mm(N, H * (nope + dv), kvl)  # wkv_a, wkv_b
+                         + mm(B * H * T, T, nope + pe) + mm(B * H * T, dv, T)  # scores, attn·v
+                         + mm(N, d, H * dv)),  # wo
+                  kv=H * (nope + pe) + H * dv),
         # DeepSeek-V3's absorb path: no wkv_b matmul on the tokens; W_UK is applied to q_nope
         # (per head, nope -> kvl), the scores are taken against the latent (kvl) plus the shared
-        # rope key, the weighted sum is over latents (kvl), and W_UV maps kvl -> dv per head.
+        # RoPE key, the weighted sum is over latents (kvl), and W_UV maps kvl -> dv per head.
         "mla_absorbed": dict(params=mla_params,
-                             flops=(mla_q + mm(N, kvl + rope, d)
+                             flops=(mla_q + mm(N, kvl + pe, d)
                                     + mm(N * H, kvl, nope)  # q_nope · W_UK
-                                    + mm(B * H * T, T, kvl) + mm(B * H * T, T, rope)  # scores
+                                    + mm(B * H * T, T, kvl) + mm(B * H * T, T, pe)  # scores
                                     + mm(B * H * T, kvl, T)  # attn · latents
                                     + mm(N * H, dv, kvl)  # · W_UV
                                     + mm(N, d, H * dv)),  # wo
-                             kv=kvl + rope),
+                             kv=kvl + pe),
     }
 
 
@@ -107,7 +115,7 @@ def test_every_number_matches_the_closed_forms(name):
     s = c.shape
     want = expected(s)
     assert [r.variant for r in c.rows] == VARIANT_ORDER
-    mha = want["mha"]
+    base = want[MHA]
     for r in c.rows:
         w = want[r.variant]
         got = (r.params, r.flops, r.kv_elements_per_token)
@@ -116,8 +124,8 @@ def test_every_number_matches_the_closed_forms(name):
         assert r.kv_bytes_per_token == w["kv"] * size
         assert r.kv_elements_total == w["kv"] * s.batch * s.seq
         assert r.kv_bytes_total == w["kv"] * size * s.batch * s.seq
-        assert r.relative == {"params": w["params"] / mha["params"], "flops": w["flops"] / mha["flops"],
-                              "kv_elements": w["kv"] / mha["kv"]}
+        assert r.relative == {"params": w["params"] / base["params"], "flops": w["flops"] / base["flops"],
+                              "kv_elements": w["kv"] / base["kv"]}
 
 
 @pytest.mark.parametrize("name", SHAPES)
@@ -152,25 +160,25 @@ def test_presets_fill_every_field_as_documented():
 def test_headline_ratios_of_llama3():
     """The numbers an interviewer expects: GQA-8 of 32 heads caches a quarter, MQA 1/32."""
     c = measured("llama3-8b")
-    assert c.row("gqa").relative["kv_elements"] == 0.25
-    assert c.row("mqa").relative["kv_elements"] == 1 / 32
+    assert c.row(GQA).relative["kv_elements"] == 0.25
+    assert c.row(MQA).relative["kv_elements"] == 1 / 32
     assert c.row("mla_absorbed").kv_elements_per_token == 576
-    assert c.row("gqa").kv_bytes_per_token == 4096  # 2·8·128 elements × 2 bytes (bf16)
+    assert c.row(GQA).kv_bytes_per_token == 4096  # 2·8·128 elements × 2 bytes (bf16)
 
 
 def test_deepseek_v3_mha_is_the_papers_128_heads_of_128():
     """DeepSeek-V2's paper: MHA with the same 128 heads of 128 caches 2·128·128 = 32,768 elements per
     token per layer, MLA 576; naive MLA (192-dim keys, 128-dim values per head) 1.25× MHA."""
     c = measured("deepseek-v3")
-    assert c.row("mha").kv_elements_per_token == 32_768 and c.row("mha").kv_formula.endswith("2·128·128")
+    assert c.row(MHA).kv_elements_per_token == 32_768 and c.row(MHA).kv_formula.endswith("2·128·128")
     assert c.row("mla_absorbed").kv_elements_per_token == 576
     assert c.row("mla_absorbed").relative["kv_elements"] == 576 / 32_768
-    assert c.row("mla").relative["kv_elements"] == 1.25
-    assert c.row("gqa").kv_elements_per_token == 2 * 8 * 128 and c.row("mqa").kv_elements_per_token == 256
+    assert c.row(MLA).relative["kv_elements"] == 1.25
+    assert c.row(GQA).kv_elements_per_token == 2 * 8 * 128 and c.row(MQA).kv_elements_per_token == 256
     # the projections map the model's width to the heads and back
-    mha = costs.build(costs.VARIANTS[0], c.shape)
-    assert (mha.q_proj.in_features, mha.q_proj.out_features) == (7168, 16384)
-    assert (mha.o_proj.in_features, mha.o_proj.out_features) == (16384, 7168)
+    widened = costs.build(costs.VARIANTS[0], c.shape)
+    assert (widened.q_proj.in_features, widened.q_proj.out_features) == (7168, 16384)
+    assert (widened.o_proj.in_features, widened.o_proj.out_features) == (16384, 7168)
 
 
 def test_a_widened_module_is_only_built_on_meta():
@@ -225,7 +233,7 @@ def _randomised(module: torch.nn.Module, seed: int) -> torch.nn.Module:
 
 
 def test_absorbed_mla_equals_naive_mla():
-    """The absorbed row is the mla_decode reference (a causal prefill, what compare counts)."""
+    """The absorbed row is the cached latent exercise's reference (a causal prefill, what compare counts)."""
     from attnprep.solutions.mla_decode import MLADecode
 
     shape = costs.resolve("seed", d_model=48, num_heads=4, q_lora_rank=24, kv_lora_rank=20,
@@ -301,8 +309,8 @@ def test_head_dim_option():
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["config"]["head_dim"] == 56
-    mha = next(r for r in doc["rows"] if r["variant"] == "mha")
-    assert mha["kv_elements_per_token"] == 2 * 128 * 56
+    row = next(r for r in doc["rows"] if r["variant"] == MHA)
+    assert row["kv_elements_per_token"] == 2 * 128 * 56
     shown = run("--preset", "deepseek-v3").stdout
     assert "128 heads of 128 (H·d_h = 16384)" in shown.splitlines()[0]
     assert "2·H·d_h = 2·128·128" in shown and "32,768" in shown

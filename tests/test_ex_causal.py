@@ -1,5 +1,5 @@
 """causal: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py),
-and its mistakes as edits of the reference."""
+its mistakes as edits of the reference, and the reference checked in float64 against torch's SDPA."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import torch
 
 from attnprep import exercises
 from attnprep.grader.kinds import kind_for
-from per_exercise import MASKED_ATTENTION_PAIRS, assert_pair_composes, exec_stub
+from attnprep.solutions.causal import causal_attention, causal_mask
+from per_exercise import (ATOL, RTOL, SHAPES, MASKED_ATTENTION_PAIRS, assert_close_graded, assert_pair_composes, exec_stub,  # noqa: F401
+                          one_thread, right_padding, torch_attention)  # (one_thread: a fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # the float64 cross-checks: many tiny cases
 
 EX = exercises.get("causal")
 
@@ -67,3 +71,34 @@ def test_two_edits_compose(pair):
     assert_pair_composes(EX, pair)
 
 
+# --- the reference against torch's SDPA (float64) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 8])
+def test_reference_mask_values(T):
+    m = causal_mask(T)
+    assert m.dtype == torch.bool and m.shape == (T, T)
+    assert all(bool(m[i, j]) == (j <= i) for i in range(T) for j in range(T))
+    assert causal_mask(T, device="meta").device.type == "meta"
+
+
+@pytest.mark.parametrize("padding", [False, True], ids=["plain", "padding"])
+@pytest.mark.parametrize("H, D", [(1, 4), (3, 5)])
+@pytest.mark.parametrize("B, T", SHAPES)
+def test_reference_attention_matches_sdpa(B, T, H, D, padding):
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(B, H, T, D, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = right_padding(B, T) if padding else None
+    out = causal_attention(q, k, v, attention_mask=mask)
+    assert out.shape == (B, H, T, D)
+    expected = torch_attention(q, k, v, mask, is_causal=True)
+    if mask is None:
+        torch.testing.assert_close(out, expected, atol=ATOL, rtol=RTOL)
+    else:  # graded query positions only: (B, H, T, D) -> (B, T, H, D)[mask]
+        assert_close_graded(out.transpose(1, 2), expected.transpose(1, 2), mask)
+
+
+def test_reference_runs_on_meta_device():
+    q = torch.empty(2, 3, 5, 4, device="meta")
+    out = causal_attention(q, q, q, attention_mask=torch.ones(2, 5, dtype=torch.bool, device="meta"))
+    assert out.device.type == "meta" and out.shape == (2, 3, 5, 4)

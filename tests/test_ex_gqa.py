@@ -1,9 +1,19 @@
-"""gqa: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py)."""
+"""gqa: what the shared tests read about this exercise (its corpus is graded by tests/test_grader.py),
+and its reference checked in float64 against torch's SDPA and against grouping written head by head."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
+import torch
+
 from attnprep import exercises
-from per_exercise import grouped_params
+from attnprep.solutions.gqa import GroupedQueryAttention
+from per_exercise import (MASK_IDS, MASKS, SHAPES, assert_close_graded, assert_matches_sdpa, graded,  # noqa: F401
+                          grouped_params, inputs, one_thread, parameter_shapes, seed_parameters)  # (one_thread: a fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # the float64 cross-checks: many tiny cases
 
 # The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
 # the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
@@ -47,3 +57,52 @@ def test_grading_configs_group_heads_so_that_tiling_differs_from_grouping():
         != [h % c["num_kv_heads"] for h in range(c["num_heads"])]
         for c in grouped
     )
+
+
+def test_reference_parameters():
+    assert parameter_shapes(GroupedQueryAttention(24, 6, 2)) == {
+        "q_proj.weight": (24, 24), "q_proj.bias": (24,), "k_proj.weight": (8, 24), "k_proj.bias": (8,),
+        "v_proj.weight": (8, 24), "v_proj.bias": (8,), "o_proj.weight": (24, 24), "o_proj.bias": (24,)}
+
+# --- the reference against torch's SDPA on its own weights (float64) --------------------------------
+
+# (id, constructor arguments, num_heads, num_kv_heads)
+SDPA_CASES = [
+    ("16x4/2", (16, 4, 2), 4, 2),  # groups of 2
+    ("24x6/2", (24, 6, 2), 6, 2),  # groups of 3
+    ("24x6/3", (24, 6, 3), 6, 3),  # groups of 2
+    ("16x4/1", (16, 4, 1), 4, 1),  # one KV head shared by all
+]
+
+
+@pytest.mark.parametrize("padding, is_causal", MASKS, ids=MASK_IDS)
+@pytest.mark.parametrize("B, T", SHAPES)
+@pytest.mark.parametrize("case", SDPA_CASES, ids=[c[0] for c in SDPA_CASES])
+def test_reference_matches_sdpa(case, B, T, padding, is_causal):
+    _, args, num_heads, num_kv_heads = case
+    assert_matches_sdpa(GroupedQueryAttention(*args), num_heads, num_kv_heads, B, T, padding, is_causal)
+
+
+@pytest.mark.parametrize("d_model, num_heads, num_kv_heads", [(16, 4, 2), (24, 6, 2), (24, 6, 3)])
+def test_reference_groups_consecutive_heads(d_model, num_heads, num_kv_heads):
+    """Head by head, without SDPA: query head h reads KV head h // (H // KV); tiling would differ."""
+    module = seed_parameters(GroupedQueryAttention(d_model, num_heads, num_kv_heads))
+    x, mask = inputs(2, 5, d_model, padding=True)
+    B, T, C = x.shape
+    D, G = C // num_heads, num_heads // num_kv_heads
+    q = module.q_proj(x).reshape(B, T, num_heads, D)
+    k = module.k_proj(x).reshape(B, T, num_kv_heads, D)
+    v = module.v_proj(x).reshape(B, T, num_kv_heads, D)
+
+    def heads(kv_head_of):
+        outs = []
+        for h in range(num_heads):
+            scores = torch.einsum("bid,bjd->bij", q[:, :, h], k[:, :, kv_head_of(h)]) / math.sqrt(D)
+            scores = scores.masked_fill(~mask[:, None, :], -1e30)
+            outs.append(torch.einsum("bij,bjd->bid", scores.softmax(-1), v[:, :, kv_head_of(h)]))
+        return module.o_proj(torch.cat(outs, dim=-1))
+
+    out = module(x, attention_mask=mask)
+    assert_close_graded(out, heads(lambda h: h // G), mask)
+    tiled = heads(lambda h: h % num_kv_heads)  # the classic `repeat` mistake
+    assert (graded(out, mask) - graded(tiled, mask)).abs().max() > 1e-3

@@ -1,13 +1,18 @@
-"""mqa: an expand that the reference leaves to broadcasting is no story of its own, and what the
-shared tests read about this exercise (its corpus is graded by tests/test_grader.py)."""
+"""mqa: an expand that the reference leaves to broadcasting is no story of its own, what the shared
+tests read about this exercise (its corpus is graded by tests/test_grader.py), and its reference
+checked in float64 against torch's SDPA."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from attnprep.grader import grade
+import pytest
 
-from per_exercise import linear
+from attnprep.grader import grade
+from attnprep.solutions.mqa import MultiQueryAttention
+from per_exercise import MASK_IDS, MASKS, SHAPES, assert_matches_sdpa, linear, one_thread, parameter_shapes  # noqa: F401 (one_thread: a fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # the float64 cross-checks: many tiny cases
 
 # The contract as SPEC writes it, by hand (not read from exercise.toml): tests/test_registry.py holds
 # the exercise's data, stub and reference to it ("params": the parameter shapes for a config).
@@ -41,3 +46,26 @@ QUOTED_NUMBERS = [
     ((2 * 4096 * 2) // (2 * 128 * 2), "32x less"),
     (2 * 64 * 32, "4,096 elements = 8 KiB"),  # Falcon-7B
 ]
+
+
+def test_reference_parameters():
+    assert parameter_shapes(MultiQueryAttention(12, 3)) == {
+        "q_proj.weight": (12, 12), "q_proj.bias": (12,), "k_proj.weight": (4, 12), "k_proj.bias": (4,),
+        "v_proj.weight": (4, 12), "v_proj.bias": (4,), "o_proj.weight": (12, 12), "o_proj.bias": (12,)}
+
+
+# --- the reference against torch's SDPA on its own weights (float64) --------------------------------
+
+# (id, constructor arguments, num_heads, num_kv_heads)
+SDPA_CASES = [
+    ("16x4", (16, 4), 4, 1),
+    ("8x1", (8, 1), 1, 1),
+]
+
+
+@pytest.mark.parametrize("padding, is_causal", MASKS, ids=MASK_IDS)
+@pytest.mark.parametrize("B, T", SHAPES)
+@pytest.mark.parametrize("case", SDPA_CASES, ids=[c[0] for c in SDPA_CASES])
+def test_reference_matches_sdpa(case, B, T, padding, is_causal):
+    _, args, num_heads, num_kv_heads = case
+    assert_matches_sdpa(MultiQueryAttention(*args), num_heads, num_kv_heads, B, T, padding, is_causal)

@@ -83,7 +83,7 @@ _BIASED = _trait("position_bias")  # causal, a position bias: "no causal mask" i
 _MAKES_TENSORS = _trait("makes_tensors")  # positions, indices: made on the device or not
 _NORM = _trait("norm")  # normalisation layers with an eps
 _CAUSAL = lambda ex: "is_causal" in ex.contract.forward or _CAUSAL_FUNCTIONS(ex) or _CACHED(ex) or _BIASED(ex)  # noqa: E731
-# a blocked (flash) kernel has no softmax over whole rows: a softmax dim, a mask after the exp (p is
+# a blocked kernel has no softmax over whole rows: a softmax dim, a mask after the exp (p is
 # still normalised by the same sum: right) or k @ q^T on tiles do not apply; its causal off-by-ones
 # have their own name (flash_causal_off_by_one), since they interact with the skipped key blocks.
 _ROWS = _trait("rows")
@@ -91,12 +91,13 @@ _ROWS = _trait("rows")
 
 def _k_as_wide_as_v(ex) -> bool:
     """attn @ k computes a wrong output, rather than crashing, only if a key is as wide as a value in
-    every graded config; in mla a key has nope + rope features and a value v_head_dim."""
+    every graded config; in latent attention a key has qk_nope_head_dim + qk_rope_head_dim features
+    and a value v_head_dim."""
     if not _ATTENTION(ex):
         return False
     if _SDPA(ex):
         return all(c["E"] == c["Ev"] for c in ex.grading["configs"])
-    if _MLA_DECODE(ex):  # the absorbed form attends over latents: keys are [c; rope], values c
+    if _MLA_DECODE(ex):  # the absorbed form attends over latents: keys are [c; k_pe], values c
         return False
     if not _LATENT(ex):
         return True
@@ -136,7 +137,7 @@ MISTAKE_APPLIES = {
     "rope_skipped": _LATENT,
     "rope_cos_sin_swapped": _LATENT,
     "rope_rotate_half": _LATENT,
-    "tensor_without_device": lambda ex: _ATTENTION(ex) or _MAKES_TENSORS(ex),  # rope: arange(T) without device
+    "tensor_without_device": lambda ex: _ATTENTION(ex) or _MAKES_TENSORS(ex),  # positions: arange(T) without device
     "used_builtin": lambda ex: True,
     # an exercise's own mistakes that can happen elsewhere too
     "cache_mask_not_offset": _CACHED,
@@ -146,8 +147,8 @@ MISTAKE_APPLIES = {
     "cache_not_returned": _CACHED,
     "cache_in_module_state": _CACHED,
     "output_dtype_not_kept": _LOW_PRECISION,
-    # norms' eps convention in MLA's RMSNorms too
-    "norm_eps_convention": lambda ex: _NORM(ex) or _LATENT(ex),  # mla_decode too: its small-inputs script shows it
+    # the norm layers' eps convention, in MLA's RMSNorms too
+    "norm_eps_convention": lambda ex: _NORM(ex) or _LATENT(ex),  # the cached latent form too: its small-inputs script shows it
 }
 
 
@@ -431,7 +432,7 @@ def test_contract_matches_spec(exercise_id):
         _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
         _same_signature(_args(ex.contract.forward), CACHED_FORWARD, annotations=False)
         assert ex.contract.returns == "(out, cache)"
-    elif "forward" in spec:  # a module with a forward of its own (cross_attention's context)
+    elif "forward" in spec:  # a module with a forward of its own (a cross-attention's context)
         _same_signature(_args(ex.contract.constructor), spec["constructor"], annotations=False)
         _same_signature(_args(ex.contract.forward), spec["forward"], annotations=False)
         assert ex.contract.returns == spec["returns"]

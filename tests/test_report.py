@@ -684,10 +684,11 @@ def test_report_does_not_import_torch():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_shared_mistake_text_says_only_what_applies_to_the_exercise_shown(lang):
-    """Issue 30 §11: gqa's page and the mha drill said "(mla: head_dim = nope + rope; causal: D =
-    q.size(-1))" and a gqa fix used the causal exercise's causal_mask. Each exercise shows the
-    fix in its own names: mla's nope + rope, a function's q.size(-1), a module's x.device (each
-    exercise's FIX_WORDS and FIX_SAYS, in its tests/test_ex_<id>.py)."""
+    """Issue 30 §11: a module's page and drill quoted the fixes of other kinds (the latent
+    attention's head_dim, a function's D = q.size(-1)) and a module's fix used the functions'
+    causal_mask. Each exercise shows the fix in its own names: the latent attention's nope and
+    rotary parts, a function's q.size(-1), a module's x.device (each exercise's FIX_WORDS and
+    FIX_SAYS, in its tests/test_ex_<id>.py)."""
     from attnprep import exercises, wording
 
     texts.set_language(lang)

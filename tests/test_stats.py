@@ -187,7 +187,8 @@ def test_stats_at_80_columns_keeps_the_median_and_puts_the_mistakes_below(practi
     assert "not shown at this width" not in out
     below = out.split("most frequent mistakes", 1)[1]
     (mha_line,) = [line for line in below.splitlines() if line.startswith("mha ")]
-    assert "missing 1/sqrt(d) scale ×2" in mha_line and "causal flag ignored ×1" in mha_line
+    titles = [exercises.get("mha").mistake(m).title for m in ("missing_scale", "causal_ignored")]
+    assert titles[0] == "missing 1/sqrt(d) scale" and f"{titles[0]} ×2" in mha_line and f"{titles[1]} ×1" in mha_line
     assert all(len(line) <= 80 and line == line.rstrip() for line in out.splitlines())
 
 

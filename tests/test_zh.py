@@ -24,13 +24,13 @@ PASSING = ROOT / "tests" / "corpus" / "mha" / "ok_textbook.py"
 # English the glossary keeps (names of methods, models and established terms), and the words of
 # Click's usage line; compared case-insensitively, word by word.
 KEPT = set("""
-    softmax mha mqa gqa mla rope layernorm rmsnorm kv cache flashattention einsum padding token
+    softmax MHA MQA GQA MLA RoPE layernorm rmsnorm kv cache flashattention einsum padding token
     tokens query key value q k v dtype device batch eval dropout bias view reshape transpose nan
     inf attnprep tensor linear python gpu cpu cuda deepseek llama gpt one hot meta flops
     flopcountermode usage options command args target id dir min max seq shell locale json stdout
     todo bug traceback repeat naive absorbed fp32 bf16 fp16 visual editor ctrl c b t h d g nope p
     out default required en zh lang plain causal padded case str int float none true false
-""".split())
+""".lower().split())
 CODE = re.compile(r"`[^`]*`|《[^》]*》|'[^']*'|\"[^\"]*\"")
 IDENTIFIER = re.compile(r"\S*[_()\[\]./\\@=<>:#$*+|-]\S*|\S*\d\S*")
 MATH = re.compile(r"[b-zB-Z]")  # a single letter is a variable of a formula (i - window < j <= i); "a" is a word
@@ -341,7 +341,7 @@ ZH_TOMLS = [ROOT / "attnprep" / "texts" / "zh.toml",
 def test_the_punctuation_check_finds_ascii_marks_in_chinese():
     assert ascii_punctuation_by_chinese("没通过, 放弃了") and ascii_punctuation_by_chinese("原因: 忘了缩放")
     assert ascii_punctuation_by_chinese("答案;下一题")
-    assert not ascii_punctuation_by_chinese("q、k、v (B, H, T, D)；`a, b = c` 和 [nope 部分; rope 部分]")
+    assert not ascii_punctuation_by_chinese("q、k、v (B, H, T, D)；`a, b = c` 和 [nope 部分; pe 部分]")
 
 
 @pytest.mark.parametrize("path", ZH_TOMLS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -412,7 +412,15 @@ def test_zh_new_and_the_drill_live_area_say_their_words_in_chinese(tmp_path, mon
     assert texts.t("shell.fix_label", "zh") in text and "限时练习 · drills/mha-x.py" in text
 
 
-@pytest.mark.parametrize("args", [("hint", "mha"), ("solution", "mqa"), ("today",)])
+def wordiest() -> str:
+    """The exercise whose notes (key points, questions and answers) say the most: the most prose to wrap."""
+    def said(ex) -> int:
+        return sum(len(text) for text in (*ex.key_points, *(text for qa in ex.qa for text in qa)))
+
+    return max(exercises.registry("en").values(), key=said).id
+
+
+@pytest.mark.parametrize("args", [("hint", "mha"), ("solution", wordiest()), ("today",)])
 def test_zh_prose_never_starts_a_line_with_a_closing_mark(args, tmp_path):
     """Hints, notes, Q&A and today's reasons wrap the way Chinese is set at 60 columns (issue 30 point 6)."""
     proc = run(*args, home=tmp_path, env={"COLUMNS": "60"})

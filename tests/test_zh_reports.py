@@ -23,7 +23,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from attnprep import exercises, texts
-from per_exercise import chosen
+from per_exercise import chosen, exercises_of
 from test_terminal import in_a_terminal, screen_lines
 from test_zh import english_left
 
@@ -35,7 +35,8 @@ CORPUS = ROOT / "tests" / "corpus"
 # an error panel with a traceback, the structure checks of the cached and blocked kinds, the
 # stage shapes of a script of calls, divergences, heat-maps, torch's own error text.
 ALL_BUGGY = {exercise_id: chosen(exercise_id, "zh_report") for exercise_id in exercises.registry()}
-IN_A_TERMINAL = ("kv_cache", "mla_decode")  # the panels with the longest Chinese lines
+# the cached kind's exercises: the panels with the longest Chinese lines (a script of calls, its stages)
+IN_A_TERMINAL = tuple(ex.id for ex in exercises_of("cached_module"))
 
 # What the attempt or torch wrote, shown as it is: the attempt's source lines, exception texts.
 VERBATIM_PARAMS = ("text", "code", "where_code", "origin_code", "ref_code")
