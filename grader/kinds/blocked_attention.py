@@ -26,7 +26,7 @@ from __future__ import annotations
 import linecache
 import sys
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -263,6 +263,8 @@ class BlockedGrading(Grading):
     shapes: tuple[list[int], ...]  # (L, S, block_size) of the cases (block_size 0: the default)
     stability: tuple[int, ...]  # (L, S, block_size) of the large-score case
     structure: dict[str, Any]  # the long cases and their sizes
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (a variant with another fill has it there)
 
 
 def _sizes(L: int, S: int, block: int | None) -> Name:
