@@ -15,9 +15,9 @@ import torch.nn.functional as F
 
 from attnprep import exercises, texts, wording
 from attnprep.grader import grade, variants
-from attnprep.grader.edits import EditError, FillReference, edited_source, knobs_of
+from attnprep.grader.edits import EditError, edited_source
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds.blocked_attention import Allocations, blocked
+from attnprep.grader.kinds.blocked_attention import Allocations
 from attnprep.grader.result import Verdict
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.solutions.flash import flash_attention
@@ -180,15 +180,13 @@ def test_large_score_case_is_exact_and_breaks_a_max_that_is_not_carried():
             want = F.scaled_dot_product_attention(q, k, v, is_causal=i["is_causal"])
             torch.testing.assert_close(kind.reference(ci)(case)["out"].double(), want, rtol=1e-5, atol=1e-6)
         for case in big:  # each of these overflows or underflows here, and only here
-            i = case.inputs
             for knob in ("flash_max_not_carried:skip", "flash_max_init_zero"):
-                wrong = blocked(i["q"], i["k"], i["v"], i["is_causal"], i["block_size"], knob)
+                wrong = kind.variant(ci, frozenset(), knob, float("-inf"))(case)["out"]
                 assert not torch.isfinite(wrong).all(), (ci, case.name, knob)
     # and on ordinary scores the same mistakes are exact: only the large case can name them
     for small in kind.cases(0)[:6]:
-        i = small.inputs
         for knob in ("flash_max_not_carried:skip", "flash_max_init_zero"):
-            torch.testing.assert_close(blocked(i["q"], i["k"], i["v"], i["is_causal"], i["block_size"] or 64, knob),
+            torch.testing.assert_close(kind.variant(0, frozenset(), knob, float("-inf"))(small)["out"],
                                        kind.reference(0)(small)["out"], rtol=1e-5, atol=1e-6)
 
 
@@ -421,14 +419,7 @@ FIX_WORDS = ("q.size(-1)",)
 
 def _edited(kind, ci: int, knob, fill: float):
     """The variant the grader runs for ``knob`` (one knob or a tuple of two) and ``fill``."""
-    reference = FillReference(EX.solution_path, dict(kind.grading.edits), kind.grading.fill)
-
-    def call(case):
-        i = case.inputs
-        args = [i["q"], i["k"], i["v"], i["is_causal"]] + ([i["block_size"]] if i["block_size"] else [])
-        return {"out": reference.namespace(knobs_of(knob), fill)["flash_attention"](*args)}
-
-    return call
+    return kind.variant(ci, frozenset(), knob, fill)
 
 
 def _twin(case, knob, fill, every_block=None) -> torch.Tensor:
@@ -511,8 +502,7 @@ def test_two_knobs_are_both_edits():
     nothing now. A knob that visits every key block with one whose loop skips the later ones (":…skip")
     visits them all (the twin let the skip win: compared with it visiting them all)."""
     kind = kind_for(EX, 0)
-    reference = FillReference(EX.solution_path, dict(kind.grading.edits), kind.grading.fill)
-    edits = kind.grading.edits
+    reference, edits = kind.edited, kind.grading.edits
     composed, clashed, wrong = 0, [], []
     for pair in _pairs(kind):
         try:
