@@ -1,7 +1,8 @@
 """flash: the reference against torch's scaled_dot_product_attention (values and gradients), the
 allocation measure behind the structure check, the cases the blocked_attention kind grades,
-what the report says about a materialised score matrix, and where it first goes wrong in buggy blocked
-attempts (the line of the slip, not of the output it spoils)."""
+what the report says about a materialised score matrix, where it first goes wrong in buggy blocked
+attempts (the line of the slip, not of the output it spoils), and the mistakes as edits of the
+reference, held to the code that computed them before (tests/functional_variants.py's blocked)."""
 
 from __future__ import annotations
 
