@@ -1,6 +1,6 @@
 """What the kinds share of their mistakes besides the edits of the references.
 
-Every exercise but three (flash, kv_cache, mla_decode: their kinds' own code, and
+Every exercise but two (kv_cache, mla_decode: their kinds' own code, and
 :mod:`attnprep.grader.cached_variants`) names its mistakes as edits of its reference solution
 (``[grading] edits``, :mod:`attnprep.grader.edits`). What is here: the fills a variant is tried with
 (``-inf`` and a large negative, which differ on fully masked rows, which several mistakes create)

@@ -1,22 +1,26 @@
 """flash: the reference against torch's scaled_dot_product_attention (values and gradients), the
 allocation measure behind the structure check, the cases the blocked_attention kind grades,
-what the report says about a materialised score matrix, and where it first goes wrong in buggy blocked
-attempts (the line of the slip, not of the output it spoils)."""
+what the report says about a materialised score matrix, where it first goes wrong in buggy blocked
+attempts (the line of the slip, not of the output it spoils), and the mistakes as edits of the
+reference, held to the code that computed them before (tests/functional_variants.py's blocked)."""
 
 from __future__ import annotations
 
 import inspect
 from pathlib import Path
 
+import functional_variants
 import pytest
 import torch
 import torch.nn.functional as F
 
 from attnprep import exercises, texts, wording
-from attnprep.grader import grade
+from attnprep.grader import grade, variants
+from attnprep.grader.edits import EditError, edited_source
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds.blocked_attention import Allocations, blocked
+from attnprep.grader.kinds.blocked_attention import Allocations
 from attnprep.grader.result import Verdict
+from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.solutions.flash import flash_attention
 
 EX = exercises.get("flash")
@@ -177,15 +181,13 @@ def test_large_score_case_is_exact_and_breaks_a_max_that_is_not_carried():
             want = F.scaled_dot_product_attention(q, k, v, is_causal=i["is_causal"])
             torch.testing.assert_close(kind.reference(ci)(case)["out"].double(), want, rtol=1e-5, atol=1e-6)
         for case in big:  # each of these overflows or underflows here, and only here
-            i = case.inputs
             for knob in ("flash_max_not_carried:skip", "flash_max_init_zero"):
-                wrong = blocked(i["q"], i["k"], i["v"], i["is_causal"], i["block_size"], knob)
+                wrong = kind.variant(ci, frozenset(), knob, float("-inf"))(case)["out"]
                 assert not torch.isfinite(wrong).all(), (ci, case.name, knob)
     # and on ordinary scores the same mistakes are exact: only the large case can name them
     for small in kind.cases(0)[:6]:
-        i = small.inputs
         for knob in ("flash_max_not_carried:skip", "flash_max_init_zero"):
-            torch.testing.assert_close(blocked(i["q"], i["k"], i["v"], i["is_causal"], i["block_size"] or 64, knob),
+            torch.testing.assert_close(kind.variant(0, frozenset(), knob, float("-inf"))(small)["out"],
                                        kind.reference(0)(small)["out"], rtol=1e-5, atol=1e-6)
 
 
@@ -407,3 +409,130 @@ MUTATION = {"focus": ("arith", "mask_drop"), "not_offered": {"softmax_dim", "cau
 # tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
 # exercise that does not declare them, and fixes that must use them.
 FIX_WORDS = ("q.size(-1)",)
+
+
+# --- the mistakes as edits of the reference (issue 25) ---------------------------------------------
+#
+# Until flash's mistakes became data ([grading.edits]), the kind computed each knob in code: that code
+# is tests/functional_variants.py's blocked, the fixed twin every edited variant is held to here, on
+# every case of every config, with both fills the judge tries.
+
+
+def _edited(kind, ci: int, knob, fill: float):
+    """The variant the grader runs for ``knob`` (one knob or a tuple of two) and ``fill``."""
+    return kind.variant(ci, frozenset(), knob, fill)
+
+
+def _twin(case, knob, fill, every_block=None) -> torch.Tensor:
+    i = case.inputs
+    return functional_variants.blocked(i["q"], i["k"], i["v"], i["is_causal"], i["block_size"] or 64, knob, fill,
+                                       every_block=every_block)
+
+
+def _same(case, got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Bit for bit where the head size D is a power of 4 (every scale a knob uses, 1/sqrt(D), sqrt(D),
+    1/D, is then a power of two: config 0, the large-score and the long cases); elsewhere within the
+    grader's own tolerance (RTOL, ATOL: what the judge cannot tell apart), since the reference scales q
+    before the product and the twin the scores after it, and a mistake's exp() can amplify that last
+    bit (scores times sqrt(D), a max not carried: up to 4e-4 relatively on an entry near 0)."""
+    if got.shape != want.shape or not torch.equal(got.isnan(), want.isnan()):
+        return False
+    D = case.inputs["q"].shape[-1]
+    if D & (D - 1) == 0 and D.bit_length() % 2 == 1:  # 1, 4, 16, 64
+        return torch.equal(got.nan_to_num(), want.nan_to_num())
+    return torch.allclose(got.nan_to_num(), want.nan_to_num(), rtol=RTOL, atol=ATOL)
+
+
+def _differences(kind, knob, fills=variants.FILLS, configs=None, every_block=None, long=True) -> list[tuple]:
+    """The (config, case, fill) where the edited variant and the twin disagree (``long``: on the
+    structure's long cases too)."""
+    wrong = []
+    for ci in configs if configs is not None else range(len(kind.configs)):
+        for fill in fills:
+            edited = _edited(kind, ci, knob, fill)
+            for case in kind.cases(ci):
+                if not long and case.name in kind.long_cases():
+                    continue
+                with torch.no_grad():
+                    if not _same(case, edited(case)["out"], _twin(case, knob, fill, every_block)):
+                        wrong.append((ci, case.name, fill))
+    return wrong
+
+
+def _wide(kind, knob: str) -> bool:
+    """The knob visits every key block (its edits loop to S), where the reference skips the later ones."""
+    return any(e["new"] == "range(0, S, block_size)" for e in kind.grading.edits[knob])
+
+
+def test_every_knob_is_edits_each_found_once():
+    kind = kind_for(EX, 0)
+    reference = EX.solution_path.read_text(encoding="utf-8")
+    assert set(kind.grading.edits) == set(kind.knobs())
+    for knob in kind.knobs():
+        assert edited_source(reference, kind.grading.edits[knob]) != reference, knob
+    assert reference.count(kind.grading.fill) == 2  # the mask's fill and the running max's start
+
+
+def test_without_a_knob_the_edited_reference_is_the_twin():
+    assert _differences(kind_for(EX, 0), "") == []
+
+
+@pytest.mark.parametrize("knob", EX.grading["knobs"])
+def test_each_edit_is_the_twins_mistake_on_every_case_with_both_fills(knob):
+    assert _differences(kind_for(EX, 0), knob) == []
+
+
+def _pairs(kind) -> list[tuple[str, str]]:
+    """Every pair of two of the pairs_first mistakes (the ones the judge pairs first), and an even
+    sample of the others, in the order of the knobs."""
+    knobs = kind.knobs()
+    first = set(kind.grading.pairs_first)
+    pairs = [(a, b) for i, a in enumerate(knobs) for b in knobs[i + 1:] if a.split(":")[0] != b.split(":")[0]]
+    own = [p for p in pairs if {k.split(":")[0] for k in p} <= first]
+    rest = [p for p in pairs if p not in own]
+    return own + rest[::7]
+
+
+def test_the_pair_sample_holds_every_pairs_first_family_pair():
+    kind = kind_for(EX, 0)
+    families = {frozenset(k.split(":")[0] for k in p) for p in _pairs(kind)}
+    first = kind.grading.pairs_first
+    assert {frozenset((a, b)) for a in first for b in first if a != b} <= families
+
+
+def test_two_knobs_are_both_edits():
+    """Each pair of the sample either computes the twin's pair, or clashes: two edits of one text (two
+    scales, two causal masks), which the twin resolved by letting one knob win and which names
+    nothing now. A knob that visits every key block with one whose loop skips the later ones (":…skip")
+    visits them all (the twin let the skip win: compared with it visiting them all). Made in the other
+    order, a pair is the same source (its edits touch different text). Computed on configs 0 (bit for
+    bit) and 1 (D = 8: within the grader's tolerance), the long cases left to the single knobs."""
+    kind = kind_for(EX, 0)
+    reference, edits = kind.edited, kind.grading.edits
+    composed, clashed, wrong = 0, [], []
+    for pair in _pairs(kind):
+        try:
+            source = reference.source(pair)
+        except EditError:
+            a, b = (edits[k] for k in pair)
+            assert any(x["old"] in y["old"] or y["old"] in x["old"] for x in a for y in b), pair
+            with pytest.raises(EditError):
+                reference.source(pair[::-1])
+            clashed.append(pair)
+            continue
+        assert reference.source(pair[::-1]) == source, pair
+        composed += 1
+        mixed = any(_wide(kind, k) for k in pair) and any(k.endswith("skip") for k in pair)
+        wrong += [(pair, d) for d in _differences(kind, pair, configs=[0, 1], every_block=True if mixed else None, long=False)]
+    assert wrong == []
+    for pair in clashed:  # only two scales or two causal masks clash
+        scales = {k.split(":")[0] in ("missing_scale", "scale_inverted", "scale_by_dim") for k in pair}
+        assert scales == {True} or all(EX.mistake(k.split(":")[0]).mask for k in pair), pair
+    assert composed > 4 * len(clashed)
+
+
+def test_two_scales_clash_and_name_nothing():
+    kind = kind_for(EX, 0)
+    call = _edited(kind, 0, ("missing_scale", "scale_by_dim"), float("-inf"))
+    with pytest.raises(EditError):
+        call(kind.cases(0)[0])

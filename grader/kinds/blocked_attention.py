@@ -16,9 +16,16 @@ block_k) or (L, block_k) fit, an (L, S) score matrix or mask and (block, S) rows
 once, that bound or TILES_AT_ONCE times the largest tensor (a step's working tiles) fit, a list
 that keeps every key block's scores (tiles or rows, for a second pass) does not.
 
+Mistakes are named edits of the reference solution (``[grading] edits``: knob -> a list of
+``{ old, new }`` substitutions of the solution's text, each found exactly once); a knob's variant is
+the edited reference called as the attempt is, its mask filled with the fill tried (``[grading]
+fill`` names the reference's), and two knobs at once are both edits made together. What an edit
+cannot say stays here: the structure measured while the attempt runs, and the cases.
+
 Exercise data (``[grading]``): ``configs`` (batch, heads, dim); ``shapes``, the (L, S, block_size)
 of the cases (block_size 0: the function's default); ``stability``, (L, S, block_size) of the
-large-score case; ``structure``, the long cases and their sizes; ``knobs``.
+large-score case; ``structure``, the long cases and their sizes; ``knobs``, the mistakes tried, in
+order, ``edits`` and ``fill``.
 """
 
 from __future__ import annotations
@@ -26,16 +33,16 @@ from __future__ import annotations
 import linecache
 import sys
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from attnprep.grader import variants
 from attnprep.grader.cases import CAUSAL_CUT, Case, alone, generator, rows, with_causal
 from attnprep.grader.cases import changed as changed_
+from attnprep.grader.edits import FillReference, knobs_of
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 
@@ -138,123 +145,6 @@ class Allocations(TorchDispatchMode):
         return 0, ""
 
 
-# --- the blocked computation with the mistakes as knobs ------------------------------------------
-
-
-def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = float("-inf")):
-    """FlashAttention's forward by blocks of ``block`` queries and keys, with one mistake or two
-    (``mistake`` a knob or a tuple of two: :func:`variants.slips`).
-
-    A knob ending in ``skip`` (and the reference's own loop) leaves out the key blocks entirely after
-    a query block's last row; the others visit every key block and rely on the mask, which only
-    differs when the mask itself is wrong."""
-    B, H, L, D = q.shape
-    S = k.shape[-2]
-    mistake = variants.slips(mistake)
-
-    def made(mistake_id: str) -> bool:  # any sub-variant of the mistake
-        return any(k.split(":")[0] == mistake_id for k in mistake)
-
-    scale = variants.head_scale(D, mistake)
-    unmasked = mistake == "causal_ignored:skip"  # blocks after the diagonal skipped, no mask inside it
-    if mistake == "causal_ignored":
-        is_causal = False
-    elif mistake == "causal_flag_inverted":
-        is_causal = not is_causal
-    skip = any(k.endswith("skip") for k in mistake)
-    shift = S - L if made("flash_causal_bottom_right") else 0  # aligned at the last key
-    allowed_by = {  # key column c, query row r: True where the (wrong) mask lets the key through
-        "flash_causal_off_by_one:diagonal": lambda c, r: c < r,
-        "flash_causal_off_by_one:diagonal_skip": lambda c, r: c < r,
-        "flash_causal_off_by_one:next": lambda c, r: c <= r + 1,
-        "flash_causal_off_by_one:next_skip": lambda c, r: c <= r + 1,
-        "causal_inverted": lambda c, r: c >= r,
-        "causal_inverted:skip": lambda c, r: c >= r,
-        "causal_inverted:strict": lambda c, r: c > r,  # masked_fill(allowed): only later keys kept
-        "causal_inverted:strict_skip": lambda c, r: c > r,
-    }
-    allowed = next((allowed_by[k] for k in mistake if k in allowed_by), lambda c, r: c <= r + shift)
-    local = made("flash_causal_local_mask")  # the tile's own triu(1): local, not global positions
-    # each slip tested once here, not per block (a variant runs hundreds of times per search)
-    max_zero, reset_skip = mistake == "flash_max_init_zero", mistake == "flash_max_not_carried:reset_skip"
-    stops_before = mistake in ("flash_causal_off_by_one:block_short", "flash_causal_off_by_one:block_short_zero")
-    block_long = mistake == "flash_causal_off_by_one:block_long"
-    past_block_skip = mistake == "flash_causal_off_by_one:past_block_skip"
-    reference_loop = skip or not mistake
-    fill_value = 0.0 if made("mask_fill_zero") else fill
-    own_max = made("flash_max_not_carried") and not reset_skip
-    before_rescale, unscaled = mistake == "flash_max_updated_before_rescale", mistake == "flash_max_not_carried:unscaled_skip"
-    sum_kept, acc_kept = mistake == "flash_sum_not_rescaled", mistake == "flash_acc_not_rescaled"
-    local_skip = mistake == "flash_normalised_per_block:local_skip"
-    local_divided = mistake == "flash_normalised_per_block:local_divided_skip"
-    local_clamped = mistake == "flash_normalised_per_block:local_clamped"
-    weighted = mistake == "flash_normalised_per_block:weighted_skip"
-    times_k, added = mistake == "attn_times_k", mistake == "flash_normalised_per_block:added"
-    per_block = mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip", "flash_normalised_per_block:twice")
-    unnormalised = mistake in ("flash_final_division_missing", "flash_normalised_per_block", "flash_normalised_per_block:skip",
-                               "flash_normalised_per_block:local_skip", "flash_normalised_per_block:added")
-    short_zero = mistake == "flash_causal_off_by_one:block_short_zero"
-    blocks = []
-    for ib, i in enumerate(range(0, L, block)):
-        q_blk = q[:, :, i : i + block]
-        bq = q_blk.shape[-2]
-        m = torch.full((B, H, bq, 1), 0.0 if max_zero else float("-inf"), dtype=q.dtype)
-        l = torch.zeros(B, H, bq, 1, dtype=q.dtype)
-        acc = torch.zeros(B, H, bq, D, dtype=q.dtype)
-        for jb, j in enumerate(range(0, S, block)):
-            if reset_skip:
-                m = torch.full_like(m, float("-inf"))  # started again in every key block: exp(m - m_new) is 0
-            if is_causal:
-                if stops_before and jb >= ib:
-                    continue  # the loop stops before the diagonal block
-                if block_long and jb > ib + 1:
-                    continue  # … or one block after it
-                if reference_loop and j > i + bq - 1 + shift:
-                    continue
-            k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
-            s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (B, H, bq, bk)
-            # the tile masked only when it reaches past the query block's last row (not its first):
-            # a square tile on the diagonal goes unmasked
-            past_block = past_block_skip and j + k_blk.shape[-2] <= i + bq
-            if is_causal and not unmasked and not past_block and not (block_long and jb != ib):
-                r = torch.arange(i, i + bq)[:, None]
-                c = torch.arange(j, j + k_blk.shape[-2])[None, :]
-                blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
-                s = s.masked_fill(blocked_out, fill_value)
-            if own_max:
-                m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
-            else:
-                m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
-            p = torch.exp(s - m_new)
-            # the max updated before the rescale factor is taken: exp(m_new - m_new), 1 (NaN where -inf)
-            alpha = torch.exp((m_new if before_rescale else m) - m_new)
-            if unscaled:
-                alpha = torch.ones_like(alpha)  # each block's exponentials against its own max, summed as they are
-            l_new = p.sum(-1, keepdim=True) + (l if sum_kept else alpha * l)
-            if local_skip:
-                p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
-            elif local_clamped:  # … its sum clamped: an underflowed block adds 0
-                p = p / p.sum(-1, keepdim=True).clamp_min(1e-30)
-            elif local_divided:  # … taken against the block's own max
-                p = torch.softmax(s, dim=-1)
-            elif weighted:  # … weighted by exp(m_blk - m_new) too
-                p = torch.softmax(s, dim=-1) * torch.exp(s.amax(dim=-1, keepdim=True) - m_new)
-            pv = p @ (k_blk if times_k else v_blk)
-            if added:
-                pv = pv / l_new  # each block's share divided by the sum so far as it is added, never again
-            acc = pv + (acc if acc_kept else alpha * acc)
-            if per_block:
-                acc = acc / l_new  # FlashAttention-1's update without the old sum's factor
-            l, m = l_new, m_new
-        if unnormalised:
-            blocks.append(acc)
-        elif short_zero:  # a row that saw no key keeps its zeros
-            blocks.append(torch.where(l > 0, acc / l, torch.zeros_like(acc)))
-        else:
-            blocks.append(acc / l)
-    return torch.cat(blocks, dim=2)  # (B, H, L, D)
-
-
 # --- the kind -------------------------------------------------------------------------------------
 
 
@@ -263,6 +153,8 @@ class BlockedGrading(Grading):
     shapes: tuple[list[int], ...]  # (L, S, block_size) of the cases (block_size 0: the default)
     stability: tuple[int, ...]  # (L, S, block_size) of the large-score case
     structure: dict[str, Any]  # the long cases and their sizes
+    edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
+    fill: str = ""  # the reference's mask fill as written (a variant with another fill has it there)
 
 
 def _sizes(L: int, S: int, block: int | None) -> Name:
@@ -283,7 +175,7 @@ class BlockedAttention(Kind):
     Grading = BlockedGrading
     Config = BlockedConfig
     traits = frozenset({"attention"})  # tiles, not rows: no softmax over a whole row of scores
-    pair_knobs = True  # its variants take two knobs at once (blocked)
+    pair_knobs = True  # its variants take two knobs at once (both edits made)
     # no gradients probe: the exercise is FlashAttention's forward, whose real kernels write their
     # output tiles in place (a training backward is a kernel of its own)
     probes = frozenset({"causality", "batch", "device"})
@@ -297,6 +189,8 @@ class BlockedAttention(Kind):
         self.structure = dict(self.grading.structure)
         self._cases: dict[int, list[Case]] = {}
         self._block: int | None = None  # the reference's default block_size, once read
+        self.edited = FillReference(exercise.solution_path, {k: list(v) for k, v in self.grading.edits.items()},
+                                    self.grading.fill)
 
     # --- shared -------------------------------------------------------------------------------
 
@@ -440,13 +334,17 @@ class BlockedAttention(Kind):
         fn = self.solution()
         return lambda case: {"out": first(self.call(fn, case))}
 
-    def variant(self, ci: int, zero_bias, knob: str, fill: float):
-        default = self._default_block()
+    def variant(self, ci: int, zero_bias, knob, fill: float):
+        """The reference with the edits of ``knob`` (a knob, or a tuple of knobs made together), its
+        mask filled with ``fill``, called as the attempt is (block_size only when the case sets it)."""
+        knobs = knobs_of(knob)
+        name = self.name
 
         def call(case: Case):
             i = case.inputs
-            block = i["block_size"] or default
-            return {"out": blocked(i["q"], i["k"], i["v"], i["is_causal"], block, knob, fill)}
+            fn = self.edited.namespace(knobs, fill)[name]  # compiled when first called: clashing edits raise here
+            args = (i["q"], i["k"], i["v"], i["is_causal"]) + ((i["block_size"],) if i["block_size"] else ())
+            return {"out": fn(*args)}  # the inputs as they are: no edit writes into them
 
         return call
 
