@@ -1,14 +1,14 @@
 """What the kinds share of their mistakes besides the edits of the references.
 
-Every exercise but three (flash, kv_cache, mla_decode: their kinds' own code, and
-:mod:`attnprep.grader.cached_variants`) names its mistakes as edits of its reference solution
+Every exercise but flash (its kind's own code) names its mistakes as edits of its reference solution
 (``[grading] edits``, :mod:`attnprep.grader.edits`). What is here: the fills a variant is tried with
 (``-inf`` and a large negative, which differ on fully masked rows, which several mistakes create)
 and a fill per mask (:class:`MaskFills`); the knobs of one variant (:class:`Slips`: none, one, or
 two made together; a knob may carry a sub-variant after a colon, ``mla_norm_skipped:kv``, the part
 before it the mistake id); the causal and sliding-window masks a mask mistake allows
-(:func:`band`, also what the mask-function checks compare with); and the scale, RoPE and layer
-helpers the cached modules' variants compute with.
+(:func:`band`, also what the mask-function checks compare with); the scale helper; and the RoPE,
+RMSNorm and layer helpers the grader's own prefill of a cached module's reference cache computes with
+(:mod:`attnprep.grader.cached_prefill`).
 """
 
 from __future__ import annotations

@@ -24,10 +24,15 @@ with "structure" (verdict ``structure`` when the outputs are right), with the me
 against the allowed one.
 
 Parameters are mapped to the contract's roles as in :mod:`.attention_module` (this kind extends it):
-by name, else by shape with the grading process's probe.
+by name, else by shape with the grading process's probe. Mistakes are named edits of the reference
+solution, as the attention modules' are (``[grading] edits``, its mask ``fill`` as written; two knobs
+at once are both edits): a variant is the edited reference driven through the case's script as the
+attempt is, the cache each call returns fed back (:meth:`CachedModule.variant`).
 
-Exercise data (``[grading]``): ``configs``, ``knobs``, ``probe_configs``; ``step``, the functional
-step of :mod:`attnprep.grader.cached_variants`; ``full_reference``, ``full_object``; ``cache``, one
+Exercise data (``[grading]``): ``configs``, ``knobs``, ``probe_configs``, ``edits``, ``fill``;
+``prefill``, the grader's own prefill of the reference's cache that a call decoding tokens the
+attempt never saw starts from (:mod:`attnprep.grader.cached_prefill`: the child never holds the
+reference); ``full_reference``, ``full_object``; ``cache``, one
 entry per cache tensor with its ``name``, ``shape`` (expressions of the config, ``B`` and ``T`` =
 the tokens so far) and optionally ``repeated`` (the head count of a cache stored after repeat_kv);
 ``rows_of``; ``prefix_heads`` and ``prefix_widths``; ``product_of`` and ``product_mistake`` (the
@@ -50,7 +55,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from attnprep import exercises
-from attnprep.grader import cached_variants, trace
+from attnprep.grader import trace
 from attnprep.grader import weights as W
 from attnprep.grader.cached_prefill import PREFILLS
 from attnprep.grader.cases import Case, generator
@@ -193,7 +198,6 @@ class ScriptOutputs(Mapping):
 @dataclass(frozen=True, kw_only=True)
 class CachedGrading(AttentionGrading):
     prefill: str  # the grader's own prefill of the reference's cache (cached_prefill), for a given call
-    step: str = ""  # the functional step of cached_variants, for an exercise whose mistakes are no edits
     full_reference: str  # the solution module of the naive full forward every output is graded against
     full_object: str  # … and its class
     cache: tuple[dict, ...]  # one entry per cache tensor: name, shape, optionally repeated
@@ -542,8 +546,6 @@ class CachedModule(AttentionModule):
         ``given`` call the reference's cache laid out as this variant's own caches are. Its module
         is compiled and built when first read (edits that clash raise there, which names nothing),
         once per knob set, fill and config."""
-        if not self.grading.edits:  # an exercise whose mistakes are still the functional steps' knobs
-            return self._functional_variant(ci, zero_bias, knob, fill)
         knobs = knobs_of(knob)
         key = (knobs, fill_text(float(fill)), ci, frozenset(zero_bias))
         n = len(self.specs)
@@ -571,33 +573,6 @@ class CachedModule(AttentionModule):
                     out, returned = _split(step(case.inputs[call.seq][:, call.start:call.end], cache))
                     current[call.seq] = returned
                     yield dict(zip(output_names(call, self.specs), [out, *_entries(returned, n)]))
-
-            names = [n for call in case.inputs["calls"] for n in output_names(call, self.specs)]
-            return ScriptOutputs(names, calls())
-
-        return run
-
-    def _functional_variant(self, ci: int, zero_bias, knob, fill: float):
-        step = cached_variants.STEPS[self.grading.step]
-        config = self.configs[ci]
-        weights = self.role_weights(ci, zero_bias)
-
-        def run(case: Case) -> ScriptOutputs:
-            def calls():
-                given: dict[str, Any] = {}
-                current: dict[str, Any] = {}
-                for call in case.inputs["calls"]:
-                    if call.given:  # the reference's cache, laid out as this variant's own
-                        prefix = case.inputs[call.seq][:, :call.start]
-                        own = step(config, weights, prefix, None, knob, fill)[1]
-                        shapes = [self.cache_shape(ci, spec, prefix.shape[0], call.start) for spec in self.specs]
-                        current[call.seq] = tuple(_laid_out(t, _layout(tuple(o.shape), shape)) for t, o, shape
-                                                  in zip(self.given_cache(ci, zero_bias, prefix), own, shapes))
-                    cache = given.get(call.seq) if call.replay else current.get(call.seq)
-                    given[call.seq] = cache
-                    out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
-                    current[call.seq] = returned
-                    yield dict(zip(output_names(call, self.specs), [out, *returned]))
 
             names = [n for call in case.inputs["calls"] for n in output_names(call, self.specs)]
             return ScriptOutputs(names, calls())
