@@ -548,7 +548,7 @@ class CachedModule(AttentionModule):
         once per knob set, fill and config."""
         knobs = knobs_of(knob)
         key = (knobs, fill_text(float(fill)), ci, frozenset(zero_bias))
-        n = len(self.specs)
+        entries = len(self.specs)
 
         def module():
             if key not in self._variants:
@@ -564,7 +564,7 @@ class CachedModule(AttentionModule):
                 for call in case.inputs["calls"]:
                     if call.given:  # the reference's cache, laid out as this variant's own
                         prefix = case.inputs[call.seq][:, :call.start]
-                        own = _entries(_split(step(prefix, None))[1], n)
+                        own = _entries(_split(step(prefix, None))[1], entries)
                         shapes = [self.cache_shape(ci, spec, prefix.shape[0], call.start) for spec in self.specs]
                         current[call.seq] = tuple(_laid_out(t, _layout(tuple(o.shape), shape)) for t, o, shape
                                                   in zip(self.given_cache(ci, zero_bias, prefix), own, shapes))
@@ -572,7 +572,7 @@ class CachedModule(AttentionModule):
                     given[call.seq] = cache
                     out, returned = _split(step(case.inputs[call.seq][:, call.start:call.end], cache))
                     current[call.seq] = returned
-                    yield dict(zip(output_names(call, self.specs), [out, *_entries(returned, n)]))
+                    yield dict(zip(output_names(call, self.specs), [out, *_entries(returned, entries)]))
 
             names = [n for call in case.inputs["calls"] for n in output_names(call, self.specs)]
             return ScriptOutputs(names, calls())
