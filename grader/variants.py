@@ -1,14 +1,14 @@
 """What the kinds share of their mistakes besides the edits of the references.
 
-Every exercise but two (kv_cache, mla_decode: their kinds' own code, and
-:mod:`attnprep.grader.cached_variants`) names its mistakes as edits of its reference solution
+Every exercise names its mistakes as edits of its reference solution
 (``[grading] edits``, :mod:`attnprep.grader.edits`). What is here: the fills a variant is tried with
 (``-inf`` and a large negative, which differ on fully masked rows, which several mistakes create)
 and a fill per mask (:class:`MaskFills`); the knobs of one variant (:class:`Slips`: none, one, or
 two made together; a knob may carry a sub-variant after a colon, ``mla_norm_skipped:kv``, the part
 before it the mistake id); the causal and sliding-window masks a mask mistake allows
-(:func:`band`, also what the mask-function checks compare with); and the scale, RoPE and layer
-helpers the cached modules' variants compute with.
+(:func:`band`, also what the mask-function checks compare with); the scale helper; and the RoPE,
+RMSNorm and layer helpers the grader's own prefill of a cached module's reference cache computes with
+(:mod:`attnprep.grader.cached_prefill`).
 """
 
 from __future__ import annotations
@@ -28,40 +28,26 @@ class MaskFills:
     (masked_fill one after the other, the causal fill written last), ``"causal_first"`` (the padding
     fill last) or ``"added"`` (additive biases summed, Hugging Face's ``(1 - mask) * finfo.min``
     convention: a key both masks block gets their sum, ``-inf`` once ``finfo.min`` twice overflows).
-    A fill of ``None`` is ``torch.finfo(scores.dtype).min``. A mistake that merges the two masks
-    into one uses the padding fill.
-
-    :meth:`fill` is one mask's fill wherever a reference fills it (``edits.MaskFiller`` calls it at
-    each ``masked_fill`` of a reference that fills its masks one by one); :meth:`apply` both masks at
-    once (where the edits of a reference's merged fill call ``mask_fills``)."""
+    A fill of ``None`` is ``torch.finfo(scores.dtype).min``. Only :func:`attend` takes these; a
+    mistake that merges the two masks into one uses the padding fill."""
 
     padding: float | None
     causal: float | None
     order: str = "padding_first"
 
-    def value(self, mask: str, dtype: torch.dtype | None = None) -> float:
-        """The fill of ``mask`` (``"padding"`` or ``"causal"``) as a number."""
-        f = getattr(self, mask)
-        return float(torch.finfo(dtype or torch.float32).min) if f is None else f
-
-    def fill(self, mask: str, scores, blocked, earlier: tuple[str, ...] = ()):
-        """``scores`` with the keys ``blocked`` by ``mask`` filled, after the masks ``earlier`` were:
-        added as a bias, or written where no earlier mask wrote when the order has this mask first
-        (its fill is the one the others overwrite)."""
-        value = self.value(mask, scores.dtype)
+    def apply(self, scores, pad_blocked, causal_blocked):
+        low = torch.finfo(scores.dtype).min
+        fp, fc = (low if f is None else f for f in (self.padding, self.causal))
         if self.order == "added":
             zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
-            return scores + torch.where(blocked, torch.tensor(value, dtype=scores.dtype, device=scores.device), zero)
-        if self.order == f"{mask}_first":  # written first: what a mask filled before it wrote stays
-            for other in earlier:
-                blocked = blocked & (scores != self.value(other, scores.dtype))
-        return scores.masked_fill(blocked, value)
-
-    def apply(self, scores, pad_blocked, causal_blocked):
-        return self.fill("causal", self.fill("padding", scores, pad_blocked), causal_blocked, ("padding",))
+            return scores + torch.where(pad_blocked, fp, zero) + torch.where(causal_blocked, fc, zero)
+        steps = [(pad_blocked, fp), (causal_blocked, fc)]
+        for blocked, f in steps if self.order == "padding_first" else steps[::-1]:
+            scores = scores.masked_fill(blocked, f)
+        return scores
 
     def __float__(self) -> float:  # where one fill is needed: the padding's
-        return self.value("padding")
+        return float(torch.finfo(torch.float32).min) if self.padding is None else self.padding
 
 
 # Tried (by kinds with ``mask_fills``) for mask mistakes only, when no knob reproduces the outputs

@@ -24,10 +24,15 @@ with "structure" (verdict ``structure`` when the outputs are right), with the me
 against the allowed one.
 
 Parameters are mapped to the contract's roles as in :mod:`.attention_module` (this kind extends it):
-by name, else by shape with the grading process's probe.
+by name, else by shape with the grading process's probe. Mistakes are named edits of the reference
+solution, as the attention modules' are (``[grading] edits``, its mask ``fill`` as written; two knobs
+at once are both edits): a variant is the edited reference driven through the case's script as the
+attempt is, the cache each call returns fed back (:meth:`CachedModule.variant`).
 
-Exercise data (``[grading]``): ``configs``, ``knobs``, ``probe_configs``; ``step``, the functional
-step of :mod:`attnprep.grader.cached_variants`; ``full_reference``, ``full_object``; ``cache``, one
+Exercise data (``[grading]``): ``configs``, ``knobs``, ``probe_configs``, ``edits``, ``fill``;
+``prefill``, the grader's own prefill of the reference's cache that a call decoding tokens the
+attempt never saw starts from (:mod:`attnprep.grader.cached_prefill`: the child never holds the
+reference); ``full_reference``, ``full_object``; ``cache``, one
 entry per cache tensor with its ``name``, ``shape`` (expressions of the config, ``B`` and ``T`` =
 the tokens so far) and optionally ``repeated`` (the head count of a cache stored after repeat_kv);
 ``rows_of``; ``prefix_heads`` and ``prefix_widths``; ``product_of`` and ``product_mistake`` (the
@@ -50,11 +55,13 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from attnprep import exercises
-from attnprep.grader import cached_variants, trace
+from attnprep.grader import trace
 from attnprep.grader import weights as W
+from attnprep.grader.cached_prefill import PREFILLS
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.cases import alone as sample_alone
-from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
+from attnprep.grader.edits import fill_text, knobs_of
+from attnprep.grader.kinds.attention_module import AttentionGrading, AttentionModule
 from attnprep.grader.kinds.base import Built, first, name_mistakes
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 from attnprep.grader.tensors import tensors_in
@@ -189,8 +196,8 @@ class ScriptOutputs(Mapping):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CachedGrading(ModuleGrading):
-    step: str  # the functional step of cached_variants
+class CachedGrading(AttentionGrading):
+    prefill: str  # the grader's own prefill of the reference's cache (cached_prefill), for a given call
     full_reference: str  # the solution module of the naive full forward every output is graded against
     full_object: str  # … and its class
     cache: tuple[dict, ...]  # one entry per cache tensor: name, shape, optionally repeated
@@ -208,7 +215,7 @@ class CachedModule(AttentionModule):
     traits = AttentionModule.traits | {"cached"}
     stages = ()  # the absorbed and cached forms compute other intermediates: no stage shapes
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
-    pair_knobs = True  # its variants take two knobs at once (cached_variants: variants.slips)
+    pair_knobs = True  # its variants take two knobs at once: both edits made together
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
     forward_key = "cached_module.forward_signature"
     forward_positional = 2  # x, cache
@@ -442,12 +449,13 @@ class CachedModule(AttentionModule):
         return type(own)([*reference, *own[n:]]) if type(own) in (tuple, list) else reference
 
     def given_cache(self, ci: int, zero_bias, prefix: torch.Tensor):
-        """The reference's cache of the tokens ``prefix`` (B, T, d_model), made by the functional
-        step with no mistake (the grader's code, not the reference file: the divergence finder's
-        reference trail does not count it as steps of its own)."""
-        step = cached_variants.STEPS[self.grading.step]
+        """The reference's cache of the tokens ``prefix`` (B, T, d_model), made by the grader's own
+        prefill (:mod:`attnprep.grader.cached_prefill`): the child that runs the attempt never holds
+        the reference, and the divergence finder's reference trail does not count it as steps of
+        its own."""
+        prefill = PREFILLS[self.grading.prefill]
         with torch.no_grad():
-            return step(self.configs[ci], self.role_weights(ci, zero_bias), prefix, None)[1]
+            return prefill(self.configs[ci], self.role_weights(ci, zero_bias), prefix)
 
     def child_extra(self, attempt) -> dict | None:
         steps = [r for records in self._records.values() for r in records]
@@ -531,26 +539,40 @@ class CachedModule(AttentionModule):
         return first(full(probe.inputs[c.seq][:, c.start:c.end], None, True))
 
     def variant(self, ci: int, zero_bias, knob, fill: float):
-        step = cached_variants.STEPS[self.grading.step]
-        config = self.configs[ci]
-        weights = self.role_weights(ci, zero_bias)
+        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together: both
+        edits), its mask filled with ``fill``, driven through the case's script as
+        :meth:`trail_reference` drives the reference: the new tokens of each call, the cache the
+        previous call of its sequence returned fed back (a replayed call given the same one again), a
+        ``given`` call the reference's cache laid out as this variant's own caches are. Its module
+        is compiled and built when first read (edits that clash raise there, which names nothing),
+        once per knob set, fill and config."""
+        knobs = knobs_of(knob)
+        key = (knobs, fill_text(float(fill)), ci, frozenset(zero_bias))
+        entries = len(self.specs)
+
+        def module():
+            if key not in self._variants:
+                namespace = self.edited.namespace(knobs, float(fill))
+                self._variants[key] = self._variant_module(ci, zero_bias, namespace[self.object])
+            return self._variants[key]
 
         def run(case: Case) -> ScriptOutputs:
             def calls():
+                step = module()
                 given: dict[str, Any] = {}
                 current: dict[str, Any] = {}
                 for call in case.inputs["calls"]:
                     if call.given:  # the reference's cache, laid out as this variant's own
                         prefix = case.inputs[call.seq][:, :call.start]
-                        own = step(config, weights, prefix, None, knob, fill)[1]
+                        own = _entries(_split(step(prefix, None))[1], entries)
                         shapes = [self.cache_shape(ci, spec, prefix.shape[0], call.start) for spec in self.specs]
                         current[call.seq] = tuple(_laid_out(t, _layout(tuple(o.shape), shape)) for t, o, shape
                                                   in zip(self.given_cache(ci, zero_bias, prefix), own, shapes))
                     cache = given.get(call.seq) if call.replay else current.get(call.seq)
                     given[call.seq] = cache
-                    out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
+                    out, returned = _split(step(case.inputs[call.seq][:, call.start:call.end], cache))
                     current[call.seq] = returned
-                    yield dict(zip(output_names(call, self.specs), [out, *returned]))
+                    yield dict(zip(output_names(call, self.specs), [out, *_entries(returned, entries)]))
 
             names = [n for call in case.inputs["calls"] for n in output_names(call, self.specs)]
             return ScriptOutputs(names, calls())

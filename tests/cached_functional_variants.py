@@ -1,16 +1,17 @@
-"""Mistaken variants of the cached modules: one call of a prefill + decode script, with knobs.
+"""The cached modules' mistakes as the grader computed them before they were edits of the references
+(issue 25): grader/cached_variants.py as it was, kept here as the fixed twin the edited references of
+kv_cache and mla_decode are held to (tests/test_cached_edits_equivalence.py).
 
-The companions of :mod:`attnprep.grader.variants` for modules called as ``forward(x, cache) ->
-(out, cache)``: a step takes the new tokens and the cache a previous step returned and computes
-what an attempt with exactly the knob's bug computes, cache included, so that the script run with
-the variant's own caches reproduces an attempt run with its own. With no knob a step is the
-reference. Knobs may come two at a time (:func:`attnprep.grader.variants.slips`).
+A step is one call of a prefill + decode script, with knobs: it takes the new tokens and the cache a
+previous step returned and computes what an attempt with exactly the knob's bug computes, cache
+included. With no knob a step is the reference. Knobs may come two at a time (variants.slips).
 
 - :func:`gqa_step`: grouped-query attention with a (k, v) cache of ``num_kv_heads`` heads;
 - :func:`mla_step`: DeepSeek's absorbed MLA with a (c_kv, k_pe) cache.
 
 Both attend through :func:`attend_cached`: new token ``t`` sits at absolute position
 ``T_past + t`` and sees the keys ``0 .. T_past + t`` (the causal mask aligned bottom-right).
+:func:`script` drives a step through a case's script of calls as ``CachedModule.variant`` did.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 
 import torch
-
+from attnprep.grader.kinds.cached_module import _laid_out, _layout, output_names
 from attnprep.grader.variants import _linear, _rms, head_scale, pick, rope, slips
 
 
@@ -208,4 +209,33 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
     return out, returned
 
 
-STEPS = {"grouped": gqa_step, "latent": mla_step}  # exercise.toml [grading] step = …
+STEPS = {"grouped": gqa_step, "latent": mla_step}  # exercise.toml [grading] step = … as it was
+
+
+def script(kind, step, ci: int, zero_bias, knob, fill):
+    """The old ``CachedModule.variant``: ``step`` with ``knob`` driven through a case's script of
+    calls, each call's cache the one the previous call of its sequence returned (a replayed call
+    given the same one again, a ``given`` call the kind's reference cache laid out as this variant's
+    own); all outputs, name -> tensor."""
+    config = kind.configs[ci]
+    weights = kind.role_weights(ci, zero_bias)
+
+    def run(case) -> dict[str, torch.Tensor]:
+        outputs: dict[str, torch.Tensor] = {}
+        given: dict = {}
+        current: dict = {}
+        for call in case.inputs["calls"]:
+            if call.given:  # the reference's cache, laid out as this variant's own
+                prefix = case.inputs[call.seq][:, :call.start]
+                own = step(config, weights, prefix, None, knob, fill)[1]
+                shapes = [kind.cache_shape(ci, spec, prefix.shape[0], call.start) for spec in kind.specs]
+                current[call.seq] = tuple(_laid_out(t, _layout(tuple(o.shape), shape)) for t, o, shape
+                                          in zip(kind.given_cache(ci, zero_bias, prefix), own, shapes))
+            cache = given.get(call.seq) if call.replay else current.get(call.seq)
+            given[call.seq] = cache
+            out, returned = step(config, weights, case.inputs[call.seq][:, call.start:call.end], cache, knob, fill)
+            current[call.seq] = returned
+            outputs.update(zip(output_names(call, kind.specs), [out, *returned]))
+        return outputs
+
+    return run
