@@ -14,8 +14,32 @@ returns, named by ``[grading] prefill``:
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
-from attnprep.grader.variants import _linear, _rms, rope
+
+def _linear(weights: dict, role: str, x: torch.Tensor) -> torch.Tensor:
+    w = weights[role]
+    return F.linear(x, w["weight"], w.get("bias"))
+
+
+def _rms(weights: dict, role: str, x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm with the gain of ``role``, in float32 (DeepSeek's)."""
+    y = x.float()
+    y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps)
+    return (y * weights[role]["weight"].float()).to(x.dtype)
+
+
+def _rope(x: torch.Tensor, theta: float) -> torch.Tensor:
+    """Rotate x (B, T, *, r) by position 0 .. T-1, DeepSeek's adjacent pairs, in float32."""
+    T, r = x.shape[1], x.shape[-1]
+    freqs = theta ** (-torch.arange(0, r, 2, dtype=torch.float32, device=x.device) / r)  # (r/2,)
+    angles = torch.outer(torch.arange(T, dtype=torch.float32, device=x.device), freqs)  # (T, r/2)
+    shape = (1, T) + (1,) * (x.dim() - 3) + (r // 2,)
+    cos, sin = angles.cos().view(shape), angles.sin().view(shape)
+    xf = x.float()
+    x1, x2 = xf[..., 0::2], xf[..., 1::2]
+    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., r/2, 2)
+    return out.flatten(-2).to(x.dtype)
 
 
 def grouped(config: dict, weights: dict, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -32,8 +56,8 @@ def latent(config: dict, weights: dict, x: torch.Tensor) -> tuple[torch.Tensor, 
     DeepSeek's), the shared RoPE keys rotated at positions 0 .. T-1."""
     c, r = config["kv_lora_rank"], config["qk_rope_head_dim"]
     c_kv, k_pe = _linear(weights, "wkv_a", x).split([c, r], dim=-1)  # (B, T, c), (B, T, r)
-    k_pe = rope(k_pe.unsqueeze(2), config.get("rope_theta", 10000.0)).squeeze(2)  # (B, T, r)
-    return _rms(weights, "kv_norm", c_kv, False), k_pe
+    k_pe = _rope(k_pe.unsqueeze(2), config.get("rope_theta", 10000.0)).squeeze(2)  # (B, T, r)
+    return _rms(weights, "kv_norm", c_kv), k_pe
 
 
 PREFILLS = {"grouped": grouped, "latent": latent}  # exercise.toml [grading] prefill = …

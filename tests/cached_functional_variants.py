@@ -20,7 +20,7 @@ import math
 
 import torch
 from attnprep.grader.kinds.cached_module import _laid_out, _layout, output_names
-from attnprep.grader.variants import _linear, _rms, head_scale, pick, rope, slips
+from functional_variants import _linear, _rms, head_scale, pick, rope, slips
 
 
 def attend_cached(q, k, v, offset, scale, mistake="", fill=float("-inf")):

@@ -9,8 +9,114 @@ with a knob it computes what an attempt with exactly that mistake computes.
 
 from __future__ import annotations
 
+import math
+
 import torch
-from attnprep.grader.variants import MaskFills, band, head_scale, pick, slips
+import torch.nn.functional as F
+
+from attnprep.grader.variants import MaskFills
+
+
+# --- the knob helpers the grader's functional variants used (grader/variants.py before every mistake
+# was an edit of its reference), kept here with the twins that use them ---------------------------
+
+
+class Slips(frozenset):
+    """The knobs of one variant: no mistake (the reference), one, or two made together.
+
+    ``slips == "causal_ignored"`` reads "is one of the slips", so each variant below tests its knob
+    the same way whether it is made alone or with another one."""
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return other in self  # frozenset's own lookup: no copy (variants compare in their inner loops)
+        return frozenset.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = frozenset.__hash__
+
+
+def slips(knobs: str | tuple[str, ...] | Slips = "") -> Slips:
+    """``"a"`` or ``("a", "b")`` as :class:`Slips` (``""``: the reference)."""
+    if isinstance(knobs, Slips):
+        return knobs
+    if isinstance(knobs, str):
+        return Slips({knobs} if knobs else ())
+    return Slips(k for k in knobs if k)
+
+
+def pick(table: dict, mistake: Slips, default=None):
+    """The value of the first of ``table``'s knobs that is among the slips, else ``default``."""
+    return next((value for knob, value in table.items() if knob in frozenset(mistake)), default)
+
+# What a sub-variant's evidence says instead of "(<sub-variant> only)": the text key
+# "variant.<knob>" (attnprep/texts); a knob without one is described by its part after the colon.
+
+
+
+def band(T, S, window, mistake="", device=None):
+    """(T, S) bool, True where query i may attend key j under a causal mask: j <= i, and with a
+    ``window`` also i - j < window (Mistral's sliding window: itself and window - 1 keys before
+    it); or what a mask mistake allows instead. No window: the plain causal mask."""
+    mistake = slips(mistake)
+    ones = torch.ones(T, S, dtype=torch.bool, device=device)
+    if mistake == "causal_inverted":
+        return torch.triu(ones)  # j >= i: the future and the diagonal
+    if mistake == "causal_inverted:strict":
+        return torch.triu(ones, diagonal=1)  # j > i: masked_fill(tril, ...)
+    if window is not None and mistake == "window_not_causal":
+        return torch.triu(torch.tril(ones, diagonal=window - 1), diagonal=-(window - 1))  # |i - j| < window
+    diagonal = pick({"causal_masks_diagonal": -1, "causal_leaks_next": 1}, mistake, 0)
+    allowed = torch.tril(ones, diagonal=diagonal)
+    if window is not None and mistake != "window_ignored":
+        # i - j <= window: window + 1 keys; ":short": i - j < window - 1, one key too few
+        floor = pick({"window_off_by_one": window + 1, "window_off_by_one:short": window - 1}, mistake, window)
+        allowed = allowed & torch.triu(ones, diagonal=-(floor - 1))  # i - j < floor
+    if mistake == "window_mask_inverted":
+        allowed = ~allowed
+    return allowed
+
+
+def head_scale(d, mistake="", own=None):
+    """1/sqrt(d) for a head of d features, or what a scale mistake uses instead."""
+    wrong = {"missing_scale": 1.0, "scale_inverted": math.sqrt(d), "scale_by_dim": 1 / d, **(own or {})}
+    return pick(wrong, slips(mistake), 1 / math.sqrt(d))
+
+
+def _linear(weights, role, x):
+    w = weights[role]
+    return F.linear(x, w["weight"], w.get("bias"))
+
+
+def _rms(weights, role, x, skip, eps=1e-6):
+    if skip:
+        return x
+    y = x.float()
+    y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps)
+    return (y * weights[role]["weight"].float()).to(x.dtype)
+
+
+def rope(x, theta, mistake=""):
+    """Rotate x (B, T, *, r) by position; DeepSeek's adjacent pairs unless a knob says otherwise."""
+    mistake = slips(mistake)
+    if mistake == "rope_skipped":
+        return x
+    T, r = x.shape[1], x.shape[-1]
+    freqs = theta ** (-torch.arange(0, r, 2, dtype=torch.float32, device=x.device) / r)  # (r/2,)
+    angles = torch.outer(torch.arange(T, dtype=torch.float32, device=x.device), freqs)  # (T, r/2)
+    shape = (1, T) + (1,) * (x.dim() - 3) + (r // 2,)
+    cos, sin = angles.cos().view(shape), angles.sin().view(shape)
+    if mistake == "rope_cos_sin_swapped":
+        cos, sin = sin, cos
+    xf = x.float()
+    if mistake == "rope_rotate_half":
+        x1, x2 = xf[..., : r // 2], xf[..., r // 2 :]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+    x1, x2 = xf[..., 0::2], xf[..., 1::2]
+    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., r/2, 2)
+    return out.flatten(-2).to(x.dtype)
 
 
 def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-inf"), window=None, bias=None):
@@ -195,3 +301,38 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
         else:
             blocks.append(acc / l)
     return torch.cat(blocks, dim=2)  # (B, H, L, D)
+
+
+# --- ALiBi's slopes and bias in functional form (the slope mistakes the kind named from them before
+# they were edits of the reference: tests/test_ex_alibi.py holds the edits to these) ---------------------
+
+
+def slopes(num_heads: int, mistake="") -> torch.Tensor:
+    """float32 (H,): 2^(-8i/n) for i = 1..n, n the largest power of two <= H; the H - n others
+    2^(-4(2i-1)/n) (every other slope of 2n heads), or what a slope mistake gives instead."""
+    mistake = slips(mistake)
+
+    start = 0 if "alibi_slopes_from_zero" in mistake else 1  # range(n) for range(1, n + 1)
+
+    def geometric(n: int) -> list[float]:
+        return [2 ** (-8 * i / n) for i in range(start, n + start)]
+
+    n = 2 ** int(math.floor(math.log2(num_heads)))
+    if n == num_heads or mistake == "alibi_pow2_rule_ignored":
+        values = geometric(num_heads)  # the power-of-two formula with H in place of n
+    else:
+        values = geometric(n) + [2 ** (-4 * (2 * i - 1) / n) for i in range(1, num_heads - n + 1)]
+    if "alibi_slopes_reversed" in mistake:
+        values = values[::-1]
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def distance_bias(slope: torch.Tensor, T: int, form: str = "relative") -> torch.Tensor:
+    """(H, T, T): slope_h times a per-key offset. ``relative``: -(i - j) (the reference);
+    ``key_only``: j (BLOOM's build_alibi_tensor; per row it differs by a constant, so the softmax
+    is the same); ``mpt``: j - (T - 1) (MPT's gen_alibi_bias); ``symmetric``: -|i - j|."""
+    i = torch.arange(T, dtype=slope.dtype, device=slope.device)[:, None]
+    j = torch.arange(T, dtype=slope.dtype, device=slope.device)[None, :]
+    offset = {"relative": j - i, "key_only": j.expand(T, T), "mpt": (j - (T - 1)).expand(T, T),
+              "symmetric": -(i - j).abs()}[form]
+    return slope[:, None, None] * offset  # (H, 1, 1) * (T, T) -> (H, T, T)

@@ -39,7 +39,7 @@ def _linear(weights, role, x):
 
 def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf"), *, kv_heads, fused=False):
     """MHA, MQA, GQA and fused-QKV MHA with the mistakes as knobs, as grader/variants.py had it."""
-    mistake = variants.slips(mistake)
+    mistake = functional_variants.slips(mistake)
     B, T, C = x.shape
     H = config["num_heads"]
     D = C // H
@@ -50,7 +50,7 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
             q, k, v = qkv.view(B, T, H, 3, D).unbind(3)  # per-head [q k v] interleaving: wrong
             q, k, v = (t.reshape(B, T, C) for t in (q, k, v))
         else:  # the contract's order is [q; k; v]; a convention slip unpacks another order
-            order = variants.pick({f"fused_split_order:{o}": o for o in ("qvk", "vqk", "kvq", "vkq")}, mistake, "qkv")
+            order = functional_variants.pick({f"fused_split_order:{o}": o for o in ("qvk", "vqk", "kvq", "vkq")}, mistake, "qkv")
             parts = dict(zip(order, qkv.split(C, dim=-1)))
             q, k, v = parts["q"], parts["k"], parts["v"]
     else:
@@ -67,7 +67,7 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
             k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
         else:
             k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
-    scale = variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
+    scale = functional_variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C)})
     out = functional_variants.attend(q, k, v, attention_mask, is_causal, scale, mistake, fill)  # (B, H, T, D)
     if mistake == "merge_heads_no_transpose":
         out = out.reshape(B, T, C)
@@ -78,11 +78,11 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
 
 def cross(sizes: dict, weights: dict, x, context, context_mask, mistake="", fill=float("-inf")):
     """Multi-head cross-attention with the mistakes as knobs, as grader/kinds/context_module.py had it."""
-    mistake = variants.slips(mistake)
+    mistake = functional_variants.slips(mistake)
     B, T, C = x.shape
     H = sizes["num_heads"]
     D = C // H
-    from_x = variants.pick({"cross_kv_from_x": "kv", "cross_kv_from_x:k": "k", "cross_kv_from_x:v": "v"}, mistake, "")
+    from_x = functional_variants.pick({"cross_kv_from_x": "kv", "cross_kv_from_x:k": "k", "cross_kv_from_x:v": "v"}, mistake, "")
     q = _linear(weights, "q_proj", x)
     k = _linear(weights, "k_proj", x if "k" in from_x else context)
     v = _linear(weights, "v_proj", x if "v" in from_x else context)
@@ -94,7 +94,7 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake="", fill
         return t.view(B, n, H, D).transpose(1, 2)  # (B, H, n, D)
 
     q, k, v = split(q), split(k), split(v)
-    scale = variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C),
+    scale = functional_variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C),
                                              "cross_scale_d_context": 1 / math.sqrt(sizes["d_context"]),
                                              "cross_scale_d_context:per_head": 1 / math.sqrt(sizes["d_context"] // H)})
     causal = mistake == "cross_causal_mask"  # tril(ones(T, S)): the decoder's self-attention mask copied
@@ -116,7 +116,7 @@ def _rms(weights, role, x, skip, eps=1e-6):
 
 def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float("-inf")):
     """MLA in the naive form of DeepSeek-V2/V3, with its mistakes as knobs, as grader/variants.py had it."""
-    mistake = variants.slips(mistake)
+    mistake = functional_variants.slips(mistake)
     B, T, _ = x.shape
     H = config["num_heads"]
     nope, r, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
@@ -131,12 +131,12 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
         q_pe, q_nope = q.split([r, nope], dim=-1)
     else:
         q_nope, q_pe = q.split([nope, r], dim=-1)
-    q_pe = variants.rope(q_pe, theta, mistake)  # (B, T, H, r)
+    q_pe = functional_variants.rope(q_pe, theta, mistake)  # (B, T, H, r)
     if mistake == "mla_split_order:kv_a":
         k_pe, c_kv = _linear(weights, "wkv_a", x).split([r, kv_rank], dim=-1)
     else:
         c_kv, k_pe = _linear(weights, "wkv_a", x).split([kv_rank, r], dim=-1)
-    k_pe = variants.rope(k_pe.unsqueeze(2), theta, mistake)  # (B, T, 1, r)
+    k_pe = functional_variants.rope(k_pe.unsqueeze(2), theta, mistake)  # (B, T, 1, r)
     kv = _linear(weights, "wkv_b", _rms(weights, "kv_norm", c_kv, skip_kv, eps)).view(B, T, H, nope + dv)
     if mistake == "mla_split_order:kv_b":
         v, k_nope = kv.split([dv, nope], dim=-1)
@@ -148,7 +148,7 @@ def latent(config, weights, x, attention_mask, is_causal, mistake="", fill=float
         q, k, v = (t.reshape(B, H, T, t.shape[-1]) for t in (q, k, v))
     else:
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, ·)
-    scale = variants.head_scale(nope + r, mistake, {
+    scale = functional_variants.head_scale(nope + r, mistake, {
         "scale_d_model": x.shape[-1] ** -0.5,
         "mla_scale_sum_sqrt": 1 / (math.sqrt(nope) + math.sqrt(r)),
         "mla_scale_partial:nope": nope ** -0.5,

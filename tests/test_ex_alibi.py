@@ -15,7 +15,6 @@ import torch
 import torch.nn.functional as F
 from attnprep.grader import variants
 from attnprep.grader.kinds import kind_for
-from attnprep.grader.kinds.biased_attention import distance_bias, slopes
 from attnprep.solutions.alibi import alibi_attention, alibi_slopes
 
 from attnprep import exercises
@@ -53,7 +52,7 @@ def test_slopes_are_the_papers(H):
     got = alibi_slopes(H)
     assert got.dtype == torch.float32 and got.shape == (H,)
     torch.testing.assert_close(got, torch.tensor(paper_slopes(H), dtype=torch.float32))
-    torch.testing.assert_close(slopes(H), got)
+    torch.testing.assert_close(functional_variants.slopes(H), got)
 
 
 def test_slopes_written_out():
@@ -88,11 +87,11 @@ def test_bloom_and_mpt_bias_forms_give_the_same_attention(form):
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(2, 6, 7, 4, generator=g) for _ in range(3))
     s = alibi_slopes(6)
-    ref = functional_variants.masked(q, k, v, None, bias=distance_bias(s, 7))
-    torch.testing.assert_close(functional_variants.masked(q, k, v, None, bias=distance_bias(s, 7, form)), ref)
+    ref = functional_variants.masked(q, k, v, None, bias=functional_variants.distance_bias(s, 7))
+    torch.testing.assert_close(functional_variants.masked(q, k, v, None, bias=functional_variants.distance_bias(s, 7, form)), ref)
     torch.testing.assert_close(ref, alibi_attention(q, k, v))
     # the forms are not the same bias: only after the softmax they agree
-    assert not torch.allclose(distance_bias(s, 7, form), distance_bias(s, 7))
+    assert not torch.allclose(functional_variants.distance_bias(s, 7, form), functional_variants.distance_bias(s, 7))
 
 
 def test_attend_adds_its_bias_to_the_scaled_scores_before_the_masks():
@@ -106,12 +105,12 @@ def test_attend_adds_its_bias_to_the_scaled_scores_before_the_masks():
 
 
 def test_slope_knobs():
-    assert slopes(8, "alibi_slopes_reversed").tolist() == alibi_slopes(8).flip(0).tolist()
-    assert slopes(6, "alibi_pow2_rule_ignored").tolist() == torch.tensor([2 ** (-8 * i / 6) for i in range(1, 7)]).tolist()
+    assert functional_variants.slopes(8, "alibi_slopes_reversed").tolist() == alibi_slopes(8).flip(0).tolist()
+    assert functional_variants.slopes(6, "alibi_pow2_rule_ignored").tolist() == torch.tensor([2 ** (-8 * i / 6) for i in range(1, 7)]).tolist()
     for H in (1, 2, 4, 8, 16):  # the rule only changes a head count that is not a power of two
-        assert torch.equal(slopes(H, "alibi_pow2_rule_ignored"), slopes(H))
-    both = slopes(6, ("alibi_pow2_rule_ignored", "alibi_slopes_reversed"))
-    assert both.tolist() == slopes(6, "alibi_pow2_rule_ignored").flip(0).tolist()
+        assert torch.equal(functional_variants.slopes(H, "alibi_pow2_rule_ignored"), functional_variants.slopes(H))
+    both = functional_variants.slopes(6, ("alibi_pow2_rule_ignored", "alibi_slopes_reversed"))
+    assert both.tolist() == functional_variants.slopes(6, "alibi_pow2_rule_ignored").flip(0).tolist()
 
 
 def test_configs_have_both_kinds_of_head_count_and_slope_checks_too():
@@ -155,16 +154,16 @@ def test_the_slopes_function_is_checked_and_named_on_its_own():
     assert {c.id: c.passed for c in kind.extra_checks(extra)} == {"slopes_function": True}
     assert kind.extra_diagnoses(extra) == []
     for mistake in ("alibi_slopes_reversed", "alibi_pow2_rule_ignored"):
-        wrong = kind.child_extra({**functions, "alibi_slopes": lambda H, m=mistake: slopes(H, m)})
+        wrong = kind.child_extra({**functions, "alibi_slopes": lambda H, m=mistake: functional_variants.slopes(H, m)})
         assert {c.id: c.passed for c in kind.extra_checks(wrong)} == {"slopes_function": False}
         found = kind.extra_diagnoses(wrong)
         assert [d.id for d in found] == [mistake]
         heads = found[0].evidence[0].params["heads"]
         if mistake == "alibi_pow2_rule_ignored":  # says where it shows: the head counts that are not powers of two
             assert heads == ", ".join(str(h) for h in EX.grading["slope_checks"] if not is_power_of_two(h))
-    as_list = kind.child_extra({**functions, "alibi_slopes": lambda H: slopes(H).tolist()})
+    as_list = kind.child_extra({**functions, "alibi_slopes": lambda H: functional_variants.slopes(H).tolist()})
     assert kind.extra_checks(as_list)[0].message.key == "biased_attention.wrong_type"
-    as_double = kind.child_extra({**functions, "alibi_slopes": lambda H: slopes(H).double()})
+    as_double = kind.child_extra({**functions, "alibi_slopes": lambda H: functional_variants.slopes(H).double()})
     assert kind.extra_checks(as_double)[0].message.key == "biased_attention.wrong_dtype"
 
 
@@ -188,8 +187,8 @@ def test_sdpa_chains_to_alibi():
 def _code_variant(knob, fill):
     """The kind's variants as they were built in code before they were edits of the reference (kept
     here, frozen, as what each edit must reproduce)."""
-    mistake = variants.slips(knob)
-    form = variants.pick({"alibi_bias_after_softmax:key_only": "key_only", "alibi_bias_after_softmax:mpt": "mpt",
+    mistake = functional_variants.slips(knob)
+    form = functional_variants.pick({"alibi_bias_after_softmax:key_only": "key_only", "alibi_bias_after_softmax:mpt": "mpt",
                           "alibi_no_causal_mask:symmetric": "symmetric"}, mistake, "relative")
     made = {m.split(":")[0] for m in mistake}
 
@@ -197,17 +196,17 @@ def _code_variant(knob, fill):
         i = case.inputs
         q, k, v, mask = i["q"], i["k"], i["v"], i["attention_mask"]
         B, H, T, D = q.shape
-        bias = distance_bias(slopes(H, mistake).to(q.dtype), T, form)
+        bias = functional_variants.distance_bias(functional_variants.slopes(H, mistake).to(q.dtype), T, form)
         if mistake == "alibi_bias_sign_flipped":
             bias = -bias
         if "alibi_no_causal_mask" in made:
-            scale = variants.head_scale(D, mistake)
+            scale = functional_variants.head_scale(D, mistake)
             return {"out": functional_variants.attend(q, k, v, mask, False, scale, mistake, fill, bias=bias)}
         if "alibi_bias_after_softmax" in made:
             eye = torch.eye(T, dtype=q.dtype).expand(B, H, T, T)
-            others = variants.slips(tuple(m for m in mistake if m != "attn_times_k"))
+            others = functional_variants.slips(tuple(m for m in mistake if m != "attn_times_k"))
             probs = functional_variants.masked(q, k, eye, mask, others, fill)
-            allowed = variants.band(T, T, None)[None, None]
+            allowed = functional_variants.band(T, T, None)[None, None]
             if mask is not None:
                 allowed = allowed & mask[:, None, None, :]
             return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ (k if mistake == "attn_times_k" else v)}

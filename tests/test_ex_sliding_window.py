@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attnprep import exercises
-from attnprep.grader import variants
+import functional_variants
 from attnprep.grader.cases import MAIN_T
 from attnprep.grader.kinds import kind_for
 from attnprep.solutions.sliding_window import sliding_window_attention, sliding_window_mask
@@ -38,7 +38,7 @@ def test_mask_is_the_band_written_as_a_loop(T, window):
     assert m.dtype == torch.bool and m.shape == (T, T)
     assert torch.equal(m, loop_mask(T, window))
     assert torch.equal(m.sum(-1), torch.clamp(torch.arange(T) + 1, max=window))  # window keys, fewer at the start
-    assert torch.equal(variants.band(T, T, window), m)
+    assert torch.equal(functional_variants.band(T, T, window), m)
 
 
 def test_a_window_as_long_as_the_sequence_is_the_causal_mask():
@@ -46,7 +46,7 @@ def test_a_window_as_long_as_the_sequence_is_the_causal_mask():
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
         assert torch.equal(sliding_window_mask(T, T), causal)
         assert torch.equal(sliding_window_mask(T, T + 5), causal)
-        assert torch.equal(variants.band(T, T, None), causal)
+        assert torch.equal(functional_variants.band(T, T, None), causal)
 
 
 @pytest.mark.parametrize(("B", "H", "T", "D"), [(1, 1, 1, 4), (2, 3, 7, 5), (3, 2, 12, 8), (1, 4, 9, 3)])
@@ -68,15 +68,20 @@ def test_reference_equals_torch_sdpa_with_the_band(B, H, T, D, window, padded):
     torch.testing.assert_close(got[rows[:, None, :].expand(B, H, T)], want[rows[:, None, :].expand(B, H, T)])
 
 
-def test_mistaken_bands():
+def test_mistaken_bands_are_what_the_edited_mask_function_makes():
+    """The mask a mask knob's edits make the reference's mask function return (what the kind names
+    a mask function's mistake by), and the twin's band for it."""
+    kind = kind_for(EX)
     T, w = 7, 3
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
-    assert torch.equal(variants.band(T, T, w, "window_off_by_one"), (j <= i) & (i - j <= w))
-    assert torch.equal(variants.band(T, T, w, "window_not_causal"), (i - j).abs() < w)
-    assert torch.equal(variants.band(T, T, w, "window_ignored"), j <= i)
-    assert torch.equal(variants.band(T, T, w, "window_mask_inverted"), ~((j <= i) & (i - j < w)))
-    assert torch.equal(variants.band(T, T, w, "causal_masks_diagonal"), (j < i) & (i - j < w))
-    assert torch.equal(variants.band(T, T, w, "causal_leaks_next"), (j <= i + 1) & (i - j < w))
+    want = {"window_off_by_one": (j <= i) & (i - j <= w), "window_not_causal": (i - j).abs() < w,
+            "window_ignored": j <= i, "window_mask_inverted": ~((j <= i) & (i - j < w)),
+            "causal_masks_diagonal": (j < i) & (i - j < w), "causal_leaks_next": (j <= i + 1) & (i - j < w)}
+    assert set(want) <= set(kind.mask_named) | {kind.mask_inverted}
+    assert torch.equal(kind.mask_made(T, {"window": w}), (j <= i) & (i - j < w))
+    for knob, band in want.items():
+        assert torch.equal(kind.mask_made(T, {"window": w}, knob), band), knob
+        assert torch.equal(functional_variants.band(T, T, w, knob), band), knob
 
 
 def test_graded_windows_matter_and_include_the_causal_limit():
@@ -118,7 +123,7 @@ def test_mask_function_is_checked_with_every_window():
     off = dict(extra)
     for key in [k for k in extra if k.endswith("window=2")]:
         T = int(key.split(":")[0])
-        off[key] = dict(extra[key], values=variants.band(T, T, 3).long().tolist())  # a window of 3 for 2
+        off[key] = dict(extra[key], values=functional_variants.band(T, T, 3).long().tolist())  # a window of 3 for 2
     assert {c.id: c.passed for c in kind.extra_checks(off)}["mask_function"] is False
 
 

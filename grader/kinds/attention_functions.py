@@ -4,14 +4,15 @@ The contract's objects are ``[mask_function, attention_function]``: ``mask(T, *a
 returns a bool ``(T, T)`` mask (``True`` = may attend) and ``attention(q, k, v, *args,
 attention_mask)`` applies it with a key padding mask and the ``1/sqrt(D)`` scale. The mask is
 causal, ``j <= i``, narrowed to a sliding window, ``i - window < j``, when the exercise's calls
-take a ``window`` (see :func:`attnprep.grader.variants.band`); the attention is always masked that
+take a ``window``; the attention is always masked that
 way, so only the masked cases of the sequence set are graded.
 
 Exercise data (``[grading]``): ``configs`` (``heads``, ``dim`` and the extra arguments' values);
 ``args``, the extra arguments both functions take after ``seq_len`` / ``v`` (``["window"]``; none
 by default); ``mask_checks``, the extra arguments the mask function is checked with on its own
 (``[{ window = 1 }, …]``); ``mask_inverted``, the mistake named when the mask function returns the
-blocked positions; ``mask_named``, mask knobs named when the mask function returns their mask;
+blocked positions; ``mask_named``, mask knobs named when the mask function returns their mask (what the reference's
+mask function returns with the knob's edits);
 ``knobs``, the mistakes tried, in order; ``edits``, each knob's ``{ old, new }`` edits of the
 solution (a knob's variant is the edited reference, called as the attempt is; two knobs, both
 edits); ``fill``, the reference's mask fill as written, and ``mask_split``, the edits that write its
@@ -26,17 +27,12 @@ from typing import Any
 
 import torch
 
-from attnprep.grader import variants
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
 from attnprep.grader.edits import FillReference, knobs_of
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 MASK_SIZES = (1, 4, 7)
-
-
-def _mask_values(T: int, args: dict, mistake: str = "") -> list[list[int]]:
-    return variants.band(T, T, args.get("window"), mistake).long().tolist()
 
 
 def _key(T: int, args: dict) -> str:
@@ -164,9 +160,17 @@ class AttentionFunctions(Kind):
         # compiled when first called: edits that clash raise there
         return lambda case: {"out": first(self.call(self.edited.namespace(knobs, fill), case))}
 
+    def mask_made(self, T: int, args: dict, knob: str = "") -> torch.Tensor:
+        """What the reference's mask function returns for ``T`` and ``args``, or with ``knob``'s edits."""
+        function = self.edited.namespace(knobs_of(knob))[self.mask_name]
+        return function(T, *(args[n] for n in self.arg_names))
+
+    def _mask_values(self, T: int, args: dict, knob: str = "") -> list[list[int]]:
+        return self.mask_made(T, args, knob).long().tolist()
+
     def allowed(self, case: Case, sample: int) -> torch.Tensor:
         T = case.queries.shape[1]
-        allowed = variants.band(T, T, case.inputs.get("window"))
+        allowed = self.mask_made(T, case.inputs)
         mask = case.inputs["attention_mask"]
         if mask is not None:
             allowed = allowed & mask[sample][None, :]
@@ -190,7 +194,7 @@ class AttentionFunctions(Kind):
                 elif got.get("dtype") != "torch.bool":
                     problem = (msg("attention_functions.wrong_dtype", call=call, dtype=got.get("dtype")) if windowed else
                                msg("mask.wrong_dtype", name=name, T=T, dtype=got.get("dtype")))
-                elif got.get("values") != _mask_values(T, args):
+                elif got.get("values") != self._mask_values(T, args):
                     problem = (msg("attention_functions.wrong_values", call=call, **args) if windowed else
                                msg("mask.wrong_values", name=name, T=T))
                 if problem:
@@ -210,7 +214,7 @@ class AttentionFunctions(Kind):
         for args in self.mask_checks:
             for T in MASK_SIZES:
                 values = (extra.get(_key(T, args)) or {}).get("values")
-                want = _mask_values(T, args, mistake)
+                want = self._mask_values(T, args, mistake)
                 if inverted:
                     want = [[1 - v for v in row] for row in want]
                 if values != want:
@@ -226,7 +230,7 @@ class AttentionFunctions(Kind):
             evidence = (msg("attention_functions.evidence_inverted", call=call) if self.arg_names else
                         msg("evidence.mask_inverted", name=self.mask_name, T=T))
             found.append(Diagnosis(self.mask_inverted, (evidence,)))
-        elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("values") == _mask_values(T, args):
+        elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("values") == self._mask_values(T, args):
             found.append(Diagnosis("mask_dtype", (msg("evidence.mask_dtype", name=self.mask_name, dtype=got.get("dtype")),)))
         else:
             for knob in self.mask_named:

@@ -16,59 +16,26 @@ once. A slope mistake that only shows for some head counts (the rule for a count
 power of two) is graded on configs of both kinds.
 
 Exercise data (``[grading]``): ``configs`` (``heads``, ``dim``); ``slope_checks``, the head counts
-the slopes function is checked with on its own; ``knobs``, the mistakes tried, in order; ``edits``,
-``fill`` and ``mask_split`` as :mod:`.attention_functions` reads them.
+the slopes function is checked with on its own; ``mask_named``, the slopes function's own mistakes,
+named (one, or two at once) when its values are what the reference's slopes function returns with
+their edits; ``knobs``, the mistakes tried, in order; ``edits``, ``fill`` and ``mask_split`` as
+:mod:`.attention_functions` reads them.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from attnprep.grader import variants
+from attnprep.grader.cases import Case
+from attnprep.grader.edits import knobs_of
 from attnprep.grader.kinds.attention_functions import AttentionFunctions, FunctionsGrading
 from attnprep.grader.result import Check, Diagnosis, msg
 
 SLOPE_RTOL, SLOPE_ATOL = 1e-5, 1e-8
-SLOPE_KNOBS = ("alibi_slopes_reversed", "alibi_pow2_rule_ignored", "alibi_slopes_from_zero")  # mistakes of the slopes themselves
-
-
-# --- the slopes and the bias in functional form (the slope mistakes named from the values) ----
-
-
-def slopes(num_heads: int, mistake="") -> torch.Tensor:
-    """float32 (H,): 2^(-8i/n) for i = 1..n, n the largest power of two <= H; the H - n others
-    2^(-4(2i-1)/n) (every other slope of 2n heads), or what a slope mistake gives instead."""
-    mistake = variants.slips(mistake)
-
-    start = 0 if "alibi_slopes_from_zero" in mistake else 1  # range(n) for range(1, n + 1)
-
-    def geometric(n: int) -> list[float]:
-        return [2 ** (-8 * i / n) for i in range(start, n + start)]
-
-    n = 2 ** int(math.floor(math.log2(num_heads)))
-    if n == num_heads or mistake == "alibi_pow2_rule_ignored":
-        values = geometric(num_heads)  # the power-of-two formula with H in place of n
-    else:
-        values = geometric(n) + [2 ** (-4 * (2 * i - 1) / n) for i in range(1, num_heads - n + 1)]
-    if "alibi_slopes_reversed" in mistake:
-        values = values[::-1]
-    return torch.tensor(values, dtype=torch.float32)
-
-
-def distance_bias(slope: torch.Tensor, T: int, form: str = "relative") -> torch.Tensor:
-    """(H, T, T): slope_h times a per-key offset. ``relative``: -(i - j) (the reference);
-    ``key_only``: j (BLOOM's build_alibi_tensor; per row it differs by a constant, so the softmax
-    is the same); ``mpt``: j - (T - 1) (MPT's gen_alibi_bias); ``symmetric``: -|i - j|."""
-    i = torch.arange(T, dtype=slope.dtype, device=slope.device)[:, None]
-    j = torch.arange(T, dtype=slope.dtype, device=slope.device)[None, :]
-    offset = {"relative": j - i, "key_only": j.expand(T, T), "mpt": (j - (T - 1)).expand(T, T),
-              "symmetric": -(i - j).abs()}[form]
-    return slope[:, None, None] * offset  # (H, 1, 1) * (T, T) -> (H, T, T)
 
 
 # --- the kind -----------------------------------------------------------------------------------
@@ -103,6 +70,15 @@ class BiasedAttention(AttentionFunctions):
 
     # --- parent -------------------------------------------------------------------------------
 
+    def allowed(self, case: Case, sample: int) -> torch.Tensor:
+        """Causal (``j <= i``) and the sample's key padding: the slopes function masks nothing."""
+        T = case.queries.shape[1]
+        allowed = torch.ones(T, T, dtype=torch.bool).tril()
+        mask = case.inputs["attention_mask"]
+        if mask is not None:
+            allowed = allowed & mask[sample][None, :]
+        return allowed
+
     def _slopes_problem(self, extra: dict):
         """The first head count whose slopes are wrong, and the message saying how."""
         call = lambda H: f"{self.slopes_name}({H})"  # noqa: E731
@@ -120,12 +96,13 @@ class BiasedAttention(AttentionFunctions):
                                  heads=", ".join(map(str, wrong)), right=", ".join(map(str, right)) or "-")
         return None, None
 
-    @staticmethod
-    def _values_are(got: dict, H: int, mistake) -> bool:
+    def _values_are(self, got: dict, H: int, mistake) -> bool:
+        """The slopes function returned, for ``H`` heads, what the reference's returns with the edits
+        of ``mistake`` (a knob, a tuple of knobs, or none)."""
         values = got.get("values")
         if values is None or len(values) != H:
             return False
-        want = slopes(H, mistake).double()
+        want = self.edited.namespace(knobs_of(mistake))[self.slopes_name](H).double()
         return bool(torch.isclose(torch.tensor(values, dtype=torch.float64), want, rtol=SLOPE_RTOL, atol=SLOPE_ATOL).all())
 
     def extra_checks(self, extra: dict) -> list[Check]:
@@ -139,7 +116,8 @@ class BiasedAttention(AttentionFunctions):
         wrong, _ = self._slopes_problem(extra)
         if wrong is None:
             return []
-        for mistake in (*SLOPE_KNOBS, *itertools.combinations(SLOPE_KNOBS, 2)):  # each, then two together
+        named = self.mask_named  # the slopes' own mistakes ([grading] mask_named), named from its values
+        for mistake in (*named, *itertools.combinations(named, 2)):  # each, then two together
             got = [(H, extra.get(str(H)) or {}) for H in self.slope_checks]
             if all(g.get("type") == "Tensor" and self._values_are(g, H, mistake) for H, g in got):
                 differ = [H for H, g in got if not self._values_are(g, H, "")]
