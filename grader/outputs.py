@@ -25,7 +25,9 @@ import hashlib
 from collections import OrderedDict
 from typing import Any, Callable
 
-EXERCISES_KEPT = 3
+# every exercise's: a table is about 1 MiB (over a quarter of their corpus: mla 1,026 outputs, flash
+# 810, mla_decode 274), and a test session's files come back to an exercise after the others
+EXERCISES_KEPT = 32
 ENTRIES_KEPT = 20000
 _TABLES: OrderedDict[tuple, dict[tuple, Any]] = OrderedDict()
 _keeping = False
