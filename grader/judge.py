@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from attnprep.exercises import mistake_catalogue
+from attnprep.grader import outputs as kept_outputs
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, grads_case
 from attnprep.grader.observe import Observer
@@ -53,6 +54,18 @@ class Compared:
     case: Case
     config: int
     diff: OutputDiff
+
+
+class _Lazy:
+    """``make()``, called the first time this is called, then kept."""
+
+    def __init__(self, make: Callable[[], object]):
+        self._make, self._made = make, None
+
+    def __call__(self):
+        if self._make is not None:
+            self._made, self._make = self._make(), None
+        return self._made
 
 
 def close(got: torch.Tensor, want: torch.Tensor, where: torch.Tensor, equal_nan: bool = False,
@@ -101,6 +114,7 @@ class Judge:
         self.grad_outputs_wrong = False  # grad_problem is about the outputs (a wrong output, not a gradient)
         self.grads_explained: str | None = None  # the gradients' case, whose outputs are already wrong without them
         self._completed_differ = False  # the attempt raised at some sizes; where it ran, its outputs differ
+        self._kept = kept_outputs.Outputs(exercise, kind)  # the reference's and variants' outputs, shared across grades
 
     def cases(self, ci: int) -> list[Case]:
         """The kind's cases of config ``ci``, drawn once (drawing seeds and builds tensors)."""
@@ -244,7 +258,8 @@ class Judge:
         seen = Seen()
         for data in configs:
             ci = data.index
-            reference = kind.reference(ci, frozenset(data.zero_bias))
+            zero_bias = frozenset(data.zero_bias)
+            reference = _Lazy(lambda: kind.reference(ci, zero_bias))  # built only if an output is not kept
             outputs: dict[str, dict[str, torch.Tensor]] = {}
             for case in self.cases(ci):
                 got_all = self._case_outputs(data, case, seen)
@@ -252,7 +267,7 @@ class Judge:
                     continue
                 outputs[case.name] = got_all
                 with torch.no_grad():
-                    wanted = reference(case)
+                    wanted = self._kept.reference(ci, zero_bias, case, lambda: reference()(case))
                 seen.total += 1
                 differs = None
                 for name, got in got_all.items():
@@ -574,7 +589,8 @@ class Judge:
             if isinstance(fill, float) and -math.inf < fill <= -1e4 and key in finite_fail:
                 return False
             for data, cases in outputs:
-                call = self.kind.variant(data.index, frozenset(data.zero_bias), knob, fill)
+                zero_bias = frozenset(data.zero_bias)
+                call = self.kind.variant(data.index, zero_bias, knob, fill)
                 order = sorted(cases.values(), key=lambda cg: cg[0].name != observed_name)
                 for case, got_all in order:
                     if only is not None and (data.index, case.name) not in only:
@@ -586,7 +602,7 @@ class Judge:
                         return False
                     try:
                         with torch.no_grad():  # outputs in order: a variant may make them as they are read
-                            wanted = call(case)
+                            wanted = self._kept.variant(data.index, zero_bias, knob, fill, case, lambda: call(case))
                             for name, got in got_all.items():
                                 want = wanted[name]
                                 if not same(case, got, want, name, all_positions):

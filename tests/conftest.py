@@ -23,6 +23,12 @@ def pytest_configure(config) -> None:
     import torch
 
     torch.set_num_threads(1)
+    # The reference's and the variants' outputs kept across grades (grader/outputs.py): the corpus
+    # grades hundreds of attempts of each exercise, whose failing ones search the same variants.
+    # Off in attnprep itself; tests/test_outputs_kept.py holds a grade with them to one without.
+    from attnprep.grader import outputs
+
+    outputs.keep()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,63 @@
+"""grader/outputs.py: the reference's and the variants' outputs kept across grades (the test suite
+turns it on, tests/conftest.py) give the very result a grade computing everything gives, and
+nothing outside the test suite turns it on."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnprep.grader import grade, outputs
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def _without_time(result) -> str:
+    """The result as text, its time left out (a heat-map may hold NaN, which no float equals)."""
+    return repr(dataclasses.replace(result, duration_s=0.0))
+
+
+# failing attempts of kinds that search variants differently (an edited module with a fill per mask,
+# a script of cached calls made as it is read, a blocked loop), and one that passes
+ATTEMPTS = [("mla", "causal_inverted.py"), ("kv_cache", "attn_times_k.py"), ("flash", "causal_ignored_diagonal_block.py"),
+            ("sdpa", "bool_mask_ignored.py"), ("mha", "ok_einsum_own_names.py")]
+
+
+@pytest.mark.parametrize("folder, name", ATTEMPTS, ids=lambda v: str(v).removesuffix(".py"))
+def test_a_grade_with_kept_outputs_is_the_grade_that_computes_them(folder, name, tmp_path):
+    """The same file graded with nothing kept, then twice with outputs kept (the second time every
+    reference and variant output the judge reads is a kept one): three equal results."""
+    path = CORPUS / folder / name
+    was = outputs.keeping()
+    try:
+        outputs.keep(False)
+        fresh = grade(path, timeout=30.0)
+        outputs.keep(True)
+        first = grade(path, timeout=30.0)
+        table = next(reversed(outputs._TABLES.values()))
+        kept = len(table)
+        again = grade(path, timeout=30.0)
+        assert len(table) == kept > 0  # read back, nothing computed anew
+    finally:
+        outputs.keep(False)
+        outputs.keep(was)
+    assert _without_time(first) == _without_time(fresh)
+    assert _without_time(again) == _without_time(fresh)
+
+
+def test_outputs_are_not_kept_unless_asked():
+    """A grading child inherits the grading process's memory: kept outputs would be within an
+    attempt's reach (gc.get_objects()), so attnprep itself never keeps them: off when imported, and
+    no module of attnprep but the tests' conftest turns them on."""
+    code = "from attnprep.grader import outputs; print(outputs.keeping())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.split() == ["False"], proc.stderr
+    root = Path(outputs.__file__).resolve().parent.parent
+    sources = [p for folder in ("attnprep", "grader") for p in (root / folder).rglob("*.py")]
+    assert len(sources) > 20
+    turning_on = [p.name for p in sources if ".keep(" in p.read_text(encoding="utf-8")]
+    assert turning_on == [], turning_on
