@@ -10,6 +10,7 @@ are the tests' fixed twin, tests/functional_variants.py.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -53,10 +54,16 @@ class MaskFills:
         return scores.masked_fill(blocked, value)
 
     def apply(self, scores, pad_blocked, causal_blocked):
-        return self.fill("causal", self.fill("padding", scores, pad_blocked), causal_blocked, ("padding",))
+        """Both masks at once, in the order of :data:`MASKS` (as the edits splitting a merged fill call it)."""
+        for n, (mask, blocked) in enumerate(zip(MASKS, (pad_blocked, causal_blocked))):
+            scores = self.fill(mask, scores, blocked, MASKS[:n])
+        return scores
 
     def __float__(self) -> float:  # where one fill is needed: the padding's
-        return self.value("padding")
+        return self.value(MASKS[0])
+
+
+MASKS = tuple(f.name for f in dataclasses.fields(MaskFills) if f.name != "order")  # the padding, then the causal mask
 
 
 # Tried (by kinds with ``mask_fills``) for mask mistakes only, when no knob reproduces the outputs
