@@ -1,0 +1,57 @@
+# attnprep: mla
+# expect: wrong_output
+# diagnosis: mla_scale_sum_sqrt
+"""A dataclass config (as DeepSeek's ModelArgs) unpacked in __init__; the scale is written as the sum of
+the two parts' roots, 1 / (sqrt(nope) + sqrt(rope)), instead of 1 / sqrt(nope + rope)."""
+
+from dataclasses import dataclass
+
+%%MLA%%
+
+@dataclass
+class MLAArgs:
+    dim: int
+    n_heads: int
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    rope_theta: float
+
+
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, q_lora_rank: int, kv_lora_rank: int, qk_nope_head_dim: int, qk_rope_head_dim: int, v_head_dim: int, rope_theta: float = 10000.0):
+        super().__init__()
+        a = self.args = MLAArgs(d_model, num_heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
+                                qk_rope_head_dim, v_head_dim, rope_theta)
+        self.wq_a = nn.Linear(a.dim, a.q_lora_rank, bias=False)
+        self.q_norm = RMSNorm(a.q_lora_rank)
+        self.wq_b = nn.Linear(a.q_lora_rank, a.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim), bias=False)
+        self.wkv_a = nn.Linear(a.dim, a.kv_lora_rank + a.qk_rope_head_dim, bias=False)
+        self.kv_norm = RMSNorm(a.kv_lora_rank)
+        self.wkv_b = nn.Linear(a.kv_lora_rank, a.n_heads * (a.qk_nope_head_dim + a.v_head_dim), bias=False)
+        self.wo = nn.Linear(a.n_heads * a.v_head_dim, a.dim, bias=False)
+        self.softmax_scale = 1.0 / (math.sqrt(a.qk_nope_head_dim) + math.sqrt(a.qk_rope_head_dim))  #<<
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+        a = self.args
+        bsz, seqlen, _ = x.shape
+        nope, rope = a.qk_nope_head_dim, a.qk_rope_head_dim
+        freqs_cis = precompute_freqs_cis(rope, seqlen, a.rope_theta, device=x.device)
+        q = self.wq_b(self.q_norm(self.wq_a(x))).view(bsz, seqlen, a.n_heads, nope + rope)
+        q_nope, q_pe = torch.split(q, [nope, rope], dim=-1)
+        q_pe = apply_rotary_emb(q_pe, freqs_cis)
+        kv, k_pe = torch.split(self.wkv_a(x), [a.kv_lora_rank, rope], dim=-1)
+        k_pe = apply_rotary_emb(k_pe.unsqueeze(2), freqs_cis)
+        kv = self.wkv_b(self.kv_norm(kv)).view(bsz, seqlen, a.n_heads, nope + a.v_head_dim)
+        k_nope, v = torch.split(kv, [nope, a.v_head_dim], dim=-1)
+        scores = (torch.einsum("bshd,bthd->bsht", q_nope, k_nope)
+                  + torch.einsum("bshr,btr->bsht", q_pe, k_pe.squeeze(2))) * self.softmax_scale
+        if attention_mask is not None:
+            scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
+        if is_causal:
+            scores = scores.masked_fill(torch.ones(seqlen, seqlen, dtype=torch.bool, device=x.device).triu(1)[:, None, :], float("-inf"))
+        scores = scores.softmax(dim=-1)
+        x = torch.einsum("bsht,bthd->bshd", scores, v)
+        return self.wo(x.flatten(2))
