@@ -50,10 +50,12 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 
 
 def _rearranged_input(step: Step) -> bool:
-    """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``.
-    Its result holds the input's own numbers, which the reference's trail (the steps it computes)
-    never holds on their own, so "matches nothing" says nothing about such a step."""
-    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in LAYOUTS | CASTS
+    """Whether ``step`` only rearranges (or casts) an input of the call, or picks a part of it as it
+    is: ``v.reshape(B * H, T, D)``, ``x[..., ::2]``. Its result holds the input's own numbers, which
+    the reference's trail (the steps it computes) never holds on their own, so "matches nothing"
+    says nothing about such a step: what is computed from it tells whether that part was the one
+    to take (GPT-J's ``rotate_every_two`` is wrong where it pairs the lanes, not where it slices)."""
+    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in PICKS
 
 
 
@@ -691,7 +693,39 @@ class _Trails:
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
-        return self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
+        return (self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
+                and not self.relaid(p))
+
+    def relaid(self, p: int) -> bool:
+        """Attempt step ``p`` is a table made without the inputs whose numbers are all numbers of
+        one of the reference's tables, in a shape none of the reference's tables with those numbers
+        has: the cosines of the right angles laid out as ``[cos, cos]`` halves where the reference
+        keeps complex pairs. Its numbers are right, and whether their arrangement is right is told
+        by the step that pairs them with the data. (The same numbers in the same count, reordered,
+        are a wrong table: slopes in reverse head order.)"""
+        step = self.att[p]
+        t = tensor_of(step)
+        if not step.free or t is None or step.dtype.endswith("bool") or not bool(torch.isfinite(t).all()):
+            return False
+        values = t.flatten().unique()
+        if values.numel() < 3:
+            return False
+        found = False
+        for s, r in self.matcher.ref:
+            if not s.free or r is None or s.dtype.endswith("bool"):
+                continue
+            theirs = r[torch.isfinite(r)].flatten().sort().values
+            if theirs.numel() == 0:
+                continue
+            at = torch.searchsorted(theirs, values).clamp(max=theirs.numel() - 1)
+            near = torch.minimum((theirs[at] - values).abs(), (theirs[(at - 1).clamp(min=0)] - values).abs())
+            if not bool((near <= ATOL + RTOL * values.abs()).all()):
+                continue
+            if tuple(r.shape) == tuple(t.shape) or (r.numel() == t.numel() and close(
+                    t.flatten().sort().values, r.flatten().nan_to_num(nan=1e30).sort().values)):
+                return False  # its own table's numbers in another order
+            found = True
+        return found
 
     def same_mask(self, p: int) -> bool:
         """Attempt step ``p`` is a mask that holds nothing wrong: a neutral start (all zeros, all
@@ -886,7 +920,7 @@ class _Trails:
         for p in step.parents:
             parent = self.att[p]
             if not self.cands[p] or self.wrong_free(p):
-                if parent.free and not _fill(parent):  # made without the inputs (a mask, a rotation table), wrong
+                if parent.free and not _fill(parent) and not self.relaid(p):  # made without the inputs (a mask, a rotation table), wrong
                     top = self.free_top(p)
                     q = self.counterpart(top)
                     if q is not None and depth < MAX_DEPTH:
@@ -1442,6 +1476,22 @@ def _function_at(source: str, line: int) -> str:
     return inner.name
 
 
+def _caller_of_return(s: _Search, step: Step) -> tuple[int, str] | None:
+    """The line of the file that called the helper whose ``return`` statement made ``step``
+    (followed up while that line is itself a helper's ``return``), with its code; None when the
+    step is not made on a return line of a function the file calls."""
+    lines = s.source.splitlines()
+    stack = list(step.stack or [step.line])
+    found = None
+    while len(stack) > 1 and 0 < stack[-1] <= len(lines) and lines[stack[-1] - 1].lstrip().startswith("return "):
+        stack.pop()
+        found = stack[-1]
+    if found is None:
+        return None
+    code = next((a.code for a in s.att if a.line == found), "") or lines[found - 1].strip()
+    return found, code
+
+
 def _return_after(source: str, step: Step) -> tuple[int, str] | None:
     """The first ``return`` of the function that ran ``step`` (its outermost frame in the file), at
     or after the line of that frame: (its line, its code as written on one line)."""
@@ -1528,7 +1578,9 @@ class _Search:
         count: any wrong input gives it; nor does a max or min, which keeps one entry and drops the
         ones a wrong mask changed; nor a step that holds what another of its inputs, not made from
         ``i``, holds: ``torch.where(valid, nll, 0)`` with a mask that keeps every entry passes
-        ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there)."""
+        ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there; nor a
+        test of the values, ``torch.isinf(m)``: a few true / false flags match some 0 / 1 entries of
+        the reference by chance)."""
         later, todo = set(), list(self.children.get(i, []))
         while todo:
             j = todo.pop()
@@ -1537,7 +1589,7 @@ class _Search:
                 todo.extend(self.children.get(j, []))
         for j in later:
             m = self.matched[j]
-            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE:
+            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE or self.att[j].dtype == "bool":
                 continue
             if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
                        for q in self.att[j].parents):
@@ -1604,6 +1656,10 @@ def _output_holds_another_value(s: _Search, h: _Here):
         # made by an earlier call and given back as it came in by the call that returns it (the
         # cache a decode step was given): that call's return statement
         line, code = _return_after(s.source, s.att[returning[-1]]) or (line, code)
+    else:
+        # made on a helper's return line (HF's repeat_kv): the helper does what it is asked, the
+        # call that takes its result for this output is where it goes wrong
+        line, code = _caller_of_return(s, step) or (line, code)
     return Found(line, code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
                  "short" if short else "output", name, name_shape(s.ref[r].shape, s.axes), s.ref[r].code)
 
@@ -1690,7 +1746,51 @@ def _lined_up(s: _Search, h: _Here):
         factor = s.explainer.scaled(end) if end != h.i else None
         if factor is not None:
             return factor
+        unscaled = _unscaled_pick(s, h, explained)
+        if unscaled is not None:
+            return unscaled
     return explained
+
+
+def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
+    """An input taken as it came in (``q[:, :, i:j]``) said to stop short of the reference's line that
+    scales it (``q[:, :, i:j] * scale``): where the reference puts its scale is a convention (on q,
+    on the scores), so taking the input is no mistake. A later factor applied to what step ``i``
+    makes (``qk * qk_scale``) that leaves it a constant times a reference value: that number, where
+    it is set ("scalar"), or the factor's line; else the step that uses the input without the
+    scale ("input")."""
+    p = locate(explained, s.att, s.ref, s.matcher)
+    if p is None or p not in h.step.parents or s.matched[p] is None:
+        return None
+    pick = s.att[p]
+    if any(not s.att[q].free for q in pick.parents) or not pick.inputs or pick.free or func_name(pick.func) not in PICKS:
+        return None  # (indices made without the inputs, offs_m = arange(…), may pick it)
+    m = s.matched[p][0]
+    scaling = [q for q, r in enumerate(s.ref) if m in r.parents and r.line == s.ref[m].line and _scaling(r) is not None]
+    if not scaling:
+        return None
+    todo, seen = [h.i], set()
+    while todo:  # what is made from i, up to the first step that scales it by a number
+        j = todo.pop(0)
+        for c in s.children.get(j, []):
+            if c in seen or len(seen) > 40:
+                continue
+            seen.add(c)
+            factor = _scaling(s.att[c])
+            if factor is None:
+                if func_name(s.att[c].func) in LAYOUTS | CASTS | {"getitem"}:
+                    todo.append(c)
+                continue
+            found = s.explainer.scaled(c)
+            if found is None:
+                continue
+            number = s.att[c].scalars[0]
+            if number.name and number.origin is not None and number.origin != s.att[c].line and not number.size:
+                ratio = float(found.named)
+                return Found(number.origin, "", number.name, (), _number(number.value), "scalar", number.name,
+                             _number(number.value / ratio), _code(s.att[c].code))
+            return found
+    return s.trails.found(h.i, "input", h.counterpart, s.ref[scaling[0]].code)
 
 
 def _layout(s: _Search, h: _Here):
