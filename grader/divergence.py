@@ -428,6 +428,33 @@ class Matcher:
             self._slices[(i, n)] = parts, table
         return self._slices[(i, n)]
 
+    def covers(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """Reference steps that ``t`` holds as a run of one axis, in the reference's layout (axes of
+        size 1 aside): an attempt that takes more rows at once than the reference (FlashAttention
+        with the whole query length as one tile, the reference a block of queries at a time) holds
+        several of its blocks in one tensor. Constant tensors hold nothing."""
+        return self._asked("covers", t, dtype, lambda: self._covers(t, dtype))
+
+    def _covers(self, t: torch.Tensor, dtype: str) -> list[tuple[int, bool]]:
+        found = []
+        if t.dim() == 0 or t.numel() < 2 or is_constant(t):
+            return found
+        mine = t.squeeze() if t.dim() > 1 else t
+        for i, (_, r) in enumerate(self.ref):
+            if r is None or r.numel() < 2 or r.numel() >= t.numel() or is_constant(r):
+                continue
+            theirs = r.squeeze() if r.dim() > 1 else r
+            if theirs.dim() != mine.dim():
+                continue
+            apart = [a for a in range(mine.dim()) if mine.shape[a] != theirs.shape[a]]
+            if len(apart) != 1 or mine.shape[apart[0]] < theirs.shape[apart[0]]:
+                continue
+            a, eps = apart[0], self._eps(i, dtype)
+            n = theirs.shape[a]
+            if any(close(mine.narrow(a, start, n), theirs, eps) for start in range(mine.shape[a] - n + 1)):
+                found.append((i, True))
+        return found
+
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
         A step the reference makes in the same layout wins over a permuted one; among those, one
@@ -653,6 +680,9 @@ class _Trails:
                     t, step.dtype, keep=lambda r: self.ref_part[r] == self.att_part[k] and self.lined_up(step, r))
                     if m not in found]
                 found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
+            if not found and t is not None and func_name(step.func) not in PICKS | COPIES:
+                # several of the reference's blocks computed at once (not a copy: k.repeat holds k)
+                found = self.matcher.covers(t, step.dtype)
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
             same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
@@ -701,11 +731,21 @@ class _Trails:
         one of the reference's tables, in a shape none of the reference's tables with those numbers
         has: the cosines of the right angles laid out as ``[cos, cos]`` halves where the reference
         keeps complex pairs. Its numbers are right, and whether their arrangement is right is told
-        by the step that pairs them with the data. (The same numbers in the same count, reordered,
-        are a wrong table: slopes in reverse head order.)"""
+        by the step that pairs them with the data. Only a table made from steps that hold the
+        reference's own values (the angles): one made from a wrong one (slopes in reverse head
+        order, whose same numbers in the same count are a wrong table too) is wrong."""
         step = self.att[p]
         t = tensor_of(step)
         if not step.free or t is None or step.dtype.endswith("bool") or not bool(torch.isfinite(t).all()):
+            return False
+
+        def right(q: int, depth: int) -> bool:  # holds the reference's values, or is made from such steps only
+            if self.own(q):
+                return True
+            parents = self.att[q].parents
+            return bool(parents) and self.att[q].free and depth < MAX_DEPTH and all(right(a, depth + 1) for a in parents)
+
+        if not step.parents or not all(right(a, 0) for a in step.parents):
             return False
         values = t.flatten().unique()
         if values.numel() < 3:

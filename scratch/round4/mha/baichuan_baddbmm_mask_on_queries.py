@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """Baichuan-7B style (W_pack-free variant, _prepare_attn_mask building a (B, 1, T, T) float mask); the
 padding mask is expanded as [:, None, :, None], i.e. it blocks query rows instead of key columns."""

@@ -1,5 +1,5 @@
 # attnprep: kv_cache
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: cache_mask_not_offset
 """Baichuan / HF-style past_key_value handling (kv_seq_len += past length); the causal mask for the new
 tokens is built as tril(ones(q_len, kv_seq_len)) with no offset: a chunk sees none of the cache."""

@@ -1,5 +1,5 @@
 # attnprep: sdpa
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: float_mask_multiplied
 """xformers' reference path: flatten the leading dims, scores by torch.baddbmm; a float attn_mask is
 multiplied into the scores instead of added (a bool mask is right)."""
