@@ -436,24 +436,40 @@ class Matcher:
         return self._asked("covers", t, dtype, lambda: self._covers(t, dtype))
 
     def _covers(self, t: torch.Tensor, dtype: str) -> list[tuple[int, bool]]:
-        found = []
-        if t.dim() == 0 or t.numel() < 2 or is_constant(t):
-            return found
+        if t.dim() == 0 or t.numel() < 2 or t.flatten().unique().numel() < 3:  # (0 / 1 flags are in anything)
+            return []
         mine = t.squeeze() if t.dim() > 1 else t
-        for i, (_, r) in enumerate(self.ref):
+        # per (axis, reference line and operation): the steps whose values a run of that axis holds, and which
+        # positions of the axis those runs cover
+        runs: dict[tuple[int, int], tuple[list[int], set[int]]] = {}
+        for i, (step, r) in enumerate(self.ref):
             if r is None or r.numel() < 2 or r.numel() >= t.numel() or is_constant(r):
                 continue
-            theirs = r.squeeze() if r.dim() > 1 else r
-            if theirs.dim() != mine.dim():
+            found = None  # (axis, its run): r is t's shape with one axis shorter, axes of size 1 aside
+            for a in range(mine.dim()):
+                rest = mine.numel() // mine.shape[a]
+                if r.numel() % rest or not 0 < r.numel() // rest < mine.shape[a]:
+                    continue
+                shape = list(mine.shape)
+                shape[a] = r.numel() // rest
+                if [d for d in r.shape if d != 1] == [d for d in shape if d != 1]:
+                    found = a, r.reshape(shape)
+                    break
+            if found is None:
                 continue
-            apart = [a for a in range(mine.dim()) if mine.shape[a] != theirs.shape[a]]
-            if len(apart) != 1 or mine.shape[apart[0]] < theirs.shape[apart[0]]:
-                continue
-            a, eps = apart[0], self._eps(i, dtype)
+            (a, theirs), eps = found, self._eps(i, dtype)
             n = theirs.shape[a]
-            if any(close(mine.narrow(a, start, n), theirs, eps) for start in range(mine.shape[a] - n + 1)):
-                found.append((i, True))
-        return found
+            for start in range(mine.shape[a] - n + 1):
+                if close(mine.narrow(a, start, n), theirs, eps):
+                    steps, covered = runs.setdefault((a, step.line, func_name(step.func)), ([], set()))
+                    steps.append(i)
+                    covered.update(range(start, start + n))
+                    break  # one block per step: a copy of one block along an axis computes nothing more
+        # the whole of t, block by block, from one operation of one line of the reference (its loop
+        # over query blocks): a tensor holding one block right and the rest otherwise (a cache
+        # joined to a new key not yet rotated) covers nothing
+        return [(i, True) for (a, _, _), (steps, covered) in runs.items()
+                if len(covered) == mine.shape[a] and len(set(steps)) > 1 for i in steps]
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
