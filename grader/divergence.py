@@ -462,14 +462,16 @@ class Matcher:
             for start in range(mine.shape[a] - n + 1):
                 if close(mine.narrow(a, start, n), theirs, eps):
                     steps, covered = runs.setdefault((a, step.line, func_name(step.func)), ([], set()))
-                    steps.append(i)
+                    steps.append((i, start))
                     covered.update(range(start, start + n))
                     break  # one block per step: a copy of one block along an axis computes nothing more
         # the whole of t, block by block, from one operation of one line of the reference (its loop
         # over query blocks): a tensor holding one block right and the rest otherwise (a cache
         # joined to a new key not yet rotated) covers nothing
+        # ... in the reference's order (a cache joined after the new keys holds both, out of order)
         return [(i, True) for (a, _, _), (steps, covered) in runs.items()
-                if len(covered) == mine.shape[a] and len(set(steps)) > 1 for i in steps]
+                if len(covered) == mine.shape[a] and len(steps) > 1
+                and [s for _, s in steps] == sorted(s for _, s in steps) for i, _ in steps]
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
