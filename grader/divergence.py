@@ -1748,8 +1748,10 @@ def _not_the_story(s: _Search, h: _Here):
     output = i in s.wrong_outputs
     if step.free or s.matched[i] is not None or s.copied[i] or tensor_of(step) is None or (not output and s.recovers(i)):
         return NEXT_STEP
-    if not output and _rearranged_input(step):
-        return NEXT_STEP
+    if not output and _rearranged_input(step) and not (
+            func_name(step.func) not in LAYOUTS | CASTS
+            and any(s.att[c].dtype == "bool" or not s.att[c].shape for c in s.children.get(i, []))):
+        return NEXT_STEP  # (a part picked to be tested, `attention_mask[:, -1].all()`, is where a guard starts)
     if i not in s.children and i != len(s.att) - 1 and i not in s.output_steps:
         return NEXT_STEP
     return None
