@@ -507,7 +507,8 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
     """The input of step ``i`` that holds reference values in a layout of its own ("layout") or a
     value the reference only has half-way through one of its lines ("incomplete"): the earliest
     such input made on another line than step ``i``; when those are all on step ``i``'s own line
-    (``k.transpose(-2, -1)`` inside ``q @ k.transpose(-2, -1)``), the same one level up."""
+    (``k.transpose(-2, -1)`` inside ``q @ k.transpose(-2, -1)``), the same one level up, where a
+    layout carried through the reference's own next step is followed up to where it was taken."""
 
     def suspect(p: int) -> str | None:
         m = matched[p]
@@ -531,7 +532,9 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
             return min(elsewhere)
         if not found:
             return None
-        level = [q for p, _ in found for q in attempt[p].parents if not carried(p, q)]
+        # (a layout carried from an input in that layout, B.T A.T for A B: where it was first taken)
+        level = [q for p, reason in found for q in attempt[p].parents
+                 if not carried(p, q) or reason == suspect(q) == "layout"]
     return None
 
 
@@ -1817,8 +1820,9 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
     scales it (``q[:, :, i:j] * scale``): where the reference puts its scale is a convention (on q,
     on the scores), so taking the input is no mistake. A later factor applied to what step ``i``
     makes (``qk * qk_scale``) that leaves it a constant times a reference value: that number, where
-    it is set ("scalar"), or the factor's line; else the step that uses the input without the
-    scale ("input")."""
+    it is set ("scalar"), or the factor's line; else, unless the input is taken under the name the
+    reference gives its scaled value (the reference's line, its scale left out: that line), the step
+    that uses the input without the scale ("input")."""
     p = locate(explained, s.att, s.ref, s.matcher)
     if p is None or p not in h.step.parents or s.matched[p] is None:
         return None
@@ -1850,6 +1854,8 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
                 return Found(number.origin, "", number.name, (), _number(number.value), "scalar", number.name,
                              _number(number.value / ratio), _code(s.att[c].code))
             return found
+    if s.trails.name_of(s.att, p) == s.trails.name_of(s.ref, m):
+        return None  # the reference's line written as it is (its q_blk) but for its scale: that line
     return s.trails.found(h.i, "input", h.counterpart, s.ref[scaling[0]].code)
 
 
