@@ -50,12 +50,20 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 
 
 def _rearranged_input(step: Step) -> bool:
-    """Whether ``step`` only rearranges (or casts) an input of the call, or picks a part of it as it
-    is: ``v.reshape(B * H, T, D)``, ``x[..., ::2]``. Its result holds the input's own numbers, which
+    """Whether ``step`` only rearranges (or casts) an input of the call, or picks a part of its last
+    axis as it is: ``v.reshape(B * H, T, D)``, ``x[..., ::2]``. Its result holds the input's own numbers, which
     the reference's trail (the steps it computes) never holds on their own, so "matches nothing"
     says nothing about such a step: what is computed from it tells whether that part was the one
     to take (GPT-J's ``rotate_every_two`` is wrong where it pairs the lanes, not where it slices)."""
-    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in PICKS
+    if step.parents or not step.inputs or step.free:
+        return False
+    f = func_name(step.func)
+    return f in LAYOUTS | CASTS or (f in PICKS and _FEATURE_PICK.search(step.code) is not None)
+
+
+# a part of the last axis: ``x[..., ::2]``, ``x.chunk(2, dim=-1)`` (how a helper splits a head's
+# features is told by how it pairs them later); rows or tokens picked (``cos[:T]``) are a choice
+_FEATURE_PICK = re.compile(r"\[\s*\.\.\.\s*,|\b(?:chunk|split|tensor_split|unbind)\([^)]*dim\s*=\s*-1\b")
 
 
 
