@@ -1648,8 +1648,8 @@ class _Search:
         ones a wrong mask changed; nor a step that holds what another of its inputs, not made from
         ``i``, holds: ``torch.where(valid, nll, 0)`` with a mask that keeps every entry passes
         ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there; nor a
-        test of the values, ``torch.isinf(m)``: a few true / false flags match some 0 / 1 entries of
-        the reference by chance)."""
+        test of the values, ``torch.isinf(m)``, that matches no test of the reference's: its true /
+        false flags match some 0 / 1 entries of a value of the reference by chance)."""
         later, todo = set(), list(self.children.get(i, []))
         while todo:
             j = todo.pop()
@@ -1658,7 +1658,8 @@ class _Search:
                 todo.extend(self.children.get(j, []))
         for j in later:
             m = self.matched[j]
-            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE or self.att[j].dtype == "bool":
+            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE or (
+                    self.att[j].dtype == "bool" and self.ref[m[0]].dtype != "bool"):
                 continue
             if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
                        for q in self.att[j].parents):
