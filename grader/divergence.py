@@ -1957,7 +1957,18 @@ def _short_output(s: _Search):
     """Every step has a counterpart, and an output holds an earlier stage of the reference's output
     of its name (or the right values in another dtype): see :meth:`_Trails.short`."""
     if s.raised_at is None and s.outputs is not None:
-        return s.trails.short(s.outputs)
+        found = s.trails.short(s.outputs)
+        if found is not None and found.reason == "short" and s.source:
+            # a value a loop builds (a running accumulator), returned a step short: the missing
+            # step comes after the loop, where it is returned
+            a = next((k for k, st in enumerate(s.att) if st.line == found.line and tuple(st.shape) == found.shape), None)
+            where = None if a is None else (tuple(s.att[a].stack or ()), s.trails.att_part[a])
+            runs = sum(1 for k, st in enumerate(s.att) if st.line == found.line
+                       and (tuple(st.stack or ()), s.trails.att_part[k]) == where and s.att[k].func == s.att[a].func)
+            back = _return_after(s.source, s.att[a]) if runs > 1 else None
+            if back is not None and back[0] > found.line:
+                found = dataclasses.replace(found, line=back[0], code=back[1])
+        return found
     return None
 
 
