@@ -50,10 +50,20 @@ LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 
 
 def _rearranged_input(step: Step) -> bool:
-    """Whether ``step`` only rearranges (or casts) an input of the call: ``v.reshape(B * H, T, D)``.
-    Its result holds the input's own numbers, which the reference's trail (the steps it computes)
-    never holds on their own, so "matches nothing" says nothing about such a step."""
-    return not step.parents and bool(step.inputs) and not step.free and func_name(step.func) in LAYOUTS | CASTS
+    """Whether ``step`` only rearranges (or casts) an input of the call, or picks a part of its last
+    axis as it is: ``v.reshape(B * H, T, D)``, ``x[..., ::2]``. Its result holds the input's own numbers, which
+    the reference's trail (the steps it computes) never holds on their own, so "matches nothing"
+    says nothing about such a step: what is computed from it tells whether that part was the one
+    to take (GPT-J's ``rotate_every_two`` is wrong where it pairs the lanes, not where it slices)."""
+    if step.parents or not step.inputs or step.free:
+        return False
+    f = func_name(step.func)
+    return f in LAYOUTS | CASTS or (f in PICKS and _FEATURE_PICK.search(step.code) is not None)
+
+
+# a part of the last axis: ``x[..., ::2]``, ``x.chunk(2, dim=-1)`` (how a helper splits a head's
+# features is told by how it pairs them later); rows or tokens picked (``cos[:T]``) are a choice
+_FEATURE_PICK = re.compile(r"\[\s*\.\.\.\s*,|\b(?:chunk|split|tensor_split|unbind)\([^)]*dim\s*=\s*-1\b")
 
 
 
@@ -426,6 +436,51 @@ class Matcher:
             self._slices[(i, n)] = parts, table
         return self._slices[(i, n)]
 
+    def covers(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """Reference steps that ``t`` holds as a run of one axis, in the reference's layout (axes of
+        size 1 aside): an attempt that takes more rows at once than the reference (FlashAttention
+        with the whole query length as one tile, the reference a block of queries at a time) holds
+        several of its blocks in one tensor. Constant tensors hold nothing."""
+        return self._asked("covers", t, dtype, lambda: self._covers(t, dtype))
+
+    def _covers(self, t: torch.Tensor, dtype: str) -> list[tuple[int, bool]]:
+        if t.dim() == 0 or t.numel() < 2 or t.flatten().unique().numel() < 3:  # (0 / 1 flags are in anything)
+            return []
+        mine = t.squeeze() if t.dim() > 1 else t
+        # per (axis, reference line and operation): the steps whose values a run of that axis holds, and which
+        # positions of the axis those runs cover
+        runs: dict[tuple[int, int], tuple[list[int], set[int]]] = {}
+        for i, (step, r) in enumerate(self.ref):
+            if r is None or r.numel() < 2 or r.numel() >= t.numel() or is_constant(r):
+                continue
+            found = None  # (axis, its run): r is t's shape with one axis shorter, axes of size 1 aside
+            for a in range(mine.dim()):
+                rest = mine.numel() // mine.shape[a]
+                if r.numel() % rest or not 0 < r.numel() // rest < mine.shape[a]:
+                    continue
+                shape = list(mine.shape)
+                shape[a] = r.numel() // rest
+                if [d for d in r.shape if d != 1] == [d for d in shape if d != 1]:
+                    found = a, r.reshape(shape)
+                    break
+            if found is None:
+                continue
+            (a, theirs), eps = found, self._eps(i, dtype)
+            n = theirs.shape[a]
+            for start in range(mine.shape[a] - n + 1):
+                if close(mine.narrow(a, start, n), theirs, eps):
+                    steps, covered = runs.setdefault((a, step.line, func_name(step.func)), ([], set()))
+                    steps.append((i, start))
+                    covered.update(range(start, start + n))
+                    break  # one block per step: a copy of one block along an axis computes nothing more
+        # the whole of t, block by block, from one operation of one line of the reference (its loop
+        # over query blocks): a tensor holding one block right and the rest otherwise (a cache
+        # joined to a new key not yet rotated) covers nothing
+        # ... in the reference's order (a cache joined after the new keys holds both, out of order)
+        return [(i, True) for (a, _, _), (steps, covered) in runs.items()
+                if len(covered) == mine.shape[a] and len(steps) > 1
+                and [s for _, s in steps] == sorted(s for _, s in steps) for i, _ in steps]
+
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.
         A step the reference makes in the same layout wins over a permuted one; among those, one
@@ -460,7 +515,8 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
     """The input of step ``i`` that holds reference values in a layout of its own ("layout") or a
     value the reference only has half-way through one of its lines ("incomplete"): the earliest
     such input made on another line than step ``i``; when those are all on step ``i``'s own line
-    (``k.transpose(-2, -1)`` inside ``q @ k.transpose(-2, -1)``), the same one level up."""
+    (``k.transpose(-2, -1)`` inside ``q @ k.transpose(-2, -1)``), the same one level up, where a
+    layout carried through the reference's own next step is followed up to where it was taken."""
 
     def suspect(p: int) -> str | None:
         m = matched[p]
@@ -484,7 +540,9 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
             return min(elsewhere)
         if not found:
             return None
-        level = [q for p, _ in found for q in attempt[p].parents if not carried(p, q)]
+        # (a layout carried from an input in that layout, B.T A.T for A B: where it was first taken)
+        level = [q for p, reason in found for q in attempt[p].parents
+                 if not carried(p, q) or reason == suspect(q) == "layout"]
     return None
 
 
@@ -651,6 +709,9 @@ class _Trails:
                     t, step.dtype, keep=lambda r: self.ref_part[r] == self.att_part[k] and self.lined_up(step, r))
                     if m not in found]
                 found = sorted(found + more, key=lambda m: (not m[1], _intermediate(reference, m[0])))
+            if not found and t is not None and func_name(step.func) not in PICKS | COPIES:
+                # several of the reference's blocks computed at once (not a copy: k.repeat holds k)
+                found = self.matcher.covers(t, step.dtype)
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
             same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
@@ -691,7 +752,49 @@ class _Trails:
     def wrong_free(self, p: int) -> bool:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
-        return self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
+        return (self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
+                and not self.relaid(p))
+
+    def relaid(self, p: int) -> bool:
+        """Attempt step ``p`` is a table made without the inputs whose numbers are all numbers of
+        one of the reference's tables, in a shape none of the reference's tables with those numbers
+        has: the cosines of the right angles laid out as ``[cos, cos]`` halves where the reference
+        keeps complex pairs. Its numbers are right, and whether their arrangement is right is told
+        by the step that pairs them with the data. Only a table made from steps that hold the
+        reference's own values (the angles): one made from a wrong one (slopes in reverse head
+        order, whose same numbers in the same count are a wrong table too) is wrong."""
+        step = self.att[p]
+        t = tensor_of(step)
+        if not step.free or t is None or step.dtype.endswith("bool") or not bool(torch.isfinite(t).all()):
+            return False
+
+        def right(q: int, depth: int) -> bool:  # holds the reference's values, or is made from such steps only
+            if self.own(q):
+                return True
+            parents = self.att[q].parents
+            return bool(parents) and self.att[q].free and depth < MAX_DEPTH and all(right(a, depth + 1) for a in parents)
+
+        if not step.parents or not all(right(a, 0) for a in step.parents):
+            return False
+        values = t.flatten().unique()
+        if values.numel() < 3:
+            return False
+        found = False
+        for s, r in self.matcher.ref:
+            if not s.free or r is None or s.dtype.endswith("bool"):
+                continue
+            theirs = r[torch.isfinite(r)].flatten().sort().values
+            if theirs.numel() == 0:
+                continue
+            at = torch.searchsorted(theirs, values).clamp(max=theirs.numel() - 1)
+            near = torch.minimum((theirs[at] - values).abs(), (theirs[(at - 1).clamp(min=0)] - values).abs())
+            if not bool((near <= ATOL + RTOL * values.abs()).all()):
+                continue
+            if tuple(r.shape) == tuple(t.shape) or (r.numel() == t.numel() and close(
+                    t.flatten().sort().values, r.flatten().nan_to_num(nan=1e30).sort().values)):
+                return False  # its own table's numbers in another order
+            found = True
+        return found
 
     def same_mask(self, p: int) -> bool:
         """Attempt step ``p`` is a mask that holds nothing wrong: a neutral start (all zeros, all
@@ -886,7 +989,7 @@ class _Trails:
         for p in step.parents:
             parent = self.att[p]
             if not self.cands[p] or self.wrong_free(p):
-                if parent.free and not _fill(parent):  # made without the inputs (a mask, a rotation table), wrong
+                if parent.free and not _fill(parent) and not self.relaid(p):  # made without the inputs (a mask, a rotation table), wrong
                     top = self.free_top(p)
                     q = self.counterpart(top)
                     if q is not None and depth < MAX_DEPTH:
@@ -1442,6 +1545,22 @@ def _function_at(source: str, line: int) -> str:
     return inner.name
 
 
+def _caller_of_return(s: _Search, step: Step) -> tuple[int, str] | None:
+    """The line of the file that called the helper whose ``return`` statement made ``step``
+    (followed up while that line is itself a helper's ``return``), with its code; None when the
+    step is not made on a return line of a function the file calls."""
+    lines = s.source.splitlines()
+    stack = list(step.stack or [step.line])
+    found = None
+    while len(stack) > 1 and 0 < stack[-1] <= len(lines) and lines[stack[-1] - 1].lstrip().startswith("return "):
+        stack.pop()
+        found = stack[-1]
+    if found is None:
+        return None
+    code = next((a.code for a in s.att if a.line == found), "") or lines[found - 1].strip()
+    return found, code
+
+
 def _return_after(source: str, step: Step) -> tuple[int, str] | None:
     """The first ``return`` of the function that ran ``step`` (its outermost frame in the file), at
     or after the line of that frame: (its line, its code as written on one line)."""
@@ -1528,7 +1647,9 @@ class _Search:
         count: any wrong input gives it; nor does a max or min, which keeps one entry and drops the
         ones a wrong mask changed; nor a step that holds what another of its inputs, not made from
         ``i``, holds: ``torch.where(valid, nll, 0)`` with a mask that keeps every entry passes
-        ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there)."""
+        ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there; nor a
+        test of the values, ``torch.isinf(m)``, that matches no test of the reference's: its true /
+        false flags match some 0 / 1 entries of a value of the reference by chance)."""
         later, todo = set(), list(self.children.get(i, []))
         while todo:
             j = todo.pop()
@@ -1537,7 +1658,8 @@ class _Search:
                 todo.extend(self.children.get(j, []))
         for j in later:
             m = self.matched[j]
-            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE:
+            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE or (
+                    self.att[j].dtype == "bool" and self.ref[m[0]].dtype != "bool"):
                 continue
             if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
                        for q in self.att[j].parents):
@@ -1604,6 +1726,10 @@ def _output_holds_another_value(s: _Search, h: _Here):
         # made by an earlier call and given back as it came in by the call that returns it (the
         # cache a decode step was given): that call's return statement
         line, code = _return_after(s.source, s.att[returning[-1]]) or (line, code)
+    else:
+        # made on a helper's return line (HF's repeat_kv): the helper does what it is asked, the
+        # call that takes its result for this output is where it goes wrong
+        line, code = _caller_of_return(s, step) or (line, code)
     return Found(line, code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
                  "short" if short else "output", name, name_shape(s.ref[r].shape, s.axes), s.ref[r].code)
 
@@ -1634,8 +1760,10 @@ def _not_the_story(s: _Search, h: _Here):
     output = i in s.wrong_outputs
     if step.free or s.matched[i] is not None or s.copied[i] or tensor_of(step) is None or (not output and s.recovers(i)):
         return NEXT_STEP
-    if not output and _rearranged_input(step):
-        return NEXT_STEP
+    if not output and _rearranged_input(step) and not (
+            func_name(step.func) not in LAYOUTS | CASTS
+            and any(s.att[c].dtype == "bool" or not s.att[c].shape for c in s.children.get(i, []))):
+        return NEXT_STEP  # (a part picked to be tested, `attention_mask[:, -1].all()`, is where a guard starts)
     if i not in s.children and i != len(s.att) - 1 and i not in s.output_steps:
         return NEXT_STEP
     return None
@@ -1690,7 +1818,54 @@ def _lined_up(s: _Search, h: _Here):
         factor = s.explainer.scaled(end) if end != h.i else None
         if factor is not None:
             return factor
+        unscaled = _unscaled_pick(s, h, explained)
+        if unscaled is not None:
+            return unscaled
     return explained
+
+
+def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
+    """An input taken as it came in (``q[:, :, i:j]``) said to stop short of the reference's line that
+    scales it (``q[:, :, i:j] * scale``): where the reference puts its scale is a convention (on q,
+    on the scores), so taking the input is no mistake. A later factor applied to what step ``i``
+    makes (``qk * qk_scale``) that leaves it a constant times a reference value: that number, where
+    it is set ("scalar"), or the factor's line; else, unless the input is taken under the name the
+    reference gives its scaled value (the reference's line, its scale left out: that line), the step
+    that uses the input without the scale ("input")."""
+    p = locate(explained, s.att, s.ref, s.matcher)
+    if p is None or p not in h.step.parents or s.matched[p] is None:
+        return None
+    pick = s.att[p]
+    if any(not s.att[q].free for q in pick.parents) or not pick.inputs or pick.free or func_name(pick.func) not in PICKS:
+        return None  # (indices made without the inputs, offs_m = arange(…), may pick it)
+    m = s.matched[p][0]
+    scaling = [q for q, r in enumerate(s.ref) if m in r.parents and r.line == s.ref[m].line and _scaling(r) is not None]
+    if not scaling:
+        return None
+    todo, seen = [h.i], set()
+    while todo:  # what is made from i, up to the first step that scales it by a number
+        j = todo.pop(0)
+        for c in s.children.get(j, []):
+            if c in seen or len(seen) > 40:
+                continue
+            seen.add(c)
+            factor = _scaling(s.att[c])
+            if factor is None:
+                if func_name(s.att[c].func) in LAYOUTS | CASTS | {"getitem"}:
+                    todo.append(c)
+                continue
+            found = s.explainer.scaled(c)
+            if found is None:
+                continue
+            number = s.att[c].scalars[0]
+            if number.name and number.origin is not None and number.origin != s.att[c].line and not number.size:
+                ratio = float(found.named)
+                return Found(number.origin, "", number.name, (), _number(number.value), "scalar", number.name,
+                             _number(number.value / ratio), _code(s.att[c].code))
+            return found
+    if s.trails.name_of(s.att, p) == s.trails.name_of(s.ref, m):
+        return None  # the reference's line written as it is (its q_blk) but for its scale: that line
+    return s.trails.found(h.i, "input", h.counterpart, s.ref[scaling[0]].code)
 
 
 def _layout(s: _Search, h: _Here):
@@ -1782,7 +1957,18 @@ def _short_output(s: _Search):
     """Every step has a counterpart, and an output holds an earlier stage of the reference's output
     of its name (or the right values in another dtype): see :meth:`_Trails.short`."""
     if s.raised_at is None and s.outputs is not None:
-        return s.trails.short(s.outputs)
+        found = s.trails.short(s.outputs)
+        if found is not None and found.reason == "short" and s.source:
+            # a value a loop builds (a running accumulator), returned a step short: the missing
+            # step comes after the loop, where it is returned
+            a = next((k for k, st in enumerate(s.att) if st.line == found.line and tuple(st.shape) == found.shape), None)
+            where = None if a is None else (tuple(s.att[a].stack or ()), s.trails.att_part[a])
+            runs = sum(1 for k, st in enumerate(s.att) if st.line == found.line
+                       and (tuple(st.stack or ()), s.trails.att_part[k]) == where and s.att[k].func == s.att[a].func)
+            back = _return_after(s.source, s.att[a]) if runs > 1 else None
+            if back is not None and back[0] > found.line:
+                found = dataclasses.replace(found, line=back[0], code=back[1])
+        return found
     return None
 
 

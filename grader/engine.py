@@ -159,10 +159,16 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         result = judged.result(compared=compared)
         if result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
+        elif _structure_line(result) is not None:
+            result = replace(result, divergence=_structure_line(result))
         elif _worth_tracing(result):
-            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, result.verdict, failing, protect)
+            started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, result.verdict, failing, protect,
+                                                          result.checks)
             tracing.append(started)
-            result = _one_scale(replace(result, divergence=started.divergence()))
+            found = started.divergence()
+            if result.verdict is Verdict.STRUCTURE and found is not None and found.reason != "output":
+                found = None  # right outputs: only an output that keeps another value says where
+            result = _one_scale(replace(result, divergence=found))
         if not result.passed and result.divergence is None and result.verdict is not Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result, "check"))  # a check about a layer
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
@@ -216,12 +222,28 @@ def _contract_line(source: str, result: Result, reason: str = "contract"):
     return None
 
 
+def _structure_line(result: Result):
+    """For a ``structure`` verdict, the line a failed structure check measured its figure on (the
+    projection that multiplied the whole prefix, the tensor of per-head keys), or None."""
+    from attnprep.grader import judge
+    from attnprep.grader.result import Divergence
+
+    if result.verdict is not Verdict.STRUCTURE:
+        return None
+    for check in result.checks:
+        params = check.message.params if check.passed is False and check.message is not None else {}
+        line, code = params.get("line"), params.get("code")
+        if check.id.startswith(judge.STRUCTURE) and isinstance(line, int) and line > 0 and isinstance(code, str):
+            return Divergence(line, code, "", (), "", "structure", ref_code=code)
+    return None
+
+
 _TRACED = (Verdict.WRONG_OUTPUT, Verdict.MASK_LEAK, Verdict.WRONG_SHAPE)  # failures of values or shapes
 
 
 def _worth_tracing(result: Result) -> bool:
     """A failure the attempt's own lines explain: wrong values or shapes, or an exception it raised."""
-    if result.verdict in _TRACED:
+    if result.verdict in _TRACED or result.verdict is Verdict.STRUCTURE:
         return True
     return result.verdict is Verdict.ERROR and result.error is not None and result.error.kind == "exception"
 
@@ -243,13 +265,14 @@ class _Tracing:
     Traced on a case that fails the way the verdict says (a wrong shape, else wrong values)."""
 
     def __init__(self, path: Path, exercise, kind, reply, timeout: float, verdict: Verdict, failing: _Failing,
-                 protect: tuple[str, ...] = ()):
+                 protect: tuple[str, ...] = (), checks=()):
         self.path, self.exercise, self.kind, self.reply, self.timeout = path, exercise, kind, reply, timeout
         self.child = None
         try:
             shape_first = verdict is Verdict.WRONG_SHAPE and failing.shape_failures
             failures = list(failing.shape_failures if shape_first else failing.failures)
-            self.where = _clearest(kind, failures) if failures else _wrong_dtype_in(kind, reply) or _raised_in(kind, reply)
+            self.where = (_clearest(kind, failures) if failures else _structure_case(kind, reply, verdict, checks)
+                          or _wrong_dtype_in(kind, reply) or _raised_in(kind, reply))
             ci, ni = self.where
             self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
             self.child = _start_trace(path, kind, ci, ni, timeout, protect)
@@ -286,6 +309,23 @@ def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
         return len(set(sizes)) - len(sizes)
 
     return max(failures, key=lambda f: (named(f), -failures.index(f)))
+
+
+def _structure_case(kind, reply, verdict: Verdict, checks=()) -> tuple[int, int] | None:
+    """(config, case index) of the case a failed structure check names (its ``case``), for a
+    ``structure`` verdict: the outputs are right, and what the attempt keeps or returns there is
+    not (a cache stored after repeat_kv). None otherwise."""
+    from attnprep.grader import judge
+
+    if verdict is not Verdict.STRUCTURE:
+        return None
+    names = [c.message.params.get("case") for c in checks if c.passed is False and c.message is not None
+             and c.id.startswith(judge.STRUCTURE)]
+    for c in reply.configs:
+        for i, case in enumerate(kind.cases(c.index)):
+            if case.name in names:
+                return c.index, i
+    return None
 
 
 def _wrong_dtype_in(kind, reply) -> tuple[int, int] | None:

@@ -636,6 +636,11 @@ class Judge:
             fills = variants.FILLS
         if len(matched) > 1:  # ties on the graded positions: the padded rows decide
             strict = [k for k in matched if any(reproduces(k, f, all_positions=True) for f in fills)]
+            if not strict and fills is variants.FILLS and self.kind.mask_fills:
+                # the padded rows made by masks with fills of their own, or added as biases
+                # (finfo.min + finfo.min is -inf where two additive masks meet)
+                strict = [k for k in matched if self._mistake(k).mask
+                          and any(reproduces(k, f, all_positions=True) for f in variants.MASK_FILLS)]
             if not strict:  # a mistake confined to some cases: the padded rows of those cases decide
                 failing = self._failing_of(configs)[0]
                 strict = [k for k in matched if any(reproduces(k, f, all_positions=True, only=failing) for f in fills)]

@@ -287,6 +287,13 @@ class Tracer(TorchFunctionMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
+        if name == "__get__" and isinstance(out, torch.Tensor) and len(self.steps) < MAX_STEPS:
+            # a tensor property of a traced tensor (``w.T``, ``w.data``): derived from it, no step of
+            # its own, so what is computed from it is not taken for a buffer made without the inputs
+            self._derive(args, out)
+        elif name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", "") == "data" and len(args) == 2:
+            # ``layer.weight.data = w``: the layer's weight holds w from here on (a merged layer's)
+            self._derive(args[1:], args[0], again=True)
         if name in _SKIP or len(self.steps) >= MAX_STEPS:
             return out
         try:
@@ -294,6 +301,15 @@ class Tracer(TorchFunctionMode):
         except Exception:  # recording must never change what the code computes
             pass
         return out
+
+    def _derive(self, args, out: torch.Tensor, again: bool = False) -> None:
+        try:
+            parents = [self.index[id(t)] for t in tensors_in(args) if id(t) in self.index]
+            if parents and (again or id(out) not in self.index):
+                self.index[id(out)] = max(parents)
+                self.keep.append(out)
+        except Exception:  # recording must never change what the code computes
+            pass
 
     def _frames(self) -> list:
         """The frames of the traced file on the stack, innermost first."""

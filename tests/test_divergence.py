@@ -182,7 +182,7 @@ def test_every_reason_reads_in_both_languages():
     from attnprep.grader.result import Divergence
 
     for reason in ("made", "role", "layout", "incomplete", "values", "short", "raised", "skipped", "scalar", "dtype",
-                   "input", "unused", "contract"):
+                   "input", "unused", "contract", "structure"):
         d = Divergence(12, "x = y", "x", (3, 4), "(B, T)", reason, "y", "(B, T)", "y = z")
         for lang in texts.LANGUAGES:
             words = texts.t(f"divergence.{reason}", lang, line=d.line, name=d.name, shape=d.shape, named=d.named,

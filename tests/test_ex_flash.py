@@ -308,12 +308,15 @@ def test_the_scale_variable_is_blamed_where_it_is_computed(tmp_path):
     assert d.name == "scale" and float(d.named) == pytest.approx(float(d.ref_named) ** 2, rel=1e-3)  # 1/D, 1/sqrt(D) (4 digits)
 
 
-def test_row_tiles_in_another_layout_claim_no_line(tmp_path):
-    """All L query rows against (L, block) key tiles: no step but the slices has a counterpart in the
-    reference's (block, block) tiles, so no line is claimed (the named mistake still is)."""
+def test_row_tiles_line_up_block_by_block_and_the_missing_division_is_the_return(tmp_path):
+    """All L query rows against (L, block) key tiles: each tile holds the reference's (block, block)
+    tiles of those rows, in order, so the steps line up; the accumulator the loop builds is returned
+    one step short, and the missing division is the return line, after the loop."""
     path = _variant(tmp_path, "ok_row_tiles_einsum.py", "return out / running_sum", "return out")
     result = grade(path)
-    assert [d.id for d in result.diagnoses] == ["flash_final_division_missing"] and result.divergence is None
+    assert [d.id for d in result.diagnoses] == ["flash_final_division_missing"]
+    d = result.divergence
+    assert d is not None and d.line == _line_of(path, "return out") and d.reason == "short", d
 
 
 def test_a_line_that_raises_before_any_step_is_named(tmp_path):

@@ -382,7 +382,8 @@ def test_no_grandchild_outlives_a_run_however_it_ends(tmp_path, ending, failure)
     pids = _pids(pidfile)
     assert len(pids) == 2
     assert [pid for pid in pids if _exists(pid)] == []
-    assert took < (6 if ending == "timeout" else 3), took
+    # an endless loop the machine starves of CPU is given up to STARVED_WALL times its time
+    assert took < (3 * sandbox.STARVED_WALL + 3 if ending == "timeout" else 3), took
 
 
 @needs_linux
@@ -726,3 +727,21 @@ def test_cli_the_attempt_cannot_write_the_history(tmp_path, attnprep_home):
                            env=dict(os.environ), timeout=120)
     mha = next(e for e in json.loads(stats.stdout)["exercises"] if e["exercise"] == "mha")
     assert mha["attempts"] == 2 and mha["passes"] == 2, "both checks are in the history"
+
+
+def test_a_child_starved_of_cpu_gets_the_rest_of_its_time_and_a_waiting_one_does_not():
+    """A busy machine must not turn a slow but finite attempt into a timeout: a runnable child that
+    has used less CPU than its time is given more, up to STARVED_WALL times its time on the wall
+    clock; a sleeping one (a hang) or one that had its time (an endless loop) is not."""
+    me = os.getpid()  # running Python: state R, with little CPU used against a long time
+    assert sandbox._starved(me, timeout=1e6, elapsed=1.0) > 0
+    assert sandbox._starved(me, timeout=1e6, elapsed=sandbox.STARVED_WALL * 1e6) == 0  # its wall-clock cap
+    assert sandbox._starved(me, timeout=1e-3, elapsed=1.0) == 0  # it had its time of CPU
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(1.0)  # started and asleep
+        assert sandbox._starved(sleeper.pid, timeout=1e6, elapsed=1.0) == 0
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert sandbox._starved(sleeper.pid, timeout=1e6, elapsed=1.0) == 0  # gone: nothing to give

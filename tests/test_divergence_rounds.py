@@ -1,0 +1,31 @@
+"""Issue 24's fourth held-out round, kept in the corpus: its failing attempts are pointed within one
+line of the annotated bug (benchmarks/heldout_24_round4.txt lists them; lines.py --round measures the
+same), and a structure failure says where too."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+try:
+    from corpus_names import header, round_of
+    from lines import bug_lines
+finally:
+    sys.path.remove(str(ROOT / "benchmarks"))
+
+ROUND = ROOT / "benchmarks" / "heldout_24_round4.txt"
+ANNOTATED = [p for group in round_of(ROUND).values() for p in group if bug_lines(p)]
+
+
+@pytest.mark.parametrize("path", ANNOTATED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_round_four_attempt_is_pointed_within_one_line_of_its_bug(path, graded):
+    result = graded(path)
+    expect, _ = header(path)
+    assert result.verdict.value == expect
+    d = result.divergence
+    assert d is not None, result.verdict
+    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
