@@ -256,8 +256,9 @@ def _line_of(path: Path, text: str) -> int:
     ("flash_causal_block_skipped.py", "if is_causal and j >= i:", "guarded"),
     # m = m_new before alpha = exp(m - m_new): the line that made m and m_new one tensor
     ("flash_max_updated_before_rescale.py", "m = m_new", "twice"),
-    # acc appended without acc / l: l is made and never used, where the reference goes on with acc / l
-    ("flash_final_division_missing.py", "l = alpha * l + p.sum(", "unused"),
+    # acc appended without acc / l: every step matches, the output stops short of the reference's
+    # acc / l; the return right after the append (the bug's line is the append, one above)
+    ("flash_final_division_missing.py", "return torch.cat(out, dim=2)", "short"),
     # the running max started at 0: its starting line and value
     ("flash_max_init_zero.py", "m = torch.zeros", "start"),
     # 1 / D for 1 / sqrt(D), applied to the scores: the scores' line and the factor
