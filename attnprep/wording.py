@@ -97,7 +97,7 @@ def divergence_text(d) -> str:
     """One line: where the attempt first goes wrong and what the reference has there."""
     reason = "reordered" if d.reason == "layout" and d.named == d.ref_named else d.reason
     text = texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
-                   shape=d.shape, named=d.named, ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+                   shape=d.shape, named=d.named, ref_name=texts.say(d.ref_name), ref_named=d.ref_named, ref_code=d.ref_code)
     if reason in ("scaled", "scalar") and getattr(d, "case", ""):  # a factor holds for the sizes it was seen at
         text = texts.t("divergence.on_case", text=text, case=texts.say(d.case), config=d.config)
     part = getattr(d, "part", "")

@@ -435,7 +435,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
     part = kind.names(ci).get(found.part, found.part) if found.part else found.part  # the call, said in the language
-    return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, found.ref_name,
+    outputs = {str(n): n for n in kind.expected_shapes(ci, case)}  # an output of a script's call, said in the language too
+    ref_name = outputs.get(found.ref_name, found.ref_name)
+    return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, ref_name,
                       found.ref_named, found.ref_code, part, case.name, config)
 
 
