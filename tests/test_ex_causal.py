@@ -3,6 +3,8 @@ its mistakes as edits of the reference, and the reference checked in float64 aga
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -102,3 +104,13 @@ def test_reference_runs_on_meta_device():
     q = torch.empty(2, 3, 5, 4, device="meta")
     out = causal_attention(q, q, q, attention_mask=torch.ones(2, 5, dtype=torch.bool, device="meta"))
     assert out.device.type == "meta" and out.shape == (2, 3, 5, 4)
+
+
+def test_a_tie_is_decided_by_the_rows_of_the_cases_it_shows_in(graded):
+    """Padding ignored only when it is on the left, in a causal exercise: on the graded rows that is
+    also what a mask on the query rows computes; the padded rows of the left-padded cases (where it
+    shows) tell them apart, and only the one that reproduces them is named, with those cases."""
+    result = graded(Path(__file__).parent / "corpus" / "causal" / "left_padding_dropped_when_all_real_first.py")
+    assert [d.id for d in result.diagnoses] == ["padding_mask_ignored"]
+    group = next(e for e in result.diagnoses[0].evidence if e.key == "evidence.case_group")
+    assert "left-padded" in group.params["cases"] and "right" not in group.params["cases"]

@@ -339,3 +339,10 @@ def test_what_a_kind_cannot_observe_is_not_shown(graded):
 # tests/test_report.py: words of this exercise's own that a shared mistake's fix may use here and in no
 # exercise that does not declare them, and fixes that must use them.
 FIX_WORDS = ("qk_nope_head_dim", "nope + rope", "self.wo")
+
+
+def test_mla_decode_eps_convention_shows_in_the_small_inputs_only(graded):
+    result = graded(CORPUS / "eps_1e5_convention.py")
+    assert [d.id for d in result.diagnoses] == ["norm_eps_convention"]
+    group = next(e for e in result.diagnoses[0].evidence if e.key == "evidence.case_group")
+    assert group.params["cases"].startswith("small inputs")

@@ -416,3 +416,16 @@ def test_an_eps_mistake_composes_with_a_mistake_of_the_computation(pair):
     assert apart, pair
 
 
+# --- issue 24: each object named from its own outputs ------------------------------------------
+
+
+CORPUS_NORMS = Path(__file__).parent / "corpus" / "norms"
+
+
+def test_each_object_is_named_from_its_own_outputs(graded):
+    result = graded(CORPUS_NORMS / "rms_no_upcast_ln_unbiased.py")
+    shown = {d.id: d.evidence[0] for d in result.diagnoses}
+    assert set(shown) == {"norm_no_upcast", "norm_unbiased_variance"}
+    assert all(e.key == "evidence.object_apart" for e in shown.values())
+    assert shown["norm_no_upcast"].params["output"] == "RMSNorm"
+    assert shown["norm_unbiased_variance"].params["output"] == "LayerNorm"

@@ -353,3 +353,16 @@ def test_two_edits_compose(pair):
                 else:
                     new |= all(not same(case, both[name], a[n][name]) for a in alone)
     assert apart or new, pair
+
+
+def test_two_knobs_are_both_made():
+    """The variants take two knobs at once: the pair differs from each of its knobs alone on some
+    case (neither is dropped)."""
+    from attnprep.grader.kinds import kind_for
+
+    pair = ("rope_exponent_arange_half", "rope_emb_repeat_interleave")
+    kind = kind_for(EX, 0)
+    cases = kind.cases(0)
+    both = variant_outputs(kind, 0, pair)
+    for alone in (variant_outputs(kind, 0, k) for k in pair):
+        assert any(not same(c, b[n], a[n]) for c, b, a in zip(cases, both, alone) for n in b), pair

@@ -269,3 +269,16 @@ def test_two_edits_compose(pair):
                 for k in pair:
                     apart[k] |= not same(case, both[name], alone[k][n][name])
     assert all(apart.values()), (pair, apart)
+
+
+def test_two_knobs_are_both_made():
+    """The variants take two knobs at once: the pair differs from each of its knobs alone on some
+    case (neither is dropped)."""
+    from attnprep.grader.kinds import kind_for
+
+    pair = ("bool_mask_inverted", "scale_argument_ignored")
+    kind = kind_for(EX, 0)
+    cases = kind.cases(0)
+    both = variant_outputs(kind, 0, pair)
+    for alone in (variant_outputs(kind, 0, k) for k in pair):
+        assert any(not same(c, b[n], a[n]) for c, b, a in zip(cases, both, alone) for n in b), pair

@@ -5,13 +5,16 @@ nothing outside the test suite turns it on."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from attnprep import exercises
 from attnprep.grader import grade, outputs
+from per_exercise import exercises_of, first_failing
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -22,9 +25,25 @@ def _without_time(result) -> str:
 
 
 # failing attempts of kinds that search variants differently (an edited module with a fill per mask,
-# a script of cached calls made as it is read, a blocked loop), and one that passes
-ATTEMPTS = [("mla", "causal_inverted.py"), ("kv_cache", "attn_times_k.py"), ("flash", "causal_ignored_diagonal_block.py"),
-            ("sdpa", "bool_mask_ignored.py"), ("mha", "ok_einsum_own_names.py")]
+# a script of cached calls made as it is read, a blocked loop, functions with a fill per call): the
+# first exercise of each kind and its first failing corpus attempt; and a passing one
+KINDS = ("attention_module", "cached_module", "blocked_attention", "sdpa_functions")
+FIRST = [exercises_of(kind)[0].id for kind in KINDS]
+
+
+def _a_mask_mistake(exercise_id: str) -> str:
+    """The exercise's first corpus attempt whose header names one mask mistake (the judge also tries
+    its fills per mask), else its first failing one."""
+    ex = exercises.get(exercise_id)
+    for path in sorted((CORPUS / exercise_id).glob("*.py")):
+        said = re.search(r"^# diagnosis: (\w+)\s*$", path.read_text(encoding="utf-8"), re.M)
+        if said and said.group(1) in {m.id for m in ex.mistakes} and ex.mistake(said.group(1)).mask:
+            return path.name
+    return first_failing(exercise_id)
+
+
+ATTEMPTS = [(ex_id, _a_mask_mistake(ex_id)) for ex_id in FIRST] + [
+    (FIRST[0], sorted(p.name for p in (CORPUS / FIRST[0]).glob("ok_*.py"))[0])]
 
 
 @pytest.mark.parametrize("folder, name", ATTEMPTS, ids=lambda v: str(v).removesuffix(".py"))
