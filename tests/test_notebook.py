@@ -159,7 +159,7 @@ def test_a_hung_cell_times_out_and_the_kernel_lives_on(executed):
     assert "timeout" in text.splitlines()[0] and "after 2 s" in text
     assert "verdict='timeout'" in value(cells["hangs"])
     # the same kernel process runs the next cell, and no graded cell was run in it
-    assert [o.text for o in outputs(cells["alive"], "stream")] == ["True False\n"]
+    assert "".join(o.text for o in outputs(cells["alive"], "stream")) == "True False\n"  # a print may come in several stream messages
 
 
 def test_check_grades_what_the_notebook_defined_in_a_child(executed):
@@ -169,12 +169,12 @@ def test_check_grades_what_the_notebook_defined_in_a_child(executed):
     assert value(cells["check_defined"]) == "Checked(exercise='mha', verdict='passed', passed=True, mistakes=())"
     # built in the grading child only: the kernel's environment never saw the class's constructor
     # run; and the kernel has its two threads back
-    assert [o.text for o in outputs(cells["after"], "stream")] == [f"True passed In [{NUMBER['define']}] None 2\n"]
+    assert "".join(o.text for o in outputs(cells["after"], "stream")) == f"True passed In [{NUMBER['define']}] None 2\n"  # a print may come in several stream messages
 
 
 def test_new_says_the_stub_is_in_the_next_cell(executed):
     cells, _ = executed
-    assert [o.text for o in outputs(cells["new"], "stream")] == [texts.t("notebook.new_next", "en", id="mha") + "\n"]
+    assert "".join(o.text for o in outputs(cells["new"], "stream")) == texts.t("notebook.new_next", "en", id="mha") + "\n"  # a print may come in several stream messages
 
 
 def test_bad_input_is_one_line_on_stderr(executed):
