@@ -394,21 +394,23 @@ class AttentionModule(Kind):
         masks filled with ``fill`` (one fill, or a variants.MaskFills: a fill per mask); compiled and
         built when first called (two knobs whose edits clash raise there, which names nothing)."""
         knobs = knobs_of(knob)
+        return lambda case: {"out": first(self.call(self._edited_module(ci, zero_bias, knobs, fill), case))}
+
+    def _edited_module(self, ci: int, zero_bias, knobs: tuple[str, ...], fill) -> torch.nn.Module:
+        """The module of the reference with the edits of ``knobs`` and ``fill`` (a number, or a
+        variants.MaskFills where the reference declares its fill sites), built for config ``ci``:
+        compiled and built once per knob set, fill, config and zero biases."""
         per_mask = isinstance(fill, variants.MaskFills) and bool(self.edited.sites)
         fill = fill if per_mask else float(fill)
         fills = (fill.order, *(getattr(fill, site) for site in self.edited.sites)) if per_mask else fill_text(fill)
         key = (knobs, fills, ci, frozenset(zero_bias))
-
-        def module():
-            if key not in self._variants:
-                if per_mask:
-                    namespace = self.edited.mask_filled(knobs, fill)
-                else:
-                    namespace = self.edited.namespace(knobs, fill)
-                self._variants[key] = self._variant_module(ci, zero_bias, namespace[self.object])
-            return self._variants[key]
-
-        return lambda case: {"out": first(self.call(module(), case))}
+        if key not in self._variants:
+            if per_mask:
+                namespace = self.edited.mask_filled(knobs, fill)
+            else:
+                namespace = self.edited.namespace(knobs, fill)
+            self._variants[key] = self._variant_module(ci, zero_bias, namespace[self.object])
+        return self._variants[key]
 
     def _variant_module(self, ci: int, zero_bias, cls) -> torch.nn.Module:
         """``cls``, a variant of the reference's class, built for config ``ci`` with the seeded weights.

@@ -60,7 +60,7 @@ from attnprep.grader import weights as W
 from attnprep.grader.cached_prefill import PREFILLS
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.cases import alone as sample_alone
-from attnprep.grader.edits import fill_text, knobs_of
+from attnprep.grader.edits import knobs_of
 from attnprep.grader.kinds.attention_module import AttentionGrading, AttentionModule
 from attnprep.grader.kinds.base import Built, first, name_mistakes
 from attnprep.grader.result import Check, Diagnosis, Name, msg
@@ -547,18 +547,11 @@ class CachedModule(AttentionModule):
         is compiled and built when first read (edits that clash raise there, which names nothing),
         once per knob set, fill and config."""
         knobs = knobs_of(knob)
-        key = (knobs, fill_text(float(fill)), ci, frozenset(zero_bias))
         entries = len(self.specs)
-
-        def module():
-            if key not in self._variants:
-                namespace = self.edited.namespace(knobs, float(fill))
-                self._variants[key] = self._variant_module(ci, zero_bias, namespace[self.object])
-            return self._variants[key]
 
         def run(case: Case) -> ScriptOutputs:
             def calls():
-                step = module()
+                step = self._edited_module(ci, zero_bias, knobs, fill)
                 given: dict[str, Any] = {}
                 current: dict[str, Any] = {}
                 for call in case.inputs["calls"]:
