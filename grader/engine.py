@@ -159,8 +159,8 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
         result = judged.result(compared=compared)
         if result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
-        elif _structure_line(result) is not None:
-            result = replace(result, divergence=_structure_line(result))
+        elif (measured := _structure_line(result)) is not None:
+            result = replace(result, divergence=measured)
         elif _worth_tracing(result):
             started = tracing[0] if tracing else _Tracing(path, exercise, kind, reply, timeout, result.verdict, failing, protect,
                                                           result.checks)
