@@ -8,6 +8,7 @@ the headline then follows the named mistake's category when one is named.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -54,18 +55,6 @@ class Compared:
     case: Case
     config: int
     diff: OutputDiff
-
-
-class _Lazy:
-    """``make()``, called the first time this is called, then kept."""
-
-    def __init__(self, make: Callable[[], object]):
-        self._make, self._made = make, None
-
-    def __call__(self):
-        if self._make is not None:
-            self._made, self._make = self._make(), None
-        return self._made
 
 
 def close(got: torch.Tensor, want: torch.Tensor, where: torch.Tensor, equal_nan: bool = False,
@@ -259,7 +248,7 @@ class Judge:
         for data in configs:
             ci = data.index
             zero_bias = frozenset(data.zero_bias)
-            reference = _Lazy(lambda: kind.reference(ci, zero_bias))  # built only if an output is not kept
+            reference = functools.cache(lambda: kind.reference(ci, zero_bias))  # built only if an output is not kept
             outputs: dict[str, dict[str, torch.Tensor]] = {}
             for case in self.cases(ci):
                 got_all = self._case_outputs(data, case, seen)
