@@ -327,13 +327,12 @@ def _starved(pid: int, timeout: float, elapsed: float) -> float:
     slow but finite attempt is given its time as CPU time, up to STARVED_WALL times it on the wall
     clock. 0 when it had its time (an endless loop), waits (a sleep, a lock), or Linux's /proc does
     not say."""
+    fields = _stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
         state, cpu = fields[0], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError):
         return 0.0
-    if state != "R" or cpu >= 0.9 * timeout or elapsed >= STARVED_WALL * timeout:
+    if state != b"R" or cpu >= 0.9 * timeout or elapsed >= STARVED_WALL * timeout:
         return 0.0
     return min(max(timeout - cpu, 0.5), STARVED_WALL * timeout - elapsed)
 
@@ -567,17 +566,25 @@ def _widen(fd: int) -> None:
         pass
 
 
-def _stat(pid: int | str) -> tuple[int, int, bytes, int] | None:
-    """(parent pid, session id, state, start time in clock ticks) from /proc/<pid>/stat."""
+def _stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after the command's name (the state first), or None."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
         try:
             raw = os.read(fd, 4096)
         finally:
             os.close(fd)
-        fields = raw[raw.rindex(b")") + 2 :].split()
-        return int(fields[1]), int(fields[3]), fields[0], int(fields[19])
-    except (OSError, ValueError, IndexError):
+        return raw[raw.rindex(b")") + 2 :].split()
+    except (OSError, ValueError):
+        return None
+
+
+def _stat(pid: int | str) -> tuple[int, int, bytes, int] | None:
+    """(parent pid, session id, state, start time in clock ticks) from /proc/<pid>/stat."""
+    fields = _stat_fields(pid)
+    try:
+        return None if fields is None else (int(fields[1]), int(fields[3]), fields[0], int(fields[19]))
+    except (ValueError, IndexError):
         return None
 
 
