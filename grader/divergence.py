@@ -34,8 +34,8 @@ import re
 import torch
 
 from attnprep.grader.explain import Explainer
-from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, func_name, is_constant,
-                                   name_shape, names_of, tensor_of)
+from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
+                                   is_constant, name_shape, names_of, tensor_of)
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import Scalar, Step
 
@@ -467,12 +467,11 @@ class Matcher:
                 continue
             (a, theirs), eps = found, self._eps(i, dtype)
             n = theirs.shape[a]
-            for start in range(mine.shape[a] - n + 1):
-                if close(mine.narrow(a, start, n), theirs, eps):
-                    steps, covered = runs.setdefault((a, step.line, func_name(step.func)), ([], set()))
-                    steps.append((i, start))
-                    covered.update(range(start, start + n))
-                    break  # one block per step: a copy of one block along an axis computes nothing more
+            start = first_close_window(mine, a, theirs, eps)
+            if start is not None:  # one block per step: a copy of one block along an axis computes nothing more
+                steps, covered = runs.setdefault((a, step.line, func_name(step.func)), ([], set()))
+                steps.append((i, start))
+                covered.update(range(start, start + n))
         # the whole of t, block by block, from one operation of one line of the reference (its loop
         # over query blocks): a tensor holding one block right and the rest otherwise (a cache
         # joined to a new key not yet rotated) covers nothing

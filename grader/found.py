@@ -94,6 +94,37 @@ def close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
+def first_close_window(t: torch.Tensor, axis: int, part: torch.Tensor, eps: float = 0.0) -> int | None:
+    """The first ``start`` where ``t.narrow(axis, start, n)`` is :func:`close` to ``part`` (``n`` its
+    size along ``axis``, every other axis the same as ``t``'s), or None: every window compared at
+    once, a few million elements at a time (a long input has hundreds of windows; comparing them one
+    at a time took minutes on flash's long cases)."""
+    n = part.shape[axis]
+    windows = t.shape[axis] - n + 1
+    if windows < 1:
+        return None
+    finite = part[torch.isfinite(part)]
+    scale = min(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+    rtol, atol = max(RTOL * 10, 4 * eps), max(ATOL * 10 * scale, 4 * eps * scale)
+    # a window must hold the first line along the axis (every other index 0): the few that do are compared whole
+    corner = (0,) * axis + (slice(None),) + (0,) * (t.dim() - axis - 1)
+    line = torch.isclose(t[corner].unfold(0, n, 1), part[corner], rtol=rtol, atol=atol, equal_nan=True).all(dim=1)
+    starts = line.nonzero().flatten().tolist()
+    if len(starts) <= 8:
+        return next((s for s in starts if bool(torch.isclose(t.narrow(axis, s, n), part, rtol=rtol, atol=atol,
+                                                                 equal_nan=True).all())), None)
+    want = part.movedim(axis, -1).unsqueeze(axis)  # (…, 1, …, n): the window axis broadcast
+    chunk = max(1, 4_000_000 // max(1, part.numel()))
+    for first in range(0, windows, chunk):
+        count = min(chunk, windows - first)
+        got = t.narrow(axis, first, count + n - 1).unfold(axis, n, 1)  # (…, count, …, n)
+        same = torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        hits = same.movedim(axis, 0).reshape(count, -1).all(dim=1).nonzero()
+        if hits.numel():
+            return first + int(hits[0])
+    return None
+
+
 def assigned(code: str) -> str:
     """The variable a line assigns: ``q = self.q_proj(x)`` -> ``q``; ``q, k, v = …`` -> ``q, k, v``."""
     m = re.match(r"^\s*([A-Za-z_][\w, ]*?)\s*(?:[+\-*/@]?=)(?!=)", code)

@@ -238,3 +238,29 @@ def test_the_first_wrong_step_is_found_by_named_rules_and_explain_does_not_impor
     from_grader = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "attnprep.grader"
                    for a in n.names]
     assert "divergence" not in from_grader
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_window_search_finds_the_first_close_window_as_one_comparison_each_would(seed):
+    """found.first_close_window, all windows at once, is the loop of found.close over each start."""
+    from attnprep.grader.found import close, first_close_window
+
+    g = torch.Generator().manual_seed(seed)
+    dims = int(torch.randint(1, 4, (1,), generator=g))
+    shape = [int(s) for s in torch.randint(1, 7, (dims,), generator=g)]
+    axis = int(torch.randint(0, dims, (1,), generator=g))
+    shape[axis] += 3
+    t = torch.randn(shape, generator=g).round(decimals=1)  # repeated values: several windows may match
+    if seed % 5 == 0:
+        t[(0,) * dims] = float("nan")
+    n = int(torch.randint(1, shape[axis] + 1, (1,), generator=g))
+    start = int(torch.randint(0, shape[axis] - n + 1, (1,), generator=g))
+    part = t.narrow(axis, start, n).clone()
+    if seed % 3 == 0:
+        part = part + 1e-3 * torch.randn(part.shape, generator=g)  # near, not equal: the tolerance decides
+    if seed % 4 == 0:
+        part = part.round()  # often matches nowhere
+    eps = 1e-3 if seed % 7 == 0 else 0.0
+    loop = next((s for s in range(shape[axis] - n + 1) if close(t.narrow(axis, s, n), part, eps)), None)
+    assert first_close_window(t, axis, part, eps) == loop
+    assert loop is not None or seed % 4 == 0 or seed % 3 == 0
