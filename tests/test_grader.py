@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attnprep import exercises, texts
-from attnprep.grader import grade
+from attnprep.grader import engine, grade
 from attnprep.grader.result import Verdict
 from per_exercise import PURPOSES, examples, rows
 
@@ -81,7 +81,13 @@ def test_corpus_attempt(path, graded):
         assert result.diagnoses or result.divergence is not None, result.checks
     if result.divergence is not None:  # the line is the attempt's own, as it reads
         lines = path.read_text(encoding="utf-8").splitlines()
-        assert lines[result.divergence.line - 1].strip() == result.divergence.code
+        line, code = result.divergence.line, result.divergence.code
+        first, statement = engine._statements(path).get(line, (line, None))
+        if statement is None:
+            assert lines[line - 1].strip() == code
+        else:  # a statement written over several lines: its first line, the statement on one line
+            bare = lambda text: "".join(text.split("#")[0].split())  # noqa: E731
+            assert first == line and code == statement[:200] and bare(code).startswith(bare(lines[line - 1]))
 
 
 def test_a_cached_grade_is_a_fresh_grade(graded):
