@@ -246,9 +246,12 @@ class DeviceTracker(TorchFunctionMode):
         self.attempt_file = attempt_file
         self.origin: dict[int, tuple[int, str] | None] = {}  # CPU-only tensor -> where the attempt made it
         self.problem: dict | None = None  # the first mix: func, where_line/code, origin_line/code
+        self.depth = 0  # > 0 while a torch call seen here runs
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.OpOverload):
+            return self._aten(func, args, kwargs)
         name = getattr(func, "__name__", "")
         tensors = tensors_in((args, kwargs))
         on_device = [t for t in tensors if id(t) in self.on_device]
@@ -258,7 +261,11 @@ class DeviceTracker(TorchFunctionMode):
             where = self._where()
             self.problem = {"func": name, "where_line": where[0] if where else 0, "where_code": where[1] if where else "",
                             "origin_line": origin[0] if origin else 0, "origin_code": origin[1] if origin else ""}
-        out = func(*args, **kwargs)
+        self.depth += 1
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.depth -= 1
         if name == "__get__" and isinstance(out, torch.device) and on_device:  # x.device, weight.device
             self.devices.add(id(out))
             self.keep.append(out)
@@ -276,6 +283,22 @@ class DeviceTracker(TorchFunctionMode):
             where = self._where()
             for t in tensors_in(out):
                 self.origin.setdefault(id(t), self.origin.get(id(stray[0]), where) if stray else where)
+                self.keep.append(t)
+        return out
+
+    def _aten(self, func, args, kwargs):
+        """An aten op, as a dispatch mode re-dispatches it. Inside a torch call seen above it is
+        that call again (its caller decides). Alone it ran where no Python torch call is seen: a
+        TorchScript function (torch.jit.script), whose reads of ``x.device`` are not seen either,
+        so a tensor it creates gets the benefit of the doubt: it is on the device, and no mix is
+        reported there (a wrong name is worse than none)."""
+        out = func(*args, **kwargs)
+        if self.depth:
+            return out
+        tensors = tensors_in((args, kwargs))
+        if not tensors or any(id(t) in self.on_device for t in tensors):
+            for t in tensors_in(out):
+                self.on_device.add(id(t))
                 self.keep.append(t)
         return out
 
