@@ -181,6 +181,8 @@ class Observer(TorchFunctionMode):
         return isinstance(t, torch.Tensor) and t.dim() >= 2 and tuple(t.shape[-2:]) == (self.seq_q, self.seq_k)
 
     def _record(self, func, args, kwargs, out) -> None:
+        if isinstance(out, torch.Tensor) and torch._C._functorch.is_functorch_wrapped_tensor(out):
+            return  # inside torch.func.vmap / grad: a per-sample view that must not leave the transform
         obs = self.obs
         if func in _SOFTMAX:
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -227,6 +229,12 @@ _NO_MIX = {"__getitem__", "__setitem__", "to", "type_as", "copy_", "__get__", "_
 _MOVES = {"to", "cuda", "type_as", "new_tensor", "new_ones", "new_zeros", "new_empty", "new_full"}
 
 
+def _wrapped(t: torch.Tensor) -> bool:
+    """A tensor of a torch.func transform (vmap's per-sample view): made from the tensors the
+    transform was given, by unwrapping this mode does not see, so its placement is theirs."""
+    return torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+
 class DeviceTracker(TorchFunctionMode):
     """Emulate a second device on the CPU: which tensors would live on the input's device?
 
@@ -254,8 +262,8 @@ class DeviceTracker(TorchFunctionMode):
             return self._aten(func, args, kwargs)
         name = getattr(func, "__name__", "")
         tensors = tensors_in((args, kwargs))
-        on_device = [t for t in tensors if id(t) in self.on_device]
-        stray = [t for t in tensors if id(t) not in self.on_device and t.dim() > 0]
+        on_device = [t for t in tensors if id(t) in self.on_device or _wrapped(t)]
+        stray = [t for t in tensors if id(t) not in self.on_device and not _wrapped(t) and t.dim() > 0]
         if on_device and stray and name not in _NO_MIX and self.problem is None:
             origin = next((self.origin[id(t)] for t in stray if self.origin.get(id(t))), None)
             where = self._where()
