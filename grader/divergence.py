@@ -44,6 +44,7 @@ LATE = {"add", "sub", "add_", "sub_", "mul", "mul_", "where", "masked_fill", "ma
 DATA = {"tensor", "as_tensor", "asarray", "from_numpy"}  # a tensor of numbers the file computed in Python
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
+LOG2E = 1 / math.log(2)  # exp(x) = exp2(x · log2(e))
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 
 
@@ -59,6 +60,28 @@ def _rearranged_input(step: Step) -> bool:
         return False
     f = func_name(step.func)
     return f in LAYOUTS | CASTS or (f in PICKS and _FEATURE_PICK.search(step.code) is not None)
+
+
+def _log2e(ratio) -> bool:
+    """Whether ``ratio`` (a number, or its text) is log2(e) or its inverse."""
+    try:
+        r = float(ratio)
+    except (TypeError, ValueError):
+        return False
+    return any(math.isclose(r, x, rel_tol=5e-4) for x in (LOG2E, 1 / LOG2E))  # (said to 4 digits)
+
+
+def _rearranged_chain(steps: list[Step], i: int, depth: int = 0) -> bool:
+    """Whether step ``i`` only rearranges (or casts) what rearrangements of the call's inputs made:
+    Megatron's ``q.permute(2, 0, 1, 3).reshape(sq, b * np, hn).transpose(0, 1)``, heads folded into
+    the batch in two or three lines. Its numbers are still an input's own (see
+    :func:`_rearranged_input`)."""
+    step = steps[i]
+    if step.free or func_name(step.func) not in LAYOUTS | CASTS or depth > 8:
+        return False
+    if not step.parents:
+        return bool(step.inputs)
+    return all(_rearranged_input(steps[p]) or _rearranged_chain(steps, p, depth + 1) for p in step.parents)
 
 
 # a part of the last axis: ``x[..., ::2]``, ``x.chunk(2, dim=-1)`` (how a helper splits a head's
@@ -1255,6 +1278,13 @@ class _Trails:
             q = self.att[q].parents[0]
         return func_name(self.att[q].func) not in DATA
 
+    def _base2(self) -> bool:
+        """Whether the attempt takes its exponentials with ``exp2`` (the Triton tutorial's softmax,
+        its scores scaled by log2(e) more than the reference's)."""
+        if not hasattr(self, "_exp2"):
+            self._exp2 = any(func_name(s.func) == "exp2" for s in self.att)
+        return self._exp2
+
     def numbers(self, i: int, r: int) -> Found | None:
         """A plain number that attempt step ``i`` is given where its counterpart ``r`` has another,
         held by a variable the reference's step reads too (``scale_factor``, ``self.eps``) or one of
@@ -1276,6 +1306,9 @@ class _Trails:
             b = by_key.get(a.key)
             if b is not None and math.isclose(a.value, b.value, rel_tol=1e-6, abs_tol=1e-12):
                 continue
+            if b is not None and b.value and self._base2() and any(
+                    math.isclose(a.value / b.value, r, rel_tol=1e-6) for r in (LOG2E, 1 / LOG2E)):
+                continue  # the reference's number times log2(e): the scale of a softmax taken with exp2
             if (b is not None and not a.name and not b.name and not a.key[:1].isdigit()
                     and float(a.value).is_integer() and float(b.value).is_integer()):
                 # a whole number written on the line, given by keyword (softmax(…, dim=-2)): the line
@@ -1760,7 +1793,7 @@ def _not_the_story(s: _Search, h: _Here):
     output = i in s.wrong_outputs
     if step.free or s.matched[i] is not None or s.copied[i] or tensor_of(step) is None or (not output and s.recovers(i)):
         return NEXT_STEP
-    if not output and _rearranged_input(step) and not (
+    if not output and (_rearranged_input(step) or _rearranged_chain(s.att, i)) and not (
             func_name(step.func) not in LAYOUTS | CASTS
             and any(s.att[c].dtype == "bool" or not s.att[c].shape for c in s.children.get(i, []))):
         return NEXT_STEP  # (a part picked to be tested, `attention_mask[:, -1].all()`, is where a guard starts)
@@ -1855,8 +1888,8 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
                     todo.append(c)
                 continue
             found = s.explainer.scaled(c)
-            if found is None:
-                continue
+            if found is None or s.trails._base2() and _log2e(found.named):
+                continue  # (log2(e) more than the reference's: the scale of a softmax taken with exp2)
             number = s.att[c].scalars[0]
             if number.name and number.origin is not None and number.origin != s.att[c].line and not number.size:
                 ratio = float(found.named)
