@@ -45,6 +45,7 @@ DATA = {"tensor", "as_tensor", "asarray", "from_numpy"}  # a tensor of numbers t
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
 LOG2E = 1 / math.log(2)  # exp(x) = exp2(x · log2(e))
+GRIDS = {"meshgrid", "broadcast_tensors", "cartesian_prod"}  # building blocks laid out together
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 
 
@@ -1272,6 +1273,8 @@ class _Trails:
         ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong. A tensor
         of the file's own numbers (``torch.tensor(slopes)``) is no building block: they may be wrong."""
         while self.att[q].parents:
+            if func_name(self.att[q].func) in GRIDS:  # meshgrid(arange(T), arange(T)): the positions, laid out
+                return all(self.factory(r) for r in self.att[q].parents)
             moves = func_name(self.att[q].func) in LAYOUTS | COPIES | CASTS | {"getitem"}
             if not moves or len(self.att[q].parents) != 1:
                 return False
