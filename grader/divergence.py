@@ -1542,7 +1542,9 @@ def _argument_copies(source: str) -> set[int]:
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
             lines |= {n.lineno for n in ast.walk(f) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                      and isinstance(n.value, ast.Name) and n.value.id in args}
+                      and (isinstance(n.value, ast.Name) and n.value.id in args
+                           or isinstance(n.value, ast.Tuple) and n.value.elts  # self.r, self.alpha = r, alpha
+                           and all(isinstance(e, ast.Name) and e.id in args for e in n.value.elts))}
     return lines
 
 
