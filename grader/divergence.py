@@ -1764,6 +1764,10 @@ def _output_holds_another_value(s: _Search, h: _Here):
         # made by an earlier call and given back as it came in by the call that returns it (the
         # cache a decode step was given): that call's return statement
         line, code = _return_after(s.source, s.att[returning[-1]]) or (line, code)
+    elif any(n != name and m == s.matched[i][0] for n, m in (s.outputs or ({}, {}))[1].items()):
+        # what the reference returns under another name (the keys as the values): made right, given
+        # back in the wrong place, by the return statement
+        line, code = _return_after(s.source, step) or (line, code)
     else:
         # made on a helper's return line (HF's repeat_kv): the helper does what it is asked, the
         # call that takes its result for this output is where it goes wrong
