@@ -691,6 +691,7 @@ class _Trails:
                  marks: tuple[list, list] | None = None, source: str = ""):
         self.att, self.ref, self.axes = attempt, reference, axes
         self.argument_copies = _argument_copies(source)
+        self.source_lines = source.splitlines()
         self.matcher = Matcher(reference)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
@@ -943,7 +944,17 @@ class _Trails:
         q = self.climb_swapped(min(found))
         m = self.matched[q]
         step, ref = self.att[q], self.ref[m[0]]
-        return Found(step.line, step.code, self.name_of(self.att, q), tuple(step.shape), name_shape(step.shape, self.axes),
+        line, code = step.line, step.code
+        if len(step.stack) > 1 and self.source_lines:
+            # inside a helper of the file, given what the reference calls by that name by its caller
+            # (apply_rope(v, …) where k belongs): the helper does what it is asked, the call is wrong
+            frame, wanted = step.stack[:-1], self.name_of(self.ref, m[0])
+            given = [a for a in _ancestors(q, self.att) if self.att[a].stack[:-1] != frame
+                     and len(self.att[a].stack) < len(step.stack) and self.matched[a] is not None
+                     and self.name_of(self.ref, self.matched[a][0]) == wanted]
+            if given and 0 < frame[-1] <= len(self.source_lines):
+                line, code = frame[-1], self.source_lines[frame[-1] - 1].strip()
+        return Found(line, code, self.name_of(self.att, q), tuple(step.shape), name_shape(step.shape, self.axes),
                      "role", self.name_of(self.ref, m[0]), name_shape(ref.shape, self.axes))
 
     def raised_on(self, line: int, source: str) -> Found | None:
