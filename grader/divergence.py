@@ -1998,8 +1998,82 @@ def _cause_elsewhere(s: _Search, h: _Here):
 
 
 def _bare_values(s: _Search, h: _Here):
-    """Else the step itself: wrong values on its own line."""
+    """Else the step itself: wrong values on its own line; not a right mask applied to the right
+    scores ahead of another mask the reference applies first (see :func:`_mask_taken_early`)."""
+    if _mask_taken_early(s, h.i):
+        return NEXT_STEP
     return s.said(h.i, "values")
+
+
+_MASKING = {"where", "masked_fill"}
+_INVERTS = {"bitwise_not", "invert", "logical_not"}
+
+
+def _fills_where_true(result, data, mask) -> bool | None:
+    """Whether a masking step that made ``result`` from ``data`` filled where ``mask`` is True
+    (False: where it is False; None: it did neither, or the shapes do not say)."""
+    try:
+        m = mask.bool().expand(result.shape)
+        data = data.expand(result.shape)
+    except (RuntimeError, ValueError):
+        return None
+    if not bool(m.any()) or bool(m.all()):
+        return None
+    kept_true = close(result[m], data[m])
+    kept_false = close(result[~m], data[~m])
+    if kept_true == kept_false:
+        return None
+    return kept_false
+
+
+def _polarity(steps: list[Step], k: int) -> tuple[int, bool] | None:
+    """(the bool parent, whether masking step ``k`` fills where it is True), from the values."""
+    step = steps[k]
+    result = tensor_of(step)
+    masks = [p for p in step.parents if steps[p].dtype == "bool"]
+    data = [p for p in step.parents if steps[p].dtype != "bool" and tuple(steps[p].shape) == tuple(step.shape)]
+    if result is None or len(masks) != 1 or not data:
+        return None
+    mask = tensor_of(steps[masks[0]])
+    for d in data:
+        t = tensor_of(steps[d])
+        if mask is None or t is None:
+            return None
+        where = _fills_where_true(result.reshape(step.shape), t.reshape(steps[d].shape), mask.reshape(steps[masks[0]].shape))
+        if where is not None:
+            return masks[0], where
+    return None
+
+
+def _mask_taken_early(s: _Search, i: int) -> bool:
+    """Step ``i`` masks the scores with a mask the reference makes and applies the same way round
+    (it fills where the reference's use of that mask fills), and another masking step is applied
+    to its result later: the masks in another order than the reference's (causal first, then the
+    padding), whose first result the reference never holds. What the later mask does tells."""
+    step = s.att[i]
+    if func_name(step.func) not in _MASKING:
+        return False
+    if not any(func_name(s.att[c].func) in _MASKING | LAYOUTS | CASTS for c in s.children.get(i, [])):
+        return False
+    mine = _polarity(s.att, i)
+    if mine is None:
+        return False
+    mask, fills_true = mine
+    data = [p for p in step.parents if p != mask and s.att[p].dtype != "bool" and not (_fill(s.att[p]) or s.att[p].free and s.constant[p])]
+    if not data or any(s.matched[p] is None for p in data):
+        return False
+    for r, _ in s.trails.cands[mask]:  # the reference's tensor it holds, and how the reference uses it
+        for k, ref in enumerate(s.ref):
+            if func_name(ref.func) not in _MASKING:
+                continue
+            given = [q for q in ref.parents if q == r or r in s.ref[q].parents and func_name(s.ref[q].func) in _INVERTS]
+            theirs = _polarity(s.ref, k) if given else None
+            if theirs is None or theirs[0] not in given:
+                continue
+            flipped = theirs[0] != r
+            if (theirs[1] != flipped) == fills_true:
+                return True
+    return False
 
 
 STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _empty_slice, _raw_input_rule, _lined_up,
