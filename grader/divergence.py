@@ -691,6 +691,7 @@ class _Trails:
                  marks: tuple[list, list] | None = None, source: str = ""):
         self.att, self.ref, self.axes = attempt, reference, axes
         self.argument_copies = _argument_copies(source)
+        self.argument_defaults = _argument_defaults(source)
         self.source_lines = source.splitlines()
         self.matcher = Matcher(reference)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
@@ -1346,6 +1347,11 @@ class _Trails:
             # belongs: then the step uses the wrong one, and the step's line is the one).
             own = not (names & self.scalar_names or reordered or a.size
                        or any(math.isclose(a.value, v, rel_tol=1e-9) for v in self.scalar_values))
+            default = next((d for d in self.argument_defaults.get(a.origin, ()) if math.isclose(d[1], a.value, rel_tol=1e-9)), None)
+            if ((b.name and names & names_of(b.name)) or own) and default is not None and 0 < default[0] <= len(self.source_lines):
+                # `self.eps = eps` of `eps=1e-5`: the caller left it to the default, which is the wrong number
+                return Found(default[0], self.source_lines[default[0] - 1].strip(), a.name, (), _number(a.value), "scalar",
+                             b.name, _number(b.value), _code(self.att[i].code))
             if ((b.name and names & names_of(b.name)) or own) and a.origin in self.argument_copies:
                 # `self.r = r`: the number the caller passed, kept as it is: right, its use is not
                 step = self.att[i]
@@ -1557,6 +1563,38 @@ def _argument_copies(source: str) -> set[int]:
                            or isinstance(n.value, ast.Tuple) and n.value.elts  # self.r, self.alpha = r, alpha
                            and all(isinstance(e, ast.Name) and e.id in args for e in n.value.elts))}
     return lines
+
+
+def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
+    """For each line of ``source`` that keeps an argument as it came in (see
+    :func:`_argument_copies`): the (line, value) of the numeric defaults of the arguments it keeps
+    (``def __init__(self, dim, eps=1e-5)``, then ``self.eps = eps``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    found: dict[int, list[tuple[int, float]]] = {}
+    for f in ast.walk(tree):
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = [*f.args.posonlyargs, *f.args.args]
+        pairs = list(zip(positional[len(positional) - len(f.args.defaults):], f.args.defaults))
+        pairs += [(a, d) for a, d in zip(f.args.kwonlyargs, f.args.kw_defaults) if d is not None]
+        defaults = {}
+        for arg, d in pairs:
+            try:
+                value = ast.literal_eval(d)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                defaults[arg.arg] = (d.lineno, float(value))
+        for n in ast.walk(f):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                kept = [n.value] if isinstance(n.value, ast.Name) else list(n.value.elts) if isinstance(n.value, ast.Tuple) else []
+                found.setdefault(n.lineno, []).extend(defaults[e.id] for e in kept if isinstance(e, ast.Name) and e.id in defaults)
+    return {k: v for k, v in found.items() if v}
 
 
 def _function_spans(source: str) -> list[tuple[int, int]]:
@@ -2112,13 +2150,33 @@ def _result_in_other_layout(s: _Search):
 
 
 def _stops_short(s: _Search):
-    """Every step has a counterpart, yet the result is wrong: the attempt stops short of the end."""
-    if s.raised_at is not None or not s.att or s.matched[-1] is None or s.matched[-1][0] == len(s.ref) - 1:
+    """Every step has a counterpart, yet the result is wrong: the attempt stops short of the end;
+    or it ends where the reference does, and a plain number differs on a step that holds the
+    reference's values up to the trail's tolerance (eps 1e-5 for 1e-6: see :func:`_number_apart`)."""
+    if s.raised_at is not None or not s.att or s.matched[-1] is None:
         return None
+    if s.matched[-1][0] == len(s.ref) - 1:
+        return _number_apart(s)
     last, ref_last = s.att[-1], s.ref[-1]
     return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, s.axes),
                  "short", assigned(s.ref[s.matched[-1][0]].code), name_shape(ref_last.shape, s.axes),
                  _code(ref_last.code))
+
+
+def _number_apart(s: _Search):
+    """The first step lined up with the reference's whose plain number differs (see
+    :meth:`_Trails.numbers`): where the values differ by less than the trail tells apart."""
+    if not s.source:
+        return None
+    for i in range(len(s.att)):
+        if s.matched[i] is None or not s.att[i].scalars:
+            continue
+        r = s.trails.counterpart(i)
+        if r is not None and s.ref[r].scalars:
+            found = s.trails.numbers(i, r)
+            if found is not None:
+                return found
+    return None
 
 
 def _raised(s: _Search):
