@@ -37,7 +37,7 @@ from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, func_name, is_constant,
                                    name_shape, names_of, tensor_of)
 from attnprep.grader.tensors import ATOL, RTOL
-from attnprep.grader.trace import Scalar, Step
+from attnprep.grader.trace import OBJECT, Scalar, Step
 
 # what applies a bias or a mask made without the inputs to the scores (or, too late, to the probabilities)
 LATE = {"add", "sub", "add_", "sub_", "mul", "mul_", "where", "masked_fill", "masked_fill_"}
@@ -738,6 +738,8 @@ class _Trails:
             if not found and t is not None and func_name(step.func) not in PICKS | COPIES:
                 # several of the reference's blocks computed at once (not a copy: k.repeat holds k)
                 found = self.matcher.covers(t, step.dtype)
+            if self.att_part[k].startswith(OBJECT):  # one object's steps stand for that object's only
+                found = [m for m in found if self.ref_part[m[0]] == self.att_part[k]]
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
             same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
