@@ -2040,9 +2040,28 @@ def _cause_elsewhere(s: _Search, h: _Here):
 def _bare_values(s: _Search, h: _Here):
     """Else the step itself: wrong values on its own line; not a right mask applied to the right
     scores ahead of another mask the reference applies first (see :func:`_mask_taken_early`)."""
-    if _mask_taken_early(s, h.i):
+    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i):
         return NEXT_STEP
     return s.said(h.i, "values")
+
+
+def _bias_built_apart(s: _Search, i: int) -> bool:
+    """Step ``i`` fills a start value made without the inputs (zeros) by a mask, and what it makes
+    is added to another tensor later: an additive mask built apart (Hugging Face's
+    ``torch.zeros(...).masked_fill(~mask, finfo.min)``), which the reference never holds; where
+    it is added tells whether it is right."""
+    step = s.att[i]
+    if func_name(step.func) not in _MASKING or not any(s.att[p].free and s.constant[p] for p in step.parents):
+        return False
+    made = {i}
+    for j in range(i + 1, len(s.att)):
+        later = s.att[j]
+        if not any(p in made for p in later.parents):
+            continue
+        if func_name(later.func) in ("add", "sub") and any(p not in made and not s.att[p].free for p in later.parents):
+            return True
+        made.add(j)
+    return False
 
 
 _MASKING = {"where", "masked_fill"}
