@@ -2059,7 +2059,8 @@ def _bias_built_apart(s: _Search, i: int) -> bool:
         if not any(p in made for p in later.parents):
             continue
         if func_name(later.func) in ("add", "sub") and any(p not in made and not s.att[p].free for p in later.parents):
-            return True
+            mine = _polarity(s.att, i)  # and it fills where the reference blocks
+            return mine is not None and _as_the_reference_masks(s, *mine)
         made.add(j)
     return False
 
@@ -2117,10 +2118,15 @@ def _mask_taken_early(s: _Search, i: int) -> bool:
     mine = _polarity(s.att, i)
     if mine is None:
         return False
-    mask, fills_true = mine
-    data = [p for p in step.parents if p != mask and s.att[p].dtype != "bool" and not (_fill(s.att[p]) or s.att[p].free and s.constant[p])]
+    data = [p for p in step.parents if p != mine[0] and s.att[p].dtype != "bool" and not (_fill(s.att[p]) or s.att[p].free and s.constant[p])]
     if not data or any(s.matched[p] is None for p in data):
         return False
+    return _as_the_reference_masks(s, *mine)
+
+
+def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
+    """Whether the attempt's bool ``mask`` holds one of the reference's tensors that a masking step
+    of the reference fills by, on the same side (``fills_true``: where it is True)."""
     for r, _ in s.trails.cands[mask]:  # the reference's tensor it holds, and how the reference uses it
         for k, ref in enumerate(s.ref):
             if func_name(ref.func) not in _MASKING:
