@@ -1416,6 +1416,9 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
+    if at is None and found.reason == "output":  # said at a return statement, which makes no step: the value's step
+        at = next((j for j, st in enumerate(attempt) if tuple(st.shape) == tuple(found.shape)
+                   and assigned(st.code) == found.name), None)
     part = next((label for first, label in reversed(sorted(marks[0])) if at is not None and first <= at), "")
     if not part:
         return found
