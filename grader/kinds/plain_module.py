@@ -192,7 +192,8 @@ class PlainModule(AttentionModule):
         def call(case: Case):
             nonlocal runner
             if runner is None:
-                runner = self._runner(self.variant_class(knobs, fill if self.grading.fill else None), ci, zero_bias)
+                masking = self.grading.fill and isinstance(fill, float) and fill <= -1e4  # a mask's fill, not a placeholder
+                runner = self._runner(self.variant_class(knobs, fill if masking else None), ci, zero_bias)
             return runner(case)
 
         return call
