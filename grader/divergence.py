@@ -2163,7 +2163,26 @@ def _short_output(s: _Search):
             back = _return_after(s.source, s.att[a]) if runs > 1 else None
             if back is not None and back[0] > found.line:
                 found = dataclasses.replace(found, line=back[0], code=back[1])
+            early = _taken_early(s, a) if a is not None else None
+            if early is not None:
+                found = early
         return found
+    return None
+
+
+def _taken_early(s: _Search, a: int) -> Found | None:
+    """The output (step ``a``) holds an earlier stage of the reference's, and before it the attempt
+    took a step the reference takes only after that stage, on values the reference never holds
+    (top-p on the whole distribution, then top-k: the cut that should come last came first and
+    did nothing): that step's line, where the order goes wrong."""
+    if s.matched[a] is None:
+        return None
+    after = {func_name(r.func) for r in s.ref[s.matched[a][0] + 1:]} - LAYOUTS - CASTS - PICKS - COPIES
+    for j in range(a):
+        step = s.att[j]
+        if s.matched[j] is None and not step.free and s.recovers(j) and func_name(step.func) in after \
+                and tensor_of(step) is not None and step.dtype == s.att[a].dtype:
+            return s.said(j, "values")
     return None
 
 
