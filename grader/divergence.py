@@ -2127,10 +2127,20 @@ def _mask_taken_early(s: _Search, i: int) -> bool:
     return _as_the_reference_masks(s, *mine)
 
 
+def _lead_stripped(shape) -> tuple[int, ...]:
+    """``shape`` without its leading 1s: ``future.unsqueeze(0)`` broadcasts as ``future`` does."""
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
 def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
     """Whether the attempt's bool ``mask`` holds one of the reference's tensors that a masking step
     of the reference fills by, on the same side (``fills_true``: where it is True)."""
-    for r, _ in s.trails.cands[mask]:  # the reference's tensor it holds, and how the reference uses it
+    for r, exact in s.trails.cands[mask]:  # the reference's tensor it holds, and how the reference uses it
+        if not exact or _lead_stripped(s.ref[r].shape) != _lead_stripped(s.att[mask].shape):
+            continue  # (in another layout: a padding mask laid along the queries is that mask, wrong)
         for k, ref in enumerate(s.ref):
             if func_name(ref.func) not in _MASKING:
                 continue
