@@ -97,7 +97,8 @@ def measure_round(groups: dict[str, list[Path]]) -> dict[str, dict[str, dict]]:
         for path in paths:
             expected = bug_lines(path)
             if expected:
-                _count(row, f"{path.parent.name}/{path.name}", grade(path, exercises.get(path.parent.name)), expected, "")
+                exercise = path.relative_to(CORPUS).parts[0]  # (an attempt may sit in a folder of its exercise's)
+                _count(row, path.relative_to(CORPUS).as_posix(), grade(path, exercises.get(exercise)), expected, "")
     return {"corpus": rows}
 
 

@@ -376,8 +376,8 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
     if tracker.problem:
         problem = dict(tracker.problem)
         return Probe(False, "device.mixed" if problem["origin_line"] else "device.mixed_no_origin", problem)
-    for out in outputs.values():
-        if isinstance(out, torch.Tensor) and id(out) not in tracker.on_device:
+    for out in outputs.values():  # an output never seen made (out of a torch.func transform) is not judged
+        if isinstance(out, torch.Tensor) and id(out) not in tracker.on_device and id(out) in tracker.origin:
             return Probe(False, "device.output_on_cpu", {})
     return Probe(True)
 

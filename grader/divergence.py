@@ -37,13 +37,15 @@ from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
                                    is_constant, name_shape, names_of, tensor_of)
 from attnprep.grader.tensors import ATOL, RTOL
-from attnprep.grader.trace import Scalar, Step
+from attnprep.grader.trace import OBJECT, Scalar, Step
 
 # what applies a bias or a mask made without the inputs to the scores (or, too late, to the probabilities)
 LATE = {"add", "sub", "add_", "sub_", "mul", "mul_", "where", "masked_fill", "masked_fill_"}
 DATA = {"tensor", "as_tensor", "asarray", "from_numpy"}  # a tensor of numbers the file computed in Python
 MAX_PERMUTED_DIMS = 5  # 5! = 120 permutations at most per candidate pair
 MAX_DEPTH = 6  # how far up the inputs a difference is followed
+LOG2E = 1 / math.log(2)  # exp(x) = exp2(x · log2(e))
+GRIDS = {"meshgrid", "broadcast_tensors", "cartesian_prod"}  # building blocks laid out together
 LOW_PRECISION_EPS = {"bfloat16": 2.0**-7, "float16": 2.0**-10}
 
 
@@ -59,6 +61,28 @@ def _rearranged_input(step: Step) -> bool:
         return False
     f = func_name(step.func)
     return f in LAYOUTS | CASTS or (f in PICKS and _FEATURE_PICK.search(step.code) is not None)
+
+
+def _log2e(ratio) -> bool:
+    """Whether ``ratio`` (a number, or its text) is log2(e) or its inverse."""
+    try:
+        r = float(ratio)
+    except (TypeError, ValueError):
+        return False
+    return any(math.isclose(r, x, rel_tol=5e-4) for x in (LOG2E, 1 / LOG2E))  # (said to 4 digits)
+
+
+def _rearranged_chain(steps: list[Step], i: int, depth: int = 0) -> bool:
+    """Whether step ``i`` only rearranges (or casts) what rearrangements of the call's inputs made:
+    Megatron's ``q.permute(2, 0, 1, 3).reshape(sq, b * np, hn).transpose(0, 1)``, heads folded into
+    the batch in two or three lines. Its numbers are still an input's own (see
+    :func:`_rearranged_input`)."""
+    step = steps[i]
+    if step.free or func_name(step.func) not in LAYOUTS | CASTS or depth > 8:
+        return False
+    if not step.parents:
+        return bool(step.inputs)
+    return all(_rearranged_input(steps[p]) or _rearranged_chain(steps, p, depth + 1) for p in step.parents)
 
 
 # a part of the last axis: ``x[..., ::2]``, ``x.chunk(2, dim=-1)`` (how a helper splits a head's
@@ -666,6 +690,8 @@ class _Trails:
                  marks: tuple[list, list] | None = None, source: str = ""):
         self.att, self.ref, self.axes = attempt, reference, axes
         self.argument_copies = _argument_copies(source)
+        self.argument_defaults = _argument_defaults(source)
+        self.source_lines = source.splitlines()
         self.matcher = Matcher(reference)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
@@ -711,6 +737,8 @@ class _Trails:
             if not found and t is not None and func_name(step.func) not in PICKS | COPIES:
                 # several of the reference's blocks computed at once (not a copy: k.repeat holds k)
                 found = self.matcher.covers(t, step.dtype)
+            if self.att_part[k].startswith(OBJECT):  # one object's steps stand for that object's only
+                found = [m for m in found if self.ref_part[m[0]] == self.att_part[k]]
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
             same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
@@ -918,7 +946,17 @@ class _Trails:
         q = self.climb_swapped(min(found))
         m = self.matched[q]
         step, ref = self.att[q], self.ref[m[0]]
-        return Found(step.line, step.code, self.name_of(self.att, q), tuple(step.shape), name_shape(step.shape, self.axes),
+        line, code = step.line, step.code
+        if len(step.stack) > 1 and self.source_lines:
+            # inside a helper of the file, given what the reference calls by that name by its caller
+            # (apply_rope(v, …) where k belongs): the helper does what it is asked, the call is wrong
+            frame, wanted = step.stack[:-1], self.name_of(self.ref, m[0])
+            given = [a for a in _ancestors(q, self.att) if self.att[a].stack[:-1] != frame
+                     and len(self.att[a].stack) < len(step.stack) and self.matched[a] is not None
+                     and self.name_of(self.ref, self.matched[a][0]) == wanted]
+            if given and 0 < frame[-1] <= len(self.source_lines):
+                line, code = frame[-1], self.source_lines[frame[-1] - 1].strip()
+        return Found(line, code, self.name_of(self.att, q), tuple(step.shape), name_shape(step.shape, self.axes),
                      "role", self.name_of(self.ref, m[0]), name_shape(ref.shape, self.axes))
 
     def raised_on(self, line: int, source: str) -> Found | None:
@@ -1248,11 +1286,20 @@ class _Trails:
         ``arange(T)[:, None]``): a building block, not where a mask made from it goes wrong. A tensor
         of the file's own numbers (``torch.tensor(slopes)``) is no building block: they may be wrong."""
         while self.att[q].parents:
+            if func_name(self.att[q].func) in GRIDS:  # meshgrid(arange(T), arange(T)): the positions, laid out
+                return all(self.factory(r) for r in self.att[q].parents)
             moves = func_name(self.att[q].func) in LAYOUTS | COPIES | CASTS | {"getitem"}
             if not moves or len(self.att[q].parents) != 1:
                 return False
             q = self.att[q].parents[0]
         return func_name(self.att[q].func) not in DATA
+
+    def _base2(self) -> bool:
+        """Whether the attempt takes its exponentials with ``exp2`` (the Triton tutorial's softmax,
+        its scores scaled by log2(e) more than the reference's)."""
+        if not hasattr(self, "_exp2"):
+            self._exp2 = any(func_name(s.func) == "exp2" for s in self.att)
+        return self._exp2
 
     def numbers(self, i: int, r: int) -> Found | None:
         """A plain number that attempt step ``i`` is given where its counterpart ``r`` has another,
@@ -1275,6 +1322,9 @@ class _Trails:
             b = by_key.get(a.key)
             if b is not None and math.isclose(a.value, b.value, rel_tol=1e-6, abs_tol=1e-12):
                 continue
+            if b is not None and b.value and self._base2() and any(
+                    math.isclose(a.value / b.value, r, rel_tol=1e-6) for r in (LOG2E, 1 / LOG2E)):
+                continue  # the reference's number times log2(e): the scale of a softmax taken with exp2
             if (b is not None and not a.name and not b.name and not a.key[:1].isdigit()
                     and float(a.value).is_integer() and float(b.value).is_integer()):
                 # a whole number written on the line, given by keyword (softmax(…, dim=-2)): the line
@@ -1298,6 +1348,11 @@ class _Trails:
             # belongs: then the step uses the wrong one, and the step's line is the one).
             own = not (names & self.scalar_names or reordered or a.size
                        or any(math.isclose(a.value, v, rel_tol=1e-9) for v in self.scalar_values))
+            default = next((d for d in self.argument_defaults.get(a.origin, ()) if math.isclose(d[1], a.value, rel_tol=1e-9)), None)
+            if ((b.name and names & names_of(b.name)) or own) and default is not None and 0 < default[0] <= len(self.source_lines):
+                # `self.eps = eps` of `eps=1e-5`: the caller left it to the default, which is the wrong number
+                return Found(default[0], self.source_lines[default[0] - 1].strip(), a.name, (), _number(a.value), "scalar",
+                             b.name, _number(b.value), _code(self.att[i].code))
             if ((b.name and names & names_of(b.name)) or own) and a.origin in self.argument_copies:
                 # `self.r = r`: the number the caller passed, kept as it is: right, its use is not
                 step = self.att[i]
@@ -1360,6 +1415,9 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
+    if at is None and found.reason == "output":  # said at a return statement, which makes no step: the value's step
+        at = next((j for j, st in enumerate(attempt) if tuple(st.shape) == tuple(found.shape)
+                   and assigned(st.code) == found.name), None)
     part = next((label for first, label in reversed(sorted(marks[0])) if at is not None and first <= at), "")
     if not part:
         return found
@@ -1505,8 +1563,42 @@ def _argument_copies(source: str) -> set[int]:
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
             lines |= {n.lineno for n in ast.walk(f) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                      and isinstance(n.value, ast.Name) and n.value.id in args}
+                      and (isinstance(n.value, ast.Name) and n.value.id in args
+                           or isinstance(n.value, ast.Tuple) and n.value.elts  # self.r, self.alpha = r, alpha
+                           and all(isinstance(e, ast.Name) and e.id in args for e in n.value.elts))}
     return lines
+
+
+def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
+    """For each line of ``source`` that keeps an argument as it came in (see
+    :func:`_argument_copies`): the (line, value) of the numeric defaults of the arguments it keeps
+    (``def __init__(self, dim, eps=1e-5)``, then ``self.eps = eps``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    found: dict[int, list[tuple[int, float]]] = {}
+    for f in ast.walk(tree):
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = [*f.args.posonlyargs, *f.args.args]
+        pairs = list(zip(positional[len(positional) - len(f.args.defaults):], f.args.defaults))
+        pairs += [(a, d) for a, d in zip(f.args.kwonlyargs, f.args.kw_defaults) if d is not None]
+        defaults = {}
+        for arg, d in pairs:
+            try:
+                value = ast.literal_eval(d)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                defaults[arg.arg] = (d.lineno, float(value))
+        for n in ast.walk(f):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                kept = [n.value] if isinstance(n.value, ast.Name) else list(n.value.elts) if isinstance(n.value, ast.Tuple) else []
+                found.setdefault(n.lineno, []).extend(defaults[e.id] for e in kept if isinstance(e, ast.Name) and e.id in defaults)
+    return {k: v for k, v in found.items() if v}
 
 
 def _function_spans(source: str) -> list[tuple[int, int]]:
@@ -1725,6 +1817,10 @@ def _output_holds_another_value(s: _Search, h: _Here):
         # made by an earlier call and given back as it came in by the call that returns it (the
         # cache a decode step was given): that call's return statement
         line, code = _return_after(s.source, s.att[returning[-1]]) or (line, code)
+    elif any(n != name and m == s.matched[i][0] for n, m in (s.outputs or ({}, {}))[1].items()):
+        # what the reference returns under another name (the keys as the values): made right, given
+        # back in the wrong place, by the return statement
+        line, code = _return_after(s.source, step) or (line, code)
     else:
         # made on a helper's return line (HF's repeat_kv): the helper does what it is asked, the
         # call that takes its result for this output is where it goes wrong
@@ -1759,7 +1855,7 @@ def _not_the_story(s: _Search, h: _Here):
     output = i in s.wrong_outputs
     if step.free or s.matched[i] is not None or s.copied[i] or tensor_of(step) is None or (not output and s.recovers(i)):
         return NEXT_STEP
-    if not output and _rearranged_input(step) and not (
+    if not output and (_rearranged_input(step) or _rearranged_chain(s.att, i)) and not (
             func_name(step.func) not in LAYOUTS | CASTS
             and any(s.att[c].dtype == "bool" or not s.att[c].shape for c in s.children.get(i, []))):
         return NEXT_STEP  # (a part picked to be tested, `attention_mask[:, -1].all()`, is where a guard starts)
@@ -1854,8 +1950,8 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
                     todo.append(c)
                 continue
             found = s.explainer.scaled(c)
-            if found is None:
-                continue
+            if found is None or s.trails._base2() and _log2e(found.named):
+                continue  # (log2(e) more than the reference's: the scale of a softmax taken with exp2)
             number = s.att[c].scalars[0]
             if number.name and number.origin is not None and number.origin != s.att[c].line and not number.size:
                 ratio = float(found.named)
@@ -1944,8 +2040,117 @@ def _cause_elsewhere(s: _Search, h: _Here):
 
 
 def _bare_values(s: _Search, h: _Here):
-    """Else the step itself: wrong values on its own line."""
+    """Else the step itself: wrong values on its own line; not a right mask applied to the right
+    scores ahead of another mask the reference applies first (see :func:`_mask_taken_early`)."""
+    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i):
+        return NEXT_STEP
     return s.said(h.i, "values")
+
+
+def _bias_built_apart(s: _Search, i: int) -> bool:
+    """Step ``i`` fills a start value made without the inputs (zeros) by a mask, and what it makes
+    is added to another tensor later: an additive mask built apart (Hugging Face's
+    ``torch.zeros(...).masked_fill(~mask, finfo.min)``), which the reference never holds; where
+    it is added tells whether it is right."""
+    step = s.att[i]
+    if func_name(step.func) not in _MASKING or not any(s.att[p].free and s.constant[p] for p in step.parents):
+        return False
+    made = {i}
+    for j in range(i + 1, len(s.att)):
+        later = s.att[j]
+        if not any(p in made for p in later.parents):
+            continue
+        if func_name(later.func) in ("add", "sub") and any(p not in made and not s.att[p].free for p in later.parents):
+            mine = _polarity(s.att, i)  # and it fills where the reference blocks
+            return mine is not None and _as_the_reference_masks(s, *mine)
+        made.add(j)
+    return False
+
+
+_MASKING = {"where", "masked_fill"}
+_INVERTS = {"bitwise_not", "invert", "logical_not"}
+
+
+def _fills_where_true(result, data, mask) -> bool | None:
+    """Whether a masking step that made ``result`` from ``data`` filled where ``mask`` is True
+    (False: where it is False; None: it did neither, or the shapes do not say)."""
+    try:
+        m = mask.bool().expand(result.shape)
+        data = data.expand(result.shape)
+    except (RuntimeError, ValueError):
+        return None
+    if not bool(m.any()) or bool(m.all()):
+        return None
+    kept_true = close(result[m], data[m])
+    kept_false = close(result[~m], data[~m])
+    if kept_true == kept_false:
+        return None
+    return kept_false
+
+
+def _polarity(steps: list[Step], k: int) -> tuple[int, bool] | None:
+    """(the bool parent, whether masking step ``k`` fills where it is True), from the values."""
+    step = steps[k]
+    result = tensor_of(step)
+    masks = [p for p in step.parents if steps[p].dtype == "bool"]
+    data = [p for p in step.parents if steps[p].dtype != "bool" and tuple(steps[p].shape) == tuple(step.shape)]
+    if result is None or len(masks) != 1 or not data:
+        return None
+    mask = tensor_of(steps[masks[0]])
+    for d in data:
+        t = tensor_of(steps[d])
+        if mask is None or t is None:
+            return None
+        where = _fills_where_true(result.reshape(step.shape), t.reshape(steps[d].shape), mask.reshape(steps[masks[0]].shape))
+        if where is not None:
+            return masks[0], where
+    return None
+
+
+def _mask_taken_early(s: _Search, i: int) -> bool:
+    """Step ``i`` masks the scores with a mask the reference makes and applies the same way round
+    (it fills where the reference's use of that mask fills), and another masking step is applied
+    to its result later: the masks in another order than the reference's (causal first, then the
+    padding), whose first result the reference never holds. What the later mask does tells."""
+    step = s.att[i]
+    if func_name(step.func) not in _MASKING:
+        return False
+    if not any(func_name(s.att[c].func) in _MASKING | LAYOUTS | CASTS for c in s.children.get(i, [])):
+        return False
+    mine = _polarity(s.att, i)
+    if mine is None:
+        return False
+    data = [p for p in step.parents if p != mine[0] and s.att[p].dtype != "bool" and not (_fill(s.att[p]) or s.att[p].free and s.constant[p])]
+    if not data or any(s.matched[p] is None for p in data):
+        return False
+    return _as_the_reference_masks(s, *mine)
+
+
+def _lead_stripped(shape) -> tuple[int, ...]:
+    """``shape`` without its leading 1s: ``future.unsqueeze(0)`` broadcasts as ``future`` does."""
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
+    """Whether the attempt's bool ``mask`` holds one of the reference's tensors that a masking step
+    of the reference fills by, on the same side (``fills_true``: where it is True)."""
+    for r, exact in s.trails.cands[mask]:  # the reference's tensor it holds, and how the reference uses it
+        if not exact or _lead_stripped(s.ref[r].shape) != _lead_stripped(s.att[mask].shape):
+            continue  # (in another layout: a padding mask laid along the queries is that mask, wrong)
+        for k, ref in enumerate(s.ref):
+            if func_name(ref.func) not in _MASKING:
+                continue
+            given = [q for q in ref.parents if q == r or r in s.ref[q].parents and func_name(s.ref[q].func) in _INVERTS]
+            theirs = _polarity(s.ref, k) if given else None
+            if theirs is None or theirs[0] not in given:
+                continue
+            flipped = theirs[0] != r
+            if (theirs[1] != flipped) == fills_true:
+                return True
+    return False
 
 
 STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _empty_slice, _raw_input_rule, _lined_up,
@@ -1967,7 +2172,26 @@ def _short_output(s: _Search):
             back = _return_after(s.source, s.att[a]) if runs > 1 else None
             if back is not None and back[0] > found.line:
                 found = dataclasses.replace(found, line=back[0], code=back[1])
+            early = _taken_early(s, a) if a is not None else None
+            if early is not None:
+                found = early
         return found
+    return None
+
+
+def _taken_early(s: _Search, a: int) -> Found | None:
+    """The output (step ``a``) holds an earlier stage of the reference's, and before it the attempt
+    took a step the reference takes only after that stage, on values the reference never holds
+    (top-p on the whole distribution, then top-k: the cut that should come last came first and
+    did nothing): that step's line, where the order goes wrong."""
+    if s.matched[a] is None:
+        return None
+    after = {func_name(r.func) for r in s.ref[s.matched[a][0] + 1:]} - LAYOUTS - CASTS - PICKS - COPIES
+    for j in range(a):
+        step = s.att[j]
+        if s.matched[j] is None and not step.free and s.recovers(j) and func_name(step.func) in after \
+                and tensor_of(step) is not None and step.dtype == s.att[a].dtype:
+            return s.said(j, "values")
     return None
 
 
@@ -1984,13 +2208,33 @@ def _result_in_other_layout(s: _Search):
 
 
 def _stops_short(s: _Search):
-    """Every step has a counterpart, yet the result is wrong: the attempt stops short of the end."""
-    if s.raised_at is not None or not s.att or s.matched[-1] is None or s.matched[-1][0] == len(s.ref) - 1:
+    """Every step has a counterpart, yet the result is wrong: the attempt stops short of the end;
+    or it ends where the reference does, and a plain number differs on a step that holds the
+    reference's values up to the trail's tolerance (eps 1e-5 for 1e-6: see :func:`_number_apart`)."""
+    if s.raised_at is not None or not s.att or s.matched[-1] is None:
         return None
+    if s.matched[-1][0] == len(s.ref) - 1:
+        return _number_apart(s)
     last, ref_last = s.att[-1], s.ref[-1]
     return Found(last.line, last.code, assigned(last.code), tuple(last.shape), name_shape(last.shape, s.axes),
                  "short", assigned(s.ref[s.matched[-1][0]].code), name_shape(ref_last.shape, s.axes),
                  _code(ref_last.code))
+
+
+def _number_apart(s: _Search):
+    """The first step lined up with the reference's whose plain number differs (see
+    :meth:`_Trails.numbers`): where the values differ by less than the trail tells apart."""
+    if not s.source:
+        return None
+    for i in range(len(s.att)):
+        if s.matched[i] is None or not s.att[i].scalars:
+            continue
+        r = s.trails.counterpart(i)
+        if r is not None and s.ref[r].scalars:
+            found = s.trails.numbers(i, r)
+            if found is not None:
+                return found
+    return None
 
 
 def _raised(s: _Search):

@@ -303,6 +303,20 @@ class Explainer:
         self.explained[i] = found
         return found
 
+    def _bias_added_later(self, i: int, other) -> bool:
+        """Whether what step ``i`` makes (from a start value) is later added to, or subtracted from,
+        a tensor of its own of the shape of the reference's ``other``: a bias built apart."""
+        made = {i}
+        for j in range(i + 1, len(self.attempt)):
+            step = self.attempt[j]
+            if not any(p in made for p in step.parents):
+                continue
+            if op_name(step.func) in ("add", "add_", "sub", "sub_") and any(
+                    p not in made and tuple(self.attempt[p].shape) == tuple(other.shape) for p in step.parents):
+                return True
+            made.add(j)
+        return False
+
     def _culprit(self, i: int, depth: int) -> Found | None:
         r = self.counterpart(i)
         if r is None:
@@ -319,6 +333,8 @@ class Explainer:
             if len(wrong) != 1 or len(spare) != 1 or parent.line == step.line or not parent.free or not one_value:
                 continue
             other = self.reference[spare[0]]
+            if not other.free and self._bias_added_later(i, other):
+                continue  # zeros filled as a bias, added to the scores later (Hugging Face's additive mask)
             if not other.free:  # a variable still at its starting value where the reference has updated it
                 return self._found(step.line, step.code, assigned(parent.code), parent.shape,
                                    name_shape(parent.shape, self.axes), "stale", other)

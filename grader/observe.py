@@ -181,6 +181,8 @@ class Observer(TorchFunctionMode):
         return isinstance(t, torch.Tensor) and t.dim() >= 2 and tuple(t.shape[-2:]) == (self.seq_q, self.seq_k)
 
     def _record(self, func, args, kwargs, out) -> None:
+        if isinstance(out, torch.Tensor) and torch._C._functorch.is_functorch_wrapped_tensor(out):
+            return  # inside torch.func.vmap / grad: a per-sample view that must not leave the transform
         obs = self.obs
         if func in _SOFTMAX:
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -227,6 +229,12 @@ _NO_MIX = {"__getitem__", "__setitem__", "to", "type_as", "copy_", "__get__", "_
 _MOVES = {"to", "cuda", "type_as", "new_tensor", "new_ones", "new_zeros", "new_empty", "new_full"}
 
 
+def _wrapped(t: torch.Tensor) -> bool:
+    """A tensor of a torch.func transform (vmap's per-sample view): made from the tensors the
+    transform was given, by unwrapping this mode does not see, so its placement is theirs."""
+    return torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+
 class DeviceTracker(TorchFunctionMode):
     """Emulate a second device on the CPU: which tensors would live on the input's device?
 
@@ -246,19 +254,26 @@ class DeviceTracker(TorchFunctionMode):
         self.attempt_file = attempt_file
         self.origin: dict[int, tuple[int, str] | None] = {}  # CPU-only tensor -> where the attempt made it
         self.problem: dict | None = None  # the first mix: func, where_line/code, origin_line/code
+        self.depth = 0  # > 0 while a torch call seen here runs
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.OpOverload):
+            return self._aten(func, args, kwargs)
         name = getattr(func, "__name__", "")
         tensors = tensors_in((args, kwargs))
-        on_device = [t for t in tensors if id(t) in self.on_device]
-        stray = [t for t in tensors if id(t) not in self.on_device and t.dim() > 0]
+        on_device = [t for t in tensors if id(t) in self.on_device or _wrapped(t)]
+        stray = [t for t in tensors if id(t) not in self.on_device and not _wrapped(t) and t.dim() > 0]
         if on_device and stray and name not in _NO_MIX and self.problem is None:
             origin = next((self.origin[id(t)] for t in stray if self.origin.get(id(t))), None)
             where = self._where()
             self.problem = {"func": name, "where_line": where[0] if where else 0, "where_code": where[1] if where else "",
                             "origin_line": origin[0] if origin else 0, "origin_code": origin[1] if origin else ""}
-        out = func(*args, **kwargs)
+        self.depth += 1
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.depth -= 1
         if name == "__get__" and isinstance(out, torch.device) and on_device:  # x.device, weight.device
             self.devices.add(id(out))
             self.keep.append(out)
@@ -276,6 +291,22 @@ class DeviceTracker(TorchFunctionMode):
             where = self._where()
             for t in tensors_in(out):
                 self.origin.setdefault(id(t), self.origin.get(id(stray[0]), where) if stray else where)
+                self.keep.append(t)
+        return out
+
+    def _aten(self, func, args, kwargs):
+        """An aten op, as a dispatch mode re-dispatches it. Inside a torch call seen above it is
+        that call again (its caller decides). Alone it ran where no Python torch call is seen: a
+        TorchScript function (torch.jit.script), whose reads of ``x.device`` are not seen either,
+        so a tensor it creates gets the benefit of the doubt: it is on the device, and no mix is
+        reported there (a wrong name is worse than none)."""
+        out = func(*args, **kwargs)
+        if self.depth:
+            return out
+        tensors = tensors_in((args, kwargs))
+        if not tensors or any(id(t) in self.on_device for t in tensors):
+            for t in tensors_in(out):
+                self.on_device.add(id(t))
                 self.keep.append(t)
         return out
 

@@ -552,6 +552,15 @@ def add_sources(tensors) -> None:
                     mode.keep.append(t)
 
 
+OBJECT = "object: "  # the label of a part that runs one object of the exercise (RMSNorm, then LayerNorm)
+
+
+def mark_object(name: str) -> None:
+    """:func:`mark` for the run of one object of the exercise: a step of it stands for the same
+    object's steps of the reference only (an RMSNorm's centred x is not the LayerNorm's)."""
+    mark(OBJECT + name)
+
+
 def mark(label: str) -> None:
     """Note in every active :class:`Tracer` that the steps from here on belong to ``label`` (one call
     of a script of calls: "step 3 (pos 6..8)"); nothing when none is active."""

@@ -81,15 +81,16 @@ def test_the_divergence_is_the_slipped_line_in_the_call_it_first_shows(tmp_path,
     assert wording.divergence_text(d).startswith(f"{part}: line {line}:")
 
 
-def test_keys_returned_as_the_values_are_named_where_they_are_made(tmp_path):
+def test_keys_returned_as_the_values_are_named_at_the_return(tmp_path):
     """The cache returned as (v, k): the trail sees no operation at the return, but the returned
-    'v' is the reference's k; the report says so at the line that made it, in the first call."""
+    'v' is the reference's k, made right; the report says so at the return statement that gives it
+    back in the wrong place, in the first call (issue 24: the line that is really wrong)."""
     path, _ = slipped(tmp_path, KV, "return self.o_proj(out), new_cache", "return self.o_proj(out), (new_cache[1], new_cache[0])")
     result = grade(path)
     d = result.divergence
     source = path.read_text(encoding="utf-8").splitlines()
     assert d is not None and d.reason == "output" and d.part == "step 1 (pos 0..4)"
-    assert source[d.line - 1].strip().startswith("k = self.k_proj(x)")
+    assert source[d.line - 1].strip() == "return self.o_proj(out), (new_cache[1], new_cache[0])"
     assert "cache v" in d.ref_name and "v_proj" in d.ref_code
 
 

@@ -44,6 +44,7 @@ class AdapterGrading(plain_module.PlainGrading):
 
 class AdapterModule(plain_module.PlainModule):
     Grading = AdapterGrading
+    outputs_apart = True  # forward's output and each method's named on their own (judge._apart)
 
     def __init__(self, exercise, seed: int):
         super().__init__(exercise, seed)

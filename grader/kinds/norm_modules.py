@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from attnprep.grader import trace
 from attnprep.grader.cases import Case, generator, low_precision, x_of
 from attnprep.grader.edits import EditedReference, knobs_of
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
@@ -226,7 +227,7 @@ class NormModules(Kind):
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         modules = attempt[case.dtype]
-        return {name: first(module(case.inputs["x"].clone())) for name, module in modules.items()}
+        return {name: _marked(name, module, case.inputs["x"].clone()) for name, module in modules.items()}
 
     def grad_leaves(self, attempt, case: Case, built: Built | None = None):
         """The float32 modules' parameters, named by class and role (``LayerNorm.bias``) where
@@ -286,7 +287,7 @@ class NormModules(Kind):
 
         def call(case: Case):
             dtype = LOW_PRECISION.get(case.dtype)
-            return {name: first((copy.deepcopy(m).to(dtype) if dtype is not None else m)(case.inputs["x"].clone()))
+            return {name: _marked(name, copy.deepcopy(m).to(dtype) if dtype is not None else m, case.inputs["x"].clone())
                     for name, m in modules.items()}
 
         return call
@@ -343,3 +344,9 @@ class NormModules(Kind):
         return modules
 
 KIND = NormModules
+
+
+def _marked(name: str, module, x):
+    """``module(x)``'s output, its steps marked as object ``name``'s in a divergence trail."""
+    trace.mark_object(name)
+    return first(module(x))

@@ -48,6 +48,7 @@ class PlainGrading(ModuleGrading):
     edits: dict[str, list[dict]] = field(default_factory=dict)  # knob -> its {old, new} edits of the solution
     input: str = "d_model"  # the config size that is x's last dim
     output: str = ""  # the config size that is the output's last dim ("": input's)
+    fill: str = ""  # the reference's mask fill as written (float("-inf")): each variant is tried with -1e9 too
 
 
 class PlainModule(AttentionModule):
@@ -65,7 +66,7 @@ class PlainModule(AttentionModule):
         super().__init__(exercise, seed)
         self.input = self.grading.input
         self.edits: dict[str, list[dict]] = {k: list(v) for k, v in self.grading.edits.items()}
-        self.edited = EditedReference(exercise.solution_path, self.edits)
+        self.edited = EditedReference(exercise.solution_path, self.edits, self.grading.fill)
         self._cases: dict[int, list[Case]] = {}
         self._low: tuple[Any, torch.nn.Module] | None = None  # (the attempt, its low-precision copy), child
 
@@ -131,9 +132,10 @@ class PlainModule(AttentionModule):
 
     # --- parent -------------------------------------------------------------------------------
 
-    def variant_class(self, knobs: tuple[str, ...]) -> type:
-        """The reference's class with the edits of ``knobs`` made (compiled once per knob set)."""
-        return self.edited.namespace(knobs)[self.object]
+    def variant_class(self, knobs: tuple[str, ...], fill: float | None = None) -> type:
+        """The reference's class with the edits of ``knobs`` made and its mask fill (``[grading]
+        fill``, every mask's) written as ``fill`` (compiled once per knob set and fill)."""
+        return self.edited.namespace(knobs, fill)[self.object]
 
     def _module(self, cls: type, ci: int, zero_bias, dtype: str) -> torch.nn.Module:
         """``cls`` built for config ``ci`` with the seeded weights; for a low precision, in float64
@@ -178,8 +180,10 @@ class PlainModule(AttentionModule):
         return call
 
     def variant(self, ci: int, zero_bias, knob, fill: float):
-        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together); compiled
-        when first called: two knobs whose edits clash raise there, which names nothing."""
+        """The reference with the mistake ``knob`` (or the knobs of a tuple, made together), its masks
+        filled with ``fill`` where ``[grading] fill`` names the reference's (a padded query row whose
+        keys are all masked is then uniform, as with any finite fill, not NaN); compiled when first
+        called: two knobs whose edits clash raise there, which names nothing."""
         knobs = knobs_of(knob)
         if not knobs:
             return self.reference(ci, zero_bias)
@@ -188,7 +192,8 @@ class PlainModule(AttentionModule):
         def call(case: Case):
             nonlocal runner
             if runner is None:
-                runner = self._runner(self.variant_class(knobs), ci, zero_bias)
+                masking = self.grading.fill and isinstance(fill, float) and fill <= -1e4  # a mask's fill, not a placeholder
+                runner = self._runner(self.variant_class(knobs, fill if masking else None), ci, zero_bias)
             return runner(case)
 
         return call
