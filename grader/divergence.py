@@ -698,6 +698,7 @@ class _Trails:
                 if 0 <= p < len(self.up):
                     ups |= {p} | self.up[p]
             self.up.append(ups)
+        self.ref_used = {p for s in reference for p in s.parents}  # the reference steps it goes on from
         self.src_up: list[set[int]] = []  # the traced inputs each reference step is computed from
         for s in reference:
             srcs = set(s.inputs)
@@ -1074,7 +1075,10 @@ class _Trails:
                         if deeper is not None:
                             return deeper
                         break
-            nxt = next((q for q in between if m in self.ref[q].parents), None)
+            # (the input of r itself when it is made from m directly: logits.masked_fill(~keep) is the step
+            # missing, not the top-k that made keep from the same logits)
+            nxt = next((x for x in missing if m in self.ref[x].parents), None) or \
+                next((q for q in between if m in self.ref[q].parents), None)
             if nxt is None:
                 return None
             if self.done_later(i, nxt, m):
@@ -1153,8 +1157,9 @@ class _Trails:
         """A later step computed from ``p`` that nothing uses and that holds one of ``wanted`` or does
         what the first of them does (a masked_fill with -1e9 where the reference fills -inf)."""
         for j in range(p + 1, len(self.att)):
+            # (what it holds the reference goes on with: topk's indices beside its values are no result left unused)
             if p in self.att[j].parents and not any(j in s.parents for s in self.att[j + 1:]) and (
-                    {c for c, _ in self.cands[j]} & wanted or _kind(self.att[j]) == _kind(self.ref[nxt])):
+                    {c for c, _ in self.cands[j]} & wanted & self.ref_used or _kind(self.att[j]) == _kind(self.ref[nxt])):
                 return j
         return None
 
@@ -1169,7 +1174,7 @@ class _Trails:
         for j, step in enumerate(self.att):
             if any(j in s.parents for s in self.att[j + 1:]):
                 continue
-            if self.own(j) & wanted:
+            if self.own(j) & wanted & self.ref_used:
                 return j
         return None
 
@@ -1551,8 +1556,8 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     ``self.attention(self.attn_norm(x))``), or the step's own line when the reference changes it
     in the same function."""
     step, ref = trails.att[i], trails.ref[r]
-    if step.parents or not step.inputs or not ref.parents:
-        return None
+    if not step.inputs or not ref.parents or any(not trails.att[p].free for p in step.parents):
+        return None  # (other inputs made without the inputs, a mask, may come along)
     changed = [q for q in ref.parents if set(step.inputs) & trails.src_up[q] and not set(step.inputs) & set(ref.inputs)]
     if len(changed) != 1:
         return None
@@ -1561,15 +1566,23 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     stack = list(step.stack or [step.line])
     d = next((n for n, (a, b) in enumerate(zip(made, used)) if a != b), None)
     if d is None:
-        return None
+        if made != used or not _source_free(trails, changed[0], step.inputs):
+            return None
+        d = len(stack) - 1  # changed on the very statement that uses it (softmax(logits.masked_fill(…) / T)): this one
     functions = _function_spans(ref_source)
-    if d > 0 and _span_of(functions, made[d]) != _span_of(functions, used[d]):
+    if d > 0 and d < len(made) and _span_of(functions, made[d]) != _span_of(functions, used[d]):
         d -= 1  # changed inside a helper called on the statement that uses it: that statement
     line = stack[min(d, len(stack) - 1)]
     code = next((s.code for s in trails.att if s.line == line), "")
     # the reference's statement that changes it, at that level (a step of that line)
     ref_code = next((s.code for s in trails.ref if s.line == made[d]), trails.ref[first].code)
     return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
+
+
+def _source_free(trails: _Trails, q: int, inputs) -> bool:
+    """Whether reference step ``q`` is made from the traced ``inputs`` through steps none of which the
+    attempt holds (the input never appears in the attempt at any stage the reference makes)."""
+    return not any(m in trails.up[q] | {q} for cands in trails.cands for m, _ in cands if set(inputs) & trails.src_up[m])
 
 
 def _argument_copies(source: str) -> set[int]:
@@ -1757,11 +1770,11 @@ class _Search:
                 todo.extend(self.children.get(j, []))
         for j in later:
             m = self.matched[j]
-            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE or (
+            if m is None or self.constant[j] or j in self.wrong_outputs or func_name(self.att[j].func) in _PICKS_ONE or (
                     self.att[j].dtype == "bool" and self.ref[m[0]].dtype != "bool"):
                 continue
-            if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
-                       for q in self.att[j].parents):
+            if not any(q != i and q not in later and self.matched[q] is not None and (
+                    self.matched[q][0] == m[0] or _identical(self.att[q], self.att[j])) for q in self.att[j].parents):
                 return True
         return False
 
@@ -1949,7 +1962,20 @@ def _raw_input_rule(s: _Search, h: _Here):
     first (a norm before the projections): see :func:`_raw_input`."""
     if h.counterpart is None or h.same:
         return None
-    return _raw_input(h.i, h.counterpart, s.trails, s.ref_source)
+    found = _raw_input(h.i, h.counterpart, s.trails, s.ref_source)
+    if found is None or found.line != h.step.line or not s.source:
+        return found
+    # changed in the same function in the reference: a statement of the file there that leaves the
+    # input as it was (`logits = logits`, where the reference divides by the temperature) is its place
+    src = s.explainer.src
+    read = set(re.findall(r"[A-Za-z_]\w*", h.step.code))
+    span = next(((a, b) for a, b, _, _ in src.functions if a <= h.step.line <= b), None)
+    noops = [n for n, names in sorted(src.noops.items()) if span and span[0] < n < h.step.line and names & read]
+    if len(noops) == 1:
+        name = sorted(src.noops[noops[0]] & read)[0]
+        return dataclasses.replace(found, line=noops[0], code=src.code(noops[0]), reason="noop", name=name,
+                                   shape=tuple(h.step.shape), named=name_shape(h.step.shape, s.axes))
+    return found
 
 
 def _lined_up(s: _Search, h: _Here):
@@ -2248,13 +2274,38 @@ def _guard_left_out(s: _Search, h: _Here) -> Found | None:
     return None
 
 
+def _reused_callee(s: _Search, h: _Here):
+    """Wrong values made inside a function (a module's forward) that the file calls from several
+    lines, from inputs that are all what the reference feeds its counterpart and with the same
+    numbers: what differs is nothing the trail sees, the parameters of the object called (one norm
+    module called for both norms). The line of this call, where the object is chosen."""
+    step, r = h.step, h.counterpart
+    stack = list(step.stack or ())
+    if r is None or len(stack) < 2 or not step.parents or not s.source:
+        return None
+    ref = s.ref[r]
+    if any(not (s.trails.own(p) & set(ref.parents)) for p in step.parents) or set(step.inputs) != set(ref.inputs):
+        return None
+    if len(step.scalars) != len(ref.scalars) or any(a.value != b.value for a, b in zip(step.scalars, ref.scalars)):
+        return None
+    spans = _function_spans(s.source)
+    mine = _span_of(spans, step.line)
+    callers = {tuple(a.stack[:-1]) for a in s.att if a.stack and len(a.stack) >= 2 and _span_of(spans, a.line) == mine}
+    if mine is None or len(callers) < 2:
+        return None
+    line = stack[-2]
+    code = next((a.code for a in s.att if a.line == line), "") or s.source.splitlines()[line - 1].strip()
+    return Found(line, code, assigned(code), tuple(step.shape), name_shape(step.shape, s.axes), "values")
+
+
 def _bare_values(s: _Search, h: _Here):
     """Else the step itself: wrong values on its own line."""
     return s.said(h.i, "values")
 
 
 STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _empty_slice, _raw_input_rule, _lined_up,
-              _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _bare_values)
+              _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
+              _bare_values)
 
 
 def _short_output(s: _Search):
