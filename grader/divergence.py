@@ -1949,6 +1949,37 @@ def _returned_ahead_input(s: _Search, h: _Here):
     return None
 
 
+def _wrong_argument(s: _Search, h: _Here):
+    """Wrong values made inside a call of a function that the reference defines too (its
+    ``apply_rope``), from an argument the reference never gives its function of that name, in any
+    layout (the values rotated where the reference rotates the keys): the line of that call."""
+    step = h.step
+    stack = list(step.stack or ())
+    if not s.source or not s.trails.ref_source or len(stack) < 2:
+        return None
+    name = _function_at(s.source, step.line)
+    spans = _function_spans(s.source)
+    span = _span_of(spans, step.line)
+    ref_in = {q for q, r in enumerate(s.ref) if len(r.stack or ()) >= 2 and _function_at(s.trails.ref_source, r.line) == name}
+    if not name or not ref_in or span is None:
+        return None
+    given = {x for q in ref_in for x in s.ref[q].parents if x not in ref_in}  # what the reference's function is given
+    for p in step.parents:
+        parent = s.att[p]
+        if parent.free or not s.trails.own(p) or span[0] <= parent.line <= span[1]:
+            continue
+        held = {m for m, _ in s.trails.cands[p]}
+        if held & given or not given or any(held & s.trails.up[x] for x in given):
+            continue  # (an earlier stage of what it is given, the mask not applied yet: a step left out, not the argument)
+        at = next((k for k in range(len(stack) - 1) if _span_of(spans, stack[k + 1]) == span), None)
+        if at is None:
+            return None
+        line = stack[at]
+        code = next((a.code for a in s.att if a.line == line), "") or s.source.splitlines()[line - 1].strip()
+        return Found(line, code, s.trails.name_of(s.att, p), tuple(parent.shape), name_shape(parent.shape, s.axes), "values")
+    return None
+
+
 def _empty_slice(s: _Search, h: _Here):
     """An empty slice (``q[:, :, i:i - block]``) where the reference never has one: nothing after
     it can match, this line is the story."""
@@ -2303,7 +2334,8 @@ def _bare_values(s: _Search, h: _Here):
     return s.said(h.i, "values")
 
 
-STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _empty_slice, _raw_input_rule, _lined_up,
+STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
+              _empty_slice, _raw_input_rule, _lined_up,
               _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)
 
