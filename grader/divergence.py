@@ -408,7 +408,7 @@ class Matcher:
 
     def _slice_of(self, t: torch.Tensor, dtype: str) -> list[tuple[int, bool]]:
         found = []
-        if t.dim() == 0 or t.numel() == 0 or is_constant(t):
+        if t.numel() == 0 or (t.numel() > 1 and is_constant(t)):
             return found
         if t.numel() == 1 and not (bool(torch.isfinite(t).all()) and float(t.flatten()[0]) not in (0.0, 1.0)):
             return found  # one row's running max is a value of its own; a lone 0, 1 or -inf is in anything
@@ -443,7 +443,10 @@ class Matcher:
             r = self.ref[i][1]
             parts, tables = [], []
             at = _probe_places(n)
-            for v in [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]:  # (b, h) pairs as one index
+            views = [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]  # (b, h) pairs as one index
+            if n == 1 and r.dim() > 2:
+                views.append(r.flatten())  # one number: one entry, whatever its axes (a row's max, a row at a time)
+            for v in views:
                 for axis, size in enumerate(v.shape):
                     rest = v.numel() // size
                     if n % rest or not 0 < n // rest < size or size % (n // rest):
@@ -687,11 +690,17 @@ class _Trails:
     """The two trails side by side: what each attempt step matches, the reference's ancestry."""
 
     def __init__(self, attempt: list[Step], reference: list[Step], axes: dict[str, int],
-                 marks: tuple[list, list] | None = None, source: str = ""):
+                 marks: tuple[list, list] | None = None, source: str = "", ref_source: str = ""):
         self.att, self.ref, self.axes = attempt, reference, axes
         self.argument_copies = _argument_copies(source)
         self.argument_defaults = _argument_defaults(source)
         self.source_lines = source.splitlines()
+        self.source, self.ref_source = source, ref_source
+        # the object (top-level class or function) each step runs in, when both files define it
+        att_objects, ref_objects = _objects(source), _objects(ref_source)
+        shared = set(att_objects) & set(ref_objects)
+        self.att_in = att_in = [_object_at(att_objects, (s.stack or [s.line])[0], shared) for s in attempt]
+        self.ref_in = ref_in = [_object_at(ref_objects, (s.stack or [s.line])[0], shared) for s in reference]
         self.matcher = Matcher(reference)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
@@ -714,6 +723,7 @@ class _Trails:
                 if 0 <= p < len(self.up):
                     ups |= {p} | self.up[p]
             self.up.append(ups)
+        self.ref_used = {p for s in reference for p in s.parents}  # the reference steps it goes on from
         self.src_up: list[set[int]] = []  # the traced inputs each reference step is computed from
         for s in reference:
             srcs = set(s.inputs)
@@ -739,6 +749,7 @@ class _Trails:
                 found = self.matcher.covers(t, step.dtype)
             if self.att_part[k].startswith(OBJECT):  # one object's steps stand for that object's only
                 found = [m for m in found if self.ref_part[m[0]] == self.att_part[k]]
+            found = [m for m in found if self.same_object(k, m[0])]
             self.cands.append(found)
             best = [m for m in found if m[1]] or found
             same = [m for m in best if func_name(reference[m[0]].func) == func_name(step.func)]
@@ -749,6 +760,12 @@ class _Trails:
         # (name, function) of the reference's steps: how it makes each of its values
         self.ref_made_as = {(self.name_of(reference, j), func_name(r.func)) for j, r in enumerate(reference)}
         self.ref_roles = {_role(n) for n in self.ref_names} & set(_ROLE_WORDS.values())
+
+    def same_object(self, k: int, r: int) -> bool:
+        """Whether attempt step ``k`` may hold reference step ``r``: not when they run in two
+        different objects of the exercise (RMSNorm that subtracts the mean computes LayerNorm's
+        values: it is wrong, not back on track)."""
+        return not self.att_in[k] or self.ref_in[r] in ("", self.att_in[k])
 
     def lined_up(self, step: Step, r: int) -> bool:
         """Whether ``step`` may hold a slice of reference step ``r``: what it is computed from is
@@ -853,6 +870,37 @@ class _Trails:
             except RuntimeError:
                 continue
             if shape == allowed.shape and torch.equal(allowed, theirs.expand(shape)):
+                return True
+        return False
+
+    def net_mask(self, p: int) -> bool:
+        """Attempt step ``p`` is a mask (0 / -inf, or bool True where allowed) that blocks exactly
+        what the reference's masking blocks by the time it is done (the -inf entries of a masked
+        scores step of the reference, broadcast): the causal and the padding mask joined into one
+        ``(B, 1, T, T)`` mask, which the reference never makes, applies them both right."""
+        step = self.att[p]
+        t = tensor_of(step)
+        if t is None or t.numel() == 0:
+            return False
+        if step.dtype == "bool":
+            blocked = ~t.bool()
+        elif bool(((t == 0) | torch.isneginf(t)).all()):
+            blocked = torch.isneginf(t)
+        else:
+            return False
+        if not bool(blocked.any()) or bool(blocked.all()):
+            return False
+        for s, r in self.matcher.ref:
+            if r is None or s.dtype == "bool" or func_name(s.func) not in LATE or r.dim() < blocked.dim():
+                continue
+            theirs = torch.isneginf(r)
+            if not bool(theirs.any()):
+                continue
+            try:
+                shape = torch.broadcast_shapes(blocked.shape, theirs.shape)
+            except RuntimeError:
+                continue
+            if shape == theirs.shape and torch.equal(blocked.expand(shape), theirs):
                 return True
         return False
 
@@ -1064,7 +1112,10 @@ class _Trails:
                         if deeper is not None:
                             return deeper
                         break
-            nxt = next((q for q in between if m in self.ref[q].parents), None)
+            # (the input of r itself when it is made from m directly: logits.masked_fill(~keep) is the step
+            # missing, not the top-k that made keep from the same logits)
+            nxt = next((x for x in missing if m in self.ref[x].parents), None) or \
+                next((q for q in between if m in self.ref[q].parents), None)
             if nxt is None:
                 return None
             if self.done_later(i, nxt, m):
@@ -1088,7 +1139,7 @@ class _Trails:
                     parent.line == step.line and parent.stack == step.stack):
                 # done where the input is used: on that line (or the input is made on the line that uses
                 # it, self.wq_b(self.wq_a(x)) without the norm between), or in the helper that uses it
-                return self.found(i, "input", r, self.ref[nxt].code)
+                return self.returned_ahead(p, m, nxt, i) or self.found(i, "input", r, self.ref[nxt].code)
             unused = self.unused(p, {nxt, *between}, nxt)
             if unused is not None:  # the attempt takes the step but drops its result (masked_fill not assigned)
                 return self.at_caller(self.found(unused, "unused", nxt, self.ref[nxt].code), unused, i)
@@ -1106,12 +1157,46 @@ class _Trails:
             return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
 
+    def returned_ahead(self, p: int, m: int, nxt: int, i: int) -> Found | None:
+        """Input ``p`` of step ``i`` holds reference step ``m`` where ``i`` needs ``nxt``, made from it,
+        because ``p`` undoes what a function of the file returns (``~blocked`` of the contract's
+        ``sliding_window_mask`` that returns the blocked positions): that function's ``return``, when
+        :meth:`ahead_of_return` finds it gives back a later stage than the reference's function."""
+        up = [a for a in self.att[p].parents if nxt in self.own(a)]
+        if len(up) != 1 or len(self.att[p].parents) != 1:
+            return None
+        inner, outer = list(self.att[up[0]].stack or ()), list(self.att[i].stack or ())
+        if len(inner) <= len(outer) or inner[:len(outer) - 1] != outer[:-1]:
+            return None  # (made in a call of a function from i's own function)
+        return self.ahead_of_return(up[0], nxt)
+
+    def ahead_of_return(self, a: int, m: int) -> Found | None:
+        """Attempt step ``a`` is what a function of the file returns, the function the reference
+        defines too (the contract's ``causal_mask``), and holds reference step ``m``, which the
+        reference makes only after its own function returns, from what it returns (``~allowed`` in
+        the caller): the function gives back another value than the reference's, on its ``return``
+        line ("output"), whatever its caller then does with it."""
+        if not self.source or not self.ref_source:
+            return None
+        made = self.att[a]
+        lines = self.source.splitlines()
+        if len(made.stack or ()) < 2 or not 0 < made.line <= len(lines) or not lines[made.line - 1].lstrip().startswith("return"):
+            return None
+        name = _function_at(self.source, made.line)
+        ref_in = [q for q, r in enumerate(self.ref) if len(r.stack or ()) >= 2 and _function_at(self.ref_source, r.line) == name]
+        if not name or not ref_in or m in ref_in or not self.up[m] & set(ref_in):
+            return None
+        ref_return = self.ref[max(q for q in ref_in if q < m)]
+        return Found(made.line, made.code, self.name_of(self.att, a), tuple(made.shape), name_shape(made.shape, self.axes),
+                     "output", name, name_shape(ref_return.shape, self.axes), _code(ref_return.code))
+
     def unused(self, p: int, wanted: set[int], nxt: int) -> int | None:
         """A later step computed from ``p`` that nothing uses and that holds one of ``wanted`` or does
         what the first of them does (a masked_fill with -1e9 where the reference fills -inf)."""
         for j in range(p + 1, len(self.att)):
+            # (what it holds the reference goes on with: topk's indices beside its values are no result left unused)
             if p in self.att[j].parents and not any(j in s.parents for s in self.att[j + 1:]) and (
-                    {c for c, _ in self.cands[j]} & wanted or _kind(self.att[j]) == _kind(self.ref[nxt])):
+                    {c for c, _ in self.cands[j]} & wanted & self.ref_used or _kind(self.att[j]) == _kind(self.ref[nxt])):
                 return j
         return None
 
@@ -1126,7 +1211,7 @@ class _Trails:
         for j, step in enumerate(self.att):
             if any(j in s.parents for s in self.att[j + 1:]):
                 continue
-            if self.own(j) & wanted:
+            if self.own(j) & wanted & self.ref_used:
                 return j
         return None
 
@@ -1407,7 +1492,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         return Found(raised_at, "", "", (), "", "raised_first")
     if not attempt or not reference:
         return None
-    trails = _Trails(attempt, reference, axes, marks, source)
+    trails = _Trails(attempt, reference, axes, marks, source, ref_source)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is not None:
         found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
@@ -1528,8 +1613,8 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     ``self.attention(self.attn_norm(x))``), or the step's own line when the reference changes it
     in the same function."""
     step, ref = trails.att[i], trails.ref[r]
-    if step.parents or not step.inputs or not ref.parents:
-        return None
+    if not step.inputs or not ref.parents or any(not trails.att[p].free for p in step.parents):
+        return None  # (other inputs made without the inputs, a mask, may come along)
     changed = [q for q in ref.parents if set(step.inputs) & trails.src_up[q] and not set(step.inputs) & set(ref.inputs)]
     if len(changed) != 1:
         return None
@@ -1538,15 +1623,23 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     stack = list(step.stack or [step.line])
     d = next((n for n, (a, b) in enumerate(zip(made, used)) if a != b), None)
     if d is None:
-        return None
+        if made != used or not _source_free(trails, changed[0], step.inputs):
+            return None
+        d = len(stack) - 1  # changed on the very statement that uses it (softmax(logits.masked_fill(…) / T)): this one
     functions = _function_spans(ref_source)
-    if d > 0 and _span_of(functions, made[d]) != _span_of(functions, used[d]):
+    if d > 0 and d < len(made) and _span_of(functions, made[d]) != _span_of(functions, used[d]):
         d -= 1  # changed inside a helper called on the statement that uses it: that statement
     line = stack[min(d, len(stack) - 1)]
     code = next((s.code for s in trails.att if s.line == line), "")
     # the reference's statement that changes it, at that level (a step of that line)
     ref_code = next((s.code for s in trails.ref if s.line == made[d]), trails.ref[first].code)
     return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
+
+
+def _source_free(trails: _Trails, q: int, inputs) -> bool:
+    """Whether reference step ``q`` is made from the traced ``inputs`` through steps none of which the
+    attempt holds (the input never appears in the attempt at any stage the reference makes)."""
+    return not any(m in trails.up[q] | {q} for cands in trails.cands for m, _ in cands if set(inputs) & trails.src_up[m])
 
 
 def _argument_copies(source: str) -> set[int]:
@@ -1617,6 +1710,24 @@ def _span_of(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | None:
     return max(around) if around else None
 
 
+@functools.lru_cache(maxsize=8)
+def _objects(source: str) -> dict[str, tuple[int, int]]:
+    """The top-level classes and functions of ``source``: name -> (first line, last line)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    return {n.name: (n.lineno, n.end_lineno or n.lineno) for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _object_at(objects: dict[str, tuple[int, int]], line: int, among: set[str]) -> str:
+    """The name of the object of ``among`` whose lines hold ``line``, or ""."""
+    return next((name for name in among if objects[name][0] <= line <= objects[name][1]), "")
+
+
 def _function_at(source: str, line: int) -> str:
     """The name of the innermost function (or class, for a method) of ``source`` holding ``line``."""
     import ast
@@ -1681,6 +1792,7 @@ def _return_after(source: str, step: Step) -> tuple[int, str] | None:
 # is the story, the rules of END_RULES look at the trails as a whole.
 
 NEXT_STEP = "next step"
+_ELEMENTWISE = {"mul", "add", "sub", "div", "mul_", "add_", "sub_", "div_"}
 _PICKS_ONE = {"max", "min", "maximum", "minimum"}  # what keeps one of the entries it compares
 NO_LINE = "no line"
 
@@ -1749,11 +1861,11 @@ class _Search:
                 todo.extend(self.children.get(j, []))
         for j in later:
             m = self.matched[j]
-            if m is None or self.constant[j] or func_name(self.att[j].func) in _PICKS_ONE or (
+            if m is None or self.constant[j] or j in self.wrong_outputs or func_name(self.att[j].func) in _PICKS_ONE or (
                     self.att[j].dtype == "bool" and self.ref[m[0]].dtype != "bool"):
                 continue
-            if not any(q != i and q not in later and self.matched[q] is not None and self.matched[q][0] == m[0]
-                       for q in self.att[j].parents):
+            if not any(q != i and q not in later and self.matched[q] is not None and (
+                    self.matched[q][0] == m[0] or _identical(self.att[q], self.att[j])) for q in self.att[j].parents):
                 return True
         return False
 
@@ -1782,8 +1894,9 @@ class _Here:
 
     @functools.cached_property
     def same(self) -> list[int]:
-        """The reference steps holding the same values in any layout."""
-        return self.search.matcher.same_values(tensor_of(self.step), self.step.dtype)
+        """The reference steps holding the same values in any layout (in the same object)."""
+        same = self.search.matcher.same_values(tensor_of(self.step), self.step.dtype)
+        return [r for r in same if self.search.trails.same_object(self.i, r)]
 
     @functools.cached_property
     def counterpart(self) -> int | None:
@@ -1810,6 +1923,13 @@ def _output_holds_another_value(s: _Search, h: _Here):
         return None
     name, r = s.wrong_outputs[i]
     short = s.matched[i][0] in _ancestors(r, s.ref)
+    while func_name(step.func) in LAYOUTS | CASTS and _caller_of_return(s, step) is None:
+        # only laid out here (k, v = k.transpose(1, 2), …): made by the step it views, on its line
+        ps = [q for q in step.parents if not s.att[q].free]
+        if len(ps) != 1 or s.matched[ps[0]] is None or s.matched[ps[0]][0] != s.matched[h.i][0] or \
+                (s.att[ps[0]].stack or [])[:-1] != (step.stack or [])[:-1]:
+            break  # (within the function that lays it out)
+        step = s.att[ps[0]]
     line, code = step.line, step.code
     part = s.trails.ref_part[r]
     returning = [k for k, label in enumerate(s.trails.att_part) if label == part]
@@ -1841,7 +1961,46 @@ def _wrong_start(s: _Search, h: _Here):
     if not starts:
         return None
     found = s.explainer.culprit(i)  # "start", or the wrong number on the line that makes the start value
-    return found if found is not None and (found.reason == "start" or found.line in starts) else None
+    if found is not None and (found.reason == "start" or found.line in starts):
+        return found
+    return _start_that_changes(s, i)
+
+
+# what a running value is combined with, element by element, whichever side it is on
+_COMBINES = {"maximum": torch.maximum, "minimum": torch.minimum, "fmax": torch.fmax, "fmin": torch.fmin,
+             "add": torch.add, "mul": torch.mul}
+
+
+def _start_that_changes(s: _Search, i: int) -> Found | None:
+    """Step ``i`` combines a start value made without the inputs (one number: ``m = torch.tensor(0.0)``)
+    with a computed value, where the reference starts the same combination (``torch.maximum(m, …)``)
+    at another number, and the result differs from what the reference's start gives: the start is
+    wrong, on the line that sets it, when no counterpart lines the step up (a row at a time, one
+    number per row, where the reference keeps a tensor of rows). A start that changes nothing here
+    (-1e30 for -inf) is no story."""
+    step = s.att[i]
+    op = _COMBINES.get(func_name(step.func))
+    if op is None or len(step.parents) != 2 or step.scalars:
+        return None
+    for p in step.parents:
+        start, other = s.att[p], s.att[step.parents[0] if p == step.parents[1] else step.parents[1]]
+        t, o, made = tensor_of(start), tensor_of(other), tensor_of(step)
+        if not start.free or other.free or start.line == step.line or not is_constant(t) or o is None or made is None:
+            continue
+        value = float(t.flatten()[0])
+        theirs = [(q, float(tensor_of(s.ref[q]).flatten()[0])) for r in s.ref if func_name(r.func) == func_name(step.func)
+                  for q in r.parents if s.ref[q].free and is_constant(tensor_of(s.ref[q]))]
+        for q, ref_value in theirs:
+            if _near(value, ref_value):
+                continue
+            try:
+                would = op(torch.full_like(t, ref_value), o)
+            except RuntimeError:
+                continue
+            if would.shape == made.shape and not close(made, would):
+                return Found(start.line, start.code, assigned(start.code), tuple(start.shape), f"{value:g}", "start",
+                             assigned(s.ref[q].code), f"{ref_value:g}", s.ref[q].code)
+    return None
 
 
 def _not_the_story(s: _Search, h: _Here):
@@ -1861,6 +2020,58 @@ def _not_the_story(s: _Search, h: _Here):
         return NEXT_STEP  # (a part picked to be tested, `attention_mask[:, -1].all()`, is where a guard starts)
     if i not in s.children and i != len(s.att) - 1 and i not in s.output_steps:
         return NEXT_STEP
+    if not output and s.trails.net_mask(i):
+        return NEXT_STEP  # (the masks joined into one the reference never makes, right: what uses it may not be)
+    return None
+
+
+def _returned_ahead_input(s: _Search, h: _Here):
+    """Wrong values made from what a function of the file returns (through its caller's views) when
+    that function gives back a later stage than the reference's function of that name (the blocked
+    positions where the contract's mask returns the allowed ones): its ``return`` line, see
+    :meth:`_Trails.ahead_of_return`; the step that uses it does what the contract says."""
+    todo, seen = list(h.step.parents), set()
+    while todo:
+        p = todo.pop()
+        if p in seen or len(seen) > 8 or s.matched[p] is None:
+            continue
+        seen.add(p)
+        found = s.trails.ahead_of_return(p, s.matched[p][0])
+        if found is not None:
+            return found
+        if func_name(s.att[p].func) in LAYOUTS | CASTS | {"getitem", "__getitem__"}:
+            todo.extend(s.att[p].parents)
+    return None
+
+
+def _wrong_argument(s: _Search, h: _Here):
+    """Wrong values made inside a call of a function that the reference defines too (its
+    ``apply_rope``), from an argument the reference never gives its function of that name, in any
+    layout (the values rotated where the reference rotates the keys): the line of that call."""
+    step = h.step
+    stack = list(step.stack or ())
+    if not s.source or not s.trails.ref_source or len(stack) < 2:
+        return None
+    name = _function_at(s.source, step.line)
+    spans = _function_spans(s.source)
+    span = _span_of(spans, step.line)
+    ref_in = {q for q, r in enumerate(s.ref) if len(r.stack or ()) >= 2 and _function_at(s.trails.ref_source, r.line) == name}
+    if not name or not ref_in or span is None:
+        return None
+    given = {x for q in ref_in for x in s.ref[q].parents if x not in ref_in}  # what the reference's function is given
+    for p in step.parents:
+        parent = s.att[p]
+        if parent.free or not s.trails.own(p) or span[0] <= parent.line <= span[1]:
+            continue
+        held = {m for m, _ in s.trails.cands[p]}
+        if held & given or not given or any(held & s.trails.up[x] for x in given):
+            continue  # (an earlier stage of what it is given, the mask not applied yet: a step left out, not the argument)
+        at = next((k for k in range(len(stack) - 1) if _span_of(spans, stack[k + 1]) == span), None)
+        if at is None:
+            return None
+        line = stack[at]
+        code = next((a.code for a in s.att if a.line == line), "") or s.source.splitlines()[line - 1].strip()
+        return Found(line, code, s.trails.name_of(s.att, p), tuple(parent.shape), name_shape(parent.shape, s.axes), "values")
     return None
 
 
@@ -1877,7 +2088,20 @@ def _raw_input_rule(s: _Search, h: _Here):
     first (a norm before the projections): see :func:`_raw_input`."""
     if h.counterpart is None or h.same:
         return None
-    return _raw_input(h.i, h.counterpart, s.trails, s.ref_source)
+    found = _raw_input(h.i, h.counterpart, s.trails, s.ref_source)
+    if found is None or found.line != h.step.line or not s.source:
+        return found
+    # changed in the same function in the reference: a statement of the file there that leaves the
+    # input as it was (`logits = logits`, where the reference divides by the temperature) is its place
+    src = s.explainer.src
+    read = set(re.findall(r"[A-Za-z_]\w*", h.step.code))
+    span = next(((a, b) for a, b, _, _ in src.functions if a <= h.step.line <= b), None)
+    noops = [n for n, names in sorted(src.noops.items()) if span and span[0] < n < h.step.line and names & read]
+    if len(noops) == 1:
+        name = sorted(src.noops[noops[0]] & read)[0]
+        return dataclasses.replace(found, line=noops[0], code=src.code(noops[0]), reason="noop", name=name,
+                                   shape=tuple(h.step.shape), named=name_shape(h.step.shape, s.axes))
+    return found
 
 
 def _lined_up(s: _Search, h: _Here):
@@ -1908,6 +2132,11 @@ def _lined_up(s: _Search, h: _Here):
         noop = s.explainer.noop_between(explained, h.i)
         if noop is not None:
             return noop
+        at = locate(explained, s.att, s.ref, s.matcher)
+        line = _call_line(s.att[at], h.step) if at is not None and "," not in explained.name else None
+        back = _passes_through(s.source, explained.name, explained.line, line) if line else None
+        if back is not None:  # handed to a function of the file that gives it back untouched
+            return dataclasses.replace(explained, line=back[0], code=back[1], reason="noop")
     if explained.reason == "incomplete":
         end = s.explainer.run_end(h.i)
         factor = s.explainer.scaled(end) if end != h.i else None
@@ -1999,6 +2228,13 @@ def _blamed_input(s: _Search, h: _Here):
     if blamed is None:
         return None
     p, reason = blamed
+    others = [q for q in h.step.parents if q != p]
+    if reason == "layout" and p in h.step.parents and _kind(h.step) in _ELEMENTWISE and others and all(
+            s.att[q].free and math.prod(s.att[q].shape) < math.prod(h.step.shape) for q in others):
+        # the input in another axis order, combined element by element with a table made without the
+        # inputs that broadcasts over it (q in (B, H, T, D) times cos (T, D)): an order a correct attempt
+        # may use; what the step pairs it with is the story (the table, or how its halves are paired)
+        return None
     role = s.trails.swapped_above(p)
     if role is not None:
         return role
@@ -2027,6 +2263,87 @@ def _wrong_input(s: _Search, h: _Here):
     return None
 
 
+def _passed_through(s: _Search, h: _Here):
+    """Wrong values from an input that holds a value of the reference as it was made, carried
+    (viewed, copied) from a line where the file then hands it to a function of its own that gives
+    it back untouched (``return xq * cos + rot(xq) * sin, xk``: the keys never rotated): that
+    ``return`` ("noop"), where the step the reference takes on it was left out."""
+    if not s.source:
+        return None
+    todo, seen = list(h.step.parents), set()
+    while todo:
+        p = todo.pop()
+        if p in seen or len(seen) > 12:
+            continue
+        seen.add(p)
+        step = s.att[p]
+        if step.free:
+            continue
+        carries = func_name(step.func) in LAYOUTS | COPIES | CASTS | {"getitem", "__getitem__"}
+        name = s.trails.name_of(s.att, p) if s.matched[p] is not None and s.trails.own(p) else ""
+        at = _call_line(step, h.step) if name and "," not in name else None
+        back = _passes_through(s.source, name, step.line, at) if at else None
+        if back is None and carries:
+            todo.extend(step.parents)
+        if back is not None:
+            m, nxt = s.matched[p][0], None
+            for q in range(m + 1, len(s.ref)):  # the first step the reference computes from it (through its layouts)
+                if m in s.ref[q].parents:
+                    if func_name(s.ref[q].func) not in LAYOUTS | CASTS:
+                        nxt = s.ref[q]
+                        break
+                    m = q
+            return Found(back[0], back[1], name, tuple(step.shape), name_shape(step.shape, s.axes), "noop",
+                         assigned(nxt.code) if nxt else "", "", _code(nxt.code) if nxt else "")
+    return None
+
+
+def _call_line(made: Step, used: Step) -> int | None:
+    """The line of ``made``'s function from which ``used`` is reached (the call of a helper that
+    uses the value, or ``used``'s own line), or None when ``used`` runs elsewhere."""
+    mine, theirs = list(made.stack or [made.line]), list(used.stack or [used.line])
+    if len(theirs) < len(mine) or theirs[:len(mine) - 1] != mine[:-1]:
+        return None
+    return theirs[len(mine) - 1]
+
+
+def _passes_through(source: str, name: str, after: int, before: int) -> tuple[int, str] | None:
+    """A statement between lines ``after`` and ``before`` that assigns ``name`` (alone or in a tuple)
+    from a call of a top-level function of ``source`` that returns, in that place, the parameter
+    the call passes ``name`` to, untouched: that ``return`` (its line, its code)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and after < node.lineno < before and len(node.targets) == 1
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)):
+            continue
+        f = functions.get(node.value.func.id)
+        target = node.targets[0]
+        names = [t.id if isinstance(t, ast.Name) else "" for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+        if f is None or name not in names:
+            continue
+        place = names.index(name)
+        params = [a.arg for a in (*f.args.posonlyargs, *f.args.args)]
+        given = [j for j, a in enumerate(node.value.args) if isinstance(a, ast.Name) and a.id == name]
+        given += [params.index(k.arg) for k in node.value.keywords if k.arg in params and isinstance(k.value, ast.Name)
+                  and k.value.id == name]
+        if len(given) != 1 or given[0] >= len(params):
+            continue
+        param = params[given[0]]
+        for r in ast.walk(f):
+            if not isinstance(r, ast.Return) or r.value is None:
+                continue
+            parts = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
+            if len(parts) == len(names) and isinstance(parts[place], ast.Name) and parts[place].id == param:
+                return r.lineno, source.splitlines()[r.lineno - 1].strip()
+    return None
+
+
 def _cause_elsewhere(s: _Search, h: _Here):
     """The values say no more: a cause the two files show on another line (a number, a guard, a
     start value, :mod:`.explain`); no line at all when the explainer finds the step is not
@@ -2036,7 +2353,75 @@ def _cause_elsewhere(s: _Search, h: _Here):
     found = s.cause(h.i)
     if found is not None:
         return found
-    return None if s.explainer.claims(h.i) else NO_LINE
+    if s.explainer.claims(h.i):
+        return None
+    # a part of an input picked only to be tested (`attention_mask[:, -1].all()`) with no cause of its
+    # own: what the test leaves out is told further on (a guard around a step the reference takes)
+    tested = (not h.step.parents and h.step.inputs and func_name(h.step.func) in PICKS and s.children.get(h.i)
+              and all(s.att[c].dtype == "bool" or not s.att[c].shape for c in s.children[h.i]))
+    if not tested or h.i in s.wrong_outputs:
+        return NO_LINE
+    return _guard_left_out(s, h) or NEXT_STEP
+
+
+def _guard_left_out(s: _Search, h: _Here) -> Found | None:
+    """Step ``h`` picks a part of an input only to test it, in the condition of an ``if`` whose body
+    did not run (``if not attention_mask[:, -1].all():`` around the padding mask, true only with
+    right padding); the reference applies that input here and it changes what it is applied to:
+    the condition left the step out ("guarded", its line)."""
+    import ast
+
+    try:
+        tree = ast.parse(s.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    line = h.step.line
+    guard = next((n for n in ast.walk(tree) if isinstance(n, ast.If)
+                  and n.test.lineno <= line <= (n.test.end_lineno or n.test.lineno)), None)
+    if guard is None or not guard.body:
+        return None
+    first, last = guard.body[0].lineno, guard.body[-1].end_lineno or guard.body[-1].lineno
+    if any(first <= n <= last for step in s.att for n in (step.stack or [step.line])):
+        return None  # the body ran
+    source = set(h.step.inputs)
+    made_from: set[int] = set()
+    for q, r in enumerate(s.ref):
+        if set(r.inputs) & source or set(r.parents) & made_from:
+            made_from.add(q)
+            others = [p for p in r.parents if p not in made_from and not s.ref[p].free]
+            if len(others) != 1 or func_name(r.func) in LAYOUTS:
+                continue
+            mine, theirs = tensor_of(r), tensor_of(s.ref[others[0]])
+            if mine is None or theirs is None or (mine.shape == theirs.shape and close(mine, theirs)):
+                return None  # the reference's step changes nothing here: leaving it out is no mistake
+            data = s.ref[others[0]]
+            return Found(guard.lineno, s.source.splitlines()[guard.lineno - 1].strip(), s.trails.name_of(s.ref, others[0]),
+                         tuple(data.shape), name_shape(data.shape, s.axes), "guarded", "", "", _code(r.code))
+    return None
+
+
+def _reused_callee(s: _Search, h: _Here):
+    """Wrong values made inside a function (a module's forward) that the file calls from several
+    lines, from inputs that are all what the reference feeds its counterpart and with the same
+    numbers: what differs is nothing the trail sees, the parameters of the object called (one norm
+    module called for both norms). The line of this call, where the object is chosen."""
+    step, r = h.step, h.counterpart
+    stack = list(step.stack or ())
+    if r is None or len(stack) < 2 or not step.parents or not s.source:
+        return None
+    ref = s.ref[r]
+    if any(not (s.trails.own(p) & set(ref.parents)) for p in step.parents) or set(step.inputs) != set(ref.inputs):
+        return None
+    if len(step.scalars) != len(ref.scalars) or any(a.value != b.value for a, b in zip(step.scalars, ref.scalars)):
+        return None
+    spans = _function_spans(s.source)
+    mine = _span_of(spans, step.line)
+    callers = {tuple(a.stack[:-1]) for a in s.att if a.stack and len(a.stack) >= 2 and _span_of(spans, a.line) == mine}
+    if mine is None or len(callers) < 2:
+        return None
+    line = stack[-2]
+    code = next((a.code for a in s.att if a.line == line), "") or s.source.splitlines()[line - 1].strip()
+    return Found(line, code, assigned(code), tuple(step.shape), name_shape(step.shape, s.axes), "values")
 
 
 def _bare_values(s: _Search, h: _Here):
@@ -2153,8 +2538,10 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
     return False
 
 
-STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _empty_slice, _raw_input_rule, _lined_up,
-              _layout, _blamed_input, _wrong_input, _cause_elsewhere, _bare_values)
+STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
+              _empty_slice, _raw_input_rule, _lined_up,
+              _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
+              _bare_values)
 
 
 def _short_output(s: _Search):
@@ -2251,7 +2638,18 @@ def _raised(s: _Search):
     return Found(s.raised_at, code, assigned(code), shape, name_shape(shape, s.axes) if shape else "", "raised")
 
 
-END_RULES = (_short_output, _result_in_other_layout, _stops_short, _raised)
+def _returns_later_stage(s: _Search):
+    """Every value has a counterpart, yet a function of the file that the reference defines too
+    returns a later stage than the reference's (the blocked positions for the allowed ones, which its
+    caller then uses consistently): see :meth:`_Trails.ahead_of_return`."""
+    for k, m in enumerate(s.matched):
+        found = s.trails.ahead_of_return(k, m[0]) if m is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+END_RULES = (_short_output, _result_in_other_layout, _stops_short, _raised, _returns_later_stage)
 
 
 def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,

@@ -33,6 +33,9 @@ MAX_SCALARS = 8  # plain numbers kept per step
 # made from an input's shape, dtype and device only, never its values: a buffer, free like a mask
 _SHAPED = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "new_empty", "new_zeros",
            "new_ones", "new_full"}
+# made without the inputs as one number (``m = torch.tensor(0.0)``): a start value, kept as a step
+# like a tensor of more axes (other 0-d tensors made without the inputs are not steps)
+_START = {"tensor", "as_tensor", "scalar_tensor", "full", "zeros", "ones"} | _SHAPED
 _SKIP = {"__get__", "__set__", "size", "dim", "numel", "__len__", "__bool__", "__index__", "__int__", "__float__",
          "item", "tolist", "is_floating_point", "data_ptr", "stride", "element_size", "__repr__", "__format__"}
 
@@ -330,7 +333,7 @@ class Tracer(TorchFunctionMode):
         if name in _SHAPED and not self.derive_all:
             parents = []
         if not parents and not self.derive_all:  # made without the inputs: kept (as free) when the file makes it, a mask say
-            if not frames or len(results) != 1 or results[0].dim() < 1:
+            if not frames or len(results) != 1 or (results[0].dim() < 1 and name not in _START):
                 return
             self._step(frames, name, results[0], [], True, args, kwargs)
             return

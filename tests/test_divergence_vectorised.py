@@ -19,7 +19,10 @@ def _runs_one_at_a_time(t, r, eps):
 
 def _slices_one_at_a_time(r, n):
     parts = []
-    for v in [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]:
+    views = [r] + [r.flatten(a, a + 1) for a in range(r.dim() - 1)]
+    if n == 1 and r.dim() > 2:
+        views.append(r.flatten())  # one number: any one entry
+    for v in views:
         for axis, size in enumerate(v.shape):
             rest = v.numel() // size
             if n % rest or not 0 < n // rest < size or size % (n // rest):

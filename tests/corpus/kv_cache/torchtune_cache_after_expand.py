@@ -42,4 +42,4 @@ class KVCacheAttention(nn.Module):
         out = scores.softmax(dim=-1) @ v
         out = out.transpose(1, 2).reshape(b, s_x, -1)
         return self.o_proj(out), new_cache
-# bug-line: 36
+# bug-line: 30, 36
