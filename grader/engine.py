@@ -486,10 +486,41 @@ def _ready_made(source: str, exercise, line: int | None = None) -> dict[str, tup
 _STUB_BODIES: dict[tuple, dict[str, str]] = {}  # (exercise id, stub template) -> its stub's top-level defs, as _ready_made compares them
 
 
+def _passed_through(source: str) -> dict[str, tuple[int, int]]:
+    """The file's top-level functions whose whole body is one ``return`` of an expression of their
+    own arguments, with no number or text of their own (``def cast(x, dtype): return x.to(dtype)``,
+    ``def transpose(x, perm): return x.permute(*perm)``): what they compute is the caller's choice
+    of arguments, so a divergence inside one is its call's. Name -> (first, last line)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    found = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) \
+            and isinstance(node.body[0].value, ast.Constant) else node.body
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            continue
+        a = node.args
+        params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None}
+        names = [n.id for n in ast.walk(body[0].value) if isinstance(n, ast.Name)]
+        own = [n for n in ast.walk(body[0].value) if isinstance(n, ast.Constant) and not isinstance(n.value, bool)
+               and n.value is not None]
+        if params and not own and any(n in params for n in names) and all(n in params for n in names):
+            found[node.name] = (node.lineno, node.end_lineno)
+    return found
+
+
 def _call_site(found, steps, path: Path, exercise, source: str):
-    """A divergence inside one of the stub's ready-made helpers (``precompute_freqs_cis``) blames
-    the learner's line that calls it: the helper is right, what the call passes it is not."""
-    ready = _ready_made(source, exercise, found.line)
+    """A divergence inside one of the stub's ready-made helpers (``precompute_freqs_cis``), or in a
+    helper that only passes its arguments through to one operation, blames the learner's line that
+    calls it: the helper is right, what the call passes it is not."""
+    made = _ready_made(source, exercise, found.line)
+    ready = {**_passed_through(source), **made}
     inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
     if inside is None:
         return found
@@ -507,7 +538,8 @@ def _call_site(found, steps, path: Path, exercise, source: str):
         import linecache
 
         code = linecache.getline(str(path), line).strip()
-    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="", reason="helper_call",
+    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="",
+                   reason="helper_call" if inside in made else "helper_passed",
                    ref_name=inside, ref_named="", ref_code="")
 
 

@@ -264,3 +264,29 @@ def test_the_window_search_finds_the_first_close_window_as_one_comparison_each_w
     loop = next((s for s in range(shape[axis] - n + 1) if close(t.narrow(axis, s, n), part, eps)), None)
     assert first_close_window(t, axis, part, eps) == loop
     assert loop is not None or seed % 4 == 0 or seed % 3 == 0
+
+
+def test_a_helper_that_only_passes_its_arguments_on_is_blamed_at_its_call():
+    """engine._passed_through: one ``return`` of an expression of the helper's own arguments, no number
+    or text of its own (what it computes is its caller's choice); a helper with constants, more than
+    one statement, or names from outside is the learner's own code, blamed where it goes wrong."""
+    from attnprep.grader.engine import _passed_through
+
+    source = '''
+def transpose(x, perm):
+    """Paddle's spelling."""
+    return x.permute(*perm)
+def cast(x, dtype): return x.to(dtype)
+def mean(x, axis=-1): return x.mean(dim=axis, keepdim=True)
+def rotate_half(x): return torch.cat((-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2]), dim=-1)
+def split(x):
+    a, b = x.chunk(2, -1)
+    return a
+def heads(x): return x.view(B, T, H, D)
+def nothing(): return torch
+'''
+    assert set(_passed_through(source)) == {"transpose", "cast", "mean"}
+    for path, line in (("mha_fused/paddle_perm_heads_before_qkv.py", 29),
+                       ("norms/mindspore_reduce_mean_rms_centred_ln_eps_out.py", 28)):
+        result = grade(Path(__file__).parent / "corpus" / path)
+        assert result.divergence.line == line and result.divergence.reason == "helper_passed", (path, result.divergence)
