@@ -486,7 +486,7 @@ def _ready_made(source: str, exercise, line: int | None = None) -> dict[str, tup
 _STUB_BODIES: dict[tuple, dict[str, str]] = {}  # (exercise id, stub template) -> its stub's top-level defs, as _ready_made compares them
 
 
-def _passed_through(source: str) -> dict[str, tuple[int, int]]:
+def _argument_helpers(source: str) -> dict[str, tuple[int, int]]:
     """The file's top-level functions whose whole body is one ``return`` of an expression of their
     own arguments, with no number or text of their own (``def cast(x, dtype): return x.to(dtype)``,
     ``def transpose(x, perm): return x.permute(*perm)``): what they compute is the caller's choice
@@ -520,7 +520,7 @@ def _call_site(found, steps, path: Path, exercise, source: str):
     helper that only passes its arguments through to one operation, blames the learner's line that
     calls it: the helper is right, what the call passes it is not."""
     made = _ready_made(source, exercise, found.line)
-    ready = {**_passed_through(source), **made}
+    ready = {**_argument_helpers(source), **made}
     inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
     if inside is None:
         return found

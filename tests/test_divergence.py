@@ -267,10 +267,10 @@ def test_the_window_search_finds_the_first_close_window_as_one_comparison_each_w
 
 
 def test_a_helper_that_only_passes_its_arguments_on_is_blamed_at_its_call():
-    """engine._passed_through: one ``return`` of an expression of the helper's own arguments, no number
+    """engine._argument_helpers: one ``return`` of an expression of the helper's own arguments, no number
     or text of its own (what it computes is its caller's choice); a helper with constants, more than
     one statement, or names from outside is the learner's own code, blamed where it goes wrong."""
-    from attnprep.grader.engine import _passed_through
+    from attnprep.grader.engine import _argument_helpers
 
     source = '''
 def transpose(x, perm):
@@ -285,7 +285,7 @@ def split(x):
 def heads(x): return x.view(B, T, H, D)
 def nothing(): return torch
 '''
-    assert set(_passed_through(source)) == {"transpose", "cast", "mean"}
+    assert set(_argument_helpers(source)) == {"transpose", "cast", "mean"}
     for path, line in (("mha_fused/paddle_perm_heads_before_qkv.py", 29),
                        ("norms/mindspore_reduce_mean_rms_centred_ln_eps_out.py", 28)):
         result = grade(Path(__file__).parent / "corpus" / path)
