@@ -111,6 +111,7 @@ class Observer(TorchFunctionMode):
         self.obs = Observation()
         self._fills: dict[int, weakref.ref] = {}  # id -> the masked_fill results not used yet
         self._clean = None  # the caller of the last call, when nothing above it was the reference's
+        self._clean_parent = None  # … and the frame that called it (held by the caller's f_back anyway)
 
     def __enter__(self):
         # the frame that runs the attempt under this mode: no reference solution runs below it, so
@@ -120,7 +121,7 @@ class Observer(TorchFunctionMode):
 
     def __exit__(self, *exc):
         self.floor = None
-        self._clean = None  # first: a finished frame held here would keep its locals (and fills) alive
+        self._clean = self._clean_parent = None  # first: a finished frame held here would keep its locals (and fills) alive
         self._fills.clear()  # the ones still alive (returned, kept in a list …) are not counted
         return super().__exit__(*exc)
 
@@ -130,8 +131,15 @@ class Observer(TorchFunctionMode):
         the same stack above it: the walk is done once per frame, not once per call."""
         if caller is self._clean:
             return False
+        parent = caller.f_back
+        if parent is not None and parent is self._clean_parent and not caller.f_code.co_filename.startswith(SOLUTIONS_DIR):
+            # a new frame called from the last clean caller's caller (another mode's handler, torch's
+            # own Python wrapper of an op, a helper called in a loop): above it, the stack walked already
+            self._clean = caller
+            return False
         found = _called_from_solutions(caller, getattr(self, "floor", None))
         self._clean = None if found else caller
+        self._clean_parent = None if found else parent
         return found
 
     def _watch_fill(self, out) -> None:

@@ -160,7 +160,7 @@ def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
     """The bare parameters that ``mapping`` gives a role: each bare weight and its bias."""
     subs, params = dict(module.named_modules()), dict(module.named_parameters())
     return {name for role in mapping.layers for layer in mapping.layer_names(role)
-            if layer in params and layer not in subs for name in params_of(module, layer)[2]}
+            if layer in params and layer not in subs for name in params_of(module, layer, (subs, params))[2]}
 
 
 def bias_partner(weight: str, params) -> str | None:
@@ -476,10 +476,12 @@ def _combine(roles: list[Role], by_name: dict[str, Role], combo, plain: Mapping)
     return mapping
 
 
-def params_of(module: torch.nn.Module, layer_name: str) -> tuple[torch.nn.Parameter, torch.nn.Parameter | None, list[str]]:
+def params_of(module: torch.nn.Module, layer_name: str, index: tuple[dict, dict] | None = None
+              ) -> tuple[torch.nn.Parameter, torch.nn.Parameter | None, list[str]]:
     """A layer's weight and bias parameters (a module's, or a bare weight and its partner), and
-    their names."""
-    subs, params = dict(module.named_modules()), dict(module.named_parameters())
+    their names. ``index``: ``module``'s (named modules, named parameters), from :func:`_index`,
+    for a caller that asks of many layers of one module (a role spread over per-head layers)."""
+    subs, params = index or _index(module)
     if layer_name in params and layer_name not in subs:
         owner, _, leaf = layer_name.rpartition(".")
         b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
@@ -490,6 +492,11 @@ def params_of(module: torch.nn.Module, layer_name: str) -> tuple[torch.nn.Parame
     bias = bias if isinstance(bias, torch.nn.Parameter) else None
     names = [f"{layer_name}.weight".lstrip(".")] + ([f"{layer_name}.bias".lstrip(".")] if bias is not None else [])
     return sub.weight, bias, names
+
+
+def _index(module: torch.nn.Module) -> tuple[dict, dict]:
+    """``module``'s named modules and named parameters, each by its name."""
+    return dict(module.named_modules()), dict(module.named_parameters())
 
 
 class RowsGrad:
@@ -513,10 +520,11 @@ def rows_leaves(module: torch.nn.Module, rows: dict, transposed) -> tuple[dict[s
     """Gradient leaves for the roles in ``rows`` (``q_proj.weight``, ``q_proj.bias``), and the
     attempt's parameter names they cover."""
     leaves, covered = {}, set()
+    named = _index(module)
     for role, pieces in rows.items():
         weights, biases = [], []
         for layer_name, index in pieces:
-            w, b, names = params_of(module, layer_name)
+            w, b, names = params_of(module, layer_name, named)
             covered.update(names)
             weights.append((w, index))
             biases.append((b, index))
@@ -545,10 +553,11 @@ def _finish(roles: list[Role], chosen: dict[str, Layer], named: bool) -> Mapping
 def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str, torch.Tensor]]) -> None:
     """Copy the role weights into the attempt's layers; other parameters get seeded values."""
     used = set()
+    named = _index(module)  # loading changes values, never which layers there are: looked up once
     for role, pieces in mapping.rows.items():
         weight, bias, start = weights[role]["weight"], weights[role].get("bias"), 0
         for layer_name, index in pieces:
-            w, b, names = params_of(module, layer_name)
+            w, b, names = params_of(module, layer_name, named)
             rows = list(index)
             part = weight[start:start + len(rows)]
             if role in mapping.transposed:
@@ -563,7 +572,7 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
         if role in mapping.rows:
             continue
         weight = weights[role]["weight"]
-        w, b, names = params_of(module, layer_name)  # a module's weight and bias, or a bare matrix and its vector
+        w, b, names = params_of(module, layer_name, named)  # a module's weight and bias, or a bare matrix and its vector
         w.copy_(weight.t() if role in mapping.transposed else weight)
         used.add(names[0])
         if b is not None and "bias" in weights[role]:

@@ -901,7 +901,7 @@ class StepRecorder(TorchFunctionMode):
                 if entry is None or rows > entry[0]:
                     self.rows[role] = [rows, *self._where()]
         else:
-            if inputs and all(id(t) in self.derived for t in inputs):  # parameters only
+            if inputs and all(map(self.derived.__contains__, map(id, inputs))):  # parameters only
                 roles = frozenset().union(*(self.derived[id(t)] for t in inputs))
                 for t in tensors_in(out):
                     self.derived[id(t)] = roles
@@ -939,7 +939,7 @@ class StepRecorder(TorchFunctionMode):
         such tensor that holds per-head keys or values of every token so far, and count the
         elements of every product of such a tensor with the weight ``product_of`` (per-head keys
         or values, a token or a head at a time as well as all at once)."""
-        if not any(id(t) in self.tainted for t in inputs):
+        if self.tainted.isdisjoint(map(id, inputs)):  # (asked of every call: the loop in C)
             return
         if self.product_of and any(self.product_of in self.derived.get(id(t), ()) for t in inputs):
             made = sum(t.numel() for t in tensors_in(out))
