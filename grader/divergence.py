@@ -699,8 +699,8 @@ class _Trails:
         # the object (top-level class or function) each step runs in, when both files define it
         att_objects, ref_objects = _objects(source), _objects(ref_source)
         shared = set(att_objects) & set(ref_objects)
-        self.att_in = att_in = [_object_at(att_objects, (s.stack or [s.line])[0], shared) for s in attempt]
-        self.ref_in = ref_in = [_object_at(ref_objects, (s.stack or [s.line])[0], shared) for s in reference]
+        self.att_in = [_object_at(att_objects, (s.stack or [s.line])[0], shared) for s in attempt]
+        self.ref_in = [_object_at(ref_objects, (s.stack or [s.line])[0], shared) for s in reference]
         self.matcher = Matcher(reference)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
