@@ -84,13 +84,19 @@ def op_name(name: str) -> str:
     return func_name(_AS_WRITTEN.get(bare, bare))
 
 
-def close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
-    """Equal up to the grader's tolerance (ten times), its absolute part scaled down for a tensor
-    whose values are all tiny (mean(x²) of inputs near 1e-3 is about 1e-6, where eps decides), and
-    widened to a few ulps when either side was computed in a low precision (``eps``)."""
+def tolerance(b: torch.Tensor, eps: float = 0.0) -> tuple[float, float]:
+    """(rtol, atol) of :func:`close` against ``b``: the grader's tolerance (ten times), its absolute
+    part scaled down for a tensor whose values are all tiny (mean(x²) of inputs near 1e-3 is about
+    1e-6, where eps decides), and widened to a few ulps when either side was computed in a low
+    precision (``eps``)."""
     finite = b[torch.isfinite(b)]
     scale = min(1.0, float(finite.abs().max())) if finite.numel() else 1.0
-    rtol, atol = max(RTOL * 10, 4 * eps), max(ATOL * 10 * scale, 4 * eps * scale)
+    return max(RTOL * 10, 4 * eps), max(ATOL * 10 * scale, 4 * eps * scale)
+
+
+def close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
+    """Equal up to :func:`tolerance` of ``b``."""
+    rtol, atol = tolerance(b, eps)
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
@@ -103,9 +109,7 @@ def first_close_window(t: torch.Tensor, axis: int, part: torch.Tensor, eps: floa
     windows = t.shape[axis] - n + 1
     if windows < 1:
         return None
-    finite = part[torch.isfinite(part)]
-    scale = min(1.0, float(finite.abs().max())) if finite.numel() else 1.0
-    rtol, atol = max(RTOL * 10, 4 * eps), max(ATOL * 10 * scale, 4 * eps * scale)
+    rtol, atol = tolerance(part, eps)
     # a window must hold the first line along the axis (every other index 0): the few that do are compared whole
     corner = (0,) * axis + (slice(None),) + (0,) * (t.dim() - axis - 1)
     line = torch.isclose(t[corner].unfold(0, n, 1), part[corner], rtol=rtol, atol=atol, equal_nan=True).all(dim=1)
