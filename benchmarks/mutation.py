@@ -44,6 +44,7 @@ from pathlib import Path
 
 EQUIV_ATOL = 1e-6  # float32 noise; the grader allows atol 1e-5 + rtol 1e-4
 PROBE_SEED = 1
+DIFFERENT = "different"  # evaluate(settle=False): not equivalent, its status not settled
 
 DELETE = object()  # replacement meaning "remove this statement"
 
@@ -566,9 +567,10 @@ class Oracle:
 
         return kind.build(namespace, ci, Local()).attempt
 
-    def compare(self, namespace: dict, configs) -> tuple[float, bool, str]:
+    def compare(self, namespace: dict, configs, first: bool = False) -> tuple[float, bool, str]:
         """Largest graded difference from the reference (inf: shape, type or NaN), whether it is
-        beyond the grader's tolerance somewhere, and where (the first such case)."""
+        beyond the grader's tolerance somewhere, and where (the first such case). ``first``: the
+        first difference found instead, without running the cases after it."""
         torch = self.torch
         worst, beyond, where_worst = 0.0, False, ""
         from attnprep.grader.kinds.base import ContractError
@@ -607,6 +609,8 @@ class Oracle:
                     if (outside and not beyond) or (outside == beyond and err > worst):
                         where_worst = label
                     worst, beyond = max(worst, err), beyond or outside
+                    if first:
+                        return worst, beyond, where_worst
             extra = self.kind.child_extra(obj)
             if extra is not None:  # the kind's own checks (a mask function's values, dtype …)
                 failed = [c.id for c in self.kind.extra_checks(extra) if c.passed is False]
@@ -625,20 +629,25 @@ def _load(source: str, name: str, filename: str) -> dict:
     return namespace
 
 
-def evaluate(mutant: Mutant, oracle: Oracle, probe: dict[str, Oracle] | None = None) -> None:
+def evaluate(mutant: Mutant, oracle: Oracle, probe: dict[str, Oracle] | None = None, settle: bool = True) -> None:
     """Set ``mutant.status``: crashing, equivalent, within tolerance or output-changing. ``probe``
-    ({"seed": …, "config": …}) re-checks an equivalent mutant for blind spots."""
+    ({"seed": …, "config": …}) re-checks an equivalent mutant for blind spots. ``settle`` False:
+    stop at the first difference from the reference, status ``DIFFERENT`` (not equivalent; which
+    of the other three it is, ``evaluate`` with ``settle`` says); an equivalent mutant, or one
+    that crashes before any output differs, gets the status ``settle`` would give."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             ns = _load(mutant.source, f"attnprep_mutant_{mutant.id.replace('-', '_')}", f"<{mutant.id}>")
-            err, beyond, where = oracle.compare(ns, range(oracle.graded))
+            err, beyond, where = oracle.compare(ns, range(oracle.graded), first=not settle)
         except Exception as exc:  # noqa: BLE001 — a crashing mutant is a result
             mutant.status, mutant.detail = "crashing", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
             return
         mutant.max_diff = err
         if err == 0.0:
             mutant.status = "equivalent"
+        elif not settle:
+            mutant.status = DIFFERENT
         elif not beyond:
             mutant.status, mutant.detail = "within tolerance", f"max abs diff {err:.2g} at {where}"
         else:
