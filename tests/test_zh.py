@@ -1,16 +1,20 @@
-"""attnprep in Chinese (issue 16): real runs of the CLI with the language chosen by
-$ATTNPREP_LANG, the locale or --lang contain no English sentence outside code, ids, shapes and the
-terms the glossary keeps in English; --json keeps its ids and keys in English; the report stays
-within 80 columns."""
+"""attnprep in Chinese (issue 16): runs of the CLI with the language chosen by $ATTNPREP_LANG, the
+locale or --lang contain no English sentence outside code, ids, shapes and the terms the glossary
+keeps in English; --json keeps its ids and keys in English; the report stays within 80 columns.
+A run is `python -m attnprep` in a fresh interpreter (:func:`run`) where the process is part of
+what is tested (--lang, read before the app; the locale; the drill), else the app in this process
+(:func:`invoke`), whose output is the subprocess's byte for byte."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from rich.cells import cell_len
@@ -54,7 +58,7 @@ def english_left(text: str) -> list[str]:
 
 
 def test_checker_finds_the_english_of_an_english_report(tmp_path):
-    proc = run("check", str(FAILING), home=tmp_path, lang="en")
+    proc = invoke("check", str(FAILING), home=tmp_path, lang="en")
     assert len(english_left(proc.stdout)) > 5
 
 
@@ -76,6 +80,23 @@ def run(*args: str, env: dict | None = None, home: Path, lang: str | None = "zh"
                           env=environ, cwd=home, timeout=120)
 
 
+def invoke(*args: str, env: dict | None = None, home: Path, lang: str | None = "zh") -> SimpleNamespace:
+    """What :func:`run` gives, from the app run in this process (typer's CliRunner) with the same
+    environment and folder: for the commands whose words are the point, not the process (a
+    command that grades would pay torch's import again in a fresh interpreter, some 1.6 s of CPU).
+    ``--lang``, read by ``attnprep.cli.main`` before the app, needs :func:`run`."""
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401  (registers the commands on the app)
+    from attnprep.app import app
+
+    environ = {"ATTNPREP_LANG": lang, "LANG": None, "LC_ALL": None, "LC_MESSAGES": None, "ATTNPREP_HOME": str(home),
+               "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb", **(env or {})}
+    with contextlib.chdir(home):
+        result = CliRunner().invoke(app, list(args), env=environ, catch_exceptions=False, prog_name="python -m attnprep")
+    return SimpleNamespace(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
+
+
 def assert_chinese(out: str) -> None:
     assert re.search(r"[\u4e00-\u9fff]", out), out
     assert english_left(out) == [], out
@@ -86,14 +107,14 @@ def assert_chinese(out: str) -> None:
     ("solution", "--help"), ("stats", "--help"), ("compare", "--help"), ("drill", "--help"), ("new", "--help"),
 ])
 def test_zh_run_has_no_english_sentence(args, tmp_path):
-    proc = run(*args, home=tmp_path)
+    proc = invoke(*args, home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert_chinese(proc.stdout)
 
 
 def test_zh_solution_notes(tmp_path):
     """The reference source is code (its comments stay as written); the notes around it are Chinese."""
-    proc = run("solution", "mha", home=tmp_path)
+    proc = invoke("solution", "mha", home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     notes = proc.stdout[proc.stdout.index(texts.t("cli.solution.key_points", "zh")):]
     assert texts.t("cli.solution.qa", "zh") in notes and texts.t("cli.solution.mistakes", "zh") in notes
@@ -102,24 +123,24 @@ def test_zh_solution_notes(tmp_path):
 
 
 def test_zh_check_failing_passing_stats_compare(tmp_path):
-    failing = run("check", str(FAILING), home=tmp_path)
+    failing = invoke("check", str(FAILING), home=tmp_path)
     assert failing.returncode == 1, failing.stderr
     assert_chinese(failing.stdout)
     assert exercises.mistake_catalogue("zh")["gqa_heads_tiled"].title in failing.stdout
     assert texts.t("divergence.title", "zh") in failing.stdout
     assert max(cell_len(line) for line in failing.stdout.splitlines()) <= 80
 
-    passing = run("check", str(PASSING), "-e", "mha", home=tmp_path)
+    passing = invoke("check", str(PASSING), "-e", "mha", home=tmp_path)
     assert passing.returncode == 0, passing.stderr
     assert_chinese(passing.stdout)
     assert max(cell_len(line) for line in passing.stdout.splitlines()) <= 80
 
-    stats = run("stats", home=tmp_path)
+    stats = invoke("stats", home=tmp_path)
     assert stats.returncode == 0, stats.stderr
     assert "gqa" in stats.stdout and texts.t("cli.stats.column.runs", "zh") in stats.stdout
     assert_chinese(stats.stdout)
 
-    compare = run("compare", home=tmp_path)
+    compare = invoke("compare", home=tmp_path)
     assert compare.returncode == 0, compare.stderr
     assert_chinese(compare.stdout)
 
@@ -138,7 +159,7 @@ def test_locale_alone_selects_chinese_and_lang_option_overrides(tmp_path):
 
 
 def test_json_keeps_ids_english_and_words_chinese(tmp_path):
-    proc = run("check", str(FAILING), "--json", home=tmp_path)
+    proc = invoke("check", str(FAILING), "--json", home=tmp_path)
     doc = json.loads(proc.stdout)
     result = doc["results"][0]
     assert result["verdict"] == "wrong_output" and result["exercise"] == "gqa"
@@ -149,7 +170,7 @@ def test_json_keeps_ids_english_and_words_chinese(tmp_path):
     mistake = exercises.mistake_catalogue("zh")["gqa_heads_tiled"]
     assert mistake.title in text and mistake.why in text and mistake.fix in text
     assert '"gqa_heads_tiled"' in text  # the id itself stays English
-    listed = json.loads(run("list", "--json", home=tmp_path).stdout)
+    listed = json.loads(invoke("list", "--json", home=tmp_path).stdout)
     mha = next(row for row in listed if row["id"] == "mha")
     assert mha["title"] == "多头注意力"  # a text: Chinese
     assert mha["difficulty"] == "easy" and mha["status"] == "not started"  # values a program reads: English
@@ -199,7 +220,7 @@ CLICK_ENGLISH = ("Usage:", "Options", "Commands", "Arguments", "Try '", "for hel
     (("--lang", "fr", "list"), 2),
 ])
 def test_click_and_typer_speak_chinese(args, code, tmp_path):
-    proc = run(*args, home=tmp_path)
+    proc = (run if "--lang" in args else invoke)(*args, home=tmp_path)  # --lang: read by cli.main
     out = proc.stdout + proc.stderr
     assert proc.returncode == code, out
     assert "Traceback" not in out
@@ -208,10 +229,10 @@ def test_click_and_typer_speak_chinese(args, code, tmp_path):
 
 
 def test_click_keeps_its_english_in_english(tmp_path):
-    proc = run("new", home=tmp_path, lang="en")
+    proc = invoke("new", home=tmp_path, lang="en")
     assert proc.returncode == 2
     assert "Usage: python -m attnprep new" in proc.stderr and "Missing argument 'ID'." in proc.stderr and "Error" in proc.stderr
-    assert "Options" in run("check", "--help", home=tmp_path, lang="en").stdout
+    assert "Options" in invoke("check", "--help", home=tmp_path, lang="en").stdout
 
 
 def test_the_language_can_change_in_one_process(monkeypatch):
@@ -231,8 +252,8 @@ def test_the_language_can_change_in_one_process(monkeypatch):
 
 
 def test_written_twice_the_stub_is_refused_in_chinese(tmp_path):
-    assert run("new", "mha", home=tmp_path).returncode == 0
-    proc = run("new", "mha", home=tmp_path)
+    assert invoke("new", "mha", home=tmp_path).returncode == 0
+    proc = invoke("new", "mha", home=tmp_path)
     assert proc.returncode == 2 and "已经存在" in proc.stderr
     assert_chinese(proc.stderr)
 
@@ -301,7 +322,7 @@ COMMANDS = ["", "list", "new", "check", "drill", "hint", "solution", "stats", "d
 def test_zh_help_at_80_columns_is_whole(command, tmp_path):
     """Nothing cut with "…" (Rich cut Chinese help, which has no spaces, at the cell's edge), within
     80 columns, no line padded with blanks."""
-    proc = run(*([command] if command else []), "--help", home=tmp_path)
+    proc = invoke(*([command] if command else []), "--help", home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "…" not in proc.stdout, proc.stdout
     assert all(cell_len(line) <= 80 for line in proc.stdout.splitlines())
@@ -362,7 +383,7 @@ def test_zh_lists_and_clauses_joined_in_chinese(tmp_path, monkeypatch):
     assert texts.t("shell.comma").join(["难度", "限时"]) == "难度、限时"
     said = wording.evidence(Diagnosis("missing_scale", evidence=(msg("evidence.variant"), msg("evidence.score_ratio", ratio=2.0))))
     assert "；" in said and not ascii_punctuation_by_chinese(said), said
-    proc = run("list", home=tmp_path, env={"COLUMNS": "40"})
+    proc = invoke("list", home=tmp_path, env={"COLUMNS": "40"})
     assert proc.returncode == 0 and not ascii_punctuation_by_chinese(proc.stdout), proc.stdout
 
 
@@ -397,7 +418,7 @@ def test_zh_new_and_the_drill_live_area_say_their_words_in_chinese(tmp_path, mon
     from attnprep import drill
     from attnprep.grader.result import Diagnosis, Result, Verdict
 
-    proc = run("new", "mha", home=tmp_path)
+    proc = invoke("new", "mha", home=tmp_path)
     assert proc.returncode == 0 and proc.stdout.startswith(texts.t("shell.wrote", "zh")) and "wrote" not in proc.stdout
     monkeypatch.setattr(texts, "_override", "zh")
     console = Console(record=True, width=100, force_terminal=True, color_system=None)
@@ -423,7 +444,7 @@ def wordiest() -> str:
 @pytest.mark.parametrize("args", [("hint", "mha"), ("solution", wordiest()), ("today",)])
 def test_zh_prose_never_starts_a_line_with_a_closing_mark(args, tmp_path):
     """Hints, notes, Q&A and today's reasons wrap the way Chinese is set at 60 columns (issue 30 point 6)."""
-    proc = run(*args, home=tmp_path, env={"COLUMNS": "60"})
+    proc = invoke(*args, home=tmp_path, env={"COLUMNS": "60"})
     assert proc.returncode == 0, proc.stderr
     for line in proc.stdout.splitlines():
         body = line.lstrip(" •│").removeprefix("A:").removeprefix("Q:").lstrip()
