@@ -90,9 +90,11 @@ def test_attnprep_own_corpus_is_collected_only_when_asked(attnprep_home):
     expected = sorted(p.relative_to(ROOT).as_posix() for p in CORPUS.rglob("*.py")
                       if header_id(p.read_bytes().split(b"\n", 1)[0].decode("utf-8", errors="replace")))
     assert len(expected) > 50
-    off = pytest_in(ROOT, attnprep_home, "--collect-only", "-q", "tests/corpus")
+    # --noconftest: tests/conftest.py is this suite's set-up (fixtures; torch imported, ~1.6 s of
+    # each run), with no collection hook: what is collected is the plugin's doing alone
+    off = pytest_in(ROOT, attnprep_home, "--noconftest", "--collect-only", "-q", "tests/corpus")
     assert off.returncode == 5 and "no tests collected" in off.stdout, off.stdout
-    on = pytest_in(ROOT, attnprep_home, "--attnprep", "--collect-only", "-q", "tests/corpus")
+    on = pytest_in(ROOT, attnprep_home, "--noconftest", "--attnprep", "--collect-only", "-q", "tests/corpus")
     collected = sorted(line.split("::")[0] for line in on.stdout.splitlines() if "::" in line)
     assert collected == expected
 
