@@ -69,8 +69,10 @@ def test_unknown_row_is_a_usage_error():
 
 
 # every row once, and one of the per-exercise check rows of each kind (they are the same measure);
-# a row per test, so that the runs of `pytest -n auto` share them out
-ONCE = ROWS + ["check-gqa", "fail-flash"]
+# a row per test, so that the runs of `pytest -n auto` share them out. list and list-practised run
+# in test_only_runs_the_rows_asked_in_the_order_asked, which holds each of its rows to assert_row.
+TOGETHER = ["list-practised", "list"]
+ONCE = [row for row in ROWS if row not in TOGETHER] + ["check-gqa", "fail-flash"]
 
 
 @pytest.mark.slow
@@ -97,9 +99,12 @@ def test_every_row_runs_once(name):
 
 
 def test_only_runs_the_rows_asked_in_the_order_asked():
-    proc = bench("--repeat", "1", "--no-warm-up", "--json", "--only", "list,list-practised")
+    proc = bench("--repeat", "1", "--no-warm-up", "--json", "--only", ",".join(TOGETHER))
     assert proc.returncode in (0, 1), proc.stderr
-    assert [row["name"] for row in json.loads(proc.stdout)["rows"]] == ["list", "list-practised"]
+    rows = json.loads(proc.stdout)["rows"]
+    assert [row["name"] for row in rows] == TOGETHER  # not the table's order (list first)
+    for row, name in zip(rows, TOGETHER):
+        assert_row(row, name)
 
 
 def test_every_exercise_has_a_failing_row_of_an_attempt_that_fails():
@@ -120,7 +125,6 @@ def test_every_exercise_has_a_failing_row_of_an_attempt_that_fails():
         assert expect.split(":", 1)[1].strip() != "passed", path
 
 
-LINES = ROOT / "benchmarks" / "lines.py"
 
 
 def _lines_module():
@@ -157,15 +161,28 @@ def test_bug_line_annotation_is_read_from_the_last_line_only(tmp_path):
     assert lines.bug_lines(path) == ()
 
 
-def test_lines_benchmark_on_one_exercise():
+def test_lines_benchmark_on_one_exercise(graded, monkeypatch, capsys):
     """`python benchmarks/lines.py --only swiglu --json`: both sources counted, their numbers consistent
-    (within ≤ with a line ≤ failing), every miss said with the line got and the lines expected."""
-    proc = subprocess.run([sys.executable, str(LINES), "--only", "swiglu", "--json"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = json.loads(proc.stdout)
+    (within ≤ with a line ≤ failing), every miss said with the line got and the lines expected.
+    Its ``main`` runs here, as the script's last line calls it; the corpus files it grades are
+    graded once per test run (``graded``, tests/conftest.py: a fresh grade's result), the planted
+    ones as the script grades them."""
+    lines = _lines_module()
+    from attnprep import grader
+
+    fresh = grader.grade
+    corpus = ROOT / "tests" / "corpus"
+
+    def grade(path, exercise=None, **kwargs):
+        if not kwargs and Path(path).resolve().is_relative_to(corpus):
+            return graded(path, exercise.id)
+        return fresh(path, exercise, **kwargs)
+
+    monkeypatch.setattr(grader, "grade", grade)
+    assert lines.main(["--only", "swiglu", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
     assert doc["tolerance"] == 1 and set(doc["rows"]) == {"planted", "corpus"}
-    corpus_files = [p for p in (ROOT / "tests" / "corpus" / "swiglu").glob("*.py") if _lines_module().bug_lines(p)]
+    corpus_files = [p for p in (corpus / "swiglu").glob("*.py") if lines.bug_lines(p)]
     for source in ("planted", "corpus"):
         row = doc["rows"][source]["swiglu"]
         assert row["not_failed"] == []
@@ -175,9 +192,8 @@ def test_lines_benchmark_on_one_exercise():
         assert doc["total"][source]["failing"] == row["failing"]
     assert doc["rows"]["planted"]["swiglu"]["failing"] >= 6  # seeds 1-6, duplicates once, and the pairs
     assert doc["rows"]["corpus"]["swiglu"]["failing"] == len(corpus_files)
-    table = subprocess.run([sys.executable, str(LINES), "--only", "swiglu", "--source", "corpus"], capture_output=True,
-                           text=True, cwd=ROOT, timeout=600)
-    assert table.returncode == 0 and any(line.startswith("| swiglu ") for line in table.stdout.splitlines())
+    assert lines.main(["--only", "swiglu", "--source", "corpus"]) == 0
+    assert any(line.startswith("| swiglu ") for line in capsys.readouterr().out.splitlines())
 
 
 @pytest.mark.parametrize("listing", sorted((ROOT / "benchmarks").glob("heldout_24*.txt")), ids=lambda p: p.stem)
