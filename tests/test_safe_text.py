@@ -5,6 +5,7 @@ only made visible (``\\x1b``); ``check --json`` keeps them as the attempt made t
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -271,7 +272,18 @@ def test_check_shows_a_forging_attempt_made_visible_and_json_keeps_it(attempts, 
     assert f"header says `# attnprep: mha{ID_SHOWN}`" in out
     assert "your a" + NAME_SHOWN in out  # the layer names of the mapping panel
 
-    doc = json.loads(run(["-m", "attnprep", "check", RAISES_NAME, "-e", "mha", "--json"], attempts, attnprep_home).stdout)
+    # the JSON document is text for a program, not for a terminal: the app in this process (typer's
+    # CliRunner, the same environment and folder) writes the same one without torch's import again
+    from typer.testing import CliRunner
+
+    import attnprep.cli  # noqa: F401  (registers the commands on the app)
+    from attnprep.app import app
+
+    env = {"ATTNPREP_HOME": str(attnprep_home), "ATTNPREP_LANG": "en", "NO_COLOR": "1", "COLUMNS": "300", "CI": "true"}
+    with contextlib.chdir(attempts):
+        done = CliRunner().invoke(app, ["check", RAISES_NAME, "-e", "mha", "--json"], env=env, catch_exceptions=False)
+    assert done.exit_code == 1, done.output
+    doc = json.loads(done.stdout)
     (result,) = doc["results"]
     assert result["stdout"] == f"hello{FORGE}\n"
     assert result["error"]["message"].startswith("Err" + FORGE)
