@@ -760,6 +760,7 @@ class _Trails:
         # (name, function) of the reference's steps: how it makes each of its values
         self.ref_made_as = {(self.name_of(reference, j), func_name(r.func)) for j, r in enumerate(reference)}
         self.ref_roles = {_role(n) for n in self.ref_names} & set(_ROLE_WORDS.values())
+        self.ref_aliases = _aliases(ref_source)
 
     def same_object(self, k: int, r: int) -> bool:
         """Whether attempt step ``k`` may hold reference step ``r``: not when they run in two
@@ -955,8 +956,8 @@ class _Trails:
         if m is None or not self.final(k) or not _final(self.ref, m[0]):
             return False
         name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
-        if "," in name + ref_name or ref_name in ("", name):
-            return False
+        if "," in name + ref_name or ref_name in ("", name) or frozenset((name, ref_name)) in self.ref_aliases:
+            return False  # (`loss = nll` in the reference: both names hold that value there)
         f = func_name(self.att[k].func)
         if func_name(self.ref[m[0]].func) != f and (name, f) in self.ref_made_as:
             return False  # the reference makes its own `name` the same way: values that merely coincide (a max is a score)
@@ -1095,6 +1096,8 @@ class _Trails:
             if not mine and {m for m, _ in self.cands[p]} & set(ref.parents):
                 continue  # what r takes in, in the attempt's own layout (an einsum's "bsht"): its numbers may say more
             if not mine:
+                mine = self.stage_relaid(p, missing)
+            if not mine:
                 return None  # the right values in another layout: the layout rules say it
             if mine & set(ref.parents):
                 continue
@@ -1131,15 +1134,21 @@ class _Trails:
                 return self.ref[k].stack[:-1]
 
             if self.ref[nxt].line == self.ref[m].line and frame(nxt) == frame(m):
-                return self.found(self.maker(p, m), "incomplete", m, self.ref[m].code)
+                k = self.maker(p, m)
+                found = self.found(k, "incomplete", m, self.ref[m].code)
+                # returned so by a helper of the file: the rest of the line belongs to the call
+                return self.at_caller(found, k, i) if self.returned(k) else found
             late = self.applied_after(i, nxt, m, masking=True)
             if late is not None:  # the mask or bias applied to what i makes (after the softmax): where it is
                 return self.found(late, "late", nxt, self.ref[nxt].code)
             if (frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m))) or (
-                    parent.line == step.line and parent.stack == step.stack):
+                    parent.line == step.line and parent.stack == step.stack) or (
+                    list(frame(nxt))[:len(frame(r)) + 1] == [*frame(r), ref.line]):
                 # done where the input is used: on that line (or the input is made on the line that uses
-                # it, self.wq_b(self.wq_a(x)) without the norm between), or in the helper that uses it
-                return self.returned_ahead(p, m, nxt, i) or self.found(i, "input", r, self.ref[nxt].code)
+                # it, self.wq_b(self.wq_a(x)) without the norm between), or in the helper that uses it, or
+                # in a helper called on that line (self.wkv_b(self.kv_norm(c_kv)), that line quoted)
+                said = self.ref[nxt].code if frame(nxt) == frame(r) else ref.code
+                return self.returned_ahead(p, m, nxt, i) or self.found(i, "input", r, said)
             unused = self.unused(p, {nxt, *between}, nxt)
             if unused is not None:  # the attempt takes the step but drops its result (masked_fill not assigned)
                 return self.at_caller(self.found(unused, "unused", nxt, self.ref[nxt].code), unused, i)
@@ -1156,6 +1165,19 @@ class _Trails:
                 return self.found(late, "late", nxt, self.ref[nxt].code)
             return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
+
+    def stage_relaid(self, p: int, missing: list[int]) -> set[int]:
+        """The reference steps attempt step ``p`` holds in another layout (its scores as (B, H, T, S)
+        where the reference keeps (B, T, H, S)) that are an earlier stage of an input of the
+        counterpart it is fed to (``missing``), a step that computes (a mask applied, not a layout)
+        away: that step left out is the story, whatever the layout."""
+        found = set()
+        for m, _ in self.cands[p]:
+            for x in missing:
+                if m in self.up[x] and any(func_name(self.ref[q].func) not in LAYOUTS | CASTS
+                                           for q in self.up[x] | {x} if m in self.up[q]):
+                    found.add(m)
+        return found
 
     def returned_ahead(self, p: int, m: int, nxt: int, i: int) -> Found | None:
         """Input ``p`` of step ``i`` holds reference step ``m`` where ``i`` needs ``nxt``, made from it,
@@ -1229,12 +1251,19 @@ class _Trails:
             return dataclasses.replace(found, line=mine[k], code="")
         return found
 
+    def returned(self, k: int) -> bool:
+        """Attempt step ``k`` is what a helper of the file returns: the last value of a ``return``
+        line, inside a call."""
+        step = self.att[k]
+        return len(step.stack or ()) > 1 and step.code.startswith("return ") and self.final(k)
+
     def maker(self, p: int, m: int) -> int:
         """The attempt step that first holds what ``p`` holds (reference step ``m``): ``p`` or the
-        input it merely views, casts or copies (``allowed[None, None]`` of ``torch.ones(T, T)``)."""
+        input it merely views, casts or copies (``allowed[None, None]`` of ``torch.ones(T, T)``), or
+        combines with what was made without the inputs and changed nothing (``score + adder`` of zeros)."""
         while True:
             up = [q for q in self.att[p].parents if m in {c for c, _ in self.cands[q]}]
-            if len(up) != 1 or len(self.att[p].parents) != 1:
+            if len(up) != 1 or any(q != up[0] and not self.att[q].free for q in self.att[p].parents):
                 return p
             p = up[0]
 
@@ -1694,6 +1723,18 @@ def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
     return {k: v for k, v in found.items() if v}
 
 
+def _aliases(source: str) -> set[frozenset[str]]:
+    """The pairs of names ``source`` binds one to the other as they are (``loss = nll``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {frozenset((t.id, node.value.id)) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name) for t in node.targets if isinstance(t, ast.Name) and t.id != node.value.id}
+
+
 def _function_spans(source: str) -> list[tuple[int, int]]:
     import ast
 
@@ -2117,6 +2158,10 @@ def _lined_up(s: _Search, h: _Here):
     explained = s.trails.explain(h.i, h.counterpart)
     if explained is None or (h.same and explained.reason != "scalar"):
         return None
+    if explained.reason in ("incomplete", "skipped", "input"):
+        moved = _scale_moved(s, h)
+        if moved is not None:
+            return moved
     if not s.source:
         return explained
     if explained.reason == "values":
@@ -2146,6 +2191,58 @@ def _lined_up(s: _Search, h: _Here):
         if unscaled is not None:
             return unscaled
     return explained
+
+
+_CARRY_FACTOR = LAYOUTS | CASTS | {"getitem", "matmul", "einsum", "bmm", "mm"}  # f(c·x) = c·f(x)
+
+
+def _scale_moved(s: _Search, h: _Here) -> Found | None:
+    """A scaling by a number (``q * scale``) lined up with the reference's scaling of a later stage
+    (``scores / math.sqrt(D)``): where the scale goes is a convention (q, k or the scores), so the
+    input taken before the reference's steps is no step missing. When what it makes, through steps
+    that carry a factor (a matmul, a layout), is a reference value times a constant, its number is
+    the wrong one: said where that number got its value, or at the scaling ("scalar")."""
+    a = _scaling(h.step)
+    if a is None or _scaling(s.ref[h.counterpart]) is None:
+        return None
+    todo, seen = [h.i], set()
+    while todo:
+        for c in s.children.get(todo.pop(0), []):
+            if c in seen or len(seen) > 40:
+                continue
+            seen.add(c)
+            if func_name(s.att[c].func) not in _CARRY_FACTOR:
+                continue
+            found = s.explainer.scaled(c)
+            if found is None:
+                todo.append(c)
+                continue
+            if s.trails._base2() and _log2e(found.named):
+                return None
+            number, step = h.step.scalars[0], h.step
+            right = _number(number.value / float(found.named))
+            if number.name and number.origin is not None and number.origin != step.line and not number.size:
+                return Found(number.origin, "", number.name, (), _number(number.value), "scalar", number.name,
+                             right, _code(step.code))
+            return Found(step.line, step.code, number.name or _factor_text(step.code), tuple(step.shape),
+                         _number(number.value), "scalar", found.ref_name, right, _code(step.code))
+    return None
+
+
+def _factor_text(code: str) -> str:
+    """The number's side of a line that scales one tensor (``1.0 / math.sqrt(d)`` of ``q = q * (1.0 /
+    math.sqrt(d))``), as written; "" when the line is no such product."""
+    import ast
+
+    try:
+        node = ast.parse(code.strip()).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return ""
+    value = getattr(node, "value", None)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.Div)):
+        sides = [x for x in (value.right, value.left) if not isinstance(x, ast.Name)]
+        return ast.unparse(sides[0]) if len(sides) == 1 else ""
+    return ""
 
 
 def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
@@ -2235,6 +2332,8 @@ def _blamed_input(s: _Search, h: _Here):
         # inputs that broadcasts over it (q in (B, H, T, D) times cos (T, D)): an order a correct attempt
         # may use; what the step pairs it with is the story (the table, or how its halves are paired)
         return None
+    if reason == "layout" and _layout_used_right(s, p):
+        return None
     role = s.trails.swapped_above(p)
     if role is not None:
         return role
@@ -2246,6 +2345,26 @@ def _blamed_input(s: _Search, h: _Here):
     return Found(parent.line, parent.code, s.trails.name_of(s.att, p), tuple(parent.shape),
                  name_shape(parent.shape, s.axes), reason, s.trails.name_of(s.ref, s.matched[p][0]),
                  name_shape(ref_step.shape, s.axes), _code(ref_step.code))
+
+
+def _layout_used_right(s: _Search, p: int) -> bool:
+    """Attempt step ``p``'s layout is one the attempt also makes on the same line (a layout helper of
+    the file, called for both objects) and gets back on track from there: a layout a correct
+    attempt uses, so what this use of it does is the story (a cast left out), not the layout."""
+    step = s.att[p]
+
+    def back_on_track(q: int) -> bool:  # a step made from q holds a reference value in the reference's layout
+        later, todo = set(), list(s.children.get(q, []))
+        while todo:
+            j = todo.pop()
+            if j not in later:
+                later.add(j)
+                todo.extend(s.children.get(j, []))
+        return any(s.matched[j] is not None and s.matched[j][1] and not s.constant[j] for j in later)
+
+    return any(st.line == step.line and st.func == step.func and st.stack != step.stack
+               and tuple(st.shape) == tuple(step.shape) and s.matched[q] is not None and not s.matched[q][1]
+               and back_on_track(q) for q, st in enumerate(s.att))
 
 
 def _wrong_input(s: _Search, h: _Here):
