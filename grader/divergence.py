@@ -2213,19 +2213,45 @@ def _scale_moved(s: _Search, h: _Here) -> Found | None:
             seen.add(c)
             if func_name(s.att[c].func) not in _CARRY_FACTOR:
                 continue
-            found = s.explainer.scaled(c)
-            if found is None:
+            times = _times_reference(s, c, h.counterpart)
+            if times is None:
                 todo.append(c)
                 continue
-            if s.trails._base2() and _log2e(found.named):
+            factor, r = times
+            if s.trails._base2() and _log2e(factor):
                 return None
             number, step = h.step.scalars[0], h.step
-            right = _number(number.value / float(found.named))
+            right = _number(number.value / factor)
             if number.name and number.origin is not None and number.origin != step.line and not number.size:
                 return Found(number.origin, "", number.name, (), _number(number.value), "scalar", number.name,
                              right, _code(step.code))
             return Found(step.line, step.code, number.name or _factor_text(step.code), tuple(step.shape),
-                         _number(number.value), "scalar", found.ref_name, right, _code(step.code))
+                         _number(number.value), "scalar", s.trails.name_of(s.ref, r), right, _code(step.code))
+    return None
+
+
+def _times_reference(s: _Search, c: int, r0: int) -> tuple[float, int] | None:
+    """Attempt step ``c`` holds reference step ``r0``'s values, or those of a step made from it,
+    times a constant other than 1, in any layout a correct attempt may use (the scores grouped
+    (B, KV, G, T, S)): (the factor, that step)."""
+    t = tensor_of(s.att[c])
+    if t is None or s.constant[c] or not bool(torch.isfinite(t).any()):
+        return None
+    finite = torch.isfinite(t)
+    big = float(t[finite].abs().max())
+    for r, (ref, rt) in enumerate(s.matcher.ref):
+        if rt is None or rt.numel() != t.numel() or int(torch.isfinite(rt).sum()) != int(finite.sum()) or (
+                r != r0 and r0 not in s.trails.up[r]):
+            continue
+        theirs = float(rt[torch.isfinite(rt)].abs().max()) if bool(torch.isfinite(rt).any()) else 0.0
+        if theirs == 0 or big == 0:
+            continue
+        factor = big / theirs
+        if math.isclose(factor, 1, rel_tol=1e-3) or not math.isfinite(factor):
+            continue
+        m = s.matcher.match(t / factor, s.att[c].dtype)
+        if m is not None and (m[0] == r0 or r0 in s.trails.up[m[0]]):
+            return factor, m[0]
     return None
 
 

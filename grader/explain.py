@@ -431,15 +431,14 @@ class Explainer:
         return dataclasses.replace(found, line=lines[0], code=self.src.code(lines[0]), reason="noop")
 
     def _left_out_in_helper(self, i: int, p: int, want: str) -> tuple[list[int], int]:
-        """The lines doing ``want`` that never ran, in the function of the file called on step
-        ``i``'s line that made another input of ``i`` without the inputs (a mask, a bias), and a
-        line of that function that ran; ([], 0) when there is none."""
-        attempt, src, step = self.attempt, self.src, self.attempt[i]
-        here = list(step.stack or [step.line])
+        """The lines doing ``want`` that never ran, in the function of the file called on the line
+        of step ``i`` (or of its input ``p``) that made another input of that step (a mask, a bias),
+        and a line of that function that ran; ([], 0) when there is none."""
+        attempt, src = self.attempt, self.src
         ran = {n for s in attempt for n in (s.stack or [s.line])}
-        for q in step.parents:
-            made = attempt[q]
-            if q == p or not made.free or len(made.stack or ()) <= len(here) or list(made.stack[:len(here)]) != here:
+        for k, q in [(i, q) for q in attempt[i].parents] + [(p, q) for q in attempt[p].parents]:
+            made, here = attempt[q], list(attempt[k].stack or [attempt[k].line])
+            if q == p or len(made.stack or ()) <= len(here) or list(made.stack[:len(here)]) != here:
                 continue
             inner = made.stack[len(here)]
             spans = [(a, b) for a, b, _, _ in src.functions if a <= inner <= b]
