@@ -1532,6 +1532,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if at is None and found.reason == "output":  # said at a return statement, which makes no step: the value's step
         at = next((j for j, st in enumerate(attempt) if tuple(st.shape) == tuple(found.shape)
                    and assigned(st.code) == found.name), None)
+    if at is None:  # said at the call of a helper of the file: a step made inside that call
+        at = next((j for j, st in enumerate(attempt) if found.line in (st.stack or ())[:-1]), None)
     part = next((label for first, label in reversed(sorted(marks[0])) if at is not None and first <= at), "")
     if not part:
         return found
@@ -2315,6 +2317,24 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
     return s.trails.found(h.i, "input", h.counterpart, s.ref[scaling[0]].code)
 
 
+_WIDER = {"float16": 0, "bfloat16": 0, "float32": 1, "float64": 2}  # how wide a float dtype computes
+
+
+def _cast_left_out(s: _Search, h: _Here):
+    """An input that holds the values of a cast the reference makes (``x.to(float32)``) in the
+    narrower dtype it was cast from (statistics taken in float16): the cast left out, said where
+    that input was made ("skipped"; at the call, when a helper of the file made it)."""
+    for p in h.step.parents:
+        m = s.matched[p]
+        if m is None or func_name(s.ref[m[0]].func) not in CASTS:
+            continue
+        mine, theirs = _WIDER.get(s.att[p].dtype), _WIDER.get(s.ref[m[0]].dtype)
+        if mine is not None and theirs is not None and mine < theirs:
+            found = s.trails.found(p, "skipped", m[0], s.ref[m[0]].code)
+            return s.trails.at_caller(found, p, h.i)
+    return None
+
+
 def _layout(s: _Search, h: _Here):
     """The right numbers in a layout no correct attempt uses (a view where a transpose belongs):
     "layout", at the step that made them so when this one only rearranges it (the cache's cat in
@@ -2684,7 +2704,7 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
 
 
 STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
-              _empty_slice, _raw_input_rule, _lined_up,
+              _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
               _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)
 
