@@ -1047,15 +1047,18 @@ class _Trails:
         one whose rank among the reference's calls of that function is the attempt's."""
         step = self.att[i]
         f = _kind(step)
-        need = [{m for m, _ in self.cands[p]} for p in step.parents if not self.wrong_free(p)]
+        # an input of the call only rearranged (k folded to (B*H, S, D)) stands for that input as it is
+        taken = {p: set(self.att[p].inputs) for p in step.parents if _rearranged_input(self.att[p])}
+        need = [{m for m, _ in self.cands[p]} for p in step.parents if not self.wrong_free(p) and p not in taken]
         if any(not n for n in need):
             return None
+        given = set(step.inputs).union(*taken.values())
         rank = sum(1 for s in self.att[:i] if _kind(s) == f)
         options = []
         for r, s in enumerate(self.ref):
-            if _kind(s) != f or not all(n & self.up[r] for n in need) or not set(step.inputs) <= self.src_up[r]:
+            if _kind(s) != f or not all(n & self.up[r] for n in need) or not given <= self.src_up[r]:
                 continue
-            direct = sum(1 for n in need if n & set(s.parents)) + len(set(step.inputs) & set(s.inputs))
+            direct = sum(1 for n in need if n & set(s.parents)) + len(given & set(s.inputs))
             place = sum(1 for q in self.ref[:r] if _kind(q) == f)
             options.append((-direct, place != rank, r))
         return min(options)[2] if options else None
@@ -1074,6 +1077,8 @@ class _Trails:
             return None
         for p in step.parents:
             parent = self.att[p]
+            if _rearranged_input(parent) and set(parent.inputs) <= set(ref.inputs):
+                continue  # an input of the call the reference takes as it is, only rearranged
             if not self.cands[p] or self.wrong_free(p):
                 if parent.free and not _fill(parent) and not self.relaid(p):  # made without the inputs (a mask, a rotation table), wrong
                     top = self.free_top(p)
