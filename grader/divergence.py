@@ -760,6 +760,7 @@ class _Trails:
         # (name, function) of the reference's steps: how it makes each of its values
         self.ref_made_as = {(self.name_of(reference, j), func_name(r.func)) for j, r in enumerate(reference)}
         self.ref_roles = {_role(n) for n in self.ref_names} & set(_ROLE_WORDS.values())
+        self.ref_aliases = _aliases(ref_source)
 
     def same_object(self, k: int, r: int) -> bool:
         """Whether attempt step ``k`` may hold reference step ``r``: not when they run in two
@@ -955,8 +956,8 @@ class _Trails:
         if m is None or not self.final(k) or not _final(self.ref, m[0]):
             return False
         name, ref_name = self.name_of(self.att, k), self.name_of(self.ref, m[0])
-        if "," in name + ref_name or ref_name in ("", name):
-            return False
+        if "," in name + ref_name or ref_name in ("", name) or frozenset((name, ref_name)) in self.ref_aliases:
+            return False  # (`loss = nll` in the reference: both names hold that value there)
         f = func_name(self.att[k].func)
         if func_name(self.ref[m[0]].func) != f and (name, f) in self.ref_made_as:
             return False  # the reference makes its own `name` the same way: values that merely coincide (a max is a score)
@@ -1046,15 +1047,18 @@ class _Trails:
         one whose rank among the reference's calls of that function is the attempt's."""
         step = self.att[i]
         f = _kind(step)
-        need = [{m for m, _ in self.cands[p]} for p in step.parents if not self.wrong_free(p)]
+        # an input of the call only rearranged (k folded to (B*H, S, D)) stands for that input as it is
+        taken = {p: set(self.att[p].inputs) for p in step.parents if _rearranged_input(self.att[p])}
+        need = [{m for m, _ in self.cands[p]} for p in step.parents if not self.wrong_free(p) and p not in taken]
         if any(not n for n in need):
             return None
+        given = set(step.inputs).union(*taken.values())
         rank = sum(1 for s in self.att[:i] if _kind(s) == f)
         options = []
         for r, s in enumerate(self.ref):
-            if _kind(s) != f or not all(n & self.up[r] for n in need) or not set(step.inputs) <= self.src_up[r]:
+            if _kind(s) != f or not all(n & self.up[r] for n in need) or not given <= self.src_up[r]:
                 continue
-            direct = sum(1 for n in need if n & set(s.parents)) + len(set(step.inputs) & set(s.inputs))
+            direct = sum(1 for n in need if n & set(s.parents)) + len(given & set(s.inputs))
             place = sum(1 for q in self.ref[:r] if _kind(q) == f)
             options.append((-direct, place != rank, r))
         return min(options)[2] if options else None
@@ -1073,6 +1077,8 @@ class _Trails:
             return None
         for p in step.parents:
             parent = self.att[p]
+            if _rearranged_input(parent) and set(parent.inputs) <= set(ref.inputs):
+                continue  # an input of the call the reference takes as it is, only rearranged
             if not self.cands[p] or self.wrong_free(p):
                 if parent.free and not _fill(parent) and not self.relaid(p):  # made without the inputs (a mask, a rotation table), wrong
                     top = self.free_top(p)
@@ -1094,6 +1100,8 @@ class _Trails:
             mine = self.own(p)
             if not mine and {m for m, _ in self.cands[p]} & set(ref.parents):
                 continue  # what r takes in, in the attempt's own layout (an einsum's "bsht"): its numbers may say more
+            if not mine:
+                mine = self.stage_relaid(p, missing)
             if not mine:
                 return None  # the right values in another layout: the layout rules say it
             if mine & set(ref.parents):
@@ -1131,15 +1139,21 @@ class _Trails:
                 return self.ref[k].stack[:-1]
 
             if self.ref[nxt].line == self.ref[m].line and frame(nxt) == frame(m):
-                return self.found(self.maker(p, m), "incomplete", m, self.ref[m].code)
+                k = self.maker(p, m)
+                found = self.found(k, "incomplete", m, self.ref[m].code)
+                # returned so by a helper of the file: the rest of the line belongs to the call
+                return self.at_caller(found, k, i) if self.returned(k) else found
             late = self.applied_after(i, nxt, m, masking=True)
             if late is not None:  # the mask or bias applied to what i makes (after the softmax): where it is
                 return self.found(late, "late", nxt, self.ref[nxt].code)
             if (frame(nxt) == frame(r) and (self.ref[nxt].line == ref.line or frame(nxt) != frame(m))) or (
-                    parent.line == step.line and parent.stack == step.stack):
+                    parent.line == step.line and parent.stack == step.stack) or (
+                    list(frame(nxt))[:len(frame(r)) + 1] == [*frame(r), ref.line]):
                 # done where the input is used: on that line (or the input is made on the line that uses
-                # it, self.wq_b(self.wq_a(x)) without the norm between), or in the helper that uses it
-                return self.returned_ahead(p, m, nxt, i) or self.found(i, "input", r, self.ref[nxt].code)
+                # it, self.wq_b(self.wq_a(x)) without the norm between), or in the helper that uses it, or
+                # in a helper called on that line (self.wkv_b(self.kv_norm(c_kv)), that line quoted)
+                said = self.ref[nxt].code if frame(nxt) == frame(r) else ref.code
+                return self.returned_ahead(p, m, nxt, i) or self.found(i, "input", r, said)
             unused = self.unused(p, {nxt, *between}, nxt)
             if unused is not None:  # the attempt takes the step but drops its result (masked_fill not assigned)
                 return self.at_caller(self.found(unused, "unused", nxt, self.ref[nxt].code), unused, i)
@@ -1156,6 +1170,19 @@ class _Trails:
                 return self.found(late, "late", nxt, self.ref[nxt].code)
             return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
         return self.numbers(i, r)
+
+    def stage_relaid(self, p: int, missing: list[int]) -> set[int]:
+        """The reference steps attempt step ``p`` holds in another layout (its scores as (B, H, T, S)
+        where the reference keeps (B, T, H, S)) that are an earlier stage of an input of the
+        counterpart it is fed to (``missing``), a step that computes (a mask applied, not a layout)
+        away: that step left out is the story, whatever the layout."""
+        found = set()
+        for m, _ in self.cands[p]:
+            for x in missing:
+                if m in self.up[x] and any(func_name(self.ref[q].func) not in LAYOUTS | CASTS
+                                           for q in self.up[x] | {x} if m in self.up[q]):
+                    found.add(m)
+        return found
 
     def returned_ahead(self, p: int, m: int, nxt: int, i: int) -> Found | None:
         """Input ``p`` of step ``i`` holds reference step ``m`` where ``i`` needs ``nxt``, made from it,
@@ -1229,12 +1256,19 @@ class _Trails:
             return dataclasses.replace(found, line=mine[k], code="")
         return found
 
+    def returned(self, k: int) -> bool:
+        """Attempt step ``k`` is what a helper of the file returns: the last value of a ``return``
+        line, inside a call."""
+        step = self.att[k]
+        return len(step.stack or ()) > 1 and step.code.startswith("return ") and self.final(k)
+
     def maker(self, p: int, m: int) -> int:
         """The attempt step that first holds what ``p`` holds (reference step ``m``): ``p`` or the
-        input it merely views, casts or copies (``allowed[None, None]`` of ``torch.ones(T, T)``)."""
+        input it merely views, casts or copies (``allowed[None, None]`` of ``torch.ones(T, T)``), or
+        combines with what was made without the inputs and changed nothing (``score + adder`` of zeros)."""
         while True:
             up = [q for q in self.att[p].parents if m in {c for c, _ in self.cands[q]}]
-            if len(up) != 1 or len(self.att[p].parents) != 1:
+            if len(up) != 1 or any(q != up[0] and not self.att[q].free for q in self.att[p].parents):
                 return p
             p = up[0]
 
@@ -1503,6 +1537,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if at is None and found.reason == "output":  # said at a return statement, which makes no step: the value's step
         at = next((j for j, st in enumerate(attempt) if tuple(st.shape) == tuple(found.shape)
                    and assigned(st.code) == found.name), None)
+    if at is None:  # said at the call of a helper of the file: a step made inside that call
+        at = next((j for j, st in enumerate(attempt) if found.line in (st.stack or ())[:-1]), None)
     part = next((label for first, label in reversed(sorted(marks[0])) if at is not None and first <= at), "")
     if not part:
         return found
@@ -1692,6 +1728,18 @@ def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
                 kept = [n.value] if isinstance(n.value, ast.Name) else list(n.value.elts) if isinstance(n.value, ast.Tuple) else []
                 found.setdefault(n.lineno, []).extend(defaults[e.id] for e in kept if isinstance(e, ast.Name) and e.id in defaults)
     return {k: v for k, v in found.items() if v}
+
+
+def _aliases(source: str) -> set[frozenset[str]]:
+    """The pairs of names ``source`` binds one to the other as they are (``loss = nll``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {frozenset((t.id, node.value.id)) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name) for t in node.targets if isinstance(t, ast.Name) and t.id != node.value.id}
 
 
 def _function_spans(source: str) -> list[tuple[int, int]]:
@@ -2117,6 +2165,10 @@ def _lined_up(s: _Search, h: _Here):
     explained = s.trails.explain(h.i, h.counterpart)
     if explained is None or (h.same and explained.reason != "scalar"):
         return None
+    if explained.reason in ("incomplete", "skipped", "input"):
+        moved = _scale_moved(s, h)
+        if moved is not None:
+            return moved
     if not s.source:
         return explained
     if explained.reason == "values":
@@ -2146,6 +2198,84 @@ def _lined_up(s: _Search, h: _Here):
         if unscaled is not None:
             return unscaled
     return explained
+
+
+_CARRY_FACTOR = LAYOUTS | CASTS | {"getitem", "matmul", "einsum", "bmm", "mm"}  # f(c·x) = c·f(x)
+
+
+def _scale_moved(s: _Search, h: _Here) -> Found | None:
+    """A scaling by a number (``q * scale``) lined up with the reference's scaling of a later stage
+    (``scores / math.sqrt(D)``): where the scale goes is a convention (q, k or the scores), so the
+    input taken before the reference's steps is no step missing. When what it makes, through steps
+    that carry a factor (a matmul, a layout), is a reference value times a constant, its number is
+    the wrong one: said where that number got its value, or at the scaling ("scalar")."""
+    a = _scaling(h.step)
+    if a is None or _scaling(s.ref[h.counterpart]) is None:
+        return None
+    todo, seen = [h.i], set()
+    while todo:
+        for c in s.children.get(todo.pop(0), []):
+            if c in seen or len(seen) > 40:
+                continue
+            seen.add(c)
+            if func_name(s.att[c].func) not in _CARRY_FACTOR:
+                continue
+            times = _times_reference(s, c, h.counterpart)
+            if times is None:
+                todo.append(c)
+                continue
+            factor, r = times
+            if s.trails._base2() and _log2e(factor):
+                return None
+            number, step = h.step.scalars[0], h.step
+            right = _number(number.value / factor)
+            if number.name and number.origin is not None and number.origin != step.line and not number.size:
+                return Found(number.origin, "", number.name, (), _number(number.value), "scalar", number.name,
+                             right, _code(step.code))
+            return Found(step.line, step.code, number.name or _factor_text(step.code), tuple(step.shape),
+                         _number(number.value), "scalar", s.trails.name_of(s.ref, r), right, _code(step.code))
+    return None
+
+
+def _times_reference(s: _Search, c: int, r0: int) -> tuple[float, int] | None:
+    """Attempt step ``c`` holds reference step ``r0``'s values, or those of a step made from it,
+    times a constant other than 1, in any layout a correct attempt may use (the scores grouped
+    (B, KV, G, T, S)): (the factor, that step)."""
+    t = tensor_of(s.att[c])
+    if t is None or s.constant[c] or not bool(torch.isfinite(t).any()):
+        return None
+    finite = torch.isfinite(t)
+    big = float(t[finite].abs().max())
+    for r, (ref, rt) in enumerate(s.matcher.ref):
+        if rt is None or rt.numel() != t.numel() or int(torch.isfinite(rt).sum()) != int(finite.sum()) or (
+                r != r0 and r0 not in s.trails.up[r]):
+            continue
+        theirs = float(rt[torch.isfinite(rt)].abs().max()) if bool(torch.isfinite(rt).any()) else 0.0
+        if theirs == 0 or big == 0:
+            continue
+        factor = big / theirs
+        if math.isclose(factor, 1, rel_tol=1e-3) or not math.isfinite(factor):
+            continue
+        m = s.matcher.match(t / factor, s.att[c].dtype)
+        if m is not None and (m[0] == r0 or r0 in s.trails.up[m[0]]):
+            return factor, m[0]
+    return None
+
+
+def _factor_text(code: str) -> str:
+    """The number's side of a line that scales one tensor (``1.0 / math.sqrt(d)`` of ``q = q * (1.0 /
+    math.sqrt(d))``), as written; "" when the line is no such product."""
+    import ast
+
+    try:
+        node = ast.parse(code.strip()).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return ""
+    value = getattr(node, "value", None)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.Div)):
+        sides = [x for x in (value.right, value.left) if not isinstance(x, ast.Name)]
+        return ast.unparse(sides[0]) if len(sides) == 1 else ""
+    return ""
 
 
 def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
@@ -2192,6 +2322,24 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
     return s.trails.found(h.i, "input", h.counterpart, s.ref[scaling[0]].code)
 
 
+_WIDER = {"float16": 0, "bfloat16": 0, "float32": 1, "float64": 2}  # how wide a float dtype computes
+
+
+def _cast_left_out(s: _Search, h: _Here):
+    """An input that holds the values of a cast the reference makes (``x.to(float32)``) in the
+    narrower dtype it was cast from (statistics taken in float16): the cast left out, said where
+    that input was made ("skipped"; at the call, when a helper of the file made it)."""
+    for p in h.step.parents:
+        m = s.matched[p]
+        if m is None or func_name(s.ref[m[0]].func) not in CASTS:
+            continue
+        mine, theirs = _WIDER.get(s.att[p].dtype), _WIDER.get(s.ref[m[0]].dtype)
+        if mine is not None and theirs is not None and mine < theirs:
+            found = s.trails.found(p, "skipped", m[0], s.ref[m[0]].code)
+            return s.trails.at_caller(found, p, h.i)
+    return None
+
+
 def _layout(s: _Search, h: _Here):
     """The right numbers in a layout no correct attempt uses (a view where a transpose belongs):
     "layout", at the step that made them so when this one only rearranges it (the cache's cat in
@@ -2235,6 +2383,8 @@ def _blamed_input(s: _Search, h: _Here):
         # inputs that broadcasts over it (q in (B, H, T, D) times cos (T, D)): an order a correct attempt
         # may use; what the step pairs it with is the story (the table, or how its halves are paired)
         return None
+    if reason == "layout" and _layout_used_right(s, p):
+        return None
     role = s.trails.swapped_above(p)
     if role is not None:
         return role
@@ -2246,6 +2396,26 @@ def _blamed_input(s: _Search, h: _Here):
     return Found(parent.line, parent.code, s.trails.name_of(s.att, p), tuple(parent.shape),
                  name_shape(parent.shape, s.axes), reason, s.trails.name_of(s.ref, s.matched[p][0]),
                  name_shape(ref_step.shape, s.axes), _code(ref_step.code))
+
+
+def _layout_used_right(s: _Search, p: int) -> bool:
+    """Attempt step ``p``'s layout is one the attempt also makes on the same line (a layout helper of
+    the file, called for both objects) and gets back on track from there: a layout a correct
+    attempt uses, so what this use of it does is the story (a cast left out), not the layout."""
+    step = s.att[p]
+
+    def back_on_track(q: int) -> bool:  # a step made from q holds a reference value in the reference's layout
+        later, todo = set(), list(s.children.get(q, []))
+        while todo:
+            j = todo.pop()
+            if j not in later:
+                later.add(j)
+                todo.extend(s.children.get(j, []))
+        return any(s.matched[j] is not None and s.matched[j][1] and not s.constant[j] for j in later)
+
+    return any(st.line == step.line and st.func == step.func and st.stack != step.stack
+               and tuple(st.shape) == tuple(step.shape) and s.matched[q] is not None and not s.matched[q][1]
+               and back_on_track(q) for q, st in enumerate(s.att))
 
 
 def _wrong_input(s: _Search, h: _Here):
@@ -2539,7 +2709,7 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
 
 
 STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
-              _empty_slice, _raw_input_rule, _lined_up,
+              _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
               _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)
 

@@ -430,6 +430,26 @@ class Explainer:
             return None
         return dataclasses.replace(found, line=lines[0], code=self.src.code(lines[0]), reason="noop")
 
+    def _left_out_in_helper(self, i: int, p: int, want: str) -> tuple[list[int], int]:
+        """The lines doing ``want`` that never ran, in the function of the file called on the line
+        of step ``i`` (or of its input ``p``) that made another input of that step (a mask, a bias),
+        and a line of that function that ran; ([], 0) when there is none."""
+        attempt, src = self.attempt, self.src
+        ran = {n for s in attempt for n in (s.stack or [s.line])}
+        for k, q in [(i, q) for q in attempt[i].parents] + [(p, q) for q in attempt[p].parents]:
+            made, here = attempt[q], list(attempt[k].stack or [attempt[k].line])
+            if q == p or len(made.stack or ()) <= len(here) or list(made.stack[:len(here)]) != here:
+                continue
+            inner = made.stack[len(here)]
+            spans = [(a, b) for a, b, _, _ in src.functions if a <= inner <= b]
+            if not spans:
+                continue
+            a, b = max(spans)
+            lines = [n for n in range(a, b + 1) if want in src.ops.get(n, ()) and n not in ran]
+            if lines:
+                return lines, inner
+        return [], 0
+
     def skipped(self, i: int) -> Found | None:
         """A step the reference takes on one of step ``i``'s inputs before ``i``'s operation: run
         and dropped (its result assigned to nothing), or written on a line between the two that did
@@ -468,6 +488,11 @@ class Explainer:
             guard = None
             for n in (mentions or lines)[:1]:
                 guard = (src.guard(n, parent.line) or (None,))[0]
+            if not lines:  # the mask or bias step combines with, built by a helper of the file: a line of
+                # it that takes that step and never ran (an `elif` the causal branch skipped)
+                lines, run = self._left_out_in_helper(i, p, want)
+                for n in lines[:1]:
+                    guard = (src.guard(n, run) or (None,))[0]
             if not lines:  # the loop that carries the parent to its next pass ended here
                 loop = src.guard(parent.line, step.line, exits_before=step.line)
                 if loop and loop[3] and any(want in src.ops.get(n, ()) for n in range(loop[1], loop[2] + 1)):

@@ -24,7 +24,7 @@ FILL = -1e8  # at or below: a masked entry, as -inf
 # the same operation spelt otherwise: x * s and s * x, x / s and x.div(s), an in-place form
 # (the reflected forms of the operations that do not commute, s / x or s - x, stay apart)
 _SAME_FUNC = {"radd": "add", "rmul": "mul", "truediv": "div", "iadd": "add", "imul": "mul", "isub": "sub",
-              "itruediv": "div", "amax": "max", "amin": "min"}
+              "itruediv": "div", "amax": "max", "amin": "min", "bmm": "matmul", "mm": "matmul"}
 
 
 # ... and what the file writes for the reflected forms, which read as the operation's own name
