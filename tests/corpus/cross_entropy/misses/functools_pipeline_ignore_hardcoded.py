@@ -1,10 +1,11 @@
 # attnprep: cross_entropy
-# expect: wrong_output
+# expect: error
 # diagnosis: ignore_index_hardcoded
 """Heavy functools style: the loss as a `compose`d pipeline of small partials (flatten, shift by the
 row max, log-normalise, pick), functools.reduce for the composition, operator.itemgetter on a dict of
 intermediate tensors. The mask of kept targets compares with -100, the default, instead of the
-ignore_index argument."""
+ignore_index argument: with another ignore_index (say -1) the ignored targets are kept and gather
+raises on the index -1."""
 
 import functools
 import operator
