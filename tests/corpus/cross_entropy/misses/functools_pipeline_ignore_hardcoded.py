@@ -45,4 +45,4 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
     )
     loss, keep = operator.itemgetter("loss", "keep")(state)
     return loss.sum() / keep.sum()
-# bug-line: 33
+# bug-line: 34
