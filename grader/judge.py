@@ -147,6 +147,8 @@ class Judge:
             named = tuple(Diagnosis(i, (Message(key, params),)) for i, key, params in problem.named if i in listed)
             if not named and problem.kind == "exception":
                 named = self._diagnose_completed(configs, reply.problem_config)
+            if not named and problem.kind == "exception":
+                named = self._diagnose_raised(configs, reply.problem_config)
             return Result(**base, verdict=Verdict.ERROR, checks=(Check("runs", False, Message(problem.key, problem.params)),),
                           error=ErrorInfo(problem.kind, Message(problem.key, problem.params), problem.traceback),
                           diagnoses=named[:2] if _a_pair(named) else named[:1], mapping=mapping, mapping_notes=notes)
@@ -841,6 +843,60 @@ class Judge:
             return ()
         self._completed_differ = True  # the pair search runs on these configs' outputs (no failed case was compared)
         return tuple(self._diagnose(done))
+
+    def _diagnose_raised(self, configs: list[ConfigReply], failed: int | None) -> tuple[Diagnosis, ...]:
+        """An attempt that raised on a case where the reference runs: the one mistake whose variant
+        raises on that case too, and reproduces every case that ran before it (a hard-coded -100
+        keeps the targets of another ignore_index, and indexing by them raises)."""
+        data = next((c for c in configs if c.index == failed), None)
+        if data is None:
+            return ()
+        zero_bias = frozenset(data.zero_bias)
+        cases = self.cases(data.index)
+        raised = next((c for c in cases if c.name not in data.runs), None)
+        if raised is None:
+            return ()
+        with torch.no_grad():
+            try:
+                self.kind.reference(data.index, zero_bias)(raised)
+            except Exception:  # noqa: BLE001 — the reference raising there too is no mistake's doing
+                return ()
+        ran = [(d, c) for d in configs for c in self.cases(d.index) if c.name in d.runs]
+        found = []
+        for knob in self.kind.knobs():
+            call = self.kind.variant(data.index, zero_bias, knob, variants.FILLS[0])
+            try:
+                with torch.no_grad():
+                    call(raised)
+                continue  # the variant runs where the attempt raised
+            except Exception:  # noqa: BLE001 — it raises there as the attempt does
+                pass
+            if all(self._reproduced(d, c, knob) for d, c in ran):
+                found.append(knob)
+        if len({k.split(":")[0] for k in found}) != 1:
+            return ()
+        knob = found[0]
+        return (Diagnosis(knob.split(":")[0], (msg("evidence.raised_too", case=raised.name),)
+                          + self._evidence(knob.split(":")[0], knob, configs)[1:]),)
+
+    def _reproduced(self, data: ConfigReply, case: Case, knob: str) -> bool:
+        """The variant of ``knob`` computes the attempt's outputs of ``case`` (any fill)."""
+        got_all = self._outputs(data, case)
+        if not got_all or any(g is None for g in got_all.values()):
+            return False
+        zero_bias = frozenset(data.zero_bias)
+        for fill in variants.FILLS:
+            call = self.kind.variant(data.index, zero_bias, knob, fill)
+            try:
+                with torch.no_grad():
+                    wanted = call(case)
+            except Exception:  # noqa: BLE001 — a variant that cannot run here reproduces nothing
+                continue
+            if all(wanted[n].double().shape == g.shape
+                   and close(g, wanted[n].double(), case.mask(n, tuple(g.shape)), equal_nan=True, tolerance=case.tolerance)
+                   for n, g in got_all.items()):
+                return True
+        return False
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[ConfigReply]) -> tuple[Message, ...]:
         evidence = [msg("evidence.variant")]
