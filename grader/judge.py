@@ -147,6 +147,8 @@ class Judge:
             named = tuple(Diagnosis(i, (Message(key, params),)) for i, key, params in problem.named if i in listed)
             if not named and problem.kind == "exception":
                 named = self._diagnose_completed(configs, reply.problem_config)
+            if not named and problem.kind == "exception":
+                named = self._diagnose_raised(configs, reply.problem_config)
             return Result(**base, verdict=Verdict.ERROR, checks=(Check("runs", False, Message(problem.key, problem.params)),),
                           error=ErrorInfo(problem.kind, Message(problem.key, problem.params), problem.traceback),
                           diagnoses=named[:2] if _a_pair(named) else named[:1], mapping=mapping, mapping_notes=notes)
@@ -610,6 +612,10 @@ class Judge:
             if want.shape != got.shape:
                 return False
             where = torch.ones_like(got, dtype=torch.bool) if all_positions else case.mask(name, tuple(got.shape))
+            # an overflow is an overflow: where the variant is inf or NaN, an attempt that is inf or NaN
+            # there too reproduces it (the same exp overflow read through a one-hot product, inf * 0,
+            # is NaN where the variant's gather keeps inf)
+            where = where & ~(~torch.isfinite(want) & ~torch.isfinite(got))
             return close(got, want, where, equal_nan=True, tolerance=case.tolerance)
 
         matched = [k for k in self.kind.knobs() if any(reproduces(k, f) for f in variants.FILLS)]
@@ -650,6 +656,15 @@ class Judge:
             if seen_directly:
                 pairs = [p for p in pairs if seen_directly & {k.split(":")[0] for k in p}]
             pair = next((p for p in pairs if any(reproduces(p, f) for f in variants.FILLS)), None)
+            if pair is None and self.failed_cases:
+                # past the limit: the pairs with a mistake that alone explains some failing cases
+                # (a query-only norm skip on every case without the causal mask, whose one future
+                # key visible is the other mistake)
+                tried = set(pairs)
+                more = [p for p in self._pairs_of_partial(reproduces) if p not in tried]
+                if seen_directly:
+                    more = [p for p in more if seen_directly & {k.split(":")[0] for k in p}]
+                pair = next((p for p in more if any(reproduces(p, f) for f in variants.FILLS)), None)
             if pair is not None and not any(reproduces(pair, f, all_positions=True) for f in variants.FILLS):
                 # a tie on the graded positions (padding ignored vs masked on the query rows): the
                 # pair with one of its knobs swapped that also matches the padded rows is the name
@@ -780,6 +795,16 @@ class Judge:
         head = named + [p for p in early if p not in named]
         return (head + [p for p in pairs if p not in head])[:self.kind.pair_limit or PAIR_LIMIT]
 
+    def _pairs_of_partial(self, reproduces) -> list[tuple[str, str]]:
+        """Every pair of knobs with one that alone reproduces at least one failing case of the first
+        failing config (the rest being the other mistake's doing), that knob first."""
+        failing = sorted({(c.config, c.case.name) for c in self.failed_cases})
+        first = [fc for fc in failing if fc[0] == failing[0][0]] if failing else []
+        knobs = self.kind.knobs()
+        partial = [k for k in knobs
+                   if any(any(reproduces(k, f, only={fc}) for f in variants.FILLS) for fc in first)]
+        return [(a, b) for a in partial for b in knobs if a.split(":")[0] != b.split(":")[0]]
+
     def _pair_diagnoses(self, pair: tuple[str, str], configs: list[ConfigReply]) -> list[Diagnosis]:
         """The catalogue's entry for the two mistakes together, or each of them. An entry that names
         how the pair came about (``observed``: a masked_fill whose result nothing used) is given only
@@ -818,6 +843,60 @@ class Judge:
             return ()
         self._completed_differ = True  # the pair search runs on these configs' outputs (no failed case was compared)
         return tuple(self._diagnose(done))
+
+    def _diagnose_raised(self, configs: list[ConfigReply], failed: int | None) -> tuple[Diagnosis, ...]:
+        """An attempt that raised on a case where the reference runs: the one mistake whose variant
+        raises on that case too, and reproduces every case that ran before it (a hard-coded -100
+        keeps the targets of another ignore_index, and indexing by them raises)."""
+        data = next((c for c in configs if c.index == failed), None)
+        if data is None:
+            return ()
+        zero_bias = frozenset(data.zero_bias)
+        cases = self.cases(data.index)
+        raised = next((c for c in cases if c.name not in data.runs), None)
+        if raised is None:
+            return ()
+        with torch.no_grad():
+            try:
+                self.kind.reference(data.index, zero_bias)(raised)
+            except Exception:  # noqa: BLE001 — the reference raising there too is no mistake's doing
+                return ()
+        ran = [(d, c) for d in configs for c in self.cases(d.index) if c.name in d.runs]
+        found = []
+        for knob in self.kind.knobs():
+            call = self.kind.variant(data.index, zero_bias, knob, variants.FILLS[0])
+            try:
+                with torch.no_grad():
+                    call(raised)
+                continue  # the variant runs where the attempt raised
+            except Exception:  # noqa: BLE001 — it raises there as the attempt does
+                pass
+            if all(self._reproduced(d, c, knob) for d, c in ran):
+                found.append(knob)
+        if len({k.split(":")[0] for k in found}) != 1:
+            return ()
+        knob = found[0]
+        return (Diagnosis(knob.split(":")[0], (msg("evidence.raised_too", case=raised.name),)
+                          + self._evidence(knob.split(":")[0], knob, configs)[1:]),)
+
+    def _reproduced(self, data: ConfigReply, case: Case, knob: str) -> bool:
+        """The variant of ``knob`` computes the attempt's outputs of ``case`` (any fill)."""
+        got_all = self._outputs(data, case)
+        if not got_all or any(g is None for g in got_all.values()):
+            return False
+        zero_bias = frozenset(data.zero_bias)
+        for fill in variants.FILLS:
+            call = self.kind.variant(data.index, zero_bias, knob, fill)
+            try:
+                with torch.no_grad():
+                    wanted = call(case)
+            except Exception:  # noqa: BLE001 — a variant that cannot run here reproduces nothing
+                continue
+            if all(wanted[n].double().shape == g.shape
+                   and close(g, wanted[n].double(), case.mask(n, tuple(g.shape)), equal_nan=True, tolerance=case.tolerance)
+                   for n, g in got_all.items()):
+                return True
+        return False
 
     def _evidence(self, mistake_id: str, knob: str, configs: list[ConfigReply]) -> tuple[Message, ...]:
         evidence = [msg("evidence.variant")]

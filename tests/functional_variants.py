@@ -228,6 +228,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
     stops_before = mistake in ("flash_causal_off_by_one:block_short", "flash_causal_off_by_one:block_short_zero")
     block_long = mistake == "flash_causal_off_by_one:block_long"
     past_block_skip = mistake == "flash_causal_off_by_one:past_block_skip"
+    end_past = mistake == "flash_causal_off_by_one:end_past"  # keys up to i + bq, only the diagonal tile masked
     reference_loop = skip or not mistake
     fill_value = 0.0 if made("mask_fill_zero") else fill
     own_max = made("flash_max_not_carried") and not reset_skip
@@ -257,6 +258,8 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
                     continue  # the loop stops before the diagonal block
                 if block_long and jb > ib + 1:
                     continue  # … or one block after it
+                if end_past and j > i + bq:
+                    continue  # … or up to the key just after the query block
                 if reference_loop and j > i + bq - 1 + shift:
                     continue
             k_blk, v_blk = k[:, :, j : j + block], v[:, :, j : j + block]
@@ -264,7 +267,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
             # the tile masked only when it reaches past the query block's last row (not its first):
             # a square tile on the diagonal goes unmasked
             past_block = past_block_skip and j + k_blk.shape[-2] <= i + bq
-            if is_causal and not unmasked and not past_block and not (block_long and jb != ib):
+            if is_causal and not unmasked and not past_block and not ((block_long or end_past) and jb != ib):
                 r = torch.arange(i, i + bq)[:, None]
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
                 blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)

@@ -67,11 +67,14 @@ def test_every_knob_changes_an_output_of_some_case(exercise_id, knob):
     kind = _kind(exercise_id)
     for ci in range(len(kind.configs)):
         reference = kind.reference(ci)
-        for case, got in zip(kind.cases(ci), variant_outputs(kind, ci, knob)):
-            with torch.no_grad():
-                want = reference(case)
-            if any(not same(case, got[name], want[name]) for name in want):
-                return
+        try:
+            for case, got in zip(kind.cases(ci), variant_outputs(kind, ci, knob)):
+                with torch.no_grad():
+                    want = reference(case)
+                if any(not same(case, got[name], want[name]) for name in want):
+                    return
+        except (RuntimeError, IndexError):  # a tensor op of the variant raises where the reference runs
+            return
     pytest.fail(f"{knob} computes what the reference computes on every case of {exercise_id}")
 
 

@@ -161,7 +161,12 @@ def test_every_variant_changes_the_output(exercise_id):
             call = kind.variant(ci, frozenset(), knob, float("-inf"))
             reference = kind.reference(ci)
             for case in kind.cases(ci):
-                got_all, want_all = call(case), reference(case)
+                want_all = reference(case)
+                try:
+                    got_all = call(case)
+                except (RuntimeError, IndexError):  # a tensor op of the variant raises where the reference runs
+                    differs = True
+                    break
                 for name, want in want_all.items():
                     got = got_all[name]
                     if got.shape != want.shape or not torch.allclose(got.double(), want.double(), atol=1e-4, equal_nan=False):

@@ -957,7 +957,8 @@ class StepRecorder(TorchFunctionMode):
 
     def _cat(self, args, kwargs) -> None:
         seq = kwargs.get("tensors", args[0] if args else ())
-        dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
+        # numpy's `axis=` is torch.cat's alias of `dim=` (torch.cat(ts, axis=1) concatenates on dim 1)
+        dim = kwargs.get("dim", kwargs.get("axis", args[1] if len(args) > 1 else 0))
         if not isinstance(seq, (list, tuple)) or not isinstance(dim, int):
             return
         for t in seq:
