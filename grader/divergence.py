@@ -36,6 +36,7 @@ import torch
 from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
                                    is_constant, name_shape, names_of, tensor_of)
+from attnprep.grader.parsing import parsed
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import OBJECT, Scalar, Step
 
@@ -1589,7 +1590,7 @@ def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
     if found.reason != "made" or not any(s.line == found.line and func_name(s.func) in DATA for s in trails.att):
         return None
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return None
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= found.line <= (n.end_lineno or n.lineno)
@@ -1623,7 +1624,7 @@ def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
         return None
     attr = read.pop()
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = set()
@@ -1684,7 +1685,7 @@ def _argument_copies(source: str) -> set[int]:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     lines = set()
@@ -1705,7 +1706,7 @@ def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     found: dict[int, list[tuple[int, float]]] = {}
@@ -1746,7 +1747,7 @@ def _function_spans(source: str) -> list[tuple[int, int]]:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
@@ -1764,7 +1765,7 @@ def _objects(source: str) -> dict[str, tuple[int, int]]:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     return {n.name: (n.lineno, n.end_lineno or n.lineno) for n in tree.body
@@ -1780,12 +1781,7 @@ def _function_at(source: str, line: int) -> str:
     """The name of the innermost function (or class, for a method) of ``source`` holding ``line``."""
     import ast
 
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ""
-    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    around = [n for n in _definitions(source) if n.lineno <= line <= (n.end_lineno or n.lineno)]
     if not around:
         return ""
     inner = max(around, key=lambda n: n.lineno)
@@ -1793,6 +1789,19 @@ def _function_at(source: str, line: int) -> str:
     if inner.name in ("forward", "__call__") and classes:
         return max(classes, key=lambda n: n.lineno).name
     return inner.name
+
+
+@functools.lru_cache(maxsize=8)
+def _definitions(source: str) -> tuple:
+    """The functions and classes of ``source``, nested ones too (``ast.walk``'s order): asked of every
+    step a divergence looks at (:func:`_function_at`), so found once per source."""
+    import ast
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
 
 
 def _caller_of_return(s: _Search, step: Step) -> tuple[int, str] | None:
@@ -1818,7 +1827,7 @@ def _return_after(source: str, step: Step) -> tuple[int, str] | None:
 
     line = (step.stack or [step.line])[0]
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -2484,7 +2493,7 @@ def _passes_through(source: str, name: str, after: int, before: int) -> tuple[in
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -2542,7 +2551,7 @@ def _guard_left_out(s: _Search, h: _Here) -> Found | None:
     import ast
 
     try:
-        tree = ast.parse(s.source)
+        tree = parsed(s.source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     line = h.step.line
@@ -2850,7 +2859,7 @@ def attribute_line(source: str, attr: str) -> int | None:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return None
     lines = {node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
@@ -2865,7 +2874,7 @@ def initialised_line(source: str, attr: str) -> int | None:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return None
 

@@ -493,8 +493,10 @@ def _argument_helpers(source: str) -> dict[str, tuple[int, int]]:
     of arguments, so a divergence inside one is its call's. Name -> (first, last line)."""
     import ast
 
+    from attnprep.grader.parsing import parsed
+
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return {}
     found = {}
@@ -549,6 +551,8 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
     import ast
     import textwrap
 
+    from attnprep.grader.parsing import parsed
+
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -556,7 +560,7 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
     if text in _STATEMENTS:  # the reference's file, traced for every failing attempt: parsed once
         return _STATEMENTS[text]
     try:
-        tree = ast.parse(text)
+        tree = parsed(text)
     except (SyntaxError, ValueError):
         return {}
     lines = text.splitlines()

@@ -34,6 +34,7 @@ import torch
 
 from attnprep.grader.found import (FILL, PICKS, Found, assigned, close, func_name, is_constant, name_shape, names_of,
                                    op_name, tensor_of)
+from attnprep.grader.parsing import parsed
 from attnprep.grader.trace import Step
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
@@ -73,7 +74,7 @@ class Source:
         self.noops: dict[int, set[str]] = {}  # line -> what a statement that does nothing leaves as it was
         # ("" for `pass`, "q" for `q = q` or the `q` of `k, q = rot(k), q`)
         try:
-            tree = ast.parse(text)
+            tree = parsed(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return
         for node in ast.walk(tree):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attnprep.grader.parsing import parsed
 from attnprep.grader.tensors import pack, tensors_in, unpack
 
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
@@ -125,7 +126,7 @@ class Source:
 
     def __init__(self, filename: str):
         text = "".join(linecache.getlines(filename))
-        self.tree = ast.parse(text) if text else ast.Module(body=[], type_ignores=[])
+        self.tree = parsed(text) if text else ast.Module(body=[], type_ignores=[])
         self.functions: dict[int, ast.AST] = {}  # first line of a function's code -> its node
         self.classes: dict[int, ast.ClassDef] = {}  # a method's def line -> its class
         self.statements: list[ast.stmt] = []
