@@ -39,7 +39,7 @@ BUILTIN_NODES = {
     "SafeSoftmaxBackward0": "scaled_dot_product_attention (math)",
 }
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4  # gradients sum over every graded output: a looser tolerance
-PAIR_LIMIT = 800  # two-mistake variants tried when no single one explains the outputs (failures only): every
+PAIR_LIMIT = 900  # two-mistake variants tried when no single one explains the outputs (failures only): every
 # pair of every exercise whose kind does not set a lower ``pair_limit`` (a script of calls per variant)
 SHOWN_CASES = 4  # a named mistake's case group lists at most this many case names
 SAME_PROBS = 1e-6  # attention that differs by no more at graded rows is the reference's (no heat-map of it)

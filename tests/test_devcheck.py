@@ -47,7 +47,9 @@ def test_what_is_missing_is_said_rule_by_rule(bank):
     start = source.index("hints = [")
     toml.write_text(source[:start] + 'hints = ["one", "one"]\n' + source[source.index("]\n", start) + 2:], encoding="utf-8")
     (bank / "norms" / "zh.toml").unlink()
-    (devcheck.CORPUS / "norms" / "norm_unbiased_variance.py").unlink()
+    for path in (devcheck.CORPUS / "norms").glob("*.py"):  # every attempt of that mistake alone
+        if devcheck.corpus_header(path)[1] == "norm_unbiased_variance":
+            path.unlink()
     exercises.cache_clear()
     found = list(devcheck.findings("norms", grade_corpus=False))
     bad = {f.rule: f for f in found if not f.ok}
