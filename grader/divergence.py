@@ -1736,7 +1736,7 @@ def _aliases(source: str) -> set[frozenset[str]]:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return set()
     return {frozenset((t.id, node.value.id)) for node in ast.walk(tree) if isinstance(node, ast.Assign)
@@ -1902,6 +1902,16 @@ class _Search:
                                         self.ref_source)
         return self._explainer
 
+    def descendants(self, i: int) -> set[int]:
+        """The attempt's steps computed from step ``i``'s result, directly or through others."""
+        later, todo = set(), list(self.children.get(i, []))
+        while todo:
+            j = todo.pop()
+            if j not in later:
+                later.add(j)
+                todo.extend(self.children.get(j, []))
+        return later
+
     def recovers(self, i: int) -> bool:
         """Some step computed from step ``i`` matches the reference again (a constant does not
         count: any wrong input gives it; nor does a max or min, which keeps one entry and drops the
@@ -1910,12 +1920,7 @@ class _Search:
         ``nll`` through, the mistake in ``valid`` is not undone, it changed nothing there; nor a
         test of the values, ``torch.isinf(m)``, that matches no test of the reference's: its true /
         false flags match some 0 / 1 entries of a value of the reference by chance)."""
-        later, todo = set(), list(self.children.get(i, []))
-        while todo:
-            j = todo.pop()
-            if j not in later:
-                later.add(j)
-                todo.extend(self.children.get(j, []))
+        later = self.descendants(i)
         for j in later:
             m = self.matched[j]
             if m is None or self.constant[j] or j in self.wrong_outputs or func_name(self.att[j].func) in _PICKS_ONE or (
@@ -2414,13 +2419,7 @@ def _layout_used_right(s: _Search, p: int) -> bool:
     step = s.att[p]
 
     def back_on_track(q: int) -> bool:  # a step made from q holds a reference value in the reference's layout
-        later, todo = set(), list(s.children.get(q, []))
-        while todo:
-            j = todo.pop()
-            if j not in later:
-                later.add(j)
-                todo.extend(s.children.get(j, []))
-        return any(s.matched[j] is not None and s.matched[j][1] and not s.constant[j] for j in later)
+        return any(s.matched[j] is not None and s.matched[j][1] and not s.constant[j] for j in s.descendants(q))
 
     return any(st.line == step.line and st.func == step.func and st.stack != step.stack
                and tuple(st.shape) == tuple(step.shape) and s.matched[q] is not None and not s.matched[q][1]
