@@ -96,9 +96,11 @@ def _line_of_encoding_problem(raw: bytes) -> int:
 
 
 def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, timeout: float,
-          protect: tuple[str, ...] = ()) -> Result:
+          protect: tuple[str, ...] = (), divergence: bool = True) -> Result:
     """Grade the file at ``path`` as ``exercise``. ``protect``: folders the attempt (and every
-    process it starts) may not write, which the caller owns (the user's data folder)."""
+    process it starts) may not write, which the caller owns (the user's data folder).
+    ``divergence=False``: no line is looked for (the result's ``divergence`` is None, no trace
+    child is forked); the verdict, the checks and the mistakes named are the same."""
     start = time.perf_counter()
     path = path.resolve()
     raw = path.read_bytes()
@@ -153,11 +155,13 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
             # the outputs are wrong: the trace child runs while the judge names the mistake
             nonlocal failing
             failing = _Failing(tuple(failures), tuple(shape_failures))
-            if verdict in _TRACED:
+            if verdict in _TRACED and divergence:
                 tracing.append(_Tracing(path, exercise, kind, reply, timeout, verdict, failing, protect))
 
         result = judged.result(compared=compared)
-        if result.verdict is Verdict.CONTRACT:
+        if not divergence:
+            pass
+        elif result.verdict is Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result))
         elif (measured := _structure_line(result)) is not None:
             result = replace(result, divergence=measured)
@@ -169,7 +173,7 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
             if result.verdict is Verdict.STRUCTURE and found is not None and found.reason != "output":
                 found = None  # right outputs: only an output that keeps another value says where
             result = _one_scale(replace(result, divergence=found))
-        if not result.passed and result.divergence is None and result.verdict is not Verdict.CONTRACT:
+        if divergence and not result.passed and result.divergence is None and result.verdict is not Verdict.CONTRACT:
             result = replace(result, divergence=_contract_line(source, result, "check"))  # a check about a layer
     except Exception as exc:  # our bug, not the attempt's: say so, never blame the user
         import traceback

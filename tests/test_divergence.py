@@ -80,6 +80,25 @@ def test_a_passing_attempt_is_not_traced(monkeypatch):
     assert result.passed and result.divergence is None and calls == []
 
 
+@pytest.mark.parametrize("attempt", ["mha/causal_ignored.py", "mha/missing_scale.py"])
+def test_a_grade_without_the_divergence_is_the_same_grade_less_the_line(attempt, graded, monkeypatch):
+    """``grade(..., divergence=False)`` forks no trace child and says no line; the verdict, the
+    checks and the mistakes named are the whole grade's (a scale mistake's evidence aside: it is
+    said of the case the divergence was traced on)."""
+    from dataclasses import replace
+
+    from attnprep.grader import engine
+
+    whole = graded(CORPUS / attempt)
+    assert not whole.passed and whole.divergence is not None
+    monkeypatch.setattr(engine, "_start_trace", lambda *a, **k: pytest.fail("a trace child was started"))
+    bare = grade(CORPUS / attempt, divergence=False)
+    assert not bare.internal and bare.divergence is None
+    assert (bare.verdict, bare.checks, [d.id for d in bare.diagnoses]) == (whole.verdict, whole.checks, [d.id for d in whole.diagnoses])
+    if attempt.endswith("causal_ignored.py"):
+        assert replace(bare, duration_s=0.0) == replace(whole, duration_s=0.0, divergence=None)
+
+
 def test_json_carries_the_divergence(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

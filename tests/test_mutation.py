@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from attnprep.grader import engine, grade
+from attnprep.grader import grade
 from attnprep.grader.result import Verdict
 
 from attnprep import exercises
@@ -124,29 +124,14 @@ def evaluated(exercise_id: str, once) -> Classified:
 
 
 def graded(m, tmp_path: Path):
-    """The grade of the mutant, as ``grade`` returns it less the divergence (the line the report
-    points at): a help on top of the verdict that never changes it, whose finder (a second child,
-    the trails compared) cost most of this module's time, and whose exceptions ``grade`` never lets
-    out (``engine._Tracing``), so no assertion here can see it. The judge's mistake naming stays:
-    its errors are internal ones. ``python benchmarks/mutation.py`` grades every mutant whole."""
+    """The grade of the mutant less the divergence (``grade(..., divergence=False)``: the line the
+    report points at, a help on top of the verdict that never changes it, whose finder, a second
+    child and the trails compared, cost most of this module's time; no assertion here reads it).
+    The judge's mistake naming stays: its errors are internal ones. ``python
+    benchmarks/mutation.py`` grades every mutant whole."""
     path = tmp_path / f"{m.id.replace('-', '_')}.py"
     path.write_text(m.source, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "_Tracing", _Untraced)
-        return grade(path, m.exercise, seed=0)
-
-
-class _Untraced:
-    """``engine._Tracing`` that forks no trace child and finds no divergence."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        pass
-
-    def divergence(self):
-        return None
-
-    def close(self) -> None:
-        pass
+    return grade(path, m.exercise, seed=0, divergence=False)
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)

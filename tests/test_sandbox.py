@@ -745,3 +745,31 @@ def test_a_child_starved_of_cpu_gets_the_rest_of_its_time_and_a_waiting_one_does
         sleeper.kill()
         sleeper.wait()
     assert sandbox._starved(sleeper.pid, timeout=1e6, elapsed=1.0) == 0  # gone: nothing to give
+
+
+@needs_landlock
+def test_grade_protects_the_data_folder_unless_told_otherwise(attnprep_home):
+    """``grade`` without ``protect`` keeps the attempt (and the shell it runs) out of the user's
+    data folder, as the CLI's grade does; ``protect=()`` leaves it open, which shows the default is
+    what held it. (A dev script grading the hostile corpus cannot trash the history.)"""
+    from attnprep.grader import grade
+
+    attnprep_home.mkdir()
+    (attnprep_home / "history.sqlite3").write_text("H")
+    assert grade(HOSTILE / "trashes_history.py", "mha", timeout=30).passed
+    assert (attnprep_home / "history.sqlite3").read_text() == "H"
+    assert not (attnprep_home / "forged.txt").exists()
+    assert grade(HOSTILE / "trashes_history.py", "mha", timeout=30, protect=()).passed
+    assert (attnprep_home / "history.sqlite3").read_text() == "garbage\n"
+    assert (attnprep_home / "forged.txt").exists()
+
+
+def test_the_grader_protects_the_folder_the_shell_calls_the_data_folder(monkeypatch):
+    from attnprep import paths
+    from attnprep.grader import data_folder
+
+    assert data_folder() == paths.data_path()  # $ATTNPREP_HOME, set for every test
+    monkeypatch.setenv("ATTNPREP_HOME", "~/elsewhere")
+    assert data_folder() == paths.data_path() == Path("~/elsewhere").expanduser()
+    monkeypatch.delenv("ATTNPREP_HOME")
+    assert data_folder() == paths.data_path()  # the platform's
