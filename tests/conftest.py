@@ -114,12 +114,19 @@ def graded(once):
     default device and the suite's GRADE_TIMEOUT, computed once per test run for the same file,
     exercise and seed (the corpus files are graded by several test modules; see ``once``). The
     result is shared: read it, do not change it. A test that watches the grading itself
-    (monkeypatches the engine, times it, passes another timeout) calls ``grade`` directly."""
+    (monkeypatches the engine, times it, passes another timeout) calls ``grade`` directly. A file
+    named without its exercise is the grade of the exercise ``grade`` finds for it: ``graded(p)``
+    and ``graded(p, "mha")`` of an mha attempt are one grade."""
     from attnprep.grader import grade
 
     def graded_once(path: str | Path, exercise: str | None = None, *, seed: int = 0):
         if exercise is not None and not isinstance(exercise, str):
             raise TypeError("graded() takes an exercise id; grade an Exercise object with grade()")
+        if exercise is None:  # the id grade() finds (header, then file name): graded(p) is graded(p, that id)
+            from attnprep.grader import engine
+
+            source = Path(path).read_bytes()[:2000].decode("utf-8", errors="replace")
+            exercise = engine.exercise_of(Path(path), source, None).id
         key = grade_key(path, exercise, seed)
         return once(repr(key), lambda: grade(path, exercise, seed=seed, timeout=GRADE_TIMEOUT))
 

@@ -285,7 +285,7 @@ def test_the_window_search_finds_the_first_close_window_as_one_comparison_each_w
     assert loop is not None or seed % 4 == 0 or seed % 3 == 0
 
 
-def test_a_helper_that_only_passes_its_arguments_on_is_blamed_at_its_call():
+def test_a_helper_that_only_passes_its_arguments_on_is_blamed_at_its_call(graded):
     """engine._argument_helpers: one ``return`` of an expression of the helper's own arguments, no number
     or text of its own (what it computes is its caller's choice); a helper with constants, more than
     one statement, or names from outside is the learner's own code, blamed where it goes wrong."""
@@ -307,5 +307,5 @@ def nothing(): return torch
     assert set(_argument_helpers(source)) == {"transpose", "cast", "mean"}
     for path, line in (("mha_fused/paddle_perm_heads_before_qkv.py", 29),
                        ("norms/mindspore_reduce_mean_rms_centred_ln_eps_out.py", 28)):
-        result = grade(Path(__file__).parent / "corpus" / path)
+        result = graded(Path(__file__).parent / "corpus" / path)
         assert result.divergence.line == line and result.divergence.reason == "helper_passed", (path, result.divergence)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from attnprep.grader import grade
 from attnprep.solutions.mqa import MultiQueryAttention
 from per_exercise import MASK_IDS, MASKS, SHAPES, assert_matches_sdpa, linear, one_thread, parameter_shapes  # noqa: F401 (one_thread: a fixture)
 
@@ -32,10 +31,10 @@ CORPUS = Path(__file__).parent / "corpus" / "mqa"
 MUTATION = {"focus": ("qkv_swap",), "extra": {"layer_drop"}}
 
 
-def test_one_shared_head_expanded_is_not_a_tiling():
+def test_one_shared_head_expanded_is_not_a_tiling(graded):
     """MQA's one head expanded to every head (what the reference leaves to broadcasting) passes;
     tests/test_grader.py holds GQA's tiled copies, which are the line of their mistake."""
-    assert grade(CORPUS / "ok_broadcast.py").passed
+    assert graded(CORPUS / "ok_broadcast.py").passed
 
 
 KIB = 1024

@@ -99,6 +99,7 @@ def test_a_cached_grade_is_a_fresh_grade(graded):
                  CORPUS / "gqa" / "tensor_without_device.py"):
         assert_cached_is_fresh(graded, path)
     assert graded(CORPUS / "mha" / "missing_scale.py", seed=7) is not graded(CORPUS / "mha" / "missing_scale.py")
+    assert graded(CORPUS / "mha" / "missing_scale.py", "mha") is graded(CORPUS / "mha" / "missing_scale.py")  # the id it finds
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
