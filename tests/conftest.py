@@ -13,6 +13,7 @@ import pytest
 # core; the suite grades them with room for a busy machine. The grader's own 10 s limit is tested
 # by the hostile attempts and the timeout tests, which pass theirs.
 GRADE_TIMEOUT = 30.0
+pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest in-process too
 _HOME_NUMBERS = itertools.count()
 
 
