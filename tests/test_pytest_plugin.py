@@ -11,6 +11,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -38,6 +39,13 @@ def pytest_here(pytester, monkeypatch):
     the grading children forked from here), without a new interpreter importing pytest and torch
     again (about 2 s of CPU a run). For what does not depend on the process; the tests of what
     pytest imports into its process, and one whole run, stay in a subprocess."""
+
+    # pytester takes out of sys.modules what a run (and the test) imported, for inline runs of test
+    # files of one name; a run here imports attnprep's and rich's modules, which a later test of this
+    # worker would then import again as other objects (another Verdict, another rich Text): kept
+    kept = SimpleNamespace(restore=lambda: None)
+    monkeypatch.setattr(pytester, "_sys_modules_snapshot", kept)
+    monkeypatch.setattr(pytester, "_Pytester__take_sys_modules_snapshot", lambda: kept)
 
     def run(folder: Path, home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         monkeypatch.chdir(folder)
