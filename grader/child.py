@@ -158,12 +158,21 @@ def _not_installed(exc: BaseException) -> str | None:
     return PIP_NAMES.get(top, top)
 
 
-def _forget_references() -> None:
+def reference_modules() -> list[str]:
+    """The reference solutions' modules this process has imported (see :func:`_forget_references`).
+    Asked by the grading process just before it forks: in the child, reading every name in
+    ``sys.modules`` (some 1,700 with torch) writes each one's reference count, which copies its page
+    of the inherited memory (about a thousand pages, 3 ms of the child's time)."""
+    return [n for n in sys.modules if n == "attnprep.solutions" or n.startswith("attnprep.solutions.")]
+
+
+def _forget_references(names: list[str] | None = None) -> None:
     """The grading process may have imported reference solutions (judging an earlier file); the
     fork inherits its modules. Drop them so that the attempt cannot find them by name (importing
-    one again opens its file, which the guard sees)."""
-    for name in [n for n in sys.modules if n == "attnprep.solutions" or n.startswith("attnprep.solutions.")]:
-        del sys.modules[name]
+    one again opens its file, which the guard sees). ``names``: :func:`reference_modules` of the
+    grading process at the fork (else looked up here)."""
+    for name in reference_modules() if names is None else names:
+        sys.modules.pop(name, None)
 
 
 def load(path: Path) -> dict:
@@ -199,12 +208,14 @@ def watch_line(where, path: Path, *, delay: float = 1.0, every: float = 0.2) -> 
     threading.Thread(target=sample, name="attnprep-line", daemon=True).start()
 
 
-def run_attempt(path: Path, kind, device: str, channel, where=None, protect: tuple[str, ...] = ()) -> dict:
+def run_attempt(path: Path, kind, device: str, channel, where=None, protect: tuple[str, ...] = (),
+                forget: list[str] | None = None) -> dict:
     """Grade-side data of the attempt at ``path`` as a plain dict (a :class:`Reply`). ``where``: a
-    shared page for :func:`watch_line`; ``protect``: folders the attempt may not write."""
+    shared page for :func:`watch_line`; ``protect``: folders the attempt may not write; ``forget``:
+    the grading process's :func:`reference_modules`, asked before the fork."""
     if where is not None:
         watch_line(where, path)
-    _forget_references()
+    _forget_references(forget)
     guard = Guard(protect)
     reply = Reply()
     builtins: set[str] = set()
@@ -385,12 +396,13 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
 __all__ = ["run_attempt", "describe", "_tolist"]
 
 
-def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: tuple[str, ...] = ()) -> dict:
+def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: tuple[str, ...] = (),
+                  forget: list[str] | None = None) -> dict:
     """The trail of the attempt on one case (see :mod:`.trace`): which line made which tensor,
-    for the divergence finder. Run only for a failing attempt."""
+    for the divergence finder. Run only for a failing attempt. ``forget``: as for :func:`run_attempt`."""
     from attnprep.grader.trace import Tracer
 
-    _forget_references()
+    _forget_references(forget)
     guard = Guard(protect)
     _seed(0, "cpu")  # the trace runs the case where it is, on the CPU
     try:

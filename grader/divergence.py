@@ -35,7 +35,7 @@ import torch
 
 from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
-                                   is_constant, name_shape, names_of, tensor_of)
+                                   is_constant, name_shape, names_of, tensor_of, tolerance)
 from attnprep.grader.parsing import parsed
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import OBJECT, Scalar, Step
@@ -234,6 +234,17 @@ def _identical(a: Step, b: Step) -> bool:
     return ta.shape == tb.shape and close(ta, tb)
 
 
+def _outside(ends: tuple[float, float], lowest: float, highest: float, tol: tuple[float, float]) -> bool:
+    """Whether a finite value of a step, ``ends`` its smallest and largest, is surely not close
+    (``isclose`` with ``tol``, (rtol, atol) of the step's values) to any finite value of a tensor from
+    ``lowest`` to ``highest`` (twice the tolerance apart: rounding never decides). A window of that
+    tensor, which would hold each of the step's values close to one of its own, cannot match: an
+    infinite or NaN value is close to no finite one."""
+    rtol, atol = tol
+    small, large = ends
+    return large - highest > 2 * (atol + rtol * abs(large)) or lowest - small > 2 * (atol + rtol * abs(small))
+
+
 class Matcher:
     """The reference's steps, indexed for the questions asked of each attempt step: which steps
     hold the same values, in which layout, or a part or a slice of them. Steps with the same values
@@ -267,6 +278,7 @@ class Matcher:
         self._answers: dict[tuple, list] = {}  # (question, dtype, an attempt's tensor) -> its answer
         self._bounds: dict[tuple[int, float], tuple[float, float]] = {}  # (step, eps) -> the range _contains allows
         self._sliced: dict[int, list[int]] = {}  # numel -> the steps a slice of that many values may come from
+        self._windowed: dict[tuple[int, float], tuple | None] = {}  # (step, eps) -> what _covers compares it with
 
     def _asked(self, question: str, t: torch.Tensor, dtype: str, answer) -> list:
         """``answer()``, worked out once per tensor: an attempt's trail repeats values too (a
@@ -475,11 +487,16 @@ class Matcher:
         if t.dim() == 0 or t.numel() < 2 or t.flatten().unique().numel() < 3:  # (0 / 1 flags are in anything)
             return []
         mine = t.squeeze() if t.dim() > 1 else t
+        finite = mine[torch.isfinite(mine)]
+        lowest, highest = (float(finite.min()), float(finite.max())) if finite.numel() else (None, None)
         # per (axis, reference line and operation): the steps whose values a run of that axis holds, and which
         # positions of the axis those runs cover
         runs: dict[tuple[int, int], tuple[list[int], set[int]]] = {}
         for i, (step, r) in enumerate(self.ref):
-            if r is None or r.numel() < 2 or r.numel() >= t.numel() or is_constant(r):
+            if r is None or r.numel() < 2 or r.numel() >= t.numel():
+                continue
+            windowed = self._window_test(i, dtype)
+            if windowed is None:  # a constant step: held by anything
                 continue
             found = None  # (axis, its run): r is t's shape with one axis shorter, axes of size 1 aside
             for a in range(mine.dim()):
@@ -495,7 +512,10 @@ class Matcher:
                 continue
             (a, theirs), eps = found, self._eps(i, dtype)
             n = theirs.shape[a]
-            start = first_close_window(mine, a, theirs, eps)
+            tol, ends = windowed
+            if lowest is not None and ends is not None and _outside(ends, lowest, highest, tol):
+                continue  # a value of the step is far from every value of t: no window of t holds it
+            start = first_close_window(mine, a, theirs, eps, tol)
             if start is not None:  # one block per step: a copy of one block along an axis computes nothing more
                 steps, covered = runs.setdefault((a, step.line, func_name(step.func)), ([], set()))
                 steps.append((i, start))
@@ -507,6 +527,22 @@ class Matcher:
         return [(i, True) for (a, _, _), (steps, covered) in runs.items()
                 if len(covered) == mine.shape[a] and len(steps) > 1
                 and [s for _, s in steps] == sorted(s for _, s in steps) for i, _ in steps]
+
+    def _window_test(self, i: int, dtype: str) -> tuple | None:
+        """What :meth:`_covers` compares reference step ``i`` with, worked out once per step and
+        eps: None for a constant step, else (the tolerance :func:`first_close_window` compares it
+        with, (its smallest, its largest finite value) or None when it has none)."""
+        eps = self._eps(i, dtype)
+        key = (i, eps)
+        if key not in self._windowed:
+            r = self.ref[i][1]
+            if is_constant(r):
+                self._windowed[key] = None
+            else:
+                finite = r[torch.isfinite(r)]
+                ends = (float(finite.min()), float(finite.max())) if finite.numel() else None
+                self._windowed[key] = tolerance(r, eps), ends
+        return self._windowed[key]
 
     def match(self, t: torch.Tensor, dtype: str = "", func: str = "") -> tuple[int, bool] | None:
         """(reference step, whether in the reference's own layout) that ``t`` matches, or None.

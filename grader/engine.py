@@ -127,7 +127,9 @@ def grade(path: Path, exercise: exercises.Exercise, *, seed: int, device: str, t
 
     kind = kind_for(exercise, seed)
     where = mmap.mmap(-1, 8)  # shared with the forked child: the attempt's line it is running
-    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where, protect), timeout, answer=_answerer(kind))
+    forget = child.reference_modules()  # asked here: cheaper than in the child (see there)
+    outcome = sandbox.run(lambda channel: child.run_attempt(path, kind, device, channel, where, protect, forget), timeout,
+                          answer=_answerer(kind))
     stdout = outcome.stdout or ""  # as printed: the report shows its control characters (attnprep.safe_text)
     if outcome.data is None:
         line = struct.unpack("<q", where[0:8])[0]
@@ -371,7 +373,9 @@ def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float, protect: tu
     """Fork the child that traces the attempt on case ``ni`` of config ``ci`` (a ``sandbox.Running``)."""
     from attnprep.grader import child, sandbox
 
-    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel, protect), timeout, answer=_answerer(kind))
+    forget = child.reference_modules()  # asked here: cheaper than in the child (see there)
+    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel, protect, forget), timeout,
+                         answer=_answerer(kind))
 
 
 def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, timeout: float,

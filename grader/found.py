@@ -100,16 +100,18 @@ def close(a: torch.Tensor, b: torch.Tensor, eps: float = 0.0) -> bool:
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
-def first_close_window(t: torch.Tensor, axis: int, part: torch.Tensor, eps: float = 0.0) -> int | None:
+def first_close_window(t: torch.Tensor, axis: int, part: torch.Tensor, eps: float = 0.0,
+                       tol: tuple[float, float] | None = None) -> int | None:
     """The first ``start`` where ``t.narrow(axis, start, n)`` is :func:`close` to ``part`` (``n`` its
     size along ``axis``, every other axis the same as ``t``'s), or None: every window compared at
     once, a few million elements at a time (a long input has hundreds of windows; comparing them one
-    at a time took minutes on flash's long cases)."""
+    at a time took minutes on flash's long cases). ``tol``: ``tolerance(part, eps)`` when the caller
+    has it already."""
     n = part.shape[axis]
     windows = t.shape[axis] - n + 1
     if windows < 1:
         return None
-    rtol, atol = tolerance(part, eps)
+    rtol, atol = tol if tol is not None else tolerance(part, eps)
     # a window must hold the first line along the axis (every other index 0): the few that do are compared whole
     corner = (0,) * axis + (slice(None),) + (0,) * (t.dim() - axis - 1)
     line = torch.isclose(t[corner].unfold(0, n, 1), part[corner], rtol=rtol, atol=atol, equal_nan=True).all(dim=1)

@@ -82,3 +82,16 @@ def test_the_reference_is_seen_from_a_loop_that_called_torch_cleanly_before():
             for _ in range(4):
                 torch.exp(x)
         assert not clean.obs.builtins
+
+
+def test_reference_modules_the_grading_process_imported_are_gone_in_the_child():
+    """The grading process names its reference modules before it forks (grader/child.py,
+    reference_modules); the child drops them: an attempt that looks for them by name finds none."""
+    import importlib
+
+    importlib.import_module("attnprep.solutions.mha")
+    assert "attnprep.solutions.mha" in sys.modules
+    result = grade(HOSTILE / "looks_for_the_reference.py", "mha", timeout=TIMEOUT)
+    assert result.verdict.value == "error"
+    assert "reference modules here: []" in texts.render(result.error.message)
+    assert "attnprep.solutions.mha" in sys.modules  # the grading process keeps its own
