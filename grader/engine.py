@@ -455,7 +455,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
         import linecache
 
-        found = groups.group_line(found, t.lines, cover[1], _statements(path), lambda n: linecache.getline(str(path), n).strip())
+        callers = frozenset(line for s in t.attempt if s.line == found.line for line in (s.stack or ()))
+        found = groups.group_line(found, t.lines, cover[1], _statements(path), lambda n: linecache.getline(str(path), n).strip(),
+                                  callers)
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())

@@ -40,11 +40,13 @@ def runs_to_cover(failing: list[tuple[int, int]], ran: list[tuple[int, int]],
     return [traced, *others, *passing[:MAX_PASSING]], 1 + len(others)
 
 
-def group_line(found: Found, lines: list, n_failing: int, statements: dict[int, tuple[int, str]], line_text) -> Found:
+def group_line(found: Found, lines: list, n_failing: int, statements: dict[int, tuple[int, str]], line_text,
+               callers: frozenset[int] = frozenset()) -> Found:
     """``found``, or the line that the failing cases run and the passing ones mostly do not (see
     the module's doc). ``lines``: per run of :func:`runs_to_cover`, the lines it ran in first-run
     order (None when it raised); the first ``n_failing`` are the failing runs; ``statements``: a
-    line -> (its statement's first line, the statement's code); ``line_text``: a line -> its text."""
+    line -> (its statement's first line, the statement's code); ``line_text``: a line -> its text;
+    ``callers``: the lines that called the function the blamed line is in (never said instead of it)."""
     if n_failing < 1 or len(lines) <= n_failing or any(not isinstance(r, list) for r in lines):
         return found
     runs = [[x for x in r if isinstance(x, int)] for r in lines]
@@ -58,13 +60,15 @@ def group_line(found: Found, lines: list, n_failing: int, statements: dict[int, 
     if inside:
         top = max(score[line] for line in inside)
         if top >= STRONG and top - floor >= MARGIN:
-            return _said(found, min(line for line in inside if score[line] == top), statements, line_text)
+            return _said(found, min(line for line in inside if score[line] == top), statements, line_text, alone=True)
+    if found.reason not in PLACES:
+        return found
     order = runs[0]
     at = next((i for i, line in enumerate(order) if first(line) == here), None)
     if at is None:
         return found
     own = max((score[line] for line in span), default=0.0)
-    before = [line for line in order[:at] if first(line) != here]
+    before = [line for line in order[:at] if first(line) != here and first(line) not in callers and line not in callers]
     if not before:
         return found
     top = max(score[line] for line in before)
@@ -76,6 +80,9 @@ def group_line(found: Found, lines: list, n_failing: int, statements: dict[int, 
     return _said(found, line, statements, line_text)
 
 
+PLACES = frozenset({"skipped", "made", "guarded", "incomplete"})  # the finder's reasons that say where a value
+# goes wrong, not which operation is wrong: a step missing after the line, a value made without the
+# inputs, a step a condition left out; on "values", "scalar", "input" … its line is the cause itself
 STRONG = 0.8  # a line this close to "every failing case runs it, no passing case does" parts the groups
 MARGIN = 0.2  # ... and clearly more so than the blamed line
 
@@ -88,11 +95,12 @@ def _ochiai(line: int, failing: list[set], passing: list[set]) -> float:
     return f / ((len(failing) * (f + p)) ** 0.5) if f else 0.0
 
 
-def _said(found: Found, line: int, statements: dict[int, tuple[int, str]], line_text) -> Found:
+def _said(found: Found, line: int, statements: dict[int, tuple[int, str]], line_text, alone: bool = False) -> Found:
     """``found`` moved to ``line``: its statement when that is a simple one written over several
-    lines, else the line itself (a branch of an ``if`` or ``match``, a lambda of a table)."""
+    lines, else (or ``alone``: a line inside the blamed statement) the line itself (a branch of an
+    ``if`` or ``match``, a lambda of a table)."""
     first, code = statements.get(line, (line, ""))
-    if not code or COMPOUND.match(code) or "lambda" in code:
+    if alone or not code or COMPOUND.match(code) or "lambda" in code:
         first, code = line, line_text(line).rstrip(",")
     if not code:
         return found
