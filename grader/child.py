@@ -397,9 +397,11 @@ __all__ = ["run_attempt", "describe", "_tolist"]
 
 
 def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: tuple[str, ...] = (),
-                  forget: list[str] | None = None) -> dict:
+                  forget: list[str] | None = None, cover: tuple[tuple[int, int], ...] = ()) -> dict:
     """The trail of the attempt on one case (see :mod:`.trace`): which line made which tensor,
-    for the divergence finder. Run only for a failing attempt. ``forget``: as for :func:`run_attempt`."""
+    for the divergence finder. Run only for a failing attempt. ``forget``: as for :func:`run_attempt`;
+    ``cover``: (config, case) pairs run again after it, the lines of the file each runs sent back
+    (``lines``, see :mod:`.groups`)."""
     from attnprep.grader.trace import Tracer
 
     _forget_references(forget)
@@ -420,7 +422,49 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: 
             outputs = kind.run(built.attempt, case)
     except BaseException as exc:
         tracer.note_exception(exc)
+    lines = lines_run(path, kind, namespace, cover, channel, guard) if cover else []
     if guard.opened:
         return {"steps": [], "raised_at": None}
     return {"steps": [s.to_data() for s in tracer.steps], "raised_at": tracer.raised_at,
-            "outputs": tracer.mark_outputs(outputs), "marks": [list(m) for m in tracer.marks]}
+            "outputs": tracer.mark_outputs(outputs), "marks": [list(m) for m in tracer.marks], "lines": lines}
+
+
+def lines_run(path: Path, kind, namespace: dict, runs, channel, guard: Guard) -> list:
+    """Per (config, case) of ``runs``: the lines of ``path`` the case runs, in the order each first
+    runs (None when building or running it raised). Each config is built afresh (the traced one
+    may have kept state), the case run as the grade runs it, under ``sys.settrace`` for this file's
+    frames only."""
+    name = str(path)
+    built: dict[int, object] = {}
+    out: list = []
+    for ci, ni in runs:
+        seen: dict[int, None] = {}
+
+        def local(frame, event, arg, seen=seen):
+            if event == "line":
+                seen[frame.f_lineno] = None
+            return local
+
+        def call(frame, event, arg):
+            return local if frame.f_code.co_filename == name else None
+
+        try:
+            if ci not in built:
+                _seed(0, "cpu")
+                with guard.armed():
+                    built[ci] = kind.build(namespace, ci, channel)
+            case = kind.cases(ci)[ni]
+            case = dataclasses.replace(case, inputs={k: v.clone() if isinstance(v, torch.Tensor) else v
+                                                     for k, v in case.inputs.items()})
+            _seed(EVAL_SEED if case.check == "eval" else 0, "cpu")
+            sys.settrace(call)
+            try:
+                with guard.armed(), torch.no_grad():
+                    kind.run(built[ci].attempt, case)
+            finally:
+                sys.settrace(None)
+        except BaseException:  # noqa: BLE001 — a run that raises says nothing of its lines
+            out.append(None)
+            continue
+        out.append(list(seen))
+    return out

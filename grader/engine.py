@@ -13,7 +13,7 @@ import re
 import struct
 import time
 import tokenize
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from attnprep import exercises
@@ -274,6 +274,7 @@ class _Tracing:
                  protect: tuple[str, ...] = (), checks=()):
         self.path, self.exercise, self.kind, self.reply, self.timeout = path, exercise, kind, reply, timeout
         self.child = None
+        self.cover: tuple[list[tuple[int, int]], int] = ([], 0)
         try:
             shape_first = verdict is Verdict.WRONG_SHAPE and failing.shape_failures
             failures = list(failing.shape_failures if shape_first else failing.failures)
@@ -281,7 +282,8 @@ class _Tracing:
                           or _wrong_dtype_in(kind, reply) or _raised_in(kind, reply))
             ci, ni = self.where
             self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
-            self.child = _start_trace(path, kind, ci, ni, timeout, protect)
+            self.cover = _to_cover(kind, reply, failing, self.where)
+            self.child = _start_trace(path, kind, ci, ni, timeout, protect, tuple(self.cover[0]))
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise
@@ -290,7 +292,7 @@ class _Tracing:
         if self.child is None:
             return None
         try:
-            return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias)
+            return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias, self.cover)
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise
@@ -301,6 +303,18 @@ class _Tracing:
     def close(self) -> None:
         if self.child is not None:
             self.child.close()
+
+
+def _to_cover(kind, reply, failing: _Failing, where: tuple[int, int]) -> tuple[list[tuple[int, int]], int]:
+    """The cases the trace child runs again for their lines (see :mod:`.groups`): failing and
+    passing ones, when some of each (values failing only; none for a shape or a raise)."""
+    from attnprep.grader import groups
+
+    fails = [tuple(f) for f in failing.failures]
+    if failing.shape_failures or tuple(where) not in fails:
+        return [], 0
+    ran = [(c.index, i) for c in reply.configs for i, case in enumerate(kind.cases(c.index)) if case.name in c.runs]
+    return groups.runs_to_cover(fails, ran, tuple(where))
 
 
 def _clearest(kind, failures: list[tuple[int, int]]) -> tuple[int, int]:
@@ -367,14 +381,16 @@ class Trails:
     reference: list
     ref_marks: list[tuple[int, str]]
     ref_made: dict[str, int]
+    lines: list = field(default_factory=list)  # per case run again for its lines (see groups): the lines it ran
 
 
-def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float, protect: tuple[str, ...] = ()):
-    """Fork the child that traces the attempt on case ``ni`` of config ``ci`` (a ``sandbox.Running``)."""
+def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float, protect: tuple[str, ...] = (), cover=()):
+    """Fork the child that traces the attempt on case ``ni`` of config ``ci`` (a ``sandbox.Running``);
+    ``cover``: cases it then runs again for their lines."""
     from attnprep.grader import child, sandbox
 
     forget = child.reference_modules()  # asked here: cheaper than in the child (see there)
-    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel, protect, forget), timeout,
+    return sandbox.start(lambda channel: child.trace_attempt(path, kind, ci, ni, channel, protect, forget, cover), timeout,
                          answer=_answerer(kind))
 
 
@@ -412,10 +428,12 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
     _by_statement(steps, path)
     if raised_at is not None:
         raised_at = _statements(path).get(raised_at, (raised_at, ""))[0]
-    return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made)
+    lines = outcome.data.get("lines")
+    return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made,
+                  lines if isinstance(lines, list) else [])
 
 
-def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset):
+def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset, cover=()):
     """The attempt traced on the case where it first fails, in a second child (failures only,
     ``running``), and the reference here; compared."""
     from attnprep.grader import divergence
@@ -439,6 +457,14 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
     found = _call_site(found, t.attempt, path, exercise, files["source"])
+    if cover and len(t.lines) == len(cover[0]):
+        from attnprep.grader import groups
+
+        import linecache
+
+        callers = frozenset(line for s in t.attempt if s.line == found.line for line in (s.stack or ()))
+        found = groups.group_line(found, t.lines, cover[1], _statements(path), lambda n: linecache.getline(str(path), n).strip(),
+                                  callers)
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
