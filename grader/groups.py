@@ -5,10 +5,18 @@ run a few of each again under ``sys.settrace`` (:func:`.child.lines_run`) and to
 lines of the attempt's file each ran, in the order they first ran. A line that every failing case
 runs and no passing case does (the ``else`` of ``if attention_mask is None``, the entry of a mask
 table for padded *and* causal inputs, the ``case`` of a slope rule for a head count that is not a
-power of two) is where the group of failing cases parts from the rest: when the divergence finder
-blames a line the passing cases run too, and such a line ran before it, that line is said instead
-(reason ``group``). Spectrum-based fault localisation, in its simplest exact form: no score, only
-lines that separate the two groups exactly.
+power of two; one passing run in four may run it too: padding that pads nothing) is where the
+group of failing cases parts from the rest. Spectrum-based fault localisation in its simplest
+exact form, bounded by what the divergence finder already knows:
+
+- inside the statement the finder blames, when it spans several lines (a table of lambdas), the
+  line the failing cases run is said;
+- before the finder's line, the last such line that ran is said instead of it only when the
+  finder's reason says *where* a value goes wrong rather than *which operation* is wrong (a stage
+  skipped after the line, a value made without the inputs, a step a condition left out), never a
+  condition (``if``, ``for``, ``case``: the branch is said by its body), nor a line that calls the
+  function the blamed line is in. A mask prepared right in a branch and dropped later (``beta=0``)
+  keeps its line: the finder's line is the wrong operation there.
 
 Nothing here names an exercise; it reads line numbers only.
 """
@@ -51,48 +59,31 @@ def group_line(found: Found, lines: list, n_failing: int, statements: dict[int, 
         return found
     runs = [[x for x in r if isinstance(x, int)] for r in lines]
     failing, passing = [set(r) for r in runs[:n_failing]], [set(r) for r in runs[n_failing:]]
-    score = {line: _ochiai(line, failing, passing) for line in set().union(*failing)}
+    spare = (len(passing) - 1) // 4  # passing runs a parting line may have (an input that pads nothing)
+    parts = {line for line in set.intersection(*failing) if sum(line in r for r in passing) <= spare}
     first = lambda line: statements.get(line, (line, ""))[0]  # noqa: E731 — a statement over several lines is its first
     here = first(found.line)
-    span = [line for line in score if first(line) == here]  # the physical lines of the blamed statement
-    floor = score.get(here, min(score.values()))
-    inside = [line for line in span if line != here]  # the lambdas of a table, the branches of a match
+    if not parts or here in parts or found.line in parts:
+        return found
+    inside = sorted(line for line in parts if first(line) == here)  # a lambda of a table, a branch of a match
     if inside:
-        top = max(score[line] for line in inside)
-        if top >= STRONG and top - floor >= MARGIN:
-            return _said(found, min(line for line in inside if score[line] == top), statements, line_text, alone=True)
+        return _said(found, inside[0], statements, line_text, alone=True)
     if found.reason not in PLACES:
         return found
     order = runs[0]
     at = next((i for i, line in enumerate(order) if first(line) == here), None)
     if at is None:
         return found
-    own = max((score[line] for line in span), default=0.0)
-    before = [line for line in order[:at] if first(line) != here and first(line) not in callers and line not in callers]
-    if not before:
+    before = [line for line in order[:at] if line in parts and first(line) not in callers and line not in callers
+              and not COMPOUND.match(line_text(line))]
+    if not before or abs(first(before[-1]) - here) <= 1:
         return found
-    top = max(score[line] for line in before)
-    if top < STRONG or top - own < MARGIN:
-        return found
-    line = [line for line in before if score[line] == top][-1]
-    if abs(first(line) - here) <= 1:
-        return found
-    return _said(found, line, statements, line_text)
+    return _said(found, before[-1], statements, line_text)
 
 
 PLACES = frozenset({"skipped", "made", "guarded", "incomplete"})  # the finder's reasons that say where a value
 # goes wrong, not which operation is wrong: a step missing after the line, a value made without the
 # inputs, a step a condition left out; on "values", "scalar", "input" … its line is the cause itself
-STRONG = 0.8  # a line this close to "every failing case runs it, no passing case does" parts the groups
-MARGIN = 0.2  # ... and clearly more so than the blamed line
-
-
-def _ochiai(line: int, failing: list[set], passing: list[set]) -> float:
-    """How strongly running ``line`` goes with failing: failing runs with it over the square root of
-    (all failing runs × all runs with it); 1 when every failing run and no passing run has it."""
-    f = sum(line in r for r in failing)
-    p = sum(line in r for r in passing)
-    return f / ((len(failing) * (f + p)) ** 0.5) if f else 0.0
 
 
 def _said(found: Found, line: int, statements: dict[int, tuple[int, str]], line_text, alone: bool = False) -> Found:

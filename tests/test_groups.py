@@ -94,3 +94,13 @@ def test_the_line_that_calls_the_blamed_function_is_not_said_instead():
     failing = [[22, 10, 20, 21]] * 2
     passing = [[10, 20, 21]] * 3
     assert group_line(_found(21), failing + passing, 2, {}, lambda n: TEXT.get(n, ""), frozenset({22})).line == 21
+
+
+def test_a_condition_is_never_said_a_branch_prepared_right_keeps_the_finders_line():
+    text = {23: "if attn_mask is not None:", 24: "if attn_mask.dtype == torch.bool:",
+            25: "bias = bias.masked_fill(~attn_mask, float('-inf'))", 27: "bias = bias + attn_mask",
+            30: "scores = torch.baddbmm(bias, q, k.transpose(1, 2), beta=0.0)"}
+    failing = [[22, 23, 24, 25, 30], [22, 23, 24, 26, 27, 30], [22, 23, 24, 25, 30]]
+    passing = [[22, 30]] * 6
+    found = Found(30, text[30], "scores", (6, 5, 7), "(B*H, L, S)", "skipped")
+    assert group_line(found, failing + passing, 3, {}, lambda n: text.get(n, "")).line == 30
