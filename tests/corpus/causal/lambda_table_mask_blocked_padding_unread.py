@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: causal_mask_inverted + padding_mask_ignored
 """Lambdas in a dict for the building blocks (`OPS["tri"]`, `OPS["scores"]`, `OPS["fill"]`), the
 two functions one-liners over them. Two slips, one per function: causal_mask returns triu(1), the

@@ -1,5 +1,5 @@
 # attnprep: cross_attention
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: cross_causal_mask + mask_after_softmax
 """Marian-NMT's transformer.h names ported: `LayerAttention`, `MultiHead(q, keys, values, mask)`,
 `SplitHeads` / `JoinHeads`, the source mask `srcMask` multiplied in as 0/1 floats, Wq / Wk / Wv /

@@ -1,5 +1,5 @@
 # attnprep: decoder_layer
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: decoder_causal_missing
 """typing.Protocol sub-layers: `class SubLayer(Protocol): def __call__(self, x, mask) -> Tensor`,
 a generic `residual(norm, sublayer)` combinator returning a closure, and the mask prepared once by

@@ -1,5 +1,5 @@
 # attnprep: flash
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: flash_causal_off_by_one
 """dataclasses for the online-softmax state: `@dataclass class RowState(m, l, acc)` with an
 `absorb(s, v_tile)` method and a `result()` property, one state per query tile, the key tiles

@@ -1,5 +1,5 @@
 # attnprep: gqa
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: masks_combined_or
 """Qwen2's attention names (`num_key_value_groups`, `repeat_kv(hidden_states, n_rep)` with expand +
 reshape, `self.scaling`, `is_causal` argument), the eager path with a boolean "may attend" mask.

@@ -1,5 +1,5 @@
 # attnprep: kv_cache
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: cache_chunk_unmasked
 """知乎「KV Cache 手撕」笔记：prefill 时加因果掩码，decode 时「只有一个新 token，看得到全部历史，
 所以不用掩码」。Correct for the prefill and for one-token steps; a chunk of several new tokens

@@ -1,5 +1,5 @@
 # attnprep: mha
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: causal_masks_diagonal
 """OpenNMT-py's MultiHeadedAttention: `linear_query` / `linear_keys` / `linear_values` /
 `final_linear` kept under the contract's names, `shape()` / `unshape()`, `query /= sqrt(dim_per_head)`,

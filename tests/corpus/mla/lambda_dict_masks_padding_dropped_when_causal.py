@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: padding_mask_ignored
 """Lambdas in a dict: the pipeline's small steps (`split_q`, `split_kv`, `heads`, `merge`) are
 lambdas in a module-level STEPS table, and the masks are chosen by a `MASKS[(has_pad, causal)]`

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: rope_rotate_half + padding_mask_on_queries
 """Python 3.10 `match` statements: the mask logic dispatches on `match (attention_mask, is_causal)`
 with class patterns, the RoPE helper on `match x.dim()`. The RoPE is written by hand in the

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: mla_scale_sum_sqrt + mask_after_softmax
 """OpenNMT-py's MultiHeadedAttention habits: local `shape()` / `unshape()` closures, `query /=
 math.sqrt(...)` before the matmul, `self.softmax = nn.Softmax(dim=-1)`, a `mask` turned into

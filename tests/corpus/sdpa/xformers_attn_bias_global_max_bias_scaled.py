@@ -1,5 +1,5 @@
 # attnprep: sdpa
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: softmax_global_max + float_mask_multiplied
 """xformers' names: `attn_bias` (a bool or an additive tensor), `memory_efficient_attention`-like
 signature adapted to the contract, `_materialize_causal(L, S)`, a hand-written softmax. Two slips,

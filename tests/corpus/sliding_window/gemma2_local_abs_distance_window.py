@@ -1,5 +1,5 @@
 # attnprep: sliding_window
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: window_not_causal
 """Gemma-2's local-attention layers (`sliding_window`, `is_sliding`) in a typed, dataclass-free
 function pair: the window mask from a distance matrix `dist = i - j`, the key padding mask through
