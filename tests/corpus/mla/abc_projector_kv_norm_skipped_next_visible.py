@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: mla_norm_skipped + causal_leaks_next
 """abc.ABC `LatentProjector` with `QueryPath` / `KeyValuePath` subclasses owning their layers, the
 attention core a free function. Two slips: the key/value path feeds c_kv to wkv_b without kv_norm

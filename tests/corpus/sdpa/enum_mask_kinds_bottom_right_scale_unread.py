@@ -1,5 +1,5 @@
 # attnprep: sdpa
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: causal_bottom_right + scale_argument_ignored
 """An enum.Enum of mask kinds (NONE / BOOL / ADDITIVE / CAUSAL) picked by a `classify()` helper,
 an abc.ABC `Bias` with one subclass per kind whose `apply(scores)` does the work. Two slips: the
