@@ -689,6 +689,9 @@ class Judge:
         if not matched and not found and self.failed_cases:
             found.extend(self._case_group(reproduces, configs))
             seen.update(d.id for d in found)
+        if not matched and not found and self.failed_cases:
+            found.extend(self._output_group(outputs, reproduces, configs))
+            seen.update(d.id for d in found)
         for knob in matched:
             mistake_id = knob.split(":")[0]
             if mistake_id in seen:
@@ -785,6 +788,40 @@ class Judge:
         knob = alone[0]
         evidence = (self._case_group_message(failing, total),)
         return [Diagnosis(knob.split(":")[0], evidence + self._evidence(knob.split(":")[0], knob, configs)[1:])]
+
+    def _output_group(self, outputs, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
+        """A mistake confined to some outputs of the failing cases (a decode step after a cache wrong,
+        the prefill of the same script right; one call of several): the wrong outputs are exactly
+        what the one mistake's variant gives there, every other output matches the reference, as
+        :meth:`_case_group` asks of whole cases. Nothing when no mistake, or more than one, explains
+        them, or when every output of the failing cases is wrong (no group narrower than the cases)."""
+        failing, _ = self._failing_of(configs)
+        wrong: set[str] = set()
+        every: set[str] = set()
+        for data, cases in outputs:
+            zero_bias = frozenset(data.zero_bias)
+            reference = functools.cache(lambda ci=data.index, zb=zero_bias: self.kind.reference(ci, zb))
+            for case, got_all in cases.values():
+                if (data.index, case.name) not in failing:
+                    continue
+                with torch.no_grad():
+                    wanted = self._kept.reference(data.index, zero_bias, case, lambda: reference()(case))
+                for name, got in got_all.items():
+                    if got is None or name not in wanted:
+                        return []
+                    every.add(name)
+                    if not close(got, wanted[name].double(), case.mask(name, tuple(got.shape)), tolerance=case.tolerance):
+                        wrong.add(name)
+        if not wrong or wrong == every:
+            return []
+        fills = variants.FILLS
+        alone = [k for k in self.kind.knobs() if any(reproduces(k, f, names=wrong, only=failing) for f in fills)]
+        if len({k.split(":")[0] for k in alone}) > 1:  # ties on the graded positions: all positions decide
+            alone = [k for k in alone if any(reproduces(k, f, True, names=wrong, only=failing) for f in fills)] or alone
+        if len({k.split(":")[0] for k in alone}) != 1:
+            return []
+        knob = alone[0]
+        return [Diagnosis(knob.split(":")[0], self._evidence(knob.split(":")[0], knob, configs) + self._shows_in(configs))]
 
     def _pairs(self) -> list[tuple[str, str]]:
         """Two knobs at once, masks and scales first, at most :data:`PAIR_LIMIT` of them; the
