@@ -689,7 +689,7 @@ class Judge:
         if not matched and not found and self.failed_cases:
             found.extend(self._case_group(reproduces, configs))
             seen.update(d.id for d in found)
-        if not matched and not found and self.failed_cases:
+        if not matched and not found and self.failed_cases and self.kind.outputs_by_call:
             found.extend(self._output_group(outputs, reproduces, configs))
             seen.update(d.id for d in found)
         for knob in matched:
@@ -790,11 +790,13 @@ class Judge:
         return [Diagnosis(knob.split(":")[0], evidence + self._evidence(knob.split(":")[0], knob, configs)[1:])]
 
     def _output_group(self, outputs, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
-        """A mistake confined to some outputs of the failing cases (a decode step after a cache wrong,
-        the prefill of the same script right; one call of several): the wrong outputs are exactly
-        what the one mistake's variant gives there, every other output matches the reference, as
-        :meth:`_case_group` asks of whole cases. Nothing when no mistake, or more than one, explains
-        them, or when every output of the failing cases is wrong (no group narrower than the cases)."""
+        """A mistake confined to some calls of a script (kinds whose case is a prefill and its decode
+        steps, :attr:`Kind.outputs_by_call`): a decode step after a cache wrong, the prefill right. The
+        wrong outputs are exactly what the one mistake's variant gives there, every other output
+        matches the reference, as :meth:`_case_group` asks of whole cases. Nothing when no mistake, or
+        more than one, explains them, or when every output of the failing cases is wrong. (Not for the
+        outputs of one call, dq and dk of a backward: a variant right on one of them only is another
+        mistake.)"""
         failing, _ = self._failing_of(configs)
         wrong: set[str] = set()
         every: set[str] = set()
