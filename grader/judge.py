@@ -689,6 +689,9 @@ class Judge:
         if not matched and not found and self.failed_cases:
             found.extend(self._case_group(reproduces, configs))
             seen.update(d.id for d in found)
+        if not matched and not found and self.failed_cases and self.kind.outputs_by_call:
+            found.extend(self._output_group(outputs, reproduces, configs))
+            seen.update(d.id for d in found)
         for knob in matched:
             mistake_id = knob.split(":")[0]
             if mistake_id in seen:
@@ -785,6 +788,42 @@ class Judge:
         knob = alone[0]
         evidence = (self._case_group_message(failing, total),)
         return [Diagnosis(knob.split(":")[0], evidence + self._evidence(knob.split(":")[0], knob, configs)[1:])]
+
+    def _output_group(self, outputs, reproduces, configs: list[ConfigReply]) -> list[Diagnosis]:
+        """A mistake confined to some calls of a script (kinds whose case is a prefill and its decode
+        steps, :attr:`Kind.outputs_by_call`): a decode step after a cache wrong, the prefill right. The
+        wrong outputs are exactly what the one mistake's variant gives there, every other output
+        matches the reference, as :meth:`_case_group` asks of whole cases. Nothing when no mistake, or
+        more than one, explains them, or when every output of the failing cases is wrong. (Not for the
+        outputs of one call, dq and dk of a backward: a variant right on one of them only is another
+        mistake.)"""
+        failing, _ = self._failing_of(configs)
+        wrong: set[str] = set()
+        every: set[str] = set()
+        for data, cases in outputs:
+            zero_bias = frozenset(data.zero_bias)
+            reference = functools.cache(lambda ci=data.index, zb=zero_bias: self.kind.reference(ci, zb))
+            for case, got_all in cases.values():
+                if (data.index, case.name) not in failing:
+                    continue
+                with torch.no_grad():
+                    wanted = self._kept.reference(data.index, zero_bias, case, lambda: reference()(case))
+                for name, got in got_all.items():
+                    if got is None or name not in wanted:
+                        return []
+                    every.add(name)
+                    if not close(got, wanted[name].double(), case.mask(name, tuple(got.shape)), tolerance=case.tolerance):
+                        wrong.add(name)
+        if not wrong or wrong == every:
+            return []
+        fills = variants.FILLS
+        alone = [k for k in self.kind.knobs() if any(reproduces(k, f, names=wrong, only=failing) for f in fills)]
+        if len({k.split(":")[0] for k in alone}) > 1:  # ties on the graded positions: all positions decide
+            alone = [k for k in alone if any(reproduces(k, f, True, names=wrong, only=failing) for f in fills)] or alone
+        if len({k.split(":")[0] for k in alone}) != 1:
+            return []
+        knob = alone[0]
+        return [Diagnosis(knob.split(":")[0], self._evidence(knob.split(":")[0], knob, configs) + self._shows_in(configs))]
 
     def _pairs(self) -> list[tuple[str, str]]:
         """Two knobs at once, masks and scales first, at most :data:`PAIR_LIMIT` of them; the

@@ -243,6 +243,13 @@ def _wrapped(t: torch.Tensor) -> bool:
     return torch._C._functorch.is_functorch_wrapped_tensor(t)
 
 
+def _unwrapped(t: torch.Tensor) -> torch.Tensor:
+    """The plain tensor inside a torch.func transform's tensor (through every nested level)."""
+    while _wrapped(t):
+        t = torch._C._functorch.get_unwrapped(t)
+    return t
+
+
 class DeviceTracker(TorchFunctionMode):
     """Emulate a second device on the CPU: which tensors would live on the input's device?
 
@@ -263,6 +270,9 @@ class DeviceTracker(TorchFunctionMode):
         self.origin: dict[int, tuple[int, str] | None] = {}  # CPU-only tensor -> where the attempt made it
         self.problem: dict | None = None  # the first mix: func, where_line/code, origin_line/code
         self.depth = 0  # > 0 while a torch call seen here runs
+        # storages of the values inside a torch.func transform's tensors on the device: what the
+        # transform hands back (vmap's result) is a view of one of them, made where no call is seen
+        self.transform_storages: set[int] = set()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -270,6 +280,8 @@ class DeviceTracker(TorchFunctionMode):
             return self._aten(func, args, kwargs)
         name = getattr(func, "__name__", "")
         tensors = tensors_in((args, kwargs))
+        if self.transform_storages:
+            self._adopt_transform_results(tensors)
         on_device = [t for t in tensors if id(t) in self.on_device or _wrapped(t)]
         stray = [t for t in tensors if id(t) not in self.on_device and not _wrapped(t) and t.dim() > 0]
         if on_device and stray and name not in _NO_MIX and self.problem is None:
@@ -295,12 +307,29 @@ class DeviceTracker(TorchFunctionMode):
             for t in tensors_in(out):
                 self.on_device.add(id(t))
                 self.keep.append(t)
+                if _wrapped(t):
+                    value = _unwrapped(t)
+                    self.transform_storages.add(value.untyped_storage().data_ptr())
+                    self.keep.append(value)
         else:
             where = self._where()
             for t in tensors_in(out):
                 self.origin.setdefault(id(t), self.origin.get(id(stray[0]), where) if stray else where)
                 self.keep.append(t)
         return out
+
+    def _adopt_transform_results(self, tensors) -> None:
+        """A tensor never seen made that views the value of a transform's tensor on the device is
+        the transform's result (vmap unwraps it where this mode does not see): on the device too."""
+        for t in tensors:
+            if id(t) not in self.on_device and id(t) not in self.origin and not _wrapped(t):
+                try:
+                    shared = t.untyped_storage().data_ptr() in self.transform_storages
+                except (RuntimeError, NotImplementedError):  # a tensor without storage
+                    shared = False
+                if shared:
+                    self.on_device.add(id(t))
+                    self.keep.append(t)
 
     def _aten(self, func, args, kwargs):
         """An aten op, as a dispatch mode re-dispatches it. Inside a torch call seen above it is

@@ -28,6 +28,7 @@ import torch
 
 from attnprep.grader import trace
 from attnprep.grader.cases import Case
+from attnprep.grader.copies import module_copy
 from attnprep.grader.kinds import plain_module
 from attnprep.grader.kinds.base import Built, ContractError, first
 from attnprep.grader.result import Check, Diagnosis, msg
@@ -96,7 +97,7 @@ class AdapterModule(plain_module.PlainModule):
         """What ``module.name()`` returns, called on a copy: a method that merges in place (PEFT's
         merge()) and returns the updated base leaves the graded module as it was."""
         try:
-            owner = copy.deepcopy(module)
+            owner = module_copy(module)
         except Exception:  # noqa: BLE001 — a module that cannot be copied is called as it is
             owner = module
         if trace.tracing():  # its steps computed from the weights, for the divergence finder
@@ -129,7 +130,7 @@ class AdapterModule(plain_module.PlainModule):
         module = attempt
         if case.dtype != "float32":
             if self._low is None or self._low[0] is not attempt:
-                self._low = (attempt, copy.deepcopy(attempt).to(getattr(torch, case.dtype)))
+                self._low = (attempt, module_copy(attempt).to(getattr(torch, case.dtype)))
             module = self._low[1]
         return self._outputs(module, case, case.inputs["x"])
 

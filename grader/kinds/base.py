@@ -250,6 +250,7 @@ class Kind:
     pair_knobs = False  # parent: its variants take two knobs at once, a tuple (two-mistake diagnoses)
     mask_fills = False  # parent: its variants take a variants.MaskFills as the fill (a fill per mask)
     outputs_apart = False  # parent: each object's outputs are named on their own (judge._apart)
+    outputs_by_call = False  # parent: a case is a script of calls, one output per call (judge._output_group)
     pair_limit: int | None = None  # parent: the most pairs of knobs the judge tries (None: judge.PAIR_LIMIT)
     grads_of = "parameters"  # parent: "inputs" where the gradients graded are the float inputs
     stages: tuple[str, ...] = ATTENTION_STAGES  # parent: the observed stages the shapes panel compares

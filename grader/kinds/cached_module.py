@@ -217,6 +217,7 @@ class CachedModule(AttentionModule):
     probes = frozenset({"causality", "batch", "gradients", "device", "softmax_rows"})
     pair_knobs = True  # its variants take two knobs at once: both edits made together
     mask_fills = False  # … and one fill for every mask (not a variants.MaskFills)
+    outputs_by_call = True  # a prefill and its decode steps: a mistake may show in some calls only
     forward_key = "cached_module.forward_signature"
     forward_positional = 2  # x, cache
 

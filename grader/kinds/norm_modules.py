@@ -34,6 +34,7 @@ import torch
 
 from attnprep.grader import trace
 from attnprep.grader.cases import Case, generator, low_precision, x_of
+from attnprep.grader.copies import module_copy
 from attnprep.grader.edits import EditedReference, knobs_of
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import MappingNote
@@ -215,7 +216,7 @@ class NormModules(Kind):
         by_name = not notes
         attempt = {"float32": modules}
         for dtype_name, dtype in LOW_PRECISION.items():
-            attempt[dtype_name] = {n: copy.deepcopy(m).to(dtype) for n, m in modules.items()}
+            attempt[dtype_name] = {n: module_copy(m).to(dtype) for n, m in modules.items()}
         return Built(attempt, mapping if not by_name else {}, by_name, notes)
 
     @staticmethod

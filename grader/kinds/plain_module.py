@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from attnprep.grader.cases import Case, again, alone, generator, low_precision, x_of
+from attnprep.grader.copies import module_copy
 from attnprep.grader.kinds.attention_module import AttentionModule, ModuleGrading
 from attnprep.grader.kinds.base import first
 from attnprep.grader.edits import EditError, EditedReference, edited_source, knobs_of  # noqa: F401  (kinds built on this one import them here)
@@ -126,7 +127,7 @@ class PlainModule(AttentionModule):
         module = attempt
         if case.dtype != "float32":  # a copy in that dtype, made once per built attempt, after its weights are loaded
             if self._low is None or self._low[0] is not attempt:
-                self._low = (attempt, copy.deepcopy(attempt).to(getattr(torch, case.dtype)))
+                self._low = (attempt, module_copy(attempt).to(getattr(torch, case.dtype)))
             module = self._low[1]
         return {"out": first(self.call(module, case))}
 
