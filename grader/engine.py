@@ -275,6 +275,7 @@ class _Tracing:
                           or _wrong_dtype_in(kind, reply) or _raised_in(kind, reply))
             ci, ni = self.where
             self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
+            self.protect = protect
             self.child = _start_trace(path, kind, ci, ni, timeout, protect)
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
@@ -284,7 +285,8 @@ class _Tracing:
         if self.child is None:
             return None
         try:
-            return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias)
+            return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias,
+                               self.timeout, self.protect)
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise
@@ -407,7 +409,8 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
     return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made)
 
 
-def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset):
+def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset,
+                timeout: float = DEFAULT_TIMEOUT, protect: tuple[str, ...] = ()):
     """The attempt traced on the case where it first fails, in a second child (failures only,
     ``running``), and the reference here; compared."""
     from attnprep.grader import divergence
@@ -430,6 +433,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
         code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
+    from attnprep.grader import substitute
+
+    found = substitute.second_opinion(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = _call_site(found, t.attempt, path, exercise, files["source"])
     from attnprep.grader.result import Divergence
 
