@@ -43,6 +43,7 @@ MAX_OUTPUTS = 4  # tensors of a call's result compared
 MAX_VALUES = 20_000  # values of one output sent back (as trace.MAX_VALUES)
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again and the runs), at most the grade's timeout
 RUN_SECONDS = 1.0  # the runs on substituted arguments stop after this long
+SWAP = -(10**6)  # a run's slot when two arguments of one shape were swapped (its candidate: which two)
 _NO_SECOND_OPINION = {"raised", "raised_first", "raised_shape", "contract", "check", "structure", "given", "given_made"}
 
 
@@ -124,7 +125,7 @@ def _ask_for(att, k: int, functions, candidates) -> Ask | None:
     slots: dict[int, list[int]] = {}
     for j in members:
         for p in att[j].parents:
-            if p not in inside and p not in slots and not att[p].free and att[p].values is not None:
+            if p not in inside and p not in slots and att[p].values is not None:
                 slots[p] = candidates(p, members[0])
         for x in att[j].inputs:
             if -(x + 1) not in slots:
@@ -152,7 +153,7 @@ def second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout:
     sources = [v for v in case.inputs.values() if isinstance(v, torch.Tensor)]
     by_shape: dict[tuple, list[int]] = {}
     for r, s in enumerate(ref):
-        if s.values is not None and not s.free:
+        if s.values is not None:
             by_shape.setdefault((tuple(s.shape), s.dtype), []).append(r)
     for k, x in enumerate(sources):
         by_shape.setdefault((tuple(x.shape), str(x.dtype).replace("torch.", "")), []).insert(0, -(k + 1))
@@ -210,20 +211,20 @@ def _descendants(ref) -> list[set[int]]:
     return below
 
 
-def _reproduces(outputs, cand: int, ref, matcher, below, sources) -> bool:
+def _reproduces(outputs, cand: int | None, ref, matcher, below, sources) -> bool:
     """Every float output holds, in a layout a correct attempt may use, a value the reference
-    computes from candidate ``cand`` (any of its values when ``cand`` is a case input), and none is
-    ``cand``'s own value passed through."""
+    computes from candidate ``cand`` (any of its values when ``cand`` is a case input, or None:
+    the call's own arguments swapped), and none is ``cand``'s own value passed through."""
     floats = [(t, d) for t, d in outputs if d not in ("bool", "int64", "int32", "long")]
     if not floats:
         return False
-    own = tensor_of(ref[cand]) if cand >= 0 else sources[-cand - 1].detach().to(torch.float64)
+    own = None if cand is None else tensor_of(ref[cand]) if cand >= 0 else sources[-cand - 1].detach().to(torch.float64)
     for t, dtype in floats:
         same = set(matcher.same_values(t, dtype))
         if not same:
             return False
         held = {r for r, _ in matcher.matches(t, dtype) if r in same}
-        if cand >= 0:
+        if cand is not None and cand >= 0:
             held &= below[cand]
         if own is not None and own.numel() == t.numel() and close(t.flatten(), own.flatten()):
             return False  # its input passed through
@@ -243,7 +244,7 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
     def right(i: int) -> int | None:
         """The argument whose replacement gave the reference's result in call ``i``, or None."""
         for slot, cand, outputs in answers.get(i, {}).get("runs", []):
-            if _reproduces(outputs, cand, ref, matcher, below, sources):
+            if _reproduces(outputs, None if slot == SWAP else cand, ref, matcher, below, sources):
                 return slot
         return None
 
@@ -263,7 +264,7 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
         if slot is None:  # wrong on the reference's values too: the line that made the argument, inside it
             return None if given is None else said(att[given[1]].line, "given_made", asks[given[0]], True)
         caller = answers[i].get("caller")
-        if slot < 0 or _holds_reference_value(att[slot], matcher):
+        if slot < 0 or _holds_reference_value(att[slot], matcher):  # (a swap: the values right, their order not)
             return said(caller, "given", ask) if isinstance(caller, int) else None
         made = next((j for j, a in enumerate(asks) if j not in seen and a.at == slot), None)
         if made is None:
@@ -292,7 +293,8 @@ def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: floa
         runs = []
         for run in item["runs"][:MAX_RUNS]:
             if not (isinstance(run, list) and len(run) == 3 and isinstance(run[0], int) and isinstance(run[1], int)
-                    and run[0] in ask.slots and run[1] in ask.slots[run[0]] and isinstance(run[2], list)):
+                    and (run[0] in ask.slots and run[1] in ask.slots[run[0]] or run[0] == SWAP)
+                    and isinstance(run[2], list)):
                 return None
             outputs = []
             for o in run[2][:MAX_OUTPUTS]:
@@ -413,42 +415,50 @@ def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, ch
             continue
         positional, keyword = call["args"]
         runs = []
-        for slot, candidates in ask.slots.items():
-            where = [("p", j) for j, s in enumerate(call["slots"]) if s == slot] + \
-                [("k", k) for k, s in call["kw_slots"].items() if s == slot]
-            if not where:
+        places = [("p", j, s) for j, s in enumerate(call["slots"]) if s in ask.slots] + \
+            [("k", k, s) for k, s in call["kw_slots"].items() if s in ask.slots]
+        trials = []  # (slot, candidate, {place: value}): two arguments of one shape swapped first, then one replaced
+        for x, (kx, px, _) in enumerate(places):
+            for y, (ky, py, _) in enumerate(places[x + 1:], x + 1):
+                gx = positional[px] if kx == "p" else keyword[px]
+                gy = positional[py] if ky == "p" else keyword[py]
+                if isinstance(gx, torch.Tensor) and isinstance(gy, torch.Tensor) and gx.shape == gy.shape \
+                        and gx.dtype == gy.dtype:
+                    trials.append((SWAP, x * 1000 + y, {(kx, px): gy, (ky, py): gx}))
+        for kp, key, slot in places:
+            given = positional[key] if kp == "p" else keyword[key]
+            if not isinstance(given, torch.Tensor):
                 continue
-            kind_, key = where[0]
-            given = positional[key] if kind_ == "p" else keyword[key]
-            for cand in candidates:
-                if runs_left <= 0 or time.monotonic() > stop:
-                    break
+            for cand in ask.slots[slot]:
                 value = sources[-cand - 1] if cand < 0 else values.get(cand)
-                if value is None or not isinstance(given, torch.Tensor) or value.numel() != given.numel():
-                    continue
-                value = value.detach().reshape(given.shape).to(given.dtype).clone()
-                args, kwargs = list(positional), dict(keyword)
-                if kind_ == "p":
+                if value is not None and value.numel() == given.numel():
+                    trials.append((slot, cand, {(kp, key): value.detach().reshape(given.shape).to(given.dtype).clone()}))
+        for slot, cand, replaced in trials:
+            if runs_left <= 0 or time.monotonic() > stop:
+                break
+            args, kwargs = list(positional), dict(keyword)
+            for (kp, key), value in replaced.items():
+                if kp == "p":
                     args[key] = value
                 else:
                     kwargs[key] = value
-                runs_left -= 1
-                try:
-                    with guard.armed(), torch.no_grad():
-                        result = function(*args, **kwargs)
-                except BaseException:
-                    continue
-                outputs = []
-                for o in tensors_in(result)[:MAX_OUTPUTS]:
-                    o = o.detach()
-                    if o.is_complex():
-                        o = torch.view_as_real(o.resolve_conj())
-                    if o.numel() > MAX_VALUES:
-                        outputs = []
-                        break
-                    outputs.append([list(o.shape), str(o.dtype).replace("torch.", ""), pack(o)])
-                if outputs:
-                    runs.append([slot, cand, outputs])
+            runs_left -= 1
+            try:
+                with guard.armed(), torch.no_grad():
+                    result = function(*args, **kwargs)
+            except BaseException:
+                continue
+            outputs = []
+            for o in tensors_in(result)[:MAX_OUTPUTS]:
+                o = o.detach()
+                if o.is_complex():
+                    o = torch.view_as_real(o.resolve_conj())
+                if o.numel() > MAX_VALUES:
+                    outputs = []
+                    break
+                outputs.append([list(o.shape), str(o.dtype).replace("torch.", ""), pack(o)])
+            if outputs:
+                runs.append([slot, cand, outputs])
         out.append({"ask": i, "caller": call["caller"], "runs": runs})
     if guard.opened:
         return {"calls": []}
