@@ -44,7 +44,8 @@ MAX_VALUES = 20_000  # values of one output sent back (as trace.MAX_VALUES)
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again and the runs), at most the grade's timeout
 RUN_SECONDS = 1.0  # the runs on substituted arguments stop after this long
 SWAP = -(10**6)  # a run's slot when two arguments of one shape were swapped (its candidate: which two)
-_NO_SECOND_OPINION = {"raised", "raised_first", "raised_shape", "contract", "check", "structure", "given", "given_made"}
+# the values right in another layout (a layout is no value to reproduce), an exception, a check's line
+_NO_SECOND_OPINION = {"layout", "raised", "raised_first", "raised_shape", "contract", "check", "structure", "given", "given_made"}
 
 
 @dataclasses.dataclass
@@ -153,7 +154,10 @@ def second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout:
     sources = [v for v in case.inputs.values() if isinstance(v, torch.Tensor)]
     by_shape: dict[tuple, list[int]] = {}
     for r, s in enumerate(ref):
-        if s.values is not None:
+        # a value the reference's code holds (the result of a statement or of a call), not a step
+        # inside one: the ``x - x_max`` of its softmax, whose max of 0 hides a helper's wrong sign
+        held = r + 1 == len(ref) or ref[r + 1].stack != s.stack
+        if s.values is not None and held:
             by_shape.setdefault((tuple(s.shape), s.dtype), []).append(r)
     for k, x in enumerate(sources):
         by_shape.setdefault((tuple(x.shape), str(x.dtype).replace("torch.", "")), []).insert(0, -(k + 1))
@@ -174,7 +178,9 @@ def second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout:
         return sorted(same, key=lambda c: c >= 0 and c not in at_hand)[:MAX_CANDIDATES]
 
     first = None
-    for j, s in enumerate(att):  # the first call that made a step of the line and a value the reference never has
+    # is the function right? asked of the first of its calls through the line that made a value the
+    # reference never has (where it seems to go wrong; another call of it may have been right)
+    for j, s in enumerate(att):
         if s.line == found.line and len(s.stack) >= 2 and _function_of(functions, s.stack[-1]) == fn:
             ask = _ask_for(att, j, functions, candidates)
             if ask is not None and any(att[m].values is not None and not matcher.matches(tensor_of(att[m]), att[m].dtype)
