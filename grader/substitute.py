@@ -272,7 +272,7 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
             import linecache
 
             code = linecache.getline(str(path), line).strip()
-        return Found(first, code, assigned(code) if name_line else "", (), "", reason, ask.name)
+        return Found(first, code, assigned(code) if name_line else "", (), "", reason, ask.name, part=found.part)
 
     i, seen, given = 0, set(), None  # given: (the call before, the argument) that led to call i
     while i not in seen:

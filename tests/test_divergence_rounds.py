@@ -1,4 +1,4 @@
-"""Issue 24's held-out rounds 4 to 6, kept in the corpus: their failing attempts are pointed within one
+"""Issue 24's held-out rounds 4 to 7, kept in the corpus: their failing attempts are pointed within one
 line of the annotated bug (benchmarks/heldout_24_round<N>.txt list them; lines.py --round measures the
 same), and a structure failure says where too."""
 
