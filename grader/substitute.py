@@ -266,13 +266,18 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
                 return slot
         return None
 
-    def said(line: int, reason: str, ask: Ask, name_line: bool = False) -> Found:
+    def said(line: int, reason: str, ask: Ask, made: int | None = None) -> Found:
+        """``line`` said for ``reason``; ``made``: the attempt step of the wrong argument it made (its name)."""
+        from attnprep.grader.divergence import _Trails
+
         first, code = statements.get(line, (line, ""))
         if not code:
             import linecache
 
             code = linecache.getline(str(path), line).strip()
-        return Found(first, code, assigned(code) if name_line else "", (), "", reason, ask.name, part=found.part)
+        name = _Trails.name_of(att, made) if made is not None and att[made].code == code else \
+            assigned(code) if made is not None else ""
+        return Found(first, code, name, (), "", reason, ask.name, part=found.part)
 
     i, seen, given = 0, set(), None  # given: (the call before, the argument) that led to call i
     while i not in seen:
@@ -280,13 +285,13 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
         ask = asks[i]
         slot = right(i)
         if slot is None:  # wrong on the reference's values too: the line that made the argument, inside it
-            return None if given is None else said(att[given[1]].line, "given_made", asks[given[0]], True)
+            return None if given is None else said(att[given[1]].line, "given_made", asks[given[0]], given[1])
         caller = answers[i].get("caller")
         if slot < 0 or _holds_reference_value(att[slot], matcher):  # (a swap: the values right, their order not)
             return said(caller, "given", ask) if isinstance(caller, int) else None
         made = next((j for j, a in enumerate(asks) if j not in seen and a.at == slot), None)
         if made is None:
-            return said(att[slot].line, "given_made", ask, True)
+            return said(att[slot].line, "given_made", ask, slot)
         i, given = made, (i, slot)
     return None
 
