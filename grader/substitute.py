@@ -93,10 +93,19 @@ def _function_of(functions, line: int):
     return min(holding, key=lambda f: f[2] - f[1]) if holding else None
 
 
+def _frame_of(stack: list[int], fn) -> int:
+    """The index in ``stack`` of the frame of ``fn``'s call that holds its last line: the first of the
+    innermost lines inside ``fn`` (a generator expression of ``fn`` runs in a frame of its own)."""
+    i = len(stack) - 1
+    while i > 0 and fn[1] < stack[i - 1] <= fn[2]:
+        i -= 1
+    return i
+
+
 def _call_steps(att, k: int, fn) -> list[int]:
     """The attempt steps made in the call (of function ``fn``) that made step ``k``: the run of
     steps around ``k`` made with the same frames up to that call, the call's own frame in ``fn``."""
-    d = len(att[k].stack) - 1
+    d = _frame_of(att[k].stack, fn)
     outer = att[k].stack[:d]
 
     def member(j: int) -> bool:
@@ -119,8 +128,8 @@ def _ask_for(att, k: int, functions, candidates) -> Ask | None:
     if len(step.stack) < 2:
         return None
     fn = _function_of(functions, step.stack[-1])
-    if fn is None or fn[1] < step.stack[-2] <= fn[2]:
-        return None  # (a recursive call: not asked)
+    if fn is None or _frame_of(step.stack, fn) == 0:
+        return None  # (made at the outermost call: no call of the file's to ask about)
     members = _call_steps(att, k, fn)
     inside = set(members)
     slots: dict[int, list[int]] = {}
@@ -164,12 +173,13 @@ def _second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout
     matcher = divergence.Matcher(ref)
     case = kind.cases(ci)[ni]
     sources = [v for v in case.inputs.values() if isinstance(v, torch.Tensor)]
+    # the values the reference's code holds (the results of a statement or of a call), not a step
+    # inside one, which a later step of the same statement goes on from: the ``x - x_max`` of its
+    # softmax, whose max of 0 hides a helper's wrong sign
+    inside = {p for s in ref for p in s.parents if 0 <= p < len(ref) and ref[p].stack == s.stack}
     by_shape: dict[tuple, list[int]] = {}
     for r, s in enumerate(ref):
-        # a value the reference's code holds (the result of a statement or of a call), not a step
-        # inside one: the ``x - x_max`` of its softmax, whose max of 0 hides a helper's wrong sign
-        held = r + 1 == len(ref) or ref[r + 1].stack != s.stack
-        if s.values is not None and held:
+        if s.values is not None and r not in inside:
             by_shape.setdefault((tuple(s.shape), s.dtype), []).append(r)
     for k, x in enumerate(sources):
         by_shape.setdefault((tuple(x.shape), str(x.dtype).replace("torch.", "")), []).insert(0, -(k + 1))

@@ -90,6 +90,44 @@ def causal_attention(q, k, v, attention_mask=None):
     return torch.einsum("bhqk,bhkd->bhqd", scores.softmax(-1), v)
 '''
 
+MHA_FUSED_ATTEND = '''\
+# attnprep: mha_fused
+import math
+
+import torch
+import torch.nn as nn
+
+
+def attend(q, k, v, num_heads, keep=None):
+    """q, k, v (B, T, C) -> (B, T, C): heads split, scaled scores, masked softmax, heads merged."""
+    B, T, C = q.shape
+    q, k, v = (t.view(B, T, num_heads, C // num_heads).transpose(1, 2) for t in (q, k, v))
+    s = q @ k.transpose(-2, -1) / math.sqrt(C // num_heads)
+    if keep is not None:
+        s = s.masked_fill(~keep, float("-inf"))
+    return (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+
+
+class FusedMultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, dropout=0.0):
+        super().__init__()
+        self.num_heads = num_heads
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model)
+        self.o_proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x, attention_mask=None, is_causal=False):
+        B, T, C = x.shape
+        qkv = self.qkv_proj(x)
+        q, k, v = qkv[..., :C], qkv[..., C:2 * C], qkv[..., 2 * C:]
+        keep = None
+        if attention_mask is not None:
+            keep = attention_mask[:, None, None, :]
+        if is_causal:
+            tril = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            keep = tril if keep is None else keep & tril
+        return self.o_proj(attend(q, k, v, self.num_heads, keep))
+'''
+
 
 def _graded(tmp_path, source: str, old: str, new: str):
     """``source`` with ``old`` replaced by ``new`` (once), graded; and the line ``new`` is on."""
@@ -105,19 +143,23 @@ def _graded(tmp_path, source: str, old: str, new: str):
     (SWIGLU_GLU, "hidden = glu(gate, value)", "hidden = glu(value, gate)"),
     # the blocked entries passed where the kept ones are asked for
     (CAUSAL_MASKED_SOFTMAX, "probs = masked_softmax(scores, keep)", "probs = masked_softmax(scores, ~keep)"),
+    # keys and values passed in each other's place to a helper that splits heads in a generator expression
+    (MHA_FUSED_ATTEND, "attend(q, k, v, self.num_heads, keep)", "attend(q, v, k, self.num_heads, keep)"),
 ])
 def test_a_right_helper_given_the_wrong_value_is_blamed_at_its_call(tmp_path, source, old, new):
     result, line = _graded(tmp_path, source, old, new)
     d = result.divergence
     assert not result.passed and d is not None
     assert (d.line, d.reason) == (line, "given"), d
-    assert d.ref_name in ("glu", "masked_softmax")
+    assert d.ref_name in ("glu", "masked_softmax", "attend")
 
 
 @pytest.mark.parametrize(("source", "old", "new"), [
     (SWIGLU_GLU, "return gate * torch.sigmoid(gate) * value", "return gate * torch.sigmoid(gate) + value"),
     (CAUSAL_MASKED_SOFTMAX, '.softmax(dim=-1)', '.softmax(dim=-2)'),
     (CAUSAL_HIDE_FUTURE, ".triu(1)", ".triu(0)"),
+    (MHA_FUSED_ATTEND, "s = q @ k.transpose(-2, -1) / math.sqrt(C // num_heads)",
+     "s = q @ k.transpose(-2, -1) / math.sqrt(C)"),
 ])
 def test_a_wrong_helper_is_still_blamed_inside(tmp_path, source, old, new):
     """Run on the reference's values the helper still gives values the reference never has: its
