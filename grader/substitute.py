@@ -6,9 +6,10 @@ trails alike: the function is wrong, or it is right and the call gives it the wr
 (``silu(self.w3(x))`` where the gate is ``w1``: ``silu``'s input is a right value, the wrong one).
 The syntax cannot tell them apart; running the function can. A child forked like the trace child
 (the same sandbox, a short time limit) traces the case again, keeps the arguments of that call, and
-calls the function again with one tensor argument replaced by a value of the reference's trail of
-the same shape. When an output then holds a value the reference computes from that value, the
-function is right, and the line to fix is outside it:
+calls the function again with two of its tensor arguments of one shape swapped, or with one tensor
+argument replaced by a value of the reference's trail of the same shape and dtype (a statement's or
+a call's result, or a case input). When every output then holds a value the reference computes
+from that value, the function is right, and the line to fix is outside it:
 
 - the call's line, when the argument it passed holds a value the reference has too (the right
   value of another role: the up branch for the gate, ``h`` for the norm's ``x``);
