@@ -1566,7 +1566,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     trails = _Trails(attempt, reference, axes, marks, source, ref_source)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is not None:
-        found = _called_wrong(found, trails, source) or _buffer_made(found, trails, source) or found
+        found = _buffer_made(found, trails, source) or found
         found = _list_made(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
@@ -1584,37 +1584,6 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         trails.axes = named
         found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
     return dataclasses.replace(found, part=part)
-
-
-def _called_wrong(found: Found, trails: _Trails, source: str) -> Found | None:
-    """Bare wrong values made inside a function of the file that made the reference's values when
-    called from another line (one RMSNorm module called for both norms, a helper given the wrong
-    tensor): the function is right, the call is not. The line of that call (the first frame where
-    the two calls part), with the function's name and the earlier call's line; None when the
-    function never got those values right before."""
-    if found.reason != "values":
-        return None
-    at = locate(found, trails.att, trails.ref, trails.matcher)
-    if at is None:
-        return None
-    step = trails.att[at]
-    stack = list(step.stack or ())
-    if len(stack) < 2:
-        return None
-    for j in range(at):
-        before = trails.att[j]
-        other = list(before.stack or ())
-        if before.line != step.line or before.func != step.func or len(other) != len(stack) or other == stack \
-                or trails.matched[j] is None or is_constant(tensor_of(before)):
-            continue
-        k = next(n for n, (a, b) in enumerate(zip(other, stack)) if a != b)
-        if k >= len(stack) - 1 or stack[k + 1:] != other[k + 1:]:
-            continue  # not the same lines of the function reached from another call
-        code = next((s.code for s in trails.att if s.line == stack[k]), "")
-        earlier = next((s.code for s in trails.att if s.line == other[k]), "")
-        return Found(stack[k], code, assigned(code), tuple(step.shape), name_shape(step.shape, trails.axes), "called",
-                     _function_at(source, stack[k + 1]), "", _code(earlier))
-    return None
 
 
 def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:

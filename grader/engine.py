@@ -283,6 +283,7 @@ class _Tracing:
             ci, ni = self.where
             self.zero_bias = next((frozenset(c.zero_bias) for c in reply.configs if c.index == ci), frozenset())
             self.cover = _to_cover(kind, reply, failing, self.where)
+            self.protect = protect
             self.child = _start_trace(path, kind, ci, ni, timeout, protect, tuple(self.cover[0]))
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
@@ -292,7 +293,8 @@ class _Tracing:
         if self.child is None:
             return None
         try:
-            return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias, self.cover)
+            return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias,
+                               self.timeout, self.protect, self.cover)
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise
@@ -433,7 +435,8 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
                   lines if isinstance(lines, list) else [])
 
 
-def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset, cover=()):
+def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset,
+                timeout: float = DEFAULT_TIMEOUT, protect: tuple[str, ...] = (), cover=()):
     """The attempt traced on the case where it first fails, in a second child (failures only,
     ``running``), and the reference here; compared."""
     from attnprep.grader import divergence
@@ -456,6 +459,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
         code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
+    from attnprep.grader import substitute
+
+    found = substitute.second_opinion(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = _call_site(found, t.attempt, path, exercise, files["source"])
     if cover and len(t.lines) == len(cover[0]):
         from attnprep.grader import groups

@@ -1,4 +1,4 @@
-"""Issue 24's held-out rounds 4 to 6, kept in the corpus: their failing attempts are pointed within one
+"""Issue 24's held-out rounds 4 to 7, kept in the corpus: their failing attempts are pointed within one
 line of the annotated bug (benchmarks/heldout_24_round<N>.txt list them; lines.py --round measures the
 same), and a structure failure says where too."""
 
@@ -64,6 +64,30 @@ def test_the_round_six_attempt_is_pointed_within_one_line_of_its_bug(path, grade
     an alias, a norm the reference calls on the line that uses its result, an `elif` of a helper
     that builds the bias, a mask skipped on scores in another layout, a layout helper both objects
     share with one cast left out, scores returned short by a helper."""
+    result = graded(path)
+    expect, _ = header(path)
+    assert result.verdict.value == expect
+    d = result.divergence
+    assert d is not None, result.verdict
+    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+
+
+ROUND7 = ROOT / "benchmarks" / "heldout_24_round7.txt"
+# round 7's lines still missed (benchmarks/README.md, "A second opinion by substitution"): not asserted,
+# measured by lines.py --round
+ROUND7_OPEN = {"mlx_fast_rope_cos_sin_swapped.py", "llmc_softmax_then_log.py", "speedrun_rotary_before_head_split.py",
+               "mlx_axis_helpers_causal_end_plus_one.py", "cumsum_causal_one_step_ahead.py", "dict_state_alpha_dropped.py",
+               "tinygrad_q_norm_skipped_next_visible.py", "tril_indices_band_keep_window_plus_one_rows_pad.py",
+               "deepspeed_triangular_mask_first_call_only.py", "functools_pipeline_ignore_hardcoded.py",
+               "staticmethods_smoothing_over_other_classes.py"}  # (the last: no line, before and after)
+ANNOTATED7 = [p for group in round_of(ROUND7).values() for p in group if bug_lines(p) and p.name not in ROUND7_OPEN]
+
+
+@pytest.mark.parametrize("path", ANNOTATED7, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_round_seven_attempt_is_pointed_within_one_line_of_its_bug(path, graded):
+    """Round 7's styles, with the helpers a file defines for itself: a silu given the up branch, a
+    norm module called on the wrong tensor, a norm fed a slice taken in the wrong order, a rotary
+    module called without its start (the helper's own line stays for a helper that is wrong)."""
     result = graded(path)
     expect, _ = header(path)
     assert result.verdict.value == expect
