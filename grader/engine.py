@@ -607,7 +607,8 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
     found = {}
     for node in ast.walk(tree):
         end = getattr(node, "end_lineno", None)
-        if not isinstance(node, ast.stmt) or hasattr(node, "body") or end is None or end <= node.lineno:
+        if not isinstance(node, ast.stmt) or hasattr(node, "body") or hasattr(node, "cases") or end is None \
+                or end <= node.lineno:  # a compound statement (its body, or a match's cases) is not one line
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # a docstring
             continue

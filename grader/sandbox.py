@@ -27,6 +27,7 @@ knows nothing about exercises; it promises (SPEC §5):
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import json
 import os
 import resource
@@ -361,6 +362,9 @@ def _child(work: Callable[[Channel], dict], send_fd: int, receive_fd: int, outpu
     channel = None
     try:
         os.setsid()
+        # What the child prints is the attempt's: no fault dump of the interpreter's own frames on a
+        # crash, even when the process that forks left faulthandler on (a test runner does).
+        faulthandler.disable()
         if _prctl:
             # Not dumpable: no core files, and only a privileged process can read its memory or
             # descriptors through /proc or ptrace it. (As root that includes the attempt itself;

@@ -143,6 +143,8 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
     theta = config.get("rope_theta", 10000.0)
     T_past = 0 if cache is None else cache[0].shape[1]
     start = 0 if mistake == "mla_rope_position_zero" else T_past
+    q_start = 0 if mistake == "mla_rope_position_zero:q_pe" else start  # one rope part restarted at 0
+    k_start = 0 if mistake == "mla_rope_position_zero:k_pe" else start
 
     skip_q = mistake in ("mla_norm_skipped", "mla_norm_skipped:q")
     skip_kv = mistake in ("mla_norm_skipped", "mla_norm_skipped:kv")
@@ -152,12 +154,12 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
         q_pe, q_nope = q.split([r, nope], dim=-1)
     else:
         q_nope, q_pe = q.split([nope, r], dim=-1)
-    q_pe = _rope_at(q_pe, theta, start, mistake)  # (B, T, H, r)
+    q_pe = _rope_at(q_pe, theta, q_start, mistake)  # (B, T, H, r)
     if mistake == "mla_split_order:kv_a":
         k_pe, c_new = _linear(weights, "wkv_a", x).split([r, c], dim=-1)
     else:
         c_new, k_pe = _linear(weights, "wkv_a", x).split([c, r], dim=-1)
-    k_pe = _rope_at(k_pe.unsqueeze(2), theta, start, mistake).squeeze(2)  # (B, T, r)
+    k_pe = _rope_at(k_pe.unsqueeze(2), theta, k_start, mistake).squeeze(2)  # (B, T, r)
     normed = _rms(weights, "kv_norm", c_new, skip_kv, eps)
     stored = c_new if mistake == "mla_cache_before_norm" else normed  # what goes into the cache
     past_c, past_pe = (None, None) if cache is None else cache

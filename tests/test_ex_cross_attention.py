@@ -279,5 +279,8 @@ def test_the_trace_child_reuses_the_mapping_the_grading_child_got(monkeypatch):
     known = [a for a in asked if a[0] == "mapping_known"]
     full = [a for a in asked if a[0] == "mapping"]
     assert full
-    assert len(known) == len(full) + 1  # each config's first question, and the trace child's one, answered at once
-    assert known[-1] == ("mapping_known", 0) and full.count(("mapping", 0)) == 1
+    assert sorted(c for _, c in full) == sorted({c for _, c in full})  # each config's mapping computed once
+    # each config's first question, the trace child's, and those of a child that builds a config
+    # again (the lines run per case, grader/groups.py): all answered at once, none computed again
+    assert len(known) >= len(full) + 1
+    assert known[len(full)] == ("mapping_known", 0) and full.count(("mapping", 0)) == 1  # the trace child's, next

@@ -85,6 +85,8 @@ def test_corpus_attempt(path, graded):
         first, statement = engine._statements(path).get(line, (line, None))
         if statement is None:
             assert lines[line - 1].strip() == code
+        elif result.divergence.reason == "group" and first != line:  # an entry of a table of lambdas: its own line
+            assert lines[line - 1].strip().rstrip(",") == code
         else:  # a statement written over several lines: its first line, the statement on one line
             bare = lambda text: "".join(text.split("#")[0].split())  # noqa: E731
             assert first == line and code == statement[:200] and bare(code).startswith(bare(lines[line - 1]))

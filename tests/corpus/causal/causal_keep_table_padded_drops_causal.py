@@ -29,4 +29,4 @@ def causal_attention(q, k, v, attention_mask=None):
     scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(D)
     scores = scores.masked_fill(keep.logical_not(), torch.finfo(scores.dtype).min)
     return torch.einsum("bhqk,bhkd->bhqd", scores.softmax(-1), v)
-# bug-line: 22, 24
+# bug-line: 22, 23
