@@ -76,7 +76,7 @@ def group_line(found: Found, lines: list, n_failing: int, statements: dict[int, 
         return found
     before = [line for line in order[:at] if line in parts and first(line) not in callers and line not in callers
               and not COMPOUND.match(line_text(line))]
-    if not before or abs(first(before[-1]) - here) <= 1:
+    if not before:
         return found
     return _said(found, before[-1], statements, line_text)
 

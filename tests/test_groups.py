@@ -40,7 +40,6 @@ def test_a_branch_a_few_passing_cases_also_run_still_parts_the_groups():
     ([[10, 12, 13, 20, 21, 22]] * 2, [[10, 12, 13, 20, 21, 22]] * 3, 21),  # every case runs the same lines
     ([[10, 12, 13, 20, 21, 22]] * 2, [], 21),  # nothing passes: nothing to tell apart
     ([[10, 12, 13, 20, 21, 22]] * 2, [[10, 11, 20, 22]] * 3, 21),  # the blamed line itself runs only when failing
-    ([[10, 12, 13, 20, 21, 22]] * 2, [[10, 11, 20, 21, 22]] * 3, 14),  # within one line of the branch already
     ([[20, 21, 10, 12, 13, 22]] * 2, [[20, 21, 10, 11, 22]] * 3, 21),  # the branch runs after the blamed line
     ([[10, 12, 13, 20, 21, 22]] * 2, [[10, 11, 20, 21, 22]] * 2 + [None], 21),  # a run that raised: no opinion
     ([[10, 12, 13, 20, 21, 22], [10, 11, 20, 21, 22]], [[10, 11, 20, 21, 22]] * 3, 21),  # half the failing cases
