@@ -396,6 +396,23 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
 __all__ = ["run_attempt", "describe", "_tolist"]
 
 
+def prepare(path: Path, kind, ci: int, channel, protect: tuple[str, ...] = (), forget: list[str] | None = None):
+    """The set-up every child that runs the attempt again on the CPU shares (the trace child, the
+    substitution child of :mod:`.substitute`): the references forgotten, the guard made, the seed
+    set, the file loaded and config ``ci`` built under the guard. ``(guard, namespace, built)``, or
+    ``None`` when loading or building raised."""
+    _forget_references(forget)
+    guard = Guard(protect)
+    _seed(0, "cpu")  # the case runs where it is, on the CPU
+    try:
+        with guard.armed():
+            namespace = load(path)
+            built = kind.build(namespace, ci, channel)
+    except BaseException:
+        return None
+    return guard, namespace, built
+
+
 def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: tuple[str, ...] = (),
                   forget: list[str] | None = None, cover: tuple[tuple[int, int], ...] = ()) -> dict:
     """The trail of the attempt on one case (see :mod:`.trace`): which line made which tensor,
@@ -404,15 +421,10 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: 
     (``lines``, see :mod:`.groups`)."""
     from attnprep.grader.trace import Tracer
 
-    _forget_references(forget)
-    guard = Guard(protect)
-    _seed(0, "cpu")  # the trace runs the case where it is, on the CPU
-    try:
-        with guard.armed():
-            namespace = load(path)
-            built = kind.build(namespace, ci, channel)
-    except BaseException:
+    prepared = prepare(path, kind, ci, channel, protect, forget)
+    if prepared is None:
         return {"steps": [], "raised_at": None}
+    guard, namespace, built = prepared
     case = kind.cases(ci)[case_index]
     sources = [t for t in case.inputs.values() if isinstance(t, torch.Tensor)]
     tracer = Tracer(sources, str(path))

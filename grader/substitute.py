@@ -309,11 +309,12 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
 
 def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: float, protect) -> dict | None:
     """The child's runs: call index -> {"caller": line, "runs": [(slot, candidate, [(tensor, dtype)])]}."""
-    from attnprep.grader import engine, sandbox
+    from attnprep.grader import child, engine, sandbox
     from attnprep.grader.tensors import unpack
 
     values = {r: tensor_of(ref[r]) for a in asks for c in a.slots.values() for r in c if r >= 0}
-    outcome = sandbox.run(lambda channel: _child(path, kind, ci, ni, asks, values, channel, protect), seconds,
+    forget = child.reference_modules()  # asked before the fork (see there)
+    outcome = sandbox.run(lambda channel: _child(path, kind, ci, ni, asks, values, channel, protect, forget), seconds,
                           answer=engine._answerer(kind))
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("calls"), list):
@@ -381,22 +382,18 @@ def _arguments(frame) -> tuple[list, dict] | None:
     return positional, keyword
 
 
-def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, channel, protect) -> dict:
+def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, channel, protect,
+           forget: list[str]) -> dict:
     """In the forked child: trace the case again, keep the arguments of the asked calls, call their
     functions again on the substituted arguments (see the module doc)."""
     from attnprep.grader import child
     from attnprep.grader.tensors import pack, tensors_in
     from attnprep.grader.trace import Tracer
 
-    child._forget_references()
-    guard = child.Guard(protect)
-    child._seed(0, "cpu")
-    try:
-        with guard.armed():
-            namespace = child.load(path)
-            built = kind.build(namespace, ci, channel)
-    except BaseException:
+    prepared = child.prepare(path, kind, ci, channel, protect, forget)
+    if prepared is None:
         return {"calls": []}
+    guard, _, built = prepared
     case = kind.cases(ci)[ni]
     sources = [v for v in case.inputs.values() if isinstance(v, torch.Tensor)]
     filename = str(path)
