@@ -318,6 +318,22 @@ class DeviceTracker(TorchFunctionMode):
                 self.keep.append(t)
         return out
 
+    def opaque(self, fn):
+        """``fn`` (a TorchScript function: its ops run where this mode sees none) wrapped so that
+        what it returns is on the device when it was given a tensor on the device, or no tensor at
+        all: the benefit of the doubt :meth:`_aten` gives, since its reads of ``x.device`` are not
+        seen either."""
+        def call(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            given = tensors_in((args, kwargs))
+            if not given or any(id(t) in self.on_device for t in given):
+                for t in tensors_in(out):
+                    self.on_device.add(id(t))
+                    self.keep.append(t)
+            return out
+
+        return call
+
     def _adopt_transform_results(self, tensors) -> None:
         """A tensor never seen made that views the value of a transform's tensor on the device is
         the transform's result (vmap unwraps it where this mode does not see): on the device too."""
