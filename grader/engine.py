@@ -495,13 +495,13 @@ def _table_entry(found, t: Trails, path: Path, files: dict, axes, part_axes):
     statement as a whole is no one operation). The trail is lined up again with each step of such
     a lambda charged to the lambda's first line rather than to the statement's, and what the
     finder says then is taken when it is one of those lambdas; else ``found`` is unchanged."""
+    import linecache
+
     first, statement = _statements(path).get(found.line, (0, ""))
     if found.reason in NOT_AN_ENTRY or not first:
         return found
     spans = _lambda_spans(files["source"]).get(first, ())
     if first != found.line:  # already said inside one of its lambdas (a number of that lambda): shown as that line reads
-        import linecache
-
         code = linecache.getline(str(path), found.line).strip().rstrip(",")
         inside = any(a <= found.line <= b for a, b in spans)
         return replace(found, code=code) if inside and code and found.code == statement[:len(found.code)] else found
@@ -514,19 +514,18 @@ def _table_entry(found, t: Trails, path: Path, files: dict, axes, part_axes):
         if at is None or at == found.line:
             steps.append(step)
             continue
-        import linecache
-
         moved.add(at)
         steps.append(replace(step, line=at, code=linecache.getline(str(path), at).strip().rstrip(",")[:200]))
     if not moved:
         return found
     from attnprep.grader import divergence
 
-    again = divergence.find(steps, t.reference, axes, t.raised_at, (t.made, t.ref_made), **files, part_axes=part_axes)
+    try:
+        again = divergence.find(steps, t.reference, axes, t.raised_at, (t.made, t.ref_made), **files, part_axes=part_axes)
+    except Exception:  # noqa: BLE001 — a second look that fails leaves the first one as it was
+        return found
     if again is None or again.line not in moved or again.reason in NOT_AN_ENTRY:
         return found
-    import linecache
-
     code = linecache.getline(str(path), again.line).strip().rstrip(",")
     return replace(again, code=code, name=divergence.assigned(code), part=again.part or found.part) if code else found
 
