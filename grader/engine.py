@@ -384,6 +384,7 @@ class Trails:
     ref_marks: list[tuple[int, str]]
     ref_made: dict[str, int]
     lines: list = field(default_factory=list)  # per case run again for its lines (see groups): the lines it ran
+    own: list = field(default_factory=list)  # per attempt step, the line it ran on before _by_statement charged it
 
 
 def _start_trace(path: Path, kind, ci: int, ni: int, timeout: float, protect: tuple[str, ...] = (), cover=()):
@@ -427,12 +428,13 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
         marks, made = _trail_extras(outcome.data, len(steps))
     except (TypeError, ValueError, AttributeError):
         return None
+    own = [s.line for s in steps]  # a lambda of a table keeps its own line here
     _by_statement(steps, path)
     if raised_at is not None:
         raised_at = _statements(path).get(raised_at, (raised_at, ""))[0]
     lines = outcome.data.get("lines")
     return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made,
-                  lines if isinstance(lines, list) else [])
+                  lines if isinstance(lines, list) else [], own)
 
 
 def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset,
@@ -471,6 +473,7 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         callers = frozenset(line for s in t.attempt if s.line == found.line for line in (s.stack or ()))
         found = groups.group_line(found, t.lines, cover[1], _statements(path), lambda n: linecache.getline(str(path), n).strip(),
                                   callers)
+    found = _table_entry(found, t, path, files, axes, part_axes)
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
@@ -479,6 +482,73 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     ref_name = outputs.get(found.ref_name, found.ref_name)
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, ref_name,
                       found.ref_named, found.ref_code, part, case.name, config)
+
+
+NOT_AN_ENTRY = frozenset({"group", "helper_call", "helper_passed", "raised", "raised_first"})  # lines said for
+# another reason than the value a step made there: a parting line, a helper's call, where it raised
+
+
+def _table_entry(found, t: Trails, path: Path, files: dict, axes, part_axes):
+    """``found`` said at the first line of a statement written over several lines (a table of
+    lambdas, a list of steps) whose wrong value was made inside one of its lambdas: the line of
+    that lambda instead, the entry being run when the value went wrong, shown as it reads (the
+    statement as a whole is no one operation). The trail is lined up again with each step of such
+    a lambda charged to the lambda's first line rather than to the statement's, and what the
+    finder says then is taken when it is one of those lambdas; else ``found`` is unchanged."""
+    import linecache
+
+    first, statement = _statements(path).get(found.line, (0, ""))
+    if found.reason in NOT_AN_ENTRY or not first:
+        return found
+    spans = _lambda_spans(files["source"]).get(first, ())
+    if first != found.line:  # already said inside one of its lambdas (a number of that lambda): shown as that line reads
+        code = linecache.getline(str(path), found.line).strip().rstrip(",")
+        inside = any(a <= found.line <= b for a, b in spans)
+        return replace(found, code=code) if inside and code and found.code == statement[:len(found.code)] else found
+    if len(t.own) != len(t.attempt):
+        return found
+    entry = lambda line: next((a for a, b in spans if a <= line <= b), None)  # noqa: E731 — a line's lambda
+    steps, moved = [], set()
+    for step, own in zip(t.attempt, t.own):
+        at = entry(own) if step.line == found.line else None
+        if at is None or at == found.line:
+            steps.append(step)
+            continue
+        moved.add(at)
+        steps.append(replace(step, line=at, code=linecache.getline(str(path), at).strip().rstrip(",")[:200]))
+    if not moved:
+        return found
+    from attnprep.grader import divergence
+
+    try:
+        again = divergence.find(steps, t.reference, axes, t.raised_at, (t.made, t.ref_made), **files, part_axes=part_axes)
+    except Exception:  # noqa: BLE001 — a second look that fails leaves the first one as it was
+        return found
+    if again is None or again.line not in moved or again.reason in NOT_AN_ENTRY:
+        return found
+    code = linecache.getline(str(path), again.line).strip().rstrip(",")
+    return replace(again, code=code, name=divergence.assigned(code), part=again.part or found.part) if code else found
+
+
+def _lambda_spans(source: str) -> dict[int, tuple[tuple[int, int], ...]]:
+    """The first line of each simple statement written over several lines -> the (first, last)
+    lines of the lambdas written in it."""
+    import ast
+
+    from attnprep.grader.parsing import parsed
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return {}
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not hasattr(node, "body") and not hasattr(node, "cases") \
+                and (node.end_lineno or 0) > node.lineno:
+            spans = tuple((n.lineno, n.end_lineno) for n in ast.walk(node) if isinstance(n, ast.Lambda))
+            if spans:
+                found[node.lineno] = spans
+    return found
 
 
 def _ready_made(source: str, exercise, line: int | None = None) -> dict[str, tuple[int, int]]:
