@@ -117,7 +117,20 @@ def matcher_state(key: tuple) -> dict | None:
     return state
 
 
+# a variant's output as the judge compares it (see ``judge.Judge._diagnose``), by the output's id
+SIDES_KEPT = 20000
+_SIDES: dict[tuple, tuple] = {}
+
+
+def sides() -> dict[tuple, tuple]:
+    """The judge's kept table of variants' sides (emptied when full)."""
+    if len(_SIDES) >= SIDES_KEPT:
+        _SIDES.clear()
+    return _SIDES
+
+
 def forget() -> None:
     """Drop every kept output."""
     _TABLES.clear()
     _MATCHERS.clear()
+    _SIDES.clear()
