@@ -271,7 +271,7 @@ class Matcher:
         self.ref = [(s, tensor_of(s)) for s in reference]
         # the same reference trail again (the same case of the same exercise, another failing
         # attempt, in a process that keeps outputs): what was worked out of it, answers included
-        state = kept_outputs.matcher_state(_trail_key(reference)) if kept_outputs.keeping() else None
+        state = kept_outputs.matcher_state(_trail_key(reference)) if reference and kept_outputs.keeping() else None
         if state:
             self.__dict__.update(state)
             return
