@@ -27,12 +27,14 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import hashlib
 import itertools
 import math
 import re
 
 import torch
 
+from attnprep.grader import outputs as kept_outputs
 from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
                                    is_constant, name_shape, names_of, tensor_of, tolerance)
@@ -245,6 +247,19 @@ def _outside(ends: tuple[float, float], lowest: float, highest: float, tol: tupl
     return large - highest > 2 * (atol + rtol * abs(large)) or lowest - small > 2 * (atol + rtol * abs(small))
 
 
+# what a Matcher works out of its reference trail alone (its values, dtypes, functions, lines)
+_MATCHER_STATE = ("sorted", "probes", "_finite", "_finite_list", "by_numel", "sorted_twin", "twin", "_slices",
+                  "_answers", "_bounds", "_sliced", "_windowed", "_wider", "_eps_of")
+
+
+def _trail_key(reference: list[Step]) -> tuple:
+    """A reference trail's content, everything of it but its scalars: what a Matcher reads of it."""
+    return tuple((s.line, s.code, s.func, tuple(s.shape), s.dtype, tuple(s.parents), s.free, tuple(s.stack),
+                  tuple(s.inputs), None if s.values is None else
+                  (str(s.values.dtype), tuple(s.values.shape), hashlib.blake2b(s.values.numpy().tobytes()).digest()))
+                 for s in reference)
+
+
 class Matcher:
     """The reference's steps, indexed for the questions asked of each attempt step: which steps
     hold the same values, in which layout, or a part or a slice of them. Steps with the same values
@@ -254,6 +269,17 @@ class Matcher:
     def __init__(self, reference: list[Step]):
         self.steps = reference
         self.ref = [(s, tensor_of(s)) for s in reference]
+        # the same reference trail again (the same case of the same exercise, another failing
+        # attempt, in a process that keeps outputs): what was worked out of it, answers included
+        state = kept_outputs.matcher_state(_trail_key(reference)) if reference and kept_outputs.keeping() else None
+        if state:
+            self.__dict__.update(state)
+            return
+        self._index()
+        if state is not None:
+            state.update((name, getattr(self, name)) for name in _MATCHER_STATE)
+
+    def _index(self) -> None:
         self.sorted = {}
         for i, (s, t) in enumerate(self.ref):
             if t is not None:
@@ -279,6 +305,8 @@ class Matcher:
         self._bounds: dict[tuple[int, float], tuple[float, float]] = {}  # (step, eps) -> the range _contains allows
         self._sliced: dict[int, list[int]] = {}  # numel -> the steps a slice of that many values may come from
         self._windowed: dict[tuple[int, float], tuple | None] = {}  # (step, eps) -> what _covers compares it with
+        self._wider: dict[tuple[int, ...], list[int]] = {}  # a shape -> the steps part_of looks for a run of it in
+        self._eps_of: dict[tuple[int, str], float] = {}  # (step, an attempt's dtype) -> _eps
 
     def _asked(self, question: str, t: torch.Tensor, dtype: str, answer) -> list:
         """``answer()``, worked out once per tensor: an attempt's trail repeats values too (a
@@ -289,7 +317,10 @@ class Matcher:
         return list(self._answers[key])
 
     def _eps(self, i: int, dtype: str) -> float:
-        return max(LOW_PRECISION_EPS.get(dtype, 0.0), LOW_PRECISION_EPS.get(self.steps[i].dtype, 0.0))
+        eps = self._eps_of.get((i, dtype))
+        if eps is None:
+            eps = self._eps_of[(i, dtype)] = max(LOW_PRECISION_EPS.get(dtype, 0.0), LOW_PRECISION_EPS.get(self.steps[i].dtype, 0.0))
+        return eps
 
     def same_values(self, t: torch.Tensor, dtype: str = "") -> list[int]:
         """Reference steps holding the same multiset of values (any layout)."""
@@ -343,11 +374,13 @@ class Matcher:
         found = []
         if t.dim() == 0 or t.numel() == 0 or is_constant(t):  # zeros are part of anything that starts at zero
             return found
-        w = t.shape[-1]
+        shape = tuple(t.shape)
+        if shape not in self._wider:  # the steps of t's shape but for a longer last dim, in order
+            self._wider[shape] = [i for i, (_, r) in enumerate(self.ref) if r is not None and r.dim() == t.dim()
+                                  and tuple(r.shape[:-1]) == shape[:-1] and r.shape[-1] > shape[-1]]
         key = None
-        for i, (_, r) in enumerate(self.ref):
-            if r is None or r.dim() != t.dim() or tuple(r.shape[:-1]) != tuple(t.shape[:-1]) or r.shape[-1] <= w:
-                continue
+        for i in self._wider[shape]:
+            r = self.ref[i][1]
             eps = self._eps(i, dtype)
             if key is None:
                 key = _sorted_values(t)

@@ -607,22 +607,31 @@ class Judge:
                         return False
             return True
 
-        graded: dict[tuple, tuple] = {}  # (the attempt's output, case, name, all positions) -> (where, its values there)
+        # (the attempt's output, case, name, all positions) -> (where, its values there, where they are not finite)
+        graded: dict[tuple, tuple] = {}
+        # (a variant's output, case, name, all positions) -> (that output, its values there as doubles, where they
+        # are not finite): a variant's side is the same for every attempt compared with it (kept across grades
+        # with the outputs, else for this search; the output is held, so its id names it)
+        sides = kept_outputs.sides() if kept_outputs.keeping() else {}
 
         def same(case, got, want, name, all_positions) -> bool:
-            want = want.double()
             if want.shape != got.shape:
                 return False
             key = (id(got), case.name, name, all_positions)  # (outputs holds every got while this runs)
             if key not in graded:  # the attempt's side is the same for every variant compared with it
                 where = torch.ones_like(got, dtype=torch.bool) if all_positions else case.mask(name, tuple(got.shape))
-                graded[key] = where, got[where]
-            where, mine = graded[key]
-            theirs = want[where]
+                mine = got[where]
+                graded[key] = where, mine, ~torch.isfinite(mine)
+            where, mine, mine_over = graded[key]
+            side = sides.get((id(want), case.name, name, all_positions))
+            if side is None or side[0] is not want:
+                theirs = want.double()[where]
+                side = sides[(id(want), case.name, name, all_positions)] = want, theirs, ~torch.isfinite(theirs)
+            _, theirs, theirs_over = side
             # an overflow is an overflow: where the variant is inf or NaN, an attempt that is inf or NaN
             # there too reproduces it (the same exp overflow read through a one-hot product, inf * 0,
             # is NaN where the variant's gather keeps inf)
-            overflow = ~torch.isfinite(theirs) & ~torch.isfinite(mine)
+            overflow = theirs_over & mine_over
             rtol, atol = case.tolerance or (RTOL, ATOL)
             return bool((torch.isclose(mine, theirs, rtol=rtol, atol=atol, equal_nan=True) | overflow).all())
 

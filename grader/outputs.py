@@ -97,6 +97,40 @@ class Outputs:
         return value
 
 
+# what a divergence Matcher worked out of one reference trail (see ``divergence.Matcher``), keyed by
+# that trail's content: the same case of the same exercise is traced again for every failing attempt
+MATCHERS_KEPT = 64
+_MATCHERS: OrderedDict[tuple, dict] = OrderedDict()
+
+
+def matcher_state(key: tuple) -> dict | None:
+    """The kept state of the Matcher of the reference trail ``key`` (a new empty one the first
+    time), or None when not keeping: the Matcher fills it in as it answers."""
+    if not _keeping:
+        return None
+    state = _MATCHERS.pop(key, None)
+    if state is None:
+        state = {}
+        while len(_MATCHERS) >= MATCHERS_KEPT:
+            _MATCHERS.popitem(last=False)
+    _MATCHERS[key] = state  # the most recently used last
+    return state
+
+
+# a variant's output as the judge compares it (see ``judge.Judge._diagnose``), by the output's id
+SIDES_KEPT = 20000
+_SIDES: dict[tuple, tuple] = {}
+
+
+def sides() -> dict[tuple, tuple]:
+    """The judge's kept table of variants' sides (emptied when full)."""
+    if len(_SIDES) >= SIDES_KEPT:
+        _SIDES.clear()
+    return _SIDES
+
+
 def forget() -> None:
     """Drop every kept output."""
     _TABLES.clear()
+    _MATCHERS.clear()
+    _SIDES.clear()

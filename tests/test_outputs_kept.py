@@ -80,3 +80,30 @@ def test_outputs_are_not_kept_unless_asked():
     assert len(sources) > 20
     turning_on = [p.name for p in sources if ".keep(" in p.read_text(encoding="utf-8")]
     assert turning_on == [], turning_on
+
+
+def test_a_divergence_read_from_a_kept_matcher_is_the_one_worked_out_afresh():
+    """A failing attempt graded again with outputs kept finds its divergence with the Matcher state
+    of the first grade (the same reference trail: its answers read back, none worked out again),
+    and says what a grade keeping nothing says; forget() drops that state too."""
+    path = CORPUS / "flash" / "missing_scale.py"
+    was = outputs.keeping()
+    try:
+        outputs.keep(False)
+        fresh = grade(path, timeout=30.0)
+        outputs.keep(True)
+        first = grade(path, timeout=30.0)
+        assert len(outputs._MATCHERS) >= 1
+        state = next(reversed(outputs._MATCHERS.values()))
+        answers = dict(state["_answers"])
+        assert answers  # the first grade's questions, answered
+        again = grade(path, timeout=30.0)
+        assert state is next(reversed(outputs._MATCHERS.values())) and state["_answers"] == answers
+        assert outputs._SIDES  # the variants' sides the judge compared, kept too
+    finally:
+        outputs.keep(False)
+        outputs.keep(was)
+    assert not outputs._MATCHERS and not outputs._SIDES
+    assert fresh.divergence is not None
+    assert _without_time(first) == _without_time(fresh)
+    assert _without_time(again) == _without_time(fresh)
