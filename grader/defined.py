@@ -161,6 +161,8 @@ class _File:
                 return self._parameter(func, cls, head, hops)
             return None
         if func is not None and _assigns(func, head):
+            if not rest:  # a local computed on another line of the same function: that line's own choice
+                return None
             value = _single_local(func, head)
             if value is None:
                 return None

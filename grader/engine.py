@@ -478,7 +478,8 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         import linecache
 
         code = _statements(path).get(target, (0, ""))[1] or linecache.getline(str(path), target).strip()
-        found = replace(found, line=target, code=code)
+        reason = "scaled_defined" if found.reason == "scaled" else found.reason  # "scalar" names the number itself
+        found = replace(found, line=target, code=code, reason=reason)
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())

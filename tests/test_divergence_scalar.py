@@ -75,3 +75,28 @@ def test_the_definition_is_followed_only_when_the_reason_is_a_number_and_the_way
 def test_a_number_computed_on_the_line_keeps_the_line():
     source = "import math\n\n\ndef f(q, k, d):\n    return q @ k * (1.0 / math.sqrt(d))\n"
     assert defined.defining_line(source, 5, "scaled") is None
+
+
+def test_a_local_of_the_same_function_is_not_followed():
+    """``scale = 1 / D`` a few lines up in the same function: the line that multiplies keeps the
+    blame (test_ex_flash asserts it for flash/scale_by_dim.py)."""
+    source = "def f(q, k, D):\n    scale = 1 / D\n    s = q @ k\n    return s * scale\n"
+    assert defined.defining_line(source, 4, "scaled") is None
+
+
+def test_a_factor_said_where_it_is_defined_is_worded_so(graded):
+    from attnprep import texts, wording
+
+    d = graded(CORPUS / "mqa/dataclass_config_hidden_size_scale.py").divergence
+    assert d.reason == "scaled_defined" and d.line == 26
+    words = wording.divergence_text(d)
+    assert words.startswith("line 26: the number defined here makes") and "times 0.5774" in words, words
+    d = graded(CORPUS / "lora/dict_state_alpha_dropped.py").divergence
+    assert d.reason == "scalar" and d.line == 20  # the number's own name and the line it is used on
+    assert 'used in your `return self.base(x) + b(a(x)) * self.scaling["default"]`' in wording.divergence_text(d)
+    texts.set_language("zh")
+    try:
+        zh = wording.divergence_text(graded(CORPUS / "mqa/dataclass_config_hidden_size_scale.py").divergence)
+    finally:
+        texts.set_language(None)
+    assert zh.startswith("第 26 行：这里定义的数") and "乘以 0.5774" in zh, zh
