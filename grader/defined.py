@@ -5,7 +5,9 @@ tensors going in are right, the factor is not; or ``values`` for a literal), and
 the line *reads* from elsewhere (``self.cfg.softmax_scale``, ``self.scaling["default"]``,
 ``self.eps``, a module constant) is not computed on that line, the line that gives it its value
 is where the mistake was typed: a property's return, a dataclass field's default, a class
-attribute, the ``self.x = ...`` of ``__init__``, a dict entry. This module follows such a read
+attribute, the literal of a ``self.x = ...``, a dict entry (``self.x = <arithmetic of the sizes>``
+is not followed: the corpus has such a scale right and applied to a part too early, where the
+finder's line is the one to say). This module follows such a read
 statically, through the file's own ``ast``, across plain hand-ons (``self.eps = eps`` with the
 argument from every call of the class in the file, ``cfg = self.config = Config(...)``), and says
 the defining line only when every way leads to the same one. Nothing runs; nothing here names an
@@ -269,6 +271,8 @@ class _File:
         kind = self._kind(node, method, cls, hops)
         if kind[0] == "class" or isinstance(node, ast.Dict):
             return kind
+        if _numeric(node) and not _numeric(node, True) and _chain(node) is None:
+            return None  # self.x = arithmetic of the sizes: a scale applied to a part too early is blamed there too
         return self._value(node, method, cls, hops)
 
     def _parameter(self, func, cls, name, hops):

@@ -100,3 +100,12 @@ def test_a_factor_said_where_it_is_defined_is_worded_so(graded):
     finally:
         texts.set_language(None)
     assert zh.startswith("第 26 行：这里定义的数") and "乘以 0.5774" in zh, zh
+
+
+def test_a_scale_computed_in_init_and_applied_too_early_keeps_the_line_that_applies_it(graded):
+    """mla_decode/zh_blog_absorb_rows_swapped.py: ``q_nope = q_nope * self.softmax_scale`` is where
+    the traced values first differ (the absorbed rows are swapped the line before); the scale's
+    ``self.softmax_scale = (nope + rope) ** -0.5`` is right and not said."""
+    path = CORPUS / "mla_decode/zh_blog_absorb_rows_swapped.py"
+    d = graded(path).divergence
+    assert d is not None and min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code)
