@@ -261,7 +261,9 @@ class _File:
                 return node.value.lineno, _numeric(node.value, True)
             return None
         if how == "class":
-            return self._value(node, None, cls, hops) if _numeric(node) or _chain(node) is not None else self._kind(node, None, cls, hops)
+            if _numeric(node) or _chain(node) is not None:
+                return self._value(node, None, cls, hops)
+            return self._kind(node, None, cls, hops)
         if how == "field":
             if node.value is None or not _is_dataclass(cls) or call is None or _field_given(cls, call, name):
                 return None
