@@ -98,7 +98,7 @@ def divergence_text(d) -> str:
     reason = "reordered" if d.reason == "layout" and d.named == d.ref_named else d.reason
     text = texts.t(f"divergence.{reason}", line=d.line, name=d.name or texts.t("divergence.unnamed"),
                    shape=d.shape, named=d.named, ref_name=texts.say(d.ref_name), ref_named=d.ref_named, ref_code=d.ref_code)
-    if reason in ("scaled", "scalar") and getattr(d, "case", ""):  # a factor holds for the sizes it was seen at
+    if reason in ("scaled", "scalar", "scaled_defined") and getattr(d, "case", ""):  # a factor holds for the sizes it was seen at
         text = texts.t("divergence.on_case", text=text, case=texts.say(d.case), config=d.config)
     part = getattr(d, "part", "")
     return texts.t("divergence.part", part=texts.say(part), text=text) if part else text

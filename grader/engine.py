@@ -474,6 +474,15 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         found = groups.group_line(found, t.lines, cover[1], _statements(path), lambda n: linecache.getline(str(path), n).strip(),
                                   callers)
     found = _table_entry(found, t, path, files, axes, part_axes)
+    from attnprep.grader import defined
+
+    target = defined.defining_line(files["source"], found.line, found.reason)
+    if target is not None:  # the wrong number read here is typed there (see defined)
+        import linecache
+
+        code = _statements(path).get(target, (0, ""))[1] or linecache.getline(str(path), target).strip()
+        reason = "scaled_defined" if found.reason == "scaled" else found.reason  # "scalar" names the number itself
+        found = replace(found, line=target, code=code, reason=reason)
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())

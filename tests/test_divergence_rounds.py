@@ -76,7 +76,7 @@ ROUND7 = ROOT / "benchmarks" / "heldout_24_round7.txt"
 # round 7's lines still missed (benchmarks/README.md, "A second opinion by substitution"): not asserted,
 # measured by lines.py --round
 ROUND7_OPEN = {"mlx_fast_rope_cos_sin_swapped.py", "llmc_softmax_then_log.py", "speedrun_rotary_before_head_split.py",
-               "mlx_axis_helpers_causal_end_plus_one.py", "cumsum_causal_one_step_ahead.py", "dict_state_alpha_dropped.py",
+               "mlx_axis_helpers_causal_end_plus_one.py", "cumsum_causal_one_step_ahead.py",
                "tinygrad_q_norm_skipped_next_visible.py", "tril_indices_band_keep_window_plus_one_rows_pad.py",
                "deepspeed_triangular_mask_first_call_only.py", "functools_pipeline_ignore_hardcoded.py",
                "staticmethods_smoothing_over_other_classes.py"}  # (the last: no line, before and after)

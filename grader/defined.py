@@ -1,0 +1,368 @@
+"""A wrong number read on the finder's line but defined on another: that other line is said.
+
+When the divergence finder blames a line for a wrong number (reason ``scalar`` or ``scaled``: the
+tensors going in are right, the factor is not; or ``values`` for a literal), and the only number
+the line *reads* from elsewhere (``self.cfg.softmax_scale``, ``self.scaling["default"]``,
+``self.eps``, a module constant) is not computed on that line, the line that gives it its value
+is where the mistake was typed: a property's return, a dataclass field's default, a class
+attribute, the literal of a ``self.x = ...``, a dict entry (``self.x = <arithmetic of the sizes>``
+is not followed: the corpus has such a scale right and applied to a part too early, where the
+finder's line is the one to say). This module follows such a read
+statically, through the file's own ``ast``, across plain hand-ons (``self.eps = eps`` with the
+argument from every call of the class in the file, ``cfg = self.config = Config(...)``), and says
+the defining line only when every way leads to the same one. Nothing runs; nothing here names an
+exercise.
+"""
+
+from __future__ import annotations
+
+import ast
+
+REASONS = frozenset({"scalar", "scaled"})  # a number on the line is wrong
+LITERAL_REASONS = frozenset({"values"})  # only when the definition is a literal number
+MAX_HOPS = 6
+_MATH = frozenset({"math", "np", "numpy"})
+_NUMERIC_CALLS = frozenset({"float", "abs", "pow"})
+
+
+def defining_line(source: str, line: int, reason: str) -> int | None:
+    """The line that defines the one number the statement on ``line`` reads from elsewhere, when
+    ``reason`` says a number is wrong and that line is unambiguous; else None."""
+    if reason not in REASONS and reason not in LITERAL_REASONS:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    files = _File(tree)
+    stmt, func, cls = files.statement_at(line)
+    if stmt is None or func is None:
+        return None
+    targets = set()
+    for read in _reads(stmt):
+        found = files.resolve(read, func, cls, MAX_HOPS)
+        if found is None:
+            continue
+        target, literal = found
+        if reason in LITERAL_REASONS and not literal:
+            continue
+        targets.add(target)
+    if len(targets) != 1:
+        return None
+    (target,) = targets
+    return target if abs(target - line) > 1 else None
+
+
+def _reads(stmt: ast.stmt):
+    """The operands of the statement's arithmetic read from elsewhere: ``self.a.b``, ``self.d[k]``,
+    a bare name (a module constant), as a direct operand of ``* / + - **``."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)) else None
+    if value is None:
+        return
+    for node in ast.walk(value):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add, ast.Sub, ast.Pow)):
+            for operand in (node.left, node.right):
+                if _chain(operand) is not None:
+                    yield operand
+    if isinstance(stmt, ast.AugAssign) and _chain(stmt.value) is not None:
+        yield stmt.value
+
+
+def _chain(node) -> list | None:
+    """``self.a.b["k"]`` as ["self", "a", "b", ("k",)]; None for anything else."""
+    parts = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            parts.append((node.slice.value,))
+            node = node.value
+        elif isinstance(node, ast.Name):
+            parts.append(node.id)
+            return parts[::-1]
+        else:
+            return None
+
+
+def _numeric(node, literal_only: bool = False) -> bool:
+    """A number: a literal, or (unless ``literal_only``) arithmetic of numbers, names and math calls."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, complex)
+    if isinstance(node, ast.UnaryOp):
+        return _numeric(node.operand, literal_only)
+    if literal_only:
+        return False
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+        return False  # a size (a head's width): right where it shapes tensors, not a factor typed wrong
+    if isinstance(node, ast.BinOp):
+        return _numeric(node.left) and _numeric(node.right)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _chain(node) is not None and not (isinstance(node, ast.Attribute) and node.attr in ("shape", "size"))
+    if isinstance(node, ast.Call):
+        f = node.func
+        named = (isinstance(f, ast.Name) and f.id in _NUMERIC_CALLS) or (
+            isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in _MATH)
+        return named and all(_numeric(a) for a in node.args) and not node.keywords
+    return False
+
+
+class _File:
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.parent = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+
+    def statement_at(self, line: int):
+        best = None
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) \
+                    and node.lineno <= line <= (node.end_lineno or node.lineno):
+                if best is None or node.lineno >= best.lineno:
+                    best = node
+        if best is None:
+            return None, None, None
+        func = cls = None
+        node = best
+        while node in self.parent:
+            node = self.parent[node]
+            if func is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                func = node
+            elif isinstance(node, ast.ClassDef):
+                cls = node
+                break
+        return best, func, cls
+
+    def _enclosing(self, node):
+        func = cls = None
+        while node in self.parent:
+            node = self.parent[node]
+            if func is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                func = node
+            elif isinstance(node, ast.ClassDef):
+                cls = node
+                break
+        return func, cls
+
+    # -- following a read --------------------------------------------------------------------
+
+    def resolve(self, node, func, cls, hops: int):
+        """(defining line, is a literal) of the number ``node`` reads, or None."""
+        chain = _chain(node)
+        if chain is None or hops <= 0:
+            return None
+        head, rest = chain[0], chain[1:]
+        if head == "self" and cls is not None and func is not None and _first_arg(func) == "self":
+            return self._member(("class", cls, None), rest, hops)
+        params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs} if func else set()
+        if head in params:
+            if not rest:
+                return self._parameter(func, cls, head, hops)
+            return None
+        if func is not None and _assigns(func, head):
+            if not rest:  # a local computed on another line of the same function: that line's own choice
+                return None
+            value = _single_local(func, head)
+            if value is None:
+                return None
+            return self._member(self._kind(value, func, cls, hops), rest, hops)
+        value = _single_module(self.tree, head)
+        if value is None:
+            return None
+        return self._member(self._kind(value, None, None, hops), rest, hops)
+
+    def _kind(self, value, func, cls, hops):
+        """What an assigned expression is: an instance of a class of the file, or a value."""
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.classes:
+            return ("class", self.classes[value.func.id], value)
+        return ("value", value, (func, cls))
+
+    def _member(self, kind, rest, hops):
+        if kind is None:
+            return None
+        if kind[0] == "value":
+            value, (func, cls) = kind[1], kind[2]
+            if not rest:
+                return self._value(value, func, cls, hops)
+            if isinstance(value, ast.Dict) and isinstance(rest[0], tuple) and len(rest) == 1:
+                entries = [v for k, v in zip(value.keys, value.values)
+                           if isinstance(k, ast.Constant) and k.value == rest[0][0]]
+                if len(entries) == 1 and _numeric(entries[0], True):
+                    return entries[0].lineno, True
+            if _chain(value) is not None:  # a hand-on: follow it, then the rest
+                return self._follow_chain(value, rest, func, cls, hops - 1)
+            return None
+        cls, call = kind[1], kind[2]
+        if not rest:
+            return None
+        name = rest[0]
+        if not isinstance(name, str):
+            return None
+        found = self._attribute(cls, call, name, hops)
+        if found is None:
+            return None
+        if len(rest) == 1:
+            return found if isinstance(found, tuple) and isinstance(found[0], int) else None
+        if isinstance(found, tuple) and found and found[0] in ("class", "value"):
+            return self._member(found, rest[1:], hops - 1)
+        return None
+
+    def _follow_chain(self, value, rest, func, cls, hops):
+        fake = value
+        for part in rest:
+            fake = ast.Subscript(value=fake, slice=ast.Constant(part[0])) if isinstance(part, tuple) \
+                else ast.Attribute(value=fake, attr=part)
+        return self.resolve(fake, func, cls, hops)
+
+    def _value(self, value, func, cls, hops):
+        """The defining line of an assigned value: its own line when it is a number computed
+        there, else where a hand-on leads."""
+        if _numeric(value, True):
+            return value.lineno, True
+        if _chain(value) is not None:
+            return self.resolve(value, func, cls, hops - 1)
+        if _numeric(value):
+            return value.lineno, False
+        return None
+
+    def _attribute(self, cls, call, name, hops):
+        """Where attribute ``name`` of an instance of ``cls`` (built by ``call`` when known) is defined:
+        (line, literal) of a number, or a kind to go on from; None when unknown or ambiguous."""
+        defs = []
+        for item in cls.body:
+            if isinstance(item, ast.FunctionDef) and item.name == name and _is_property(item):
+                returns = [n for n in ast.walk(item) if isinstance(n, ast.Return) and n.value is not None]
+                if len(returns) == 1:
+                    defs.append(("property", returns[0], item))
+                else:
+                    return None
+            elif isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in item.targets):
+                defs.append(("class", item.value, None))
+            elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == name:
+                defs.append(("field", item, None))
+        for method in (i for i in cls.body if isinstance(i, ast.FunctionDef)):
+            for node in ast.walk(method):
+                for target, value in _self_assignments(node, method):
+                    if target == name:
+                        defs.append(("self", value, method))
+        if not defs:
+            bases = [self.classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in self.classes]
+            if len(bases) == 1:
+                return self._attribute(bases[0], None, name, hops)
+            return None
+        if len(defs) != 1:
+            return None
+        how, node, method = defs[0]
+        if how == "property":
+            if _numeric(node.value):
+                return node.value.lineno, _numeric(node.value, True)
+            return None
+        if how == "class":
+            if _numeric(node) or _chain(node) is not None:
+                return self._value(node, None, cls, hops)
+            return self._kind(node, None, cls, hops)
+        if how == "field":
+            if node.value is None or not _is_dataclass(cls) or call is None or _field_given(cls, call, name):
+                return None
+            return self._value(node.value, None, cls, hops)
+        if node is None:
+            return None
+        kind = self._kind(node, method, cls, hops)
+        if kind[0] == "class" or isinstance(node, ast.Dict):
+            return kind
+        if _numeric(node) and not _numeric(node, True) and _chain(node) is None:
+            return None  # self.x = arithmetic of the sizes: a scale applied to a part too early is blamed there too
+        return self._value(node, method, cls, hops)
+
+    def _parameter(self, func, cls, name, hops):
+        """A method's argument: followed into every call of its class in the file (``__init__``)."""
+        if func.name != "__init__" or cls is None:
+            return None
+        positional = [a.arg for a in func.args.args][1:]
+        targets = set()
+        calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == cls.name]
+        if not calls:
+            return None
+        for call in calls:
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and name in positional and positional.index(name) < len(call.args):
+                arg = call.args[positional.index(name)]
+            if arg is None or isinstance(arg, ast.Starred):
+                return None
+            at, where = self._enclosing(call)
+            found = self._value(arg, at, where, hops - 1)
+            if found is None:
+                return None
+            targets.add(found)
+        return targets.pop() if len(targets) == 1 else None
+
+
+def _first_arg(func) -> str | None:
+    return func.args.args[0].arg if func.args.args else None
+
+
+def _is_property(func: ast.FunctionDef) -> bool:
+    return any((isinstance(d, ast.Name) and d.id in ("property", "cached_property"))
+               or (isinstance(d, ast.Attribute) and d.attr == "cached_property") for d in func.decorator_list)
+
+
+def _is_dataclass(cls: ast.ClassDef) -> bool:
+    for d in cls.decorator_list:
+        d = d.func if isinstance(d, ast.Call) else d
+        if (isinstance(d, ast.Name) and d.id == "dataclass") or (isinstance(d, ast.Attribute) and d.attr == "dataclass"):
+            return True
+    return False
+
+
+def _field_given(cls: ast.ClassDef, call: ast.Call, name: str) -> bool:
+    fields = [i.target.id for i in cls.body if isinstance(i, ast.AnnAssign) and isinstance(i.target, ast.Name)]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    return any(k.arg == name for k in call.keywords) or fields.index(name) < len(call.args)
+
+
+def _self_assignments(node, method):
+    """(attribute, value) pairs of ``self.x = v`` / ``self.x, self.y = a, b`` / ``a = self.x = v``."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or _first_arg(method) is None:
+        return
+    me = _first_arg(method)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+            yield target.attr, node.value
+        elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(target.elts) == len(node.value.elts):
+            for t, v in zip(target.elts, node.value.elts):
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
+                    yield t.attr, v
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
+                    yield t.attr, None  # unpacked from a value not read here: unknown
+
+
+def _assigns(func, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(func))
+
+
+def _single_local(func, name: str):
+    values = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)) or isinstance(node, ast.Assign):
+            stores = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+            if stores and not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)):
+                return None
+    return values[0] if len(values) == 1 else None
+
+
+def _single_module(tree: ast.Module, name: str):
+    values = [n.value for n in tree.body if isinstance(n, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+    values += [n.value for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+               and n.target.id == name and n.value is not None]
+    return values[0] if len(values) == 1 else None
