@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import gc
 import json
 import os
 import resource
@@ -732,6 +733,28 @@ def run(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict]
         return child.finish()
 
 
+def _fork() -> int:
+    """``os.fork()``, with the objects that exist now kept out of the cyclic collector's reach for
+    the fork (``gc.freeze``, as CPython's documentation advises before a fork): the child's
+    collections do not walk, and so do not write to and copy, the heap it shares with this process.
+    This process takes them back at once (``gc.unfreeze``), into its oldest generation: they are
+    collected as before, at its next full collection. Measured: 120 corpus grades in one process
+    (outputs kept, as the test suite grades), 4–10% less CPU in all (benchmarks/README.md, tenth
+    session), the most of it this process's own: its young collections no longer re-walk what it
+    had made before the fork."""
+    if gc.get_freeze_count():  # someone froze objects on purpose (attnprep's command line): leave them so
+        return os.fork()
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except BaseException:
+        gc.unfreeze()
+        raise
+    if pid:
+        gc.unfreeze()
+    return pid
+
+
 def start(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict], dict] | None = None,
           *, max_reply: int = MAX_REPLY, max_total: int | None = None) -> Running:
     """:func:`run`, in two halves: fork now, and let the grading process do other work while the
@@ -757,7 +780,7 @@ class Running:
             out_read, out_write = os.pipe()
             _widen(up_write)
             self.start = time.monotonic()
-            pid = os.fork()
+            pid = _fork()
             if pid == 0:  # child
                 _child(work, up_write, down_read, out_write, token, timeout, me)
             row = _stat(pid) if _HAS_PROC else None

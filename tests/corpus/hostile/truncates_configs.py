@@ -1,7 +1,8 @@
 # attnprep: mha
 # expect: error
 """Finds the grader's kind object through the garbage collector and deletes every config but the
-first, hoping that only the config it gets right is judged."""
+first, hoping that only the config it gets right is judged. (The heap the child inherits is frozen,
+out of gc.get_objects()'s sight: it takes it back first, as a determined attempt would.)"""
 
 import gc
 import math
@@ -11,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+gc.unfreeze()
 for _obj in gc.get_objects():
     try:
         _configs = getattr(_obj, "configs", None) if not isinstance(_obj, type) else None
