@@ -2469,9 +2469,10 @@ def _wrong_input(s: _Search, h: _Here):
     it was made from ("made"). An input named like one of the reference's values that holds
     another (``q = k_proj(x)``; only the value its line ends with is what the name holds), made on
     another line: that line ("role"), followed up while its inputs are swapped the same way."""
-    for p in h.step.parents:
+    for p in h.step.parents:  # a wrong mask made by the file is what the values say; a role, what the names say
         if s.trails.wrong_free(p):
             return s.trails.found(s.trails.free_top(p), "made")
+    for p in h.step.parents:
         if s.matched[p] is not None and p not in h.fine:
             role = s.trails.swapped_above(p)
             if role is not None and role.line != h.step.line:
