@@ -228,6 +228,25 @@ def _near_rows(probes: tuple[float, ...], table: torch.Tensor, eps: float = 0.0)
     return near.all(dim=1).nonzero().flatten().tolist()
 
 
+def _row_shifted(t: torch.Tensor, r: torch.Tensor, eps: float = 0.0) -> bool:
+    """``t`` is ``r`` plus one number per row (along the last axis), not ``r`` itself: infinite
+    where ``r`` is (the same sign), and the differences of each row's finite places within the
+    tolerance of :func:`close` of each other."""
+    a, b = t.double(), r.double()
+    finite = torch.isfinite(b)
+    if not torch.equal(torch.isfinite(a), finite) or not bool((a[~finite] == b[~finite]).all()):
+        return False
+    d = torch.where(finite, a - b, 0.0)
+    if not bool(finite.any()) or bool((d == 0).all()):
+        return False
+    rtol, atol = tolerance(b, eps)
+    scale = torch.where(finite, b.abs(), 0.0).amax(-1)
+    top = torch.where(finite, d, -math.inf).amax(-1)
+    bottom = torch.where(finite, d, math.inf).amin(-1)
+    spread = torch.where(finite.any(-1), top - bottom, 0.0)
+    return bool((spread <= 2 * (atol + rtol * scale)).all())
+
+
 def _identical(a: Step, b: Step) -> bool:
     """The same shape and values (a step too big to keep its values: the same shape)."""
     ta, tb = tensor_of(a), tensor_of(b)
@@ -365,7 +384,38 @@ class Matcher:
         other = [(i, layout(i) == "order") for i in same if layout(i) in ("order", "permuted")]
         if not own and not other:
             own = self.part_of(t, dtype)
+        if not own and not other:
+            own = self.shifted(t, dtype)
         return own + sorted(other, key=lambda m: not m[1])
+
+    def shifted(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
+        """The reference's scores a softmax reads (directly, or through a mask laid on them) that
+        ``t`` holds up to one number per row (added along the last axis): the same probabilities,
+        softmax(x + c) = softmax(x). BLOOM's ALiBi bias slope·j for the reference's -slope·(i - j),
+        MPT's slope·(j - (T - 1)), scores less their row's maximum: right scores, in the form the
+        file chose."""
+        if t.dim() < 2 or t.shape[-1] < 2 or not t.is_floating_point():
+            return []
+        found = []
+        for i in self._softmax_inputs():
+            r = self.ref[i][1]
+            if r is not None and tuple(r.shape) == tuple(t.shape) and r.is_floating_point() and _row_shifted(t, r, self._eps(i, dtype)):
+                found.append((i, True))
+        return found
+
+    def _softmax_inputs(self) -> list[int]:
+        """The reference steps a softmax reads, and the scores a mask laid on them was laid on."""
+        got = self.__dict__.get("_pre_softmax")
+        if got is None:
+            seen: set[int] = set()
+            for s in self.steps:
+                if func_name(s.func) in ("softmax", "log_softmax", "_softmax"):
+                    for q in s.parents:
+                        seen.add(q)
+                        if func_name(self.steps[q].func) in LATE:
+                            seen.update(self.steps[q].parents)
+            got = self._pre_softmax = sorted(seen)
+        return got
 
     def part_of(self, t: torch.Tensor, dtype: str = "") -> list[tuple[int, bool]]:
         """Reference steps of which ``t`` is a run of the last dim (``cos[..., :D // 2]`` of the

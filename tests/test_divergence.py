@@ -309,3 +309,20 @@ def nothing(): return torch
                        ("norms/mindspore_reduce_mean_rms_centred_ln_eps_out.py", 28)):
         result = graded(Path(__file__).parent / "corpus" / path)
         assert result.divergence.line == line and result.divergence.reason == "helper_passed", (path, result.divergence)
+
+
+def test_scores_up_to_a_number_per_row_are_the_same_scores():
+    """divergence._row_shifted: what a softmax cannot tell apart (BLOOM's slope·j for -slope·(i - j))
+    is a match; a difference along the keys, a mask in other places, or the same tensor is not."""
+    import torch
+
+    from attnprep.grader.divergence import _row_shifted
+
+    torch.manual_seed(0)
+    r = torch.randn(2, 3, 5, 5)
+    r = r.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf"))
+    per_row = torch.randn(2, 3, 5, 1)
+    assert _row_shifted(r + per_row, r)
+    assert not _row_shifted(r, r)  # the same scores: a plain match, not this one
+    assert not _row_shifted(r + torch.arange(5.0), r)  # a bias along the keys changes the softmax
+    assert not _row_shifted(r.nan_to_num(neginf=-1e9) + per_row, r)  # finite where the reference blocks
