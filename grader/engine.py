@@ -483,6 +483,14 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         code = _statements(path).get(target, (0, ""))[1] or linecache.getline(str(path), target).strip()
         reason = "scaled_defined" if found.reason == "scaled" else found.reason  # "scalar" names the number itself
         found = replace(found, line=target, code=code, reason=reason)
+    else:  # a step written after the line, left out by a flag set elsewhere
+        ran = {n for s in t.attempt for n in (*(s.stack or ()), s.line)} | set(t.own)
+        flag = defined.flag_line(files["source"], found.line, found.reason, ran, frozenset(kind.config_params(ci)))
+        if flag is not None:
+            import linecache
+
+            code = _statements(path).get(flag[0], (0, ""))[1] or linecache.getline(str(path), flag[0]).strip()
+            found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
