@@ -2450,6 +2450,28 @@ def _blamed_input(s: _Search, h: _Here):
                  name_shape(ref_step.shape, s.axes), _code(ref_step.code))
 
 
+_JOINS = {"or", "and", "xor", "ior", "iand", "ror", "rand", "logical_or", "logical_and", "logical_xor",
+          "bitwise_or", "bitwise_and", "bitwise_xor"}  # what joins two bool masks into one (func_name spelling)
+
+
+def _masks_joined(s: _Search, h: _Here):
+    """Two (or more) bool masks that are each one of the reference's, in its own layout, joined into
+    a mask that blocks other positions than the reference's masking does by its end (``pad | causal``
+    where a correct attempt has ``&``): the join is the step that goes wrong, not one of its right
+    inputs (which the reference only holds half-way through the line that applies it)."""
+    step = h.step
+    if func_name(step.func) not in _JOINS or step.dtype != "bool" or s.matched[h.i] is not None \
+            or len(set(step.parents)) < 2 or step.inputs:
+        return None
+    if not all(s.matched[p] is not None and s.matched[p][1] and s.att[p].dtype == "bool"
+               and s.ref[s.matched[p][0]].dtype == "bool" and not s.constant[p] for p in step.parents):
+        return None
+    if s.trails.net_mask(h.i) or s.trails.same_mask(h.i):
+        return None
+    return Found(step.line, step.code, s.trails.name_of(s.att, h.i), tuple(step.shape),
+                 name_shape(step.shape, s.axes), "masks_joined")
+
+
 def _layout_used_right(s: _Search, p: int) -> bool:
     """Attempt step ``p``'s layout is one the attempt also makes on the same line (a layout helper of
     the file, called for both objects) and gets back on track from there: a layout a correct
@@ -2756,7 +2778,7 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
 
 STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
               _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
-              _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
+              _layout, _masks_joined, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)
 
 
