@@ -208,8 +208,11 @@ def _second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout
     for j, s in enumerate(att):
         if s.line == found.line and len(s.stack) >= 2 and _function_of(functions, s.stack[-1]) == fn:
             ask = _ask_for(att, j, functions, candidates)
-            if ask is not None and any(att[m].values is not None and not matcher.matches(tensor_of(att[m]), att[m].dtype)
-                                       for m in _call_steps(att, j, fn)):
+            members = _call_steps(att, j, fn)
+            if ask is not None and (any(att[m].values is not None and not matcher.matches(tensor_of(att[m]), att[m].dtype)
+                                        for m in members) or (found.reason == "incomplete" and j in members)):
+                # (or the value it ends with is one the reference only holds half-way through a line:
+                # a step of the function left out, maybe by a flag of the call)
                 first = ask
                 break
     if first is None:
