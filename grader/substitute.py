@@ -204,17 +204,23 @@ def _second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout
 
     first = None
     # is the function right? asked of the first of its calls through the line that made a value the
-    # reference never has (where it seems to go wrong; another call of it may have been right)
-    for j, s in enumerate(att):
-        if s.line == found.line and len(s.stack) >= 2 and _function_of(functions, s.stack[-1]) == fn:
-            ask = _ask_for(att, j, functions, candidates)
-            members = _call_steps(att, j, fn)
-            if ask is not None and (any(att[m].values is not None and not matcher.matches(tensor_of(att[m]), att[m].dtype)
-                                        for m in members) or (found.reason == "incomplete" and j in members)):
-                # (or the value it ends with is one the reference only holds half-way through a line:
-                # a step of the function left out, maybe by a flag of the call)
-                first = ask
-                break
+    # reference never has (where it seems to go wrong; another call of it may have been right); else,
+    # for a value the reference only holds half-way through a line (incomplete), of the first call
+    # through that line, with its flags tried the other way only (a step of the function left out by
+    # a flag of the call)
+    for half_way in (False, True):
+        if half_way and found.reason != "incomplete":
+            break
+        for j, s in enumerate(att):
+            if s.line == found.line and len(s.stack) >= 2 and _function_of(functions, s.stack[-1]) == fn:
+                ask = _ask_for(att, j, functions, candidates)
+                if ask is not None and (half_way or any(
+                        att[m].values is not None and not matcher.matches(tensor_of(att[m]), att[m].dtype)
+                        for m in _call_steps(att, j, fn))):
+                    first = dataclasses.replace(ask, slots={}) if half_way else ask  # (half-way: its flags only)
+                    break
+        if first is not None:
+            break
     if first is None:
         return found
     asks = [first]
