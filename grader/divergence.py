@@ -2670,6 +2670,40 @@ def _bare_values(s: _Search, h: _Here):
     return s.said(h.i, "values")
 
 
+def _mask_as_numbers(s: _Search, h: _Here) -> Found | None:
+    """A case input the reference takes as a bool mask (it makes bool steps from it: ``~mask``),
+    maybe a view of it, cast to the numbers 1 / 0 on one line and used in arithmetic (``+ - *``) on
+    another (a helper's ``mask.to(scores.dtype)`` added to the scores): the cast is where the mask
+    became numbers, the line to fix. Asked of the cast (when it matches nothing) and of the step
+    that uses it."""
+    if func_name(h.step.func) in CASTS:
+        casts = [h.i]
+    elif func_name(h.step.func) in _ELEMENTWISE and s.matched[h.i] is None:
+        casts = [p for p in h.step.parents if func_name(s.att[p].func) in CASTS]
+    else:
+        return None
+    for c in casts:
+        cast = s.att[c]
+        if cast.dtype == "bool" or (s.matched[c] is not None and s.ref[s.matched[c][0]].dtype != "bool"):
+            continue
+        if not any(func_name(s.att[u].func) in _ELEMENTWISE and s.att[u].line != cast.line and s.matched[u] is None
+                   for u in s.children.get(c, [])):
+            continue
+        top = c  # up through the picks and views of the input it casts (mask[:, None, None, :].float())
+        while len(s.att[top].parents) == 1 and not s.att[top].inputs and func_name(s.att[s.att[top].parents[0]].func) in PICKS:
+            top = s.att[top].parents[0]
+        if s.att[top].parents or len(s.att[top].inputs) != 1:
+            continue
+        x = s.att[top].inputs[0]
+        if not any(x in r.inputs and r.dtype == "bool" for r in s.ref):
+            continue
+        t = tensor_of(cast)
+        if t is None or not bool(((t == 0) | (t == 1)).all()):
+            continue
+        return s.said(c, "mask_as_numbers")
+    return None
+
+
 def _bias_built_apart(s: _Search, i: int) -> bool:
     """Step ``i`` fills a start value made without the inputs (zeros) by a mask, and what it makes
     is added to another tensor later: an additive mask built apart (Hugging Face's
@@ -2776,7 +2810,7 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
     return False
 
 
-STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
+STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
               _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
               _layout, _masks_joined, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)

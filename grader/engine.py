@@ -644,12 +644,16 @@ def _argument_helpers(source: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+OWN_OPERATION = frozenset({"mask_as_numbers"})  # a bool mask cast to numbers: the cast is the mistake, not its arguments
+
+
 def _call_site(found, steps, path: Path, exercise, source: str):
     """A divergence inside one of the stub's ready-made helpers (``precompute_freqs_cis``), or in a
     helper that only passes its arguments through to one operation, blames the learner's line that
     calls it: the helper is right, what the call passes it is not."""
     made = _ready_made(source, exercise, found.line)
-    ready = {**_argument_helpers(source), **made}
+    # (a reason that says the helper's one operation is the wrong one, whatever it is given, keeps its line)
+    ready = {**({} if found.reason in OWN_OPERATION else _argument_helpers(source)), **made}
     inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
     if inside is None:
         return found
