@@ -101,7 +101,7 @@ ROUND8 = ROOT / "benchmarks" / "heldout_24_round8.txt"
 # lines.py --round; the last four have no line at all
 ROUND8_OPEN = {"vllm_apply_top_k_top_p_exclusive_cumsum.py", "qwen3_cache_position_new_first_sin_cos.py",
                "lambda_table_mask_blocked_padding_unread.py", "xformers_attn_bias_global_max_bias_scaled.py",
-               "slots_state_tokens_before_heads.py", "namedtuple_step_key_rope_from_zero.py",
+               "namedtuple_step_key_rope_from_zero.py",
                "enum_slices_kqv_order.py", "enum_head_order_bias_on_probs.py",
                "walrus_returns_incoming_cache.py", "abc_router_uniform_expert_mean.py",
                "abc_warpers_temperature_on_probs.py", "bilibili_notes_raw_exp_smooth_rest.py"}
@@ -110,9 +110,10 @@ ANNOTATED8 = [p for group in round_of(ROUND8).values() for p in group if bug_lin
 
 @pytest.mark.parametrize("path", ANNOTATED8, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_round_eight_attempt_is_pointed_within_one_line_of_its_bug(path, graded):
-    """Round 8's styles, with the four mechanisms of offs10: a helper's flag argument given the wrong
+    """Round 8's styles, with the five mechanisms of offs10: a helper's flag argument given the wrong
     way (the call), a flag default that skips a step (its definition), two right masks joined with
-    `|` (the join), a bool mask cast to numbers in a helper (the cast)."""
+    `|` (the join), a bool mask cast to numbers in a helper (the cast), a cache in the attempt's own
+    layout, used right, given back so (the return)."""
     result = graded(path)
     expect, _ = header(path)
     assert result.verdict.value == expect
