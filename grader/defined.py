@@ -366,3 +366,99 @@ def _single_module(tree: ast.Module, name: str):
     values += [n.value for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
                and n.target.id == name and n.value is not None]
     return values[0] if len(values) == 1 else None
+
+
+# -- a flag that leaves out a step -----------------------------------------------------------------
+
+FLAG_REASONS = frozenset({"values", "incomplete", "short", "late", "made", "output", "twice", "scalar", "scaled", "input",
+                          "skipped", "guarded"})
+NEXT_STATEMENTS = 2  # statements after the finder's line looked at for a skipped ``if <flag>:``
+
+
+def flag_line(source: str, line: int, reason: str, ran: set[int], given: frozenset[str] = frozenset()) -> tuple[int, str] | None:
+    """(line, flag) when the value the statement on ``line`` makes or uses goes on wrong because a
+    step written next to it did not run: one of the statements just after it (it makes the value)
+    or just before it (it uses the value) in its block is an ``if <flag>:`` (a plain ``self.x`` /
+    name, no ``else``) whose body did not run (none of ``ran``, the lines the trail ran, is in it)
+    and changes that value, and the flag is a literal defined on another line (a class attribute,
+    a dataclass field, ``self.x = False``, an ``__init__`` default no call of the class in the file
+    nor the grader (``given``: the parameters it passes) overrides): that line. Else None."""
+    if reason not in FLAG_REASONS:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    files = _File(tree)
+    stmt, func, cls = files.statement_at(line)
+    if isinstance(stmt, ast.If) and stmt.lineno == line and reason == "guarded":  # the finder says the if itself
+        stmt = next((s for s in stmt.body), None)
+        if stmt is None or not isinstance(files.parent.get(stmt), ast.If):
+            return None
+        block = files.parent[stmt]
+        return _flag_of(files, tree, block, func, cls, line, given, ran, {"*"}) if block.lineno == line else None
+    if stmt is None or func is None or isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+        return None
+    made = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    block = next((getattr(files.parent.get(stmt), f) for f in ("body", "orelse", "finalbody")
+                  if stmt in getattr(files.parent.get(stmt), f, [])), None)
+    if block is None:
+        return None
+    at = block.index(stmt)
+    near = [(nxt, made) for nxt in block[at + 1:at + 1 + NEXT_STATEMENTS]] + \
+        [(nxt, used) for nxt in block[max(0, at - NEXT_STATEMENTS):at][::-1]]
+    for nxt, names in near:
+        if names and isinstance(nxt, ast.If):
+            found = _flag_of(files, tree, nxt, func, cls, line, given, ran, names)
+            if found is not None:
+                return found
+    return None
+
+
+def _flag_of(files: _File, tree, nxt: ast.If, func, cls, line: int, given, ran, names: set[str]) -> tuple[int, str] | None:
+    """(line, flag) of the literal that leaves ``if <flag>:`` ``nxt`` out, when its body did not run and
+    changes one of ``names`` (``{"*"}``: any); else None."""
+    if nxt.orelse or _chain(nxt.test) is None:
+        return None
+    first, last = nxt.body[0].lineno, nxt.body[-1].end_lineno or nxt.body[-1].lineno
+    if any(first <= n <= last for n in ran):
+        return None  # it ran
+    changed = {n.id for s in nxt.body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if not changed or ("*" not in names and not names & changed):
+        return None
+    target = files.resolve(nxt.test, func, cls, MAX_HOPS) or _init_default(files, nxt.test, func, cls, given)
+    if target is None or not target[1] or abs(target[0] - line) <= 1 or not _false(tree, target[0]):
+        return None
+    return target[0], ast.unparse(nxt.test)
+
+
+def _false(tree: ast.Module, line: int) -> bool:
+    """A literal False, 0 or None is written on ``line`` (the flag's value that skips the branch)."""
+    return any(isinstance(n, ast.Constant) and n.value in (False, None) and not isinstance(n.value, float)
+               and n.lineno == line for n in ast.walk(tree))
+
+
+def _init_default(files: _File, test, func, cls, given: frozenset[str]):
+    """(line, True) of the literal default of the ``__init__`` parameter ``self.<attr>`` is set from
+    (``self.flag = flag``), when no call of the class in the file passes it and the grader does not
+    (``given``); else None."""
+    chain = _chain(test)
+    if cls is None or func is None or chain is None or len(chain) != 2 or chain[0] != _first_arg(func):
+        return None
+    init = next((i for i in cls.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
+    if init is None:
+        return None
+    sources = [v for node in ast.walk(init) for t, v in _self_assignments(node, init) if t == chain[1]]
+    if len(sources) != 1 or not isinstance(sources[0], ast.Name) or sources[0].id in given:
+        return None
+    name = sources[0].id
+    args = init.args.posonlyargs + init.args.args
+    defaults = dict(zip([a.arg for a in args][len(args) - len(init.args.defaults):], init.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+    default = defaults.get(name)
+    if default is None or not _numeric(default, True) and not (isinstance(default, ast.Constant) and default.value is None):
+        return None
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name for n in ast.walk(files.tree)):
+        return None  # built in the file: its calls say (not followed here)
+    return default.lineno, True

@@ -2083,6 +2083,13 @@ def _output_holds_another_value(s: _Search, h: _Here):
     line, code = step.line, step.code
     part = s.trails.ref_part[r]
     returning = [k for k, label in enumerate(s.trails.att_part) if label == part]
+    if short and _laid_out_to(s.matched[i][0], r, s.ref) and s.recovers(i) and _return_after(s.source, h.step):
+        # the right numbers, which the attempt itself goes on to use right (its other results match),
+        # short of the reference's output by a transpose or view only: given back in its own layout
+        # by the return statement, where the output's layout is the contract's choice
+        line, code = _return_after(s.source, h.step)
+        return Found(line, code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
+                     "returned_layout", name, name_shape(s.ref[r].shape, s.axes), s.ref[r].code)
     if part and s.trails.att_part[i] != part and returning:
         # made by an earlier call and given back as it came in by the call that returns it (the
         # cache a decode step was given): that call's return statement
@@ -2097,6 +2104,16 @@ def _output_holds_another_value(s: _Search, h: _Here):
         line, code = _caller_of_return(s, step) or (line, code)
     return Found(line, code, assigned(step.code), tuple(step.shape), name_shape(step.shape, s.axes),
                  "short" if short else "output", name, name_shape(s.ref[r].shape, s.axes), s.ref[r].code)
+
+
+def _laid_out_to(a: int, r: int, ref: list[Step]) -> bool:
+    """Reference step ``r`` is made from step ``a`` by layout steps alone (a transpose, a view)."""
+    while r != a:
+        step = ref[r]
+        if func_name(step.func) not in LAYOUTS or len(step.parents) != 1:
+            return False
+        r = step.parents[0]
+    return True
 
 
 def _wrong_start(s: _Search, h: _Here):
@@ -2500,6 +2517,28 @@ def _blamed_input(s: _Search, h: _Here):
                  name_shape(ref_step.shape, s.axes), _code(ref_step.code))
 
 
+_JOINS = {"or", "and", "xor", "ior", "iand", "ror", "rand", "logical_or", "logical_and", "logical_xor",
+          "bitwise_or", "bitwise_and", "bitwise_xor"}  # what joins two bool masks into one (func_name spelling)
+
+
+def _masks_joined(s: _Search, h: _Here):
+    """Two (or more) bool masks that are each one of the reference's, in its own layout, joined into
+    a mask that blocks other positions than the reference's masking does by its end (``pad | causal``
+    where a correct attempt has ``&``): the join is the step that goes wrong, not one of its right
+    inputs (which the reference only holds half-way through the line that applies it)."""
+    step = h.step
+    if func_name(step.func) not in _JOINS or step.dtype != "bool" or s.matched[h.i] is not None \
+            or len(set(step.parents)) < 2 or step.inputs:
+        return None
+    if not all(s.matched[p] is not None and s.matched[p][1] and s.att[p].dtype == "bool"
+               and s.ref[s.matched[p][0]].dtype == "bool" and not s.constant[p] for p in step.parents):
+        return None
+    if s.trails.net_mask(h.i) or s.trails.same_mask(h.i):
+        return None
+    return Found(step.line, step.code, s.trails.name_of(s.att, h.i), tuple(step.shape),
+                 name_shape(step.shape, s.axes), "masks_joined")
+
+
 def _layout_used_right(s: _Search, p: int) -> bool:
     """Attempt step ``p``'s layout is one the attempt also makes on the same line (a layout helper of
     the file, called for both objects) and gets back on track from there: a layout a correct
@@ -2699,6 +2738,40 @@ def _bare_values(s: _Search, h: _Here):
     return s.said(h.i, "values")
 
 
+def _mask_as_numbers(s: _Search, h: _Here) -> Found | None:
+    """A case input the reference takes as a bool mask (it makes bool steps from it: ``~mask``),
+    maybe a view of it, cast to the numbers 1 / 0 on one line and used in arithmetic (``+ - *``) on
+    another (a helper's ``mask.to(scores.dtype)`` added to the scores): the cast is where the mask
+    became numbers, the line to fix. Asked of the cast (when it matches nothing) and of the step
+    that uses it."""
+    if func_name(h.step.func) in CASTS:
+        casts = [h.i]
+    elif func_name(h.step.func) in _ELEMENTWISE and s.matched[h.i] is None:
+        casts = [p for p in h.step.parents if func_name(s.att[p].func) in CASTS]
+    else:
+        return None
+    for c in casts:
+        cast = s.att[c]
+        if cast.dtype == "bool" or (s.matched[c] is not None and s.ref[s.matched[c][0]].dtype != "bool"):
+            continue
+        if not any(func_name(s.att[u].func) in _ELEMENTWISE and s.att[u].line != cast.line and s.matched[u] is None
+                   for u in s.children.get(c, [])):
+            continue
+        top = c  # up through the picks and views of the input it casts (mask[:, None, None, :].float())
+        while len(s.att[top].parents) == 1 and not s.att[top].inputs and func_name(s.att[s.att[top].parents[0]].func) in PICKS:
+            top = s.att[top].parents[0]
+        if s.att[top].parents or len(s.att[top].inputs) != 1:
+            continue
+        x = s.att[top].inputs[0]
+        if not any(x in r.inputs and r.dtype == "bool" for r in s.ref):
+            continue
+        t = tensor_of(cast)
+        if t is None or not bool(((t == 0) | (t == 1)).all()):
+            continue
+        return s.said(c, "mask_as_numbers")
+    return None
+
+
 def _bias_built_apart(s: _Search, i: int) -> bool:
     """Step ``i`` fills a start value made without the inputs (zeros) by a mask, and what it makes
     is added to another tensor later: an additive mask built apart (Hugging Face's
@@ -2805,9 +2878,9 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
     return False
 
 
-STEP_RULES = (_output_holds_another_value, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
+STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
               _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
-              _layout, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
+              _layout, _masks_joined, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)
 
 

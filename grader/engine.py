@@ -483,6 +483,14 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         code = _statements(path).get(target, (0, ""))[1] or linecache.getline(str(path), target).strip()
         reason = "scaled_defined" if found.reason == "scaled" else found.reason  # "scalar" names the number itself
         found = replace(found, line=target, code=code, reason=reason)
+    else:  # a step written after the line, left out by a flag set elsewhere
+        ran = {n for s in t.attempt for n in (*(s.stack or ()), s.line)} | set(t.own)
+        flag = defined.flag_line(files["source"], found.line, found.reason, ran, frozenset(kind.config_params(ci)))
+        if flag is not None:
+            import linecache
+
+            code = _statements(path).get(flag[0], (0, ""))[1] or linecache.getline(str(path), flag[0]).strip()
+            found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
@@ -636,12 +644,16 @@ def _argument_helpers(source: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+OWN_OPERATION = frozenset({"mask_as_numbers"})  # a bool mask cast to numbers: the cast is the mistake, not its arguments
+
+
 def _call_site(found, steps, path: Path, exercise, source: str):
     """A divergence inside one of the stub's ready-made helpers (``precompute_freqs_cis``), or in a
     helper that only passes its arguments through to one operation, blames the learner's line that
     calls it: the helper is right, what the call passes it is not."""
     made = _ready_made(source, exercise, found.line)
-    ready = {**_argument_helpers(source), **made}
+    # (a reason that says the helper's one operation is the wrong one, whatever it is given, keeps its line)
+    ready = {**({} if found.reason in OWN_OPERATION else _argument_helpers(source)), **made}
     inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
     if inside is None:
         return found

@@ -45,8 +45,10 @@ MAX_VALUES = 20_000  # values of one output sent back (as trace.MAX_VALUES)
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again and the runs), at most the grade's timeout
 RUN_SECONDS = 1.0  # the runs on substituted arguments stop after this long
 SWAP = -(10**6)  # a run's slot when two arguments of one shape were swapped (its candidate: which two)
+FLIP = SWAP - 1  # a run's slot when a flag argument (a bool) was given the other way (its candidate: which, see _flag)
 # the values right in another layout (a layout is no value to reproduce), an exception, a check's line
-_NO_SECOND_OPINION = {"layout", "raised", "raised_first", "raised_shape", "contract", "check", "structure", "given", "given_made"}
+_NO_SECOND_OPINION = {"layout", "raised", "raised_first", "raised_shape", "contract", "check", "structure", "given", "given_made",
+                      "given_flag"}
 
 
 @dataclasses.dataclass
@@ -202,14 +204,23 @@ def _second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout
 
     first = None
     # is the function right? asked of the first of its calls through the line that made a value the
-    # reference never has (where it seems to go wrong; another call of it may have been right)
-    for j, s in enumerate(att):
-        if s.line == found.line and len(s.stack) >= 2 and _function_of(functions, s.stack[-1]) == fn:
-            ask = _ask_for(att, j, functions, candidates)
-            if ask is not None and any(att[m].values is not None and not matcher.matches(tensor_of(att[m]), att[m].dtype)
-                                       for m in _call_steps(att, j, fn)):
-                first = ask
-                break
+    # reference never has (where it seems to go wrong; another call of it may have been right); else,
+    # for a value the reference only holds half-way through a line (incomplete), of the first call
+    # through that line, with its flags tried the other way only (a step of the function left out by
+    # a flag of the call)
+    for half_way in (False, True):
+        if half_way and found.reason != "incomplete":
+            break
+        for j, s in enumerate(att):
+            if s.line == found.line and len(s.stack) >= 2 and _function_of(functions, s.stack[-1]) == fn:
+                ask = _ask_for(att, j, functions, candidates)
+                if ask is not None and (half_way or any(
+                        att[m].values is not None and not matcher.matches(tensor_of(att[m]), att[m].dtype)
+                        for m in _call_steps(att, j, fn))):
+                    first = dataclasses.replace(ask, slots={}) if half_way else ask  # (half-way: its flags only)
+                    break
+        if first is not None:
+            break
     if first is None:
         return found
     asks = [first]
@@ -223,6 +234,28 @@ def _second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout
     if answers is None:
         return found
     return _judged(found, asks, answers, att, ref, matcher, path, sources) or found
+
+
+KEYWORD_FLAGS = 1000  # a flipped flag's candidate: its positional index, or this plus its keyword-only index
+
+
+def _flag_name(path: Path, first: int, cand: int | None) -> str | None:
+    """The name of the parameter a FLIP run's candidate ``cand`` stands for, in the function whose
+    code starts on line ``first`` (its ``def`` or first decorator), or None."""
+    if cand is None:
+        return None
+    try:
+        tree = parsed(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and min([node.lineno, *(d.lineno for d in node.decorator_list)]) == first:
+            names = [a.arg for a in node.args.posonlyargs + node.args.args] if cand < KEYWORD_FLAGS \
+                else [a.arg for a in node.args.kwonlyargs]
+            j = cand if cand < KEYWORD_FLAGS else cand - KEYWORD_FLAGS
+            return names[j] if 0 <= j < len(names) else None
+    return None
 
 
 def _holds_reference_value(step, matcher) -> bool:
@@ -273,9 +306,12 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
     def right(i: int) -> int | None:
         """The argument whose replacement gave the reference's result in call ``i``, or None."""
         for slot, cand, outputs in answers.get(i, {}).get("runs", []):
-            if _reproduces(outputs, None if slot == SWAP else cand, ref, matcher, below, sources):
+            if _reproduces(outputs, None if slot in (SWAP, FLIP) else cand, ref, matcher, below, sources):
+                flipped[i] = cand if slot == FLIP else None
                 return slot
         return None
+
+    flipped: dict[int, int | None] = {}
 
     def said(line: int, reason: str, ask: Ask, made: int | None = None) -> Found:
         """``line`` said for ``reason``; ``made``: the attempt step of the wrong argument it made (its name)."""
@@ -298,6 +334,11 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
         if slot is None:  # wrong on the reference's values too: the line that made the argument, inside it
             return None if given is None else said(att[given[1]].line, "given_made", asks[given[0]], given[1])
         caller = answers[i].get("caller")
+        if slot == FLIP:  # the function is right with the flag the other way: the call's flag is the mistake
+            flag = _flag_name(path, ask.first, flipped.get(i))
+            if not isinstance(caller, int) or flag is None:
+                return None
+            return dataclasses.replace(said(caller, "given_flag", ask), name=flag)
         if slot < 0 or _holds_reference_value(att[slot], matcher):  # (a swap: the values right, their order not)
             return said(caller, "given", ask) if isinstance(caller, int) else None
         made = next((j for j, a in enumerate(asks) if j not in seen and a.at == slot), None)
@@ -328,7 +369,7 @@ def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: floa
         runs = []
         for run in item["runs"][:MAX_RUNS]:
             if not (isinstance(run, list) and len(run) == 3 and isinstance(run[0], int) and isinstance(run[1], int)
-                    and (run[0] in ask.slots and run[1] in ask.slots[run[0]] or run[0] == SWAP)
+                    and (run[0] in ask.slots and run[1] in ask.slots[run[0]] or run[0] in (SWAP, FLIP))
                     and isinstance(run[2], list)):
                 return None
             outputs = []
@@ -448,7 +489,13 @@ def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, ch
         runs = []
         places = [("p", j, s) for j, s in enumerate(call["slots"]) if s in ask.slots] + \
             [("k", k, s) for k, s in call["kw_slots"].items() if s in ask.slots]
-        trials = []  # (slot, candidate, {place: value}): two arguments of one shape swapped first, then one replaced
+        trials = []  # (slot, candidate, {place: value}): a flag the other way, two arguments of one shape swapped, one replaced
+        for j, given in enumerate(positional):
+            if isinstance(given, bool):
+                trials.append((FLIP, j, {("p", j): not given}))
+        for j, (key, given) in enumerate(keyword.items()):
+            if isinstance(given, bool) and j < KEYWORD_FLAGS:
+                trials.append((FLIP, KEYWORD_FLAGS + j, {("k", key): not given}))
         for x, (kx, px, _) in enumerate(places):
             for y, (ky, py, _) in enumerate(places[x + 1:], x + 1):
                 gx = positional[px] if kx == "p" else keyword[px]
@@ -479,6 +526,8 @@ def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, ch
                     result = function(*args, **kwargs)
             except BaseException:
                 continue
+            if dataclasses.is_dataclass(result) and not isinstance(result, type):  # a record of tensors: its fields
+                result = [getattr(result, f.name, None) for f in dataclasses.fields(result)]
             outputs = []
             for o in tensors_in(result)[:MAX_OUTPUTS]:
                 o = o.detach()

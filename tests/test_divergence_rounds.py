@@ -1,4 +1,4 @@
-"""Issue 24's held-out rounds 4 to 7, kept in the corpus: their failing attempts are pointed within one
+"""Issue 24's held-out rounds 4 to 8, kept in the corpus: their failing attempts are pointed within one
 line of the annotated bug (benchmarks/heldout_24_round<N>.txt list them; lines.py --round measures the
 same), and a structure failure says where too."""
 
@@ -88,6 +88,32 @@ def test_the_round_seven_attempt_is_pointed_within_one_line_of_its_bug(path, gra
     """Round 7's styles, with the helpers a file defines for itself: a silu given the up branch, a
     norm module called on the wrong tensor, a norm fed a slice taken in the wrong order, a rotary
     module called without its start (the helper's own line stays for a helper that is wrong)."""
+    result = graded(path)
+    expect, _ = header(path)
+    assert result.verdict.value == expect
+    d = result.divergence
+    assert d is not None, result.verdict
+    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+
+
+ROUND8 = ROOT / "benchmarks" / "heldout_24_round8.txt"
+# round 8's lines still missed (the listing's comments say why; offs10's report): not asserted, measured by
+# lines.py --round; the last four have no line at all
+ROUND8_OPEN = {"vllm_apply_top_k_top_p_exclusive_cumsum.py", "qwen3_cache_position_new_first_sin_cos.py",
+               "lambda_table_mask_blocked_padding_unread.py", "xformers_attn_bias_global_max_bias_scaled.py",
+               "namedtuple_step_key_rope_from_zero.py",
+               "enum_slices_kqv_order.py", "enum_head_order_bias_on_probs.py",
+               "walrus_returns_incoming_cache.py", "abc_router_uniform_expert_mean.py",
+               "abc_warpers_temperature_on_probs.py", "bilibili_notes_raw_exp_smooth_rest.py"}
+ANNOTATED8 = [p for group in round_of(ROUND8).values() for p in group if bug_lines(p) and p.name not in ROUND8_OPEN]
+
+
+@pytest.mark.parametrize("path", ANNOTATED8, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_round_eight_attempt_is_pointed_within_one_line_of_its_bug(path, graded):
+    """Round 8's styles, with the five mechanisms of offs10: a helper's flag argument given the wrong
+    way (the call), a flag default that skips a step (its definition), two right masks joined with
+    `|` (the join), a bool mask cast to numbers in a helper (the cast), a cache in the attempt's own
+    layout, used right, given back so (the return)."""
     result = graded(path)
     expect, _ = header(path)
     assert result.verdict.value == expect
