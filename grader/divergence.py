@@ -1031,8 +1031,18 @@ class _Trails:
         f = func_name(self.att[k].func)
         if func_name(self.ref[m[0]].func) != f and (name, f) in self.ref_made_as:
             return False  # the reference makes its own `name` the same way: values that merely coincide (a max is a score)
+        if self.named_later(m[0], name):
+            return False  # a running variable (timm / CLIP: `attn = q @ k.T * scale` … `attn = attn.softmax(-1)`)
         # the file's own spelling of a role counts as the reference's name (key for k, xq for q)
         return name in self.ref_names or (_role(name) != _role(ref_name) and _role(name) in self.ref_roles)
+
+    def named_later(self, r: int, name: str) -> bool:
+        """Whether the reference gives ``name`` (or its role) to a value it computes from reference
+        step ``r``: the file's name is a running variable that holds an earlier stage of that value
+        for now (the scores under the name of the probabilities), not a value in another's place."""
+        role = _role(name)
+        return any(r in _ancestors(j, self.ref) for j in range(r + 1, len(self.ref))
+                   if _final(self.ref, j) and any(n == name or _role(n) == role for n in names_of(self.name_of(self.ref, j))))
 
     def climb_swapped(self, q: int) -> int:
         """Up from a swapped step while the one value it is made from (through the steps of its own
@@ -2643,9 +2653,46 @@ def _reused_callee(s: _Search, h: _Here):
 def _bare_values(s: _Search, h: _Here):
     """Else the step itself: wrong values on its own line; not a right mask applied to the right
     scores ahead of another mask the reference applies first (see :func:`_mask_taken_early`)."""
-    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i):
+    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i) or _additive_mask_taken_early(s, h.i):
         return NEXT_STEP
     return s.said(h.i, "values")
+
+
+ADDITIVE_BLOCK = -1e4  # an additive mask blocks with -inf or a large negative number (finfo.min, -1e9)
+
+
+def _additive_mask_taken_early(s: _Search, i: int) -> bool:
+    """Step ``i`` adds to the scores an additive mask made without the inputs (0 where allowed,
+    -inf or a large negative number where blocked: CLIP's build_attention_mask) whose allowed
+    positions are a mask the reference fills by, and a masking step is applied to its result later:
+    the masks one at a time, in another order or form than the reference's one fill, whose first
+    result the reference never holds (as :func:`_mask_taken_early` for a bool mask). What the later
+    mask does tells."""
+    step = s.att[i]
+    if func_name(step.func) != "add" or len(step.parents) != 2:
+        return False
+    if not any(func_name(s.att[c].func) in _MASKING | LATE for c in s.children.get(i, [])):
+        return False
+    bias = [p for p in step.parents if s.att[p].free and s.att[p].dtype != "bool"]
+    data = [p for p in step.parents if p not in bias and s.matched[p] is not None]
+    if len(bias) != 1 or len(data) != 1 or (b := tensor_of(s.att[bias[0]])) is None:
+        return False
+    allowed, blocked = b == 0, b <= ADDITIVE_BLOCK
+    if not bool((allowed | blocked).all()) or bool(allowed.all()) or not bool(allowed.any()):
+        return False
+    shape = _lead_stripped(s.att[bias[0]].shape)
+    allowed = allowed.reshape(shape)
+    for r, ref in enumerate(s.ref):
+        if ref.dtype != "bool" or _lead_stripped(ref.shape) != shape or (t := tensor_of(ref)) is None:
+            continue
+        t = t.reshape(shape).bool()
+        if not (torch.equal(t, allowed) or torch.equal(t, ~allowed)):
+            continue
+        users = [k for k, u in enumerate(s.ref) if r in u.parents]
+        users += [k for k, u in enumerate(s.ref) if any(q in u.parents for q in users if func_name(s.ref[q].func) in _INVERTS)]
+        if any(func_name(s.ref[k].func) in _MASKING | {"and", "bitwise_and", "logical_and"} for k in users):
+            return True
+    return False
 
 
 def _bias_built_apart(s: _Search, i: int) -> bool:
