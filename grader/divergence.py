@@ -1248,8 +1248,38 @@ class _Trails:
             late = self.added_late(i, nxt, m)
             if late is not None:  # a bias the reference adds to the scores, added to what the softmax made
                 return self.found(late, "late", nxt, self.ref[nxt].code)
-            return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
+            found = self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
+            return self.taken_on_sibling(found, p, nxt) or found
         return self.numbers(i, r)
+
+    def taken_on_sibling(self, found: Found, p: int, nxt: int) -> Found | None:
+        """``found``, the step ``nxt`` skipped on what ``p`` holds, said of the line where the file
+        takes that step on a sibling value instead, after ``p``: the line of the reference's helper
+        that ``nxt`` runs on (its RoPE line) run by the file, in ``p``'s function, for another value
+        (``q = apply_rotary_emb(q, …)`` with no line for k): where the skipped value's call belongs."""
+        ref, mine = self.ref[nxt], self.att[p].stack
+        if len(ref.stack) < 2 or not mine:
+            return None
+        for j in range(p + 1, len(self.att)):
+            m, step = self.matched[j], self.att[j]
+            if m is None or m[0] == nxt or not m[1]:
+                continue
+            twin = self.ref[m[0]]
+            if twin.line != ref.line or twin.stack == ref.stack or nxt in _ancestors(m[0], self.ref):
+                continue  # the same line of the reference's helper, called for another value
+            # where the two calls part: a line of the function that holds both (p's may sit in a lambda)
+            k = next((n for n, (a, b) in enumerate(zip(mine, step.stack)) if a != b), None)
+            if k is None or k + 1 >= len(step.stack) or step.stack[k] <= found.line or found.line not in mine[k:]:
+                continue
+            line = step.stack[k]
+            if not 0 < line <= len(self.source_lines) or not 0 < found.line <= len(self.source_lines):
+                return None
+            code, there = self.source_lines[line - 1], self.source_lines[found.line - 1]
+            indent = lambda text: len(text) - len(text.lstrip())  # noqa: E731
+            if indent(code) != indent(there) or re.search(rf"\b{re.escape(found.name)}\b", code):
+                return None  # in another block (a loop over heads), or the line hands the value on untouched
+            return dataclasses.replace(found, line=line, code=code.strip())
+        return None
 
     def stage_relaid(self, p: int, missing: list[int]) -> set[int]:
         """The reference steps attempt step ``p`` holds in another layout (its scores as (B, H, T, S)
