@@ -120,11 +120,10 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     bias) is a layer of its own, named by the parameter; so is a bare 1-d parameter that is no
     such bias (a norm's gain, ``self.g_q``), also beside a module's own weight."""
     layers, stray = [], []
-    kept = [f"{p}.parametrizations".lstrip(".") for p, sub in module.named_modules() if originals(sub)]
     for prefix, sub in module.named_modules():
-        if any(prefix == k or prefix.startswith(f"{k}.") for k in kept):
-            continue  # a parametrization's own store: its tensors are the owner's (originals)
         params = dict(sub.named_parameters(recurse=False)) | originals(sub)
+        if isinstance(sub, parametrize.ParametrizationList):  # its stored original is its owner's weight
+            params = {n: p for n, p in params.items() if not n.startswith("original")}
         if not params:
             continue
         weight = params.pop("weight", None)
