@@ -1728,8 +1728,9 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     ``self.attention(self.attn_norm(x))``), or the step's own line when the reference changes it
     in the same function."""
     step, ref = trails.att[i], trails.ref[r]
-    if not step.inputs or not ref.parents or any(not trails.att[p].free for p in step.parents):
-        return None  # (other inputs made without the inputs, a mask, may come along)
+    if not step.inputs or not ref.parents or any(not trails.att[p].free and not trails.own(p) & set(ref.parents)
+                                                 for p in step.parents):
+        return None  # (other inputs made without the inputs, a mask, or what the counterpart takes there, may come along)
     changed = [q for q in ref.parents if set(step.inputs) & trails.src_up[q] and not set(step.inputs) & set(ref.inputs)]
     if len(changed) != 1:
         return None
