@@ -1081,8 +1081,18 @@ class _Trails:
         f = func_name(self.att[k].func)
         if func_name(self.ref[m[0]].func) != f and (name, f) in self.ref_made_as:
             return False  # the reference makes its own `name` the same way: values that merely coincide (a max is a score)
+        if self.named_later(m[0], name):
+            return False  # a running variable (timm / CLIP: `attn = q @ k.T * scale` … `attn = attn.softmax(-1)`)
         # the file's own spelling of a role counts as the reference's name (key for k, xq for q)
         return name in self.ref_names or (_role(name) != _role(ref_name) and _role(name) in self.ref_roles)
+
+    def named_later(self, r: int, name: str) -> bool:
+        """Whether the reference gives ``name`` (or its role) to a value it computes from reference
+        step ``r``: the file's name is a running variable that holds an earlier stage of that value
+        for now (the scores under the name of the probabilities), not a value in another's place."""
+        role = _role(name)
+        return any(r in _ancestors(j, self.ref) for j in range(r + 1, len(self.ref))
+                   if _final(self.ref, j) and any(n == name or _role(n) == role for n in names_of(self.name_of(self.ref, j))))
 
     def climb_swapped(self, q: int) -> int:
         """Up from a swapped step while the one value it is made from (through the steps of its own
@@ -1288,8 +1298,38 @@ class _Trails:
             late = self.added_late(i, nxt, m)
             if late is not None:  # a bias the reference adds to the scores, added to what the softmax made
                 return self.found(late, "late", nxt, self.ref[nxt].code)
-            return self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
+            found = self.at_caller(self.found(p, "skipped", m, self.ref[nxt].code), p, i)
+            return self.taken_on_sibling(found, p, nxt) or found
         return self.numbers(i, r)
+
+    def taken_on_sibling(self, found: Found, p: int, nxt: int) -> Found | None:
+        """``found``, the step ``nxt`` skipped on what ``p`` holds, said of the line where the file
+        takes that step on a sibling value instead, after ``p``: the line of the reference's helper
+        that ``nxt`` runs on (its RoPE line) run by the file, in ``p``'s function, for another value
+        (``q = apply_rotary_emb(q, …)`` with no line for k): where the skipped value's call belongs."""
+        ref, mine = self.ref[nxt], self.att[p].stack
+        if len(ref.stack) < 2 or not mine:
+            return None
+        for j in range(p + 1, len(self.att)):
+            m, step = self.matched[j], self.att[j]
+            if m is None or m[0] == nxt or not m[1]:
+                continue
+            twin = self.ref[m[0]]
+            if twin.line != ref.line or twin.stack == ref.stack or nxt in _ancestors(m[0], self.ref):
+                continue  # the same line of the reference's helper, called for another value
+            # where the two calls part: a line of the function that holds both (p's may sit in a lambda)
+            k = next((n for n, (a, b) in enumerate(zip(mine, step.stack)) if a != b), None)
+            if k is None or k + 1 >= len(step.stack) or step.stack[k] <= found.line or found.line not in mine[k:]:
+                continue
+            line = step.stack[k]
+            if not 0 < line <= len(self.source_lines) or not 0 < found.line <= len(self.source_lines):
+                return None
+            code, there = self.source_lines[line - 1], self.source_lines[found.line - 1]
+            indent = lambda text: len(text) - len(text.lstrip())  # noqa: E731
+            if indent(code) != indent(there) or re.search(rf"\b{re.escape(found.name)}\b", code):
+                return None  # in another block (a loop over heads), or the line hands the value on untouched
+            return dataclasses.replace(found, line=line, code=code.strip())
+        return None
 
     def stage_relaid(self, p: int, missing: list[int]) -> set[int]:
         """The reference steps attempt step ``p`` holds in another layout (its scores as (B, H, T, S)
@@ -1738,8 +1778,9 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     ``self.attention(self.attn_norm(x))``), or the step's own line when the reference changes it
     in the same function."""
     step, ref = trails.att[i], trails.ref[r]
-    if not step.inputs or not ref.parents or any(not trails.att[p].free for p in step.parents):
-        return None  # (other inputs made without the inputs, a mask, may come along)
+    if not step.inputs or not ref.parents or any(not trails.att[p].free and not trails.own(p) & set(ref.parents)
+                                                 for p in step.parents):
+        return None  # (other inputs made without the inputs, a mask, or what the counterpart takes there, may come along)
     changed = [q for q in ref.parents if set(step.inputs) & trails.src_up[q] and not set(step.inputs) & set(ref.inputs)]
     if len(changed) != 1:
         return None
@@ -2733,7 +2774,7 @@ def _reused_callee(s: _Search, h: _Here):
 def _bare_values(s: _Search, h: _Here):
     """Else the step itself: wrong values on its own line; not a right mask applied to the right
     scores ahead of another mask the reference applies first (see :func:`_mask_taken_early`)."""
-    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i):
+    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i) or _additive_mask_taken_early(s, h.i):
         return NEXT_STEP
     return s.said(h.i, "values")
 
@@ -2770,6 +2811,43 @@ def _mask_as_numbers(s: _Search, h: _Here) -> Found | None:
             continue
         return s.said(c, "mask_as_numbers")
     return None
+
+
+ADDITIVE_BLOCK = -1e4  # an additive mask blocks with -inf or a large negative number (finfo.min, -1e9)
+
+
+def _additive_mask_taken_early(s: _Search, i: int) -> bool:
+    """Step ``i`` adds to the scores an additive mask made without the inputs (0 where allowed,
+    -inf or a large negative number where blocked: CLIP's build_attention_mask) whose allowed
+    positions are a mask the reference fills by, and a masking step is applied to its result later:
+    the masks one at a time, in another order or form than the reference's one fill, whose first
+    result the reference never holds (as :func:`_mask_taken_early` for a bool mask). What the later
+    mask does tells."""
+    step = s.att[i]
+    if func_name(step.func) != "add" or len(step.parents) != 2:
+        return False
+    if not any(func_name(s.att[c].func) in _MASKING | LATE for c in s.children.get(i, [])):
+        return False
+    bias = [p for p in step.parents if s.att[p].free and s.att[p].dtype != "bool"]
+    data = [p for p in step.parents if p not in bias and s.matched[p] is not None]
+    if len(bias) != 1 or len(data) != 1 or (b := tensor_of(s.att[bias[0]])) is None:
+        return False
+    allowed, blocked = b == 0, b <= ADDITIVE_BLOCK
+    if not bool((allowed | blocked).all()) or bool(allowed.all()) or not bool(allowed.any()):
+        return False
+    shape = _lead_stripped(s.att[bias[0]].shape)
+    allowed = allowed.reshape(shape)
+    for r, ref in enumerate(s.ref):
+        if ref.dtype != "bool" or _lead_stripped(ref.shape) != shape or (t := tensor_of(ref)) is None:
+            continue
+        t = t.reshape(shape).bool()
+        if not (torch.equal(t, allowed) or torch.equal(t, ~allowed)):
+            continue
+        users = [k for k, u in enumerate(s.ref) if r in u.parents]
+        users += [k for k, u in enumerate(s.ref) if any(q in u.parents for q in users if func_name(s.ref[q].func) in _INVERTS)]
+        if any(func_name(s.ref[k].func) in _MASKING | {"and", "bitwise_and", "logical_and"} for k in users):
+            return True
+    return False
 
 
 def _bias_built_apart(s: _Search, i: int) -> bool:

@@ -27,6 +27,7 @@ import zlib
 from dataclasses import dataclass, field
 
 import torch
+from torch.nn.utils import parametrize
 
 from attnprep.grader.result import MappingNote, Message, msg
 
@@ -120,7 +121,9 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     such bias (a norm's gain, ``self.g_q``), also beside a module's own weight."""
     layers, stray = [], []
     for prefix, sub in module.named_modules():
-        params = dict(sub.named_parameters(recurse=False))
+        params = dict(sub.named_parameters(recurse=False)) | originals(sub)
+        if isinstance(sub, parametrize.ParametrizationList):  # its stored original is its owner's weight
+            params = {n: p for n, p in params.items() if not n.startswith("original")}
         if not params:
             continue
         weight = params.pop("weight", None)
@@ -154,6 +157,17 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         # a norm's gain kept beside the matrix whose output it normalises (a low-rank down-projection)
         bare(params, gains=True)
     return layers, stray
+
+
+def originals(sub: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
+    """The stored parameter of each tensor of ``sub`` computed by a parametrization
+    (``torch.nn.utils.parametrize``: minLoRA's update registered on ``base.weight``, weight_norm):
+    ``{"weight": sub.parametrizations.weight.original}``. The layer is ``sub`` all the same, with
+    that parameter as its weight: the grader's weights go into it, the parametrization on top."""
+    if not parametrize.is_parametrized(sub):
+        return {}
+    return {name: stored.original for name, stored in sub.parametrizations.items()
+            if isinstance(getattr(stored, "original", None), torch.nn.Parameter)}
 
 
 def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
@@ -488,10 +502,14 @@ def params_of(module: torch.nn.Module, layer_name: str, index: tuple[dict, dict]
         bias_name = f"{owner}.{b}".lstrip(".") if b is not None else None
         return params[layer_name], params.get(bias_name) if bias_name else None, [layer_name] + ([bias_name] if bias_name else [])
     sub = subs[layer_name]
-    bias = getattr(sub, "bias", None)
+    stored = originals(sub)
+    weight, bias = stored.get("weight", sub.weight), stored.get("bias", getattr(sub, "bias", None))
     bias = bias if isinstance(bias, torch.nn.Parameter) else None
-    names = [f"{layer_name}.weight".lstrip(".")] + ([f"{layer_name}.bias".lstrip(".")] if bias is not None else [])
-    return sub.weight, bias, names
+
+    def path(leaf: str) -> str:
+        return f"{layer_name}.{f'parametrizations.{leaf}.original' if leaf in stored else leaf}".lstrip(".")
+
+    return weight, bias, [path("weight")] + ([path("bias")] if bias is not None else [])
 
 
 def _index(module: torch.nn.Module) -> tuple[dict, dict]:

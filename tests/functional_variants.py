@@ -315,7 +315,8 @@ def slopes(num_heads: int, mistake="") -> torch.Tensor:
     2^(-4(2i-1)/n) (every other slope of 2n heads), or what a slope mistake gives instead."""
     mistake = slips(mistake)
 
-    start = 0 if "alibi_slopes_from_zero" in mistake else 1  # range(n) for range(1, n + 1)
+    start = 0 if {"alibi_slopes_from_zero", "alibi_slopes_from_zero:helper"} & set(mistake) else 1  # range(n) for range(1, n + 1)
+    odd = 2 if "alibi_slopes_from_zero:helper" in mistake else 1  # the helper's 2n slopes from 0 too
 
     def geometric(n: int) -> list[float]:
         return [2 ** (-8 * i / n) for i in range(start, n + start)]
@@ -324,7 +325,7 @@ def slopes(num_heads: int, mistake="") -> torch.Tensor:
     if n == num_heads or mistake == "alibi_pow2_rule_ignored":
         values = geometric(num_heads)  # the power-of-two formula with H in place of n
     else:
-        values = geometric(n) + [2 ** (-4 * (2 * i - 1) / n) for i in range(1, num_heads - n + 1)]
+        values = geometric(n) + [2 ** (-4 * (2 * i - odd) / n) for i in range(1, num_heads - n + 1)]
     if "alibi_slopes_reversed" in mistake:
         values = values[::-1]
     return torch.tensor(values, dtype=torch.float32)

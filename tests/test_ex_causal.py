@@ -114,3 +114,17 @@ def test_a_tie_is_decided_by_the_rows_of_the_cases_it_shows_in(graded):
     assert [d.id for d in result.diagnoses] == ["padding_mask_ignored"]
     group = next(e for e in result.diagnoses[0].evidence if e.key == "evidence.case_group")
     assert "left-padded" in group.params["cases"] and "right" not in group.params["cases"]
+
+
+def test_an_additive_float_mask_stands_for_its_bool_mask():
+    """CLIP's build_attention_mask (0 / -inf) and a -1e9 fill read as the bool mask they stand for,
+    so returning one is named mask_dtype (round 9's causal/clip_build_attention_mask_float_pad_inverted)."""
+    import torch
+
+    from attnprep.grader.kinds.attention_functions import _additive
+
+    clip = torch.empty(3, 3).fill_(float("-inf")).triu_(1)
+    assert _additive(clip) == torch.ones(3, 3, dtype=torch.bool).tril().int().tolist()
+    assert _additive(torch.zeros(2, 2).masked_fill(torch.eye(2, dtype=torch.bool), -1e9)) == [[0, 1], [1, 0]]
+    assert _additive(torch.ones(2, 2).tril()) is None  # a 0/1 float mask is the other form
+    assert _additive(torch.ones(2, 2, dtype=torch.bool)) is None

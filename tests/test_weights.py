@@ -163,3 +163,25 @@ def test_one_heads_stages_are_a_layout_of_the_reference_stages():
     assert _shape_row("attn @ v", (3, 4, 7, 2), (3, 7, 2), heads=(4,)).equivalent
     assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 7)).equivalent  # no head count: not a head's part
     assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 4), heads=(4,)).equivalent  # no head of it
+
+
+def test_a_parametrized_weight_is_its_module_with_the_stored_original():
+    """torch.nn.utils.parametrize (minLoRA's update on base.weight): the layer is the module, its
+    weight the parametrization's stored original, its own bias beside it; the store itself is no
+    layer (round 9's lora/ok_minlora_parametrize_weight failed with base.bias left unmapped)."""
+    from torch.nn.utils import parametrize
+
+    class Plus(nn.Module):
+        def forward(self, X):
+            return X + 1
+
+    module = nn.Module()
+    module.base = nn.Linear(D, D)
+    parametrize.register_parametrization(module.base, "weight", Plus())
+    layers = _layers(module)
+    assert {l.name for l in layers} == {"base"}
+    weight, bias, names = W.params_of(module, "base")
+    assert weight is module.base.parametrizations.weight.original and bias is module.base.bias
+    assert names == ["base.parametrizations.weight.original", "base.bias"]
+    W.load(module, W.Mapping(layers={"base": "base"}, by_name=True), {"base": {"weight": torch.zeros(D, D), "bias": torch.ones(D)}})
+    assert torch.equal(module.base.weight, torch.ones(D, D)) and torch.equal(module.base.bias, torch.ones(D))

@@ -57,6 +57,18 @@ class FunctionsConfig(Config):
     window: int | None = None  # the window a windowed mask function takes (sliding_window)
 
 
+ADDITIVE_BLOCK = -1e4  # an additive float mask blocks with -inf or a large negative number
+
+
+def _additive(m: torch.Tensor) -> list[list[int]] | None:
+    """A float mask in the additive form (0 where attention is allowed, -inf or a large negative
+    number where blocked: CLIP's build_attention_mask, nn.Transformer's square subsequent mask) as
+    the bool mask it stands for, 1 = allowed; None for any other tensor."""
+    if not m.is_floating_point() or m.dim() != 2:
+        return None
+    allowed, blocked = m == 0, m <= ADDITIVE_BLOCK
+    return allowed.int().tolist() if bool((allowed | blocked).all()) else None
+
 class AttentionFunctions(Kind):
     Grading = FunctionsGrading
     Config = FunctionsConfig
@@ -139,7 +151,8 @@ class AttentionFunctions(Kind):
                 is_tensor = isinstance(m, torch.Tensor)
                 out[_key(T, args)] = {"type": type(m).__name__, "shape": list(m.shape) if is_tensor else [],
                                       "dtype": str(m.dtype) if is_tensor else "",
-                                      "values": m.int().tolist() if is_tensor else None}
+                                      "values": m.int().tolist() if is_tensor else None,
+                                      "additive": _additive(m) if is_tensor else None}
         device = torch.device("cpu")
         tracker = DeviceTracker([], "", devices=[device])
         with tracker:
@@ -232,6 +245,9 @@ class AttentionFunctions(Kind):
             found.append(Diagnosis(self.mask_inverted, (evidence,)))
         elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("values") == self._mask_values(T, args):
             found.append(Diagnosis("mask_dtype", (msg("evidence.mask_dtype", name=self.mask_name, dtype=got.get("dtype")),)))
+        elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("additive") == self._mask_values(T, args):
+            found.append(Diagnosis("mask_dtype", (msg("evidence.mask_dtype_additive", name=self.mask_name,
+                                                      dtype=got.get("dtype")),)))
         else:
             for knob in self.mask_named:
                 if self._mask_is(extra, knob):

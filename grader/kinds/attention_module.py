@@ -287,10 +287,9 @@ class AttentionModule(Kind):
         role_of = {layer: role for role, layer in built.mapping.items() if role not in built.transposed and role not in rows}
         params = dict(attempt.named_parameters())
         fused, covered = W.rows_leaves(attempt, rows, set(built.transposed))  # stacked / per-head layers
-        bare = {}  # bare weight parameters (F.linear(x, self.wq, self.bq)): wq -> q_proj.weight, bq -> q_proj.bias
-        for layer, role in role_of.items():
-            if layer in params:
-                bare.update(zip(W.params_of(attempt, layer)[2], (f"{role}.weight", f"{role}.bias")))
+        bare = {}  # the mapped layers' parameters: wq -> q_proj.weight, bq -> q_proj.bias (F.linear(x, self.wq, self.bq))
+        for layer, role in role_of.items():  # a module's own, or a parametrization's original weight
+            bare.update(zip(W.params_of(attempt, layer)[2], (f"{role}.weight", f"{role}.bias")))
         leaves: dict = dict(fused)
         for name, p in params.items():
             if name in covered:

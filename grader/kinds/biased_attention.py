@@ -124,7 +124,7 @@ class BiasedAttention(AttentionFunctions):
                 evidence = msg("biased_attention.evidence_slopes", name=self.slopes_name,
                                heads=", ".join(str(H) for H in differ))
                 ids = (mistake,) if isinstance(mistake, str) else mistake
-                return [Diagnosis(i, (evidence,)) for i in ids]
+                return [Diagnosis(i.split(":")[0], (evidence,)) for i in dict.fromkeys(ids)]  # a knob's variant: its mistake
         return []
 
 
