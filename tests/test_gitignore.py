@@ -19,7 +19,6 @@ CREATED = [
     "attnprep/__pycache__/cli.cpython-311.pyc",
     "tests/__pycache__/conftest.cpython-311-pytest-8.3.0.pyc",
     ".pytest_cache/v/cache/lastfailed",
-    ".hypothesis/examples/0a1b/2c3d",
     ".ipynb_checkpoints/practice-checkpoint.ipynb",
     "notebooks/.ipynb_checkpoints/mha-checkpoint.ipynb",
     "build/lib/attnprep/__init__.py",
