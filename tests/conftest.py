@@ -20,7 +20,11 @@ _HOME_NUMBERS = itertools.count()
 def pytest_configure(config) -> None:
     """One torch thread in the test process, before any test runs an op: the grader forks it, and a
     fork after a multi-threaded op (OpenMP's pool started) can hang the child. The grader sets this
-    itself on its first use, but a test computing on its own may run before any grade."""
+    itself on its first use, but a test computing on its own may run before any grade.
+    Not in pytest-xdist's controller (``-n``): it runs no test, and importing torch there kept
+    both cores waiting 2-3 s before the workers started."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
     import torch
 
     torch.set_num_threads(1)
