@@ -77,7 +77,7 @@ ROUND7 = ROOT / "benchmarks" / "heldout_24_round7.txt"
 # measured by lines.py --round
 ROUND7_OPEN = {"llmc_softmax_then_log.py", "speedrun_rotary_before_head_split.py",
                "mlx_axis_helpers_causal_end_plus_one.py", "cumsum_causal_one_step_ahead.py",
-               "tinygrad_q_norm_skipped_next_visible.py", "tril_indices_band_keep_window_plus_one_rows_pad.py",
+               "tril_indices_band_keep_window_plus_one_rows_pad.py",
                "deepspeed_triangular_mask_first_call_only.py", "functools_pipeline_ignore_hardcoded.py",
                "staticmethods_smoothing_over_other_classes.py"}  # (the last: no line, before and after)
 ANNOTATED7 = [p for group in round_of(ROUND7).values() for p in group if bug_lines(p) and p.name not in ROUND7_OPEN]
