@@ -501,7 +501,7 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
                       found.ref_named, found.ref_code, part, case.name, config)
 
 
-NOT_AN_ENTRY = frozenset({"group", "helper_call", "helper_passed", "raised", "raised_first"})  # lines said for
+NOT_AN_ENTRY = frozenset({"group", "helper_call", "helper_passed", "helper_applies", "raised", "raised_first"})  # lines said for
 # another reason than the value a step made there: a parting line, a helper's call, where it raised
 
 
@@ -613,11 +613,12 @@ def _ready_made(source: str, exercise, line: int | None = None) -> dict[str, tup
 _STUB_BODIES: dict[tuple, dict[str, str]] = {}  # (exercise id, stub template) -> its stub's top-level defs, as _ready_made compares them
 
 
-def _argument_helpers(source: str) -> dict[str, tuple[int, int]]:
+def _argument_helpers(source: str, appliers: set | None = None) -> dict[str, tuple[int, int]]:
     """The file's top-level functions whose whole body is one ``return`` of an expression of their
     own arguments, with no number or text of their own (``def cast(x, dtype): return x.to(dtype)``,
     ``def transpose(x, perm): return x.permute(*perm)``): what they compute is the caller's choice
-    of arguments, so a divergence inside one is its call's. Name -> (first, last line)."""
+    of arguments, so a divergence inside one is its call's; and those that only apply, in order,
+    the callables they are given (see _applies_what_it_is_given). Name -> (first, last line)."""
     import ast
 
     from attnprep.grader.parsing import parsed
@@ -632,16 +633,53 @@ def _argument_helpers(source: str) -> dict[str, tuple[int, int]]:
             continue
         body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) \
             and isinstance(node.body[0].value, ast.Constant) else node.body
-        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-            continue
         a = node.args
         params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None}
+        if _applies_what_it_is_given(node, body, params):
+            found[node.name] = (node.lineno, node.end_lineno)
+            if appliers is not None:
+                appliers.add(node.name)
+            continue
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            continue
         names = [n.id for n in ast.walk(body[0].value) if isinstance(n, ast.Name)]
         own = [n for n in ast.walk(body[0].value) if isinstance(n, ast.Constant) and not isinstance(n.value, bool)
                and n.value is not None]
         if params and not own and any(n in params for n in names) and all(n in params for n in names):
             found[node.name] = (node.lineno, node.end_lineno)
     return found
+
+
+def _applies_what_it_is_given(node, body, params: set[str]) -> bool:
+    """A function that only calls, in order, the callables it is given on the value it is given
+    (``for layer in layers: x = layer(x)``, then ``return x``): no number of its own, and every call
+    is of an argument or of a loop variable over one. Its result is its caller's choice of layers."""
+    import ast
+
+    loops = [s for s in body if isinstance(s, ast.For)]
+    if not loops or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return False
+    known, callables = set(params), set()
+    for loop in loops:
+        if not (isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Name) and loop.iter.id in params
+                and not loop.orelse):
+            return False
+        callables.add(loop.target.id)
+        known.add(loop.target.id)
+    for stmt in body:
+        if not isinstance(stmt, (ast.For, ast.Assign, ast.Return)):
+            return False
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Constant) and n.value is not None and not isinstance(n.value, bool):
+                return False
+            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in callables | params):
+                return False
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                known.add(n.id)
+            if isinstance(n, (ast.For, ast.Assign)) and n is not stmt and not isinstance(stmt, ast.For):
+                return False
+    names = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bool(callables) and names <= known
 
 
 OWN_OPERATION = frozenset({"mask_as_numbers"})  # a bool mask cast to numbers: the cast is the mistake, not its arguments
@@ -653,8 +691,11 @@ def _call_site(found, steps, path: Path, exercise, source: str):
     calls it: the helper is right, what the call passes it is not."""
     made = _ready_made(source, exercise, found.line)
     # (a reason that says the helper's one operation is the wrong one, whatever it is given, keeps its line)
-    ready = {**({} if found.reason in OWN_OPERATION else _argument_helpers(source)), **made}
+    appliers: set[str] = set()
+    ready = {**({} if found.reason in OWN_OPERATION else _argument_helpers(source, appliers)), **made}
     inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
+    if inside is None and found.reason in BETWEEN_STAGES and appliers:
+        return _applier_call(found, steps, path, {n: ready[n] for n in appliers})
     if inside is None:
         return found
     step = next((s for s in steps if s.line == found.line and s.stack), None)
@@ -672,8 +713,34 @@ def _call_site(found, steps, path: Path, exercise, source: str):
 
         code = linecache.getline(str(path), line).strip()
     return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="",
-                   reason="helper_call" if inside in made else "helper_passed",
+                   reason="helper_call" if inside in made else "helper_applies" if inside in appliers else "helper_passed",
                    ref_name=inside, ref_named="", ref_code="")
+
+
+BETWEEN_STAGES = frozenset({"skipped", "input"})  # a step missing between two stages of a list of layers
+
+
+def _applier_call(found, steps, path: Path, appliers: dict[str, tuple[int, int]]):
+    """``found`` made inside a layer that a helper applying a list of layers ran (``run([scale,
+    softmax], s)``), saying that a step is missing after it or before the next: the list is the
+    caller's, so its line is said (a stage left out of the list), as for a helper's own line."""
+    step = next((s for s in steps if s.line == found.line and s.stack), None)
+    if step is None:
+        return found
+    k = next((n for n, line in enumerate(step.stack) if any(a <= line <= b for a, b in appliers.values())), None)
+    if not k:  # (not run by an applier, or the applier is the outermost call: no caller of the file's)
+        return found
+    name = next(n for n, (a, b) in appliers.items() if a <= step.stack[k] <= b)
+    line = step.stack[k - 1]
+    first, code = _statements(path).get(line, (line, ""))
+    if not code:
+        import linecache
+
+        code = linecache.getline(str(path), line).strip()
+    from attnprep.grader import divergence
+
+    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="",
+                   reason="helper_applies", ref_name=name, ref_named="", ref_code="")
 
 
 def _statements(path: Path) -> dict[int, tuple[int, str]]:

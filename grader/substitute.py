@@ -46,9 +46,10 @@ CHILD_SECONDS = 3.0  # the child's time (tracing the case again and the runs), a
 RUN_SECONDS = 1.0  # the runs on substituted arguments stop after this long
 SWAP = -(10**6)  # a run's slot when two arguments of one shape were swapped (its candidate: which two)
 FLIP = SWAP - 1  # a run's slot when a flag argument (a bool) was given the other way (its candidate: which, see _flag)
+PAIR = FLIP - 1  # a run's slot when the two tensors of a pair argument ((cos, sin)) were swapped (its candidate: which, as FLIP's)
 # the values right in another layout (a layout is no value to reproduce), an exception, a check's line
 _NO_SECOND_OPINION = {"layout", "raised", "raised_first", "raised_shape", "contract", "check", "structure", "given", "given_made",
-                      "given_flag"}
+                      "given_flag", "given_pair"}
 
 
 @dataclasses.dataclass
@@ -258,6 +259,42 @@ def _flag_name(path: Path, first: int, cand: int | None) -> str | None:
     return None
 
 
+def _pair(given) -> bool:
+    """A tuple or list of two tensors of one shape and dtype (a ``(cos, sin)`` pair)."""
+    return type(given) in (tuple, list) and len(given) == 2 and all(isinstance(g, torch.Tensor) for g in given) \
+        and given[0].shape == given[1].shape and given[0].dtype == given[1].dtype
+
+
+def _pair_read(path: Path, first: int, function: str, name: str | None, caller) -> int | None:
+    """Where the pair parameter ``name`` of the function whose code starts on line ``first`` goes
+    wrong when the function is right with its two tensors the other way round: the call's line when
+    the call writes the pair out itself (``f(x, (sin, cos))``), else the function's statement that
+    unpacks it (``sin, cos = position_embeddings``), else None (read otherwise: nothing to say)."""
+    if name is None:
+        return None
+    try:
+        tree = parsed(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    if isinstance(caller, int):
+        for node in ast.walk(tree):
+            called = node.func.attr if isinstance(getattr(node, "func", None), ast.Attribute) else \
+                getattr(getattr(node, "func", None), "id", None)
+            if isinstance(node, ast.Call) and called == function and node.lineno <= caller <= (node.end_lineno or node.lineno) \
+                    and any(isinstance(a, (ast.Tuple, ast.List)) and len(a.elts) == 2
+                            for a in [*node.args, *(k.value for k in node.keywords)]):
+                return caller
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and min([node.lineno, *(d.lineno for d in node.decorator_list)]) == first:
+            for stmt in ast.walk(node):
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id == name \
+                        and len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) \
+                        and len(stmt.targets[0].elts) == 2:
+                    return stmt.lineno
+    return None
+
+
 def _holds_reference_value(step, matcher) -> bool:
     t = tensor_of(step)
     return t is not None and bool(matcher.same_values(t, step.dtype))
@@ -306,8 +343,8 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
     def right(i: int) -> int | None:
         """The argument whose replacement gave the reference's result in call ``i``, or None."""
         for slot, cand, outputs in answers.get(i, {}).get("runs", []):
-            if _reproduces(outputs, None if slot in (SWAP, FLIP) else cand, ref, matcher, below, sources):
-                flipped[i] = cand if slot == FLIP else None
+            if _reproduces(outputs, None if slot in (SWAP, FLIP, PAIR) else cand, ref, matcher, below, sources):
+                flipped[i] = cand if slot in (FLIP, PAIR) else None
                 return slot
         return None
 
@@ -334,6 +371,12 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
         if slot is None:  # wrong on the reference's values too: the line that made the argument, inside it
             return None if given is None else said(att[given[1]].line, "given_made", asks[given[0]], given[1])
         caller = answers[i].get("caller")
+        if slot == PAIR:  # right with the pair's two tensors the other way round: where the pair is read (or built)
+            pair = _flag_name(path, ask.first, flipped.get(i))
+            at = _pair_read(path, ask.first, ask.name.rsplit(".", 1)[-1], pair, caller)
+            if at is None:
+                return None
+            return dataclasses.replace(said(at, "given_pair", ask), name=pair)
         if slot == FLIP:  # the function is right with the flag the other way: the call's flag is the mistake
             flag = _flag_name(path, ask.first, flipped.get(i))
             if not isinstance(caller, int) or flag is None:
@@ -369,7 +412,7 @@ def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: floa
         runs = []
         for run in item["runs"][:MAX_RUNS]:
             if not (isinstance(run, list) and len(run) == 3 and isinstance(run[0], int) and isinstance(run[1], int)
-                    and (run[0] in ask.slots and run[1] in ask.slots[run[0]] or run[0] in (SWAP, FLIP))
+                    and (run[0] in ask.slots and run[1] in ask.slots[run[0]] or run[0] in (SWAP, FLIP, PAIR))
                     and isinstance(run[2], list)):
                 return None
             outputs = []
@@ -496,6 +539,12 @@ def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, ch
         for j, (key, given) in enumerate(keyword.items()):
             if isinstance(given, bool) and j < KEYWORD_FLAGS:
                 trials.append((FLIP, KEYWORD_FLAGS + j, {("k", key): not given}))
+        for j, given in enumerate(positional):  # a pair of tensors of one shape, given the other way round
+            if _pair(given):
+                trials.append((PAIR, j, {("p", j): type(given)((given[1], given[0]))}))
+        for j, (key, given) in enumerate(keyword.items()):
+            if _pair(given) and j < KEYWORD_FLAGS:
+                trials.append((PAIR, KEYWORD_FLAGS + j, {("k", key): type(given)((given[1], given[0]))}))
         for x, (kx, px, _) in enumerate(places):
             for y, (ky, py, _) in enumerate(places[x + 1:], x + 1):
                 gx = positional[px] if kx == "p" else keyword[px]
