@@ -2060,9 +2060,12 @@ class _Search:
     def leads_nowhere(self, i: int) -> bool:
         """Nothing computed from step ``i`` reaches an output of the run: every use of it ends in a
         value the file drops (a helper shared by two objects computes ``mean(x²)`` for both, and
-        only one of them uses it). Said only when the outputs are known and the run finished; a
-        step that changes a tensor in place (``index_add_``, ``out[i] = …``) counts as reaching one."""
-        if self.raised_at is not None or not self.output_steps:
+        only one of them uses it). Said only in the run of one object of the exercise (RMSNorm,
+        then LayerNorm), whose output step is known, and when the run finished; a step that changes
+        a tensor in place (``index_add_``, ``out[i] = …``) counts as reaching one. (Not in a run of
+        one object: what a loop writes into a tensor made before it, ``dk[b, h] = …``, may leave no
+        step that links it to the output.)"""
+        if self.raised_at is not None or not self.output_steps or not self.trails.att_part[i].startswith(OBJECT):
             return False
         last = len(self.att) - 1
         for j in self.descendants(i) | {i}:
