@@ -1088,6 +1088,8 @@ class _Trails:
             return False  # the reference makes its own `name` the same way: values that merely coincide (a max is a score)
         if self.named_later(m[0], name):
             return False  # a running variable (timm / CLIP: `attn = q @ k.T * scale` … `attn = attn.softmax(-1)`)
+        if self.named_earlier(k, m[0], name):
+            return False  # the same, the other way: `freqs = torch.outer(t, freqs)`, the reference's freqs made into angles
         # the file's own spelling of a role counts as the reference's name (key for k, xq for q)
         return name in self.ref_names or (_role(name) != _role(ref_name) and _role(name) in self.ref_roles)
 
@@ -1098,6 +1100,18 @@ class _Trails:
         role = _role(name)
         return any(r in _ancestors(j, self.ref) for j in range(r + 1, len(self.ref))
                    if _final(self.ref, j) and any(n == name or _role(n) == role for n in names_of(self.name_of(self.ref, j))))
+
+    def named_earlier(self, k: int, r: int, name: str) -> bool:
+        """Whether attempt step ``k``'s line makes ``name`` from its own earlier value (``freqs =
+        torch.outer(t, freqs)``) and the reference gives ``name`` (or its role) to a value it
+        computes reference step ``r`` from: a running variable that has moved on to a later stage
+        under the name of an earlier one, not a value in another's place."""
+        code = self.att[k].code
+        if not assigned(code) or "=" not in code or not re.search(rf"\b{re.escape(name)}\b", code.split("=", 1)[1]):
+            return False
+        role, up = _role(name), _ancestors(r, self.ref)
+        return any(_final(self.ref, j) and any(n == name or _role(n) == role for n in names_of(self.name_of(self.ref, j)))
+                   for j in up if j != r)
 
     def climb_swapped(self, q: int) -> int:
         """Up from a swapped step while the one value it is made from (through the steps of its own
@@ -1746,7 +1760,8 @@ def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
     """A wrong tensor "made" from a buffer the forward only reads (``self.mask[:T, :T]`` of a
     ``register_buffer("mask", torch.tril(…, diagonal=1))``): the line that made the buffer, in
-    ``__init__``, which the trace never sees, when one line of the file sets it."""
+    ``__init__``, which the trace never sees, when one line of the file sets it; of a
+    register_buffer call written over several lines, the line of the tensor it is given."""
     import ast
 
     if found.reason != "made":
@@ -1764,7 +1779,8 @@ def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer" \
                 and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
-            lines.add(node.lineno)
+            given = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "tensor"), node)
+            lines.add(given.lineno)
     setter = attribute_line(source, attr)
     if setter is not None:
         lines.add(setter)
@@ -2046,6 +2062,24 @@ class _Search:
                 todo.extend(self.children.get(j, []))
         return later
 
+    def leads_nowhere(self, i: int) -> bool:
+        """Nothing computed from step ``i`` reaches an output of the run: every use of it ends in a
+        value the file drops (a helper shared by two objects computes ``mean(x²)`` for both, and
+        only one of them uses it). Said only in the run of one object of the exercise (RMSNorm,
+        then LayerNorm), whose output step is known, and when the run finished; a step that changes
+        a tensor in place (``index_add_``, ``out[i] = …``) counts as reaching one. (Not in a run of
+        one object: what a loop writes into a tensor made before it, ``dk[b, h] = …``, may leave no
+        step that links it to the output.)"""
+        if self.raised_at is not None or not self.output_steps or not self.trails.att_part[i].startswith(OBJECT):
+            return False
+        last = len(self.att) - 1
+        for j in self.descendants(i) | {i}:
+            raw = str(self.att[j].func)
+            if j in self.output_steps or j == last or raw.strip("_") in ("setitem", "copy") or (
+                    raw.endswith("_") and not raw.endswith("__")) or raw in _IN_PLACE_DUNDERS:
+                return False
+        return True
+
     def recovers(self, i: int) -> bool:
         """Some step computed from step ``i`` matches the reference again (a constant does not
         count: any wrong input gives it; nor does a max or min, which keeps one entry and drops the
@@ -2258,6 +2292,11 @@ def _start_that_changes(s: _Search, i: int) -> Found | None:
     return None
 
 
+# ``x += y`` and the like: a step that changes a tensor in place (see _Search.leads_nowhere)
+_IN_PLACE_DUNDERS = frozenset(f"__i{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "div", "and", "or",
+                                                       "xor", "pow", "matmul", "lshift", "rshift", "mod"))
+
+
 def _not_the_story(s: _Search, h: _Here):
     """Skip a step that cannot be where it goes wrong: made without the inputs, matching the
     reference, a copy of a matched step, without values, or one the attempt gets back on track
@@ -2275,6 +2314,8 @@ def _not_the_story(s: _Search, h: _Here):
         return NEXT_STEP  # (a part picked to be tested, `attention_mask[:, -1].all()`, is where a guard starts)
     if i not in s.children and i != len(s.att) - 1 and i not in s.output_steps:
         return NEXT_STEP
+    if not output and s.leads_nowhere(i):
+        return NEXT_STEP  # (nor a chain of steps nothing uses in the end)
     if not output and s.trails.net_mask(i):
         return NEXT_STEP  # (the masks joined into one the reference never makes, right: what uses it may not be)
     return None

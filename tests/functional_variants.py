@@ -318,12 +318,17 @@ def slopes(num_heads: int, mistake="") -> torch.Tensor:
     start = 0 if {"alibi_slopes_from_zero", "alibi_slopes_from_zero:helper"} & set(mistake) else 1  # range(n) for range(1, n + 1)
     odd = 2 if "alibi_slopes_from_zero:helper" in mistake else 1  # the helper's 2n slopes from 0 too
 
+    in_helper = "alibi_slopes_reversed:helper" in mistake  # reversed in the paper's helper: its 2n list too
+
     def geometric(n: int) -> list[float]:
-        return [2 ** (-8 * i / n) for i in range(start, n + start)]
+        values = [2 ** (-8 * i / n) for i in range(start, n + start)]
+        return values[::-1] if in_helper else values
 
     n = 2 ** int(math.floor(math.log2(num_heads)))
     if n == num_heads or mistake == "alibi_pow2_rule_ignored":
         values = geometric(num_heads)  # the power-of-two formula with H in place of n
+    elif in_helper:
+        values = geometric(n) + geometric(2 * n)[0::2][: num_heads - n]
     else:
         values = geometric(n) + [2 ** (-4 * (2 * i - odd) / n) for i in range(1, num_heads - n + 1)]
     if "alibi_slopes_reversed" in mistake:

@@ -186,6 +186,24 @@ def test_post_norm_is_the_norm_after_each_add():
         torch.testing.assert_close(kind.variant(0, frozenset(), "decoder_post_norm", 0.0)(case)["out"], want)
 
 
+def test_post_norm_of_one_sub_layer_leaves_the_other_pre_norm():
+    """A block half-converted: decoder_post_norm:attn (resp. :ffn) normalises after the attention's
+    (the feed-forward's) add only, the other sub-layer as Llama's."""
+    kind = kind_for(EX, seed=0)
+    case = kind.cases(0)[0]
+    m = DecoderLayer(*kind.args(0))
+    with torch.no_grad():
+        for role, t in kind.role_weights(0).items():
+            getattr(m, role).weight.copy_(t["weight"])
+        x = case.inputs["x"]
+        h = m.attn_norm(x + m.attention(x, None))
+        torch.testing.assert_close(kind.variant(0, frozenset(), "decoder_post_norm:attn", 0.0)(case)["out"],
+                                   h + m.feed_forward(m.ffn_norm(h)))
+        h = x + m.attention(m.attn_norm(x), None)
+        torch.testing.assert_close(kind.variant(0, frozenset(), "decoder_post_norm:ffn", 0.0)(case)["out"],
+                                   m.ffn_norm(h + m.feed_forward(h)))
+
+
 @pytest.mark.parametrize("path", PAIRS, ids=lambda p: p.stem)
 def test_two_mistakes_at_once_are_both_named(path, graded):
     lines = path.read_text(encoding="utf-8").splitlines()[:3]
