@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 
+from attnprep.grader.parsing import parsed, walk
+
 REASONS = frozenset({"scalar", "scaled"})  # a number on the line is wrong
 LITERAL_REASONS = frozenset({"values"})  # only when the definition is a literal number
 MAX_HOPS = 6
@@ -31,10 +33,10 @@ def defining_line(source: str, line: int, reason: str) -> int | None:
     if reason not in REASONS and reason not in LITERAL_REASONS:
         return None
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return None
-    files = _File(tree)
+    files = _file_of(tree)
     stmt, func, cls = files.statement_at(line)
     if stmt is None or func is None:
         return None
@@ -107,18 +109,33 @@ def _numeric(node, literal_only: bool = False) -> bool:
     return False
 
 
+_FILES: dict[int, tuple[ast.Module, "_File"]] = {}  # id of a shared tree (parsing.parsed) -> (it, its _File)
+FILES_KEPT = 8
+
+
+def _file_of(tree: ast.Module) -> "_File":
+    """The :class:`_File` of a tree :func:`parsing.parsed` shares (nothing here changes a tree),
+    made once: its parents are a walk of the whole tree."""
+    kept = _FILES.get(id(tree))
+    if kept is None or kept[0] is not tree:
+        if len(_FILES) >= FILES_KEPT:
+            _FILES.clear()
+        kept = _FILES[id(tree)] = tree, _File(tree)
+    return kept[1]
+
+
 class _File:
     def __init__(self, tree: ast.Module):
         self.tree = tree
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.parent = {}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
 
     def statement_at(self, line: int):
         best = None
-        for node in ast.walk(self.tree):
+        for node in walk(self.tree):
             if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) \
                     and node.lineno <= line <= (node.end_lineno or node.lineno):
                 if best is None or node.lineno >= best.lineno:
@@ -283,7 +300,7 @@ class _File:
             return None
         positional = [a.arg for a in func.args.args][1:]
         targets = set()
-        calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        calls = [n for n in walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                  and n.func.id == cls.name]
         if not calls:
             return None
@@ -386,10 +403,10 @@ def flag_line(source: str, line: int, reason: str, ran: set[int], given: frozens
     if reason not in FLAG_REASONS:
         return None
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return None
-    files = _File(tree)
+    files = _file_of(tree)
     stmt, func, cls = files.statement_at(line)
     if isinstance(stmt, ast.If) and stmt.lineno == line and reason == "guarded":  # the finder says the if itself
         stmt = next((s for s in stmt.body), None)
@@ -436,7 +453,7 @@ def _flag_of(files: _File, tree, nxt: ast.If, func, cls, line: int, given, ran, 
 def _false(tree: ast.Module, line: int) -> bool:
     """A literal False, 0 or None is written on ``line`` (the flag's value that skips the branch)."""
     return any(isinstance(n, ast.Constant) and n.value in (False, None) and not isinstance(n.value, float)
-               and n.lineno == line for n in ast.walk(tree))
+               and n.lineno == line for n in walk(tree))
 
 
 def _init_default(files: _File, test, func, cls, given: frozenset[str]):
@@ -459,6 +476,6 @@ def _init_default(files: _File, test, func, cls, given: frozenset[str]):
     default = defaults.get(name)
     if default is None or not _numeric(default, True) and not (isinstance(default, ast.Constant) and default.value is None):
         return None
-    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name for n in ast.walk(files.tree)):
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name for n in walk(files.tree)):
         return None  # built in the file: its calls say (not followed here)
     return default.lineno, True

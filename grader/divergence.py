@@ -38,7 +38,7 @@ from attnprep.grader import outputs as kept_outputs
 from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
                                    is_constant, name_shape, names_of, tensor_of, tolerance)
-from attnprep.grader.parsing import parsed
+from attnprep.grader.parsing import parsed, walk
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import OBJECT, Scalar, Step
 
@@ -1839,10 +1839,10 @@ def _argument_copies(source: str) -> set[int]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     lines = set()
-    for f in ast.walk(tree):
+    for f in walk(tree):
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
-            lines |= {n.lineno for n in ast.walk(f) if isinstance(n, ast.Assign) and len(n.targets) == 1
+            lines |= {n.lineno for n in walk(f) if isinstance(n, ast.Assign) and len(n.targets) == 1
                       and (isinstance(n.value, ast.Name) and n.value.id in args
                            or isinstance(n.value, ast.Tuple) and n.value.elts  # self.r, self.alpha = r, alpha
                            and all(isinstance(e, ast.Name) and e.id in args for e in n.value.elts))}
@@ -1860,7 +1860,7 @@ def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     found: dict[int, list[tuple[int, float]]] = {}
-    for f in ast.walk(tree):
+    for f in walk(tree):
         if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         positional = [*f.args.posonlyargs, *f.args.args]
@@ -1874,7 +1874,7 @@ def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
                 continue
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 defaults[arg.arg] = (d.lineno, float(value))
-        for n in ast.walk(f):
+        for n in walk(f):
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 kept = [n.value] if isinstance(n.value, ast.Name) else list(n.value.elts) if isinstance(n.value, ast.Tuple) else []
                 found.setdefault(n.lineno, []).extend(defaults[e.id] for e in kept if isinstance(e, ast.Name) and e.id in defaults)

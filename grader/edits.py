@@ -159,6 +159,19 @@ BLOCKS_KEPT = 20000  # then the cache starts again (a long test session grades t
 _TOP = ("def ", "class ", "async def ", "@")
 
 
+def _compiled(text: str, filename: str):
+    """``compile(text, filename, "exec", dont_inherit=True)``, kept per process with the blocks (a
+    kind is built for every grade, its variants compiled again for the cases not kept yet)."""
+    key = (filename, -1, text)
+    code = _BLOCKS.get(key)
+    if code is None:
+        code = compile(text, filename, "exec", dont_inherit=True)
+        if len(_BLOCKS) >= BLOCKS_KEPT:
+            _BLOCKS.clear()
+        _BLOCKS[key] = code
+    return code
+
+
 def edited_blocks(source: str) -> list[tuple[int, str]]:
     """(first line, text) of each top-level block of ``source``: cut before every top-level ``def``,
     ``class`` or decorator (a decorator and its definition stay together)."""
@@ -280,10 +293,12 @@ class MaskFilledReference(EditedReference):
         if self._methods is None:
             import ast
 
+            from attnprep.grader.parsing import parsed
+
             source = self.source()
             starts = [0] + [i + 1 for i, c in enumerate(source) if c == "\n"] + [len(source)]  # ast's lines
             self._methods = [(starts[f.lineno - 1], starts[f.end_lineno], c.name, f.name, f.lineno)
-                             for c in ast.parse(source).body if isinstance(c, ast.ClassDef)
+                             for c in parsed(source).body if isinstance(c, ast.ClassDef)
                              for f in c.body if isinstance(f, ast.FunctionDef) and not f.decorator_list]
         return self._methods
 
@@ -313,12 +328,12 @@ class MaskFilledReference(EditedReference):
                     if "super(" in text or "__class__" in text:  # needs its class's cell: the whole source
                         break
                     try:
-                        found = (compile("\n" * (line - 1) + written(text), filename, "exec", dont_inherit=True), (cls, name))
+                        found = (_compiled("\n" * (line - 1) + written(text), filename), (cls, name))
                     except SyntaxError:  # not a method on its own: the whole source below
                         pass
                     break
             if found is None:
-                found = (compile(written(edited), filename, "exec", dont_inherit=True), None)
+                found = (_compiled(written(edited), filename), None)
             self._code[key] = found
         return self._code[key]
 

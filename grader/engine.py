@@ -410,14 +410,23 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
     runs, then the child is served to its end."""
     import torch
 
+    from attnprep.grader import outputs as kept_outputs
     from attnprep.grader.trace import Step, Tracer
 
     case = kind.cases(ci)[ni]
-    tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
-    runner = kind.trail_reference(ci, zero_bias)  # built before tracing: no init steps
-    with tracer, torch.no_grad():
-        ref_made = tracer.mark_outputs(runner(case))
-    _by_statement(tracer.steps, exercise.solution_path.resolve())
+
+    def trace():
+        tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
+        runner = kind.trail_reference(ci, zero_bias)  # built before tracing: no init steps
+        with tracer, torch.no_grad():
+            ref_made = tracer.mark_outputs(runner(case))
+        _by_statement(tracer.steps, exercise.solution_path.resolve())
+        return tracer.steps, list(tracer.marks), ref_made
+
+    # the same case of the same exercise is traced again for every failing attempt: kept with the
+    # outputs (outputs.keep), each trail given its own steps
+    ref_steps, ref_marks, ref_made = kept_outputs.Outputs(exercise, kind).trail(ci, zero_bias, case, trace)
+    ref_steps, ref_marks, ref_made = [_own_step(s) for s in ref_steps], list(ref_marks), dict(ref_made)
     outcome = running.finish()
     if not isinstance(outcome.data, dict):
         return None
@@ -433,8 +442,15 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
     if raised_at is not None:
         raised_at = _statements(path).get(raised_at, (raised_at, ""))[0]
     lines = outcome.data.get("lines")
-    return Trails(steps, raised_at, marks, made, tracer.steps, list(tracer.marks), ref_made,
+    return Trails(steps, raised_at, marks, made, ref_steps, ref_marks, ref_made,
                   lines if isinstance(lines, list) else [], own)
+
+
+def _own_step(step):
+    """A copy of a kept reference ``step`` whose lists are its own (its values and scalars shared:
+    nothing changes them)."""
+    return replace(step, shape=list(step.shape), parents=list(step.parents), stack=list(step.stack),
+                   scalars=list(step.scalars), inputs=list(step.inputs))
 
 
 def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zero_bias: frozenset,
@@ -552,14 +568,14 @@ def _lambda_spans(source: str) -> dict[int, tuple[tuple[int, int], ...]]:
     lines of the lambdas written in it."""
     import ast
 
-    from attnprep.grader.parsing import parsed
+    from attnprep.grader.parsing import parsed, walk
 
     try:
         tree = parsed(source)
     except (SyntaxError, ValueError):
         return {}
     found = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.stmt) and not hasattr(node, "body") and not hasattr(node, "cases") \
                 and (node.end_lineno or 0) > node.lineno:
             spans = tuple((n.lineno, n.end_lineno) for n in ast.walk(node) if isinstance(n, ast.Lambda))
@@ -749,7 +765,7 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
     import ast
     import textwrap
 
-    from attnprep.grader.parsing import parsed
+    from attnprep.grader.parsing import parsed, walk
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -763,7 +779,7 @@ def _statements(path: Path) -> dict[int, tuple[int, str]]:
         return {}
     lines = text.splitlines()
     found = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         end = getattr(node, "end_lineno", None)
         if not isinstance(node, ast.stmt) or hasattr(node, "body") or hasattr(node, "cases") or end is None \
                 or end <= node.lineno:  # a compound statement (its body, or a match's cases) is not one line

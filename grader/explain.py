@@ -34,7 +34,7 @@ import torch
 
 from attnprep.grader.found import (FILL, PICKS, Found, assigned, close, func_name, is_constant, name_shape, names_of,
                                    op_name, tensor_of)
-from attnprep.grader.parsing import parsed
+from attnprep.grader.parsing import parsed, walk
 from attnprep.grader.trace import Step
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
@@ -77,7 +77,7 @@ class Source:
             tree = parsed(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return
-        for node in ast.walk(tree):
+        for node in walk(tree):
             last = getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
             if isinstance(node, (ast.If, ast.For, ast.While)):
                 self.blocks.append((node.lineno, last, node))

@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy
 import torch
 
 from attnprep.exercises import mistake_catalogue
@@ -60,7 +61,56 @@ class Compared:
 def close(got: torch.Tensor, want: torch.Tensor, where: torch.Tensor, equal_nan: bool = False,
           tolerance: tuple[float, float] | None = None) -> bool:
     rtol, atol = tolerance or (RTOL, ATOL)
+    mask = _numpy_mask(where)
+    if mask is not None and got.dtype == want.dtype == torch.float64 and got.shape == want.shape == where.shape:
+        mine, theirs = _graded_doubles(got, mask, (torch.float64,)), _graded_doubles(want, mask, (torch.float64,))
+        if mine is not None and theirs is not None:  # finite doubles both: isclose's test in numpy (equal_nan aside)
+            return _close_finite(mine, theirs, {}, rtol, atol)
     return bool(torch.isclose(got[where], want[where], rtol=rtol, atol=atol, equal_nan=equal_nan).all())
+
+
+def _numpy_mask(where: torch.Tensor):
+    """A bool mask of graded positions as numpy (a view), or None where numpy would read it otherwise."""
+    if where.dtype != torch.bool or where.device.type != "cpu":
+        return None
+    try:
+        return where.detach().numpy()
+    except (RuntimeError, TypeError, ValueError):
+        return None
+
+
+def _graded_doubles(t, where, dtypes=(torch.float64, torch.float32)):
+    """``t.double()[where]`` as numpy and its first value, made in numpy (``where``: the mask from
+    :func:`_numpy_mask`), or None (the comparison then stays torch's) unless ``t`` is a CPU tensor
+    of one of ``dtypes`` (float32 and float64: its values as doubles exactly) whose graded values
+    are at least one and all finite."""
+    if where is None or t.dtype not in dtypes or t.device.type != "cpu":
+        return None
+    try:
+        values = t.detach().numpy()[where]
+    except (RuntimeError, TypeError, ValueError, IndexError):  # a tensor numpy cannot view (a negative bit)
+        return None
+    if values.dtype != numpy.float64:
+        values = values.astype(numpy.float64)
+    if values.size == 0 or not numpy.isfinite(values).all():
+        return None
+    return values, float(values[0])
+
+
+def _close_finite(mine, theirs, allowed: dict, rtol: float, atol: float) -> bool:
+    """``torch.isclose(mine, theirs, rtol, atol).all()`` of two arrays of finite doubles (from
+    :func:`_graded_doubles`), the same test in the same double operations: ``|mine - theirs| <=
+    atol + |rtol * theirs|`` everywhere (``allowed``: the right side by (rtol, atol), kept with
+    ``theirs``), its first value first. (Finite values: isclose's equality and NaN terms add
+    nothing, and an overflowing difference is inf, which is no allowed error.)"""
+    (a, a0), (b, b0) = mine, theirs
+    bound = allowed.get((rtol, atol))
+    if bound is None:
+        right = atol + numpy.abs(rtol * b)
+        bound = allowed[(rtol, atol)] = right, float(right[0])
+    if not abs(a0 - b0) <= bound[1]:
+        return False
+    return bool((numpy.abs(a - b) <= bound[0]).all())
 
 
 def _index(t: torch.Tensor) -> tuple[int, ...]:
@@ -489,10 +539,14 @@ class Judge:
             if not case.observe:
                 if case.name not in data.pictures:
                     continue
-                observer = Observer(Tq, Tk)
-                with observer, torch.no_grad():
-                    self.kind.reference(0, zero_bias)(case)
-                ref = observer.obs
+
+                def observe(case=case, Tq=Tq, Tk=Tk):
+                    observer = Observer(Tq, Tk)
+                    with observer, torch.no_grad():
+                        self.kind.reference(0, zero_bias)(case)
+                    return observer.obs
+
+                ref = self._kept.pictured(zero_bias, case, observe)
             if ref.probs is None:
                 continue
             got_all = self._probs(data, case)
@@ -530,10 +584,14 @@ class Judge:
     def _observed(self, data: ConfigReply):
         case = self.observed_case
         zero_bias = frozenset(data.zero_bias)
-        observer = Observer(*case.seq)
-        with observer, torch.no_grad():
-            ref_out = self.kind.reference(0, zero_bias)(case)
-        ref = observer.obs
+
+        def observe():
+            observer = Observer(*case.seq)
+            with observer, torch.no_grad():
+                ref_out = self.kind.reference(0, zero_bias)(case)
+            return ref_out, observer.obs
+
+        ref_out, ref = self._kept.observed(zero_bias, case, observe)  # the same for every attempt: kept (read only)
         self._ref_scores = ref.scores
         heatmap = self._heatmap(data, zero_bias, ref)
         got_shapes = data.observed.shapes if data.observed is not None else {}
@@ -568,6 +626,9 @@ class Judge:
                     per_case[c.name] = (c, self._outputs(data, c))
             outputs.append((data, per_case))
         observed_name = self.observed_case.name
+        # each config's zero biases and its cases, the observed one first: the same for every variant tried
+        ordered = [(data, frozenset(data.zero_bias), sorted(cases.values(), key=lambda cg: cg[0].name != observed_name))
+                   for data, cases in outputs]
 
         # (knob, all_positions, names, only) that -inf's outputs failed on where they are all finite:
         # a masked softmax gives exactly the same finite outputs with any large finite fill (-1e9),
@@ -579,14 +640,13 @@ class Judge:
             key = (knob, all_positions, None if names is None else frozenset(names), None if only is None else frozenset(only))
             if isinstance(fill, float) and -math.inf < fill <= -1e4 and key in finite_fail:
                 return False
-            for data, cases in outputs:
-                zero_bias = frozenset(data.zero_bias)
+            for data, zero_bias, order in ordered:
                 call = self.kind.variant(data.index, zero_bias, knob, fill)
-                order = sorted(cases.values(), key=lambda cg: cg[0].name != observed_name)
                 for case, got_all in order:
                     if only is not None and (data.index, case.name) not in only:
                         continue
-                    got_all = {n: g for n, g in got_all.items() if names is None or n in names}
+                    if names is not None:
+                        got_all = {n: g for n, g in got_all.items() if n in names}
                     if not got_all:
                         continue
                     if any(g is None for g in got_all.values()):
@@ -620,19 +680,27 @@ class Judge:
             key = (id(got), case.name, name, all_positions)  # (outputs holds every got while this runs)
             if key not in graded:  # the attempt's side is the same for every variant compared with it
                 where = torch.ones_like(got, dtype=torch.bool) if all_positions else case.mask(name, tuple(got.shape))
-                mine = got[where]
-                graded[key] = where, mine, ~torch.isfinite(mine)
-            where, mine, mine_over = graded[key]
+                where_np = _numpy_mask(where)  # [where, as numpy, its values as numpy, its values, where not finite]
+                graded[key] = [where, where_np, _graded_doubles(got, where_np, (torch.float64,)), None, None]
+            mine_side = graded[key]
+            where, where_np = mine_side[0], mine_side[1]
             side = sides.get((id(want), case.name, name, all_positions))
-            if side is None or side[0] is not want:
+            if side is None or side[0] is not want:  # [want, its graded values, where not finite, as numpy, bounds]
+                side = sides[(id(want), case.name, name, all_positions)] = [want, None, None, _graded_doubles(want, where_np), {}]
+            rtol, atol = case.tolerance or (RTOL, ATOL)
+            if mine_side[2] is not None and side[3] is not None:  # finite doubles both: torch.isclose's test, in numpy
+                return _close_finite(mine_side[2], side[3], side[4], rtol, atol)
+            if mine_side[3] is None:
+                mine = got[where]
+                mine_side[3], mine_side[4] = mine, ~torch.isfinite(mine)
+            if side[1] is None:
                 theirs = want.double()[where]
-                side = sides[(id(want), case.name, name, all_positions)] = want, theirs, ~torch.isfinite(theirs)
-            _, theirs, theirs_over = side
+                side[1], side[2] = theirs, ~torch.isfinite(theirs)
+            mine, mine_over, theirs, theirs_over = mine_side[3], mine_side[4], side[1], side[2]
             # an overflow is an overflow: where the variant is inf or NaN, an attempt that is inf or NaN
             # there too reproduces it (the same exp overflow read through a one-hot product, inf * 0,
             # is NaN where the variant's gather keeps inf)
             overflow = theirs_over & mine_over
-            rtol, atol = case.tolerance or (RTOL, ATOL)
             return bool((torch.isclose(mine, theirs, rtol=rtol, atol=atol, equal_nan=True) | overflow).all())
 
         matched = [k for k in self.kind.knobs() if any(reproduces(k, f) for f in variants.FILLS)]

@@ -84,6 +84,21 @@ class Outputs:
         is: what was made of it stays made.)"""
         return self._get(("variant", ci, zero_bias, type(knob), knob, type(fill), fill, case.name), compute)
 
+    def observed(self, zero_bias: frozenset, case, compute: Callable[[], Any]) -> Any:
+        """The reference's outputs on the observed ``case`` of config 0 and what an ``Observer`` saw
+        of that run (``judge.Judge._observed``): ``compute()`` the first time."""
+        return self._get(("observed", 0, zero_bias, case.name), compute)
+
+    def pictured(self, zero_bias: frozenset, case, compute: Callable[[], Any]) -> Any:
+        """What an ``Observer`` saw of the reference on ``case`` of config 0, a case the heat-map
+        may show (``judge.Judge._heatmap``): ``compute()`` the first time."""
+        return self._get(("pictured", 0, zero_bias, case.name), compute)
+
+    def trail(self, ci: int, zero_bias: frozenset, case, compute: Callable[[], Any]) -> Any:
+        """The reference traced on ``case`` of config ``ci`` (its steps, marks and the steps of its
+        outputs, see ``engine._trails``): ``compute()`` the first time."""
+        return self._get(("trail", ci, zero_bias, case.name), compute)
+
     def _get(self, key: tuple, compute: Callable[[], Any]) -> Any:
         table = self._table
         if table is None:

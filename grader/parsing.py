@@ -17,3 +17,20 @@ def parsed(source: str) -> ast.Module:
     """``ast.parse(source)``, kept for the last sources asked about. Raises as ``ast.parse`` does
     (a source that does not parse is not kept: it raises again)."""
     return ast.parse(source)
+
+
+# id of a node of a shared tree -> (the node, its walk): a failing attempt's tree is walked whole by a
+# dozen questions (the statement at a line, the lines that keep an argument, where an attribute is set …)
+_WALKS: dict[int, tuple[ast.AST, tuple[ast.AST, ...]]] = {}
+WALKS_KEPT = 256
+
+
+def walk(node: ast.AST) -> tuple[ast.AST, ...]:
+    """``ast.walk(node)`` as a tuple, in its order, kept for the last nodes asked about: for the
+    nodes of trees :func:`parsed` shares (nothing changes them)."""
+    kept = _WALKS.get(id(node))
+    if kept is None or kept[0] is not node:
+        if len(_WALKS) >= WALKS_KEPT:
+            _WALKS.clear()
+        kept = _WALKS[id(node)] = node, tuple(ast.walk(node))
+    return kept[1]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
-from attnprep.grader.parsing import parsed
+from attnprep.grader.parsing import parsed, walk
 from attnprep.grader.tensors import pack, tensors_in, unpack
 
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
@@ -130,7 +130,7 @@ class Source:
         self.functions: dict[int, ast.AST] = {}  # first line of a function's code -> its node
         self.classes: dict[int, ast.ClassDef] = {}  # a method's def line -> its class
         self.statements: list[ast.stmt] = []
-        for node in ast.walk(self.tree):
+        for node in walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.lineno] = node
                 for d in node.decorator_list:
@@ -503,7 +503,7 @@ class Tracer(TorchFunctionMode):
         if isinstance(node, ast.Assign) and isinstance(rhs, ast.Name) and rhs.id in {a.arg for a in _parameters(method)}:
             param = rhs.id
             passed = []
-            for call in ast.walk(src.tree):
+            for call in walk(src.tree):
                 if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == cls.name:
                     params = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][1:]
                     arg = next((kw.value for kw in call.keywords if kw.arg == param), None)
