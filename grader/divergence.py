@@ -1787,7 +1787,7 @@ def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
     if len(lines) != 1:
         return None
     line = lines.pop()
-    code = source.splitlines()[line - 1].strip() if line <= len(source.splitlines()) else ""
+    code = source.splitlines()[line - 1].strip().rstrip(",") if line <= len(source.splitlines()) else ""
     return Found(line, code, f"self.{attr}", tuple(tops[0].shape), name_shape(tops[0].shape, trails.axes), "made")
 
 
