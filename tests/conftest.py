@@ -17,6 +17,17 @@ pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest in-proc
 _HOME_NUMBERS = itertools.count()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config) -> None:
+    """``-n`` without ``--dist`` schedules with pytest-xdist's ``worksteal``, not its ``load``: a
+    worker that runs out of tests takes half of what another still holds. ``load`` hands out fixed
+    chunks, and the suite's slow tests (the mutation sample, the hostile attempts, the processes
+    some tests start) once kept one worker busy 84 s after the other had stopped (a core idle for
+    a sixth of the run). Runs before xdist's own hook, which makes ``load`` of ``no``."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", None) == "no":
+        config.option.dist = "worksteal"
+
+
 def pytest_configure(config) -> None:
     """One torch thread in the test process, before any test runs an op: the grader forks it, and a
     fork after a multi-threaded op (OpenMP's pool started) can hang the child. The grader sets this

@@ -325,19 +325,24 @@ def test_demo_shows_the_named_mistake():
     assert "wrong output" in result.output
 
 
-def test_an_exercise_of_an_existing_kind_is_data_and_a_solution(tmp_path):
+def test_an_exercise_of_an_existing_kind_is_data_and_a_solution(tmp_path, monkeypatch):
     """A new exercise of an existing kind needs a folder under exercises/ and a module under
-    solutions/, no code: a copy of gqa under a new id is graded like gqa."""
+    solutions/, no code: a copy of gqa under a new id is graded like gqa. The folder is added to a
+    copy of exercises/ (``exercises.HERE`` pointed at it): a folder added to the checkout itself is
+    seen by every other test that lists the exercises meanwhile (bash completion in another worker
+    once offered it). The solution goes beside the others, where the grader knows reference code."""
     new_id = "zz_copy_of_gqa"
     source = exercises.get("gqa")
-    folder = exercises.HERE / new_id
+    bank = tmp_path / "exercises"
+    shutil.copytree(exercises.HERE, bank, ignore=shutil.ignore_patterns("__pycache__"))
     solution = exercises.SOLUTIONS_DIR / f"{new_id}.py"
     try:
-        shutil.copytree(source.folder, folder)
+        monkeypatch.setattr(exercises, "HERE", bank)
+        shutil.copytree(source.folder, bank / new_id)
         shutil.copy(source.solution_path, solution)
         exercises.registry.cache_clear()
         ex = exercises.get(new_id)
-        assert ex.contract.kind == source.contract.kind
+        assert ex.folder == bank / new_id and ex.contract.kind == source.contract.kind
         attempt = tmp_path / "attempt.py"
         shutil.copy(solution, attempt)
         passed = grade(attempt, ex)
@@ -348,8 +353,8 @@ def test_an_exercise_of_an_existing_kind_is_data_and_a_solution(tmp_path):
         tiled = grade(CORPUS / "gqa" / "gqa_heads_tiled.py", new_id)
         assert tiled.exercise == new_id and [d.id for d in tiled.diagnoses] == ["gqa_heads_tiled"]
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
         solution.unlink(missing_ok=True)
+        monkeypatch.undo()
         exercises.registry.cache_clear()
 
 
