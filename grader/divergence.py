@@ -1710,6 +1710,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if found is not None:
         found = _buffer_made(found, trails, source) or found
         found = _list_made(found, trails, source) or found
+        found = _compared_grids(found, trails) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1755,6 +1756,63 @@ def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
     line = max(lines)
     code = source.splitlines()[line - 1].strip()
     return dataclasses.replace(found, line=line, code=code, name=name, shape=(), named="")
+
+
+COMPARE = {"gt", "ge", "lt", "le", "eq", "ne", "greater", "greater_equal", "less", "less_equal"}
+SHIFTS = {"add", "sub", "rsub", "neg", "unsqueeze", "getitem", "view", "reshape", "expand", "to", "float", "long", "int"}
+
+
+def _ramp(t: torch.Tensor | None) -> tuple[float, float] | None:
+    """(start, step) when ``t`` counts along exactly one of its axes by a constant, non-zero step
+    and is the same along every other: a position grid (``arange(T)[:, None]``, ``ones.cumsum(1)``)."""
+    if t is None or t.dim() == 0 or t.numel() < 2 or not bool(torch.isfinite(t).all()):
+        return None
+    varying = [a for a in range(t.dim()) if t.shape[a] > 1 and not bool((t == t.narrow(a, 0, 1)).all())]
+    if len(varying) != 1:
+        return None
+    line = t.movedim(varying[0], -1).reshape(-1, t.shape[varying[0]])[0]
+    steps = line[1:] - line[:-1]
+    if float(steps[0]) == 0 or not bool((steps == steps[0]).all()):
+        return None
+    return float(line[0]), float(steps[0])
+
+
+def _compared_grids(found: Found, trails: _Trails) -> Found | None:
+    """A wrong mask "made" from position grids that count alike on both sides (``key_rank =
+    ones.cumsum(1)``, ``query_rank = ones.cumsum(0)``, both 1 .. T): the grids are right, as any
+    grid is a building block the reference need not make; the comparison that turns them into a
+    mask (``key_rank > query_rank + 1``, an offset or ``>`` for ``>=``) is where it goes wrong,
+    said at its line when that mask, or its negation, matches nothing of the reference's."""
+    if found.reason != "made":
+        return None
+    att = trails.att
+    grids = [k for k, s in enumerate(att) if s.line == found.line and s.free and _ramp(tensor_of(s)) is not None]
+    if not grids:
+        return None
+    for c, step in enumerate(att):
+        if c <= grids[0] or func_name(step.func) not in COMPARE or step.line == found.line or len(step.parents) != 2:
+            continue
+        roots, ok = [], True
+        for p in step.parents:  # up through the comparison's own line (an offset, a broadcast) to what it compares
+            q = p
+            while 0 <= q < len(att) and att[q].line == step.line and func_name(att[q].func) in SHIFTS \
+                    and len(att[q].parents) == 1:
+                q = att[q].parents[0]
+            if not 0 <= q < len(att) or att[q].line == step.line:
+                ok = False
+                break
+            roots.append(q)
+        if not ok or not set(roots) & set(grids):
+            continue
+        ramps = [_ramp(tensor_of(att[q])) for q in roots]
+        if any(r is None for r in ramps) or len({(r[0], abs(r[1])) for r in ramps}) != 1:
+            return None  # (grids that count differently: one of them may be the slip)
+        mask = tensor_of(step)
+        if mask is None or any(own for form in (mask, 1 - mask) for _, own in trails.matcher.matches(form, step.dtype)):
+            return None  # (a mask the reference has, or its negation, in its own layout: not the comparison's fault)
+        return Found(step.line, step.code, assigned(step.code), tuple(step.shape),
+                     name_shape(step.shape, trails.axes), "compared")
+    return None
 
 
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
