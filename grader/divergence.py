@@ -1711,6 +1711,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         found = _buffer_made(found, trails, source) or found
         found = _list_made(found, trails, source) or found
         found = _compared_grids(found, trails) or found
+        found = _indices_made(found, trails) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1759,7 +1760,7 @@ def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
 
 
 COMPARE = {"gt", "ge", "lt", "le", "eq", "ne", "greater", "greater_equal", "less", "less_equal"}
-SHIFTS = {"add", "sub", "rsub", "neg", "unsqueeze", "getitem", "view", "reshape", "expand", "to", "float", "long", "int"}
+SHIFTS = {"add", "sub", "rsub", "neg", "unsqueeze", "getitem", "unbind", "select", "view", "reshape", "expand", "to", "float", "long", "int"}
 
 
 def _ramp(t: torch.Tensor | None) -> tuple[float, float] | None:
@@ -1813,6 +1814,47 @@ def _compared_grids(found: Found, trails: _Trails) -> Found | None:
         return Found(step.line, step.code, assigned(step.code), tuple(step.shape),
                      name_shape(step.shape, trails.axes), "compared")
     return None
+
+
+WRITES = {"index_put", "index_fill", "scatter", "index_copy", "setitem"}
+INTEGER = {"int64", "int32", "int16", "int8", "uint8", "long", "int"}
+
+
+def _indices_made(found: Found, trails: _Trails) -> Found | None:
+    """A wrong mask "made" by writing one value at positions into a mask that was right before
+    (``m.index_put((too_far[0], too_far[1]), False)`` on the causal ``m``): the positions are the
+    slip, said at the one line that made them (``torch.tril_indices(T, T, offset=-window - 1)``)
+    when every index comes from that line."""
+    if found.reason != "made":
+        return None
+    att = trails.att
+    writes = [k for k, s in enumerate(att) if s.line == found.line and func_name(s.func) in WRITES and s.free]
+    if len(writes) != 1 or len(att[writes[0]].parents) < 3:
+        return None
+    step = att[writes[0]]
+    base, *rest = step.parents
+    base_t = tensor_of(att[base]) if 0 <= base < len(att) else None
+    if base_t is None or not (is_constant(base_t) or any(own for _, own in trails.matcher.matches(base_t, att[base].dtype))):
+        return None
+    values = [p for p in rest if att[p].dtype not in INTEGER]
+    indices = [p for p in rest if att[p].dtype in INTEGER]
+    written = tensor_of(att[values[0]]) if len(values) == 1 else None
+    if written is None or not indices or not (written.numel() == 1 or is_constant(written)):
+        return None
+    roots = set()
+    for p in indices:
+        q = p
+        while att[q].line == step.line and len(att[q].parents) == 1 and func_name(att[q].func) in SHIFTS:
+            q = att[q].parents[0]
+        if att[q].line == step.line:
+            return None
+        roots.add(att[q].line)
+    if len(roots) != 1:
+        return None
+    line = roots.pop()
+    k = max(j for j, s in enumerate(att) if s.line == line and j < writes[0])
+    made = att[k]
+    return Found(made.line, made.code, assigned(made.code), tuple(made.shape), name_shape(made.shape, trails.axes), "indices")
 
 
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
