@@ -1712,6 +1712,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         found = _list_made(found, trails, source) or found
         found = _compared_grids(found, trails) or found
         found = _indices_made(found, trails) or found
+        found = _none_unless(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1855,6 +1856,86 @@ def _indices_made(found: Found, trails: _Trails) -> Found | None:
     k = max(j for j, s in enumerate(att) if s.line == line and j < writes[0])
     made = att[k]
     return Found(made.line, made.code, assigned(made.code), tuple(made.shape), name_shape(made.shape, trails.axes), "indices")
+
+
+def _guarded_name(test) -> str | None:
+    """The variable an ``if`` runs its body for when it is set: ``mask is not None``, ``mask`` (a
+    step under it left out means the variable was None)."""
+    import ast
+
+    if isinstance(test, ast.Name):
+        return test.id
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant) \
+            and test.comparators[0].value is None:
+        return test.left.id
+    return None
+
+
+def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A step left out by ``if mask is not None:`` inside a function whose ``mask`` the one call of
+    it passes as a variable that is None unless a condition of the caller holds (``mask = None``,
+    then ``if self.triangular_masking and layer_past is None: mask = ...``): the caller's condition
+    is where it goes wrong, said at its line (the guard only honours what it is given)."""
+    import ast
+
+    if found.reason != "guarded":
+        return None
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def innermost(line: int):
+        around = [f for f in functions if f.lineno < line <= (f.end_lineno or f.lineno)]
+        return min(around, key=lambda f: (f.end_lineno or f.lineno) - f.lineno) if around else None
+
+    fn = innermost(found.line)
+    guard = next((n for n in ast.walk(fn) if isinstance(n, ast.If) and n.lineno == found.line), None) if fn else None
+    name = _guarded_name(guard.test) if guard is not None else None
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]] if fn else []
+    if name is None or name not in params:
+        return None
+    callers = {s.stack[n - 1] for s in trails.att for n in range(1, len(s.stack or ()))
+               if fn.lineno < s.stack[n] <= (fn.end_lineno or fn.lineno)
+               and not fn.lineno <= s.stack[n - 1] <= (fn.end_lineno or fn.lineno)}
+    if len(callers) != 1:
+        return None
+    caller = callers.pop()
+    outer = innermost(caller)
+    if outer is None:
+        return None
+    call = next((n for n in ast.walk(outer) if isinstance(n, ast.Call) and n.lineno <= caller <= (n.end_lineno or n.lineno)
+                 and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) == fn.name), None)
+    if call is None:
+        return None
+    given = next((k.value for k in call.keywords if k.arg == name), None)
+    if given is None:
+        positional = params[1:] if isinstance(call.func, ast.Attribute) and params[:1] == ["self"] else params
+        j = positional.index(name) if name in positional else -1
+        given = call.args[j] if 0 <= j < len(call.args) else None
+    if not isinstance(given, ast.Name):
+        return None
+    var = given.id
+    nones, conditional = [], set()
+    ifs = [n for n in ast.walk(outer) if isinstance(n, ast.If)]
+    for node in ast.walk(outer):
+        if isinstance(node, ast.Assign) and node.lineno < call.lineno \
+                and any(isinstance(t, ast.Name) and t.id == var for t in node.targets):
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                nones.append(node)
+                continue
+            holding = [i for i in ifs if i.lineno < node.lineno <= (i.end_lineno or i.lineno)
+                       and not i.lineno <= call.lineno <= (i.end_lineno or i.lineno)]
+            if not holding:
+                return None  # (set unconditionally too: not left None by a condition)
+            conditional.add(max(holding, key=lambda i: i.lineno).lineno)
+    if len(nones) != 1 or len(conditional) != 1:
+        return None
+    line = conditional.pop()
+    code = source.splitlines()[line - 1].strip()
+    return Found(line, code, var, (), "", "none_unless", fn.name, part=found.part)
 
 
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
