@@ -118,8 +118,8 @@ def _python_made(found, t, path: Path, kind, ci: int, ni: int, timeout: float, p
         return None
     matcher = divergence.Matcher(ref)
     made = tensor_of(att[root])
-    if made is None or matcher.matches(made, att[root].dtype) or is_constant(made):
-        return None  # (the tensor is right: what it is made of says nothing)
+    if made is None or made.numel() < 2 or is_constant(made) or matcher.matches(made, att[root].dtype):
+        return None  # (one number, or the tensor is right: what it is made of says nothing)
     fn = _function_of(functions, att[root].line)
     if fn is None:
         return None
