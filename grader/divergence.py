@@ -1779,41 +1779,73 @@ def _ramp(t: torch.Tensor | None) -> tuple[float, float] | None:
     return float(line[0]), float(steps[0])
 
 
+def _grid_roots(att: list[Step], c: int) -> list[int] | None:
+    """What comparison step ``c`` compares, followed up through its own line (an offset, a
+    broadcast): two steps made on other lines, or None."""
+    step = att[c]
+    if func_name(step.func) not in COMPARE or len(step.parents) != 2:
+        return None
+    roots = []
+    for p in step.parents:
+        q = p
+        while 0 <= q < len(att) and att[q].line == step.line and func_name(att[q].func) in SHIFTS \
+                and len(att[q].parents) == 1:
+            q = att[q].parents[0]
+        if not 0 <= q < len(att) or att[q].line == step.line:
+            return None
+        roots.append(q)
+    return roots
+
+
+def _matches_no_mask(trails: _Trails, step: Step) -> bool:
+    """Whether the mask ``step`` holds matches no reference step, nor does its negation, in the
+    reference's own layout (a transposed triangle is no match for a mask)."""
+    mask = tensor_of(step)
+    return mask is not None and not any(own for form in (mask, 1 - mask)
+                                        for _, own in trails.matcher.matches(form, step.dtype))
+
+
+def _compared(trails: _Trails, c: int) -> Found:
+    step = trails.att[c]
+    return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, trails.axes),
+                 "compared")
+
+
+# where a comparison of grids that the reference makes too may be said instead (not a raise, a layout …)
+COMPARED_OVER = {"made", "incomplete", "values", "skipped", "input"}
+
+
 def _compared_grids(found: Found, trails: _Trails) -> Found | None:
-    """A wrong mask "made" from position grids that count alike on both sides (``key_rank =
-    ones.cumsum(1)``, ``query_rank = ones.cumsum(0)``, both 1 .. T): the grids are right, as any
-    grid is a building block the reference need not make; the comparison that turns them into a
-    mask (``key_rank > query_rank + 1``, an offset or ``>`` for ``>=``) is where it goes wrong,
-    said at its line when that mask, or its negation, matches nothing of the reference's."""
-    if found.reason != "made":
+    """A wrong mask made by comparing position grids: the grids are right, as any grid is a
+    building block the reference need not make; the comparison that turns them into a mask
+    (``key_rank > query_rank + 1``, an offset or ``>`` for ``>=``) is where it goes wrong, said at
+    its line when that mask, or its negation, matches nothing of the reference's. Two ways: the
+    finder says "made" of a grid that counts alike with the other side (``key_rank =
+    ones.cumsum(1)``, ``query_rank = ones.cumsum(0)``, both 1 .. T), or the reference compares
+    grids into a mask of that shape too (a flash tile's ``cols > rows``) and the attempt's first
+    comparison of two position grids matches none of its masks, wherever the finder looked."""
+    if found.reason not in COMPARED_OVER:
         return None
     att = trails.att
-    grids = [k for k, s in enumerate(att) if s.line == found.line and s.free and _ramp(tensor_of(s)) is not None]
-    if not grids:
-        return None
+    if found.reason == "made":
+        grids = [k for k, s in enumerate(att) if s.line == found.line and s.free and _ramp(tensor_of(s)) is not None]
+        for c in range(grids[0] + 1 if grids else len(att), len(att)):
+            roots = _grid_roots(att, c) if att[c].line != found.line else None
+            if roots is None or not set(roots) & set(grids):
+                continue
+            ramps = [_ramp(tensor_of(att[q])) for q in roots]
+            if any(r is None for r in ramps) or len({(r[0], abs(r[1])) for r in ramps}) != 1:
+                return None  # (grids that count differently: one of them may be the slip)
+            return _compared(trails, c) if _matches_no_mask(trails, att[c]) else None
+    shapes = {tuple(s.shape) for s in trails.ref if func_name(s.func) in COMPARE and s.dtype == "bool"}
     for c, step in enumerate(att):
-        if c <= grids[0] or func_name(step.func) not in COMPARE or step.line == found.line or len(step.parents) != 2:
-            continue
-        roots, ok = [], True
-        for p in step.parents:  # up through the comparison's own line (an offset, a broadcast) to what it compares
-            q = p
-            while 0 <= q < len(att) and att[q].line == step.line and func_name(att[q].func) in SHIFTS \
-                    and len(att[q].parents) == 1:
-                q = att[q].parents[0]
-            if not 0 <= q < len(att) or att[q].line == step.line:
-                ok = False
-                break
-            roots.append(q)
-        if not ok or not set(roots) & set(grids):
+        roots = _grid_roots(att, c) if tuple(step.shape) in shapes and step.line != found.line else None
+        if roots is None:
             continue
         ramps = [_ramp(tensor_of(att[q])) for q in roots]
-        if any(r is None for r in ramps) or len({(r[0], abs(r[1])) for r in ramps}) != 1:
-            return None  # (grids that count differently: one of them may be the slip)
-        mask = tensor_of(step)
-        if mask is None or any(own for form in (mask, 1 - mask) for _, own in trails.matcher.matches(form, step.dtype)):
-            return None  # (a mask the reference has, or its negation, in its own layout: not the comparison's fault)
-        return Found(step.line, step.code, assigned(step.code), tuple(step.shape),
-                     name_shape(step.shape, trails.axes), "compared")
+        if any(r is None for r in ramps) or len({abs(r[1]) for r in ramps}) != 1:
+            continue
+        return _compared(trails, c) if _matches_no_mask(trails, step) else None  # (the first such comparison only)
     return None
 
 
