@@ -1,7 +1,8 @@
 """Rounds 7 to 10's lines that were off and the mechanisms that now say them (issue 24), each with a
 corpus attempt of its class in another style: a tensor made from numbers the file computed in plain
 Python or numpy, said where those numbers first go wrong (grader/pymade.py, reason ``made_python``);
-a mask made from position grids that count alike, said at the comparison (``compared``); a mask made
+a mask made from position grids, said at the comparison when its mask matches none of the reference's
+(``compared``: grids that count alike, or a reference that compares grids into masks too); a mask made
 by writing one value at positions into a mask that was right, said where the positions are made
 (``indices``); a step left out by ``if mask is not None:`` because the caller's variable is None
 unless a condition holds, said at that condition (``none_unless``), grader/divergence.py."""
@@ -34,6 +35,8 @@ SAID = [
     ("alibi/numpy_geometric_slopes_from_zero.py", "made_python"),
     ("mha/cumsum_causal_one_step_ahead.py", "compared"),  # round 7
     ("gqa/one_based_positions_diagonal_masked.py", "compared"),
+    ("flash/triton_program_ids_diag_blocked.py", "compared"),  # round 10
+    ("flash/cuda_thread_ids_diagonal_blocked.py", "compared"),
     ("sliding_window/tril_indices_band_keep_window_plus_one_rows_pad.py", "indices"),  # round 7
     ("sliding_window/causal_then_carve_far_keys_short_window.py", "indices"),
     ("mla_decode/deepspeed_triangular_mask_first_call_only.py", "none_unless"),  # round 7
