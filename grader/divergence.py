@@ -1710,6 +1710,9 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if found is not None:
         found = _buffer_made(found, trails, source) or found
         found = _list_made(found, trails, source) or found
+        found = _compared_grids(found, trails) or found
+        found = _indices_made(found, trails) or found
+        found = _none_unless(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1755,6 +1758,216 @@ def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
     line = max(lines)
     code = source.splitlines()[line - 1].strip()
     return dataclasses.replace(found, line=line, code=code, name=name, shape=(), named="")
+
+
+COMPARE = {"gt", "ge", "lt", "le", "eq", "ne", "greater", "greater_equal", "less", "less_equal"}
+SHIFTS = {"add", "sub", "rsub", "neg", "unsqueeze", "getitem", "unbind", "select", "view", "reshape", "expand", "to", "float", "long", "int"}
+
+
+def _ramp(t: torch.Tensor | None) -> tuple[float, float] | None:
+    """(start, step) when ``t`` counts along exactly one of its axes by a constant, non-zero step
+    and is the same along every other: a position grid (``arange(T)[:, None]``, ``ones.cumsum(1)``)."""
+    if t is None or t.dim() == 0 or t.numel() < 2 or not bool(torch.isfinite(t).all()):
+        return None
+    varying = [a for a in range(t.dim()) if t.shape[a] > 1 and not bool((t == t.narrow(a, 0, 1)).all())]
+    if len(varying) != 1:
+        return None
+    line = t.movedim(varying[0], -1).reshape(-1, t.shape[varying[0]])[0]
+    steps = line[1:] - line[:-1]
+    if float(steps[0]) == 0 or not bool((steps == steps[0]).all()):
+        return None
+    return float(line[0]), float(steps[0])
+
+
+def _grid_roots(att: list[Step], c: int) -> list[int] | None:
+    """What comparison step ``c`` compares, followed up through its own line (an offset, a
+    broadcast): two steps made on other lines, or None."""
+    step = att[c]
+    if func_name(step.func) not in COMPARE or len(step.parents) != 2:
+        return None
+    roots = []
+    for p in step.parents:
+        q = p
+        while 0 <= q < len(att) and att[q].line == step.line and func_name(att[q].func) in SHIFTS \
+                and len(att[q].parents) == 1:
+            q = att[q].parents[0]
+        if not 0 <= q < len(att) or att[q].line == step.line:
+            return None
+        roots.append(q)
+    return roots
+
+
+def _matches_no_mask(trails: _Trails, step: Step) -> bool:
+    """Whether the mask ``step`` holds matches no reference step, nor does its negation, in the
+    reference's own layout (a transposed triangle is no match for a mask)."""
+    mask = tensor_of(step)
+    return mask is not None and not any(own for form in (mask, 1 - mask)
+                                        for _, own in trails.matcher.matches(form, step.dtype))
+
+
+def _compared(trails: _Trails, c: int) -> Found:
+    step = trails.att[c]
+    return Found(step.line, step.code, assigned(step.code), tuple(step.shape), name_shape(step.shape, trails.axes),
+                 "compared")
+
+
+# where a comparison of grids that the reference makes too may be said instead (not a raise, a layout …)
+COMPARED_OVER = {"made", "incomplete", "values", "skipped", "input"}
+
+
+def _compared_grids(found: Found, trails: _Trails) -> Found | None:
+    """A wrong mask made by comparing position grids: the grids are right, as any grid is a
+    building block the reference need not make; the comparison that turns them into a mask
+    (``key_rank > query_rank + 1``, an offset or ``>`` for ``>=``) is where it goes wrong, said at
+    its line when that mask, or its negation, matches nothing of the reference's. Two ways: the
+    finder says "made" of a grid that counts alike with the other side (``key_rank =
+    ones.cumsum(1)``, ``query_rank = ones.cumsum(0)``, both 1 .. T), or the reference compares
+    grids into a mask of that shape too (a flash tile's ``cols > rows``) and the attempt's first
+    comparison of two position grids matches none of its masks, wherever the finder looked."""
+    if found.reason not in COMPARED_OVER:
+        return None
+    att = trails.att
+    if found.reason == "made":
+        grids = [k for k, s in enumerate(att) if s.line == found.line and s.free and _ramp(tensor_of(s)) is not None]
+        for c in range(grids[0] + 1 if grids else len(att), len(att)):
+            roots = _grid_roots(att, c) if att[c].line != found.line else None
+            if roots is None or not set(roots) & set(grids):
+                continue
+            ramps = [_ramp(tensor_of(att[q])) for q in roots]
+            if any(r is None for r in ramps) or len({(r[0], abs(r[1])) for r in ramps}) != 1:
+                return None  # (grids that count differently: one of them may be the slip)
+            return _compared(trails, c) if _matches_no_mask(trails, att[c]) else None
+    shapes = {tuple(s.shape) for s in trails.ref if func_name(s.func) in COMPARE and s.dtype == "bool"}
+    for c, step in enumerate(att):
+        roots = _grid_roots(att, c) if tuple(step.shape) in shapes and step.line != found.line else None
+        if roots is None:
+            continue
+        ramps = [_ramp(tensor_of(att[q])) for q in roots]
+        if any(r is None for r in ramps) or len({abs(r[1]) for r in ramps}) != 1:
+            continue
+        return _compared(trails, c) if _matches_no_mask(trails, step) else None  # (the first such comparison only)
+    return None
+
+
+WRITES = {"index_put", "index_fill", "scatter", "index_copy", "setitem"}
+INTEGER = {"int64", "int32", "int16", "int8", "uint8", "long", "int"}
+
+
+def _indices_made(found: Found, trails: _Trails) -> Found | None:
+    """A wrong mask "made" by writing one value at positions into a mask that was right before
+    (``m.index_put((too_far[0], too_far[1]), False)`` on the causal ``m``): the positions are the
+    slip, said at the one line that made them (``torch.tril_indices(T, T, offset=-window - 1)``)
+    when every index comes from that line."""
+    if found.reason != "made":
+        return None
+    att = trails.att
+    writes = [k for k, s in enumerate(att) if s.line == found.line and func_name(s.func) in WRITES and s.free]
+    if len(writes) != 1 or len(att[writes[0]].parents) < 3:
+        return None
+    step = att[writes[0]]
+    base, *rest = step.parents
+    base_t = tensor_of(att[base]) if 0 <= base < len(att) else None
+    if base_t is None or not (is_constant(base_t) or any(own for _, own in trails.matcher.matches(base_t, att[base].dtype))):
+        return None
+    values = [p for p in rest if att[p].dtype not in INTEGER]
+    indices = [p for p in rest if att[p].dtype in INTEGER]
+    written = tensor_of(att[values[0]]) if len(values) == 1 else None
+    if written is None or not indices or not (written.numel() == 1 or is_constant(written)):
+        return None
+    roots = set()
+    for p in indices:
+        q = p
+        while att[q].line == step.line and len(att[q].parents) == 1 and func_name(att[q].func) in SHIFTS:
+            q = att[q].parents[0]
+        if att[q].line == step.line:
+            return None
+        roots.add(att[q].line)
+    if len(roots) != 1:
+        return None
+    line = roots.pop()
+    k = max(j for j, s in enumerate(att) if s.line == line and j < writes[0])
+    made = att[k]
+    return Found(made.line, made.code, assigned(made.code), tuple(made.shape), name_shape(made.shape, trails.axes), "indices")
+
+
+def _guarded_name(test) -> str | None:
+    """The variable an ``if`` runs its body for when it is set: ``mask is not None``, ``mask`` (a
+    step under it left out means the variable was None)."""
+    import ast
+
+    if isinstance(test, ast.Name):
+        return test.id
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant) \
+            and test.comparators[0].value is None:
+        return test.left.id
+    return None
+
+
+def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A step left out by ``if mask is not None:`` inside a function whose ``mask`` the one call of
+    it passes as a variable that is None unless a condition of the caller holds (``mask = None``,
+    then ``if self.triangular_masking and layer_past is None: mask = ...``): the caller's condition
+    is where it goes wrong, said at its line (the guard only honours what it is given)."""
+    import ast
+
+    if found.reason != "guarded":
+        return None
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def innermost(line: int):
+        around = [f for f in functions if f.lineno < line <= (f.end_lineno or f.lineno)]
+        return min(around, key=lambda f: (f.end_lineno or f.lineno) - f.lineno) if around else None
+
+    fn = innermost(found.line)
+    guard = next((n for n in ast.walk(fn) if isinstance(n, ast.If) and n.lineno == found.line), None) if fn else None
+    name = _guarded_name(guard.test) if guard is not None else None
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]] if fn else []
+    if name is None or name not in params:
+        return None
+    callers = {s.stack[n - 1] for s in trails.att for n in range(1, len(s.stack or ()))
+               if fn.lineno < s.stack[n] <= (fn.end_lineno or fn.lineno)
+               and not fn.lineno <= s.stack[n - 1] <= (fn.end_lineno or fn.lineno)}
+    if len(callers) != 1:
+        return None
+    caller = callers.pop()
+    outer = innermost(caller)
+    if outer is None:
+        return None
+    call = next((n for n in ast.walk(outer) if isinstance(n, ast.Call) and n.lineno <= caller <= (n.end_lineno or n.lineno)
+                 and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) == fn.name), None)
+    if call is None:
+        return None
+    given = next((k.value for k in call.keywords if k.arg == name), None)
+    if given is None:
+        positional = params[1:] if isinstance(call.func, ast.Attribute) and params[:1] == ["self"] else params
+        j = positional.index(name) if name in positional else -1
+        given = call.args[j] if 0 <= j < len(call.args) else None
+    if not isinstance(given, ast.Name):
+        return None
+    var = given.id
+    nones, conditional = [], set()
+    ifs = [n for n in ast.walk(outer) if isinstance(n, ast.If)]
+    for node in ast.walk(outer):
+        if isinstance(node, ast.Assign) and node.lineno < call.lineno \
+                and any(isinstance(t, ast.Name) and t.id == var for t in node.targets):
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                nones.append(node)
+                continue
+            holding = [i for i in ifs if i.lineno < node.lineno <= (i.end_lineno or i.lineno)
+                       and not i.lineno <= call.lineno <= (i.end_lineno or i.lineno)]
+            if not holding:
+                return None  # (set unconditionally too: not left None by a condition)
+            conditional.add(max(holding, key=lambda i: i.lineno).lineno)
+    if len(nones) != 1 or len(conditional) != 1:
+        return None
+    line = conditional.pop()
+    code = source.splitlines()[line - 1].strip()
+    return Found(line, code, var, (), "", "none_unless", fn.name, part=found.part)
 
 
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:

@@ -477,8 +477,9 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
         code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
-    from attnprep.grader import substitute
+    from attnprep.grader import pymade, substitute
 
+    found = pymade.python_made(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = substitute.second_opinion(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = _call_site(found, t.attempt, path, exercise, files["source"])
     if cover and len(t.lines) == len(cover[0]):
