@@ -2535,6 +2535,10 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
     reference gives its scaled value (the reference's line, its scale left out: that line), the step
     that uses the input without the scale ("input")."""
     p = locate(explained, s.att, s.ref, s.matcher)
+    if p is None or p not in h.step.parents:
+        # said at the call of a helper of the file that returned it (`Q_i = load_tile(q, …)`): the
+        # step's parent made on that call
+        p = next((q for q in h.step.parents if explained.line in (s.att[q].stack or [s.att[q].line])), p)
     if p is None or p not in h.step.parents or s.matched[p] is None:
         return None
     pick = s.att[p]
