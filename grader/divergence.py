@@ -3416,6 +3416,56 @@ def _returns_later_stage(s: _Search):
 END_RULES = (_short_output, _result_in_other_layout, _stops_short, _raised, _returns_later_stage)
 
 
+def _built_with_callables(s: _Search, i: int, found: Found) -> Found:
+    """``found``, a step left out ("input", "skipped"), said of step ``i``'s own line, where that line
+    only calls a callable it was handed (``reduce(lambda acc, f: f(acc), fns, x)``, ``for f in
+    self.stages: x = f(x)``: a pipeline applying its stages), and the step was
+    run from a statement of the attempt that calls a local variable the same function made by a call
+    (``kv_path = compose(self.wkv_b, …)`` then ``kv_path(c_kv)``): the line that chose the stages,
+    the one that made that variable. Else ``found`` as it is."""
+    import ast
+
+    step = s.att[i]
+    stack = list(step.stack or ())
+    if not s.source or found.reason not in ("input", "skipped") or found.line != step.line or len(stack) < 2 \
+            or not 0 < step.line <= len(s.trails.source_lines):
+        return found  # (a step left out: the stages are where it belongs; a wrong argument is the call's)
+    try:
+        tree = parsed(s.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return found
+    handed = False
+    for node in walk(tree):
+        if not isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not node.lineno <= step.line <= (node.end_lineno or node.lineno):
+            continue
+        params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        params |= {t.id for b in body for loop in ast.walk(b) if isinstance(loop, ast.For)
+                   for t in ast.walk(loop.target) if isinstance(t, ast.Name)}  # (for f in self.stages: x = f(x))
+        handed = handed or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in params
+                               and c.lineno == step.line for b in body for c in ast.walk(b))
+    if not handed:
+        return found
+    outer = stack[0]
+    functions = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and f.lineno <= outer <= (f.end_lineno or f.lineno)]
+    if not functions:
+        return found
+    function = max(functions, key=lambda f: f.lineno)  # the statement's own function
+    if function.lineno <= step.line <= (function.end_lineno or function.lineno):
+        return found  # (the applier is written in that function itself)
+    called = {c.func.id for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+              and c.lineno == outer}
+    made = [n for n in ast.walk(function) if isinstance(n, ast.Assign) and n.lineno < outer and isinstance(n.value, ast.Call)
+            and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and n.targets[0].id in called]
+    if len(made) != 1 or made[0].lineno != (made[0].end_lineno or made[0].lineno):
+        return found
+    line = made[0].lineno
+    return dataclasses.replace(found, line=line, code=s.trails.source_lines[line - 1].strip())
+
+
 def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
                  outputs: tuple[dict[str, int], dict[str, int]] | None, source: str, ref_source: str) -> Found | None:
     """:func:`find` on the two trails compared, its shapes written with ``axes``: the first answer of
@@ -3430,7 +3480,7 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
             if said is NO_LINE:
                 return None
             if said is not None:
-                return said
+                return _built_with_callables(search, i, said)
     for rule in END_RULES:
         found = rule(search)
         if found is not None:
