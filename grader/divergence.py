@@ -2748,6 +2748,10 @@ def _unscaled_pick(s: _Search, h: _Here, explained: Found) -> Found | None:
     reference gives its scaled value (the reference's line, its scale left out: that line), the step
     that uses the input without the scale ("input")."""
     p = locate(explained, s.att, s.ref, s.matcher)
+    if p is None or p not in h.step.parents:
+        # said at the call of a helper of the file that returned it (`Q_i = load_tile(q, …)`): the
+        # step's parent made on that call
+        p = next((q for q in h.step.parents if explained.line in (s.att[q].stack or [s.att[q].line])), p)
     if p is None or p not in h.step.parents or s.matched[p] is None:
         return None
     pick = s.att[p]
@@ -3095,10 +3099,243 @@ def _reused_callee(s: _Search, h: _Here):
 
 def _bare_values(s: _Search, h: _Here):
     """Else the step itself: wrong values on its own line; not a right mask applied to the right
-    scores ahead of another mask the reference applies first (see :func:`_mask_taken_early`)."""
+    scores ahead of another mask the reference applies first (see :func:`_mask_taken_early`). Said
+    better where the file shows why: a case input picked with its axes elsewhere (see
+    :func:`_input_picked_otherwise`), a branch that would have read a case input and did not run
+    (see :func:`_branch_not_taken`)."""
     if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i) or _additive_mask_taken_early(s, h.i):
         return NEXT_STEP
-    return s.said(h.i, "values")
+    return (_input_picked_otherwise(s, h.i) or _branch_not_taken(s, h.i) or _constant_of_a_class(s, h.i)
+            or s.said(h.i, "values"))
+
+
+@functools.lru_cache(maxsize=8)
+def _class_constants(source: str) -> dict[str, list[tuple[int, float]]]:
+    """The numbers a class body of ``source`` gives its attributes (``fill = 0.0``; a dataclass
+    field's default, ``ignore_index: int = -100``; ``float("-inf")``): attribute -> (line, value)."""
+    import ast
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    found: dict[str, list[tuple[int, float]]] = {}
+    for cls in walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in cls.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                target, value = node.targets[0].id, node.value
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                target, value = node.target.id, node.value
+            else:
+                continue
+            number = _number_written(value)
+            if number is not None:
+                found.setdefault(target, []).append((node.lineno, number))
+    return found
+
+
+def _number_written(node) -> float | None:
+    """The number an expression writes: a literal (``-100``, ``0.0``) or ``float("-inf")``."""
+    import ast
+
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        try:
+            return float(node.args[0].value)
+        except ValueError:
+            return None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _same_number(a: float, b: float) -> bool:
+    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _only_the_number_differs(s: _Search, i: int, value: float) -> float | None:
+    """Attempt step ``i`` holds a reference step's values of its shape except where it holds
+    ``value``, and there the reference holds one other number: that number (a fill of 0 where the
+    reference fills -inf), else None."""
+    t = tensor_of(s.att[i])
+    if t is None or not t.numel():
+        return None
+    t = t.double()
+    here = t == value
+    if not here.any() or here.all():
+        return None
+    for ref in s.ref:
+        r = tensor_of(ref)
+        if r is None or tuple(r.shape) != tuple(t.shape):
+            continue
+        r = r.double()
+        same = torch.isclose(t, r, rtol=RTOL, atol=ATOL, equal_nan=True) | ((t == r) & ~torch.isfinite(t))
+        if same.all() or not here[~same].all() or not (~same).any():
+            continue
+        theirs = r[~same].unique()
+        if theirs.numel() == 1:
+            return float(theirs[0])
+    return None
+
+
+def _constant_of_a_class(s: _Search, i: int) -> Found | None:
+    """Step ``i``'s wrong values come from a number a class body sets (``fill = 0.0`` read as
+    ``self.fill``; a dataclass field's default, ``cfg.ignore_index``), read on the step's line: the
+    reference's step of that operation reads another number under that name, or the step holds the
+    reference's values except where it holds that number. The line that chose the number: the class
+    attribute's, or, for an object the function built (``cfg = LossConfig(...)``) without passing the
+    field the function has as a parameter of its own, that call."""
+    import ast
+
+    if not s.source:
+        return None
+    constants = _class_constants(s.source)
+    step = s.att[i]
+    if not constants or not 0 < step.line <= len(s.trails.source_lines):
+        return None
+    try:
+        line_tree = ast.parse(s.trails.source_lines[step.line - 1].strip())
+    except SyntaxError:
+        return None
+    reads = [(n.value.id, n.attr) for n in ast.walk(line_tree)
+             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.attr in constants]
+    steps = [i] + [p for p in step.parents if s.att[p].line == step.line]
+    for obj, attr in reads:
+        for k in steps:
+            for a in s.att[k].scalars:
+                if a.name and a.name != f"{obj}.{attr}":
+                    continue
+                written = next((c for c in constants[attr] if _same_number(c[1], a.value)), None)
+                if written is None:
+                    continue
+                theirs = next((b.value for r in s.ref if func_name(r.func) == func_name(s.att[k].func)
+                               for b in r.scalars if b.key == a.key and b.name and names_of(b.name) & {attr}
+                               and not _same_number(b.value, a.value)), None)
+                if theirs is None:
+                    theirs = _only_the_number_differs(s, i, a.value)
+                if theirs is None:
+                    continue
+                line = written[0]
+                if obj != "self":
+                    line = _built_without(s.source, step.line, obj, attr) or line
+                return Found(line, s.trails.source_lines[line - 1].strip(), f"{obj}.{attr}", (), _number(a.value),
+                             "scalar", attr, _number(theirs), _code(step.code))
+    return None
+
+
+def _built_without(source: str, line: int, obj: str, attr: str) -> int | None:
+    """In the function holding ``line``, which has a parameter ``attr``: the line that makes ``obj``
+    with a call that does not pass ``attr`` (the function's own value left out), or None."""
+    import ast
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and f.lineno <= line <= (f.end_lineno or f.lineno)]
+    if not around:
+        return None
+    f = max(around, key=lambda f: f.lineno)
+    params = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
+    if attr not in params:
+        return None
+    for node in walk(f):
+        if isinstance(node, ast.Assign) and node.lineno < line and any(isinstance(t, ast.Name) and t.id == obj for t in node.targets) \
+                and isinstance(node.value, ast.Call) and all(k.arg != attr for k in node.value.keywords) \
+                and not any(isinstance(x, ast.Name) and x.id == attr for x in node.value.args):
+            return node.lineno
+    return None
+
+
+def _attempt_ancestors(s: _Search, i: int) -> set[int]:
+    """Every earlier attempt step that step ``i`` is computed from."""
+    seen, todo = set(), list(s.att[i].parents)
+    while todo:
+        p = todo.pop()
+        if p in seen or not 0 <= p < len(s.att):
+            continue
+        seen.add(p)
+        todo.extend(s.att[p].parents)
+    return seen
+
+
+def _input_picked_otherwise(s: _Search, i: int) -> Found | None:
+    """Step ``i``'s wrong values come from a case input picked, on another line, into a shape the
+    reference never picks it in: its sizes in the same order with the broadcast axes elsewhere
+    (``attention_mask[:, None, :, None]``, (B, 1, T, 1), where the reference takes (B, 1, 1, T):
+    the mask on the query rows), and no step of the attempt takes it as the reference does. The
+    pick is where it goes wrong."""
+    step = s.att[i]
+    for p in sorted(_attempt_ancestors(s, i)):
+        pick = s.att[p]
+        if pick.parents or len(pick.inputs) != 1 or func_name(pick.func) not in PICKS or pick.line == step.line \
+                or pick.dtype != "bool":
+            continue  # (a mask: where its broadcast axes sit says which of the scores it masks)
+        source = pick.inputs[0]
+        taken = [r for r, ref in enumerate(s.ref) if source in ref.inputs]
+        shapes = {tuple(s.ref[r].shape) for r in taken}
+        if not taken or tuple(pick.shape) in shapes or any(
+                source in a.inputs and tuple(a.shape) in shapes for a in s.att):
+            continue
+        sizes = [d for d in pick.shape if d != 1]
+        like = [r for r in taken if len(s.ref[r].shape) == len(pick.shape)
+                and [d for d in s.ref[r].shape if d != 1] == sizes]
+        if not like or len(sizes) == len(pick.shape):
+            continue
+        r = like[0]
+        return Found(pick.line, pick.code, s.trails.name_of(s.att, p), tuple(pick.shape), name_shape(pick.shape, s.axes),
+                     "layout", s.trails.name_of(s.ref, r), name_shape(s.ref[r].shape, s.axes), _code(s.ref[r].code))
+    return None
+
+
+def _branch_not_taken(s: _Search, i: int) -> Found | None:
+    """Step ``i`` goes wrong where the reference has read a case input that no step of the attempt
+    reads in this call, and the file has an ``if`` / ``elif`` whose condition names that input (as
+    the reference's code names it) and whose body, which reads it too, did not run (``elif
+    attention_mask is not None:`` after ``if is_causal:``, the padding left out whenever the mask
+    is causal; its ``else`` did not run either): the condition that left it out ("guarded", its
+    line)."""
+    import ast
+
+    if not s.source:
+        return None
+    read = {k for a in s.att for k in a.inputs}
+    step = s.att[i]
+    wanted = {k for r, ref in enumerate(s.ref) for k in ref.inputs} - read
+    if not wanted:
+        return None
+    names, ref_code = set(), ""
+    for ref in s.ref:
+        if set(ref.inputs) & wanted:
+            names |= set(re.findall(r"[A-Za-z_]\w*", ref.code))
+            ref_code = ref_code or ref.code
+    try:
+        tree = parsed(s.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    ran = {n for a in s.att for n in (a.stack or [a.line])}
+    spans = _function_spans(s.source)
+    for node in walk(tree):
+        if not isinstance(node, ast.If) or not node.body:
+            continue
+        tested = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & names
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        if node.orelse:  # (an `else` that ran instead made what goes on: what it does is the story)
+            last = node.orelse[-1].end_lineno or node.orelse[-1].lineno
+        if not tested or any(first <= n <= last for n in ran):
+            continue  # (the body ran)
+        used = {n.id for b in node.body for n in ast.walk(b) if isinstance(n, ast.Name)}
+        span = _span_of(spans, node.lineno)
+        if not tested & used or span is None or not any(span[0] <= n <= span[1] for n in ran):
+            continue  # (its body never reads the input, or its function never ran)
+        return Found(node.lineno, s.source.splitlines()[node.lineno - 1].strip(), s.trails.name_of(s.att, i),
+                     tuple(step.shape), name_shape(step.shape, s.axes), "guarded", "", "", _code(ref_code))
+    return None
 
 
 def _mask_as_numbers(s: _Search, h: _Here) -> Found | None:
@@ -3392,6 +3629,56 @@ def _returns_later_stage(s: _Search):
 END_RULES = (_short_output, _result_in_other_layout, _stops_short, _raised, _returns_later_stage)
 
 
+def _built_with_callables(s: _Search, i: int, found: Found) -> Found:
+    """``found``, a step left out ("input", "skipped"), said of step ``i``'s own line, where that line
+    only calls a callable it was handed (``reduce(lambda acc, f: f(acc), fns, x)``, ``for f in
+    self.stages: x = f(x)``: a pipeline applying its stages), and the step was
+    run from a statement of the attempt that calls a local variable the same function made by a call
+    (``kv_path = compose(self.wkv_b, …)`` then ``kv_path(c_kv)``): the line that chose the stages,
+    the one that made that variable. Else ``found`` as it is."""
+    import ast
+
+    step = s.att[i]
+    stack = list(step.stack or ())
+    if not s.source or found.reason not in ("input", "skipped") or found.line != step.line or len(stack) < 2 \
+            or not 0 < step.line <= len(s.trails.source_lines):
+        return found  # (a step left out: the stages are where it belongs; a wrong argument is the call's)
+    try:
+        tree = parsed(s.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return found
+    handed = False
+    for node in walk(tree):
+        if not isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not node.lineno <= step.line <= (node.end_lineno or node.lineno):
+            continue
+        params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        params |= {t.id for b in body for loop in ast.walk(b) if isinstance(loop, ast.For)
+                   for t in ast.walk(loop.target) if isinstance(t, ast.Name)}  # (for f in self.stages: x = f(x))
+        handed = handed or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in params
+                               and c.lineno == step.line for b in body for c in ast.walk(b))
+    if not handed:
+        return found
+    outer = stack[0]
+    functions = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and f.lineno <= outer <= (f.end_lineno or f.lineno)]
+    if not functions:
+        return found
+    function = max(functions, key=lambda f: f.lineno)  # the statement's own function
+    if function.lineno <= step.line <= (function.end_lineno or function.lineno):
+        return found  # (the applier is written in that function itself)
+    called = {c.func.id for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+              and c.lineno == outer}
+    made = [n for n in ast.walk(function) if isinstance(n, ast.Assign) and n.lineno < outer and isinstance(n.value, ast.Call)
+            and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and n.targets[0].id in called]
+    if len(made) != 1 or made[0].lineno != (made[0].end_lineno or made[0].lineno):
+        return found
+    line = made[0].lineno
+    return dataclasses.replace(found, line=line, code=s.trails.source_lines[line - 1].strip())
+
+
 def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
                  outputs: tuple[dict[str, int], dict[str, int]] | None, source: str, ref_source: str) -> Found | None:
     """:func:`find` on the two trails compared, its shapes written with ``axes``: the first answer of
@@ -3406,7 +3693,7 @@ def _first_wrong(trails: _Trails, axes: dict[str, int], raised_at: int | None,
             if said is NO_LINE:
                 return None
             if said is not None:
-                return said
+                return _built_with_callables(search, i, said)
     for rule in END_RULES:
         found = rule(search)
         if found is not None:

@@ -451,6 +451,16 @@ class Explainer:
                 return lines, inner
         return [], 0
 
+    def _line_beside(self, parent: Step, step: Step) -> int:
+        """``step``'s line at the level of ``parent``'s function: the frame of its stack that runs in
+        the function whose body holds ``parent``'s line (the call of a helper that made it), else
+        its own line."""
+        inside = [(a, b) for a, b, _, _ in self.src.functions if a <= parent.line <= b]
+        if not inside or not step.stack:
+            return step.line
+        a, b = max(inside)
+        return next((n for n in reversed(list(step.stack)) if a <= n <= b), step.line)
+
     def skipped(self, i: int) -> Found | None:
         """A step the reference takes on one of step ``i``'s inputs before ``i``'s operation: run
         and dropped (its result assigned to nothing), or written on a line between the two that did
@@ -495,7 +505,10 @@ class Explainer:
                 for n in lines[:1]:
                     guard = (src.guard(n, run) or (None,))[0]
             if not lines:  # the loop that carries the parent to its next pass ended here
-                loop = src.guard(parent.line, step.line, exits_before=step.line)
+                # (the step's line in the parent's function: a step made inside a helper the loop's
+                # body calls, `s = matmul_t(qb, kb)`, runs in the loop, at the call's line)
+                here = self._line_beside(parent, step)
+                loop = src.guard(parent.line, here, exits_before=here)
                 if loop and loop[3] and any(want in src.ops.get(n, ()) for n in range(loop[1], loop[2] + 1)):
                     guard = loop[0]
             if guard is not None:

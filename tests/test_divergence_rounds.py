@@ -1,4 +1,4 @@
-"""Issue 24's held-out rounds 4 to 10, kept in the corpus: their failing attempts are pointed within one
+"""Issue 24's held-out rounds 4 to 11, kept in the corpus: their failing attempts are pointed within one
 line of the annotated bug (benchmarks/heldout_24_round<N>.txt list them; lines.py --round measures the
 same), and a structure failure says where too."""
 
@@ -163,4 +163,51 @@ def test_the_round_ten_attempt_is_pointed_within_one_line_of_its_bug(path, grade
     assert result.verdict.value == expect
     d = result.divergence
     assert d is not None, result.verdict
+    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+
+
+ROUND11 = ROOT / "benchmarks" / "heldout_24_round11.txt"
+# round 11's lines still missed (the listing's header says why): not asserted, measured by lines.py --round
+ROUND11_OPEN = {"weight_dict_absorb_rope_from_zero.py", "phi2_new_gelu_activation_as_act_fn.py"}
+ANNOTATED11 = [p for group in round_of(ROUND11).values() for p in group if bug_lines(p) and p.name not in ROUND11_OPEN]
+
+
+@pytest.mark.parametrize("path", ANNOTATED11, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_round_eleven_attempt_is_pointed_within_one_line_of_its_bug(path, graded):
+    """Round 11's styles: FlexAttention's mask_mod / score_mod closures, HF's sdpa_attention_forward
+    written out, GPT-2's Conv1D, BLOOM's baddbmm, Qwen-1, StableLM, Phi-2, Cohere, loralib, callable
+    objects, operator-overloaded helpers, functools pipelines, match / case, TensorDict-like dicts."""
+    result = graded(path)
+    expect, _ = header(path)
+    assert result.verdict.value == expect
+    d = result.divergence
+    assert d is not None, result.verdict
+    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+
+
+# Round 11's mechanisms, each with the round's attempt and one of its class in another exercise / style
+SAID11 = [
+    ("gqa/hf_sdpa_attention_forward_by_hand_mask_rows.py", "layout"),  # a mask picked with its broadcast
+    ("mha/eager_helper_bias_from_row_mask.py", "layout"),  # axes elsewhere, used by a helper's bias
+    ("mha_fused/bloom_style_baddbmm_causal_elif_padding.py", "guarded"),  # an elif that reads the mask,
+    ("gqa/if_causal_elif_padding_additive.py", "guarded"),  # left out with its else under is_causal
+    ("causal/callable_objects_float_mask_zero_fill.py", "scalar"),  # a class attribute's number
+    ("alibi/namespace_class_fill_constant_zero.py", "scalar"),
+    ("cross_entropy/frozen_config_default_ignore_index.py", "scalar"),  # a config built without the argument
+    ("flash/tiny_c_style_helpers_unscaled_next_key.py", "given"),  # a helper inside the loop: no loop bound,
+    ("flash/kernel_port_score_helper_scale_forgotten.py", "given"),  # the call that leaves out the scale
+    ("mla/partial_pipeline_kv_norm_skipped_sin_cos.py", "input"),  # a stage left out of a pipeline: where
+    ("mla/pipeline_class_call_q_norm_left_out.py", "input"),  # its stages were chosen
+]
+
+
+@pytest.mark.parametrize("name, reason", SAID11, ids=[n for n, _ in SAID11])
+def test_the_round_eleven_mechanism_says_its_line(name, reason, graded):
+    path = ROOT / "tests" / "corpus" / name
+    result = graded(path)
+    expect, _ = header(path)
+    assert result.verdict.value == expect
+    d = result.divergence
+    assert d is not None, result.verdict
+    assert d.reason == reason, d
     assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
