@@ -23,13 +23,13 @@ from attnprep.grader import sandbox
 from attnprep.grader.cases import grads_case
 from attnprep.grader.kinds.base import ContractError, named_mistakes
 from attnprep.grader.forbidden import ForbiddenOps
-from attnprep.grader.observe import ATTENTION_OPS, SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions, graph_nodes
+from attnprep.grader.observe import (ATTEMPT_MODULE, ATTENTION_OPS, SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions,
+                                     graph_nodes, loaded)
 from attnprep.grader.result import REFERENCE_SOLUTION
 from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
 EVAL_SEED = 999
-ATTEMPT_MODULE = "attnprep_attempt"
 
 
 def _identities(folder: str) -> frozenset[tuple[int, int]]:
@@ -181,6 +181,7 @@ def load(path: Path) -> dict:
     module = importlib.util.module_from_spec(spec)
     sys.modules[ATTEMPT_MODULE] = module
     spec.loader.exec_module(module)
+    loaded(vars(module))
     return vars(module)
 
 

@@ -250,6 +250,43 @@ def _unwrapped(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+ATTEMPT_MODULE = "attnprep_attempt"  # the name the attempt's file is loaded under (grader/child.py)
+_EMPTY_AT_LOAD: set[str] = set()  # the attempt's module-level dicts that were empty once it was loaded
+
+
+def loaded(module: dict) -> None:
+    """The attempt's module ``module`` (its namespace) was just loaded: note its empty dicts, the
+    memo tables :func:`forget_memos` may empty."""
+    _EMPTY_AT_LOAD.clear()
+    _EMPTY_AT_LOAD.update(name for name, value in module.items() if type(value) is dict and not value)
+
+
+def forget_memos(module: dict) -> None:
+    """Empty what the attempt memoised while the graded cases ran, before a run whose devices are
+    watched (:class:`DeviceTracker`): a mask kept by ``functools.lru_cache`` / ``functools.cache``
+    (a function of the file or of one of its classes) or in a module-level dict that was empty when
+    the file was loaded, made there with the device it was asked for. Made before the watch, those
+    tensors would read as made on the CPU; on a GPU the first call makes them on the device. A memo
+    is transparent by its nature: emptying it changes no output."""
+    def clear(value) -> None:
+        value = getattr(value, "__func__", value)  # staticmethod / classmethod
+        if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
+            value.cache_clear()
+
+    module_name = module.get("__name__")
+    for name, value in list(module.items()):
+        if isinstance(value, type) and value.__module__ == module_name:
+            for member in list(vars(value).values()):
+                clear(member)
+        else:
+            clear(value)
+        if name in _EMPTY_AT_LOAD and type(value) is dict and any(isinstance(v, torch.Tensor) for v in value.values()):
+            value.clear()
+
+
+_CPU = sys.intern("cpu")  # the "cpu" every string constant of that text is (code constants are interned)
+
+
 class DeviceTracker(TorchFunctionMode):
     """Emulate a second device on the CPU: which tensors would live on the input's device?
 
@@ -300,8 +337,8 @@ class DeviceTracker(TorchFunctionMode):
             return out
         # An explicit device is the input's only when it was read from a tensor on it (x.device):
         # device="cpu" or a device captured in __init__ is the CPU, as on a GPU machine.
-        explicit = id(kwargs.get("device")) in self.devices
-        target = any(id(a) in self.devices for a in args[1:])
+        explicit = self._is_device(kwargs.get("device"))
+        target = any(self._is_device(a) for a in args[1:])
         moved = name in _MOVES and (explicit or target or len(on_device) > 0)
         if on_device and name not in ("to", "cpu") or explicit or moved:
             for t in tensors_in(out):
@@ -317,6 +354,24 @@ class DeviceTracker(TorchFunctionMode):
                 self.origin.setdefault(id(t), self.origin.get(id(stray[0]), where) if stray else where)
                 self.keep.append(t)
         return out
+
+    def __enter__(self):
+        module = sys.modules.get(ATTEMPT_MODULE)
+        if module is not None:
+            try:
+                forget_memos(vars(module))
+            except Exception:  # noqa: BLE001 — an odd object of the file: its memos stay, as before
+                pass
+        return super().__enter__()
+
+    def _is_device(self, value) -> bool:
+        """Is ``value`` (a ``device=`` or ``.to()`` argument) the input's device? A torch.device
+        read from a tensor on it, or a device string made while the attempt ran (``str(x.device)``,
+        ``x.device.type``, an f-string: on a GPU "cuda:0"), which a string written in the file is
+        not: its "cpu" is the interned constant of the code, a string made at run time never is."""
+        if id(value) in self.devices:
+            return True
+        return type(value) is str and value == "cpu" and value is not _CPU
 
     def opaque(self, fn):
         """``fn`` (a TorchScript function: its ops run where this mode sees none) wrapped so that

@@ -46,3 +46,44 @@ def test_a_tensor_made_before_the_check_is_not_taken_for_a_transform_result():
         out = vmap(_rotate, in_dims=(0, None, None))(x.flatten(0, 1), c, s)
         _ = out * table.to(torch.float32)
     assert tracker.problem is not None
+
+
+def _mixed(body: str) -> dict | None:
+    """What the tracker says of ``body`` run on an input on the device (``x``), under it."""
+    tracker = DeviceTracker([x := torch.ones(3, 3)], "attempt.py")
+    with tracker:
+        exec(body, {"torch": torch, "x": x, "device": x.device})
+    return tracker.problem
+
+
+def test_a_device_string_made_at_run_time_is_the_inputs_device_and_a_written_one_is_the_cpu():
+    assert _mixed("m = torch.ones(3, 3, device=str(x.device)); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3, device=x.device.type); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3).to(f'{device}'); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3, device='cpu'); y = x + m") is not None  # cpu on every machine
+    assert _mixed("m = torch.ones(3, 3).to('cpu'); y = x + m") is not None
+
+
+def test_memos_are_emptied_when_the_watch_starts_and_a_tensor_kept_elsewhere_is_not():
+    import functools
+    import sys
+    import types
+
+    from attnprep.grader import observe
+
+    module = types.ModuleType(observe.ATTEMPT_MODULE)
+    exec("import functools, torch\nTABLE = {}\nKEPT = {}\n"
+         "@functools.lru_cache\ndef tri(n, device=None):\n    return torch.ones(n, n, device=device).tril()\n"
+         "class Masks:\n    @staticmethod\n    @functools.cache\n    def band(n):\n        return torch.ones(n, n)\n", vars(module))
+    observe.loaded(vars(module))
+    module.KEPT["not a memo"] = 1  # empty at load too, but holds no tensor: not a memo of masks, kept
+    module.TABLE[3] = module.tri(3)
+    module.Masks.band(3)
+    sys.modules[observe.ATTEMPT_MODULE] = module
+    try:
+        with DeviceTracker([torch.ones(1)], "attempt.py"):
+            pass
+    finally:
+        sys.modules.pop(observe.ATTEMPT_MODULE, None)
+    assert module.tri.cache_info().currsize == 0 and module.Masks.band.cache_info().currsize == 0
+    assert module.TABLE == {} and module.KEPT == {"not a memo": 1}
