@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from attnprep.grader.parsing import parsed, walk
+from attnprep.grader.parsing import kept_for, parsed, walk
 
 REASONS = frozenset({"scalar", "scaled"})  # a number on the line is wrong
 LITERAL_REASONS = frozenset({"values"})  # only when the definition is a literal number
@@ -116,12 +116,7 @@ FILES_KEPT = 8
 def _file_of(tree: ast.Module) -> "_File":
     """The :class:`_File` of a tree :func:`parsing.parsed` shares (nothing here changes a tree),
     made once: its parents are a walk of the whole tree."""
-    kept = _FILES.get(id(tree))
-    if kept is None or kept[0] is not tree:
-        if len(_FILES) >= FILES_KEPT:
-            _FILES.clear()
-        kept = _FILES[id(tree)] = tree, _File(tree)
-    return kept[1]
+    return kept_for(_FILES, tree, _File, FILES_KEPT)
 
 
 class _File:

@@ -473,9 +473,7 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     if found is None:
         return None
     if not found.code:  # a line no traced step was made on (where it raised): the file's own text
-        import linecache
-
-        code = _statements(path).get(found.line, (0, ""))[1] or linecache.getline(str(path), found.line).strip()
+        code = _statement(path, found.line)[1]
         found = replace(found, code=code, name=found.name or divergence.assigned(code))
     from attnprep.grader import pymade, substitute
 
@@ -495,18 +493,14 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
     target = defined.defining_line(files["source"], found.line, found.reason)
     if target is not None:  # the wrong number read here is typed there (see defined)
-        import linecache
-
-        code = _statements(path).get(target, (0, ""))[1] or linecache.getline(str(path), target).strip()
+        code = _statement(path, target)[1]
         reason = "scaled_defined" if found.reason == "scaled" else found.reason  # "scalar" names the number itself
         found = replace(found, line=target, code=code, reason=reason)
     else:  # a step written after the line, left out by a flag set elsewhere
         ran = {n for s in t.attempt for n in (*(s.stack or ()), s.line)} | set(t.own)
         flag = defined.flag_line(files["source"], found.line, found.reason, ran, frozenset(kind.config_params(ci)))
         if flag is not None:
-            import linecache
-
-            code = _statements(path).get(flag[0], (0, ""))[1] or linecache.getline(str(path), flag[0]).strip()
+            code = _statement(path, flag[0])[1]
             found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
     from attnprep.grader.result import Divergence
 
@@ -721,17 +715,8 @@ def _call_site(found, steps, path: Path, exercise, source: str):
     outside = [line for line in step.stack if not any(a <= line <= b for a, b in ready.values())]
     if not outside:
         return found
-    from attnprep.grader import divergence
-
-    line = outside[-1]
-    first, code = _statements(path).get(line, (line, ""))
-    if not code:
-        import linecache
-
-        code = linecache.getline(str(path), line).strip()
-    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="",
-                   reason="helper_call" if inside in made else "helper_applies" if inside in appliers else "helper_passed",
-                   ref_name=inside, ref_named="", ref_code="")
+    reason = "helper_call" if inside in made else "helper_applies" if inside in appliers else "helper_passed"
+    return _said_at(found, path, outside[-1], reason, inside)
 
 
 BETWEEN_STAGES = frozenset({"skipped", "input"})  # a step missing between two stages of a list of layers
@@ -748,16 +733,28 @@ def _applier_call(found, steps, path: Path, appliers: dict[str, tuple[int, int]]
     if not k:  # (not run by an applier, or the applier is the outermost call: no caller of the file's)
         return found
     name = next(n for n, (a, b) in appliers.items() if a <= step.stack[k] <= b)
-    line = step.stack[k - 1]
+    return _said_at(found, path, step.stack[k - 1], "helper_applies", name)
+
+
+def _said_at(found, path: Path, line: int, reason: str, helper: str):
+    """``found`` said at the caller's statement ``line`` instead, for ``reason``: the line that calls
+    ``helper`` (what it passes, or the layers it lists, is what is wrong)."""
+    from attnprep.grader import divergence
+
+    first, code = _statement(path, line)
+    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="",
+                   reason=reason, ref_name=helper, ref_named="", ref_code="")
+
+
+def _statement(path: Path, line: int) -> tuple[int, str]:
+    """The statement ``line`` is in: its first line and its text on one line (:func:`_statements`),
+    or ``line`` and the line as written when the statement is on that line alone."""
     first, code = _statements(path).get(line, (line, ""))
     if not code:
         import linecache
 
         code = linecache.getline(str(path), line).strip()
-    from attnprep.grader import divergence
-
-    return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="",
-                   reason="helper_applies", ref_name=name, ref_named="", ref_code="")
+    return first, code
 
 
 def _statements(path: Path) -> dict[int, tuple[int, str]]:

@@ -28,9 +28,16 @@ WALKS_KEPT = 256
 def walk(node: ast.AST) -> tuple[ast.AST, ...]:
     """``ast.walk(node)`` as a tuple, in its order, kept for the last nodes asked about: for the
     nodes of trees :func:`parsed` shares (nothing changes them)."""
-    kept = _WALKS.get(id(node))
+    return kept_for(_WALKS, node, lambda n: tuple(ast.walk(n)), WALKS_KEPT)
+
+
+def kept_for(table: dict, node, make, bound: int):
+    """``make(node)``, kept in ``table`` by the node's identity (with the node, so that an id
+    reused by another object is not taken for it); ``table`` starts again past ``bound`` entries.
+    For what is worked out of a tree :func:`parsed` shares."""
+    kept = table.get(id(node))
     if kept is None or kept[0] is not node:
-        if len(_WALKS) >= WALKS_KEPT:
-            _WALKS.clear()
-        kept = _WALKS[id(node)] = node, tuple(ast.walk(node))
+        if len(table) >= bound:
+            table.clear()
+        kept = table[id(node)] = node, make(node)
     return kept[1]

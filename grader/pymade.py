@@ -179,7 +179,7 @@ def _right(value: torch.Tensor, matcher, refs: list[torch.Tensor], sources: list
 def _run(path: Path, kind, ci: int, ni: int, fn, root: int, line: int, seconds: float, protect):
     """The child's plain values: [(line, name, float64 tensor)], in the order they were made, or None."""
     from attnprep.grader import child, engine, sandbox
-    from attnprep.grader.tensors import unpack
+    from attnprep.grader.tensors import unpack_shaped
 
     forget = child.reference_modules()  # asked before the fork (see there)
     outcome = sandbox.run(lambda channel: _child(path, kind, ci, ni, fn, root, line, channel, protect, forget), seconds,
@@ -193,16 +193,10 @@ def _run(path: Path, kind, ci: int, ni: int, fn, root: int, line: int, seconds: 
                 and isinstance(item[1], str) and isinstance(item[2], list)
                 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in item[2])):
             return None
-        shape = tuple(item[2])
-        count = 1
-        for size in shape:
-            count *= size
-        if count > MAX_NUMBERS:
-            return None
-        values = unpack(item[3], count)
+        values = unpack_shaped(tuple(item[2]), item[3], MAX_NUMBERS)
         if values is None:
             return None
-        records.append((item[0], item[1][:80], values.reshape(shape)))
+        records.append((item[0], item[1][:80], values))
     return records
 
 

@@ -394,7 +394,7 @@ def _judged(found: Found, asks: list[Ask], answers: dict, att, ref, matcher, pat
 def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: float, protect) -> dict | None:
     """The child's runs: call index -> {"caller": line, "runs": [(slot, candidate, [(tensor, dtype)])]}."""
     from attnprep.grader import child, engine, sandbox
-    from attnprep.grader.tensors import unpack
+    from attnprep.grader.tensors import unpack_shaped
 
     values = {r: tensor_of(ref[r]) for a in asks for c in a.slots.values() for r in c if r >= 0}
     forget = child.reference_modules()  # asked before the fork (see there)
@@ -420,14 +420,10 @@ def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: floa
                 if not (isinstance(o, list) and len(o) == 3 and isinstance(o[0], list)
                         and all(isinstance(n, int) and n >= 0 for n in o[0]) and isinstance(o[1], str)):
                     return None
-                shape = tuple(o[0])
-                n = 1
-                for size in shape:
-                    n *= size
-                t = unpack(o[2], n) if n <= MAX_VALUES else None
+                t = unpack_shaped(tuple(o[0]), o[2], MAX_VALUES)
                 if t is None:
                     return None
-                outputs.append((t.reshape(shape), o[1][:20]))
+                outputs.append((t, o[1][:20]))
             runs.append((run[0], run[1], outputs))
         caller = item.get("caller")
         found[item["ask"]] = {"caller": caller if isinstance(caller, int) and not isinstance(caller, bool) else None,

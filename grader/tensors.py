@@ -64,6 +64,18 @@ def unpack(text: Any, count: int | None = None) -> torch.Tensor | None:
     return torch.frombuffer(bytearray(raw), dtype=torch.float64) if raw else torch.zeros(0, dtype=torch.float64)
 
 
+def unpack_shaped(shape: tuple[int, ...], text: Any, most: int) -> torch.Tensor | None:
+    """:func:`unpack`'s tensor of ``shape`` (sizes a child sent, already checked to be whole numbers
+    ≥ 0), or None when it would hold more than ``most`` numbers or ``text`` is not that many."""
+    count = 1
+    for size in shape:
+        count *= size
+    if count > most:
+        return None
+    values = unpack(text, count)
+    return None if values is None else values.reshape(shape)
+
+
 def encode_tensor(out: Any) -> dict:
     """``{"type": "Tensor", "shape", "dtype", "device", "values"}`` (values: :func:`pack`'s text)
     or ``{"type": <name>}``."""
