@@ -722,14 +722,16 @@ def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs)
     return wrong
 
 
-def _ancestors(r: int, reference: list[Step]) -> set[int]:
-    """The reference steps that step ``r`` is computed from, however far back."""
-    seen, todo = set(), list(reference[r].parents)
+def _ancestors(r: int, steps: list[Step]) -> set[int]:
+    """The steps of ``steps`` (a trail, the reference's or the attempt's) that step ``r`` is
+    computed from, however far back (a parent outside the trail, which a cut trail may name, is
+    not followed)."""
+    seen, todo = set(), list(steps[r].parents)
     while todo:
         q = todo.pop()
-        if q not in seen:
+        if q not in seen and 0 <= q < len(steps):
             seen.add(q)
-            todo.extend(reference[q].parents)
+            todo.extend(steps[q].parents)
     return seen
 
 
@@ -3252,18 +3254,6 @@ def _built_without(source: str, line: int, obj: str, attr: str) -> int | None:
     return None
 
 
-def _attempt_ancestors(s: _Search, i: int) -> set[int]:
-    """Every earlier attempt step that step ``i`` is computed from."""
-    seen, todo = set(), list(s.att[i].parents)
-    while todo:
-        p = todo.pop()
-        if p in seen or not 0 <= p < len(s.att):
-            continue
-        seen.add(p)
-        todo.extend(s.att[p].parents)
-    return seen
-
-
 def _input_picked_otherwise(s: _Search, i: int) -> Found | None:
     """Step ``i``'s wrong values come from a case input picked, on another line, into a shape the
     reference never picks it in: its sizes in the same order with the broadcast axes elsewhere
@@ -3271,7 +3261,7 @@ def _input_picked_otherwise(s: _Search, i: int) -> Found | None:
     the mask on the query rows), and no step of the attempt takes it as the reference does. The
     pick is where it goes wrong."""
     step = s.att[i]
-    for p in sorted(_attempt_ancestors(s, i)):
+    for p in sorted(_ancestors(i, s.att)):
         pick = s.att[p]
         if pick.parents or len(pick.inputs) != 1 or func_name(pick.func) not in PICKS or pick.line == step.line \
                 or pick.dtype != "bool":
