@@ -2034,7 +2034,8 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     line = stack[min(d, len(stack) - 1)]
     code = next((s.code for s in trails.att if s.line == line), "")
     # the reference's statement that changes it, at that level (a step of that line)
-    ref_code = next((s.code for s in trails.ref if s.line == made[d]), trails.ref[first].code)
+    ref_line = made[d] if d < len(made) else None  # (the attempt's stack may be deeper than the reference's)
+    ref_code = next((s.code for s in trails.ref if s.line == ref_line), trails.ref[first].code)
     return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
 
 

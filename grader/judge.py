@@ -22,6 +22,7 @@ from attnprep.exercises import mistake_catalogue
 from attnprep.grader import outputs as kept_outputs
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, grads_case
+from attnprep.grader.edits import EditError, variant_code
 from attnprep.grader.observe import Observer
 from attnprep.grader.result import (ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message,
                                     Names, OutputDiff, Result, ShapeRow, Verdict, msg)
@@ -49,6 +50,21 @@ STRUCTURE = "structure"  # a kind's check whose id starts with this is a structu
 # The generic probes that name a mistake on their own (a catalogue mistake declares which: its
 # ``shown_by``), in the order their diagnoses are given; the softmax's dim comes after the kind's own.
 SHOWN_BY = ("eval", "input_modified", "backward_inplace", "device", "dtype", "softmax_dim")
+
+
+def _the_mistakes_own(exc: BaseException, knob) -> bool:
+    """Whether ``exc``, raised while a variant ran, is the mistake's own doing rather than the
+    grader's (which ATTNPREP_DEBUG shows): raised through the edited reference's code (a mistake
+    that crashes on some cases, as the attempt it stands for does), or two knobs whose edits of the
+    reference overlap (no variant at all)."""
+    if isinstance(exc, EditError):
+        return not isinstance(knob, str)
+    tb = exc.__traceback__
+    while tb is not None:
+        if variant_code(tb.tb_frame.f_code.co_filename):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 @dataclass
@@ -661,8 +677,8 @@ class Judge:
                                             and bool(torch.isfinite(want).all()):
                                         finite_fail.add(key)
                                     return False
-                    except Exception:  # noqa: BLE001 — a variant that cannot run here names nothing
-                        if os.environ.get("ATTNPREP_DEBUG"):
+                    except Exception as exc:  # noqa: BLE001 — a variant that cannot run here names nothing
+                        if os.environ.get("ATTNPREP_DEBUG") and not _the_mistakes_own(exc, knob):
                             raise
                         return False
             return True
