@@ -70,6 +70,8 @@ def _reads(stmt: ast.stmt):
         yield stmt.value
     elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (_chain(value) is not None or _getter(value)):
         yield value  # a hand-on (`self.scaling = config.attention_multiplier`): the number it passes on
+    elif isinstance(stmt, ast.Assign) and isinstance(value, ast.Tuple):  # D, scale = self.head_dim, self.scale
+        yield from (e for e in value.elts if _chain(e) is not None or _getter(e))
 
 
 def _getter(node) -> bool:
