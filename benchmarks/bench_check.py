@@ -45,6 +45,10 @@ CHECK_TARGET = 1.5  # one check ≤ 1.5× bare `import torch`
 # figures (the check rows' untimed `--json` run still checks the verdicts).
 WARM_UP = True
 TORCH = [sys.executable, "-c", "import torch"]
+# run.py's --one-baseline (the test suite's smoke runs, like --no-warm-up): the bare `import torch`
+# runs are measured for the first row that compares with them and reused by the rows after it, not
+# run again beside each row's own; None: each row measures its own, interleaved with its subject
+SHARED_TORCH: list[Run] | None = None
 
 # Runs attnprep's entry point in this very interpreter (what the console script does), then writes
 # the process's own peak RSS and its reaped children's (the forked grading child) to a file: at
@@ -98,6 +102,23 @@ def run_once(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None
             tail = err.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{' '.join(cmd)} exited with {code} (expected {ok}): {tail}")
     return Run(seconds, _mib(usage.ru_maxrss), code)
+
+
+def torch_baseline() -> Callable[[], Run]:
+    """The baseline of a row that compares with bare ``import torch``: a function that runs it once
+    more at each call; with a shared baseline (:data:`SHARED_TORCH`), its k-th call gives the
+    shared k-th run, measured by the first row that asked for it."""
+    if SHARED_TORCH is None:
+        return lambda: run_once(TORCH)
+    calls = iter(range(1 << 30))
+
+    def shared() -> Run:
+        k = next(calls)
+        if k == len(SHARED_TORCH):
+            SHARED_TORCH.append(run_once(TORCH))
+        return SHARED_TORCH[k]
+
+    return shared
 
 
 def interleaved(baseline: Callable[[], Run], subject: Callable[[], Run], repeat: int) -> tuple[list[Run], list[Run]]:
@@ -214,7 +235,7 @@ def _check_row(ws: Workspace, name: str, what: str, files: dict[str, Path], args
     code = 0 if expect_pass else 1
     if WARM_UP:
         run_once(TORCH)  # warm-up of the baseline
-    base, subj = interleaved(lambda: run_once(TORCH),
+    base, subj = interleaved(torch_baseline(),
                              lambda: run_once(cmd, cwd=folder, env=ws.env, ok=(code,)), repeat)
     return timing_row(name, what, "python -c 'import torch'", base, subj, target,
                       command=" ".join(["attnprep", "check", *args]), graded=graded)
@@ -289,7 +310,7 @@ def measure_memory(ws: Workspace, repeat: int) -> dict:
     if WARM_UP:
         subject()  # warm-up
         parts.clear()
-    base, subj = interleaved(lambda: run_once(TORCH), subject, repeat)
+    base, subj = interleaved(torch_baseline(), subject, repeat)
     b = median([r.peak_mib for r in base])
     s = median([r.peak_mib for r in subj])
     return {

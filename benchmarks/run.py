@@ -4,7 +4,7 @@ Every timing is a ratio to a baseline measured in the same run, the two commands
 (baseline, subject, baseline, subject …) in fresh interpreters, medians of ``--repeat`` runs; the
 drill row is an absolute latency. See benchmarks/README.md for what each row measures.
 
-    python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]] [--no-warm-up]
+    python benchmarks/run.py [--repeat 5] [--json] [--only NAME[,NAME]] [--no-warm-up] [--one-baseline]
 
 Rows: list, list-practised, check, check-fail, check-all, drill, memory, compare, teardown, and check-<id>
 (a correct attempt) and fail-<id> (a failing one) for every exercise. Exit code 1 when a row misses its target.
@@ -116,12 +116,11 @@ def measure_teardown(ws: Workspace, repeat: int) -> dict:
     """What the interpreter's teardown costs once torch is loaded: `import torch` ended with
     os._exit (as a command of attnprep that loaded torch ends) vs a plain `import torch`, the
     baseline of the check rows, which pays it."""
-    baseline = [sys.executable, "-c", "import torch"]
     cmd = [sys.executable, "-c", "import torch, os; os._exit(0)"]
     if bench_check.WARM_UP:
-        run_once(baseline)
+        run_once(bench_check.TORCH)
         run_once(cmd)
-    base, subj = interleaved(lambda: run_once(baseline), lambda: run_once(cmd), repeat)
+    base, subj = interleaved(bench_check.torch_baseline(), lambda: run_once(cmd), repeat)
     return timing_row("teardown", "`import torch` ended with os._exit (no interpreter teardown)",
                       "python -c 'import torch'", base, subj, None, command="python -c 'import torch, os; os._exit(0)'")
 
@@ -203,8 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", metavar="NAME", help=f"run only these rows (repeatable or comma-separated): {', '.join(MEASURES)}")
     parser.add_argument("--no-warm-up", action="store_true",
                         help="skip the untimed first run of each command (the tests' smoke runs: figures less fair)")
+    parser.add_argument("--one-baseline", action="store_true",
+                        help="measure bare `import torch` once for every row that compares with it (the tests' smoke runs: "
+                             "figures less fair)")
     args = parser.parse_args(argv)
     bench_check.WARM_UP = not args.no_warm_up
+    bench_check.SHARED_TORCH = [] if args.one_baseline else None
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     names = list(MEASURES)
