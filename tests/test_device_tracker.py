@@ -99,3 +99,18 @@ def test_a_device_built_from_the_inputs_device_is_the_inputs_device():
     assert _mixed("assert isinstance(x.device, torch.device) and isinstance(torch.device('cpu'), torch.device)") is None
     assert _mixed("m = torch.ones(3, 3, device=torch.device('cpu')); y = x + m") is not None
     assert torch.device is torch._C.device
+
+
+def test_a_device_chosen_by_x_is_cuda_is_the_inputs_device_and_cuda_availability_is_not():
+    """On a GPU the input's ``x.is_cuda`` is True: a device picked by it (``x.device if x.is_cuda
+    else "cpu"``, ``"cuda" if x.is_cuda else "cpu"``, ``t.cuda()`` under ``if x.is_cuda``) is the
+    input's, and no CUDA call is made on the CPU. ``torch.cuda.is_available()`` says nothing of
+    where the input is (``--device cpu`` on a GPU machine): the device it picks stays the CPU here."""
+    assert _mixed("m = torch.ones(3, 3, device=x.device if x.is_cuda else 'cpu'); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3, device='cuda' if x.is_cuda else 'cpu'); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3)\nif x.is_cuda:\n    m = m.cuda(non_blocking=True)\ny = x + m") is None
+    assert _mixed("m = torch.ones(3, 3)\nif not x.is_cpu:\n    m = m.to(torch.device('cuda', 0))\ny = x + m") is None
+    assert _mixed("m = torch.ones(3, 3)\nif x.is_cpu:\n    m = m.to(x.device)\ny = x + m") is not None
+    if not torch.cuda.is_available():
+        assert _mixed("d = 'cuda' if torch.cuda.is_available() else 'cpu'\nm = torch.ones(3, 3, device=d); y = x + m") is not None
+    assert not torch.ones(1).is_cuda  # outside the watch a tensor is what it is
