@@ -133,7 +133,8 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             that is no matrix's bias too (a norm's gain: SPEC §1, mapped by shape too)."""
             partners = {bias_partner(n, params) for n, p in params.items() if p.dim() == 2}
             for n, p in params.items():
-                if gains and p.dim() == 1 and n not in partners:
+                # a ParameterList's vector after a matrix is its bias by order only: a norm's gain too
+                if gains and p.dim() == 1 and (n not in partners or n.isdigit()):
                     layers.append(Layer(f"{prefix}.{n}".lstrip("."), tuple(p.shape), None))
                 if p.dim() != 2:
                     continue
@@ -179,8 +180,15 @@ def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
 
 def bias_partner(weight: str, params) -> str | None:
     """The 1-d parameter that is the bias of a bare weight parameter: wq -> bq, W_q -> b_q,
-    q_weight -> q_bias, weight_q -> bias_q; None when there is none."""
-    options = [weight.replace("weight", "bias"), weight.replace("Weight", "Bias")]
+    q_weight -> q_bias, weight_q -> bias_q, qkv -> qkv_bias; in an ``nn.ParameterList`` (entries
+    named by their index) the vector right after the matrix, as long as one of its sides. None when
+    there is none."""
+    if weight.isdigit():
+        after, matrix = params.get(str(int(weight) + 1)), params.get(weight)
+        if after is not None and after.dim() == 1 and matrix is not None and after.shape[0] in matrix.shape:
+            return str(int(weight) + 1)
+        return None
+    options = [weight.replace("weight", "bias"), weight.replace("Weight", "Bias"), f"{weight}_bias", f"{weight}_b"]
     for i, c in enumerate(weight):  # wq -> bq, W_q -> b_q or B_q, q_w -> q_b
         if c in "wW":
             options += [weight[:i] + "b" + weight[i + 1:], weight[:i] + "B" + weight[i + 1:]]

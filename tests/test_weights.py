@@ -185,3 +185,22 @@ def test_a_parametrized_weight_is_its_module_with_the_stored_original():
     assert names == ["base.parametrizations.weight.original", "base.bias"]
     W.load(module, W.Mapping(layers={"base": "base"}, by_name=True), {"base": {"weight": torch.zeros(D, D), "bias": torch.ones(D)}})
     assert torch.equal(module.base.weight, torch.ones(D, D)) and torch.equal(module.base.bias, torch.ones(D))
+
+
+def test_a_parameter_lists_vector_after_its_matrix_is_its_bias_and_may_still_be_a_gain():
+    """nn.ParameterList([W_qkv, b_qkv, W_o, b_o]) used through F.linear: the entries are named by
+    their index, so the vector right after a matrix (as long as one of its sides) is its bias; kept
+    as a 1-d layer too, since a norm's gain may follow the matrix it normalises. Named pairs get
+    their ``_bias`` / ``_b`` partner (a correct fused MHA kept in a ParameterList had its biases
+    re-seeded beside a zero reference bias and failed every case)."""
+    module = nn.Module()
+    module.params = nn.ParameterList([nn.Parameter(torch.zeros(3 * D, D)), nn.Parameter(torch.zeros(3 * D)),
+                                      nn.Parameter(torch.zeros(D, D)), nn.Parameter(torch.zeros(D))])
+    layers = {(l.name, l.weight, l.bias, l.transposed) for l in _layers(module)}
+    assert ("params.0", (3 * D, D), (3 * D,), False) in layers and ("params.2", (D, D), (D,), False) in layers
+    assert ("params.1", (3 * D,), None, False) in layers  # the gain reading of the same vector
+    weight, bias, names = W.params_of(module, "params.0")
+    assert bias is module.params[1] and names == ["params.0", "params.1"]
+    params = {"qkv": torch.zeros(3 * D, D), "qkv_bias": torch.zeros(3 * D), "g": torch.zeros(D)}
+    assert W.bias_partner("qkv", params) == "qkv_bias"
+    assert W.bias_partner("0", {"0": torch.zeros(D, D), "1": torch.zeros(D + 1)}) is None  # no side of it
