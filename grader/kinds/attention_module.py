@@ -248,8 +248,11 @@ class AttentionModule(Kind):
                                       "zero_bias": [sorted(m.zero_bias) for m in options], "outputs": outputs}).get("choice")
             if isinstance(choice, int) and 0 <= choice < len(options):
                 chosen = options[choice]
+        # a vector that is a bias only by its place (after its matrix in a ParameterList) and that
+        # another role takes (a norm's gain after the matrix it normalises) is no extra bias
+        mapped = {n for role in chosen.layers for n in chosen.layer_names(role)}
         extra = [(r, name) for r in roles if r.bias is None for name in chosen.layer_names(r.name)
-                 if W.layer_named(layers, name).bias is not None]
+                 if W.layer_named(layers, name).bias is not None and W.params_of(module, name)[2][-1] not in mapped]
         if extra:
             r, name = extra[0]
             p = next(p for p in self.exercise.contract.params if p.name in (r.name, r.pattern))  # experts.*.w1 for experts.0.w1
