@@ -606,5 +606,7 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
             used.add(names[1])
     g = torch.Generator().manual_seed(12345)
     for name, p in module.named_parameters():
-        if name not in used:
+        # a frozen parameter no role takes is a constant kept as a parameter (RoFormer's
+        # nn.Parameter(inv_freq, requires_grad=False)): no weight to seed, its values stay
+        if name not in used and p.requires_grad:
             p.copy_(torch.rand(p.shape, generator=g).to(p.dtype) - 0.5)

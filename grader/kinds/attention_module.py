@@ -298,6 +298,8 @@ class AttentionModule(Kind):
             if name in covered:
                 continue
             layer, _, leaf = name.rpartition(".")
+            if name not in bare and layer not in role_of and not p.requires_grad:
+                continue  # a frozen parameter no role takes (a constant): no gradient is expected there
             leaves[bare[name] if name in bare else f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
         return case, leaves
 
