@@ -15,6 +15,7 @@ through it, including ``F.softmax``, ``Tensor.softmax``, ``nn.Softmax``, ``@``, 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -451,6 +452,19 @@ class DeviceTracker(TorchFunctionMode):
             return out
 
         return call
+
+    @contextlib.contextmanager
+    def scripted_opaque(self):
+        """While it lasts, the attempt file's TorchScript functions (``@torch.jit.script`` helpers,
+        looked up by their module-level names) are called through :meth:`opaque`: a mask helper
+        scripted with a ``device`` argument makes its tensor where no call is seen."""
+        module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
+        scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
+        module.update({name: self.opaque(fn) for name, fn in scripted.items()})  # the file's own names, this run only
+        try:
+            yield
+        finally:
+            module.update(scripted)
 
     def _adopt_transform_results(self, tensors) -> None:
         """A tensor never seen made that views the value of a transform's tensor on the device is
