@@ -292,7 +292,15 @@ class AttentionModule(Kind):
         fused, covered = W.rows_leaves(attempt, rows, set(built.transposed))  # stacked / per-head layers
         bare = {}  # the mapped layers' parameters: wq -> q_proj.weight, bq -> q_proj.bias (F.linear(x, self.wq, self.bq))
         for layer, role in role_of.items():  # a module's own, or a parametrization's original weight
-            bare.update(zip(W.params_of(attempt, layer)[2], (f"{role}.weight", f"{role}.bias")))
+            for name, leaf in zip(W.params_of(attempt, layer)[2], (f"{role}.weight", f"{role}.bias")):
+                if leaf.endswith(".bias") and name in role_of:
+                    continue  # a bias by its place only, that another role takes (a norm's gain)
+                shared = W.bias_rows(attempt, layer) if leaf.endswith(".bias") else None
+                if shared is not None:  # a slice of one vector (in_proj_bias): its rows of that vector's gradient
+                    fused[leaf] = W.RowsGrad([(params[shared[0]], shared[1])], False)
+                    covered = covered | {shared[0]}
+                    continue
+                bare[name] = leaf
         leaves: dict = dict(fused)
         for name, p in params.items():
             if name in covered:
