@@ -380,16 +380,11 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
     case = _observed_case(cases)
     case.inputs = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in case.inputs.items()}
     tracker = DeviceTracker(kind.device_tensors(attempt, case), attempt_file)
-    module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
-    scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
-    module.update({name: tracker.opaque(fn) for name, fn in scripted.items()})  # the file's own names, this run only
     try:
-        with guard.armed(), torch.no_grad(), tracker:
+        with guard.armed(), torch.no_grad(), tracker.scripted_opaque(), tracker:
             outputs = kind.run(attempt, case)
     except BaseException as exc:
         return Probe(None, "probe.device_failed", {"type": type(exc).__name__, "text": str(exc)[:200]})
-    finally:
-        module.update(scripted)
     if tracker.problem:
         problem = dict(tracker.problem)
         return Probe(False, "device.mixed" if problem["origin_line"] else "device.mixed_no_origin", problem)

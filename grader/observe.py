@@ -15,6 +15,7 @@ through it, including ``F.softmax``, ``Tensor.softmax``, ``nn.Softmax``, ``@``, 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -237,6 +238,11 @@ _NO_MIX = {"__getitem__", "__setitem__", "to", "type_as", "copy_", "__get__", "_
 _MOVES = {"to", "cuda", "type_as", "new_tensor", "new_ones", "new_zeros", "new_empty", "new_full"}
 
 
+def _property(func) -> str:
+    """The name of the tensor property whose ``__get__`` ``func`` is (``x.is_cuda``), or ""."""
+    return getattr(getattr(func, "__self__", None), "__name__", "")
+
+
 def _wrapped(t: torch.Tensor) -> bool:
     """A tensor of a torch.func transform (vmap's per-sample view): made from the tensors the
     transform was given, by unwrapping this mode does not see, so its placement is theirs."""
@@ -334,12 +340,22 @@ class DeviceTracker(TorchFunctionMode):
         # storages of the values inside a torch.func transform's tensors on the device: what the
         # transform hands back (vmap's result) is a view of one of them, made where no call is seen
         self.transform_storages: set[int] = set()
+        # "cuda" / torch.device("cuda"), as an attempt names the GPU it reads from x.is_cuda, is the
+        # device: it runs as this stand-in (the CPU, noted as the device) so that no CUDA call is made
+        self.gpu = _TORCH_DEVICE("cpu")
+        self.devices.add(id(self.gpu))
+        self.keep.append(self.gpu)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if isinstance(func, torch._ops.OpOverload):
             return self._aten(func, args, kwargs)
         name = getattr(func, "__name__", "")
+        if name == "__get__" and _property(func) in ("is_cuda", "is_cpu") and args and self._on_device(args[0]):
+            return _property(func) == "is_cuda"  # the input's device is a GPU: x.is_cuda, not x.is_cpu
+        if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+            func, args, kwargs = torch.Tensor.to, (args[0], self.gpu), {}  # t.cuda(): to the GPU, the device
+        args, kwargs = self._gpu_named(args, kwargs)
         tensors = tensors_in((args, kwargs))
         if self.transform_storages:
             self._adopt_transform_results(tensors)
@@ -393,6 +409,25 @@ class DeviceTracker(TorchFunctionMode):
         torch.device = _TORCH_DEVICE
         return super().__exit__(*exc)
 
+    def _on_device(self, t) -> bool:
+        return isinstance(t, torch.Tensor) and (id(t) in self.on_device or _wrapped(t))
+
+    def _gpu_named(self, args, kwargs):
+        """``args, kwargs`` with a device that names the GPU (``"cuda"``, ``"cuda:0"``,
+        ``torch.device("cuda")``) replaced by the stand-in :attr:`gpu`. On a GPU the input is on
+        ``cuda:0``; here such a name is reached only through ``x.is_cuda`` (which reads True for a
+        tensor on the device), since the CPU run of the attempt would have raised on it."""
+        def gpu(value) -> bool:
+            if isinstance(value, str):
+                return value in ("cuda", "cuda:0")
+            return isinstance(value, _TORCH_DEVICE) and value.type == "cuda" and value.index in (None, 0)
+
+        if "device" in kwargs and gpu(kwargs["device"]):
+            kwargs = {**kwargs, "device": self.gpu}
+        if any(gpu(a) for a in args[1:]):
+            args = (args[0], *(self.gpu if gpu(a) else a for a in args[1:]))
+        return args, kwargs
+
     def _is_device(self, value) -> bool:
         """Is ``value`` (a ``device=`` or ``.to()`` argument) the input's device? A torch.device
         read from a tensor on it, or a device string made while the attempt ran (``str(x.device)``,
@@ -417,6 +452,19 @@ class DeviceTracker(TorchFunctionMode):
             return out
 
         return call
+
+    @contextlib.contextmanager
+    def scripted_opaque(self):
+        """While it lasts, the attempt file's TorchScript functions (``@torch.jit.script`` helpers,
+        looked up by their module-level names) are called through :meth:`opaque`: a mask helper
+        scripted with a ``device`` argument makes its tensor where no call is seen."""
+        module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
+        scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
+        module.update({name: self.opaque(fn) for name, fn in scripted.items()})  # the file's own names, this run only
+        try:
+            yield
+        finally:
+            module.update(scripted)
 
     def _adopt_transform_results(self, tensors) -> None:
         """A tensor never seen made that views the value of a transform's tensor on the device is

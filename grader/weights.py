@@ -132,14 +132,20 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
             """Bare matrices as layers (with their bias), and with ``gains`` a bare 1-d parameter
             that is no matrix's bias too (a norm's gain: SPEC §1, mapped by shape too)."""
             partners = {bias_partner(n, params) for n, p in params.items() if p.dim() == 2}
+            ordered = set(by_order(params).values())
+            shared = shared_bias(params)
             for n, p in params.items():
-                if gains and p.dim() == 1 and n not in partners:
+                # a vector that is a matrix's bias by order only (a ParameterList's, or unnamed pairs)
+                # may be a norm's gain as well
+                if gains and p.dim() == 1 and (n not in partners or n.isdigit() or n in ordered):
                     layers.append(Layer(f"{prefix}.{n}".lstrip("."), tuple(p.shape), None))
                 if p.dim() != 2:
                     continue
                 b = bias_partner(n, params)
                 name = f"{prefix}.{n}".lstrip(".")
                 bias_shape = tuple(params[b].shape) if b is not None else None
+                if n in shared:  # its part of a vector it shares with the matrices beside it
+                    bias_shape = (shared[n][2] - shared[n][1],)
                 layers.append(Layer(name, tuple(p.shape), bias_shape))
                 layers.append(Layer(name, tuple(reversed(p.shape)), bias_shape, transposed=True))
             stray.extend(f"{prefix}.{n}".lstrip(".") for n in params)  # until a role takes them: bare_params
@@ -179,12 +185,82 @@ def bare_params(module: torch.nn.Module, mapping: Mapping) -> set[str]:
 
 def bias_partner(weight: str, params) -> str | None:
     """The 1-d parameter that is the bias of a bare weight parameter: wq -> bq, W_q -> b_q,
-    q_weight -> q_bias, weight_q -> bias_q; None when there is none."""
-    options = [weight.replace("weight", "bias"), weight.replace("Weight", "Bias")]
+    q_weight -> q_bias, weight_q -> bias_q, qkv -> qkv_bias; in an ``nn.ParameterList`` (entries
+    named by their index) the vector right after the matrix, as long as one of its sides. None when
+    there is none."""
+    if weight.isdigit():
+        after, matrix = params.get(str(int(weight) + 1)), params.get(weight)
+        if after is not None and after.dim() == 1 and matrix is not None and after.shape[0] in matrix.shape:
+            return str(int(weight) + 1)
+        return None
+    return _named_partner(weight, params) or by_order(params).get(weight) or shared_bias(params).get(weight, (None,))[0]
+
+
+def _named_partner(weight: str, params) -> str | None:
+    options = [weight.replace("weight", "bias"), weight.replace("Weight", "Bias"), weight.replace("kernel", "bias"),
+               f"{weight}_bias", f"{weight}_b"]
     for i, c in enumerate(weight):  # wq -> bq, W_q -> b_q or B_q, q_w -> q_b
         if c in "wW":
             options += [weight[:i] + "b" + weight[i + 1:], weight[:i] + "B" + weight[i + 1:]]
     return next((o for o in options if o != weight and o in params and params[o].dim() == 1), None)
+
+
+def shared_bias(params) -> dict[str, tuple[str, int, int]]:
+    """One vector holding the biases of several matrices made right before it, in their order:
+    nn.MultiheadAttention's own layout when kdim != embed_dim (q_proj_weight, k_proj_weight,
+    v_proj_weight, then in_proj_bias). {matrix: (vector, start, end)} for a vector that no name or
+    order pairs, as long as the first sides of a run (two or more) of unpaired matrices summed."""
+    if by_order(params):
+        return {}
+    names = [n for n in params if n not in ("weight", "bias") and not n.isdigit()]
+    named = {_named_partner(n, params) for n in names if params[n].dim() == 2}
+    found: dict[str, tuple[str, int, int]] = {}
+    run: list[str] = []
+    for n in names:
+        p = params[n]
+        if p.dim() == 2:
+            run = run + [n] if _named_partner(n, params) is None else []
+        elif p.dim() == 1 and n not in named:
+            spans = [(i, j) for i in range(len(run)) for j in range(i + 2, len(run) + 1)
+                     if sum(params[m].shape[0] for m in run[i:j]) == p.shape[0]]
+            if spans:
+                i, j = spans[0]
+                start = 0
+                for m in run[i:j]:
+                    found[m] = (n, start, start + params[m].shape[0])
+                    start += params[m].shape[0]
+            run = []
+    return found
+
+
+def bias_rows(module: torch.nn.Module, layer_name: str) -> tuple[str, tuple[int, ...]] | None:
+    """For a bare matrix whose bias is a slice of a vector it shares (:func:`shared_bias`): the
+    vector's name and the slice's rows; else None."""
+    subs = dict(module.named_modules())
+    owner, _, leaf = layer_name.rpartition(".")
+    if owner not in subs:
+        return None
+    shared = shared_bias(dict(subs[owner].named_parameters(recurse=False)))
+    if leaf not in shared:
+        return None
+    vector, start, end = shared[leaf]
+    return f"{owner}.{vector}".lstrip("."), tuple(range(start, end))
+
+
+def by_order(params) -> dict[str, str]:
+    """Matrices and vectors that no name pairs (``self.A`` … ``self.a`` …, or ``W_in`` / ``shift``),
+    paired by the order they were made in when they are as many and each vector is as long as a
+    side of its matrix: {matrix: vector}. Such a vector may be a norm's gain just as well (kept as
+    a 1-d layer too, see :func:`layers_of`)."""
+    names = [n for n in params if n not in ("weight", "bias") and not n.isdigit()]
+    matrices = [n for n in names if params[n].dim() == 2 and _named_partner(n, params) is None]
+    named = {_named_partner(n, params) for n in names if params[n].dim() == 2}
+    vectors = [n for n in names if params[n].dim() == 1 and n not in named]
+    if not matrices or len(matrices) != len(vectors):
+        return {}
+    if not all(params[v].shape[0] in params[m].shape for m, v in zip(matrices, vectors)):
+        return {}
+    return dict(zip(matrices, vectors))
 
 
 def layer_named(layers: list[Layer], name: str) -> Layer:
@@ -390,15 +466,17 @@ def _stacked(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> 
                         rows[r.name] = [(layer.name, tuple(range(start, start + r.weight[0])))]
                         start += r.weight[0]
                     pieces.append(_Piece("stacked", tuple(r.name for r in order), (layer,), rows, layer.name, score))
-                widths = {r.weight[0] for r in subset}
-                for h in heads if len(widths) == 1 else ():
-                    width = next(iter(widths))
-                    if width % h:
+                for groups in sorted({h for h in heads if h > 1}):
+                    if any(r.weight[0] % groups for r in subset):
                         continue
-                    D, n = width // h, len(subset)
                     for order in orders:
-                        # head h's rows: [role 0's D rows; role 1's; …], heads one after another
-                        rows = {r.name: [(layer.name, tuple((head * n + j) * D + i for head in range(h) for i in range(D)))]
+                        # group g's rows: [role 0's share; role 1's; …], groups one after another. One
+                        # group per head for roles of one width ([q_h; k_h; v_h], GPT-NeoX), one per
+                        # kv head for GQA (Falcon-40B: a kv group's query heads, then its key, its value)
+                        share = [r.weight[0] // groups for r in order]
+                        size = sum(share)
+                        rows = {r.name: [(layer.name, tuple(g * size + sum(share[:j]) + i for g in range(groups)
+                                                            for i in range(share[j])))]
                                 for j, r in enumerate(order)}
                         pieces.append(_Piece("stacked_heads", tuple(r.name for r in order), (layer,), rows, layer.name, score))
     return pieces
@@ -498,9 +576,14 @@ def params_of(module: torch.nn.Module, layer_name: str, index: tuple[dict, dict]
     subs, params = index or _index(module)
     if layer_name in params and layer_name not in subs:
         owner, _, leaf = layer_name.rpartition(".")
-        b = bias_partner(leaf, dict(subs[owner].named_parameters(recurse=False)))
+        own = dict(subs[owner].named_parameters(recurse=False))
+        b = bias_partner(leaf, own)
         bias_name = f"{owner}.{b}".lstrip(".") if b is not None else None
-        return params[layer_name], params.get(bias_name) if bias_name else None, [layer_name] + ([bias_name] if bias_name else [])
+        bias = params.get(bias_name) if bias_name else None
+        shared = shared_bias(own).get(leaf)
+        if bias is not None and shared is not None:
+            bias = bias[shared[1]:shared[2]]  # a view: loading writes into the vector's slice
+        return params[layer_name], bias, [layer_name] + ([bias_name] if bias_name else [])
     sub = subs[layer_name]
     stored = originals(sub)
     weight, bias = stored.get("weight", sub.weight), stored.get("bias", getattr(sub, "bias", None))
@@ -598,5 +681,7 @@ def load(module: torch.nn.Module, mapping: Mapping, weights: dict[str, dict[str,
             used.add(names[1])
     g = torch.Generator().manual_seed(12345)
     for name, p in module.named_parameters():
-        if name not in used:
+        # a frozen parameter no role takes is a constant kept as a parameter (RoFormer's
+        # nn.Parameter(inv_freq, requires_grad=False)): no weight to seed, its values stay
+        if name not in used and p.requires_grad:
             p.copy_(torch.rand(p.shape, generator=g).to(p.dtype) - 0.5)

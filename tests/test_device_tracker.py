@@ -99,3 +99,48 @@ def test_a_device_built_from_the_inputs_device_is_the_inputs_device():
     assert _mixed("assert isinstance(x.device, torch.device) and isinstance(torch.device('cpu'), torch.device)") is None
     assert _mixed("m = torch.ones(3, 3, device=torch.device('cpu')); y = x + m") is not None
     assert torch.device is torch._C.device
+
+
+def test_a_device_chosen_by_x_is_cuda_is_the_inputs_device_and_cuda_availability_is_not():
+    """On a GPU the input's ``x.is_cuda`` is True: a device picked by it (``x.device if x.is_cuda
+    else "cpu"``, ``"cuda" if x.is_cuda else "cpu"``, ``t.cuda()`` under ``if x.is_cuda``) is the
+    input's, and no CUDA call is made on the CPU. ``torch.cuda.is_available()`` says nothing of
+    where the input is (``--device cpu`` on a GPU machine): the device it picks stays the CPU here."""
+    assert _mixed("m = torch.ones(3, 3, device=x.device if x.is_cuda else 'cpu'); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3, device='cuda' if x.is_cuda else 'cpu'); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3)\nif x.is_cuda:\n    m = m.cuda(non_blocking=True)\ny = x + m") is None
+    assert _mixed("m = torch.ones(3, 3)\nif not x.is_cpu:\n    m = m.to(torch.device('cuda', 0))\ny = x + m") is None
+    assert _mixed("m = torch.ones(3, 3)\nif x.is_cpu:\n    m = m.to(x.device)\ny = x + m") is not None
+    if not torch.cuda.is_available():
+        assert _mixed("d = 'cuda' if torch.cuda.is_available() else 'cpu'\nm = torch.ones(3, 3, device=d); y = x + m") is not None
+    assert not torch.ones(1).is_cuda  # outside the watch a tensor is what it is
+
+
+def test_the_files_scripted_helpers_are_opaque_while_a_mask_function_is_watched(tmp_path):
+    """A ``@torch.jit.script`` mask helper runs its ops where no torch function mode sees them: while
+    ``scripted_opaque`` lasts it is called through ``opaque`` (what it makes, given no tensor or a
+    tensor on the device, is on the device), and it is itself again afterwards (round 13: a correct
+    sliding_window_mask calling a scripted band helper with device= was failed 'ignores its device')."""
+    import importlib.util
+    import sys
+
+    from attnprep.grader import observe
+
+    path = tmp_path / "attempt.py"  # TorchScript reads the source from a file
+    path.write_text("import torch\nfrom typing import Optional\n@torch.jit.script\n"
+                    "def band(n: int, device: Optional[torch.device] = None) -> torch.Tensor:\n"
+                    "    i = torch.arange(n, device=device)\n    return i[None, :] <= i[:, None]\n")
+    spec = importlib.util.spec_from_file_location(observe.ATTEMPT_MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    scripted = module.band
+    sys.modules[observe.ATTEMPT_MODULE] = module
+    try:
+        device = torch.device("cpu")
+        tracker = DeviceTracker([], "", devices=[device])
+        with tracker.scripted_opaque(), tracker:
+            m = module.band(4, device)
+        assert id(m) in tracker.on_device
+    finally:
+        sys.modules.pop(observe.ATTEMPT_MODULE, None)
+    assert module.band is scripted

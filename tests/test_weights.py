@@ -185,3 +185,92 @@ def test_a_parametrized_weight_is_its_module_with_the_stored_original():
     assert names == ["base.parametrizations.weight.original", "base.bias"]
     W.load(module, W.Mapping(layers={"base": "base"}, by_name=True), {"base": {"weight": torch.zeros(D, D), "bias": torch.ones(D)}})
     assert torch.equal(module.base.weight, torch.ones(D, D)) and torch.equal(module.base.bias, torch.ones(D))
+
+
+def test_a_parameter_lists_vector_after_its_matrix_is_its_bias_and_may_still_be_a_gain():
+    """nn.ParameterList([W_qkv, b_qkv, W_o, b_o]) used through F.linear: the entries are named by
+    their index, so the vector right after a matrix (as long as one of its sides) is its bias; kept
+    as a 1-d layer too, since a norm's gain may follow the matrix it normalises. Named pairs get
+    their ``_bias`` / ``_b`` partner (a correct fused MHA kept in a ParameterList had its biases
+    re-seeded beside a zero reference bias and failed every case)."""
+    module = nn.Module()
+    module.params = nn.ParameterList([nn.Parameter(torch.zeros(3 * D, D)), nn.Parameter(torch.zeros(3 * D)),
+                                      nn.Parameter(torch.zeros(D, D)), nn.Parameter(torch.zeros(D))])
+    layers = {(l.name, l.weight, l.bias, l.transposed) for l in _layers(module)}
+    assert ("params.0", (3 * D, D), (3 * D,), False) in layers and ("params.2", (D, D), (D,), False) in layers
+    assert ("params.1", (3 * D,), None, False) in layers  # the gain reading of the same vector
+    weight, bias, names = W.params_of(module, "params.0")
+    assert bias is module.params[1] and names == ["params.0", "params.1"]
+    params = {"qkv": torch.zeros(3 * D, D), "qkv_bias": torch.zeros(3 * D), "g": torch.zeros(D)}
+    assert W.bias_partner("qkv", params) == "qkv_bias"
+    assert W.bias_partner("0", {"0": torch.zeros(D, D), "1": torch.zeros(D + 1)}) is None  # no side of it
+
+
+def test_a_frozen_parameter_no_role_takes_keeps_its_values_and_a_trainable_one_is_seeded():
+    """A constant kept as a frozen parameter (RoFormer's nn.Parameter(inv_freq, requires_grad=False))
+    is no weight: loading leaves it as the constructor made it, where a trainable parameter no role
+    takes is seeded (a correct decoder layer with its RoPE frequencies so kept failed 18 of 20 cases)."""
+    module = nn.Module()
+    module.q_proj = nn.Linear(D, D)
+    module.inv_freq = nn.Parameter(torch.arange(4.0), requires_grad=False)
+    module.spare = nn.Parameter(torch.zeros(3))
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj"}, by_name=True), {"q_proj": {"weight": torch.ones(D, D), "bias": torch.ones(D)}})
+    assert torch.equal(module.inv_freq, torch.arange(4.0))
+    assert not torch.equal(module.spare, torch.zeros(3))
+
+
+def test_matrices_and_vectors_no_name_pairs_are_paired_by_the_order_they_were_made_in():
+    """self.A, self.B, self.C, self.P and then self.a, self.b, self.c, self.p (a whiteboard's names):
+    as many vectors as matrices, each as long as a side of its matrix, paired in order; the vectors
+    stay 1-d layers too (a gain after its matrix). Keras' kernel / bias pair by name (a correct MHA
+    so named was graded with zero biases against its own seeded ones and failed every case)."""
+    module = nn.Module()
+    for n in "ABCP":
+        setattr(module, n, nn.Parameter(torch.zeros(D, D)))
+    for n in "abcp":
+        setattr(module, n, nn.Parameter(torch.zeros(D)))
+    assert {n: W.bias_partner(n, dict(module.named_parameters())) for n in "ABCP"} == dict(zip("ABCP", "abcp"))
+    layers = {(l.name, l.bias) for l in _layers(module)}
+    assert ("A", (D,)) in layers and ("a", None) in layers
+    assert W.bias_partner("q_kernel", {"q_kernel": torch.zeros(D, D), "q_bias": torch.zeros(D)}) == "q_bias"
+    uneven = {"A": torch.zeros(D, D), "B": torch.zeros(D, D), "g": torch.zeros(D)}  # one vector, two matrices: no guess
+    assert W.bias_partner("A", uneven) is None and W.bias_partner("B", uneven) is None
+
+
+def test_a_gqa_layer_stacked_group_by_group_is_tried_per_kv_head():
+    """Falcon-40B's query_key_value for GQA: per kv group, its query heads, then its key head, then
+    its value head. With two kv heads and four query heads of 2: rows [q_0 q_1 k_0 v_0 q_2 q_3 k_1 v_1]
+    (a correct Falcon-style GQA failed 48 of 64 cases: only one group per head was tried, for roles of
+    one width)."""
+    hd = 2
+    roles = [W.Role("q_proj", "linear", (4 * hd, D), (4 * hd,)), W.Role("k_proj", "linear", (2 * hd, D), (2 * hd,)),
+             W.Role("v_proj", "linear", (2 * hd, D), (2 * hd,)), W.Role("o_proj", "linear", (D, 4 * hd), (D,))]
+    module = nn.Module()
+    module.query_key_value = nn.Linear(D, 8 * hd)
+    module.dense = nn.Linear(4 * hd, D)
+    options, _ = W.candidates(roles, _layers(module), heads=(4, 2))
+    q = tuple(range(0, 4)) + tuple(range(8, 12))
+    k, v = tuple(range(4, 6)) + tuple(range(12, 14)), tuple(range(6, 8)) + tuple(range(14, 16))
+    assert any(m.rows.get("q_proj") == [("query_key_value", q)] and m.rows.get("k_proj") == [("query_key_value", k)]
+               and m.rows.get("v_proj") == [("query_key_value", v)] for m in options)
+
+
+def test_one_vector_after_several_matrices_holds_their_biases_in_order():
+    """nn.MultiheadAttention's layout when kdim != embed_dim: q_proj_weight, k_proj_weight,
+    v_proj_weight, then one in_proj_bias of their first sides summed. Each matrix is a layer with
+    its slice as bias; loading writes the slices, and the gradient of a role's bias is its rows of
+    the vector's (a correct cross-attention so written failed every case, graded with zero biases)."""
+    module = nn.Module()
+    module.q_proj_weight = nn.Parameter(torch.zeros(D, D))
+    module.k_proj_weight = nn.Parameter(torch.zeros(D, 6))
+    module.v_proj_weight = nn.Parameter(torch.zeros(D, 6))
+    module.in_proj_bias = nn.Parameter(torch.zeros(3 * D))
+    layers = {(l.name, l.weight, l.bias) for l in _layers(module) if not l.transposed}
+    assert ("k_proj_weight", (D, 6), (D,)) in layers and not any(l[0] == "in_proj_bias" for l in layers)
+    weight, bias, names = W.params_of(module, "k_proj_weight")
+    assert bias.shape == (D,) and names == ["k_proj_weight", "in_proj_bias"]
+    W.load(module, W.Mapping(layers={"k_proj": "k_proj_weight"}, by_name=False),
+           {"k_proj": {"weight": torch.ones(D, 6), "bias": torch.full((D,), 2.0)}})
+    assert torch.equal(module.in_proj_bias[D:2 * D], torch.full((D,), 2.0))
+    assert W.bias_rows(module, "v_proj_weight") == ("in_proj_bias", tuple(range(2 * D, 3 * D)))
+    assert W.bias_rows(module, "in_proj_bias") is None

@@ -155,7 +155,9 @@ class AttentionFunctions(Kind):
                                       "additive": _additive(m) if is_tensor else None}
         device = torch.device("cpu")
         tracker = DeviceTracker([], "", devices=[device])
-        with tracker:
+        if isinstance(mask_fn, torch.jit.ScriptFunction):  # scripted itself: its ops are not seen either
+            mask_fn = tracker.opaque(mask_fn)
+        with tracker.scripted_opaque(), tracker:
             m = mask_fn(5, *(self.mask_checks[0][n] for n in self.arg_names), device=device)
         out["device_ok"] = isinstance(m, torch.Tensor) and id(m) in tracker.on_device
         return out

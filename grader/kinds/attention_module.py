@@ -248,8 +248,11 @@ class AttentionModule(Kind):
                                       "zero_bias": [sorted(m.zero_bias) for m in options], "outputs": outputs}).get("choice")
             if isinstance(choice, int) and 0 <= choice < len(options):
                 chosen = options[choice]
+        # a vector that is a bias only by its place (after its matrix in a ParameterList) and that
+        # another role takes (a norm's gain after the matrix it normalises) is no extra bias
+        mapped = {n for role in chosen.layers for n in chosen.layer_names(role)}
         extra = [(r, name) for r in roles if r.bias is None for name in chosen.layer_names(r.name)
-                 if W.layer_named(layers, name).bias is not None]
+                 if W.layer_named(layers, name).bias is not None and W.params_of(module, name)[2][-1] not in mapped]
         if extra:
             r, name = extra[0]
             p = next(p for p in self.exercise.contract.params if p.name in (r.name, r.pattern))  # experts.*.w1 for experts.0.w1
@@ -289,12 +292,22 @@ class AttentionModule(Kind):
         fused, covered = W.rows_leaves(attempt, rows, set(built.transposed))  # stacked / per-head layers
         bare = {}  # the mapped layers' parameters: wq -> q_proj.weight, bq -> q_proj.bias (F.linear(x, self.wq, self.bq))
         for layer, role in role_of.items():  # a module's own, or a parametrization's original weight
-            bare.update(zip(W.params_of(attempt, layer)[2], (f"{role}.weight", f"{role}.bias")))
+            for name, leaf in zip(W.params_of(attempt, layer)[2], (f"{role}.weight", f"{role}.bias")):
+                if leaf.endswith(".bias") and name in role_of:
+                    continue  # a bias by its place only, that another role takes (a norm's gain)
+                shared = W.bias_rows(attempt, layer) if leaf.endswith(".bias") else None
+                if shared is not None:  # a slice of one vector (in_proj_bias): its rows of that vector's gradient
+                    fused[leaf] = W.RowsGrad([(params[shared[0]], shared[1])], False)
+                    covered = covered | {shared[0]}
+                    continue
+                bare[name] = leaf
         leaves: dict = dict(fused)
         for name, p in params.items():
             if name in covered:
                 continue
             layer, _, leaf = name.rpartition(".")
+            if name not in bare and layer not in role_of and not p.requires_grad:
+                continue  # a frozen parameter no role takes (a constant): no gradient is expected there
             leaves[bare[name] if name in bare else f"{role_of[layer]}.{leaf}" if layer in role_of else name] = p
         return case, leaves
 
