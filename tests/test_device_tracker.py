@@ -8,6 +8,7 @@ with vmap and then cast back was failed as "output not on the input's device").
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.func import vmap
 
@@ -116,6 +117,7 @@ def test_a_device_chosen_by_x_is_cuda_is_the_inputs_device_and_cuda_availability
     assert not torch.ones(1).is_cuda  # outside the watch a tensor is what it is
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # the learner's style, not ours
 def test_the_files_scripted_helpers_are_opaque_while_a_mask_function_is_watched(tmp_path):
     """A ``@torch.jit.script`` mask helper runs its ops where no torch function mode sees them: while
     ``scripted_opaque`` lasts it is called through ``opaque`` (what it makes, given no tensor or a
