@@ -692,11 +692,13 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
     return None
 
 
-def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs) -> dict[int, tuple[str, int]]:
+def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs,
+                   near: frozenset = frozenset()) -> dict[int, tuple[str, int]]:
     """Attempt step -> (output name, the reference's step for it), for each named output whose
     values differ from the reference's in every layout a correct attempt may use and that no
     wrong tensor made apart from the inputs led to (a rotation by the wrong angles is the angles'
-    mistake, not the output's)."""
+    mistake, not the output's); ``near``: outputs close to the reference's only within the trail's
+    wider tolerance (see :func:`_near_misses`), wrong too."""
     if not outputs:
         return {}
     mine, theirs = outputs
@@ -716,10 +718,54 @@ def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs)
     wrong = {}
     for name, a in mine.items():
         r = theirs.get(name)
-        if (r is not None and 0 <= a < len(attempt) and 0 <= r < len(reference) and not _identical(attempt[a], reference[r])
+        if (r is not None and 0 <= a < len(attempt) and 0 <= r < len(reference)
+                and (a in near or not _identical(attempt[a], reference[r]))
                 and (matched[a] is None or matched[a][0] != r) and not wrong_free_above(a)):
             wrong[a] = (name, r)
     return wrong
+
+
+FLOATS = frozenset({"float32", "float64"})  # dtypes whose rounding is far below the grader's tolerance
+
+
+def _strictly_close(a: Step, b: Step, tol: tuple[float, float]) -> bool:
+    """Whether ``a``'s values are within the grader's own tolerance ``tol`` of ``b``'s in some order:
+    compared sorted, the closest any arrangement can be (a layout the trail already lined up)."""
+    ta, tb = tensor_of(a), tensor_of(b)
+    if ta is None or tb is None or ta.numel() != tb.numel():
+        return True
+    ta, tb = ta.flatten().sort().values, tb.flatten().sort().values
+    return bool(torch.isclose(ta, tb, rtol=tol[0], atol=tol[1], equal_nan=True).all())
+
+
+def _near_misses(trails: "_Trails", outputs, tolerance) -> frozenset:
+    """The named outputs of the attempt that the trail lines up with the reference's (its
+    tolerance is ten times the grader's) but that differ from it at the grader's own tolerance
+    (``tolerance``: the case's, never below the float32 one): a small difference the grade fails
+    (label smoothing spread over V - 1 classes, another eps) would otherwise read as getting back on
+    track at the output, and the run would have no line. Each such output, and each step it is
+    computed from whose values are likewise only near its match, stops matching (``trails.matched``),
+    so the first of them is where the attempt goes wrong. Float32 / float64 steps only: a low
+    precision's rounding is of that size."""
+    if not outputs:
+        return frozenset()
+    rtol, atol = tolerance or (RTOL, ATOL)
+    tol = (max(rtol, RTOL), max(atol, ATOL))
+    att, ref, matched = trails.att, trails.ref, trails.matched
+    near = set()
+    for name, a in outputs[0].items():
+        r = outputs[1].get(name)
+        if r is None or not (0 <= a < len(att) and 0 <= r < len(ref)) or matched[a] is None:
+            continue
+        if att[a].dtype in FLOATS and ref[r].dtype in FLOATS and _identical(att[a], ref[r]) \
+                and not _strictly_close(att[a], ref[r], tol):
+            near.add(a)
+    for a in near:
+        for j in _ancestors(a, att) | {a}:
+            m = matched[j]
+            if m is not None and att[j].dtype in FLOATS and not _strictly_close(att[j], ref[m[0]], tol):
+                matched[j] = None
+    return frozenset(near)
 
 
 def _ancestors(r: int, steps: list[Step]) -> set[int]:
@@ -827,6 +873,7 @@ class _Trails:
         self.att_in = [_object_at(att_objects, (s.stack or [s.line])[0], shared) for s in attempt]
         self.ref_in = [_object_at(ref_objects, (s.stack or [s.line])[0], shared) for s in reference]
         self.matcher = Matcher(reference)
+        self.near: frozenset = frozenset()  # outputs only near the reference's (see _near_misses)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
         att_marks, ref_marks = marks or ([], [])
@@ -1695,12 +1742,14 @@ class _Trails:
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
          outputs: tuple[dict[str, int], dict[str, int]] | None = None, source: str = "",
-         ref_source: str = "", marks: tuple[list, list] | None = None, part_axes=None) -> Found | None:
+         ref_source: str = "", marks: tuple[list, list] | None = None, part_axes=None,
+         tolerance: tuple[float, float] | None = None) -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
     ``outputs``: the steps that made each named output, the attempt's and the reference's.
     ``marks``: where each call of a script of calls starts, in the attempt's trail and the reference's;
     the found step's call is its ``part``, and ``part_axes(part)`` the axis names to write its shapes
-    with when that call's sizes differ (None: ``axes``).
+    with when that call's sizes differ (None: ``axes``). ``tolerance``: the case's (rtol, atol), when
+    it has its own (see :func:`_near_misses`).
     ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
     where the values alone say no more than "wrong values here"."""
     if not attempt and raised_at is not None and reference:  # it raised before computing anything from the inputs
@@ -1708,7 +1757,10 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if not attempt or not reference:
         return None
     trails = _Trails(attempt, reference, axes, marks, source, ref_source)
+    trails.near = _near_misses(trails, outputs, tolerance)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
+    if found is not None and trails.near and found.reason in NEAR_OVER:
+        found = dataclasses.replace(found, reason="near", ref_code="")  # (no step is missing: a number is a little off)
     if found is not None:
         found = _buffer_made(found, trails, source) or found
         found = _list_made(found, trails, source) or found
@@ -1731,6 +1783,11 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         trails.axes = named
         found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
     return dataclasses.replace(found, part=part)
+
+
+# what a run whose outputs are only near the reference's says instead as "near": its values are a
+# little off, not made from a stage the reference takes first nor half-way through a line
+NEAR_OVER = frozenset({"input", "values", "incomplete"})
 
 
 def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
@@ -2235,7 +2292,7 @@ class _Search:
                 self.children.setdefault(p, []).append(i)
         self.constant = [is_constant(tensor_of(s)) for s in self.att]
         self.copied = self._copies()
-        self.wrong_outputs = _wrong_outputs(self.att, self.ref, self.matched, outputs)
+        self.wrong_outputs = _wrong_outputs(self.att, self.ref, self.matched, outputs, trails.near)
         self.output_steps = set((outputs or ({}, {}))[0].values())
         self._explainer: Explainer | None = None
 
