@@ -1770,6 +1770,10 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
+    if found.reason == "zero_positions":  # the positions of the call where they are all 0, made here or in the helper it calls
+        at = next((j for j, st in enumerate(attempt) if (st.line == found.line or found.line in (st.stack or ())[:-1])
+                   and tuple(st.shape) == found.shape and st.free and (t := tensor_of(st)) is not None
+                   and t.numel() and not bool(t.abs().max() > 0)), at)
     if at is None and found.reason == "output":  # said at a return statement, which makes no step: the value's step
         at = next((j for j, st in enumerate(attempt) if tuple(st.shape) == tuple(found.shape)
                    and assigned(st.code) == found.name), None)
@@ -2591,6 +2595,70 @@ def _not_the_story(s: _Search, h: _Here):
     if not output and s.trails.net_mask(i):
         return NEXT_STEP  # (the masks joined into one the reference never makes, right: what uses it may not be)
     return None
+
+
+
+TRIG = frozenset({"cos", "sin", "polar"})  # what turns angles into a rotation's table
+
+
+def _parameters_at(source: str, line: int) -> set[str]:
+    """The parameters of the innermost function of ``source`` holding ``line``."""
+    import ast
+
+    around = [n for n in _definitions(source) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return set()
+    f = max(around, key=lambda n: n.lineno).args
+    return {a.arg for a in (*f.posonlyargs, *f.args, *f.kwonlyargs)}
+
+
+def _zero_angles(s: _Search, h: _Here):
+    """A wrong step computed from a rotation that changed nothing: its table made without the
+    inputs is constant (cos 1, sin 0) because the angles are all 0, from positions that are all 0
+    in this call (a decode step's one token rotated at position 0, where the reference rotates it at
+    the positions reached so far; the reference's own tables are not constant). The step reads right
+    values (the unrotated ones, which the reference has too), so no value is wrong before it: the
+    line that made the positions is said ("zero_positions"), or, when they are made inside a helper
+    from one of its parameters (``arange(start, start + T)``), the line that calls that helper
+    (``rope(k_pe, theta)``, ``start`` left at its default)."""
+    if not any(func_name(r.func) in TRIG and r.free and not is_constant(tensor_of(r)) for r in s.ref):
+        return None
+    att, seen, todo, tables = s.att, set(), list(h.step.parents), []
+    while todo and len(seen) < 64:
+        q = todo.pop()
+        if q in seen or not 0 <= q < len(att):
+            continue
+        seen.add(q)
+        st = att[q]
+        if st.free:
+            if func_name(st.func) in TRIG and s.constant[q]:
+                tables.append(q)
+            continue
+        todo.extend(st.parents)
+    if not tables:
+        return None
+    zeros = set()
+    for c in tables:  # up the angles to where they are first all 0
+        todo = list(att[c].parents)
+        while todo:
+            q = todo.pop()
+            t = tensor_of(att[q]) if 0 <= q < len(att) else None
+            if t is None or not att[q].free or q in zeros or t.numel() == 0 or bool(t.abs().max() > 0):
+                continue
+            zeros.add(q)
+            todo.extend(att[q].parents)
+    roots = sorted(q for q in zeros if not any(p in zeros for p in att[q].parents))
+    if not roots or len({att[q].line for q in roots}) != 1:
+        return None
+    z = att[roots[0]]
+    stack = list(z.stack or ())
+    params = _parameters_at(s.source, z.line) if s.source and len(stack) >= 2 else set()
+    if any(x.name in params for x in z.scalars):
+        line = stack[-2]
+        code = s.trails.source_lines[line - 1].strip() if 0 < line <= len(s.trails.source_lines) else ""
+        return Found(line, code, assigned(code), tuple(z.shape), name_shape(z.shape, s.axes), "zero_positions")
+    return s.said(roots[0], "zero_positions")
 
 
 def _returned_ahead_input(s: _Search, h: _Here):
@@ -3562,7 +3630,7 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
     return False
 
 
-STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
+STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _wrong_start, _not_the_story, _zero_angles, _returned_ahead_input, _wrong_argument,
               _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
               _layout, _masks_joined, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)
