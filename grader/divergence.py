@@ -2299,6 +2299,7 @@ class _Search:
         self.wrong_outputs = _wrong_outputs(self.att, self.ref, self.matched, outputs, trails.near)
         self.output_steps = set((outputs or ({}, {}))[0].values())
         self._explainer: Explainer | None = None
+        self.ref_rotates: bool | None = None  # the reference rotates by tables that are not constant (see _zero_angles)
 
     def _copies(self) -> list[bool]:
         """Copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's
@@ -2599,6 +2600,7 @@ def _not_the_story(s: _Search, h: _Here):
 
 
 TRIG = frozenset({"cos", "sin", "polar"})  # what turns angles into a rotation's table
+_TABLE_WORDS = re.compile(r"\b(?:cos|sin)")  # a rotation's table read from one made before the call (cos_sin_cache)
 
 
 def _parameters_at(source: str, line: int) -> set[str]:
@@ -2622,7 +2624,11 @@ def _zero_angles(s: _Search, h: _Here):
     line that made the positions is said ("zero_positions"), or, when they are made inside a helper
     from one of its parameters (``arange(start, start + T)``), the line that calls that helper
     (``rope(k_pe, theta)``, ``start`` left at its default)."""
-    if not any(func_name(r.func) in TRIG and r.free and not is_constant(tensor_of(r)) for r in s.ref):
+    if h.step.free or s.matched[h.i] is not None or tensor_of(h.step) is None:
+        return None
+    if s.ref_rotates is None:  # (asked once per search)
+        s.ref_rotates = any(func_name(r.func) in TRIG and r.free and not is_constant(tensor_of(r)) for r in s.ref)
+    if not s.ref_rotates:
         return None
     att, seen, todo, tables = s.att, set(), list(h.step.parents), []
     while todo and len(seen) < 64:
@@ -2632,22 +2638,25 @@ def _zero_angles(s: _Search, h: _Here):
         seen.add(q)
         st = att[q]
         if st.free:
-            if func_name(st.func) in TRIG and s.constant[q]:
-                tables.append(q)
+            if s.constant[q] and (func_name(st.func) in TRIG or _TABLE_WORDS.search(st.code)) and st.dtype in FLOATS \
+                    and (t := tensor_of(st)) is not None and float(t.flatten()[0]) in (0.0, 1.0):
+                tables.append(q)  # (cos 1, sin 0: computed here, or read from a table made before the call)
             continue
         todo.extend(st.parents)
     if not tables:
         return None
-    zeros = set()
-    for c in tables:  # up the angles to where they are first all 0
+    zeros, up = set(), set()
+    for c in tables:  # up what the table is made from (angles, a lookup) to what is all 0 there
         todo = list(att[c].parents)
-        while todo:
+        while todo and len(up) < 64:
             q = todo.pop()
-            t = tensor_of(att[q]) if 0 <= q < len(att) else None
-            if t is None or not att[q].free or q in zeros or t.numel() == 0 or bool(t.abs().max() > 0):
+            if q in up or not 0 <= q < len(att) or not att[q].free:
                 continue
-            zeros.add(q)
+            up.add(q)
             todo.extend(att[q].parents)
+            t = tensor_of(att[q])
+            if t is not None and t.numel() and not bool(t.abs().max() > 0):
+                zeros.add(q)
     roots = sorted(q for q in zeros if not any(p in zeros for p in att[q].parents))
     if not roots or len({att[q].line for q in roots}) != 1:
         return None
@@ -3630,7 +3639,7 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
     return False
 
 
-STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _wrong_start, _not_the_story, _zero_angles, _returned_ahead_input, _wrong_argument,
+STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _zero_angles, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
               _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
               _layout, _masks_joined, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)
