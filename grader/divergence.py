@@ -1765,7 +1765,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         steps = [s for s in attempt if s.line == found.line and tuple(s.shape) == found.shape]
         if steps and all(s.dtype not in FLOATS or is_constant(tensor_of(s)) for s in steps):
             return None  # (a mask or a test is no number a little off: the difference is elsewhere)
-        found = dataclasses.replace(found, reason="near", ref_code="")  # (no step is missing: a number is a little off)
+        found = _scaled_on(trails, found) or dataclasses.replace(found, reason="near", ref_code="")
     if found is not None:
         found = _buffer_made(found, trails, source) or found
         found = _list_made(found, trails, source) or found
@@ -1793,6 +1793,46 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
     return dataclasses.replace(found, part=part)
 
+
+
+def _scaled_on(trails: _Trails, found: Found) -> Found | None:
+    """In a run whose outputs are only near the reference's: ``found``'s step holds a reference
+    value times one number (``lprobs.sum(-1)`` where the reference takes the mean), a building block
+    in another scale, not a slip; the first step computed from it that multiplies or divides by a
+    plain number is where that scale is (or is not) taken back: the line that set the number
+    (``eps_i = epsilon / (V - 1)``), else that step's own line (reason "near"). None when the step
+    is no such multiple or no such number follows."""
+    att = trails.att
+    k = next((j for j, st in enumerate(att) if st.line == found.line and tuple(st.shape) == found.shape
+              and trails.matched[j] is None), None)
+    t = tensor_of(att[k]) if k is not None else None
+    if t is None or t.numel() < 2 or not bool(torch.isfinite(t).all()):
+        return None
+    flat = t.flatten()
+
+    def multiple(r: torch.Tensor | None) -> bool:
+        if r is None or r.numel() != flat.numel() or not bool(torch.isfinite(r).all()) or bool((r == 0).any()):
+            return False
+        ratio = flat / r.flatten()
+        return not math.isclose(float(ratio[0]), 1.0, rel_tol=1e-3) and close(ratio, ratio[:1].expand_as(ratio))
+
+    if not any(multiple(r) for _, r in trails.matcher.ref):
+        return None
+    later, todo = set(), [k]
+    while todo and len(later) < 64:
+        q = todo.pop()
+        for c in range(q + 1, len(att)):
+            if q in att[c].parents and c not in later:
+                later.add(c)
+                todo.append(c)
+    for c in sorted(later):
+        st = att[c]
+        numbers = [x for x in st.scalars if x.key in ("0", "1")]  # (a number read off a size too: V - 1)
+        if func_name(st.func) in {"mul", "div", "truediv", "mul_", "div_"} and numbers:
+            line = numbers[0].origin or st.line
+            code = trails.source_lines[line - 1].strip() if 0 < line <= len(trails.source_lines) else st.code
+            return Found(line, code, assigned(code), tuple(st.shape), name_shape(st.shape, trails.axes), "near")
+    return None
 
 # what a run whose outputs are only near the reference's says instead as "near": its values are a
 # little off, not made from a stage the reference takes first nor half-way through a line
