@@ -1772,6 +1772,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         found = _compared_grids(found, trails) or found
         found = _indices_made(found, trails) or found
         found = _none_unless(found, trails, source) or found
+        found = _table_choice(found, trails, source) or found
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -2010,6 +2011,91 @@ def _guarded_name(test) -> str | None:
             and test.comparators[0].value is None:
         return test.left.id
     return None
+
+
+
+def _string_line(tree, name: str) -> int | None:
+    """The one line of the file that gives ``name`` a string literal: a class body's ``name = "…"`` or
+    ``name: str = "…"``, ``self.name = "…"``, a module's ``name = "…"``, a parameter's default
+    ``name="…"`` or a call's keyword ``name="…"``; None when there is none or more than one."""
+    import ast
+
+    def text(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+    lines = set()
+    for node in walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and text(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Attribute) and t.attr == name
+                   for t in targets):
+                lines.add(node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            lines |= {d.lineno for a, d in pairs if a.arg == name and text(d)}
+        elif isinstance(node, ast.keyword) and node.arg == name and text(node.value):
+            lines.add(node.value.lineno)
+    return lines.pop() if len(lines) == 1 else None
+
+
+def _table_choice(found: Found, trails: _Trails, source: str) -> Found | None:
+    """Values that first go wrong inside a class or function of the file that a table of the file's
+    own alternatives holds (``ACT2FN = {"gelu_new": NewGELUActivation, "silu": SiLUActivation}``),
+    picked by a key given as a string in one place (``hidden_act = "gelu_new"``, a config field's
+    default, a module constant): when the reference's code names another key of the table and not
+    this one, the entry is right as written and the choice is the slip, said where the string is
+    set (reason "table_key"). A wrong formula inside the entry the reference does name stays where
+    the finder put it."""
+    import ast
+
+    if found.reason not in ("values", "made", "incomplete", "skipped", "input") or not trails.ref_source:
+        return None
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    top = [n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+           and n.lineno <= found.line <= (n.end_lineno or n.lineno)]
+    if len(top) != 1:
+        return None
+    entry = top[0].name
+    tables = {}
+    for node in walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if len(targets) == 1 and isinstance(targets[0], (ast.Name, ast.Attribute)) \
+                and isinstance(node.value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                             for k in node.value.keys):
+            keys = {k.value: v for k, v in zip(node.value.keys, node.value.values)}
+            chosen = [k for k, v in keys.items() if isinstance(v, ast.Name) and v.id == entry
+                      or isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == entry]
+            target = targets[0]
+            if len(chosen) == 1 and len(keys) > 1:
+                tables[target.id if isinstance(target, ast.Name) else target.attr] = (chosen[0], set(keys) - {chosen[0]})
+    if len(tables) != 1:
+        return None
+    (table, (key, others)), = tables.items()
+    picks = [n.slice for n in walk(tree) if isinstance(n, ast.Subscript) and (
+        isinstance(n.value, ast.Name) and n.value.id == table or isinstance(n.value, ast.Attribute) and n.value.attr == table)]
+    if len(picks) != 1:
+        return None
+    pick = picks[0]
+    if isinstance(pick, ast.Constant) and pick.value == key:
+        line = pick.lineno
+    elif isinstance(pick, (ast.Name, ast.Attribute)):
+        line = _string_line(tree, pick.id if isinstance(pick, ast.Name) else pick.attr)
+    else:
+        return None
+    if line is None or key not in trails.source_lines[line - 1]:
+        return None
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", trails.ref_source.lower()))
+    if key.lower() in words or not any(o.lower() in words for o in others):
+        return None
+    code = trails.source_lines[line - 1].strip()
+    name = pick.id if isinstance(pick, ast.Name) else pick.attr if isinstance(pick, ast.Attribute) else assigned(code)
+    return Found(line, code, name or key, (), repr(key), "table_key")
 
 
 def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:

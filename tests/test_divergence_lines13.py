@@ -8,6 +8,10 @@ each with a corpus attempt of its class in a style no earlier file used:
   in another scale, the number that scales it later is said where it is set (fairseq's eps_i);
 - the same for an output wrong at both tolerances: a LayerNorm whose ``var + 1e-3`` is only near the
   reference's ``var + 1e-5`` is not right because it is near (said at the default, ``scalar``);
+- ``table_key``: values that first go wrong inside an entry of a table of the file's own functions
+  (``ACT2FN[config.hidden_act]``) picked by a string set in one place, when the reference names
+  another key of the table and not this one: said where the string is set (a wrong formula in the
+  entry the reference names stays inside it);
 - ``zero_positions``: a wrong step fed by a rotation that changed nothing (cos 1, sin 0 because the
   positions are all 0 in a decode step), said where the positions are made or at the call that leaves
   a helper's start at its default."""
@@ -42,6 +46,8 @@ SAID = [
     ("mla_decode/namedtuple_step_key_rope_from_zero.py", "zero_positions"),  # round 8: the call without start
     ("mla_decode/weight_dict_absorb_rope_from_zero.py", "zero_positions"),  # round 11: arange(T)
     ("mla_decode/vllm_cos_sin_cache_positions_from_zero.py", "zero_positions"),  # new: a cos_sin_cache lookup
+    ("swiglu/phi2_new_gelu_activation_as_act_fn.py", "table_key"),  # round 11: a class attribute picks the entry
+    ("swiglu/torchtune_builder_config_activation_relu.py", "table_key"),  # new: a dataclass field, a function table
 ]
 
 
@@ -57,7 +63,7 @@ def test_the_line_is_said_for_its_reason(name, reason, graded):
     assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
 
 
-@pytest.mark.parametrize("reason", ["near", "zero_positions"])
+@pytest.mark.parametrize("reason", ["near", "zero_positions", "table_key"])
 def test_the_new_reasons_read_in_both_languages(reason):
     d = Divergence(12, "x = f(y)", "rest", (3, 4), "(B, T)", reason, "f")
     for lang in texts.LANGUAGES:
@@ -93,3 +99,46 @@ def test_a_case_with_a_wider_tolerance_is_near_only_outside_it():
     """A case graded at a wider tolerance (a low precision, gradients) calls near only what it fails."""
     att, ref = _trails(1.2505)
     assert divergence.find(att, ref, {}, None, ({"out": 2}, {"out": 2}), tolerance=(1e-3, 1e-4)) is None
+
+
+WRONG_ENTRY = """
+import torch
+from torch import nn
+
+
+def silu(x):
+    return x * torch.sigmoid(-x)
+
+
+def relu(x):
+    return torch.clamp(x, min=0.0)
+
+
+ACT = {"silu": silu, "relu": relu}
+
+
+class SwiGLU(nn.Module):
+    act = "silu"
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.w1 = nn.Linear(d_model, d_ff, bias=False)
+        self.w2 = nn.Linear(d_ff, d_model, bias=False)
+        self.w3 = nn.Linear(d_model, d_ff, bias=False)
+
+    def forward(self, x):
+        return self.w2(ACT[self.act](self.w1(x)) * self.w3(x))
+"""
+
+
+def test_a_wrong_formula_in_the_entry_the_reference_names_stays_inside_it(tmp_path):
+    """The same table picked right ("silu"), its silu written wrong: the line is silu's own."""
+    from attnprep.grader import grade
+
+    path = tmp_path / "swiglu.py"
+    path.write_text(WRONG_ENTRY, encoding="utf-8")
+    result = grade(path, "swiglu")
+    assert not result.passed
+    d = result.divergence
+    assert d is not None and d.reason != "table_key", d
+    assert d.line == WRONG_ENTRY.splitlines().index("    return x * torch.sigmoid(-x)") + 1, d
