@@ -2794,11 +2794,51 @@ def _zero_angles(s: _Search, h: _Here):
     z = att[roots[0]]
     stack = list(z.stack or ())
     params = _parameters_at(s.source, z.line) if s.source and len(stack) >= 2 else set()
-    if any(x.name in params for x in z.scalars):
-        line = stack[-2]
+    names = {x.name for x in z.scalars} & params
+    if names:
+        level = len(stack) - 2
+        while level > 0 and (through := _handed_on(s.source, stack[level], stack[level + 1], names)):
+            names = through  # (the caller hands its own parameter on: the call that gives it is further out)
+            level -= 1
+        line = stack[level]
         code = s.trails.source_lines[line - 1].strip() if 0 < line <= len(s.trails.source_lines) else ""
         return Found(line, code, assigned(code), tuple(z.shape), name_shape(z.shape, s.axes), "zero_positions")
     return s.said(roots[0], "zero_positions")
+
+
+def _handed_on(source: str, line: int, inner: int, names: set[str]) -> set[str]:
+    """The parameters of the function holding ``line`` that every call on ``line`` of the function
+    holding ``inner`` passes on, by the same name, as one of ``names`` (``self._compute_cos_sin(start,
+    …)`` inside ``forward(self, x, start=0)``); empty when a call leaves one of them out."""
+    import ast
+
+    around = [n for n in _definitions(source) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= inner <= (n.end_lineno or n.lineno)]
+    if not around:
+        return set()
+    callee = max(around, key=lambda n: n.lineno).name
+    calls = [n for n in _definitions_calls(source) if n.lineno <= line <= (n.end_lineno or n.lineno)
+             and (isinstance(n.func, ast.Name) and n.func.id == callee or isinstance(n.func, ast.Attribute) and n.func.attr == callee)]
+    if not calls:
+        return set()
+    passed = set(names)
+    for call in calls:
+        given = {a.id for a in call.args if isinstance(a, ast.Name)} | {k.value.id for k in call.keywords
+                                                                      if isinstance(k.value, ast.Name) and k.arg in names}
+        passed &= given
+    return passed & _parameters_at(source, line)
+
+
+@functools.lru_cache(maxsize=8)
+def _definitions_calls(source: str) -> tuple:
+    """Every call of ``source``."""
+    import ast
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple(n for n in walk(tree) if isinstance(n, ast.Call))
 
 
 def _returned_ahead_input(s: _Search, h: _Here):
