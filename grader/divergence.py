@@ -1759,13 +1759,11 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if not attempt or not reference:
         return None
     trails = _Trails(attempt, reference, axes, marks, source, ref_source)
-    trails.near = _near_misses(trails, outputs, tolerance)
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
-    if found is not None and trails.near and found.reason in NEAR_OVER:
-        steps = [s for s in attempt if s.line == found.line and tuple(s.shape) == found.shape]
-        if steps and all(s.dtype not in FLOATS or is_constant(tensor_of(s)) for s in steps):
-            return None  # (a mask or a test is no number a little off: the difference is elsewhere)
-        found = _scaled_on(trails, found) or dataclasses.replace(found, reason="near", ref_code="")
+    if found is None or _at_output(found, attempt, outputs):
+        # nothing said, or only that an output is wrong: the steps only near their match on the way
+        # to a wrong output are looked at too (see _near_misses)
+        found = _near_again(trails, found, axes, raised_at, outputs, source, ref_source, tolerance)
     if found is not None:
         found = _buffer_made(found, trails, source) or found
         found = _list_made(found, trails, source) or found
@@ -1794,6 +1792,36 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
     return dataclasses.replace(found, part=part)
 
+
+
+def _at_output(found: Found, attempt: list[Step], outputs) -> bool:
+    """Whether ``found`` says no more than that a named output's own step holds wrong values."""
+    if found.reason != "values" or not outputs:
+        return False
+    return any(0 <= a < len(attempt) and attempt[a].line == found.line and tuple(attempt[a].shape) == found.shape
+               for a in outputs[0].values())
+
+
+def _near_again(trails: _Trails, found: Found | None, axes, raised_at, outputs, source: str, ref_source: str,
+                tolerance) -> Found | None:
+    """:func:`_first_wrong` again with the steps only near their match on the way to a wrong output
+    no longer matching (:func:`_near_misses`); its answer when it has one that is not a mask, an index
+    or a constant (a number a little off is the story: "near", or, for a sum where the reference takes
+    a mean, the number that scales it, :func:`_scaled_on`), else ``found`` with the trails as they were."""
+    saved = list(trails.matched)
+    trails.near = _near_misses(trails, outputs, tolerance)
+    again = _first_wrong(trails, axes, raised_at, outputs, source, ref_source) if trails.matched != saved else None
+    if again is not None and trails.near and again.reason in NEAR_OVER:
+        steps = [s for s in trails.att if s.line == again.line and tuple(s.shape) == again.shape]
+        if steps and all(s.dtype not in FLOATS or is_constant(tensor_of(s)) for s in steps):
+            again = None  # (a mask or a test is no number a little off: the difference is elsewhere)
+        else:
+            again = _scaled_on(trails, again) or dataclasses.replace(again, reason="near", ref_code="")
+    if again is None:
+        trails.matched[:] = saved
+        trails.near = frozenset()
+        return found
+    return again
 
 
 def _scaled_on(trails: _Trails, found: Found) -> Found | None:
