@@ -1858,9 +1858,11 @@ def _scaled_on(trails: _Trails, found: Found) -> Found | None:
         st = att[c]
         numbers = [x for x in st.scalars if x.key in ("0", "1")]  # (a number read off a size too: V - 1)
         if func_name(st.func) in {"mul", "div", "truediv", "mul_", "div_"} and numbers:
-            line = numbers[0].origin or st.line
-            code = trails.source_lines[line - 1].strip() if 0 < line <= len(trails.source_lines) else st.code
-            return Found(line, code, assigned(code), tuple(st.shape), name_shape(st.shape, trails.axes), "near")
+            x = numbers[0]
+            if x.origin and 0 < x.origin <= len(trails.source_lines):  # the number, where it is set
+                code = trails.source_lines[x.origin - 1].strip()
+                return Found(x.origin, code, x.name or assigned(code), (), f"{x.value:g}", "near")
+            return Found(st.line, st.code, assigned(st.code), tuple(st.shape), name_shape(st.shape, trails.axes), "near")
     return None
 
 # what a run whose outputs are only near the reference's says instead as "near": its values are a
