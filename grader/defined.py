@@ -64,10 +64,21 @@ def _reads(stmt: ast.stmt):
     for node in ast.walk(value):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add, ast.Sub, ast.Pow)):
             for operand in (node.left, node.right):
-                if _chain(operand) is not None:
+                if _chain(operand) is not None or _getter(operand):
                     yield operand
-    if isinstance(stmt, ast.AugAssign) and _chain(stmt.value) is not None:
+    if isinstance(stmt, ast.AugAssign) and (_chain(stmt.value) is not None or _getter(stmt.value)):
         yield stmt.value
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (_chain(value) is not None or _getter(value)):
+        yield value  # a hand-on (`self.scaling = config.attention_multiplier`): the number it passes on
+    elif isinstance(stmt, ast.Assign) and isinstance(value, ast.Tuple):  # D, scale = self.head_dim, self.scale
+        yield from (e for e in value.elts if _chain(e) is not None or _getter(e))
+
+
+def _getter(node) -> bool:
+    """A call without arguments of a member (``self.getScale()``, ``cfg.scale()``): a getter whose
+    one return may compute the number."""
+    return (isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute)
+            and _chain(node.func) is not None)
 
 
 def _chain(node) -> list | None:
@@ -97,6 +108,8 @@ def _numeric(node, literal_only: bool = False) -> bool:
         return False
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
         return False  # a size (a head's width): right where it shapes tensors, not a factor typed wrong
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return False  # a matrix product (B @ A): a tensor, not a number
     if isinstance(node, ast.BinOp):
         return _numeric(node.left) and _numeric(node.right)
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -105,8 +118,20 @@ def _numeric(node, literal_only: bool = False) -> bool:
         f = node.func
         named = (isinstance(f, ast.Name) and f.id in _NUMERIC_CALLS) or (
             isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in _MATH)
-        return named and all(_numeric(a) for a in node.args) and not node.keywords
+        return named and all(_numeric(a) or _size(a) for a in node.args) and not node.keywords
     return False
+
+
+def _size(node) -> bool:
+    """A size worked out by floor division (``self.dim // self.heads``): a number once inside a
+    math call (``math.sqrt(self.dim // self.heads)``), where it makes a factor."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and _numeric(node.left) and _numeric(node.right)
+
+
+def _takes_only_self(func: ast.FunctionDef) -> bool:
+    a = func.args
+    return (len(a.args) == 1 and not a.posonlyargs and not a.kwonlyargs and a.vararg is None and a.kwarg is None
+            and not func.decorator_list)
 
 
 _FILES: dict[int, tuple[ast.Module, "_File"]] = {}  # id of a shared tree (parsing.parsed) -> (it, its _File)
@@ -161,14 +186,16 @@ class _File:
 
     # -- following a read --------------------------------------------------------------------
 
-    def resolve(self, node, func, cls, hops: int):
+    def resolve(self, node, func, cls, hops: int, called: bool = False):
         """(defining line, is a literal) of the number ``node`` reads, or None."""
+        if _getter(node):  # self.getScale(): the method's one return, as a property's
+            return self.resolve(node.func, func, cls, hops, called=True)
         chain = _chain(node)
         if chain is None or hops <= 0:
             return None
         head, rest = chain[0], chain[1:]
         if head == "self" and cls is not None and func is not None and _first_arg(func) == "self":
-            return self._member(("class", cls, None), rest, hops)
+            return self._member(("class", cls, None), rest, hops, called)
         params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs} if func else set()
         if head in params:
             if not rest:
@@ -180,11 +207,11 @@ class _File:
             value = _single_local(func, head)
             if value is None:
                 return None
-            return self._member(self._kind(value, func, cls, hops), rest, hops)
+            return self._member(self._kind(value, func, cls, hops), rest, hops, called)
         value = _single_module(self.tree, head)
         if value is None:
             return None
-        return self._member(self._kind(value, None, None, hops), rest, hops)
+        return self._member(self._kind(value, None, None, hops), rest, hops, called)
 
     def _kind(self, value, func, cls, hops):
         """What an assigned expression is: an instance of a class of the file, or a value."""
@@ -192,13 +219,18 @@ class _File:
             return ("class", self.classes[value.func.id], value)
         return ("value", value, (func, cls))
 
-    def _member(self, kind, rest, hops):
+    def _member(self, kind, rest, hops, called: bool = False):
         if kind is None:
             return None
         if kind[0] == "value":
             value, (func, cls) = kind[1], kind[2]
             if not rest:
-                return self._value(value, func, cls, hops)
+                return None if called else self._value(value, func, cls, hops)
+            if isinstance(value, ast.Call) and len(rest) == 1 and isinstance(rest[0], str) and not called:
+                # a namespace made by a call (SimpleNamespace(eps=1e-5, …)).eps: the keyword's value
+                given = [k.value for k in value.keywords if k.arg == rest[0]]
+                if len(given) == 1 and not any(k.arg is None for k in value.keywords):
+                    return self._value(given[0], func, cls, hops - 1)
             if isinstance(value, ast.Dict) and isinstance(rest[0], tuple) and len(rest) == 1:
                 entries = [v for k, v in zip(value.keys, value.values)
                            if isinstance(k, ast.Constant) and k.value == rest[0][0]]
@@ -213,7 +245,7 @@ class _File:
         name = rest[0]
         if not isinstance(name, str):
             return None
-        found = self._attribute(cls, call, name, hops)
+        found = self._attribute(cls, call, name, hops, called and len(rest) == 1)
         if found is None:
             return None
         if len(rest) == 1:
@@ -240,12 +272,15 @@ class _File:
             return value.lineno, False
         return None
 
-    def _attribute(self, cls, call, name, hops):
+    def _attribute(self, cls, call, name, hops, called: bool = False):
         """Where attribute ``name`` of an instance of ``cls`` (built by ``call`` when known) is defined:
-        (line, literal) of a number, or a kind to go on from; None when unknown or ambiguous."""
+        (line, literal) of a number, or a kind to go on from; None when unknown or ambiguous.
+        ``called``: the member is called without arguments, a method taking only ``self`` is read
+        as a property is."""
         defs = []
         for item in cls.body:
-            if isinstance(item, ast.FunctionDef) and item.name == name and _is_property(item):
+            if isinstance(item, ast.FunctionDef) and item.name == name and (
+                    _is_property(item) if not called else _takes_only_self(item)):
                 returns = [n for n in ast.walk(item) if isinstance(n, ast.Return) and n.value is not None]
                 if len(returns) == 1:
                     defs.append(("property", returns[0], item))
@@ -263,11 +298,13 @@ class _File:
         if not defs:
             bases = [self.classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in self.classes]
             if len(bases) == 1:
-                return self._attribute(bases[0], None, name, hops)
+                return self._attribute(bases[0], None, name, hops, called)
             return None
         if len(defs) != 1:
             return None
         how, node, method = defs[0]
+        if called and how != "property":
+            return None
         if how == "property":
             if _numeric(node.value):
                 return node.value.lineno, _numeric(node.value, True)

@@ -1759,18 +1759,25 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     if not attempt or not reference:
         return None
     trails = _Trails(attempt, reference, axes, marks, source, ref_source)
+    def explained(found: Found | None) -> Found | None:
+        """The finder's line, said where its cause is written when the file shows it (a buffer, a
+        list, a grid, indices, a None handed to a helper, a table's key set elsewhere)."""
+        if found is not None:
+            found = _buffer_made(found, trails, source) or found
+            found = _list_made(found, trails, source) or found
+            found = _compared_grids(found, trails) or found
+            found = _indices_made(found, trails) or found
+            found = _none_unless(found, trails, source) or found
+            found = _unused_for_none(found, trails, source) or found
+            found = _table_choice(found, trails, source) or found
+        return found
+
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
     if found is None or _at_output(found, attempt, outputs):
         # nothing said, or only that an output is wrong: the steps only near their match on the way
         # to a wrong output are looked at too (see _near_misses)
         found = _near_again(trails, found, axes, raised_at, outputs, source, ref_source, tolerance)
-    if found is not None:
-        found = _buffer_made(found, trails, source) or found
-        found = _list_made(found, trails, source) or found
-        found = _compared_grids(found, trails) or found
-        found = _indices_made(found, trails) or found
-        found = _none_unless(found, trails, source) or found
-        found = _table_choice(found, trails, source) or found
+    found = explained(found)
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
@@ -1789,7 +1796,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     named = part_axes(part) if part_axes is not None else None
     if named and named != axes:
         trails.axes = named
-        found = _first_wrong(trails, named, raised_at, outputs, source, ref_source) or found
+        found = explained(_first_wrong(trails, named, raised_at, outputs, source, ref_source)) or found
     return dataclasses.replace(found, part=part)
 
 
@@ -2132,7 +2139,9 @@ def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:
     """A step left out by ``if mask is not None:`` inside a function whose ``mask`` the one call of
     it passes as a variable that is None unless a condition of the caller holds (``mask = None``,
     then ``if self.triangular_masking and layer_past is None: mask = ...``): the caller's condition
-    is where it goes wrong, said at its line (the guard only honours what it is given)."""
+    is where it goes wrong, said at its line (the guard only honours what it is given). A call that
+    passes a literal None there (a decode path's ``self._attend(q, k, v, None)``) is the line itself
+    ("none_given")."""
     import ast
 
     if found.reason != "guarded":
@@ -2156,21 +2165,35 @@ def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:
     callers = {s.stack[n - 1] for s in trails.att for n in range(1, len(s.stack or ()))
                if fn.lineno < s.stack[n] <= (fn.end_lineno or fn.lineno)
                and not fn.lineno <= s.stack[n - 1] <= (fn.end_lineno or fn.lineno)}
+
+    def call_of(caller: int):
+        """(the function holding the caller's line, its call of ``fn``, the argument given as ``name``)."""
+        outer = innermost(caller)
+        if outer is None:
+            return None, None, None
+        call = next((n for n in ast.walk(outer) if isinstance(n, ast.Call) and n.lineno <= caller <= (n.end_lineno or n.lineno)
+                     and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) == fn.name), None)
+        if call is None:
+            return outer, None, None
+        given = next((k.value for k in call.keywords if k.arg == name), None)
+        if given is None:
+            positional = params[1:] if isinstance(call.func, ast.Attribute) and params[:1] == ["self"] else params
+            j = positional.index(name) if name in positional else -1
+            given = call.args[j] if 0 <= j < len(call.args) else None
+        return outer, call, given
+
+    # a call that passes a literal None there (a decode path's `self._attend(q, k, v, None)`, the
+    # prefill's call passing a mask): the only call that can leave the step out, said at its line
+    literal = [c for c in sorted(callers) if isinstance(call_of(c)[2], ast.Constant) and call_of(c)[2].value is None]
+    if len(literal) == 1:
+        code = source.splitlines()[literal[0] - 1].strip()
+        return Found(literal[0], code, name, (), "", "none_given", fn.name, part=found.part)
     if len(callers) != 1:
         return None
     caller = callers.pop()
-    outer = innermost(caller)
-    if outer is None:
+    outer, call, given = call_of(caller)
+    if outer is None or call is None:
         return None
-    call = next((n for n in ast.walk(outer) if isinstance(n, ast.Call) and n.lineno <= caller <= (n.end_lineno or n.lineno)
-                 and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) == fn.name), None)
-    if call is None:
-        return None
-    given = next((k.value for k in call.keywords if k.arg == name), None)
-    if given is None:
-        positional = params[1:] if isinstance(call.func, ast.Attribute) and params[:1] == ["self"] else params
-        j = positional.index(name) if name in positional else -1
-        given = call.args[j] if 0 <= j < len(call.args) else None
     if not isinstance(given, ast.Name):
         return None
     var = given.id
@@ -2192,6 +2215,49 @@ def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:
     line = conditional.pop()
     code = source.splitlines()[line - 1].strip()
     return Found(line, code, var, (), "", "none_unless", fn.name, part=found.part)
+
+
+def _unused_for_none(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A value made and then used by nothing ("unused": ``band = sliding_window_mask(…)``) in a
+    function that, on the run that failed, calls a helper of the file with a literal None for a
+    parameter the helper guards (``if allowed is not None:``, left out): the value was meant for that
+    argument, and the call that gives None instead is the line ("none_given"), when it is the only
+    such call of the function that ran."""
+    import ast
+
+    if found.reason != "unused":
+        return None
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    around = [f for f in functions.values() if f.lineno < found.line <= (f.end_lineno or f.lineno)]
+    if not around:
+        return None
+    outer = min(around, key=lambda f: (f.end_lineno or f.lineno) - f.lineno)
+    ran = {n for st in trails.att for n in (*(st.stack or ()), st.line)}
+    hits = []
+    for call in ast.walk(outer):
+        if not isinstance(call, ast.Call) or call.lineno <= found.line or call.lineno not in ran:
+            continue
+        fn = functions.get(getattr(call.func, "attr", None) or getattr(call.func, "id", None))
+        if fn is None or fn is outer:
+            continue
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+        positional = params[1:] if isinstance(call.func, ast.Attribute) and params[:1] == ["self"] else params
+        for j, arg in enumerate(call.args):
+            if not (isinstance(arg, ast.Constant) and arg.value is None) or j >= len(positional):
+                continue
+            name = positional[j]
+            guards = [n for n in ast.walk(fn) if isinstance(n, ast.If) and _guarded_name(n.test) == name
+                      and not any(b.lineno in ran for b in n.body)]
+            if guards:
+                hits.append((call.lineno, name, fn.name))
+    if len(hits) != 1:
+        return None
+    line, name, helper = hits[0]
+    return Found(line, source.splitlines()[line - 1].strip(), name, (), "", "none_given", helper, part=found.part)
 
 
 def _buffer_made(found: Found, trails: _Trails, source: str) -> Found | None:
@@ -2256,7 +2322,8 @@ def _raw_input(i: int, r: int, trails: _Trails, ref_source: str) -> Found | None
     line = stack[min(d, len(stack) - 1)]
     code = next((s.code for s in trails.att if s.line == line), "")
     # the reference's statement that changes it, at that level (a step of that line)
-    ref_code = next((s.code for s in trails.ref if s.line == made[d]), trails.ref[first].code)
+    ref_line = made[d] if d < len(made) else None  # (the attempt's stack may be deeper than the reference's)
+    ref_code = next((s.code for s in trails.ref if s.line == ref_line), trails.ref[first].code)
     return Found(line, code, assigned(code), (), "", "input", trails.name_of(trails.ref, first), "", _code(ref_code))
 
 

@@ -21,6 +21,12 @@ class EditError(ValueError):
     """An edit of the reference solution that does not apply (its text is not found exactly once)."""
 
 
+def variant_code(filename: str) -> bool:
+    """Whether code compiled under ``filename`` is a variant's: the reference edited, as this module
+    names it (``<mha.py, edited>``, ``<mha.py with missing_scale>``)."""
+    return filename.startswith("<") and (filename.endswith(", edited>") or " with " in filename)
+
+
 def edited_source(source: str, edits: list[dict]) -> str:
     """``source`` with every ``{old, new}`` made, in order; each ``old`` must be there exactly once."""
     for edit in edits:

@@ -494,7 +494,11 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
     target = defined.defining_line(files["source"], found.line, found.reason)
     if target is not None:  # the wrong number read here is typed there (see defined)
-        code = _statement(path, target)[1]
+        first, code = _statement(path, target)
+        if first != target:  # an argument on a line of its own of a call written over several lines
+            import linecache
+
+            code = linecache.getline(str(path), target).strip().rstrip(",")
         reason = "scaled_defined" if found.reason == "scaled" else found.reason  # "scalar" names the number itself
         found = replace(found, line=target, code=code, reason=reason)
     else:  # a step written after the line, left out by a flag set elsewhere

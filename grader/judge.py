@@ -22,6 +22,7 @@ from attnprep.exercises import mistake_catalogue
 from attnprep.grader import outputs as kept_outputs
 from attnprep.grader import variants
 from attnprep.grader.cases import Case, grads_case
+from attnprep.grader.edits import EditError, variant_code
 from attnprep.grader.observe import Observer
 from attnprep.grader.result import (ROW_SUM_TOL, Check, Diagnosis, ErrorInfo, Heatmap, MappingNote, Message,
                                     Names, OutputDiff, Result, ShapeRow, Verdict, msg)
@@ -49,6 +50,21 @@ STRUCTURE = "structure"  # a kind's check whose id starts with this is a structu
 # The generic probes that name a mistake on their own (a catalogue mistake declares which: its
 # ``shown_by``), in the order their diagnoses are given; the softmax's dim comes after the kind's own.
 SHOWN_BY = ("eval", "input_modified", "backward_inplace", "device", "dtype", "softmax_dim")
+
+
+def _the_mistakes_own(exc: BaseException, knob) -> bool:
+    """Whether ``exc``, raised while a variant ran, is the mistake's own doing rather than the
+    grader's (which ATTNPREP_DEBUG shows): raised through the edited reference's code (a mistake
+    that crashes on some cases, as the attempt it stands for does), or two knobs whose edits of the
+    reference overlap (no variant at all)."""
+    if isinstance(exc, EditError):
+        return not isinstance(knob, str)
+    tb = exc.__traceback__
+    while tb is not None:
+        if variant_code(tb.tb_frame.f_code.co_filename):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 @dataclass
@@ -153,6 +169,7 @@ class Judge:
         self.grad_outputs_wrong = False  # grad_problem is about the outputs (a wrong output, not a gradient)
         self.grads_explained: str | None = None  # the gradients' case, whose outputs are already wrong without them
         self._completed_differ = False  # the attempt raised at some sizes; where it ran, its outputs differ
+        self.random_configs: set[int] = set()  # configs whose second call in eval mode gave other outputs
         self._kept = kept_outputs.Outputs(exercise, kind)  # the reference's and variants' outputs, shared across grades
 
     def cases(self, ci: int) -> list[Case]:
@@ -375,6 +392,9 @@ class Judge:
                 if not close(mine, base, where, equal_nan=True, tolerance=case.tolerance):
                     delta = (mine - base).abs()[where].nan_to_num(nan=math.inf).max().item()
                     seen.leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
+                    seen.leak_configs[case.check].append(ci)
+                    if case.check == "eval":
+                        self.random_configs.add(ci)
                     break
 
     def _gradients_of(self, data: ConfigReply, seen: "Seen") -> None:
@@ -415,10 +435,13 @@ class Judge:
             if name not in self.kind.probes:
                 continue
             problems = seen.leaks[name]
-            if problems and name in LEAK_CHECKS and seen.leaks["eval"]:  # randomness explains any change
-                rows.append(Check(name, None, msg("check.not_judged_random")))
-                seen.leaks[name] = []
-                continue
+            if problems and name in LEAK_CHECKS and seen.leaks["eval"]:
+                # randomness explains any change, except in a config whose outputs are not random
+                problems = [p for p, ci in zip(problems, seen.leak_configs[name]) if ci not in self.random_configs]
+                seen.leaks[name] = problems
+                if not problems:
+                    rows.append(Check(name, None, msg("check.not_judged_random")))
+                    continue
             rows.append(Check(name, not problems, msg(f"check.{name}.bad", detail=problems[0]) if problems else msg(f"check.{name}.ok")))
         return rows
 
@@ -629,6 +652,11 @@ class Judge:
         # each config's zero biases and its cases, the observed one first: the same for every variant tried
         ordered = [(data, frozenset(data.zero_bias), sorted(cases.values(), key=lambda cg: cg[0].name != observed_name))
                    for data, cases in outputs]
+        # outputs that are random in eval mode (dropout left on) reproduce no variant: when configs whose
+        # outputs are not random fail too (a dropout rate of 0 there), the variants are judged on those
+        # alone, so that a second mistake is named beside the dropout
+        if self.random_configs and any(f.config not in self.random_configs for f in self.failed_cases):
+            ordered = [o for o in ordered if o[0].index not in self.random_configs]
 
         # (knob, all_positions, names, only) that -inf's outputs failed on where they are all finite:
         # a masked softmax gives exactly the same finite outputs with any large finite fill (-1e9),
@@ -661,8 +689,8 @@ class Judge:
                                             and bool(torch.isfinite(want).all()):
                                         finite_fail.add(key)
                                     return False
-                    except Exception:  # noqa: BLE001 — a variant that cannot run here names nothing
-                        if os.environ.get("ATTNPREP_DEBUG"):
+                    except Exception as exc:  # noqa: BLE001 — a variant that cannot run here names nothing
+                        if os.environ.get("ATTNPREP_DEBUG") and not _the_mistakes_own(exc, knob):
                             raise
                         return False
             return True
@@ -1111,6 +1139,7 @@ class Seen:
     dtype_problems: list[Message] = field(default_factory=list)
     nonfinite: list[str] = field(default_factory=list)  # cases with a non-finite graded output
     leaks: dict[str, list[Message]] = field(default_factory=lambda: {k: [] for k in LEAK_CHECKS + ("eval",)})
+    leak_configs: dict[str, list[int]] = field(default_factory=lambda: {k: [] for k in LEAK_CHECKS + ("eval",)})  # of each leak
     grads_missing: list[str] = field(default_factory=list)
     grads_failed: list[Message] = field(default_factory=list)
     device_fail: list[Message] = field(default_factory=list)

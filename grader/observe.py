@@ -285,6 +285,30 @@ def forget_memos(module: dict) -> None:
 
 
 _CPU = sys.intern("cpu")  # the "cpu" every string constant of that text is (code constants are interned)
+_TORCH_DEVICE = torch.device
+
+
+def _watched_device(tracker: "DeviceTracker") -> type:
+    """``torch.device`` while ``tracker`` watches: the same type to ``isinstance`` and the same
+    objects made, but a device built from the input's device (``torch.device(x.device)``,
+    ``torch.device(str(x.device))``, ``torch.device(x.device.type)``) is noted as the input's.
+    The constructor is a type's call, which no torch function mode sees."""
+    class _Meta(type):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, _TORCH_DEVICE)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, _TORCH_DEVICE)
+
+        def __call__(cls, *args, **kwargs):
+            made = _TORCH_DEVICE(*args, **kwargs)
+            given = [*args, *kwargs.values()]
+            if given and tracker._is_device(given[0]) and made.type == "cpu":
+                tracker.devices.add(id(made))
+                tracker.keep.append(made)
+            return made
+
+    return _Meta("device", (), {"__doc__": _TORCH_DEVICE.__doc__, "__module__": "torch"})
 
 
 class DeviceTracker(TorchFunctionMode):
@@ -362,7 +386,12 @@ class DeviceTracker(TorchFunctionMode):
                 forget_memos(vars(module))
             except Exception:  # noqa: BLE001 — an odd object of the file: its memos stay, as before
                 pass
+        torch.device = _watched_device(self)
         return super().__enter__()
+
+    def __exit__(self, *exc):
+        torch.device = _TORCH_DEVICE
+        return super().__exit__(*exc)
 
     def _is_device(self, value) -> bool:
         """Is ``value`` (a ``device=`` or ``.to()`` argument) the input's device? A torch.device

@@ -87,3 +87,15 @@ def test_memos_are_emptied_when_the_watch_starts_and_a_tensor_kept_elsewhere_is_
         sys.modules.pop(observe.ATTEMPT_MODULE, None)
     assert module.tri.cache_info().currsize == 0 and module.Masks.band.cache_info().currsize == 0
     assert module.TABLE == {} and module.KEPT == {"not a memo": 1}
+
+
+def test_a_device_built_from_the_inputs_device_is_the_inputs_device():
+    """``torch.device(str(x.device))`` (a type's call, which no torch function mode sees) is the
+    input's device; ``torch.device("cpu")`` written in the file is the CPU; ``torch.device`` is
+    itself again once the watch ends, and stays the type to ``isinstance`` while it runs."""
+    assert _mixed("m = torch.ones(3, 3, device=torch.device(str(x.device))); y = x + m") is None
+    assert _mixed("m = torch.zeros(3, 3).to(torch.device(x.device)); y = x + m") is None
+    assert _mixed("d = torch.device(device=x.device.type)\nm = torch.ones(3, 3, device=d); y = x + m") is None
+    assert _mixed("assert isinstance(x.device, torch.device) and isinstance(torch.device('cpu'), torch.device)") is None
+    assert _mixed("m = torch.ones(3, 3, device=torch.device('cpu')); y = x + m") is not None
+    assert torch.device is torch._C.device

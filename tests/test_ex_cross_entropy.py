@@ -57,7 +57,7 @@ def test_the_cases_hold_what_the_contract_promises(kind):
     assert len(big) >= 2 and all(c.tolerance is not None for c in big)  # up to 1e4: a few ulps of it
     assert max(float(c.inputs["logits"].abs().max()) for c in cases) > 9e3
     ignored = [c for c in cases if (c.inputs["targets"] == c.inputs["_args"].get("ignore_index", -100)).any()]
-    assert {c.inputs["_args"].get("ignore_index", -100) for c in ignored} == {-100, -1}
+    assert {c.inputs["_args"].get("ignore_index", -100) for c in ignored} == {-100, -1, 0}  # 0: a class id as well
     assert all((c.inputs["targets"] != c.inputs["_args"].get("ignore_index", -100)).any() for c in cases)
     assert {c.inputs["logits"].dim() for c in cases} == {2, 3}
     assert sum(c.observe for c in cases) == 1 and sum(c.grads for c in cases) == 1
@@ -151,7 +151,7 @@ def test_a_named_mistake_says_the_group_of_cases_it_shows_in(graded):
     assert named.id == "ignore_index_hardcoded"
     assert [e.key for e in named.evidence] == ["evidence.variant", "evidence.case_group"]
     group = named.evidence[1]
-    assert group.params["cases"] == "(N, V), ignore_index=-1" and group.params["others"] > 0
+    assert group.params["cases"] == "(N, V), ignore_index=-1, (B, T, V), ignore_index=0" and group.params["others"] > 0
     with_group, without = set(), set()
     for path in sorted(corpus.glob("*.py")):
         for d in graded(path).diagnoses:

@@ -580,3 +580,18 @@ def test_tiled_copies_merged_into_the_references_shape_are_the_line(tmp_path):
     result = grade(path)
     assert [g.id for g in result.diagnoses] == ["gqa_heads_tiled"]
     assert result.divergence is not None and result.divergence.code.startswith("k = repeat(k, 'b g t d -> b (r g) t d'")
+
+
+@pytest.mark.parametrize("name", ["gqa/mistral_query_rows_tiled.py", "sdpa/dim_ignored_bottom_right.py",
+                                  "cross_entropy/ignore_index_hardcoded.py", "sampling/abc_warpers_temperature_on_probs.py"])
+def test_the_debug_switch_the_internal_error_footer_advises_grades_alike(name, graded, monkeypatch):
+    """ATTNPREP_DEBUG=1 (what an internal error's footer advises) shows the grader's own failures,
+    not the pairs of mistakes whose edits of the reference overlap (no variant) nor a variant that
+    raises as the mistake it stands for does (an unguarded ignore_index): both are passed over as
+    without it. (A sixth of the corpus was an internal error under it; the divergence finder's own
+    slip it showed on the sampling attempt is mended.)"""
+    monkeypatch.setenv("ATTNPREP_DEBUG", "1")
+    path = CORPUS / name
+    debugged, plain = grade(path, name.split("/")[0]), graded(path)
+    assert not debugged.internal, debugged.error
+    assert (debugged.verdict, [d.id for d in debugged.diagnoses]) == (plain.verdict, [d.id for d in plain.diagnoses])

@@ -12,7 +12,7 @@ An input is described, not stored: ``shape`` (sizes or expressions of the config
 ``dtype`` (``float32`` by default, ``long``, ``bool``), for floats ``scale`` and ``offset`` of normal
 draws (``negative = true``: ``-|x|``), for integers ``high`` (``randint(0, high)``, an expression) and
 ``holes = { share, value }`` (that share of the entries set to ``value``, at least one entry left
-alone and, with two or more, at least one set: e.g. ignored targets). A case may ask for ``stable = { arg = delta }``: its float inputs are
+alone, holding another value, and, with two or more, at least one set: e.g. ignored targets). A case may ask for ``stable = { arg = delta }``: its float inputs are
 drawn again until the reference's outputs do not change when ``arg`` moves by ``±delta`` (no
 threshold sits within ``delta`` of a graded value, e.g. a cumulative probability near ``top_p``).
 Other case keys: ``observe`` (the case the report's panels show, exactly one), ``grads`` (the case
@@ -72,7 +72,10 @@ def _draw(spec: dict, config: dict, g: torch.Generator) -> torch.Tensor:
             where.view(-1)[0] = False  # at least one entry counts …
             if t.numel() > 1 and not where.any():
                 where.view(-1)[-1] = True  # … and at least one is a hole
-            t = t.masked_fill(where, int(holes["value"]))
+            high, value = _size(spec["high"], config), int(holes["value"])
+            if int(t.view(-1)[0]) == value:  # (a hole value that is also drawn, a class id: the kept entry another)
+                t.view(-1)[0] = (value + 1) % high
+            t = t.masked_fill(where, value)
         return t
     x = torch.randn(shape, generator=g, dtype=torch.float64)
     if spec.get("negative"):
