@@ -1777,6 +1777,8 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         # nothing said, or only that an output is wrong: the steps only near their match on the way
         # to a wrong output are looked at too (see _near_misses)
         found = _near_again(trails, found, axes, raised_at, outputs, source, ref_source, tolerance)
+    elif found.reason == "input":  # (a sum where the reference takes a mean is no step left out)
+        found = _scaled_on(trails, found, "rescaled") or found
     found = explained(found)
     if found is None or not marks or not marks[0]:
         return found
@@ -1831,7 +1833,7 @@ def _near_again(trails: _Trails, found: Found | None, axes, raised_at, outputs, 
     return again
 
 
-def _scaled_on(trails: _Trails, found: Found) -> Found | None:
+def _scaled_on(trails: _Trails, found: Found, reason: str = "near") -> Found | None:
     """In a run whose outputs are only near the reference's: ``found``'s step holds a reference
     value times one number (``lprobs.sum(-1)`` where the reference takes the mean), a building block
     in another scale, not a slip; the first step computed from it that multiplies or divides by a
@@ -1868,8 +1870,8 @@ def _scaled_on(trails: _Trails, found: Found) -> Found | None:
             x = numbers[0]
             if x.origin and 0 < x.origin <= len(trails.source_lines):  # the number, where it is set
                 code = trails.source_lines[x.origin - 1].strip()
-                return Found(x.origin, code, x.name or assigned(code), (), f"{x.value:g}", "near")
-            return Found(st.line, st.code, assigned(st.code), tuple(st.shape), name_shape(st.shape, trails.axes), "near")
+                return Found(x.origin, code, x.name or assigned(code), (), f"{x.value:g}", reason)
+            return Found(st.line, st.code, assigned(st.code), tuple(st.shape), name_shape(st.shape, trails.axes), reason)
     return None
 
 # what a run whose outputs are only near the reference's says instead as "near": its values are a
