@@ -726,6 +726,7 @@ def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs,
 
 
 FLOATS = frozenset({"float32", "float64"})  # dtypes whose rounding is far below the grader's tolerance
+SUMS = frozenset({"sum", "nansum"})  # a sum the reference may take as a mean: the number that scales it later tells
 
 
 def _strictly_close(a: Step, b: Step, tol: tuple[float, float]) -> bool:
@@ -1777,8 +1778,9 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         # nothing said, or only that an output is wrong: the steps only near their match on the way
         # to a wrong output are looked at too (see _near_misses)
         found = _near_again(trails, found, axes, raised_at, outputs, source, ref_source, tolerance)
-    elif found.reason == "input":  # (a sum where the reference takes a mean is no step left out)
-        found = _scaled_on(trails, found, "rescaled") or found
+    elif found.reason == "input" and any(st.line == found.line and tuple(st.shape) == found.shape
+                                         and func_name(st.func) in SUMS for st in attempt):
+        found = _scaled_on(trails, found, "rescaled") or found  # (a sum where the reference takes a mean is no step left out)
     found = explained(found)
     if found is None or not marks or not marks[0]:
         return found
