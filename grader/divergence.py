@@ -692,11 +692,13 @@ def _blame(i: int, attempt: list[Step], matched, reference: list[Step]) -> tuple
     return None
 
 
-def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs) -> dict[int, tuple[str, int]]:
+def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs,
+                   near: frozenset = frozenset()) -> dict[int, tuple[str, int]]:
     """Attempt step -> (output name, the reference's step for it), for each named output whose
     values differ from the reference's in every layout a correct attempt may use and that no
     wrong tensor made apart from the inputs led to (a rotation by the wrong angles is the angles'
-    mistake, not the output's)."""
+    mistake, not the output's); ``near``: outputs close to the reference's only within the trail's
+    wider tolerance (see :func:`_near_misses`), wrong too."""
     if not outputs:
         return {}
     mine, theirs = outputs
@@ -716,10 +718,57 @@ def _wrong_outputs(attempt: list[Step], reference: list[Step], matched, outputs)
     wrong = {}
     for name, a in mine.items():
         r = theirs.get(name)
-        if (r is not None and 0 <= a < len(attempt) and 0 <= r < len(reference) and not _identical(attempt[a], reference[r])
+        if (r is not None and 0 <= a < len(attempt) and 0 <= r < len(reference)
+                and (a in near or not _identical(attempt[a], reference[r]))
                 and (matched[a] is None or matched[a][0] != r) and not wrong_free_above(a)):
             wrong[a] = (name, r)
     return wrong
+
+
+FLOATS = frozenset({"float32", "float64"})  # dtypes whose rounding is far below the grader's tolerance
+SUMS = frozenset({"sum", "nansum"})  # a sum the reference may take as a mean: the number that scales it later tells
+
+
+def _strictly_close(a: Step, b: Step, tol: tuple[float, float]) -> bool:
+    """Whether ``a``'s values are within the grader's own tolerance ``tol`` of ``b``'s in some order:
+    compared sorted, the closest any arrangement can be (a layout the trail already lined up)."""
+    ta, tb = tensor_of(a), tensor_of(b)
+    if ta is None or tb is None or ta.numel() != tb.numel():
+        return True
+    ta, tb = ta.flatten().sort().values, tb.flatten().sort().values
+    return bool(torch.isclose(ta, tb, rtol=tol[0], atol=tol[1], equal_nan=True).all())
+
+
+def _near_misses(trails: "_Trails", outputs, tolerance) -> frozenset:
+    """The named outputs of the attempt that the trail lines up with the reference's (its
+    tolerance is ten times the grader's) but that differ from it at the grader's own tolerance
+    (``tolerance``: the case's, never below the float32 one): a small difference the grade fails
+    (label smoothing spread over V - 1 classes, another eps) would otherwise read as getting back on
+    track at the output, and the run would have no line. Each such output, and each step that an
+    output wrong at the grader's tolerance is computed from whose values are only near its match,
+    stops matching (``trails.matched``), so the first of them is where the attempt goes wrong
+    (``var + 1e-3`` where the reference adds 1e-5 is not right because it is near). Float32 / float64 steps only: a low
+    precision's rounding is of that size."""
+    if not outputs:
+        return frozenset()
+    rtol, atol = tolerance or (RTOL, ATOL)
+    tol = (max(rtol, RTOL), max(atol, ATOL))
+    att, ref, matched = trails.att, trails.ref, trails.matched
+    near, wrong = set(), set()
+    for name, a in outputs[0].items():
+        r = outputs[1].get(name)
+        if r is None or not (0 <= a < len(att) and 0 <= r < len(ref)) or att[a].dtype not in FLOATS \
+                or ref[r].dtype not in FLOATS or _strictly_close(att[a], ref[r], tol):
+            continue
+        wrong.add(a)
+        if matched[a] is not None and _identical(att[a], ref[r]):
+            near.add(a)
+    for a in wrong:
+        for j in _ancestors(a, att) | {a}:
+            m = matched[j]
+            if m is not None and att[j].dtype in FLOATS and not _strictly_close(att[j], ref[m[0]], tol):
+                matched[j] = None
+    return frozenset(near)
 
 
 def _ancestors(r: int, steps: list[Step]) -> set[int]:
@@ -827,6 +876,7 @@ class _Trails:
         self.att_in = [_object_at(att_objects, (s.stack or [s.line])[0], shared) for s in attempt]
         self.ref_in = [_object_at(ref_objects, (s.stack or [s.line])[0], shared) for s in reference]
         self.matcher = Matcher(reference)
+        self.near: frozenset = frozenset()  # outputs only near the reference's (see _near_misses)
         # in a script of calls, the call each step is in (the label of its part): a slice lines up
         # only within one call, and a line run again by the next call is no loop
         att_marks, ref_marks = marks or ([], [])
@@ -1695,12 +1745,14 @@ class _Trails:
 
 def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raised_at: int | None = None,
          outputs: tuple[dict[str, int], dict[str, int]] | None = None, source: str = "",
-         ref_source: str = "", marks: tuple[list, list] | None = None, part_axes=None) -> Found | None:
+         ref_source: str = "", marks: tuple[list, list] | None = None, part_axes=None,
+         tolerance: tuple[float, float] | None = None) -> Found | None:
     """The first step of ``attempt`` that goes wrong for good (see the module doc), or None.
     ``outputs``: the steps that made each named output, the attempt's and the reference's.
     ``marks``: where each call of a script of calls starts, in the attempt's trail and the reference's;
     the found step's call is its ``part``, and ``part_axes(part)`` the axis names to write its shapes
-    with when that call's sizes differ (None: ``axes``).
+    with when that call's sizes differ (None: ``axes``). ``tolerance``: the case's (rtol, atol), when
+    it has its own (see :func:`_near_misses`).
     ``source`` and ``ref_source``, the two files, let :mod:`.explain` name a cause on another line
     where the values alone say no more than "wrong values here"."""
     if not attempt and raised_at is not None and reference:  # it raised before computing anything from the inputs
@@ -1710,7 +1762,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
     trails = _Trails(attempt, reference, axes, marks, source, ref_source)
     def explained(found: Found | None) -> Found | None:
         """The finder's line, said where its cause is written when the file shows it (a buffer, a
-        list, a grid, indices, a None handed to a helper)."""
+        list, a grid, indices, a None handed to a helper, a table's key set elsewhere)."""
         if found is not None:
             found = _buffer_made(found, trails, source) or found
             found = _list_made(found, trails, source) or found
@@ -1718,12 +1770,25 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             found = _indices_made(found, trails) or found
             found = _none_unless(found, trails, source) or found
             found = _unused_for_none(found, trails, source) or found
+            found = _table_choice(found, trails, source) or found
         return found
 
-    found = explained(_first_wrong(trails, axes, raised_at, outputs, source, ref_source))
+    found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
+    if found is None or _at_output(found, attempt, outputs):
+        # nothing said, or only that an output is wrong: the steps only near their match on the way
+        # to a wrong output are looked at too (see _near_misses)
+        found = _near_again(trails, found, axes, raised_at, outputs, source, ref_source, tolerance)
+    elif found.reason == "input" and any(st.line == found.line and tuple(st.shape) == found.shape
+                                         and func_name(st.func) in SUMS for st in attempt):
+        found = _scaled_on(trails, found, "rescaled") or found  # (a sum where the reference takes a mean is no step left out)
+    found = explained(found)
     if found is None or not marks or not marks[0]:
         return found
     at = locate(found, attempt, reference, trails.matcher)
+    if found.reason == "zero_positions":  # the positions of the call where they are all 0, made here or in the helper it calls
+        at = next((j for j, st in enumerate(attempt) if (st.line == found.line or found.line in (st.stack or ())[:-1])
+                   and tuple(st.shape) == found.shape and st.free and (t := tensor_of(st)) is not None
+                   and t.numel() and not bool(t.abs().max() > 0)), at)
     if at is None and found.reason == "output":  # said at a return statement, which makes no step: the value's step
         at = next((j for j, st in enumerate(attempt) if tuple(st.shape) == tuple(found.shape)
                    and assigned(st.code) == found.name), None)
@@ -1737,6 +1802,83 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
         trails.axes = named
         found = explained(_first_wrong(trails, named, raised_at, outputs, source, ref_source)) or found
     return dataclasses.replace(found, part=part)
+
+
+
+def _at_output(found: Found, attempt: list[Step], outputs) -> bool:
+    """Whether ``found`` says no more than that a named output's own step holds wrong values."""
+    if found.reason != "values" or not outputs:
+        return False
+    return any(0 <= a < len(attempt) and attempt[a].line == found.line and tuple(attempt[a].shape) == found.shape
+               for a in outputs[0].values())
+
+
+def _near_again(trails: _Trails, found: Found | None, axes, raised_at, outputs, source: str, ref_source: str,
+                tolerance) -> Found | None:
+    """:func:`_first_wrong` again with the steps only near their match on the way to a wrong output
+    no longer matching (:func:`_near_misses`); its answer when it has one that is not a mask, an index
+    or a constant (a number a little off is the story: "near", or, for a sum where the reference takes
+    a mean, the number that scales it, :func:`_scaled_on`), else ``found`` with the trails as they were."""
+    saved = list(trails.matched)
+    trails.near = _near_misses(trails, outputs, tolerance)
+    again = _first_wrong(trails, axes, raised_at, outputs, source, ref_source) if trails.matched != saved else None
+    if again is not None and trails.near and again.reason in NEAR_OVER:
+        steps = [s for s in trails.att if s.line == again.line and tuple(s.shape) == again.shape]
+        if steps and all(s.dtype not in FLOATS or is_constant(tensor_of(s)) for s in steps):
+            again = None  # (a mask or a test is no number a little off: the difference is elsewhere)
+        else:
+            again = _scaled_on(trails, again) or dataclasses.replace(again, reason="near", ref_code="")
+    if again is None:
+        trails.matched[:] = saved
+        trails.near = frozenset()
+        return found
+    return again
+
+
+def _scaled_on(trails: _Trails, found: Found, reason: str = "near") -> Found | None:
+    """In a run whose outputs are only near the reference's: ``found``'s step holds a reference
+    value times one number (``lprobs.sum(-1)`` where the reference takes the mean), a building block
+    in another scale, not a slip; the first step computed from it that multiplies or divides by a
+    plain number is where that scale is (or is not) taken back: the line that set the number
+    (``eps_i = epsilon / (V - 1)``), else that step's own line (reason "near"). None when the step
+    is no such multiple or no such number follows."""
+    att = trails.att
+    k = next((j for j, st in enumerate(att) if st.line == found.line and tuple(st.shape) == found.shape
+              and trails.matched[j] is None), None)
+    t = tensor_of(att[k]) if k is not None else None
+    if t is None or t.numel() < 2 or not bool(torch.isfinite(t).all()):
+        return None
+    flat = t.flatten()
+
+    def multiple(r: torch.Tensor | None) -> bool:
+        if r is None or r.numel() != flat.numel() or not bool(torch.isfinite(r).all()) or bool((r == 0).any()):
+            return False
+        ratio = flat / r.flatten()
+        return not math.isclose(float(ratio[0]), 1.0, rel_tol=1e-3) and close(ratio, ratio[:1].expand_as(ratio))
+
+    if not any(multiple(r) for _, r in trails.matcher.ref):
+        return None
+    later, todo = set(), [k]
+    while todo and len(later) < 64:
+        q = todo.pop()
+        for c in range(q + 1, len(att)):
+            if q in att[c].parents and c not in later:
+                later.add(c)
+                todo.append(c)
+    for c in sorted(later):
+        st = att[c]
+        numbers = [x for x in st.scalars if x.key in ("0", "1")]  # (a number read off a size too: V - 1)
+        if func_name(st.func) in {"mul", "div", "truediv", "mul_", "div_"} and numbers:
+            x = numbers[0]
+            if x.origin and 0 < x.origin <= len(trails.source_lines):  # the number, where it is set
+                code = trails.source_lines[x.origin - 1].strip()
+                return Found(x.origin, code, x.name or assigned(code), (), f"{x.value:g}", reason)
+            return Found(st.line, st.code, assigned(st.code), tuple(st.shape), name_shape(st.shape, trails.axes), reason)
+    return None
+
+# what a run whose outputs are only near the reference's says instead as "near": its values are a
+# little off, not made from a stage the reference takes first nor half-way through a line
+NEAR_OVER = frozenset({"input", "values", "incomplete"})
 
 
 def _list_made(found: Found, trails: _Trails, source: str) -> Found | None:
@@ -1910,6 +2052,91 @@ def _guarded_name(test) -> str | None:
             and test.comparators[0].value is None:
         return test.left.id
     return None
+
+
+
+def _string_line(tree, name: str) -> int | None:
+    """The one line of the file that gives ``name`` a string literal: a class body's ``name = "…"`` or
+    ``name: str = "…"``, ``self.name = "…"``, a module's ``name = "…"``, a parameter's default
+    ``name="…"`` or a call's keyword ``name="…"``; None when there is none or more than one."""
+    import ast
+
+    def text(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+    lines = set()
+    for node in walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and text(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Attribute) and t.attr == name
+                   for t in targets):
+                lines.add(node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            lines |= {d.lineno for a, d in pairs if a.arg == name and text(d)}
+        elif isinstance(node, ast.keyword) and node.arg == name and text(node.value):
+            lines.add(node.value.lineno)
+    return lines.pop() if len(lines) == 1 else None
+
+
+def _table_choice(found: Found, trails: _Trails, source: str) -> Found | None:
+    """Values that first go wrong inside a class or function of the file that a table of the file's
+    own alternatives holds (``ACT2FN = {"gelu_new": NewGELUActivation, "silu": SiLUActivation}``),
+    picked by a key given as a string in one place (``hidden_act = "gelu_new"``, a config field's
+    default, a module constant): when the reference's code names another key of the table and not
+    this one, the entry is right as written and the choice is the slip, said where the string is
+    set (reason "table_key"). A wrong formula inside the entry the reference does name stays where
+    the finder put it."""
+    import ast
+
+    if found.reason not in ("values", "made", "incomplete", "skipped", "input") or not trails.ref_source:
+        return None
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    top = [n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+           and n.lineno <= found.line <= (n.end_lineno or n.lineno)]
+    if len(top) != 1:
+        return None
+    entry = top[0].name
+    tables = {}
+    for node in walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if len(targets) == 1 and isinstance(targets[0], (ast.Name, ast.Attribute)) \
+                and isinstance(node.value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                             for k in node.value.keys):
+            keys = {k.value: v for k, v in zip(node.value.keys, node.value.values)}
+            chosen = [k for k, v in keys.items() if isinstance(v, ast.Name) and v.id == entry
+                      or isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == entry]
+            target = targets[0]
+            if len(chosen) == 1 and len(keys) > 1:
+                tables[target.id if isinstance(target, ast.Name) else target.attr] = (chosen[0], set(keys) - {chosen[0]})
+    if len(tables) != 1:
+        return None
+    (table, (key, others)), = tables.items()
+    picks = [n.slice for n in walk(tree) if isinstance(n, ast.Subscript) and (
+        isinstance(n.value, ast.Name) and n.value.id == table or isinstance(n.value, ast.Attribute) and n.value.attr == table)]
+    if len(picks) != 1:
+        return None
+    pick = picks[0]
+    if isinstance(pick, ast.Constant) and pick.value == key:
+        line = pick.lineno
+    elif isinstance(pick, (ast.Name, ast.Attribute)):
+        line = _string_line(tree, pick.id if isinstance(pick, ast.Name) else pick.attr)
+    else:
+        return None
+    if line is None or key not in trails.source_lines[line - 1]:
+        return None
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", trails.ref_source.lower()))
+    if key.lower() in words or not any(o.lower() in words for o in others):
+        return None
+    code = trails.source_lines[line - 1].strip()
+    name = pick.id if isinstance(pick, ast.Name) else pick.attr if isinstance(pick, ast.Attribute) else assigned(code)
+    return Found(line, code, name or key, (), repr(key), "table_key")
 
 
 def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:
@@ -2301,9 +2528,10 @@ class _Search:
                 self.children.setdefault(p, []).append(i)
         self.constant = [is_constant(tensor_of(s)) for s in self.att]
         self.copied = self._copies()
-        self.wrong_outputs = _wrong_outputs(self.att, self.ref, self.matched, outputs)
+        self.wrong_outputs = _wrong_outputs(self.att, self.ref, self.matched, outputs, trails.near)
         self.output_steps = set((outputs or ({}, {}))[0].values())
         self._explainer: Explainer | None = None
+        self.ref_rotates: bool | None = None  # the reference rotates by tables that are not constant (see _zero_angles)
 
     def _copies(self) -> list[bool]:
         """Copies of a matched tensor along a broadcast axis (repeat_kv's expand + reshape of MQA's
@@ -2600,6 +2828,118 @@ def _not_the_story(s: _Search, h: _Here):
     if not output and s.trails.net_mask(i):
         return NEXT_STEP  # (the masks joined into one the reference never makes, right: what uses it may not be)
     return None
+
+
+
+TRIG = frozenset({"cos", "sin", "polar"})  # what turns angles into a rotation's table
+_TABLE_WORDS = re.compile(r"\b(?:cos|sin)")  # a rotation's table read from one made before the call (cos_sin_cache)
+
+
+def _parameters_at(source: str, line: int) -> set[str]:
+    """The parameters of the innermost function of ``source`` holding ``line``."""
+    import ast
+
+    around = [n for n in _definitions(source) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return set()
+    f = max(around, key=lambda n: n.lineno).args
+    return {a.arg for a in (*f.posonlyargs, *f.args, *f.kwonlyargs)}
+
+
+def _zero_angles(s: _Search, h: _Here):
+    """A wrong step computed from a rotation that changed nothing: its table made without the
+    inputs is constant (cos 1, sin 0) because the angles are all 0, from positions that are all 0
+    in this call (a decode step's one token rotated at position 0, where the reference rotates it at
+    the positions reached so far; the reference's own tables are not constant). The step reads right
+    values (the unrotated ones, which the reference has too), so no value is wrong before it: the
+    line that made the positions is said ("zero_positions"), or, when they are made inside a helper
+    from one of its parameters (``arange(start, start + T)``), the line that calls that helper
+    (``rope(k_pe, theta)``, ``start`` left at its default)."""
+    if h.step.free or s.matched[h.i] is not None or tensor_of(h.step) is None:
+        return None
+    if s.ref_rotates is None:  # (asked once per search)
+        s.ref_rotates = any(func_name(r.func) in TRIG and r.free and not is_constant(tensor_of(r)) for r in s.ref)
+    if not s.ref_rotates:
+        return None
+    att, seen, todo, tables = s.att, set(), list(h.step.parents), []
+    while todo and len(seen) < 64:
+        q = todo.pop()
+        if q in seen or not 0 <= q < len(att):
+            continue
+        seen.add(q)
+        st = att[q]
+        if st.free:
+            if s.constant[q] and (func_name(st.func) in TRIG or _TABLE_WORDS.search(st.code)) and st.dtype in FLOATS \
+                    and (t := tensor_of(st)) is not None and float(t.flatten()[0]) in (0.0, 1.0):
+                tables.append(q)  # (cos 1, sin 0: computed here, or read from a table made before the call)
+            continue
+        todo.extend(st.parents)
+    if not tables:
+        return None
+    zeros, up = set(), set()
+    for c in tables:  # up what the table is made from (angles, a lookup) to what is all 0 there
+        todo = list(att[c].parents)
+        while todo and len(up) < 64:
+            q = todo.pop()
+            if q in up or not 0 <= q < len(att) or not att[q].free:
+                continue
+            up.add(q)
+            todo.extend(att[q].parents)
+            t = tensor_of(att[q])
+            if t is not None and t.numel() and not bool(t.abs().max() > 0):
+                zeros.add(q)
+    roots = sorted(q for q in zeros if not any(p in zeros for p in att[q].parents))
+    if not roots or len({att[q].line for q in roots}) != 1:
+        return None
+    z = att[roots[0]]
+    stack = list(z.stack or ())
+    params = _parameters_at(s.source, z.line) if s.source and len(stack) >= 2 else set()
+    names = {x.name for x in z.scalars} & params
+    if names:
+        level = len(stack) - 2
+        while level > 0 and (through := _handed_on(s.source, stack[level], stack[level + 1], names)):
+            names = through  # (the caller hands its own parameter on: the call that gives it is further out)
+            level -= 1
+        line = stack[level]
+        code = s.trails.source_lines[line - 1].strip() if 0 < line <= len(s.trails.source_lines) else ""
+        return Found(line, code, assigned(code), tuple(z.shape), name_shape(z.shape, s.axes), "zero_positions")
+    return s.said(roots[0], "zero_positions")
+
+
+def _handed_on(source: str, line: int, inner: int, names: set[str]) -> set[str]:
+    """The parameters of the function holding ``line`` that every call on ``line`` of the function
+    holding ``inner`` passes on, by the same name, as one of ``names`` (``self._compute_cos_sin(start,
+    …)`` inside ``forward(self, x, start=0)``); empty when a call leaves one of them out."""
+    import ast
+
+    around = [n for n in _definitions(source) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= inner <= (n.end_lineno or n.lineno)]
+    if not around:
+        return set()
+    callee = max(around, key=lambda n: n.lineno).name
+    calls = [n for n in _definitions_calls(source) if n.lineno <= line <= (n.end_lineno or n.lineno)
+             and (isinstance(n.func, ast.Name) and n.func.id == callee or isinstance(n.func, ast.Attribute) and n.func.attr == callee)]
+    if not calls:
+        return set()
+    passed = set(names)
+    for call in calls:
+        given = {a.id for a in call.args if isinstance(a, ast.Name)} | {k.value.id for k in call.keywords
+                                                                      if isinstance(k.value, ast.Name) and k.arg in names}
+        passed &= given
+    return passed & _parameters_at(source, line)
+
+
+@functools.lru_cache(maxsize=8)
+def _definitions_calls(source: str) -> tuple:
+    """Every call of ``source``."""
+    import ast
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple(n for n in walk(tree) if isinstance(n, ast.Call))
 
 
 def _returned_ahead_input(s: _Search, h: _Here):
@@ -3571,7 +3911,7 @@ def _as_the_reference_masks(s: _Search, mask: int, fills_true: bool) -> bool:
     return False
 
 
-STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
+STEP_RULES = (_output_holds_another_value, _mask_as_numbers, _zero_angles, _wrong_start, _not_the_story, _returned_ahead_input, _wrong_argument,
               _empty_slice, _raw_input_rule, _lined_up, _cast_left_out,
               _layout, _masks_joined, _blamed_input, _wrong_input, _passed_through, _cause_elsewhere, _reused_callee,
               _bare_values)

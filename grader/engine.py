@@ -467,7 +467,8 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     axes = kind.axis_names(ci, case)
     outputs = (t.made, t.ref_made)
     files = dict(source=path.read_text(encoding="utf-8", errors="replace"),
-                 ref_source=exercise.solution_path.read_text(encoding="utf-8"), marks=(t.marks, t.ref_marks))
+                 ref_source=exercise.solution_path.read_text(encoding="utf-8"), marks=(t.marks, t.ref_marks),
+                 tolerance=case.tolerance)
     part_axes = lambda part: kind.part_axis_names(ci, case, part)  # noqa: E731
     found = divergence.find(t.attempt, t.reference, axes, t.raised_at, outputs, **files, part_axes=part_axes)
     if found is None:

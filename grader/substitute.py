@@ -49,7 +49,7 @@ FLIP = SWAP - 1  # a run's slot when a flag argument (a bool) was given the othe
 PAIR = FLIP - 1  # a run's slot when the two tensors of a pair argument ((cos, sin)) were swapped (its candidate: which, as FLIP's)
 # the values right in another layout (a layout is no value to reproduce), an exception, a check's line
 _NO_SECOND_OPINION = {"layout", "raised", "raised_first", "raised_shape", "contract", "check", "structure", "given", "given_made",
-                      "given_flag", "given_pair", "made_python"}
+                      "given_flag", "given_pair", "made_python", "table_key"}
 
 
 @dataclasses.dataclass
