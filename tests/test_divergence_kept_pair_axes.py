@@ -13,7 +13,6 @@ of them (``helper_applies``, grader/engine.py)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,10 @@ import pytest
 from attnprep import texts
 from attnprep.grader.result import Divergence
 
+from pointed import assert_pointed
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-try:
-    from corpus_names import header
-    from lines import bug_lines
-finally:
-    sys.path.remove(str(ROOT / "benchmarks"))
 
 SAID = [
     ("mla_decode/gpt_fast_input_pos_cache_raw_latent.py", "kept_elsewhere"),  # round 9
@@ -48,13 +43,8 @@ SAID = [
 @pytest.mark.parametrize("name, reason", SAID, ids=[n for n, _ in SAID])
 def test_the_line_is_said_for_its_reason(name, reason, graded):
     path = CORPUS / name
-    result = graded(path)
-    expect, _ = header(path)
-    assert result.verdict.value == expect
-    d = result.divergence
-    assert d is not None, result.verdict
+    d = assert_pointed(path, graded(path))
     assert d.reason == reason if reason else d.reason != "layout", d
-    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
 
 
 @pytest.mark.parametrize("reason", ["kept_elsewhere", "given_pair", "helper_applies"])

@@ -21,7 +21,6 @@ each with a corpus attempt of its class in a style no earlier file used:
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,14 +31,10 @@ from attnprep.grader import divergence
 from attnprep.grader.result import Divergence
 from attnprep.grader.trace import Step
 
+from pointed import assert_pointed
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-try:
-    from corpus_names import header
-    from lines import bug_lines
-finally:
-    sys.path.remove(str(ROOT / "benchmarks"))
 
 SAID = [
     ("cross_entropy/minbpe_terse_smooth_over_v_minus_one.py", "rescaled"),  # round 10 (no line before)
@@ -57,13 +52,7 @@ SAID = [
 @pytest.mark.parametrize("name, reason", SAID, ids=[n for n, _ in SAID])
 def test_the_line_is_said_for_its_reason(name, reason, graded):
     path = CORPUS / name
-    result = graded(path)
-    expect, _ = header(path)
-    assert result.verdict.value == expect
-    d = result.divergence
-    assert d is not None, result.verdict
-    assert d.reason == reason, d
-    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+    assert_pointed(path, graded(path), reason)
 
 
 @pytest.mark.parametrize("reason", ["near", "rescaled", "zero_positions", "table_key"])

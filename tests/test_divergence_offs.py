@@ -7,7 +7,6 @@ cache in the attempt's own layout given back so (``returned_layout``), grader/di
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,10 @@ from attnprep import texts
 from attnprep.grader import defined
 from attnprep.grader.result import Divergence
 
+from pointed import assert_pointed
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-try:
-    from corpus_names import header
-    from lines import bug_lines
-finally:
-    sys.path.remove(str(ROOT / "benchmarks"))
 
 SAID = [
     ("norms/dataclass_stats_layernorm_in_input_dtype.py", "given_flag"),  # round 8
@@ -42,13 +37,7 @@ SAID = [
 @pytest.mark.parametrize("name, reason", SAID, ids=[n for n, _ in SAID])
 def test_the_line_is_said_for_its_reason(name, reason, graded):
     path = CORPUS / name
-    result = graded(path)
-    expect, _ = header(path)
-    assert result.verdict.value == expect
-    d = result.divergence
-    assert d is not None, result.verdict
-    assert d.reason == reason, d
-    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+    assert_pointed(path, graded(path), reason)
 
 
 @pytest.mark.parametrize("reason", ["given_flag", "flag_skips", "masks_joined", "mask_as_numbers", "returned_layout"])

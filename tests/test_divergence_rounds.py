@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pointed import assert_pointed
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 try:
@@ -89,12 +91,7 @@ ANNOTATED = [(n, p) for n, missed in OPEN.items()
 
 @pytest.mark.parametrize("n, path", ANNOTATED, ids=[f"r{n}-{p.parent.name}/{p.name}" for n, p in ANNOTATED])
 def test_the_held_out_attempt_is_pointed_within_one_line_of_its_bug(n, path, graded):
-    result = graded(path)
-    expect, _ = header(path)
-    assert result.verdict.value == expect
-    d = result.divergence
-    assert d is not None, result.verdict
-    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+    assert_pointed(path, graded(path))
 
 
 # Rounds 11's and 12's mechanisms, each with the round's attempt and one of its class in another
@@ -124,13 +121,7 @@ SAID = [
 @pytest.mark.parametrize("name, reason", SAID, ids=[n for n, _ in SAID])
 def test_the_round_mechanism_says_its_line(name, reason, graded):
     path = ROOT / "tests" / "corpus" / name
-    result = graded(path)
-    expect, _ = header(path)
-    assert result.verdict.value == expect
-    d = result.divergence
-    assert d is not None, result.verdict
-    assert d.reason == reason, d
-    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+    assert_pointed(path, graded(path), reason)
 
 
 # Round 12's naming and verdict classes, each with a second attempt of another style

@@ -11,11 +11,12 @@ import pytest
 
 from attnprep.grader import defined
 
+from pointed import assert_pointed
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 try:
-    from corpus_names import header
     from lines import bug_lines
 finally:
     sys.path.remove(str(ROOT / "benchmarks"))
@@ -29,12 +30,7 @@ FOLLOWED = ["lora/dict_state_alpha_dropped.py", "mqa/dataclass_config_hidden_siz
 @pytest.mark.parametrize("name", FOLLOWED)
 def test_a_number_defined_elsewhere_is_said_where_it_is_defined(name, graded):
     path = CORPUS / name
-    result = graded(path)
-    expect, _ = header(path)
-    assert result.verdict.value == expect
-    d = result.divergence
-    assert d is not None, result.verdict
-    assert min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code, bug_lines(path))
+    d = assert_pointed(path, graded(path))
     assert d.code == path.read_text(encoding="utf-8").splitlines()[d.line - 1].strip()
 
 
