@@ -243,6 +243,13 @@ def _property(func) -> str:
     return getattr(getattr(func, "__self__", None), "__name__", "")
 
 
+def _names_gpu(value) -> bool:
+    """Whether ``value``, a device argument, names the GPU an input on ``cuda:0`` is on."""
+    if isinstance(value, str):
+        return value in ("cuda", "cuda:0")
+    return isinstance(value, torch.device) and value.type == "cuda" and value.index in (None, 0)
+
+
 def _wrapped(t: torch.Tensor) -> bool:
     """A tensor of a torch.func transform (vmap's per-sample view): made from the tensors the
     transform was given, by unwrapping this mode does not see, so its placement is theirs."""
@@ -291,30 +298,6 @@ def forget_memos(module: dict) -> None:
 
 
 _CPU = sys.intern("cpu")  # the "cpu" every string constant of that text is (code constants are interned)
-_TORCH_DEVICE = torch.device
-
-
-def _watched_device(tracker: "DeviceTracker") -> type:
-    """``torch.device`` while ``tracker`` watches: the same type to ``isinstance`` and the same
-    objects made, but a device built from the input's device (``torch.device(x.device)``,
-    ``torch.device(str(x.device))``, ``torch.device(x.device.type)``) is noted as the input's.
-    The constructor is a type's call, which no torch function mode sees."""
-    class _Meta(type):
-        def __instancecheck__(cls, obj):
-            return isinstance(obj, _TORCH_DEVICE)
-
-        def __subclasscheck__(cls, sub):
-            return issubclass(sub, _TORCH_DEVICE)
-
-        def __call__(cls, *args, **kwargs):
-            made = _TORCH_DEVICE(*args, **kwargs)
-            given = [*args, *kwargs.values()]
-            if given and tracker._is_device(given[0]) and made.type == "cpu":
-                tracker.devices.add(id(made))
-                tracker.keep.append(made)
-            return made
-
-    return _Meta("device", (), {"__doc__": _TORCH_DEVICE.__doc__, "__module__": "torch"})
 
 
 class DeviceTracker(TorchFunctionMode):
@@ -340,11 +323,15 @@ class DeviceTracker(TorchFunctionMode):
         # storages of the values inside a torch.func transform's tensors on the device: what the
         # transform hands back (vmap's result) is a view of one of them, made where no call is seen
         self.transform_storages: set[int] = set()
-        # "cuda" / torch.device("cuda"), as an attempt names the GPU it reads from x.is_cuda, is the
-        # device: it runs as this stand-in (the CPU, noted as the device) so that no CUDA call is made
-        self.gpu = _TORCH_DEVICE("cpu")
-        self.devices.add(id(self.gpu))
-        self.keep.append(self.gpu)
+        # "cuda" / torch.device("cuda"), as an attempt names the GPU it reads from x.device or
+        # x.is_cuda, is the device: it runs as this stand-in (the CPU, noted as the device) so that
+        # no CUDA call is made
+        self.gpu = torch.device("cpu")
+        # what x.device reads for a tensor on the device, as on a GPU machine: cuda:0 (so that
+        # `if t.device != x.device: t = t.to(x.device)` moves a CPU tensor here as it does there)
+        self.cuda = torch.device("cuda", 0)
+        self.devices.update((id(self.gpu), id(self.cuda)))
+        self.keep += [self.gpu, self.cuda]
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -355,6 +342,13 @@ class DeviceTracker(TorchFunctionMode):
             return _property(func) == "is_cuda"  # the input's device is a GPU: x.is_cuda, not x.is_cpu
         if name == "cuda" and args and isinstance(args[0], torch.Tensor):
             func, args, kwargs = torch.Tensor.to, (args[0], self.gpu), {}  # t.cuda(): to the GPU, the device
+        if func is torch.device:  # torch.device(str(x.device)), torch.device(x.device.type): the input's
+            made = func(*args, **kwargs)
+            given = [*args, *kwargs.values()]
+            if given and self._is_device(given[0]):
+                self.devices.add(id(made))
+                self.keep.append(made)
+            return made
         args, kwargs = self._gpu_named(args, kwargs)
         tensors = tensors_in((args, kwargs))
         if self.transform_storages:
@@ -372,9 +366,7 @@ class DeviceTracker(TorchFunctionMode):
         finally:
             self.depth -= 1
         if name == "__get__" and isinstance(out, torch.device) and on_device:  # x.device, weight.device
-            self.devices.add(id(out))
-            self.keep.append(out)
-            return out
+            return self.cuda
         # An explicit device is the input's only when it was read from a tensor on it (x.device):
         # device="cpu" or a device captured in __init__ is the CPU, as on a GPU machine.
         explicit = self._is_device(kwargs.get("device"))
@@ -402,30 +394,21 @@ class DeviceTracker(TorchFunctionMode):
                 forget_memos(vars(module))
             except Exception:  # noqa: BLE001 — an odd object of the file: its memos stay, as before
                 pass
-        torch.device = _watched_device(self)
         return super().__enter__()
-
-    def __exit__(self, *exc):
-        torch.device = _TORCH_DEVICE
-        return super().__exit__(*exc)
 
     def _on_device(self, t) -> bool:
         return isinstance(t, torch.Tensor) and (id(t) in self.on_device or _wrapped(t))
 
-    def _gpu_named(self, args, kwargs):
+    def _gpu_named(self, args, kwargs, first: int = 1):
         """``args, kwargs`` with a device that names the GPU (``"cuda"``, ``"cuda:0"``,
-        ``torch.device("cuda")``) replaced by the stand-in :attr:`gpu`. On a GPU the input is on
-        ``cuda:0``; here such a name is reached only through ``x.is_cuda`` (which reads True for a
-        tensor on the device), since the CPU run of the attempt would have raised on it."""
-        def gpu(value) -> bool:
-            if isinstance(value, str):
-                return value in ("cuda", "cuda:0")
-            return isinstance(value, _TORCH_DEVICE) and value.type == "cuda" and value.index in (None, 0)
-
-        if "device" in kwargs and gpu(kwargs["device"]):
+        ``torch.device("cuda")``: read from ``x.device``, ``str(x.device)``, ``x.device.type`` or
+        chosen by ``x.is_cuda`` for a tensor on the device) replaced by the stand-in :attr:`gpu`,
+        from positional argument ``first`` on. On a GPU the input is on ``cuda:0``; here the CPU
+        run of the attempt would have raised on such a name, so only the device run meets it."""
+        if "device" in kwargs and _names_gpu(kwargs["device"]):
             kwargs = {**kwargs, "device": self.gpu}
-        if any(gpu(a) for a in args[1:]):
-            args = (args[0], *(self.gpu if gpu(a) else a for a in args[1:]))
+        if any(_names_gpu(a) for a in args[first:]):
+            args = (*args[:first], *(self.gpu if _names_gpu(a) else a for a in args[first:]))
         return args, kwargs
 
     def _is_device(self, value) -> bool:
@@ -443,6 +426,7 @@ class DeviceTracker(TorchFunctionMode):
         all: the benefit of the doubt :meth:`_aten` gives, since its reads of ``x.device`` are not
         seen either."""
         def call(*args, **kwargs):
+            args, kwargs = self._gpu_named(args, kwargs, first=0)
             out = fn(*args, **kwargs)
             given = tensors_in((args, kwargs))
             if not given or any(id(t) in self.on_device for t in given):

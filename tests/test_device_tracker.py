@@ -91,15 +91,20 @@ def test_memos_are_emptied_when_the_watch_starts_and_a_tensor_kept_elsewhere_is_
 
 
 def test_a_device_built_from_the_inputs_device_is_the_inputs_device():
-    """``torch.device(str(x.device))`` (a type's call, which no torch function mode sees) is the
-    input's device; ``torch.device("cpu")`` written in the file is the CPU; ``torch.device`` is
-    itself again once the watch ends, and stays the type to ``isinstance`` while it runs."""
+    """On the emulated GPU, x.device reads cuda:0 for a tensor on the device, as on a GPU machine, and
+    a device built from it (``torch.device(str(x.device))``, ``torch.device(x.device.type)``: the
+    constructor is a torch function the mode sees) is the input's device; ``torch.device("cpu")``
+    written in the file is the CPU; a CPU tensor moved when its device differs from the input's is
+    moved (HF's ``if t.device != x.device``)."""
     assert _mixed("m = torch.ones(3, 3, device=torch.device(str(x.device))); y = x + m") is None
     assert _mixed("m = torch.zeros(3, 3).to(torch.device(x.device)); y = x + m") is None
     assert _mixed("d = torch.device(device=x.device.type)\nm = torch.ones(3, 3, device=d); y = x + m") is None
-    assert _mixed("assert isinstance(x.device, torch.device) and isinstance(torch.device('cpu'), torch.device)") is None
+    assert _mixed("d = x.device if x.device.type == 'cuda' else torch.device('cpu')\n"
+                  "m = torch.ones(3, 3, device=d); y = x + m") is None
+    assert _mixed("m = torch.ones(3, 3)\nif m.device != x.device:\n    m = m.to(x.device)\ny = x + m") is None
+    assert _mixed("assert isinstance(x.device, torch.device) and str(x.device) == 'cuda:0'") is None
     assert _mixed("m = torch.ones(3, 3, device=torch.device('cpu')); y = x + m") is not None
-    assert torch.device is torch._C.device
+    assert _mixed("m = torch.ones(3, 3)\nif m.device == x.device:\n    m = m.to(x.device)\ny = x + m") is not None
 
 
 def test_a_device_chosen_by_x_is_cuda_is_the_inputs_device_and_cuda_availability_is_not():
