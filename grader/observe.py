@@ -353,8 +353,8 @@ class DeviceTracker(TorchFunctionMode):
         tensors = tensors_in((args, kwargs))
         if self.transform_storages:
             self._adopt_transform_results(tensors)
-        on_device = [t for t in tensors if id(t) in self.on_device or _wrapped(t)]
-        stray = [t for t in tensors if id(t) not in self.on_device and not _wrapped(t) and t.dim() > 0]
+        on_device = [t for t in tensors if self._on_device(t)]
+        stray = [t for t in tensors if not self._on_device(t) and t.dim() > 0]
         if on_device and stray and name not in _NO_MIX and self.problem is None:
             origin = next((self.origin[id(t)] for t in stray if self.origin.get(id(t))), None)
             where = self._where()
@@ -413,9 +413,11 @@ class DeviceTracker(TorchFunctionMode):
 
     def _is_device(self, value) -> bool:
         """Is ``value`` (a ``device=`` or ``.to()`` argument) the input's device? A torch.device
-        read from a tensor on it, or a device string made while the attempt ran (``str(x.device)``,
-        ``x.device.type``, an f-string: on a GPU "cuda:0"), which a string written in the file is
-        not: its "cpu" is the interned constant of the code, a string made at run time never is."""
+        read from a tensor on it or built from one, or a "cpu" made at run time: the input's device
+        as a string kept from an earlier call (``self.dev = str(x.device)``; on a GPU "cuda:0"),
+        which a string written in the file is not: its "cpu" is the interned constant of the code,
+        a string made at run time never is. (Names of the GPU, which ``x.device`` now reads, are
+        :meth:`_gpu_named`'s.)"""
         if id(value) in self.devices:
             return True
         return type(value) is str and value == "cpu" and value is not _CPU
@@ -437,6 +439,11 @@ class DeviceTracker(TorchFunctionMode):
 
         return call
 
+    def seen(self, fn):
+        """``fn`` as this tracker can follow it: a TorchScript function through :meth:`opaque`, any
+        other as it is (a mask or cache function the kind calls itself)."""
+        return self.opaque(fn) if isinstance(fn, torch.jit.ScriptFunction) else fn
+
     @contextlib.contextmanager
     def scripted_opaque(self):
         """While it lasts, the attempt file's TorchScript functions (``@torch.jit.script`` helpers,
@@ -444,7 +451,7 @@ class DeviceTracker(TorchFunctionMode):
         scripted with a ``device`` argument makes its tensor where no call is seen."""
         module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
         scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
-        module.update({name: self.opaque(fn) for name, fn in scripted.items()})  # the file's own names, this run only
+        module.update({name: self.seen(fn) for name, fn in scripted.items()})  # the file's own names, this run only
         try:
             yield
         finally:

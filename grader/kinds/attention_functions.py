@@ -155,10 +155,8 @@ class AttentionFunctions(Kind):
                                       "additive": _additive(m) if is_tensor else None}
         device = torch.device("cpu")
         tracker = DeviceTracker([], "", devices=[device])
-        if isinstance(mask_fn, torch.jit.ScriptFunction):  # scripted itself: its ops are not seen either
-            mask_fn = tracker.opaque(mask_fn)
-        with tracker.scripted_opaque(), tracker:
-            m = mask_fn(5, *(self.mask_checks[0][n] for n in self.arg_names), device=device)
+        with tracker.scripted_opaque(), tracker:  # (the function scripted itself: its ops are not seen either)
+            m = tracker.seen(mask_fn)(5, *(self.mask_checks[0][n] for n in self.arg_names), device=device)
         out["device_ok"] = isinstance(m, torch.Tensor) and id(m) in tracker.on_device
         return out
 

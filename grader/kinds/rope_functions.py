@@ -207,11 +207,8 @@ class RopeFunctions(Kind):
         device = torch.device("cpu")
         tracker = DeviceTracker([], "", devices=[device])
         try:
-            cache_fn = attempt[self.cache_name]
-            if isinstance(cache_fn, torch.jit.ScriptFunction):  # scripted itself: its ops are not seen either
-                cache_fn = tracker.opaque(cache_fn)
-            with tracker.scripted_opaque(), tracker:
-                got = cache_fn(5, D, device=device)
+            with tracker.scripted_opaque(), tracker:  # (the function scripted itself: its ops are not seen either)
+                got = tracker.seen(attempt[self.cache_name])(5, D, device=device)
             out["device_ok"] = isinstance(got, (tuple, list)) and all(id(t) in tracker.on_device for t in got)
         except TypeError:
             out["device_ok"] = False
