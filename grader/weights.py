@@ -205,6 +205,13 @@ def _named_partner(weight: str, params) -> str | None:
     return next((o for o in options if o != weight and o in params and params[o].dim() == 1), None)
 
 
+def _pairable(params) -> tuple[list[str], set]:
+    """The names a bias could be paired by (neither a module's own weight / bias nor a
+    ParameterList's index), and the vectors a name already pairs with a matrix."""
+    names = [n for n in params if n not in ("weight", "bias") and not n.isdigit()]
+    return names, {_named_partner(n, params) for n in names if params[n].dim() == 2}
+
+
 def shared_bias(params) -> dict[str, tuple[str, int, int]]:
     """One vector holding the biases of several matrices made right before it, in their order:
     nn.MultiheadAttention's own layout when kdim != embed_dim (q_proj_weight, k_proj_weight,
@@ -212,8 +219,7 @@ def shared_bias(params) -> dict[str, tuple[str, int, int]]:
     order pairs, as long as the first sides of a run (two or more) of unpaired matrices summed."""
     if by_order(params):
         return {}
-    names = [n for n in params if n not in ("weight", "bias") and not n.isdigit()]
-    named = {_named_partner(n, params) for n in names if params[n].dim() == 2}
+    names, named = _pairable(params)
     found: dict[str, tuple[str, int, int]] = {}
     run: list[str] = []
     for n in names:
@@ -252,9 +258,8 @@ def by_order(params) -> dict[str, str]:
     paired by the order they were made in when they are as many and each vector is as long as a
     side of its matrix: {matrix: vector}. Such a vector may be a norm's gain just as well (kept as
     a 1-d layer too, see :func:`layers_of`)."""
-    names = [n for n in params if n not in ("weight", "bias") and not n.isdigit()]
+    names, named = _pairable(params)
     matrices = [n for n in names if params[n].dim() == 2 and _named_partner(n, params) is None]
-    named = {_named_partner(n, params) for n in names if params[n].dim() == 2}
     vectors = [n for n in names if params[n].dim() == 1 and n not in named]
     if not matrices or len(matrices) != len(vectors):
         return {}
