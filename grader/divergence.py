@@ -40,7 +40,7 @@ from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigne
                                    is_constant, name_shape, names_of, tensor_of, tolerance)
 from attnprep.grader.parsing import parsed, walk
 from attnprep.grader.tensors import ATOL, RTOL
-from attnprep.grader.trace import OBJECT, Scalar, Step
+from attnprep.grader.trace import OBJECT, Scalar, Step, line_end
 
 # what applies a bias or a mask made without the inputs to the scores (or, too late, to the probabilities)
 LATE = {"add", "sub", "add_", "sub_", "mul", "mul_", "where", "masked_fill", "masked_fill_"}
@@ -1232,7 +1232,7 @@ class _Trails:
 
     def found(self, k: int, reason: str, ref: int | None = None, ref_code: str = "") -> Found:
         if reason == "made":  # a mask built in one line: what the line makes, not its first piece ((T, 1) of a (T, T))
-            k = self.line_result(k)
+            k = line_end(self.att, k)
         step = self.att[k]
         r = self.ref[ref] if ref is not None else None
         return Found(step.line, step.code, self.name_of(self.att, k), tuple(step.shape), name_shape(step.shape, self.axes),
@@ -1610,17 +1610,6 @@ class _Trails:
                     self.wrong_free(q) for q in others):
                 return j
         return None
-
-    def line_result(self, k: int) -> int:
-        """The last step of step ``k``'s line computed from it (``k`` itself when none is)."""
-        made, end = {k}, k
-        for j in range(k + 1, len(self.att)):
-            if self.att[j].line != self.att[k].line:
-                break
-            if made & set(self.att[j].parents):
-                made.add(j)
-                end = j
-        return end
 
     def free_top(self, p: int) -> int:
         """The earliest step of the wrong free tensor ``p`` was made from (through steps that match

@@ -35,7 +35,7 @@ import torch
 from attnprep.grader.found import (FILL, PICKS, Found, assigned, close, func_name, is_constant, name_shape, names_of,
                                    op_name, tensor_of)
 from attnprep.grader.parsing import parsed, walk
-from attnprep.grader.trace import Step
+from attnprep.grader.trace import Step, line_end
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
 
@@ -252,14 +252,7 @@ class Explainer:
 
     def run_end(self, i: int) -> int:
         """The last step of the run of step ``i``'s line that is computed from it."""
-        made, end = {i}, i
-        for j in range(i + 1, len(self.attempt)):
-            if self.attempt[j].line != self.attempt[i].line:
-                break
-            if made & set(self.attempt[j].parents):
-                made.add(j)
-                end = j
-        return end
+        return line_end(self.attempt, i)
 
     def holds(self, p: int, q: int) -> bool:
         """Attempt step ``p`` holds reference step ``q``'s values in the reference's layout (axes of

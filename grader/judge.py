@@ -391,8 +391,7 @@ class Judge:
                 where = case.unchanged_mask(name, tuple(mine.shape))
                 if not close(mine, base, where, equal_nan=True, tolerance=case.tolerance):
                     delta = (mine - base).abs()[where].nan_to_num(nan=math.inf).max().item()
-                    seen.leaks[case.check].append(msg("leak.moved", case=case.name, delta=delta))
-                    seen.leak_configs[case.check].append(ci)
+                    seen.leaks[case.check].append((ci, msg("leak.moved", case=case.name, delta=delta)))
                     if case.check == "eval":
                         self.random_configs.add(ci)
                     break
@@ -437,12 +436,12 @@ class Judge:
             problems = seen.leaks[name]
             if problems and name in LEAK_CHECKS and seen.leaks["eval"]:
                 # randomness explains any change, except in a config whose outputs are not random
-                problems = [p for p, ci in zip(problems, seen.leak_configs[name]) if ci not in self.random_configs]
-                seen.leaks[name] = problems
+                problems = seen.leaks[name] = [(ci, p) for ci, p in problems if ci not in self.random_configs]
                 if not problems:
                     rows.append(Check(name, None, msg("check.not_judged_random")))
                     continue
-            rows.append(Check(name, not problems, msg(f"check.{name}.bad", detail=problems[0]) if problems else msg(f"check.{name}.ok")))
+            rows.append(Check(name, not problems, msg(f"check.{name}.bad", detail=problems[0][1]) if problems
+                              else msg(f"check.{name}.ok")))
         return rows
 
     def _gradients_check(self, configs: list[ConfigReply], seen: "Seen") -> list[Check]:
@@ -1143,8 +1142,8 @@ class Seen:
     shape_problems: list[Message] = field(default_factory=list)
     dtype_problems: list[Message] = field(default_factory=list)
     nonfinite: list[str] = field(default_factory=list)  # cases with a non-finite graded output
-    leaks: dict[str, list[Message]] = field(default_factory=lambda: {k: [] for k in LEAK_CHECKS + ("eval",)})
-    leak_configs: dict[str, list[int]] = field(default_factory=lambda: {k: [] for k in LEAK_CHECKS + ("eval",)})  # of each leak
+    # check -> (config, what moved) of each leak found
+    leaks: dict[str, list[tuple[int, Message]]] = field(default_factory=lambda: {k: [] for k in LEAK_CHECKS + ("eval",)})
     grads_missing: list[str] = field(default_factory=list)
     grads_failed: list[Message] = field(default_factory=list)
     device_fail: list[Message] = field(default_factory=list)

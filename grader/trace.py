@@ -105,6 +105,19 @@ class Step:
                    [Scalar.from_data(s) for s in scalars[:MAX_SCALARS]], inputs[:20])
 
 
+def line_end(steps: list[Step], i: int) -> int:
+    """The last step of step ``i``'s line computed from it (``i`` itself when none is): what the
+    line makes, not its first piece (the ``(T, 1)`` of a ``(T, T)`` mask built in one line)."""
+    made, end = {i}, i
+    for j in range(i + 1, len(steps)):
+        if steps[j].line != steps[i].line:
+            break
+        if made & set(steps[j].parents):
+            made.add(j)
+            end = j
+    return end
+
+
 def _numbers(args, kwargs) -> list[tuple[str, float]]:
     """The plain numbers among a call's arguments, keyed by where they are (see :class:`Scalar`)."""
     found = []

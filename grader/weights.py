@@ -110,6 +110,18 @@ def role_tensors(roles: list[Role], seed: int, config_index: int, dtype=torch.fl
     return out
 
 
+def load_roles(module: torch.nn.Module, tensors: dict[str, dict[str, torch.Tensor]]) -> torch.nn.Module:
+    """``module`` (a reference, whose submodules are named by role) with :func:`role_tensors`'s
+    weights copied into each role's ``weight`` and ``bias``."""
+    with torch.no_grad():
+        for role, pair in tensors.items():
+            sub = module.get_submodule(role)
+            sub.weight.copy_(pair["weight"])
+            if "bias" in pair:
+                sub.bias.copy_(pair["bias"])
+    return module
+
+
 def _mix(seed: int, config_index: int, name: str) -> int:
     return zlib.crc32(f"{seed}:{config_index}:{name}".encode()) & 0x7FFFFFFF
 

@@ -334,15 +334,7 @@ class AttentionModule(Kind):
 
     def _reference_module(self, ci: int, zero_bias=frozenset(), cls=None):
         """``cls`` (the reference's class by default) built for config ``ci``, with the seeded weights."""
-        module = (cls or self.solution())(*self.args(ci)).eval()
-        weights = self.role_weights(ci, zero_bias)
-        with torch.no_grad():
-            for role, tensors in weights.items():
-                sub = module.get_submodule(role)
-                sub.weight.copy_(tensors["weight"])
-                if "bias" in tensors:
-                    sub.bias.copy_(tensors["bias"])
-        return module
+        return W.load_roles((cls or self.solution())(*self.args(ci)).eval(), self.role_weights(ci, zero_bias))
 
     def reference(self, ci: int, zero_bias=frozenset()):
         module = self._reference_module(ci, zero_bias)

@@ -472,14 +472,7 @@ class CachedModule(AttentionModule):
         return super().solution()
 
     def _loaded(self, cls, ci: int, weights: dict):
-        module = cls(**self.configs[ci]).eval()
-        with torch.no_grad():
-            for role, tensors in weights.items():
-                sub = module.get_submodule(role)
-                sub.weight.copy_(tensors["weight"])
-                if "bias" in tensors:
-                    sub.bias.copy_(tensors["bias"])
-        return module
+        return W.load_roles(cls(**self.configs[ci]).eval(), weights)
 
     def _modules(self, ci: int, zero_bias):
         solution = self.solution()
