@@ -3249,6 +3249,13 @@ def _blamed_input(s: _Search, h: _Here):
     if blamed is None:
         return None
     p, reason = blamed
+    if reason == "layout" and s.source and _scaling(h.step) is not None:
+        # the step scales by a number and holds a reference value times another number, in a layout a
+        # correct attempt may use (scores (B, T, H, S) of an einsum): the number is the story, not the
+        # layout its inputs came in
+        scaled = s.explainer.scaled(h.i)
+        if scaled is not None:
+            return scaled
     others = [q for q in h.step.parents if q != p]
     if reason == "layout" and p in h.step.parents and _kind(h.step) in _ELEMENTWISE and others and all(
             s.att[q].free and math.prod(s.att[q].shape) < math.prod(h.step.shape) for q in others):

@@ -1,6 +1,6 @@
 # attnprep: mla_decode
 # expect: wrong_output
-# diagnosis: mla_cache_before_norm
+# diagnosis: mla_norm_skipped
 """The latent cache as a typing.NamedTuple (LatentCache with c_kv / k_pe and an `extend` method
 that returns a new tuple), `_replace` for the rotated part, the absorbed weights taken by
 unflatten of wkv_b's weight, scores as one einsum over the latent plus one over the rope part."""
