@@ -506,7 +506,11 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         ran = {n for s in t.attempt for n in (*(s.stack or ()), s.line)} | set(t.own)
         flag = defined.flag_line(files["source"], found.line, found.reason, ran, frozenset(kind.config_params(ci)))
         if flag is not None:
-            code = _statement(path, flag[0])[1]
+            first, code = _statement(path, flag[0])
+            if first != flag[0]:  # a keyword on a line of its own of a call written over several lines
+                import linecache
+
+                code = linecache.getline(str(path), flag[0]).strip().rstrip(",")
             found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
     from attnprep.grader.result import Divergence
 
