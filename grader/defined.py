@@ -295,6 +295,11 @@ class _File:
                 for target, value in _self_assignments(node, method):
                     if target == name:
                         defs.append(("self", value, method))
+                derived = _set_through_object(node, method)
+                if derived is not None and derived[0] == name:  # a frozen dataclass's derived field
+                    defs.append(("derived", derived[1], method))
+        if len(defs) > 1:  # a field declared without a value (field(init=False)) and set elsewhere: the setting
+            defs = [d for d in defs if not (d[0] == "field" and _declared_only(d[1]))]
         if not defs:
             bases = [self.classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in self.classes]
             if len(bases) == 1:
@@ -305,9 +310,10 @@ class _File:
         how, node, method = defs[0]
         if called and how != "property":
             return None
-        if how == "property":
-            if _numeric(node.value):
-                return node.value.lineno, _numeric(node.value, True)
+        if how in ("property", "derived"):
+            value = node.value if how == "property" else node
+            if _numeric(value):
+                return value.lineno, _numeric(value, True)
             return None
         if how == "class":
             if _numeric(node) or _chain(node) is not None:
@@ -320,8 +326,8 @@ class _File:
         if node is None:
             return None
         kind = self._kind(node, method, cls, hops)
-        if kind[0] == "class" or isinstance(node, ast.Dict):
-            return kind
+        if kind[0] == "class" or isinstance(node, (ast.Dict, ast.Call)):
+            return kind  # an instance, a table, a namespace made by a call (self.cfg = SimpleNamespace(…)): read on
         if _numeric(node) and not _numeric(node, True) and _chain(node) is None:
             return None  # self.x = arithmetic of the sizes: a scale applied to a part too early is blamed there too
         return self._value(node, method, cls, hops)
@@ -391,6 +397,33 @@ def _self_assignments(node, method):
             for t in target.elts:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
                     yield t.attr, None  # unpacked from a value not read here: unknown
+
+
+def _set_through_object(node, method):
+    """(attribute, value) of ``object.__setattr__(self, "x", v)``, how a frozen dataclass sets a field
+    it derives in ``__post_init__``; else None."""
+    me = _first_arg(method)
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and me is not None):
+        return None
+    call = node.value
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "__setattr__" and isinstance(f.value, ast.Name)
+            and f.value.id == "object" and len(call.args) == 3 and not call.keywords):
+        return None
+    who, what, value = call.args
+    if isinstance(who, ast.Name) and who.id == me and isinstance(what, ast.Constant) and isinstance(what.value, str):
+        return what.value, value
+    return None
+
+
+def _declared_only(field: ast.AnnAssign) -> bool:
+    """A dataclass field without a default of its own: ``x: float`` or ``x: float = field(init=False)``."""
+    v = field.value
+    if v is None:
+        return True
+    f = v.func if isinstance(v, ast.Call) else None
+    named = (isinstance(f, ast.Name) and f.id == "field") or (isinstance(f, ast.Attribute) and f.attr == "field")
+    return named and not any(k.arg in ("default", "default_factory") for k in v.keywords)
 
 
 def _assigns(func, name: str) -> bool:

@@ -1760,6 +1760,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             found = _none_unless(found, trails, source) or found
             found = _unused_for_none(found, trails, source) or found
             found = _table_choice(found, trails, source) or found
+            found = _table_function(found, trails, source) or found
         return found
 
     found = _first_wrong(trails, axes, raised_at, outputs, source, ref_source)
@@ -2126,6 +2127,43 @@ def _table_choice(found: Found, trails: _Trails, source: str) -> Found | None:
     code = trails.source_lines[line - 1].strip()
     name = pick.id if isinstance(pick, ast.Name) else pick.attr if isinstance(pick, ast.Attribute) else assigned(code)
     return Found(line, code, name or key, (), repr(key), "table_key")
+
+
+def _table_function(found: Found, trails: _Trails, source: str) -> Found | None:
+    """Values that first go wrong in a library function (``torch.sigmoid``) that the finder's line
+    does not name: it calls something held elsewhere (``self.activation_func(...)``), and the function
+    is written as the value of exactly one entry of a table of functions in the file (``{"silu":
+    torch.sigmoid, "relu": torch.relu}``), a function the reference never runs: that entry is where
+    the wrong function was chosen for its key, said at its line (reason "table_entry")."""
+    import ast
+
+    if found.reason not in ("values", "made") or not source:
+        return None
+    theirs = {func_name(st.func) for st in trails.ref}
+    line_text = trails.source_lines[found.line - 1] if 0 < found.line <= len(trails.source_lines) else ""
+    # run on the line, not named there, and never run by the reference (a function it does not use)
+    ran = {f for f in (func_name(st.func) for st in trails.att if st.line == found.line)
+           if f and f not in theirs and not re.search(rf"\b{re.escape(f)}\b", line_text)}
+    if not ran:
+        return None
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    entries = []
+    for node in walk(tree):
+        if isinstance(node, ast.Dict) and len(node.keys) > 1 and all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+            for k, v in zip(node.keys, node.values):
+                last = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else None
+                if last in ran and abs(v.lineno - found.line) > 1:
+                    entries.append((k.value, v))
+    if len(entries) != 1:
+        return None
+    key, value = entries[0]
+    line = value.lineno
+    return Found(line, trails.source_lines[line - 1].strip().rstrip(","), key, (), repr(key), "table_entry",
+                 part=found.part)
 
 
 def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:
@@ -3238,6 +3276,13 @@ def _blamed_input(s: _Search, h: _Here):
     if blamed is None:
         return None
     p, reason = blamed
+    if reason == "layout" and s.source and _scaling(h.step) is not None:
+        # the step scales by a number and holds a reference value times another number, in a layout a
+        # correct attempt may use (scores (B, T, H, S) of an einsum): the number is the story, not the
+        # layout its inputs came in
+        scaled = s.explainer.scaled(h.i)
+        if scaled is not None:
+            return scaled
     others = [q for q in h.step.parents if q != p]
     if reason == "layout" and p in h.step.parents and _kind(h.step) in _ELEMENTWISE and others and all(
             s.att[q].free and math.prod(s.att[q].shape) < math.prod(h.step.shape) for q in others):

@@ -481,6 +481,7 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     found = pymade.python_made(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = substitute.second_opinion(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = _call_site(found, t.attempt, path, exercise, files["source"])
+    found = _listed_stages(found, path, files["source"])
     if cover and len(t.lines) == len(cover[0]):
         from attnprep.grader import groups
 
@@ -505,7 +506,11 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         ran = {n for s in t.attempt for n in (*(s.stack or ()), s.line)} | set(t.own)
         flag = defined.flag_line(files["source"], found.line, found.reason, ran, frozenset(kind.config_params(ci)))
         if flag is not None:
-            code = _statement(path, flag[0])[1]
+            first, code = _statement(path, flag[0])
+            if first != flag[0]:  # a keyword on a line of its own of a call written over several lines
+                import linecache
+
+                code = linecache.getline(str(path), flag[0]).strip().rstrip(",")
             found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
     from attnprep.grader.result import Divergence
 
@@ -720,11 +725,92 @@ def _call_site(found, steps, path: Path, exercise, source: str):
     outside = [line for line in step.stack if not any(a <= line <= b for a, b in ready.values())]
     if not outside:
         return found
+    if inside not in made and inside not in appliers and found.reason in OWN_OPERATOR_REASONS and \
+            _operator_of_its_own(source, inside):
+        return found  # the right values handed to an operator the helper chose (`cols >= rows`): its line
     reason = "helper_call" if inside in made else "helper_applies" if inside in appliers else "helper_passed"
     return _said_at(found, path, outside[-1], reason, inside)
 
 
+OWN_OPERATOR_REASONS = frozenset({"values", "made"})  # the step made wrong values from the inputs it was given
+
+
+def _operator_of_its_own(source: str, name: str) -> bool:
+    """The file's top-level function ``name`` returns one operator (``a * b``, ``cols >= rows``) of
+    its arguments: the operator is the helper's own choice, not its caller's. A divergence there,
+    the finder's first wrong step made from right inputs, is the operator's (the arguments were
+    right: the finder would have said their lines first)."""
+    import ast
+
+    from attnprep.grader.parsing import parsed
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return False
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if node is None:
+        return False
+    returns = [s for s in node.body if isinstance(s, ast.Return)]
+    value = returns[-1].value if returns else None
+    if isinstance(value, ast.Compare):
+        return len(value.ops) == 1 and all(isinstance(x, ast.Name) for x in (value.left, *value.comparators))
+    return isinstance(value, ast.BinOp) and isinstance(value.left, ast.Name) and isinstance(value.right, ast.Name)
+
+
 BETWEEN_STAGES = frozenset({"skipped", "input"})  # a step missing between two stages of a list of layers
+
+
+def _listed_stages(found, path: Path, source: str):
+    """``found`` said for a stage missing ("skipped", "input") on a line that calls the loop variable
+    of ``for layer in self.layers:``, where the module lists its own layers once, in order (a tuple or
+    list of them, ``nn.ModuleList([...])``, ``nn.Sequential(...)``): that list's line, where a layer
+    was left out, added or put out of order (as for a helper that applies the layers it is given)."""
+    import ast
+
+    from attnprep.grader.parsing import parsed
+
+    if found.reason not in BETWEEN_STAGES:
+        return found
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return found
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for loop in (n for n in ast.walk(cls) if isinstance(n, ast.For)):
+            if not (loop.body[0].lineno <= found.line <= (loop.body[-1].end_lineno or loop.lineno)):
+                continue
+            it = loop.iter
+            if not (isinstance(loop.target, ast.Name) and isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name)
+                    and it.value.id == "self"):
+                continue
+            stmt = next((b for b in loop.body if b.lineno <= found.line <= (b.end_lineno or b.lineno)), None)
+            calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                     and n.func.id == loop.target.id] if stmt is not None else []
+            if not calls:
+                continue
+            lists = [n for n in ast.walk(cls) if isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr == it.attr
+                for t in n.targets)]
+            if len(lists) == 1 and _lists_layers(lists[0].value):
+                return _said_at(found, path, lists[0].lineno, "stages_listed", f"self.{it.attr}")
+    return found
+
+
+def _lists_layers(value) -> bool:
+    """A display of layers: ``(self.a, self.b)``, ``[self.a, self.b]``, ``nn.ModuleList([...])``,
+    ``nn.Sequential(self.a, self.b)``, each entry an attribute of self or a call making a layer."""
+    import ast
+
+    if isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name)):
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
+        if name == "ModuleList" and len(value.args) == 1:
+            return _lists_layers(value.args[0])
+        if name == "Sequential":
+            return bool(value.args) and all(isinstance(a, (ast.Attribute, ast.Call)) for a in value.args)
+        return False
+    return isinstance(value, (ast.Tuple, ast.List)) and bool(value.elts) and all(
+        isinstance(e, (ast.Attribute, ast.Call)) for e in value.elts)
 
 
 def _applier_call(found, steps, path: Path, appliers: dict[str, tuple[int, int]]):

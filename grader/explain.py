@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 import math
 import re
 
@@ -186,6 +187,26 @@ class Source:
             if exits:
                 return min(exits), a, b, True
         return a, a, b, isinstance(node, (ast.For, ast.While))
+
+
+MAX_PERMUTED = 5  # axes: 5! = 120 permutations at most
+
+
+def _axes_laid_as(r: torch.Tensor, shape: tuple[int, ...]):
+    """``r`` when it has ``shape``, then ``r`` with its leading axes permuted to ``shape`` (the scores
+    of an einsum written ``bthd,bshd->bths``, heads after the queries): a layout a correct attempt may
+    use. The last axis stays (the keys of scores swapped with the queries are another mistake)."""
+    if tuple(r.shape) == shape:
+        yield r
+        return
+    if r.dim() != len(shape) or r.dim() > MAX_PERMUTED:
+        return
+    seen = set()
+    for perm in itertools.permutations(range(r.dim())):
+        order = tuple(a for a in perm if r.shape[a] != 1)
+        if perm[-1] == r.dim() - 1 and tuple(r.shape[a] for a in perm) == shape and order not in seen:
+            seen.add(order)
+            yield r.permute(perm)
 
 
 class Explainer:
@@ -392,23 +413,26 @@ class Explainer:
             return None
         finite = torch.isfinite(t)
         refs = self.matcher.ref
-        for at, (ref, rt) in enumerate(refs):
-            if rt is None or tuple(rt.shape) != tuple(t.shape) or not torch.equal(torch.isfinite(rt), finite):
+        for at, (ref, found_rt) in enumerate(refs):
+            if found_rt is None or found_rt.numel() != t.numel():
                 continue
             # a step inside a line that goes on to the value the line assigns (`q @ kᵀ` of `scores =
             # q @ kᵀ / sqrt(D)`): the factor is said against what the line's name holds
             if at + 1 < len(refs) and refs[at + 1][0].line == ref.line and at in refs[at + 1][0].parents:
                 continue
-            big = rt.masked_fill(~finite, 0).abs().flatten()
-            k = int(big.argmax())
-            if big[k] == 0:
-                continue
-            factor = float(t.flatten()[k] / rt.flatten()[k])
-            if not math.isfinite(factor) or factor == 0 or math.isclose(factor, 1, rel_tol=1e-3):
-                continue
-            if close(t[finite], factor * rt[finite]):
-                step = self.attempt[i]
-                return self._found(step.line, step.code, assigned(step.code), step.shape, f"{factor:.4g}", "scaled", ref)
+            for rt in _axes_laid_as(found_rt, tuple(t.shape)):  # its own layout, or its axes permuted as t's
+                if not torch.equal(torch.isfinite(rt), finite):
+                    continue
+                big = rt.masked_fill(~finite, 0).abs().flatten()
+                k = int(big.argmax())
+                if big[k] == 0:
+                    continue
+                factor = float(t.flatten()[k] / rt.flatten()[k])
+                if not math.isfinite(factor) or factor == 0 or math.isclose(factor, 1, rel_tol=1e-3):
+                    continue
+                if close(t[finite], factor * rt[finite]):
+                    step = self.attempt[i]
+                    return self._found(step.line, step.code, assigned(step.code), step.shape, f"{factor:.4g}", "scaled", ref)
         return None
 
     def noop_between(self, found: Found, i: int) -> Found | None:

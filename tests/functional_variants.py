@@ -162,6 +162,9 @@ def attend(q, k, v, attention_mask, is_causal, scale, mistake="", fill=float("-i
     if mistake == "mask_after_softmax:causal":  # the padding before the softmax, the causal mask after it
         before = scores.masked_fill(~real, fill if isinstance(fill, float) else float("-inf"))
         return before.softmax(dim=dim).masked_fill(~causal[None, None], 0.0) @ v
+    if mistake == "mask_after_softmax:padding":  # the causal mask before the softmax, the padding after it
+        before = scores.masked_fill(~causal[None, None], fill if isinstance(fill, float) else float("-inf"))
+        return before.softmax(dim=dim).masked_fill(~real, 0.0) @ v
     if isinstance(fill, MaskFills) and not merged:
         scores = fill.apply(scores, ~real, ~causal[None, None])
     else:
