@@ -445,17 +445,32 @@ class DeviceTracker(TorchFunctionMode):
         return self.opaque(fn) if isinstance(fn, torch.jit.ScriptFunction) else fn
 
     @contextlib.contextmanager
-    def scripted_opaque(self):
+    def scripted_opaque(self, owner=None):
         """While it lasts, the attempt file's TorchScript functions (``@torch.jit.script`` helpers,
         looked up by their module-level names) are called through :meth:`opaque`: a mask helper
-        scripted with a ``device`` argument makes its tensor where no call is seen."""
+        scripted with a ``device`` argument makes its tensor where no call is seen. So are the
+        scripted submodules of ``owner`` (the attempt's module: ``self.core = torch.jit.script(Core())``),
+        whose ``forward`` runs in TorchScript too, and scripted modules the file keeps by name."""
         module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
         scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
         module.update({name: self.seen(fn) for name, fn in scripted.items()})  # the file's own names, this run only
+        subs = [m for m in module.values() if isinstance(m, torch.jit.ScriptModule)]
+        if isinstance(owner, torch.nn.Module):
+            subs += [m for m in owner.modules() if isinstance(m, torch.jit.ScriptModule)]
+        # its forward through opaque: an instance attribute over the class's (TorchScript may have
+        # cached its ScriptMethod there already: put back as it was)
+        wrapped = [(sub, sub.__dict__.get("forward")) for sub in dict.fromkeys(subs)]
+        for sub, _ in wrapped:
+            sub.__dict__["forward"] = self.opaque(sub.forward)
         try:
             yield
         finally:
             module.update(scripted)
+            for sub, before in wrapped:
+                if before is None:
+                    sub.__dict__.pop("forward", None)
+                else:
+                    sub.__dict__["forward"] = before
 
     def _adopt_transform_results(self, tensors) -> None:
         """A tensor never seen made that views the value of a transform's tensor on the device is

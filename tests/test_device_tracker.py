@@ -151,3 +151,37 @@ def test_the_files_scripted_helpers_are_opaque_while_a_mask_function_is_watched(
     finally:
         sys.modules.pop(observe.ATTEMPT_MODULE, None)
     assert module.band is scripted
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # the learner's style, not ours
+def test_a_scripted_submodule_is_opaque_while_the_module_is_watched(tmp_path):
+    """A submodule made with ``torch.jit.script(Core())`` runs its forward in TorchScript, where no
+    torch function mode sees it: while ``scripted_opaque(owner)`` lasts its forward is called through
+    ``opaque`` (its result is on the device when it was given tensors on the device), a CPU tensor
+    mixed with that result is still a mix, and afterwards the submodule is itself again (okfit14: a
+    correct GQA whose core was a scripted submodule failed tensor_without_device)."""
+    import importlib.util
+
+    path = tmp_path / "attempt.py"  # TorchScript reads the source from a file
+    path.write_text("import torch\nclass Core(torch.nn.Module):\n"
+                    "    def forward(self, q: torch.Tensor) -> torch.Tensor:\n        return q.softmax(-1) * 2\n"
+                    "class Outer(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.core = torch.jit.script(Core())\n"
+                    "    def forward(self, x):\n        return self.core(x) + 1\n")
+    spec = importlib.util.spec_from_file_location("attempt_scripted_sub", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    outer = module.Outer()
+    x = torch.randn(2, 3)
+    outer(x)  # TorchScript caches its ScriptMethod in the instance's __dict__ on the first call
+    before = outer.core.__dict__.get("forward")
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        y = outer(x)
+    assert tracker.problem is None and id(y) in tracker.on_device
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
+    assert tracker.problem is not None
+    assert outer.core.__dict__.get("forward") is before
+    assert torch.equal(outer(x), module.Core()(x) + 1)
