@@ -120,8 +120,12 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     bias) is a layer of its own, named by the parameter; so is a bare 1-d parameter that is no
     such bias (a norm's gain, ``self.g_q``), also beside a module's own weight."""
     layers, stray = [], []
+    index = _index(module)
+    outside = {layer: outside_bias(index, layer) for layer in index[0]}
+    claimed = {name for name in outside.values() if name is not None}  # biases kept beside their layer
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False)) | originals(sub)
+        params = {n: p for n, p in params.items() if f"{prefix}.{n}".lstrip(".") not in claimed}
         if isinstance(sub, parametrize.ParametrizationList):  # its stored original is its owner's weight
             params = {n: p for n, p in params.items() if not n.startswith("original")}
         if not params:
@@ -155,6 +159,8 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
                 params["bias"] = bias
             bare(params, gains=True)
             continue
+        if bias is None and outside[prefix] is not None:
+            bias = index[1][outside[prefix]]
         bias_shape = tuple(bias.shape) if bias is not None else None
         layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
         if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
@@ -163,6 +169,34 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         # a norm's gain kept beside the matrix whose output it normalises (a low-rank down-projection)
         bare(params, gains=True)
     return layers, stray
+
+
+_STEM = re.compile(r"_?(proj|projection|linear|layer|fc|dense)$")
+
+
+def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
+    """The full name of the vector that is the bias of a bias-free layer, kept beside it in the
+    module that holds it (BEiT / Swin-v2: ``self.q = nn.Linear(d, d, bias=False)`` with
+    ``self.q_bias = nn.Parameter(torch.zeros(d))``, added after the layer): ``<layer>_bias`` or
+    ``<layer>_b``, the layer's name also without a ``_proj`` / ``_linear`` … ending (``q_proj`` ->
+    ``q_bias``), one side as long as the layer's out-features, and no bare matrix's bias by its
+    name. None when there is none (the layer is mapped with a zero bias, SPEC §1)."""
+    subs, params = index
+    sub = subs.get(layer_name)
+    if sub is None or not layer_name or isinstance(getattr(sub, "bias", None), torch.Tensor):
+        return None
+    weight = originals(sub).get("weight", getattr(sub, "weight", None))
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+        return None
+    owner, _, leaf = layer_name.rpartition(".")
+    own = dict(subs[owner].named_parameters(recurse=False))
+    stem = _STEM.sub("", leaf)
+    partners = {_named_partner(n, own) for n, p in own.items() if p.dim() == 2}
+    for name in dict.fromkeys((f"{leaf}_bias", f"{leaf}_b", f"{stem}_bias", f"{stem}_b")):
+        p = own.get(name)
+        if name != leaf and p is not None and p.dim() == 1 and p.shape[0] == weight.shape[0] and name not in partners:
+            return f"{owner}.{name}".lstrip(".")
+    return None
 
 
 def originals(sub: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
@@ -597,6 +631,9 @@ def params_of(module: torch.nn.Module, layer_name: str, index: tuple[dict, dict]
     def path(leaf: str) -> str:
         return f"{layer_name}.{f'parametrizations.{leaf}.original' if leaf in stored else leaf}".lstrip(".")
 
+    beside = outside_bias((subs, params), layer_name) if bias is None else None
+    if beside is not None:  # a vector of the module holding the layer (q_bias beside q_proj)
+        return weight, params[beside], [path("weight"), beside]
     return weight, bias, [path("weight")] + ([path("bias")] if bias is not None else [])
 
 

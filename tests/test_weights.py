@@ -274,3 +274,29 @@ def test_one_vector_after_several_matrices_holds_their_biases_in_order():
     assert torch.equal(module.in_proj_bias[D:2 * D], torch.full((D,), 2.0))
     assert W.bias_rows(module, "v_proj_weight") == ("in_proj_bias", tuple(range(2 * D, 3 * D)))
     assert W.bias_rows(module, "in_proj_bias") is None
+
+
+def test_a_vector_beside_a_bias_free_layer_named_for_it_is_its_bias():
+    """BEiT / Swin-v2's habit: ``self.q_proj = nn.Linear(D, D, bias=False)`` and ``self.q_bias``
+    (or ``q_proj_bias``) added after it. The vector is the layer's bias: mapped, loaded and no gain
+    of its own (a correct MQA so written was graded with a zero bias and a seeded stray vector: 42
+    of 48 outputs wrong). A vector named for a bare matrix stays that matrix's bias."""
+    module = nn.Module()
+    module.q_proj = nn.Linear(D, D, bias=False)
+    module.q_bias = nn.Parameter(torch.zeros(D))
+    module.k_proj = nn.Linear(D, D, bias=False)
+    module.k_proj_bias = nn.Parameter(torch.zeros(D))
+    module.v_weight = nn.Parameter(torch.zeros(D, D))
+    module.v_bias = nn.Parameter(torch.zeros(D))
+    module.v_proj = nn.Linear(D, D, bias=False)  # v_bias is v_weight's, by its name
+    layers = {(l.name, l.weight, l.bias) for l in _layers(module) if not l.transposed}
+    assert {("q_proj", (D, D), (D,)), ("k_proj", (D, D), (D,)), ("v_weight", (D, D), (D,)),
+            ("v_proj", (D, D), None)} <= layers
+    assert not any(l[0] in ("q_bias", "k_proj_bias", "v_bias") for l in layers)  # no gain layers of their own
+    weight, bias, names = W.params_of(module, "q_proj")
+    assert bias is module.q_bias and names == ["q_proj.weight", "q_bias"]
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj", "k_proj": "k_proj"}, by_name=True),
+           {"q_proj": {"weight": torch.ones(D, D), "bias": torch.full((D,), 2.0)},
+            "k_proj": {"weight": torch.ones(D, D), "bias": torch.full((D,), 3.0)}})
+    assert torch.equal(module.q_bias, torch.full((D,), 2.0)) and torch.equal(module.k_proj_bias, torch.full((D,), 3.0))
+    assert W.params_of(module, "v_proj")[1] is None
