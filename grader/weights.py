@@ -199,6 +199,27 @@ def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     return None
 
 
+def settle(module: torch.nn.Module) -> None:
+    """Make each weight that ``module`` computes from several stored tensors a plain parameter
+    holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
+    parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
+    ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``). The layer's forward is a
+    function of ``w`` alone, so the grader's weight goes into ``w`` (as the parametrization's own
+    ``right_inverse`` would put it) and the gradient graded is that of ``w``. A parametrization of
+    one stored tensor (minLoRA's update on ``base.weight``) stays: the grader's weight is its
+    original, the parametrization on top (:func:`originals`)."""
+    from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
+
+    for sub in list(module.modules()):
+        hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, WeightNorm)]
+        for hook in hooks:
+            remove_weight_norm(sub, hook.name)
+        if parametrize.is_parametrized(sub):
+            for name, stored in list(sub.parametrizations.items()):
+                if not isinstance(getattr(stored, "original", None), torch.nn.Parameter):
+                    parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
+
+
 def originals(sub: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
     """The stored parameter of each tensor of ``sub`` computed by a parametrization
     (``torch.nn.utils.parametrize``: minLoRA's update registered on ``base.weight``, weight_norm):

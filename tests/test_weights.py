@@ -4,6 +4,7 @@ role spread over per-head layers (grader/weights.py)."""
 from __future__ import annotations
 
 
+import pytest
 import torch
 from torch import nn
 
@@ -300,3 +301,37 @@ def test_a_vector_beside_a_bias_free_layer_named_for_it_is_its_bias():
             "k_proj": {"weight": torch.ones(D, D), "bias": torch.full((D,), 3.0)}})
     assert torch.equal(module.q_bias, torch.full((D,), 2.0)) and torch.equal(module.k_proj_bias, torch.full((D,), 3.0))
     assert W.params_of(module, "v_proj")[1] is None
+
+
+@pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")  # the learner's style
+def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
+    """weight_norm stores g and v and computes w = g · v / ‖v‖ (the parametrization's original0 /
+    original1, or the older hook's weight_g / weight_v): no stored tensor has the layer's shape, so a
+    correct attempt failed the contract. ``settle`` makes w a plain parameter at its current value,
+    the layer computes the same, and the grader's weight goes into it; a one-tensor parametrization
+    (minLoRA's) keeps its original as the layer's weight."""
+    from torch.nn.utils import parametrize, weight_norm
+    from torch.nn.utils.parametrizations import weight_norm as weight_norm_p
+
+    module = nn.Module()
+    module.q_proj = weight_norm_p(nn.Linear(D, D))
+    module.k_proj = weight_norm(nn.Linear(D, D))
+    module.v_proj = nn.Linear(D, D)
+    parametrize.register_parametrization(module.v_proj, "weight", _Doubled())
+    x = torch.randn(3, D)
+    before = (module.q_proj(x), module.k_proj(x))
+    assert not any(l.name in ("q_proj", "k_proj") for l in _layers(module))
+    W.settle(module)
+    assert torch.allclose(module.q_proj(x), before[0]) and torch.allclose(module.k_proj(x), before[1])
+    assert {("q_proj", (D, D), (D,)), ("k_proj", (D, D), (D,))} <= {(l.name, l.weight, l.bias) for l in _layers(module)}
+    assert W.params_of(module, "v_proj")[2][0] == "v_proj.parametrizations.weight.original"  # stays
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj", "k_proj": "k_proj"}, by_name=True),
+           {r: {"weight": torch.eye(D), "bias": torch.zeros(D)} for r in ("q_proj", "k_proj")})
+    assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)
+    module.q_proj(x).sum().backward()
+    assert module.q_proj.weight.grad is not None
+
+
+class _Doubled(nn.Module):
+    def forward(self, w):
+        return 2 * w

@@ -222,6 +222,7 @@ class AttentionModule(Kind):
             raise ContractError("contract.not_a_module", name=self.object)
         module.eval()
         self.constructed(module)
+        W.settle(module)  # weight_norm's g and v: one plain weight, the grader's
         roles = self.roles(ci)
         layers, stray = W.layers_of(module)
         options, why = W.candidates(roles, layers, self.head_counts(ci), self.leaf_names)
