@@ -164,6 +164,13 @@ def test_one_heads_stages_are_a_layout_of_the_reference_stages():
     assert _shape_row("attn @ v", (3, 4, 7, 2), (3, 7, 2), heads=(4,)).equivalent
     assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 7)).equivalent  # no head count: not a head's part
     assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 4), heads=(4,)).equivalent  # no head of it
+    # a loop over the batch, or over (batch, head), with 2-d slices (okfit14: a correct causal_attention
+    # looping over itertools.product(range(B), range(H)) had every shape row marked wrong)
+    assert _shape_row("scores", (3, 4, 7, 7), (4, 7, 7), heads=(4,)).equivalent  # one sample
+    assert _shape_row("q", (3, 4, 7, 5), (7, 5), heads=(4,)).equivalent  # one sample's head
+    assert _shape_row("q", (3, 4, 7, 5), (5, 7), heads=(4,)).equivalent  # k^T-like, transposed
+    assert not _shape_row("q", (3, 4, 7, 5), (7, 5)).equivalent  # no head count: not a head's part
+    assert not _shape_row("q", (3, 4, 7, 5), (7, 4), heads=(4,)).equivalent
 
 
 def test_a_parametrized_weight_is_its_module_with_the_stored_original():
