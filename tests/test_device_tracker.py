@@ -90,6 +90,38 @@ def test_memos_are_emptied_when_the_watch_starts_and_a_tensor_kept_elsewhere_is_
     assert module.TABLE == {} and module.KEPT == {"not a memo": 1}
 
 
+def test_a_function_attribute_memo_and_a_module_memo_are_emptied_and_state_kept_at_build_is_not():
+    """okfit14: a mask memoised in a dict kept as the function's attribute (``causal_mask._cache``,
+    made by its first call) or in a dict of the module that was empty once it was built
+    (``self._masks = {}`` filled by forward) was made during the graded cases and read as a CPU
+    tensor under the watch. Both are emptied when the watch starts; a dict of tensors a function
+    held at load, or the module filled in ``__init__``, is state and stays."""
+    import sys
+    import types
+
+    from attnprep.grader import observe
+
+    module = types.ModuleType(observe.ATTEMPT_MODULE)
+    exec("import torch\ndef mask(n):\n    c = mask.__dict__.setdefault('_cache', {})\n"
+         "    return c.setdefault(n, torch.ones(n, n).tril())\n"
+         "def table(n):\n    return table.rows[n]\ntable.rows = {2: torch.ones(2)}\n", vars(module))
+    observe.loaded(vars(module))
+    owner = torch.nn.Module()
+    owner.sub = torch.nn.Module()
+    owner.sub._masks, owner.sub.tables = {}, {"cos": torch.ones(3)}
+    observe.built(owner)
+    module.mask(3)
+    owner.sub._masks[3] = torch.ones(3, 3)
+    sys.modules[observe.ATTEMPT_MODULE] = module
+    try:
+        with DeviceTracker([torch.ones(1)], "attempt.py"):
+            pass
+    finally:
+        sys.modules.pop(observe.ATTEMPT_MODULE, None)
+    assert module.mask._cache == {} and set(module.table.rows) == {2}
+    assert owner.sub._masks == {} and set(owner.sub.tables) == {"cos"}
+
+
 def test_a_device_built_from_the_inputs_device_is_the_inputs_device():
     """On the emulated GPU, x.device reads cuda:0 for a tensor on the device, as on a GPU machine, and
     a device built from it (``torch.device(str(x.device))``, ``torch.device(x.device.type)``: the
