@@ -342,3 +342,14 @@ def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
 class _Doubled(nn.Module):
     def forward(self, w):
         return 2 * w
+
+
+def test_a_lazy_layer_is_made_by_one_call_before_mapping(graded):
+    """nn.LazyLinear has no shape until its first call: the build calls the module once on the first
+    case (no gradients) before mapping, as its first forward would (okfit14: a correct MHA of
+    LazyLinear layers was an error at construction, the mapping reading uninitialised shapes)."""
+    from pathlib import Path
+
+    result = graded(Path(__file__).parent / "corpus" / "mha" / "ok_lazy_linear.py")
+    assert result.verdict.value == "passed", (result.checks, result.error)
+    assert result.mapping == {r: r for r in ("q_proj", "k_proj", "v_proj", "o_proj")}

@@ -222,6 +222,9 @@ class AttentionModule(Kind):
             raise ContractError("contract.not_a_module", name=self.object)
         module.eval()
         self.constructed(module)
+        if any(torch.nn.parameter.is_lazy(t) for t in (*module.parameters(), *module.buffers())):
+            with torch.no_grad():  # nn.LazyLinear learns its in-features at its first call: made by one
+                self.call(module, self.cases(ci)[0])
         W.settle(module)  # weight_norm's g and v: one plain weight, the grader's
         observe.built(module)  # its empty dicts: memos the device watch may empty
         roles = self.roles(ci)
