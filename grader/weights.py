@@ -218,6 +218,63 @@ def settle(module: torch.nn.Module) -> None:
             for name, stored in list(sub.parametrizations.items()):
                 if not isinstance(getattr(stored, "original", None), torch.nn.Parameter):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
+    _flatten_matrices(module)
+
+
+def _matrix_shape(name: str, p: torch.Tensor) -> tuple[int, int] | None:
+    """The matrix a parameter of more than two dims is: a kernel-1 convolution's ``(out, in, 1)``
+    weight is ``(out, in)``; a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)``
+    rows of a fused layer. None for anything else (a ParameterList entry, four or more dims)."""
+    if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
+        return (p.shape[0], p.shape[1])
+    if p.dim() == 3 and not name.isdigit():
+        return (p.shape[0] * p.shape[1], p.shape[2])
+    return None
+
+
+def _flatten_matrices(module: torch.nn.Module) -> None:
+    """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
+    as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name) as
+    the 2-d parameter it is, so that it maps, loads and grades as a layer. While the attempt's module
+    runs, each of its parts reads it in its own shape: a view of the 2-d parameter made by a forward
+    pre-hook of the module and dropped when the call ends (a view kept on the module would go stale on
+    ``module.to(dtype)`` and cannot be deep-copied)."""
+    flattened = []
+    for path, sub in module.named_modules():
+        own = dict(sub._parameters.items())
+        for name, p in own.items():
+            flat = _matrix_shape(name, p) if isinstance(p, torch.nn.Parameter) else None
+            if flat is None or parametrize.is_parametrized(sub, name):
+                continue
+            if flat[0] != p.shape[0]:  # a stack: its (k, out) bias, paired by name, is the stack's bias
+                vectors = {n: q for n, q in own.items() if q is not None and q.dim() == 1}
+                vectors.update({n: q.flatten() for n, q in own.items() if q is not None and q.shape == p.shape[:2]})
+                b = _named_partner(name, {**vectors, name: p})
+                if b is not None and own[b].dim() == 2:
+                    flattened.append((path, b, _flat_param(sub, b, (flat[0],))))
+            flattened.append((path, name, _flat_param(sub, name, flat)))
+    if not flattened or isinstance(module, torch.jit.ScriptModule):
+        return
+
+    # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)
+    def views(mod, args):
+        for path, name, shape in flattened:
+            sub = mod.get_submodule(path)
+            sub.__dict__[name] = sub._parameters[name].view(shape)
+
+    def drop(mod, args, out):
+        for path, name, _ in flattened:
+            mod.get_submodule(path).__dict__.pop(name, None)
+
+    module.register_forward_pre_hook(views)
+    module.register_forward_hook(drop, always_call=True)
+
+
+def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...]) -> tuple[int, ...]:
+    """Register ``sub``'s parameter ``name`` in the 2-d (or 1-d) shape ``flat``; its old shape."""
+    p = sub._parameters[name]
+    sub._parameters[name] = torch.nn.Parameter(p.detach().reshape(flat).clone(), requires_grad=p.requires_grad)
+    return tuple(p.shape)
 
 
 def originals(sub: torch.nn.Module) -> dict[str, torch.nn.Parameter]:

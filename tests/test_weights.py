@@ -353,3 +353,38 @@ def test_a_lazy_layer_is_made_by_one_call_before_mapping(graded):
     result = graded(Path(__file__).parent / "corpus" / "mha" / "ok_lazy_linear.py")
     assert result.verdict.value == "passed", (result.checks, result.error)
     assert result.mapping == {r: r for r in ("q_proj", "k_proj", "v_proj", "o_proj")}
+
+
+def test_matrices_in_more_than_two_dims_are_layers_read_in_their_own_shape():
+    """A kernel-1 Conv1d's (out, in, 1) weight and a (k, out, in) stack with its (k, out) bias by name
+    are registered as the 2-d (1-d) parameters they are, so they map as a layer and as a fused layer's
+    rows; while the module runs, each part reads them in its own shape (a view made by a forward
+    pre-hook and dropped after the call), also in a deep copy cast to another dtype (okfit14: a
+    (3, d, d) q/k/v stack, Conv1d(d, d, 1) projections and SwiGLU's (2, d_ff, d) gate/up failed the
+    contract)."""
+    import copy
+
+    class Stacked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W_qkv = nn.Parameter(torch.randn(3, D, D))
+            self.b_qkv = nn.Parameter(torch.randn(3, D))
+            self.conv = nn.Conv1d(D, D, 1)
+
+        def forward(self, x):
+            qkv = torch.einsum("bc,soc->sbo", x, self.W_qkv) + self.b_qkv[:, None, :]
+            return self.conv(qkv.sum(0)[:, :, None])[..., 0]
+
+    module = Stacked()
+    x = torch.randn(2, D)
+    before = module(x)
+    W.settle(module)
+    assert torch.allclose(module(x), before, atol=1e-6)
+    shapes = {n: tuple(p.shape) for n, p in module.named_parameters()}
+    assert shapes == {"W_qkv": (3 * D, D), "b_qkv": (3 * D,), "conv.weight": (D, D), "conv.bias": (D,)}
+    assert ("W_qkv", (3 * D, D), (3 * D,)) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+    assert module.W_qkv.shape == (3 * D, D)  # outside a call: the registered parameter
+    module(x).sum().backward()
+    assert module.W_qkv.grad.shape == (3 * D, D) and module.conv.weight.grad.shape == (D, D)
+    half = copy.deepcopy(module).to(torch.float64)
+    assert torch.allclose(half(x.double()), before.double(), atol=1e-5)
