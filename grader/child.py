@@ -381,7 +381,7 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
     case.inputs = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in case.inputs.items()}
     tracker = DeviceTracker(kind.device_tensors(attempt, case), attempt_file)
     try:
-        with guard.armed(), torch.no_grad(), tracker.scripted_opaque(), tracker:
+        with guard.armed(), torch.no_grad(), tracker.scripted_opaque(attempt), tracker:
             outputs = kind.run(attempt, case)
     except BaseException as exc:
         return Probe(None, "probe.device_failed", {"type": type(exc).__name__, "text": str(exc)[:200]})

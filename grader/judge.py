@@ -1259,9 +1259,16 @@ def feature_part(expected: tuple, got: tuple, axis: int) -> bool:
 
 def one_head(expected: tuple, got: tuple, heads: tuple[int, ...]) -> bool:
     """Whether ``got`` is one head's part of ``expected`` in a layout of its family: an attempt
-    that runs each head by itself (a ModuleList of heads) shows (B, T, T) for (B, H, T, T)."""
-    return any(size in heads and (tuple(got) == smaller or same_layout_family(smaller, tuple(got)))
-               for i, size in enumerate(expected) for smaller in [tuple(expected[:i]) + tuple(expected[i + 1:])])
+    that runs each head by itself (a ModuleList of heads) shows (B, T, T) for (B, H, T, T). Or one
+    sample's part (the batch, a reference stage's first axis, looped over), or one sample's head:
+    (H, T, T) or (T, T) for (B, H, T, T), as a loop over the batch, or over (batch, head), shows."""
+    def head(expected: tuple) -> bool:
+        return any(size in heads and (tuple(got) == smaller or same_layout_family(smaller, tuple(got)))
+                   for i, size in enumerate(expected) for smaller in [tuple(expected[:i]) + tuple(expected[i + 1:])])
+
+    sample = tuple(expected[1:])
+    return head(tuple(expected)) or (len(expected) > 2 and (
+        tuple(got) == sample or same_layout_family(sample, tuple(got)) or head(sample)))
 
 
 def _shape_row(stage: str, expected: tuple, got: tuple | None, strict: bool = False, heads: tuple[int, ...] = ()) -> ShapeRow:

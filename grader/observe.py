@@ -16,6 +16,7 @@ through it, including ``F.softmax``, ``Tensor.softmax``, ``nn.Softmax``, ``@``, 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -267,11 +268,40 @@ ATTEMPT_MODULE = "attnprep_attempt"  # the name the attempt's file is loaded und
 _EMPTY_AT_LOAD: set[str] = set()  # the attempt's module-level dicts that were empty once it was loaded
 
 
+_KEPT_AT_LOAD: set[tuple[str, str]] = set()  # (function, attribute): dicts a function of the file held at load
+_EMPTY_AT_BUILD: list[tuple[torch.nn.Module, set[str]]] = []  # the built module's parts and their empty dicts
+_MODULE_OWN = frozenset(vars(torch.nn.Module()))  # nn.Module's own bookkeeping (_parameters, _buffers …)
+
+
 def loaded(module: dict) -> None:
     """The attempt's module ``module`` (its namespace) was just loaded: note its empty dicts, the
-    memo tables :func:`forget_memos` may empty."""
+    memo tables :func:`forget_memos` may empty, and the dicts its functions already hold."""
     _EMPTY_AT_LOAD.clear()
     _EMPTY_AT_LOAD.update(name for name, value in module.items() if type(value) is dict and not value)
+    _KEPT_AT_LOAD.clear()
+    _KEPT_AT_LOAD.update((name, attr) for name, fn in _functions(module) for attr, value in vars(fn).items()
+                         if type(value) is dict and value)
+
+
+def built(module: torch.nn.Module) -> None:
+    """The attempt's module was just constructed: note the empty dicts each of its parts holds
+    (``self._masks = {}``), the memo tables :func:`forget_memos` may empty."""
+    _EMPTY_AT_BUILD.clear()
+    for sub in module.modules():
+        names = {n for n, v in vars(sub).items() if n not in _MODULE_OWN and type(v) is dict and not v}
+        if names:
+            _EMPTY_AT_BUILD.append((sub, names))
+
+
+def _functions(module: dict):
+    """(name, function) of the file's own functions, by their module-level names."""
+    module_name = module.get("__name__")
+    return [(name, fn) for name, fn in module.items()
+            if inspect.isfunction(fn) and getattr(fn, "__module__", None) == module_name]
+
+
+def _memo(value) -> bool:
+    return type(value) is dict and any(tensors_in(v) for v in value.values())
 
 
 def forget_memos(module: dict) -> None:
@@ -279,8 +309,10 @@ def forget_memos(module: dict) -> None:
     watched (:class:`DeviceTracker`): a mask kept by ``functools.lru_cache`` / ``functools.cache``
     (a function of the file or of one of its classes) or in a module-level dict that was empty when
     the file was loaded, made there with the device it was asked for. Made before the watch, those
-    tensors would read as made on the CPU; on a GPU the first call makes them on the device. A memo
-    is transparent by its nature: emptying it changes no output."""
+    tensors would read as made on the CPU; on a GPU the first call makes them on the device. So are
+    a dict of tensors a function of the file keeps as its attribute (made after the load) and a dict
+    of tensors of the attempt's module that was empty once it was built. A memo is transparent by its
+    nature: emptying it changes no output."""
     def clear(value) -> None:
         value = getattr(value, "__func__", value)  # staticmethod / classmethod
         if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
@@ -295,6 +327,16 @@ def forget_memos(module: dict) -> None:
             clear(value)
         if name in _EMPTY_AT_LOAD and type(value) is dict and any(isinstance(v, torch.Tensor) for v in value.values()):
             value.clear()
+    # a memo kept as a function's attribute (``causal_mask._cache``), made after the file was loaded
+    for name, fn in _functions(module):
+        for attr, value in vars(fn).items():
+            if (name, attr) not in _KEPT_AT_LOAD and _memo(value):
+                value.clear()
+    # a memo of the module, empty once it was built (``self._masks = {}``, filled by forward)
+    for sub, names in _EMPTY_AT_BUILD:
+        for attr in names:
+            if _memo(vars(sub).get(attr)):
+                vars(sub)[attr].clear()
 
 
 _CPU = sys.intern("cpu")  # the "cpu" every string constant of that text is (code constants are interned)
@@ -445,17 +487,32 @@ class DeviceTracker(TorchFunctionMode):
         return self.opaque(fn) if isinstance(fn, torch.jit.ScriptFunction) else fn
 
     @contextlib.contextmanager
-    def scripted_opaque(self):
+    def scripted_opaque(self, owner=None):
         """While it lasts, the attempt file's TorchScript functions (``@torch.jit.script`` helpers,
         looked up by their module-level names) are called through :meth:`opaque`: a mask helper
-        scripted with a ``device`` argument makes its tensor where no call is seen."""
+        scripted with a ``device`` argument makes its tensor where no call is seen. So are the
+        scripted submodules of ``owner`` (the attempt's module: ``self.core = torch.jit.script(Core())``),
+        whose ``forward`` runs in TorchScript too, and scripted modules the file keeps by name."""
         module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
         scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
         module.update({name: self.seen(fn) for name, fn in scripted.items()})  # the file's own names, this run only
+        subs = [m for m in module.values() if isinstance(m, torch.jit.ScriptModule)]
+        if isinstance(owner, torch.nn.Module):
+            subs += [m for m in owner.modules() if isinstance(m, torch.jit.ScriptModule)]
+        # its forward through opaque: an instance attribute over the class's (TorchScript may have
+        # cached its ScriptMethod there already: put back as it was)
+        wrapped = [(sub, sub.__dict__.get("forward")) for sub in dict.fromkeys(subs)]
+        for sub, _ in wrapped:
+            sub.__dict__["forward"] = self.opaque(sub.forward)
         try:
             yield
         finally:
             module.update(scripted)
+            for sub, before in wrapped:
+                if before is None:
+                    sub.__dict__.pop("forward", None)
+                else:
+                    sub.__dict__["forward"] = before
 
     def _adopt_transform_results(self, tensors) -> None:
         """A tensor never seen made that views the value of a transform's tensor on the device is

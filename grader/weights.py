@@ -132,8 +132,12 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     bias) is a layer of its own, named by the parameter; so is a bare 1-d parameter that is no
     such bias (a norm's gain, ``self.g_q``), also beside a module's own weight."""
     layers, stray = [], []
+    index = _index(module)
+    outside = {layer: outside_bias(index, layer) for layer in index[0]}
+    claimed = {name for name in outside.values() if name is not None}  # biases kept beside their layer
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False)) | originals(sub)
+        params = {n: p for n, p in params.items() if f"{prefix}.{n}".lstrip(".") not in claimed}
         if isinstance(sub, parametrize.ParametrizationList):  # its stored original is its owner's weight
             params = {n: p for n, p in params.items() if not n.startswith("original")}
         if not params:
@@ -167,6 +171,8 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
                 params["bias"] = bias
             bare(params, gains=True)
             continue
+        if bias is None and outside[prefix] is not None:
+            bias = index[1][outside[prefix]]
         bias_shape = tuple(bias.shape) if bias is not None else None
         layers.append(Layer(prefix, tuple(weight.shape), bias_shape))
         if weight.dim() == 2 and not isinstance(sub, torch.nn.Linear):  # maybe (in, out), used as x @ W
@@ -175,6 +181,112 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
         # a norm's gain kept beside the matrix whose output it normalises (a low-rank down-projection)
         bare(params, gains=True)
     return layers, stray
+
+
+_STEM = re.compile(r"_?(proj|projection|linear|layer|fc|dense)$")
+
+
+def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
+    """The full name of the vector that is the bias of a bias-free layer, kept beside it in the
+    module that holds it (BEiT / Swin-v2: ``self.q = nn.Linear(d, d, bias=False)`` with
+    ``self.q_bias = nn.Parameter(torch.zeros(d))``, added after the layer): ``<layer>_bias`` or
+    ``<layer>_b``, the layer's name also without a ``_proj`` / ``_linear`` … ending (``q_proj`` ->
+    ``q_bias``), one side as long as the layer's out-features, and no bare matrix's bias by its
+    name. None when there is none (the layer is mapped with a zero bias, SPEC §1)."""
+    subs, params = index
+    sub = subs.get(layer_name)
+    if sub is None or not layer_name or isinstance(getattr(sub, "bias", None), torch.Tensor):
+        return None
+    weight = originals(sub).get("weight", getattr(sub, "weight", None))
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+        return None
+    owner, _, leaf = layer_name.rpartition(".")
+    own = dict(subs[owner].named_parameters(recurse=False))
+    stem = _STEM.sub("", leaf)
+    partners = {_named_partner(n, own) for n, p in own.items() if p.dim() == 2}
+    for name in dict.fromkeys((f"{leaf}_bias", f"{leaf}_b", f"{stem}_bias", f"{stem}_b")):
+        p = own.get(name)
+        if name != leaf and p is not None and p.dim() == 1 and p.shape[0] == weight.shape[0] and name not in partners:
+            return f"{owner}.{name}".lstrip(".")
+    return None
+
+
+def settle(module: torch.nn.Module) -> None:
+    """Make each weight that ``module`` computes from several stored tensors a plain parameter
+    holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
+    parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
+    ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``). The layer's forward is a
+    function of ``w`` alone, so the grader's weight goes into ``w`` (as the parametrization's own
+    ``right_inverse`` would put it) and the gradient graded is that of ``w``. A parametrization of
+    one stored tensor (minLoRA's update on ``base.weight``) stays: the grader's weight is its
+    original, the parametrization on top (:func:`originals`)."""
+    from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
+
+    for sub in list(module.modules()):
+        hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, WeightNorm)]
+        for hook in hooks:
+            remove_weight_norm(sub, hook.name)
+        if parametrize.is_parametrized(sub):
+            for name, stored in list(sub.parametrizations.items()):
+                if not isinstance(getattr(stored, "original", None), torch.nn.Parameter):
+                    parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
+    _flatten_matrices(module)
+
+
+def _matrix_shape(name: str, p: torch.Tensor) -> tuple[int, int] | None:
+    """The matrix a parameter of more than two dims is: a kernel-1 convolution's ``(out, in, 1)``
+    weight is ``(out, in)``; a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)``
+    rows of a fused layer. None for anything else (a ParameterList entry, four or more dims)."""
+    if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
+        return (p.shape[0], p.shape[1])
+    if p.dim() == 3 and not name.isdigit():
+        return (p.shape[0] * p.shape[1], p.shape[2])
+    return None
+
+
+def _flatten_matrices(module: torch.nn.Module) -> None:
+    """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
+    as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name) as
+    the 2-d parameter it is, so that it maps, loads and grades as a layer. While the attempt's module
+    runs, each of its parts reads it in its own shape: a view of the 2-d parameter made by a forward
+    pre-hook of the module and dropped when the call ends (a view kept on the module would go stale on
+    ``module.to(dtype)`` and cannot be deep-copied)."""
+    flattened = []
+    for path, sub in module.named_modules():
+        own = dict(sub._parameters.items())
+        for name, p in own.items():
+            flat = _matrix_shape(name, p) if isinstance(p, torch.nn.Parameter) else None
+            if flat is None or parametrize.is_parametrized(sub, name):
+                continue
+            if flat[0] != p.shape[0]:  # a stack: its (k, out) bias, paired by name, is the stack's bias
+                vectors = {n: q for n, q in own.items() if q is not None and q.dim() == 1}
+                vectors.update({n: q.flatten() for n, q in own.items() if q is not None and q.shape == p.shape[:2]})
+                b = _named_partner(name, {**vectors, name: p})
+                if b is not None and own[b].dim() == 2:
+                    flattened.append((path, b, _flat_param(sub, b, (flat[0],))))
+            flattened.append((path, name, _flat_param(sub, name, flat)))
+    if not flattened or isinstance(module, torch.jit.ScriptModule):
+        return
+
+    # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)
+    def views(mod, args):
+        for path, name, shape in flattened:
+            sub = mod.get_submodule(path)
+            sub.__dict__[name] = sub._parameters[name].view(shape)
+
+    def drop(mod, args, out):
+        for path, name, _ in flattened:
+            mod.get_submodule(path).__dict__.pop(name, None)
+
+    module.register_forward_pre_hook(views)
+    module.register_forward_hook(drop, always_call=True)
+
+
+def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...]) -> tuple[int, ...]:
+    """Register ``sub``'s parameter ``name`` in the 2-d (or 1-d) shape ``flat``; its old shape."""
+    p = sub._parameters[name]
+    sub._parameters[name] = torch.nn.Parameter(p.detach().reshape(flat).clone(), requires_grad=p.requires_grad)
+    return tuple(p.shape)
 
 
 def originals(sub: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
@@ -609,6 +721,9 @@ def params_of(module: torch.nn.Module, layer_name: str, index: tuple[dict, dict]
     def path(leaf: str) -> str:
         return f"{layer_name}.{f'parametrizations.{leaf}.original' if leaf in stored else leaf}".lstrip(".")
 
+    beside = outside_bias((subs, params), layer_name) if bias is None else None
+    if beside is not None:  # a vector of the module holding the layer (q_bias beside q_proj)
+        return weight, params[beside], [path("weight"), beside]
     return weight, bias, [path("weight")] + ([path("bias")] if bias is not None else [])
 
 

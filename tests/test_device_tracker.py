@@ -90,6 +90,38 @@ def test_memos_are_emptied_when_the_watch_starts_and_a_tensor_kept_elsewhere_is_
     assert module.TABLE == {} and module.KEPT == {"not a memo": 1}
 
 
+def test_a_function_attribute_memo_and_a_module_memo_are_emptied_and_state_kept_at_build_is_not():
+    """okfit14: a mask memoised in a dict kept as the function's attribute (``causal_mask._cache``,
+    made by its first call) or in a dict of the module that was empty once it was built
+    (``self._masks = {}`` filled by forward) was made during the graded cases and read as a CPU
+    tensor under the watch. Both are emptied when the watch starts; a dict of tensors a function
+    held at load, or the module filled in ``__init__``, is state and stays."""
+    import sys
+    import types
+
+    from attnprep.grader import observe
+
+    module = types.ModuleType(observe.ATTEMPT_MODULE)
+    exec("import torch\ndef mask(n):\n    c = mask.__dict__.setdefault('_cache', {})\n"
+         "    return c.setdefault(n, torch.ones(n, n).tril())\n"
+         "def table(n):\n    return table.rows[n]\ntable.rows = {2: torch.ones(2)}\n", vars(module))
+    observe.loaded(vars(module))
+    owner = torch.nn.Module()
+    owner.sub = torch.nn.Module()
+    owner.sub._masks, owner.sub.tables = {}, {"cos": torch.ones(3)}
+    observe.built(owner)
+    module.mask(3)
+    owner.sub._masks[3] = torch.ones(3, 3)
+    sys.modules[observe.ATTEMPT_MODULE] = module
+    try:
+        with DeviceTracker([torch.ones(1)], "attempt.py"):
+            pass
+    finally:
+        sys.modules.pop(observe.ATTEMPT_MODULE, None)
+    assert module.mask._cache == {} and set(module.table.rows) == {2}
+    assert owner.sub._masks == {} and set(owner.sub.tables) == {"cos"}
+
+
 def test_a_device_built_from_the_inputs_device_is_the_inputs_device():
     """On the emulated GPU, x.device reads cuda:0 for a tensor on the device, as on a GPU machine, and
     a device built from it (``torch.device(str(x.device))``, ``torch.device(x.device.type)``: the
@@ -151,3 +183,37 @@ def test_the_files_scripted_helpers_are_opaque_while_a_mask_function_is_watched(
     finally:
         sys.modules.pop(observe.ATTEMPT_MODULE, None)
     assert module.band is scripted
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # the learner's style, not ours
+def test_a_scripted_submodule_is_opaque_while_the_module_is_watched(tmp_path):
+    """A submodule made with ``torch.jit.script(Core())`` runs its forward in TorchScript, where no
+    torch function mode sees it: while ``scripted_opaque(owner)`` lasts its forward is called through
+    ``opaque`` (its result is on the device when it was given tensors on the device), a CPU tensor
+    mixed with that result is still a mix, and afterwards the submodule is itself again (okfit14: a
+    correct GQA whose core was a scripted submodule failed tensor_without_device)."""
+    import importlib.util
+
+    path = tmp_path / "attempt.py"  # TorchScript reads the source from a file
+    path.write_text("import torch\nclass Core(torch.nn.Module):\n"
+                    "    def forward(self, q: torch.Tensor) -> torch.Tensor:\n        return q.softmax(-1) * 2\n"
+                    "class Outer(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.core = torch.jit.script(Core())\n"
+                    "    def forward(self, x):\n        return self.core(x) + 1\n")
+    spec = importlib.util.spec_from_file_location("attempt_scripted_sub", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    outer = module.Outer()
+    x = torch.randn(2, 3)
+    outer(x)  # TorchScript caches its ScriptMethod in the instance's __dict__ on the first call
+    before = outer.core.__dict__.get("forward")
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        y = outer(x)
+    assert tracker.problem is None and id(y) in tracker.on_device
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
+    assert tracker.problem is not None
+    assert outer.core.__dict__.get("forward") is before
+    assert torch.equal(outer(x), module.Core()(x) + 1)

@@ -332,3 +332,12 @@ def test_a_cached_grade_of_a_script_is_a_fresh_grade(graded):
     from test_grader import assert_cached_is_fresh
 
     assert_cached_is_fresh(graded, CORPUS / "cache_wrong_axis.py")
+
+
+def test_weights_stored_in_out_count_the_rows_of_their_first_side(graded):
+    """A bare (in, out) weight used as x @ W (GPT-2's Conv1D habit) takes in-features from its first
+    side: a decode step multiplies B * new rows, not numel / out-features (was 4 for 2: structure)."""
+    result = graded(CORPUS / "ok_bare_transposed_weights_stack_cache.py")
+    assert result.verdict is Verdict.PASSED, (result.checks, result.error)
+    check = next(c for c in result.checks if c.id == "structure_projection_rows")
+    assert check.passed is True

@@ -4,6 +4,7 @@ role spread over per-head layers (grader/weights.py)."""
 from __future__ import annotations
 
 
+import pytest
 import torch
 from torch import nn
 
@@ -163,6 +164,13 @@ def test_one_heads_stages_are_a_layout_of_the_reference_stages():
     assert _shape_row("attn @ v", (3, 4, 7, 2), (3, 7, 2), heads=(4,)).equivalent
     assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 7)).equivalent  # no head count: not a head's part
     assert not _shape_row("scores", (3, 4, 7, 7), (3, 7, 4), heads=(4,)).equivalent  # no head of it
+    # a loop over the batch, or over (batch, head), with 2-d slices (okfit14: a correct causal_attention
+    # looping over itertools.product(range(B), range(H)) had every shape row marked wrong)
+    assert _shape_row("scores", (3, 4, 7, 7), (4, 7, 7), heads=(4,)).equivalent  # one sample
+    assert _shape_row("q", (3, 4, 7, 5), (7, 5), heads=(4,)).equivalent  # one sample's head
+    assert _shape_row("q", (3, 4, 7, 5), (5, 7), heads=(4,)).equivalent  # k^T-like, transposed
+    assert not _shape_row("q", (3, 4, 7, 5), (7, 5)).equivalent  # no head count: not a head's part
+    assert not _shape_row("q", (3, 4, 7, 5), (7, 4), heads=(4,)).equivalent
 
 
 def test_a_parametrized_weight_is_its_module_with_the_stored_original():
@@ -274,3 +282,109 @@ def test_one_vector_after_several_matrices_holds_their_biases_in_order():
     assert torch.equal(module.in_proj_bias[D:2 * D], torch.full((D,), 2.0))
     assert W.bias_rows(module, "v_proj_weight") == ("in_proj_bias", tuple(range(2 * D, 3 * D)))
     assert W.bias_rows(module, "in_proj_bias") is None
+
+
+def test_a_vector_beside_a_bias_free_layer_named_for_it_is_its_bias():
+    """BEiT / Swin-v2's habit: ``self.q_proj = nn.Linear(D, D, bias=False)`` and ``self.q_bias``
+    (or ``q_proj_bias``) added after it. The vector is the layer's bias: mapped, loaded and no gain
+    of its own (a correct MQA so written was graded with a zero bias and a seeded stray vector: 42
+    of 48 outputs wrong). A vector named for a bare matrix stays that matrix's bias."""
+    module = nn.Module()
+    module.q_proj = nn.Linear(D, D, bias=False)
+    module.q_bias = nn.Parameter(torch.zeros(D))
+    module.k_proj = nn.Linear(D, D, bias=False)
+    module.k_proj_bias = nn.Parameter(torch.zeros(D))
+    module.v_weight = nn.Parameter(torch.zeros(D, D))
+    module.v_bias = nn.Parameter(torch.zeros(D))
+    module.v_proj = nn.Linear(D, D, bias=False)  # v_bias is v_weight's, by its name
+    layers = {(l.name, l.weight, l.bias) for l in _layers(module) if not l.transposed}
+    assert {("q_proj", (D, D), (D,)), ("k_proj", (D, D), (D,)), ("v_weight", (D, D), (D,)),
+            ("v_proj", (D, D), None)} <= layers
+    assert not any(l[0] in ("q_bias", "k_proj_bias", "v_bias") for l in layers)  # no gain layers of their own
+    weight, bias, names = W.params_of(module, "q_proj")
+    assert bias is module.q_bias and names == ["q_proj.weight", "q_bias"]
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj", "k_proj": "k_proj"}, by_name=True),
+           {"q_proj": {"weight": torch.ones(D, D), "bias": torch.full((D,), 2.0)},
+            "k_proj": {"weight": torch.ones(D, D), "bias": torch.full((D,), 3.0)}})
+    assert torch.equal(module.q_bias, torch.full((D,), 2.0)) and torch.equal(module.k_proj_bias, torch.full((D,), 3.0))
+    assert W.params_of(module, "v_proj")[1] is None
+
+
+@pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")  # the learner's style
+def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
+    """weight_norm stores g and v and computes w = g · v / ‖v‖ (the parametrization's original0 /
+    original1, or the older hook's weight_g / weight_v): no stored tensor has the layer's shape, so a
+    correct attempt failed the contract. ``settle`` makes w a plain parameter at its current value,
+    the layer computes the same, and the grader's weight goes into it; a one-tensor parametrization
+    (minLoRA's) keeps its original as the layer's weight."""
+    from torch.nn.utils import parametrize, weight_norm
+    from torch.nn.utils.parametrizations import weight_norm as weight_norm_p
+
+    module = nn.Module()
+    module.q_proj = weight_norm_p(nn.Linear(D, D))
+    module.k_proj = weight_norm(nn.Linear(D, D))
+    module.v_proj = nn.Linear(D, D)
+    parametrize.register_parametrization(module.v_proj, "weight", _Doubled())
+    x = torch.randn(3, D)
+    before = (module.q_proj(x), module.k_proj(x))
+    assert not any(l.name in ("q_proj", "k_proj") for l in _layers(module))
+    W.settle(module)
+    assert torch.allclose(module.q_proj(x), before[0]) and torch.allclose(module.k_proj(x), before[1])
+    assert {("q_proj", (D, D), (D,)), ("k_proj", (D, D), (D,))} <= {(l.name, l.weight, l.bias) for l in _layers(module)}
+    assert W.params_of(module, "v_proj")[2][0] == "v_proj.parametrizations.weight.original"  # stays
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj", "k_proj": "k_proj"}, by_name=True),
+           {r: {"weight": torch.eye(D), "bias": torch.zeros(D)} for r in ("q_proj", "k_proj")})
+    assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)
+    module.q_proj(x).sum().backward()
+    assert module.q_proj.weight.grad is not None
+
+
+class _Doubled(nn.Module):
+    def forward(self, w):
+        return 2 * w
+
+
+def test_a_lazy_layer_is_made_by_one_call_before_mapping(graded):
+    """nn.LazyLinear has no shape until its first call: the build calls the module once on the first
+    case (no gradients) before mapping, as its first forward would (okfit14: a correct MHA of
+    LazyLinear layers was an error at construction, the mapping reading uninitialised shapes)."""
+    from pathlib import Path
+
+    result = graded(Path(__file__).parent / "corpus" / "mha" / "ok_lazy_linear.py")
+    assert result.verdict.value == "passed", (result.checks, result.error)
+    assert result.mapping == {r: r for r in ("q_proj", "k_proj", "v_proj", "o_proj")}
+
+
+def test_matrices_in_more_than_two_dims_are_layers_read_in_their_own_shape():
+    """A kernel-1 Conv1d's (out, in, 1) weight and a (k, out, in) stack with its (k, out) bias by name
+    are registered as the 2-d (1-d) parameters they are, so they map as a layer and as a fused layer's
+    rows; while the module runs, each part reads them in its own shape (a view made by a forward
+    pre-hook and dropped after the call), also in a deep copy cast to another dtype (okfit14: a
+    (3, d, d) q/k/v stack, Conv1d(d, d, 1) projections and SwiGLU's (2, d_ff, d) gate/up failed the
+    contract)."""
+    import copy
+
+    class Stacked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W_qkv = nn.Parameter(torch.randn(3, D, D))
+            self.b_qkv = nn.Parameter(torch.randn(3, D))
+            self.conv = nn.Conv1d(D, D, 1)
+
+        def forward(self, x):
+            qkv = torch.einsum("bc,soc->sbo", x, self.W_qkv) + self.b_qkv[:, None, :]
+            return self.conv(qkv.sum(0)[:, :, None])[..., 0]
+
+    module = Stacked()
+    x = torch.randn(2, D)
+    before = module(x)
+    W.settle(module)
+    assert torch.allclose(module(x), before, atol=1e-6)
+    shapes = {n: tuple(p.shape) for n, p in module.named_parameters()}
+    assert shapes == {"W_qkv": (3 * D, D), "b_qkv": (3 * D,), "conv.weight": (D, D), "conv.bias": (D,)}
+    assert ("W_qkv", (3 * D, D), (3 * D,)) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+    assert module.W_qkv.shape == (3 * D, D)  # outside a call: the registered parameter
+    module(x).sum().backward()
+    assert module.W_qkv.grad.shape == (3 * D, D) and module.conv.weight.grad.shape == (D, D)
+    half = copy.deepcopy(module).to(torch.float64)
+    assert torch.allclose(half(x.double()), before.double(), atol=1e-5)

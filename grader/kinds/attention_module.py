@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from attnprep import exercises
-from attnprep.grader import variants
+from attnprep.grader import observe, variants
 from attnprep.grader import weights as W
 from attnprep.grader.edits import MaskFilledReference, fill_text, knobs_of
 from attnprep.grader.cases import Case, SequenceCase, rows, sequence_cases, to_case
@@ -222,6 +222,11 @@ class AttentionModule(Kind):
             raise ContractError("contract.not_a_module", name=self.object)
         module.eval()
         self.constructed(module)
+        if any(torch.nn.parameter.is_lazy(t) for t in (*module.parameters(), *module.buffers())):
+            with torch.no_grad():  # nn.LazyLinear learns its in-features at its first call: made by one
+                self.call(module, self.cases(ci)[0])
+        W.settle(module)  # weight_norm's g and v: one plain weight, the grader's
+        observe.built(module)  # its empty dicts: memos the device watch may empty
         roles = self.roles(ci)
         layers, stray = W.layers_of(module)
         options, why = W.candidates(roles, layers, self.head_counts(ci), self.leaf_names)

@@ -336,6 +336,10 @@ class CachedModule(AttentionModule):
             "module": module,
             "weights": {role: _watched_weight(module, built, role) for role in dict.fromkeys(watched)
                         if role in built.mapping and len(built.rows.get(role, [None])) == 1},
+            # a weight stored (in, out) and used as x @ W (GPT-2's Conv1D) takes its inputs' features
+            # from its first side
+            "in_features": {role: W.params_of(module, built.mapping[role])[0].shape[0 if role in built.transposed else -1]
+                            for role in dict.fromkeys(watched) if role in built.mapping and role not in built.rows},
             "rows_of": list(grading.rows_of),
             "prefix": prefix,
             "file": namespace.get("__file__") or "",
@@ -807,7 +811,7 @@ class StepRecorder(TorchFunctionMode):
         self.keep = params + list(meta["weights"].values())  # hold every tracked tensor: ids stay unique
         self.derived: dict[int, frozenset[str]] = {id(p): frozenset() for p in params}
         self.derived.update({id(w): frozenset({role}) for role, w in meta["weights"].items()})
-        self.in_features = {role: w.shape[-1] for role, w in meta["weights"].items()}
+        self.in_features = {role: meta.get("in_features", {}).get(role, w.shape[-1]) for role, w in meta["weights"].items()}
         self.counted = set(meta["rows_of"])
         self.product_mistake = meta["product_mistake"]
         self.cache_ids = {}
