@@ -973,7 +973,19 @@ class _Trails:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
         return (self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
-                and not self.relaid(p))
+                and not self.relaid(p) and not self.spread_number(p))
+
+    def spread_number(self, p: int) -> bool:
+        """Attempt step ``p`` is a float tensor holding one number, not a whole one, that the reference
+        takes as a plain number (``torch.full((B, 1), top_p)`` for ``searchsorted``, where the
+        reference compares with ``top_p`` itself): that number in the shape the file's call wants, no
+        mask, and right."""
+        t = tensor_of(self.att[p])
+        if t is None or not t.numel() or not t.is_floating_point() or not is_constant(t):
+            return False
+        value = float(t.reshape(-1)[0])
+        return math.isfinite(value) and not value.is_integer() and any(
+            math.isclose(value, x.value, rel_tol=1e-6) for r in self.ref for x in r.scalars)  # (as float32 holds it)
 
     def relaid(self, p: int) -> bool:
         """Attempt step ``p`` is a table made without the inputs whose numbers are all numbers of
@@ -1453,10 +1465,28 @@ class _Trails:
         what the first of them does (a masked_fill with -1e9 where the reference fills -inf)."""
         for j in range(p + 1, len(self.att)):
             # (what it holds the reference goes on with: topk's indices beside its values are no result left unused)
-            if p in self.att[j].parents and not any(j in s.parents for s in self.att[j + 1:]) and (
+            if p in self.att[j].parents and not self.used(j) and not self.sibling_used(j) and (
                     {c for c, _ in self.cands[j]} & wanted & self.ref_used or _kind(self.att[j]) == _kind(self.ref[nxt])):
                 return j
         return None
+
+    def used(self, j: int) -> bool:
+        """Whether a later attempt step is computed from step ``j``."""
+        return any(j in s.parents for s in self.att[j + 1:])
+
+    def sibling_used(self, j: int) -> bool:
+        """Step ``j`` is one result of a call that gives several (topk's values beside its indices,
+        sort's, max's) and another result of that call is used: the file took the call for that one
+        and makes what the unused one holds its own way (a softmax over all experts where the
+        reference takes the top values'), so the way it makes it, not the call, is where it goes wrong."""
+        step = self.att[j]
+        for k in (j - 1, j + 1):
+            if 0 <= k < len(self.att):
+                other = self.att[k]
+                if (other.line, other.func, other.parents, other.stack) == (step.line, step.func, step.parents, step.stack) \
+                        and self.used(k):
+                    return True
+        return False
 
     def unused_input(self, nxt: int, m: int) -> int | None:
         """An attempt step that nothing uses and that holds another input of the reference's step
@@ -1675,6 +1705,10 @@ class _Trails:
             if b is not None and b.value and self._base2() and any(
                     math.isclose(a.value / b.value, r, rel_tol=1e-6) for r in (LOG2E, 1 / LOG2E)):
                 continue  # the reference's number times log2(e): the scale of a softmax taken with exp2
+            if not a.name and b is not None and not layout:
+                worked = self.worked_out(i, r, a, b)  # (1.0 - smoothing) with smoothing wrong: where it got it
+                if worked is not None:
+                    return worked
             if (b is not None and not a.name and not b.name and not a.key[:1].isdigit()
                     and float(a.value).is_integer() and float(b.value).is_integer()):
                 # a whole number written on the line, given by keyword (softmax(…, dim=-2)): the line
@@ -1714,6 +1748,49 @@ class _Trails:
                 return Found(a.origin, "", a.name, (), _number(a.value), "scalar", b.name if b is not None else "",
                              _number(b.value) if b is not None else "", _code(self.att[i].code))
         return None
+
+    def worked_out(self, i: int, r: int, a: Scalar, b: Scalar) -> Found | None:
+        """Attempt step ``i``'s number ``a``, worked out on its line from one variable that got its value
+        on another line of the function (``(1.0 - smoothing) * loss`` of ``smoothing = eps * V / (V - 1)``,
+        ``triu(diagonal=-(span - 1))`` of ``span = window + 1``), where its counterpart ``r`` has ``b``,
+        worked out on the reference's line by the same arithmetic from one of its own variables
+        (``1 - label_smoothing``, ``-(window - 1)``): the arithmetic is right and the variable holds
+        the wrong number, said where it got it ("scalar"). A size (read from a shape) is left to the
+        step's line, as :meth:`numbers` leaves it."""
+        step, ref = self.att[i], self.ref[r]
+        if not 0 < step.line <= len(self.source_lines) or not self.ref_source:
+            return None
+        ref_lines = self.ref_source.splitlines()
+        if not 0 < ref.line <= len(ref_lines):
+            return None
+        held = {x.name: x for k in range(max(0, i - 8), min(len(self.att), i + 9))
+                if (self.att[k].line, self.att[k].stack, self.att_part[k]) == (step.line, step.stack, self.att_part[i])
+                for x in self.att[k].scalars if x.name and x.name.isidentifier()}
+        theirs = _arithmetic_pieces(ref_lines[ref.line - 1].strip())
+        found = []
+        for piece, name in _arithmetic_pieces(self.source_lines[step.line - 1].strip()):
+            known = held.get(name)
+            if known is not None and known.size:
+                continue
+            v = known.value if known is not None else _solved(piece, name, a.value)
+            mine = None if v is None else _evaluated(piece, name, v)
+            if mine is None or not _same_number(mine, a.value):
+                continue
+            for other, ref_name in theirs:
+                if _shape_of(other, ref_name) != _shape_of(piece, name):
+                    continue
+                w = _solved(other, ref_name, b.value)
+                if w is not None and not _same_number(w, v):
+                    found.append((name, v, ref_name, w, known))
+        if len({f[0] for f in found}) != 1:
+            return None
+        name, v, ref_name, w, known = found[0]
+        origin = known.origin if known is not None and known.origin is not None else \
+            _assigned_before(self.source, name, step.line)
+        if origin is None or origin == step.line or not 0 < origin <= len(self.source_lines):
+            return None
+        return Found(origin, self.source_lines[origin - 1].strip(), name, (), _number(v), "scalar", ref_name,
+                     _number(w), _code(step.code))
 
     def short(self, outputs) -> Found | None:
         """An output that holds an earlier stage of the reference's output of that name."""
@@ -3249,6 +3326,8 @@ def _blamed_input(s: _Search, h: _Here):
     if blamed is None:
         return None
     p, reason = blamed
+    if reason == "incomplete" and p in h.step.parents and _own_way(s, h.step):
+        return None
     others = [q for q in h.step.parents if q != p]
     if reason == "layout" and p in h.step.parents and _kind(h.step) in _ELEMENTWISE and others and all(
             s.att[q].free and math.prod(s.att[q].shape) < math.prod(h.step.shape) for q in others):
@@ -3271,6 +3350,15 @@ def _blamed_input(s: _Search, h: _Here):
     return Found(parent.line, parent.code, s.trails.name_of(s.att, p), tuple(parent.shape),
                  name_shape(parent.shape, s.axes), reason, s.trails.name_of(s.ref, s.matched[p][0]),
                  name_shape(ref_step.shape, s.axes), _code(ref_step.code))
+
+
+def _own_way(s: _Search, step: Step) -> bool:
+    """``step`` applies a function the reference never applies (``searchsorted`` on a running sum the
+    reference goes on from by subtracting): the file takes its own way from that input, so the input,
+    a value the reference has half-way through one of its lines, stops short of nothing; where that
+    way goes wrong is said further on."""
+    name = func_name(step.func)
+    return name not in LAYOUTS | CASTS and all(func_name(r.func) != name for r in s.ref)
 
 
 _JOINS_LAST = {"cat", "concat", "concatenate"}  # joins that keep the leading axes when they join along the last
@@ -3542,6 +3630,137 @@ def _class_constants(source: str) -> dict[str, list[tuple[int, float]]]:
             if number is not None:
                 found.setdefault(target, []).append((node.lineno, number))
     return found
+
+
+_ARITH_OPS = {"Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mult": lambda x, y: x * y,
+              "Div": lambda x, y: x / y, "Pow": lambda x, y: x ** y}
+_MATH_CALLS = {"sqrt": math.sqrt, "log": math.log, "exp": math.exp, "log2": math.log2}
+
+
+def _arithmetic_pieces(code: str) -> list:
+    """The largest pieces of plain arithmetic in statement ``code`` (numbers written, ``math.sqrt``,
+    + - * / **) that read one variable and nothing else, each with that variable's name: ``1.0 -
+    smoothing`` of ``loss = (1.0 - smoothing) * loss``."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+
+    def names(node) -> set | None:
+        """The variables plain arithmetic ``node`` reads, or None when it is not plain arithmetic."""
+        if isinstance(node, ast.Constant):
+            return set() if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) else None
+        if isinstance(node, ast.Name):
+            return {node.id}
+        parts = []
+        if isinstance(node, ast.BinOp) and type(node.op).__name__ in _ARITH_OPS:
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            parts = [node.operand]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == "math" and node.func.attr in _MATH_CALLS and len(node.args) == 1 and not node.keywords:
+            parts = [node.args[0]]
+        else:
+            return None
+        read = set()
+        for part in parts:
+            got = names(part)
+            if got is None:
+                return None
+            read |= got
+        return read
+
+    found, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call)):
+            read = names(node)
+            if read is not None and len(read) == 1:
+                found.append((node, next(iter(read))))
+                continue
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _shape_of(node, name: str) -> str:
+    """Piece ``node``'s arithmetic with its variable ``name`` and its numbers as floats: two pieces
+    with the same shape compute the same function of their variables."""
+    import ast
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, n):
+            return ast.copy_location(ast.Name(id="_" if n.id == name else n.id, ctx=ast.Load()), n)
+
+        def visit_Constant(self, n):
+            value = float(n.value) if isinstance(n.value, (int, float)) and not isinstance(n.value, bool) else n.value
+            return ast.copy_location(ast.Constant(value=value), n)
+
+    import copy
+    return ast.dump(Rename().visit(copy.deepcopy(node)), annotate_fields=False)
+
+
+def _evaluated(node, name: str, value: float) -> float | None:
+    """Plain arithmetic ``node`` (see :func:`_arithmetic_pieces`) with ``name`` holding ``value``."""
+    import ast
+
+    try:
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return float(value)
+        if isinstance(node, ast.BinOp):
+            left, right = _evaluated(node.left, name, value), _evaluated(node.right, name, value)
+            if left is None or right is None:
+                return None
+            return float(_ARITH_OPS[type(node.op).__name__](left, right))
+        if isinstance(node, ast.UnaryOp):
+            inner = _evaluated(node.operand, name, value)
+            return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+        if isinstance(node, ast.Call):
+            inner = _evaluated(node.args[0], name, value)
+            return None if inner is None else float(_MATH_CALLS[node.func.attr](inner))
+    except (ArithmeticError, ValueError, TypeError, OverflowError):
+        return None
+    return None
+
+
+def _solved(node, name: str, target: float) -> float | None:
+    """The value of ``name`` for which piece ``node`` gives ``target``, when the piece is a straight
+    line in it (``-(span - 1)``, ``1 - eps``); else None."""
+    f0, f1, f2 = (_evaluated(node, name, x) for x in (0.0, 1.0, 2.0))
+    if f0 is None or f1 is None or f2 is None or _same_number(f0, f1) or not math.isclose(f2 - f1, f1 - f0, rel_tol=1e-9):
+        return None
+    return (target - f0) / (f1 - f0)
+
+
+def _assigned_before(source: str, name: str, line: int) -> int | None:
+    """The line of the last plain assignment ``name = …`` before ``line`` in the function that holds
+    ``line``, when it reads no tensor's shape (a size); None when ``name`` is a parameter there."""
+    import ast
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and f.lineno <= line <= (f.end_lineno or f.lineno)]
+    if not around:
+        return None
+    f = max(around, key=lambda f: f.lineno)
+    if name in {x.arg for x in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}:
+        return None
+    found = None
+    for node in walk(f):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None else []
+        if node.lineno < line and len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id == name:
+            if found is None or node.lineno > found.lineno:
+                found = node
+    if found is None or any(isinstance(n, ast.Attribute) and n.attr in ("shape", "size") for n in ast.walk(found.value)):
+        return None
+    return found.lineno
 
 
 def _number_written(node) -> float | None:
