@@ -973,7 +973,38 @@ class _Trails:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
         return (self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
-                and not self.relaid(p) and not self.spread_number(p))
+                and not self.relaid(p) and not self.spread_number(p) and not self.right_where_kept(p))
+
+    def right_where_kept(self, p: int) -> bool:
+        """Attempt step ``p``, made without the inputs, holds a value of the reference (in its shape) at
+        every position a mask the reference later applies to that value keeps, and differs only where
+        that mask blocks: ``|i - j|`` by ``cdist`` for the reference's ``i - j`` under a causal mask. What
+        the mask throws away cannot be wrong; what the file does with it further on may be."""
+        t = tensor_of(self.att[p])
+        if t is None or not t.numel() or t.dtype == torch.bool or not t.is_floating_point():
+            return False
+        shape = tuple(self.att[p].shape)
+        t = t.reshape(shape).double()
+        for k, step in enumerate(self.ref):
+            if func_name(step.func) not in _MASKING:
+                continue
+            polarity = _polarity(self.ref, k)
+            if polarity is None:
+                continue
+            m, fills_true = polarity
+            mask = tensor_of(self.ref[m])
+            if mask is None or _lead_stripped(self.ref[m].shape) != _lead_stripped(shape):
+                continue
+            kept = mask.reshape(_lead_stripped(self.ref[m].shape)).bool()
+            kept = ~kept if fills_true else kept
+            for r in self.up[k]:
+                theirs = tensor_of(self.ref[r])
+                if theirs is None or tuple(self.ref[r].shape) != shape or self.ref[r].dtype == "bool":
+                    continue
+                same = torch.isclose(t, theirs.reshape(shape).double(), rtol=RTOL, atol=ATOL)
+                if bool((same | ~kept.reshape(shape)).all()) and not bool(same.all()):
+                    return True
+        return False
 
     def spread_number(self, p: int) -> bool:
         """Attempt step ``p`` is a float tensor holding one number, not a whole one, that the reference
