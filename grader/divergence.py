@@ -3167,6 +3167,9 @@ def _lined_up(s: _Search, h: _Here):
         if back is not None:  # handed to a function of the file that gives it back untouched
             return dataclasses.replace(explained, line=back[0], code=back[1], reason="noop")
     if explained.reason == "incomplete":
+        renamed = _renamed_as_is(s, h.i)  # (the ~ the reference takes on its mask, left out under a new name)
+        if renamed is not None:
+            return renamed
         end = s.explainer.run_end(h.i)
         factor = s.explainer.scaled(end) if end != h.i else None
         if factor is not None:
@@ -3374,6 +3377,9 @@ def _blamed_input(s: _Search, h: _Here):
     if role is not None:
         return role
     if reason == "incomplete" and s.source:
+        renamed = _renamed_as_is(s, h.i)  # (the ~ the reference takes on its mask, left out under a new name)
+        if renamed is not None:
+            return renamed
         instead = s.explainer.instead_of_incomplete(h.i, p)
         if instead is not None:
             return instead
@@ -3630,10 +3636,75 @@ def _bare_values(s: _Search, h: _Here):
     better where the file shows why: a case input picked with its axes elsewhere (see
     :func:`_input_picked_otherwise`), a branch that would have read a case input and did not run
     (see :func:`_branch_not_taken`)."""
-    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i) or _additive_mask_taken_early(s, h.i):
+    if _taken_before_another(s, h.i):
         return NEXT_STEP
     return (_input_picked_otherwise(s, h.i) or _branch_not_taken(s, h.i) or _constant_of_a_class(s, h.i)
-            or s.said(h.i, "values"))
+            or _renamed_as_is(s, h.i) or s.said(h.i, "values"))
+
+
+def _renamed_as_is(s: _Search, i: int) -> Found | None:
+    """Masking step ``i`` fills where its mask is True, the mask holds the values of a mask the
+    reference fills by the other way round (it fills where they are False: ``~attention_mask``), and
+    the name the line reads it by was given, on a line of its own, to a parameter of the function as
+    it came (``key_padding_mask = attention_mask``): the new name's meaning turned round without the
+    ``~`` (fairseq's True = padding for the contract's True = real token). That line ("renamed")."""
+    import ast
+
+    if func_name(s.att[i].func) not in _MASKING or not s.source:
+        return None
+    mine = _polarity(s.att, i)
+    if mine is None or (held := tensor_of(s.att[mine[0]])) is None:
+        return None
+    shape = _lead_stripped(s.att[mine[0]].shape)
+    held = held.reshape(shape).bool()
+    turned = False
+    for k, ref in enumerate(s.ref):
+        theirs = _polarity(s.ref, k) if func_name(ref.func) in _MASKING else None
+        if theirs is None or theirs[1] != mine[1] or _lead_stripped(s.ref[theirs[0]].shape) != shape:
+            continue
+        t = tensor_of(s.ref[theirs[0]])
+        if t is not None and torch.equal(t.reshape(shape).bool(), ~held):
+            turned = True
+            break
+    if not turned:
+        return None
+    try:
+        tree = parsed(s.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    line = s.att[i].line
+    around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and f.lineno <= line <= (f.end_lineno or f.lineno)]
+    if not around or not 0 < line <= len(s.trails.source_lines):
+        return None
+    f = max(around, key=lambda f: f.lineno)
+    params = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
+    statement = next((n for n in walk(f) if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
+                      and not isinstance(n, (ast.If, ast.For, ast.While, ast.With, ast.Try))), None)
+    if statement is None:
+        return None
+    read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    renames = [n for n in walk(f) if isinstance(n, ast.Assign) and n.lineno < line and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and n.targets[0].id in read - params
+               and isinstance(n.value, ast.Name) and n.value.id in params]
+    if len(renames) != 1:
+        return None
+    n = renames[0]
+    return Found(n.lineno, s.trails.source_lines[n.lineno - 1].strip(), n.targets[0].id, tuple(s.att[mine[0]].shape),
+                 name_shape(s.att[mine[0]].shape, s.axes), "renamed", n.value.id, "", _code(s.att[i].code))
+
+
+def _taken_before_another(s: _Search, i: int) -> bool:
+    """Step ``i`` is a mask applied ahead of another the reference applies first, or a bias built apart
+    (:func:`_mask_taken_early`, :func:`_bias_built_apart`, :func:`_additive_mask_taken_early`), or a
+    view or cast of such a step (fairseq's scores viewed as (B, H, T, S) for its padding fill)."""
+    while True:
+        if _mask_taken_early(s, i) or _bias_built_apart(s, i) or _additive_mask_taken_early(s, i):
+            return True
+        step = s.att[i]
+        if func_name(step.func) not in LAYOUTS | CASTS or len(step.parents) != 1:
+            return False
+        i = step.parents[0]
 
 
 @functools.lru_cache(maxsize=8)
@@ -4031,8 +4102,8 @@ def _additive_mask_taken_early(s: _Search, i: int) -> bool:
     step = s.att[i]
     if func_name(step.func) != "add" or len(step.parents) != 2:
         return False
-    if not any(func_name(s.att[c].func) in _MASKING | LATE for c in s.children.get(i, [])):
-        return False
+    if not any(func_name(s.att[c].func) in _MASKING | LATE for c in _past_layouts(s, i)):
+        return False  # (through views: fairseq's (B * H, T, S) scores viewed as (B, H, T, S) for the padding fill)
     bias = [p for p in step.parents if s.att[p].free and s.att[p].dtype != "bool"]
     data = [p for p in step.parents if p not in bias and s.matched[p] is not None]
     if len(bias) != 1 or len(data) != 1 or (b := tensor_of(s.att[bias[0]])) is None:
@@ -4053,6 +4124,21 @@ def _additive_mask_taken_early(s: _Search, i: int) -> bool:
         if any(func_name(s.ref[k].func) in _MASKING | {"and", "bitwise_and", "logical_and"} for k in users):
             return True
     return False
+
+
+def _past_layouts(s: _Search, i: int) -> list[int]:
+    """The steps that take in step ``i``'s result, looking through views and casts of it."""
+    found, todo, seen = [], list(s.children.get(i, [])), set()
+    while todo:
+        c = todo.pop(0)
+        if c in seen:
+            continue
+        seen.add(c)
+        if func_name(s.att[c].func) in LAYOUTS | CASTS and len(s.att[c].parents) == 1:
+            todo.extend(s.children.get(c, []))
+        else:
+            found.append(c)
+    return found
 
 
 def _bias_built_apart(s: _Search, i: int) -> bool:
