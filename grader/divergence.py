@@ -3157,6 +3157,10 @@ def _lined_up(s: _Search, h: _Here):
         guarded = s.explainer.skipped(h.i)
         if guarded is not None and guarded.reason == "guarded":
             return guarded
+    if explained.reason in ("skipped", "input", "incomplete"):
+        handed = _handed_another(s, h)
+        if handed is not None:
+            return handed
     if explained.reason == "skipped":
         noop = s.explainer.noop_between(explained, h.i)
         if noop is not None:
@@ -3178,6 +3182,49 @@ def _lined_up(s: _Search, h: _Here):
         if unscaled is not None:
             return unscaled
     return explained
+
+
+def _handed_another(s: _Search, h: _Here) -> Found | None:
+    """Step ``h`` runs inside a helper of the file and does what a step of the reference's helper does
+    (the same function, its other inputs the same values), but takes from the caller a value of the
+    reference (``v``) where that step takes another one the reference makes apart from it (``k``:
+    neither is a stage of the other), which the attempt makes too and never hands to that helper:
+    the call that hands the helper the one for the other (``v = rope(v, theta)`` where ``k = rope(k,
+    theta)`` belongs) is where it goes wrong ("handed")."""
+    step = h.step
+    if len(step.stack) < 2:
+        return None
+    name = func_name(step.func)
+    for p in step.parents:
+        given = s.att[p]
+        if s.matched[p] is None or given.free or not given.stack \
+                or len(given.stack) >= len(step.stack) or given.stack[:-1] != step.stack[:len(given.stack) - 1]:
+            continue  # (made in the caller's frame, the helper called from it)
+        m = s.matched[p][0]
+        others = [s.matched[o] for o in step.parents if o != p]
+        if any(o is None for o in others):
+            continue
+        for r, ref in enumerate(s.ref):
+            if func_name(ref.func) != name or sorted(ref.shape) != sorted(step.shape) \
+                    or not all(o[0] in ref.parents for o in others) or m in ref.parents:
+                continue
+            for q in ref.parents:
+                if s.ref[q].free or sorted(s.ref[q].shape) != sorted(given.shape) or q in s.trails.up[m] or m in s.trails.up[q] \
+                        or len(s.ref[q].stack) >= len(ref.stack) or any(q == o[0] for o in others):
+                    continue  # (a stage of the other is one taken short or late, said as such)
+                laid = {q} | {x for x in s.ref[q].parents if func_name(s.ref[q].func) in LAYOUTS}  # (k before its transpose)
+                twins = [a for a in range(len(s.att)) if s.matched[a] is not None and s.matched[a][0] in laid
+                         and len(s.att[a].stack) <= len(given.stack)]
+                inside = [j for j in range(len(s.att)) if s.att[j].line == step.line and s.att[j].stack[:-1] == step.stack[:-1]]
+                if not twins or any(a in _ancestors(j, s.att) for a in twins for j in inside):
+                    continue  # (the attempt hands it that one too)
+                line = step.stack[len(given.stack) - 1]
+                if not 0 < line <= len(s.trails.source_lines):
+                    continue
+                return Found(line, s.trails.source_lines[line - 1].strip(), s.trails.name_of(s.att, p), tuple(given.shape),
+                             name_shape(given.shape, s.axes), "handed", s.trails.name_of(s.ref, q),
+                             name_shape(s.ref[q].shape, s.axes), _code(ref.code))
+    return None
 
 
 _CARRY_FACTOR = LAYOUTS | CASTS | {"getitem", "matmul", "einsum", "bmm", "mm"}  # f(c·x) = c·f(x)
