@@ -3195,6 +3195,7 @@ def _handed_another(s: _Search, h: _Here) -> Found | None:
     if len(step.stack) < 2:
         return None
     name = func_name(step.func)
+    fed = None
     for p in step.parents:
         given = s.att[p]
         if s.matched[p] is None or given.free or not given.stack \
@@ -3215,8 +3216,10 @@ def _handed_another(s: _Search, h: _Here) -> Found | None:
                 laid = {q} | {x for x in s.ref[q].parents if func_name(s.ref[q].func) in LAYOUTS}  # (k before its transpose)
                 twins = [a for a in range(len(s.att)) if s.matched[a] is not None and s.matched[a][0] in laid
                          and len(s.att[a].stack) <= len(given.stack)]
-                inside = [j for j in range(len(s.att)) if s.att[j].line == step.line and s.att[j].stack[:-1] == step.stack[:-1]]
-                if not twins or any(a in _ancestors(j, s.att) for a in twins for j in inside):
+                if fed is None:  # what the steps of this line of the helper are made from, in any of its calls
+                    fed = set().union(*(_ancestors(j, s.att) for j in range(len(s.att))
+                                        if s.att[j].line == step.line and s.att[j].stack[:-1] == step.stack[:-1]))
+                if not twins or any(a in fed for a in twins):
                     continue  # (the attempt hands it that one too)
                 line = step.stack[len(given.stack) - 1]
                 if not 0 < line <= len(s.trails.source_lines):
@@ -3902,8 +3905,12 @@ def _assigned_before(source: str, name: str, line: int) -> int | None:
         return None
     found = None
     for node in walk(f):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None else []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
         if node.lineno < line and len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id == name:
             if found is None or node.lineno > found.lineno:
                 found = node
