@@ -976,33 +976,37 @@ class _Trails:
                 and not self.relaid(p) and not self.spread_number(p) and not self.right_where_kept(p))
 
     def right_where_kept(self, p: int) -> bool:
-        """Attempt step ``p``, made without the inputs, holds a value of the reference (in its shape) at
-        every position a mask the reference later applies to that value keeps, and differs only where
-        that mask blocks: ``|i - j|`` by ``cdist`` for the reference's ``i - j`` under a causal mask. What
-        the mask throws away cannot be wrong; what the file does with it further on may be."""
+        """Attempt step ``p``, a table of finite numbers made without the inputs, holds a value of the
+        reference (in its shape) at every position that a mask the attempt applies later to what is
+        made from it keeps, and differs only where that mask blocks: ``|i - j|`` by ``cdist`` for the
+        reference's ``i - j``, under the file's causal mask. What the mask throws away cannot be wrong;
+        what the file does with the table further on, or the mask itself, may be."""
         t = tensor_of(self.att[p])
-        if t is None or not t.numel() or t.dtype == torch.bool or not t.is_floating_point():
-            return False
         shape = tuple(self.att[p].shape)
+        if t is None or not t.numel() or t.numel() != math.prod(shape) or self.att[p].dtype not in FLOATS | set(LOW_PRECISION_EPS):
+            return False  # (a complex table's values are its real view: twice its size)
         t = t.reshape(shape).double()
-        for k, step in enumerate(self.ref):
-            if func_name(step.func) not in _MASKING:
+        if not bool(torch.isfinite(t).all()) or float(t.min()) <= ADDITIVE_BLOCK:
+            return False  # an additive mask is a mask, never a table the mask keeps
+        theirs = [r for r, ref in enumerate(self.ref) if tuple(ref.shape) == shape and ref.dtype in FLOATS | set(LOW_PRECISION_EPS)
+                  and (x := tensor_of(ref)) is not None and x.numel() == t.numel()]
+        if not theirs:
+            return False
+        for k in sorted(self.later(p)):
+            if func_name(self.att[k].func) not in _MASKING:
                 continue
-            polarity = _polarity(self.ref, k)
+            polarity = _polarity(self.att, k)
             if polarity is None:
                 continue
             m, fills_true = polarity
-            mask = tensor_of(self.ref[m])
-            if mask is None or _lead_stripped(self.ref[m].shape) != _lead_stripped(shape):
+            mask = tensor_of(self.att[m])
+            if mask is None or _lead_stripped(self.att[m].shape) != _lead_stripped(shape) or mask.numel() != t.numel():
                 continue
-            kept = mask.reshape(_lead_stripped(self.ref[m].shape)).bool()
+            kept = mask.reshape(shape).bool()
             kept = ~kept if fills_true else kept
-            for r in self.up[k]:
-                theirs = tensor_of(self.ref[r])
-                if theirs is None or tuple(self.ref[r].shape) != shape or self.ref[r].dtype == "bool":
-                    continue
-                same = torch.isclose(t, theirs.reshape(shape).double(), rtol=RTOL, atol=ATOL)
-                if bool((same | ~kept.reshape(shape)).all()) and not bool(same.all()):
+            for r in theirs:
+                same = torch.isclose(t, tensor_of(self.ref[r]).reshape(shape).double(), rtol=RTOL, atol=ATOL)
+                if bool((same | ~kept).all()) and not bool(same.all()):
                     return True
         return False
 
@@ -1012,7 +1016,7 @@ class _Trails:
         reference compares with ``top_p`` itself): that number in the shape the file's call wants, no
         mask, and right."""
         t = tensor_of(self.att[p])
-        if t is None or not t.numel() or not t.is_floating_point() or not is_constant(t):
+        if t is None or not t.numel() or self.att[p].dtype not in FLOATS | set(LOW_PRECISION_EPS) or not is_constant(t):
             return False
         value = float(t.reshape(-1)[0])
         return math.isfinite(value) and not value.is_integer() and any(
@@ -3440,12 +3444,20 @@ def _blamed_input(s: _Search, h: _Here):
 
 
 def _own_way(s: _Search, step: Step) -> bool:
-    """``step`` applies a function the reference never applies (``searchsorted`` on a running sum the
-    reference goes on from by subtracting): the file takes its own way from that input, so the input,
-    a value the reference has half-way through one of its lines, stops short of nothing; where that
-    way goes wrong is said further on."""
+    """``step`` applies a function the reference never applies, one that searches or counts (integer
+    positions: ``searchsorted`` on a running sum the reference goes on from by subtracting) or reduces
+    its one input (``torch.var`` of the centred values): the file takes its own way from that input,
+    so the input, a value the reference has half-way through one of its lines, stops short of
+    nothing; where that way goes wrong is said further on. (A function that does elementwise what one
+    of the reference's does, ``torch.pow`` for ``**``, ``logical_not`` for ``~``, an einsum for an outer
+    product, is no way of its own: the input is still the story.)"""
     name = func_name(step.func)
-    return name not in LAYOUTS | CASTS and all(func_name(r.func) != name for r in s.ref)
+    if name in LAYOUTS | CASTS or any(func_name(r.func) == name for r in s.ref):
+        return False
+    if step.dtype in INTEGER:
+        return True
+    taken = [p for p in step.parents if not s.att[p].free]
+    return len(taken) == 1 and math.prod(step.shape) < math.prod(s.att[taken[0]].shape)
 
 
 _JOINS_LAST = {"cat", "concat", "concatenate"}  # joins that keep the leading axes when they join along the last
