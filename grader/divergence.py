@@ -973,7 +973,54 @@ class _Trails:
         """Attempt step ``p`` is made without the inputs and holds nothing the reference makes, in
         the reference's layout: a mask transposed (``triu`` for ``tril``) is another mask."""
         return (self.att[p].free and not self.own(p) and not _fill(self.att[p]) and not self.same_mask(p)
-                and not self.relaid(p))
+                and not self.relaid(p) and not self.spread_number(p) and not self.right_where_kept(p))
+
+    def right_where_kept(self, p: int) -> bool:
+        """Attempt step ``p``, a table of finite numbers made without the inputs, holds a value of the
+        reference (in its shape) at every position that a mask the attempt applies later to what is
+        made from it keeps, and differs only where that mask blocks: ``|i - j|`` by ``cdist`` for the
+        reference's ``i - j``, under the file's causal mask. What the mask throws away cannot be wrong;
+        what the file does with the table further on, or the mask itself, may be."""
+        t = tensor_of(self.att[p])
+        shape = tuple(self.att[p].shape)
+        if t is None or not t.numel() or t.numel() != math.prod(shape) or self.att[p].dtype not in FLOATS | set(LOW_PRECISION_EPS):
+            return False  # (a complex table's values are its real view: twice its size)
+        t = t.reshape(shape).double()
+        if not bool(torch.isfinite(t).all()) or float(t.min()) <= ADDITIVE_BLOCK:
+            return False  # an additive mask is a mask, never a table the mask keeps
+        theirs = [r for r, ref in enumerate(self.ref) if tuple(ref.shape) == shape and ref.dtype in FLOATS | set(LOW_PRECISION_EPS)
+                  and (x := tensor_of(ref)) is not None and x.numel() == t.numel()]
+        if not theirs:
+            return False
+        for k in sorted(self.later(p)):
+            if func_name(self.att[k].func) not in _MASKING:
+                continue
+            polarity = _polarity(self.att, k)
+            if polarity is None:
+                continue
+            m, fills_true = polarity
+            mask = tensor_of(self.att[m])
+            if mask is None or _lead_stripped(self.att[m].shape) != _lead_stripped(shape) or mask.numel() != t.numel():
+                continue
+            kept = mask.reshape(shape).bool()
+            kept = ~kept if fills_true else kept
+            for r in theirs:
+                same = torch.isclose(t, tensor_of(self.ref[r]).reshape(shape).double(), rtol=RTOL, atol=ATOL)
+                if bool((same | ~kept).all()) and not bool(same.all()):
+                    return True
+        return False
+
+    def spread_number(self, p: int) -> bool:
+        """Attempt step ``p`` is a float tensor holding one number, not a whole one, that the reference
+        takes as a plain number (``torch.full((B, 1), top_p)`` for ``searchsorted``, where the
+        reference compares with ``top_p`` itself): that number in the shape the file's call wants, no
+        mask, and right."""
+        t = tensor_of(self.att[p])
+        if t is None or not t.numel() or self.att[p].dtype not in FLOATS | set(LOW_PRECISION_EPS) or not is_constant(t):
+            return False
+        value = float(t.reshape(-1)[0])
+        return math.isfinite(value) and not value.is_integer() and any(
+            math.isclose(value, x.value, rel_tol=1e-6) for r in self.ref for x in r.scalars)  # (as float32 holds it)
 
     def relaid(self, p: int) -> bool:
         """Attempt step ``p`` is a table made without the inputs whose numbers are all numbers of
@@ -1453,10 +1500,28 @@ class _Trails:
         what the first of them does (a masked_fill with -1e9 where the reference fills -inf)."""
         for j in range(p + 1, len(self.att)):
             # (what it holds the reference goes on with: topk's indices beside its values are no result left unused)
-            if p in self.att[j].parents and not any(j in s.parents for s in self.att[j + 1:]) and (
+            if p in self.att[j].parents and not self.used(j) and not self.sibling_used(j) and (
                     {c for c, _ in self.cands[j]} & wanted & self.ref_used or _kind(self.att[j]) == _kind(self.ref[nxt])):
                 return j
         return None
+
+    def used(self, j: int) -> bool:
+        """Whether a later attempt step is computed from step ``j``."""
+        return any(j in s.parents for s in self.att[j + 1:])
+
+    def sibling_used(self, j: int) -> bool:
+        """Step ``j`` is one result of a call that gives several (topk's values beside its indices,
+        sort's, max's) and another result of that call is used: the file took the call for that one
+        and makes what the unused one holds its own way (a softmax over all experts where the
+        reference takes the top values'), so the way it makes it, not the call, is where it goes wrong."""
+        step = self.att[j]
+        for k in (j - 1, j + 1):
+            if 0 <= k < len(self.att):
+                other = self.att[k]
+                if (other.line, other.func, other.parents, other.stack) == (step.line, step.func, step.parents, step.stack) \
+                        and self.used(k):
+                    return True
+        return False
 
     def unused_input(self, nxt: int, m: int) -> int | None:
         """An attempt step that nothing uses and that holds another input of the reference's step
@@ -1664,6 +1729,10 @@ class _Trails:
             if b is not None and b.value and self._base2() and any(
                     math.isclose(a.value / b.value, r, rel_tol=1e-6) for r in (LOG2E, 1 / LOG2E)):
                 continue  # the reference's number times log2(e): the scale of a softmax taken with exp2
+            if not a.name and b is not None and not layout:
+                worked = self.worked_out(i, r, a, b)  # (1.0 - smoothing) with smoothing wrong: where it got it
+                if worked is not None:
+                    return worked
             if (b is not None and not a.name and not b.name and not a.key[:1].isdigit()
                     and float(a.value).is_integer() and float(b.value).is_integer()):
                 # a whole number written on the line, given by keyword (softmax(…, dim=-2)): the line
@@ -1703,6 +1772,49 @@ class _Trails:
                 return Found(a.origin, "", a.name, (), _number(a.value), "scalar", b.name if b is not None else "",
                              _number(b.value) if b is not None else "", _code(self.att[i].code))
         return None
+
+    def worked_out(self, i: int, r: int, a: Scalar, b: Scalar) -> Found | None:
+        """Attempt step ``i``'s number ``a``, worked out on its line from one variable that got its value
+        on another line of the function (``(1.0 - smoothing) * loss`` of ``smoothing = eps * V / (V - 1)``,
+        ``triu(diagonal=-(span - 1))`` of ``span = window + 1``), where its counterpart ``r`` has ``b``,
+        worked out on the reference's line by the same arithmetic from one of its own variables
+        (``1 - label_smoothing``, ``-(window - 1)``): the arithmetic is right and the variable holds
+        the wrong number, said where it got it ("scalar"). A size (read from a shape) is left to the
+        step's line, as :meth:`numbers` leaves it."""
+        step, ref = self.att[i], self.ref[r]
+        if not 0 < step.line <= len(self.source_lines) or not self.ref_source:
+            return None
+        ref_lines = self.ref_source.splitlines()
+        if not 0 < ref.line <= len(ref_lines):
+            return None
+        held = {x.name: x for k in range(max(0, i - 8), min(len(self.att), i + 9))
+                if (self.att[k].line, self.att[k].stack, self.att_part[k]) == (step.line, step.stack, self.att_part[i])
+                for x in self.att[k].scalars if x.name and x.name.isidentifier()}
+        theirs = _arithmetic_pieces(ref_lines[ref.line - 1].strip())
+        found = []
+        for piece, name in _arithmetic_pieces(self.source_lines[step.line - 1].strip()):
+            known = held.get(name)
+            if known is not None and known.size:
+                continue
+            v = known.value if known is not None else _solved(piece, name, a.value)
+            mine = None if v is None else _evaluated(piece, name, v)
+            if mine is None or not _same_number(mine, a.value):
+                continue
+            for other, ref_name in theirs:
+                if _shape_of(other, ref_name) != _shape_of(piece, name):
+                    continue
+                w = _solved(other, ref_name, b.value)
+                if w is not None and not _same_number(w, v):
+                    found.append((name, v, ref_name, w, known))
+        if len({f[0] for f in found}) != 1:
+            return None
+        name, v, ref_name, w, known = found[0]
+        origin = known.origin if known is not None and known.origin is not None else \
+            _assigned_before(self.source, name, step.line)
+        if origin is None or origin == step.line or not 0 < origin <= len(self.source_lines):
+            return None
+        return Found(origin, self.source_lines[origin - 1].strip(), name, (), _number(v), "scalar", ref_name,
+                     _number(w), _code(step.code))
 
     def short(self, outputs) -> Found | None:
         """An output that holds an earlier stage of the reference's output of that name."""
@@ -3076,6 +3188,10 @@ def _lined_up(s: _Search, h: _Here):
         guarded = s.explainer.skipped(h.i)
         if guarded is not None and guarded.reason == "guarded":
             return guarded
+    if explained.reason in ("skipped", "input", "incomplete"):
+        handed = _handed_another(s, h)
+        if handed is not None:
+            return handed
     if explained.reason == "skipped":
         noop = s.explainer.noop_between(explained, h.i)
         if noop is not None:
@@ -3086,6 +3202,9 @@ def _lined_up(s: _Search, h: _Here):
         if back is not None:  # handed to a function of the file that gives it back untouched
             return dataclasses.replace(explained, line=back[0], code=back[1], reason="noop")
     if explained.reason == "incomplete":
+        renamed = _renamed_as_is(s, h.i)  # (the ~ the reference takes on its mask, left out under a new name)
+        if renamed is not None:
+            return renamed
         end = s.explainer.run_end(h.i)
         factor = s.explainer.scaled(end) if end != h.i else None
         if factor is not None:
@@ -3094,6 +3213,52 @@ def _lined_up(s: _Search, h: _Here):
         if unscaled is not None:
             return unscaled
     return explained
+
+
+def _handed_another(s: _Search, h: _Here) -> Found | None:
+    """Step ``h`` runs inside a helper of the file and does what a step of the reference's helper does
+    (the same function, its other inputs the same values), but takes from the caller a value of the
+    reference (``v``) where that step takes another one the reference makes apart from it (``k``:
+    neither is a stage of the other), which the attempt makes too and never hands to that helper:
+    the call that hands the helper the one for the other (``v = rope(v, theta)`` where ``k = rope(k,
+    theta)`` belongs) is where it goes wrong ("handed")."""
+    step = h.step
+    if len(step.stack) < 2:
+        return None
+    name = func_name(step.func)
+    fed = None
+    for p in step.parents:
+        given = s.att[p]
+        if s.matched[p] is None or given.free or not given.stack \
+                or len(given.stack) >= len(step.stack) or given.stack[:-1] != step.stack[:len(given.stack) - 1]:
+            continue  # (made in the caller's frame, the helper called from it)
+        m = s.matched[p][0]
+        others = [s.matched[o] for o in step.parents if o != p]
+        if any(o is None for o in others):
+            continue
+        for r, ref in enumerate(s.ref):
+            if func_name(ref.func) != name or sorted(ref.shape) != sorted(step.shape) \
+                    or not all(o[0] in ref.parents for o in others) or m in ref.parents:
+                continue
+            for q in ref.parents:
+                if s.ref[q].free or sorted(s.ref[q].shape) != sorted(given.shape) or q in s.trails.up[m] or m in s.trails.up[q] \
+                        or len(s.ref[q].stack) >= len(ref.stack) or any(q == o[0] for o in others):
+                    continue  # (a stage of the other is one taken short or late, said as such)
+                laid = {q} | {x for x in s.ref[q].parents if func_name(s.ref[q].func) in LAYOUTS}  # (k before its transpose)
+                twins = [a for a in range(len(s.att)) if s.matched[a] is not None and s.matched[a][0] in laid
+                         and len(s.att[a].stack) <= len(given.stack)]
+                if fed is None:  # what the steps of this line of the helper are made from, in any of its calls
+                    fed = set().union(*(_ancestors(j, s.att) for j in range(len(s.att))
+                                        if s.att[j].line == step.line and s.att[j].stack[:-1] == step.stack[:-1]))
+                if not twins or any(a in fed for a in twins):
+                    continue  # (the attempt hands it that one too)
+                line = step.stack[len(given.stack) - 1]
+                if not 0 < line <= len(s.trails.source_lines):
+                    continue
+                return Found(line, s.trails.source_lines[line - 1].strip(), s.trails.name_of(s.att, p), tuple(given.shape),
+                             name_shape(given.shape, s.axes), "handed", s.trails.name_of(s.ref, q),
+                             name_shape(s.ref[q].shape, s.axes), _code(ref.code))
+    return None
 
 
 _CARRY_FACTOR = LAYOUTS | CASTS | {"getitem", "matmul", "einsum", "bmm", "mm"}  # f(c·x) = c·f(x)
@@ -3283,6 +3448,8 @@ def _blamed_input(s: _Search, h: _Here):
         scaled = s.explainer.scaled(h.i)
         if scaled is not None:
             return scaled
+    if reason == "incomplete" and p in h.step.parents and _own_way(s, h.step):
+        return None
     others = [q for q in h.step.parents if q != p]
     if reason == "layout" and p in h.step.parents and _kind(h.step) in _ELEMENTWISE and others and all(
             s.att[q].free and math.prod(s.att[q].shape) < math.prod(h.step.shape) for q in others):
@@ -3298,6 +3465,9 @@ def _blamed_input(s: _Search, h: _Here):
     if role is not None:
         return role
     if reason == "incomplete" and s.source:
+        renamed = _renamed_as_is(s, h.i)  # (the ~ the reference takes on its mask, left out under a new name)
+        if renamed is not None:
+            return renamed
         instead = s.explainer.instead_of_incomplete(h.i, p)
         if instead is not None:
             return instead
@@ -3305,6 +3475,23 @@ def _blamed_input(s: _Search, h: _Here):
     return Found(parent.line, parent.code, s.trails.name_of(s.att, p), tuple(parent.shape),
                  name_shape(parent.shape, s.axes), reason, s.trails.name_of(s.ref, s.matched[p][0]),
                  name_shape(ref_step.shape, s.axes), _code(ref_step.code))
+
+
+def _own_way(s: _Search, step: Step) -> bool:
+    """``step`` applies a function the reference never applies, one that searches or counts (integer
+    positions: ``searchsorted`` on a running sum the reference goes on from by subtracting) or reduces
+    its one input (``torch.var`` of the centred values): the file takes its own way from that input,
+    so the input, a value the reference has half-way through one of its lines, stops short of
+    nothing; where that way goes wrong is said further on. (A function that does elementwise what one
+    of the reference's does, ``torch.pow`` for ``**``, ``logical_not`` for ``~``, an einsum for an outer
+    product, is no way of its own: the input is still the story.)"""
+    name = func_name(step.func)
+    if name in LAYOUTS | CASTS or any(func_name(r.func) == name for r in s.ref):
+        return False
+    if step.dtype in INTEGER:
+        return True
+    taken = [p for p in step.parents if not s.att[p].free]
+    return len(taken) == 1 and math.prod(step.shape) < math.prod(s.att[taken[0]].shape)
 
 
 _JOINS_LAST = {"cat", "concat", "concatenate"}  # joins that keep the leading axes when they join along the last
@@ -3545,10 +3732,75 @@ def _bare_values(s: _Search, h: _Here):
     better where the file shows why: a case input picked with its axes elsewhere (see
     :func:`_input_picked_otherwise`), a branch that would have read a case input and did not run
     (see :func:`_branch_not_taken`)."""
-    if _mask_taken_early(s, h.i) or _bias_built_apart(s, h.i) or _additive_mask_taken_early(s, h.i):
+    if _taken_before_another(s, h.i):
         return NEXT_STEP
     return (_input_picked_otherwise(s, h.i) or _branch_not_taken(s, h.i) or _constant_of_a_class(s, h.i)
-            or s.said(h.i, "values"))
+            or _renamed_as_is(s, h.i) or s.said(h.i, "values"))
+
+
+def _renamed_as_is(s: _Search, i: int) -> Found | None:
+    """Masking step ``i`` fills where its mask is True, the mask holds the values of a mask the
+    reference fills by the other way round (it fills where they are False: ``~attention_mask``), and
+    the name the line reads it by was given, on a line of its own, to a parameter of the function as
+    it came (``key_padding_mask = attention_mask``): the new name's meaning turned round without the
+    ``~`` (fairseq's True = padding for the contract's True = real token). That line ("renamed")."""
+    import ast
+
+    if func_name(s.att[i].func) not in _MASKING or not s.source:
+        return None
+    mine = _polarity(s.att, i)
+    if mine is None or (held := tensor_of(s.att[mine[0]])) is None:
+        return None
+    shape = _lead_stripped(s.att[mine[0]].shape)
+    held = held.reshape(shape).bool()
+    turned = False
+    for k, ref in enumerate(s.ref):
+        theirs = _polarity(s.ref, k) if func_name(ref.func) in _MASKING else None
+        if theirs is None or theirs[1] != mine[1] or _lead_stripped(s.ref[theirs[0]].shape) != shape:
+            continue
+        t = tensor_of(s.ref[theirs[0]])
+        if t is not None and torch.equal(t.reshape(shape).bool(), ~held):
+            turned = True
+            break
+    if not turned:
+        return None
+    try:
+        tree = parsed(s.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    line = s.att[i].line
+    around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and f.lineno <= line <= (f.end_lineno or f.lineno)]
+    if not around or not 0 < line <= len(s.trails.source_lines):
+        return None
+    f = max(around, key=lambda f: f.lineno)
+    params = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
+    statement = next((n for n in walk(f) if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
+                      and not isinstance(n, (ast.If, ast.For, ast.While, ast.With, ast.Try))), None)
+    if statement is None:
+        return None
+    read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    renames = [n for n in walk(f) if isinstance(n, ast.Assign) and n.lineno < line and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and n.targets[0].id in read - params
+               and isinstance(n.value, ast.Name) and n.value.id in params]
+    if len(renames) != 1:
+        return None
+    n = renames[0]
+    return Found(n.lineno, s.trails.source_lines[n.lineno - 1].strip(), n.targets[0].id, tuple(s.att[mine[0]].shape),
+                 name_shape(s.att[mine[0]].shape, s.axes), "renamed", n.value.id, "", _code(s.att[i].code))
+
+
+def _taken_before_another(s: _Search, i: int) -> bool:
+    """Step ``i`` is a mask applied ahead of another the reference applies first, or a bias built apart
+    (:func:`_mask_taken_early`, :func:`_bias_built_apart`, :func:`_additive_mask_taken_early`), or a
+    view or cast of such a step (fairseq's scores viewed as (B, H, T, S) for its padding fill)."""
+    while True:
+        if _mask_taken_early(s, i) or _bias_built_apart(s, i) or _additive_mask_taken_early(s, i):
+            return True
+        step = s.att[i]
+        if func_name(step.func) not in LAYOUTS | CASTS or len(step.parents) != 1:
+            return False
+        i = step.parents[0]
 
 
 @functools.lru_cache(maxsize=8)
@@ -3576,6 +3828,141 @@ def _class_constants(source: str) -> dict[str, list[tuple[int, float]]]:
             if number is not None:
                 found.setdefault(target, []).append((node.lineno, number))
     return found
+
+
+_ARITH_OPS = {"Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mult": lambda x, y: x * y,
+              "Div": lambda x, y: x / y, "Pow": lambda x, y: x ** y}
+_MATH_CALLS = {"sqrt": math.sqrt, "log": math.log, "exp": math.exp, "log2": math.log2}
+
+
+def _arithmetic_pieces(code: str) -> list:
+    """The largest pieces of plain arithmetic in statement ``code`` (numbers written, ``math.sqrt``,
+    + - * / **) that read one variable and nothing else, each with that variable's name: ``1.0 -
+    smoothing`` of ``loss = (1.0 - smoothing) * loss``."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+
+    def names(node) -> set | None:
+        """The variables plain arithmetic ``node`` reads, or None when it is not plain arithmetic."""
+        if isinstance(node, ast.Constant):
+            return set() if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) else None
+        if isinstance(node, ast.Name):
+            return {node.id}
+        parts = []
+        if isinstance(node, ast.BinOp) and type(node.op).__name__ in _ARITH_OPS:
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            parts = [node.operand]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == "math" and node.func.attr in _MATH_CALLS and len(node.args) == 1 and not node.keywords:
+            parts = [node.args[0]]
+        else:
+            return None
+        read = set()
+        for part in parts:
+            got = names(part)
+            if got is None:
+                return None
+            read |= got
+        return read
+
+    found, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call)):
+            read = names(node)
+            if read is not None and len(read) == 1:
+                found.append((node, next(iter(read))))
+                continue
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _shape_of(node, name: str) -> str:
+    """Piece ``node``'s arithmetic with its variable ``name`` and its numbers as floats: two pieces
+    with the same shape compute the same function of their variables."""
+    import ast
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, n):
+            return ast.copy_location(ast.Name(id="_" if n.id == name else n.id, ctx=ast.Load()), n)
+
+        def visit_Constant(self, n):
+            value = float(n.value) if isinstance(n.value, (int, float)) and not isinstance(n.value, bool) else n.value
+            return ast.copy_location(ast.Constant(value=value), n)
+
+    import copy
+    return ast.dump(Rename().visit(copy.deepcopy(node)), annotate_fields=False)
+
+
+def _evaluated(node, name: str, value: float) -> float | None:
+    """Plain arithmetic ``node`` (see :func:`_arithmetic_pieces`) with ``name`` holding ``value``."""
+    import ast
+
+    try:
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return float(value)
+        if isinstance(node, ast.BinOp):
+            left, right = _evaluated(node.left, name, value), _evaluated(node.right, name, value)
+            if left is None or right is None:
+                return None
+            return float(_ARITH_OPS[type(node.op).__name__](left, right))
+        if isinstance(node, ast.UnaryOp):
+            inner = _evaluated(node.operand, name, value)
+            return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+        if isinstance(node, ast.Call):
+            inner = _evaluated(node.args[0], name, value)
+            return None if inner is None else float(_MATH_CALLS[node.func.attr](inner))
+    except (ArithmeticError, ValueError, TypeError, OverflowError):
+        return None
+    return None
+
+
+def _solved(node, name: str, target: float) -> float | None:
+    """The value of ``name`` for which piece ``node`` gives ``target``, when the piece is a straight
+    line in it (``-(span - 1)``, ``1 - eps``); else None."""
+    f0, f1, f2 = (_evaluated(node, name, x) for x in (0.0, 1.0, 2.0))
+    if f0 is None or f1 is None or f2 is None or _same_number(f0, f1) or not math.isclose(f2 - f1, f1 - f0, rel_tol=1e-9):
+        return None
+    return (target - f0) / (f1 - f0)
+
+
+def _assigned_before(source: str, name: str, line: int) -> int | None:
+    """The line of the last plain assignment ``name = …`` before ``line`` in the function that holds
+    ``line``, when it reads no tensor's shape (a size); None when ``name`` is a parameter there."""
+    import ast
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and f.lineno <= line <= (f.end_lineno or f.lineno)]
+    if not around:
+        return None
+    f = max(around, key=lambda f: f.lineno)
+    if name in {x.arg for x in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}:
+        return None
+    found = None
+    for node in walk(f):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
+        if node.lineno < line and len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id == name:
+            if found is None or node.lineno > found.lineno:
+                found = node
+    if found is None or any(isinstance(n, ast.Attribute) and n.attr in ("shape", "size") for n in ast.walk(found.value)):
+        return None
+    return found.lineno
 
 
 def _number_written(node) -> float | None:
@@ -3815,8 +4202,8 @@ def _additive_mask_taken_early(s: _Search, i: int) -> bool:
     step = s.att[i]
     if func_name(step.func) != "add" or len(step.parents) != 2:
         return False
-    if not any(func_name(s.att[c].func) in _MASKING | LATE for c in s.children.get(i, [])):
-        return False
+    if not any(func_name(s.att[c].func) in _MASKING | LATE for c in _past_layouts(s, i)):
+        return False  # (through views: fairseq's (B * H, T, S) scores viewed as (B, H, T, S) for the padding fill)
     bias = [p for p in step.parents if s.att[p].free and s.att[p].dtype != "bool"]
     data = [p for p in step.parents if p not in bias and s.matched[p] is not None]
     if len(bias) != 1 or len(data) != 1 or (b := tensor_of(s.att[bias[0]])) is None:
@@ -3837,6 +4224,21 @@ def _additive_mask_taken_early(s: _Search, i: int) -> bool:
         if any(func_name(s.ref[k].func) in _MASKING | {"and", "bitwise_and", "logical_and"} for k in users):
             return True
     return False
+
+
+def _past_layouts(s: _Search, i: int) -> list[int]:
+    """The steps that take in step ``i``'s result, looking through views and casts of it."""
+    found, todo, seen = [], list(s.children.get(i, [])), set()
+    while todo:
+        c = todo.pop(0)
+        if c in seen:
+            continue
+        seen.add(c)
+        if func_name(s.att[c].func) in LAYOUTS | CASTS and len(s.att[c].parents) == 1:
+            todo.extend(s.children.get(c, []))
+        else:
+            found.append(c)
+    return found
 
 
 def _bias_built_apart(s: _Search, i: int) -> bool:
