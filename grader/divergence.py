@@ -3933,9 +3933,9 @@ def _solved(node, name: str, target: float) -> float | None:
     return (target - f0) / (f1 - f0)
 
 
-def _assigned_before(source: str, name: str, line: int) -> int | None:
-    """The line of the last plain assignment ``name = …`` before ``line`` in the function that holds
-    ``line``, when it reads no tensor's shape (a size); None when ``name`` is a parameter there."""
+def _function_at(source: str, line: int):
+    """The innermost function (``ast.FunctionDef``) of ``source`` that holds ``line``; None when none
+    does or the source does not parse."""
     import ast
 
     try:
@@ -3944,10 +3944,22 @@ def _assigned_before(source: str, name: str, line: int) -> int | None:
         return None
     around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
               and f.lineno <= line <= (f.end_lineno or f.lineno)]
-    if not around:
+    return max(around, key=lambda f: f.lineno) if around else None
+
+
+def _parameter_names(f) -> set[str]:
+    return {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
+
+
+def _assigned_before(source: str, name: str, line: int) -> int | None:
+    """The line of the last plain assignment ``name = …`` before ``line`` in the function that holds
+    ``line``, when it reads no tensor's shape (a size); None when ``name`` is a parameter there."""
+    import ast
+
+    f = _function_at(source, line)
+    if f is None:
         return None
-    f = max(around, key=lambda f: f.lineno)
-    if name in {x.arg for x in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}:
+    if name in _parameter_names(f):
         return None
     found = None
     for node in walk(f):
@@ -4061,17 +4073,10 @@ def _built_without(source: str, line: int, obj: str, attr: str) -> int | None:
     with a call that does not pass ``attr`` (the function's own value left out), or None."""
     import ast
 
-    try:
-        tree = parsed(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    f = _function_at(source, line)
+    if f is None:
         return None
-    around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and f.lineno <= line <= (f.end_lineno or f.lineno)]
-    if not around:
-        return None
-    f = max(around, key=lambda f: f.lineno)
-    params = {a.arg for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs)}
-    if attr not in params:
+    if attr not in _parameter_names(f):
         return None
     for node in walk(f):
         if isinstance(node, ast.Assign) and node.lineno < line and any(isinstance(t, ast.Name) and t.id == obj for t in node.targets) \

@@ -395,8 +395,12 @@ class DeviceTracker(TorchFunctionMode):
         tensors = tensors_in((args, kwargs))
         if self.transform_storages:
             self._adopt_transform_results(tensors)
-        on_device = [t for t in tensors if self._on_device(t)]
-        stray = [t for t in tensors if not self._on_device(t) and t.dim() > 0]
+        on_device, stray = [], []
+        for t in tensors:  # each tensor looked up once: this runs for every torch call of the device run
+            if self._on_device(t):
+                on_device.append(t)
+            elif t.dim() > 0:
+                stray.append(t)
         if on_device and stray and name not in _NO_MIX and self.problem is None:
             origin = next((self.origin[id(t)] for t in stray if self.origin.get(id(t))), None)
             where = self._where()

@@ -203,7 +203,7 @@ def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     owner, _, leaf = layer_name.rpartition(".")
     own = dict(subs[owner].named_parameters(recurse=False))
     stem = _STEM.sub("", leaf)
-    partners = {_named_partner(n, own) for n, p in own.items() if p.dim() == 2}
+    partners = _pairable(own)[1]  # the vectors a bare matrix's name already pairs
     for name in dict.fromkeys((f"{leaf}_bias", f"{leaf}_b", f"{stem}_bias", f"{stem}_b")):
         p = own.get(name)
         if name != leaf and p is not None and p.dim() == 1 and p.shape[0] == weight.shape[0] and name not in partners:
