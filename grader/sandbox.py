@@ -759,7 +759,7 @@ def start(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dic
           *, max_reply: int = MAX_REPLY, max_total: int | None = None) -> Running:
     """:func:`run`, in two halves: fork now, and let the grading process do other work while the
     child runs (a question the child asks waits for :meth:`Running.finish`, which serves it to its
-    end). Use it as a context manager: leaving it ends the child's tree whatever happened."""
+    end; the time it waits is not its time). Use it as a context manager: leaving it ends the child's tree whatever happened."""
     return Running(work, timeout, answer, max_reply, max_total if max_total is not None else 4 * max_reply)
 
 
@@ -797,11 +797,24 @@ class Running:
         """Serve the child to its final reply (or its failure, or the timeout), end its tree."""
         if self.outcome is None:
             try:
-                data, failure, detail, elapsed = self.session.serve(self.start, self.timeout)
+                data, failure, detail, elapsed = self.session.serve(self.start, self.timeout, self._waited())
             finally:
                 self.close()
             self.outcome = Outcome(data, failure, detail, elapsed, self.session.capture.text())
         return self.outcome
+
+    def _waited(self) -> float:
+        """Seconds the child spent waiting for us before :meth:`finish`: when it has written to us
+        (a question, or its reply) while we did other work, the wall time since the fork less its
+        own CPU time is not its time (0 when it has not, or /proc does not say)."""
+        if not select.select([self.session.up], [], [], 0)[0]:
+            return 0.0
+        fields = _stat_fields(self.pid)
+        try:
+            cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (TypeError, ValueError, IndexError):
+            return 0.0
+        return max(time.monotonic() - self.start - cpu, 0.0)
 
     def close(self) -> None:
         """End the child's tree and close the pipes (once; a reply not served yet is dropped)."""
@@ -846,9 +859,11 @@ class _Session:
         os.set_blocking(self.out, False)
         os.set_blocking(self.up, False)
 
-    def serve(self, start: float, timeout: float) -> tuple[dict | None, str, str, float]:
-        deadline = start + timeout
-        paused = 0.0
+    def serve(self, start: float, timeout: float, waited: float = 0.0) -> tuple[dict | None, str, str, float]:
+        """Read the child's frames, answer its questions, until its reply, its failure or its time
+        is up; ``waited``: seconds before this call that were not its time (see Running._waited)."""
+        deadline = start + timeout + waited
+        paused = waited
         data: dict | None = None
         try:
             while data is None:

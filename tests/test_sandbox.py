@@ -139,6 +139,31 @@ def test_a_started_child_runs_while_the_parent_works_and_its_question_waits_for_
     assert child.finish() is outcome  # served once
 
 
+def test_a_started_child_that_waits_for_a_busy_parent_is_not_timed_out():
+    """The divergence finder's child asks its question (or has its reply ready) while the judge is
+    still naming the mistake; the time it waits for finish() is not its time. A child that spends
+    its time working still runs out of it."""
+    def asks(channel):
+        return {"answer": channel.ask({"q": 1})["a"]}
+
+    def done(channel):
+        return {"done": True}
+
+    def works(channel):
+        while True:
+            pass
+
+    for work, expected in ((asks, {"answer": 2}), (done, {"done": True})):
+        with sandbox.start(work, 0.5, lambda q: {"a": q["q"] + 1}) as child:
+            time.sleep(1.2)  # the parent's own work, longer than the child's time
+            outcome = child.finish()
+        assert outcome.failure == "" and outcome.data == expected, outcome
+        assert outcome.elapsed < 0.5
+    with sandbox.start(works, 0.5) as child:
+        time.sleep(1.2)
+        assert child.finish().failure == "timeout"
+
+
 def test_a_started_child_left_unfinished_is_ended_with_its_tree(tmp_path):
     pidfile = tmp_path / "pids"
 
