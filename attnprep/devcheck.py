@@ -77,13 +77,13 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
     else:
         yield _ok("notes", "devcheck.notes_ok", points=points, qa=len(exercise.qa))
 
-    english = tomllib.loads((exercise.folder / "exercise.toml").read_text(encoding="utf-8"))
+    english = exercises._read_toml(exercise.folder / "exercise.toml")
     for lang in LANGUAGES[1:]:
         path = exercise.folder / f"{lang}.toml"
         if not path.is_file():
             yield _bad("texts", "devcheck.texts_file_missing", lang=lang, path=_shown(path))
             continue
-        words = tomllib.loads(path.read_text(encoding="utf-8"))
+        words = exercises._read_toml(path)
         missing = [key for key in ("title", "summary") if not words.get(key)]
         if len(words.get("hints", [])) != len(english.get("hints", [])):
             missing.append("hints")
@@ -104,7 +104,7 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
         translated = exercises.mistake_catalogue(lang)
         # a fix may be pure code, the same in every language, but is written there; a title and a why are prose
         own = exercise.folder / f"mistakes.{lang}.toml"
-        given = {m.get("id"): m for m in tomllib.loads(own.read_text(encoding="utf-8")).get("mistake", [])} if own.is_file() else {}
+        given = {m.get("id"): m for m in exercises._read_toml(own).get("mistake", [])} if own.is_file() else {}
         untranslated = [m.id for m in exercise.mistakes
                         if any(getattr(translated[m.id], k) == getattr(catalogue[m.id], k) for k in ("title", "why"))
                         or (m.id in given and "fix" not in given[m.id])]
@@ -203,7 +203,11 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
     if not exercise.solution_path.is_file():
         yield _bad("solution", "devcheck.no_solution", path=_shown(exercise.solution_path))
         return
-    yield from _text_findings(exercise)
+    try:
+        yield from _text_findings(exercise)
+    except exercises.ExerciseDataError as exc:  # a zh.toml or mistakes.zh.toml that does not read
+        yield _bad("texts", f"devcheck.data_{exc.problem}", path=exc.path, **exc.params)
+        return
 
     from attnprep.grader import grade
     from attnprep.grader.kinds import UnknownKind, kind_for

@@ -202,7 +202,25 @@ def _translation(path: Path) -> dict:
     """The texts of ``path`` in another language (``zh.toml``, ``mistakes.zh.toml``), {} if none."""
     import tomllib
 
-    return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return _read_toml(path) if path.is_file() else {}
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a contributor finds it: ``exercises/swiglu/zh.toml``."""
+    try:
+        return f"exercises/{path.relative_to(HERE).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def _read_toml(path: Path) -> dict:
+    """A data file of the bank, parsed; invalid TOML is an :class:`ExerciseDataError` naming it."""
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ExerciseDataError(_shown(path), "toml", error=str(exc)) from None
 
 
 def own_names(exercise_id: str) -> dict[str, dict[str, str]]:
@@ -227,8 +245,6 @@ def mistake_catalogue(lang: str | None = None) -> dict[str, Mistake]:
 
 @functools.cache
 def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
-    import tomllib
-
     files = [HERE / "mistakes.toml", *sorted(HERE.glob("*/mistakes.toml"))]
     out: dict[str, Mistake] = {}
     for path in files:
@@ -236,7 +252,9 @@ def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
         if lang != "en":
             for m in _translation(path.with_name(f"mistakes.{lang}.toml")).get("mistake", []):
                 words[m.get("id", "")] = {k: m[k] for k in TRANSLATED_MISTAKE if m.get(k)}
-        for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
+        for i, m in enumerate(_read_toml(path).get("mistake", [])):
+            where = f"[[mistake]] {i}" + (f" ({m['id']})" if "id" in m else "")
+            _check_table(_shown(path), where, m, _MISTAKE_KEYS, _OPTIONAL_MISTAKE_KEYS)
             fields = {**m, **words.get(m["id"], {})}
             # "mla mla_decode" = "…": the exercises (space-separated ids) a variant of the fix is for
             fix_for = tuple((tuple(ids.split()), fix) for ids, fix in fields.get("fix_for", {}).items())
@@ -272,26 +290,21 @@ def _translate(data: dict, words: dict) -> dict:
 
 
 class ExerciseDataError(ValueError):
-    """An exercise folder's ``exercise.toml`` does not read as an exercise: the file, the field
-    (``[contract] params[1] (w2)``) and what is wrong, in one line, instead of a ``KeyError`` from
-    deep inside whichever command first reads the registry. ``attnprep dev check`` says it in words
-    (``devcheck.data_*`` texts, by ``problem``); ``str()`` is the English line the CLI's
-    internal-error message shows."""
-
-    SAID = {  # problem -> the English line (the texts' devcheck.data_<problem> say it in each language)
-        "toml": "is not valid TOML: {error}",
-        "missing": "lacks {field}",
-        "unknown": "{field}: unknown key(s) {keys} (known: {known})",
-        "type": "{field} must be a TOML {expected}, not {value!r}",
-        "not_one_of": "{field} is {value!r}, not one of {choices}",
-        "unknown_mistake": "mistakes lists {ids}, defined neither in exercises/mistakes.toml nor in "
-                           "exercises/{id}/mistakes.toml",
-        "unknown_size": "{field} = {value!r} names {names}, not an argument of the constructor ({args})",
-    }
+    """A data file of an exercise folder (``exercise.toml``, its ``mistakes.toml``, a ``<lang>.toml``)
+    does not read as the bank needs it: the file, the field (``[contract] params[1] (w2)``) and what is
+    wrong, in one line, instead of a ``KeyError`` from deep inside whichever command first reads the
+    registry. ``problem`` picks the words (the texts ``devcheck.data_<problem>``, in each language),
+    rendered when the error is shown: ``attnprep dev check`` as a finding, the CLI in its one-line
+    internal-error message."""
 
     def __init__(self, path: str, problem: str, **params):
-        super().__init__(f"{path} {self.SAID[problem].format(**params)}")
+        super().__init__(path, problem)
         self.path, self.problem, self.params = path, problem, params
+
+    def __str__(self) -> str:
+        from attnprep import texts
+
+        return texts.t(f"devcheck.data_{self.problem}", path=self.path, **self.params)
 
 
 _TOP_KEYS = {"title": str, "difficulty": str, "minutes": int, "order": int, "summary": str, "hints": list,
@@ -301,6 +314,10 @@ _CONTRACT_KEYS = {"kind": str, "objects": list, "forward": str, "returns": str}
 _OPTIONAL_CONTRACT_KEYS = {"constructor": str, "details": str, "params": list}
 _PARAM_KEYS = {"name": str, "out": (str, int)}
 _OPTIONAL_PARAM_KEYS = {"in": (str, int), "bias": bool, "aliases": list, "type": str, "repeat": str}
+_MISTAKE_KEYS = {"id": str, "title": str, "why": str, "fix": str}
+_OPTIONAL_MISTAKE_KEYS = {"category": str, "named_by": str, "pair": list, "observed": str, "fix_for": dict,
+                          "mask": bool, "early_in_pairs": bool, "evidence": list, "superseded_by": str,
+                          "shown_by": str, "any_exercise": bool}
 DIFFICULTIES = ("easy", "medium", "hard")
 PARAM_TYPES = ("linear", "rmsnorm")
 

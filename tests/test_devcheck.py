@@ -248,7 +248,6 @@ def test_what_attnprep_solution_would_leave_in_english_is_listed():
 # two such exercises (a min-p sampler, a GeGLU FFN) from the README and met each bad-data error
 # below as a KeyError or an error blamed on the attempt; these keep them one clear line.
 
-RECIPE_ID = "zz_recipe_min_p"
 RECIPE_SOLUTION = '''"""Min-p sampling: keep the tokens whose probability is at least min_p times the top one's."""
 
 import torch
@@ -385,7 +384,7 @@ a = "关于 min-p 采样的回答，第 3 个。"
 q = "关于 min-p 的问题 4？"
 a = "关于 min-p 采样的回答，第 4 个。"
 '''
-RECIPE_ABSOLUTE = '''# attnprep: zz_recipe_min_p
+RECIPE_ABSOLUTE = '''# attnprep: {id}
 import torch
 
 
@@ -399,15 +398,18 @@ def min_p_probs(logits, min_p=0.1, temperature=1.0):
 @pytest.fixture
 def recipe(bank):
     """The README's recipe followed in a copy of the bank: the folder, and the solution beside the
-    others (where the grader knows reference code; removed after)."""
-    folder = bank / RECIPE_ID
+    others (where the grader knows reference code; removed after). Its id is the test's own: the
+    solutions folder is shared by the workers that run tests at once."""
+    import uuid
+
+    folder = bank / f"zz_recipe_{uuid.uuid4().hex[:8]}"
     folder.mkdir()
     (folder / "exercise.toml").write_text(RECIPE_TOML, encoding="utf-8")
     (folder / "zh.toml").write_text(RECIPE_ZH, encoding="utf-8")
     (folder / "mistakes.toml").write_text(RECIPE_MISTAKES["en"], encoding="utf-8")
     (folder / "mistakes.zh.toml").write_text(RECIPE_MISTAKES["zh"], encoding="utf-8")
     (folder / "solution.zh.toml").write_text(RECIPE_SOLUTION_ZH, encoding="utf-8")
-    solution = exercises.SOLUTIONS_DIR / f"{RECIPE_ID}.py"
+    solution = exercises.SOLUTIONS_DIR / f"{folder.name}.py"
     solution.write_text(RECIPE_SOLUTION, encoding="utf-8")
     exercises.cache_clear()
     try:
@@ -421,13 +423,13 @@ def test_an_exercise_written_from_the_readme_is_picked_up_graded_and_names_its_m
     from attnprep.grader import grade
     from attnprep.grader.result import Verdict
 
-    assert RECIPE_ID in exercises.registry() and exercises.get(RECIPE_ID).contract.kind == "tensor_functions"
-    found = {f.rule: f for f in devcheck.findings(RECIPE_ID, grade_corpus=False) if f.rule != "corpus"}
+    assert recipe.name in exercises.registry() and exercises.get(recipe.name).contract.kind == "tensor_functions"
+    found = {f.rule: f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule != "corpus"}
     assert [f for f in found.values() if not f.ok and f.rule != "plants"] == [], found  # plants: a later step
     assert found["reference"].ok and found["edits"].ok and found["stub"].ok
     attempt = tmp_path / "absolute.py"
-    attempt.write_text(RECIPE_ABSOLUTE, encoding="utf-8")
-    result = grade(attempt, RECIPE_ID)
+    attempt.write_text(RECIPE_ABSOLUTE.format(id=recipe.name), encoding="utf-8")
+    result = grade(attempt, recipe.name)
     assert result.verdict is Verdict.WRONG_OUTPUT and [d.id for d in result.diagnoses] == ["zz_min_p_absolute"]
 
 
@@ -482,15 +484,15 @@ def test_each_kind_of_bad_exercise_data_is_one_line_naming_the_file_and_the_fiel
     the exercise says it in one line naming the file and the field, exit 3 (an attnprep bug), never a
     traceback nor an error blamed on the attempt."""
     _broken(recipe, *change)
-    bad = [f for f in devcheck.findings(RECIPE_ID, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus")]
+    bad = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus")]
     assert [f.key for f in bad] == [key], bad
     for lang in ("en", "zh"):
         said = texts.t(key, lang, **bad[0].params)
         assert "{" not in said.replace("{ ", "") and all(w in said for w in words if lang == "en" or w.isidentifier()), said
     if key.startswith("devcheck.edits"):
         return  # the grader runs; the mistake is what goes unnamed (the rule above says it)
-    attempt = recipe.parent.parent / f"{RECIPE_ID}.py"
-    attempt.write_text(RECIPE_ABSOLUTE, encoding="utf-8")
+    attempt = recipe.parent.parent / f"{recipe.name}.py"
+    attempt.write_text(RECIPE_ABSOLUTE.format(id=recipe.name), encoding="utf-8")
     import sys
 
     from attnprep import cli
@@ -502,4 +504,37 @@ def test_each_kind_of_bad_exercise_data_is_one_line_naming_the_file_and_the_fiel
     out, err = capsys.readouterr()
     lines = [line for line in (out + err).splitlines() if line.strip()]
     assert ended.value.code == 3 and len(lines) == 1, out + err
-    assert f"exercises/{RECIPE_ID}/exercise.toml" in lines[0] and all(w in lines[0] for w in words), lines
+    assert f"exercises/{recipe.name}/exercise.toml" in lines[0] and all(w in lines[0] for w in words), lines
+
+
+@pytest.mark.parametrize("name, old, new, key, words", [
+    ("mistakes.toml", 'why = "The threshold', 'wyh = "The threshold', "devcheck.data_missing", ["mistakes.toml", "why"]),
+    ("mistakes.toml", 'id = "zz_min_p_absolute"\n', 'id = "zz_min_p_absolute"\nseverity = "high"\n', "devcheck.data_unknown",
+     ["mistakes.toml", "severity"]),
+    ("zh.toml", 'title = "Min-p 采样"', 'title = "Min-p 采样" "x"', "devcheck.data_toml", ["zh.toml", "line 1"]),
+])
+def test_a_broken_mistakes_or_language_file_is_named_with_its_field(recipe, name, old, new, key, words, monkeypatch, capsys):
+    """The exercise's other data files: a mistake without its why, a key the catalogue does not know,
+    a zh.toml that is not TOML: one finding, and one line from the CLI naming the file (was a
+    TypeError from Mistake(**fields), a bare TOMLDecodeError)."""
+    import sys
+
+    from attnprep import cli
+
+    path = recipe / name
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    exercises.cache_clear()
+    bad = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus")]
+    assert [f.key for f in bad] == [key], bad
+    assert all(w in texts.t(key, **bad[0].params) for w in words)
+    attempt = recipe.parent.parent / f"{recipe.name}.py"
+    attempt.write_text(RECIPE_ABSOLUTE.format(id=recipe.name), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["attnprep", "--lang", "zh" if name == "zh.toml" else "en", "check", str(attempt)])
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        cli._run(app)
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert ended.value.code == 3 and len(lines) == 1 and f"exercises/{recipe.name}/{name}" in lines[0], out + err
