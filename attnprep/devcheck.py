@@ -24,6 +24,9 @@ from attnprep.attempts import header_id
 CORPUS = exercises.HERE.parent / "tests" / "corpus"
 MIN_HINTS = 3
 MIN_CORRECT = 3
+KEY_POINTS = (3, 6)  # [notes] key_points: at least, at most
+MIN_QA = 5  # [[notes.qa]] entries, each question with a "?" and an answer of some words
+MIN_ANSWER_WORDS = 8
 LANGUAGES = ("en", "zh")
 
 
@@ -65,14 +68,22 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
         yield _bad("hints", "devcheck.hints_few", count=len(set(hints)), least=MIN_HINTS)
     else:
         yield _ok("hints", "devcheck.hints_ok", count=len(hints))
+    # what `attnprep solution` and the interview show (tests/test_registry.py test_metadata's rule)
+    short = [qa.q for qa in exercise.qa if "?" not in qa.q or len(qa.a.split()) < MIN_ANSWER_WORDS]
+    points = len(exercise.key_points)
+    if not KEY_POINTS[0] <= points <= KEY_POINTS[1] or len(exercise.qa) < MIN_QA or short:
+        yield _bad("notes", "devcheck.notes_few", points=points, low=KEY_POINTS[0], high=KEY_POINTS[1],
+                   qa=len(exercise.qa), least=MIN_QA, words=MIN_ANSWER_WORDS, short=", ".join(short) or "-")
+    else:
+        yield _ok("notes", "devcheck.notes_ok", points=points, qa=len(exercise.qa))
 
-    english = tomllib.loads((exercise.folder / "exercise.toml").read_text(encoding="utf-8"))
+    english = exercises._read_toml(exercise.folder / "exercise.toml")
     for lang in LANGUAGES[1:]:
         path = exercise.folder / f"{lang}.toml"
         if not path.is_file():
             yield _bad("texts", "devcheck.texts_file_missing", lang=lang, path=_shown(path))
             continue
-        words = tomllib.loads(path.read_text(encoding="utf-8"))
+        words = exercises._read_toml(path)
         missing = [key for key in ("title", "summary") if not words.get(key)]
         if len(words.get("hints", [])) != len(english.get("hints", [])):
             missing.append("hints")
@@ -93,7 +104,7 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
         translated = exercises.mistake_catalogue(lang)
         # a fix may be pure code, the same in every language, but is written there; a title and a why are prose
         own = exercise.folder / f"mistakes.{lang}.toml"
-        given = {m.get("id"): m for m in tomllib.loads(own.read_text(encoding="utf-8")).get("mistake", [])} if own.is_file() else {}
+        given = {m.get("id"): m for m in exercises._read_toml(own).get("mistake", [])} if own.is_file() else {}
         untranslated = [m.id for m in exercise.mistakes
                         if any(getattr(translated[m.id], k) == getattr(catalogue[m.id], k) for k in ("title", "why"))
                         or (m.id in given and "fix" not in given[m.id])]
@@ -119,6 +130,35 @@ def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
         return _bad("solution", key, lang=lang, path=_shown(path), count=len(comments) + len(docstrings),
                     first=comments[0] if comments else docstrings[0])
     return _ok("solution", "devcheck.solution_words_ok", lang=lang)
+
+
+def _edits_finding(exercise: exercises.Exercise) -> Finding:
+    """The mistakes as edits of the reference (``[grading] knobs`` and ``edits``): one edit list per
+    knob and no other, each ``old`` in the reference exactly once (tests/test_edits.py's rule). A
+    knob whose edit does not apply is a mistake the grader silently never names."""
+    from attnprep.grader.edits import EditError, edited_source
+
+    knobs, edits = list(exercise.grading.get("knobs", [])), dict(exercise.grading.get("edits", {}))
+    path = _shown(exercise.folder / "exercise.toml")
+    if not edits:
+        return _ok("edits", "devcheck.edits_none")
+    without = [k for k in knobs if k not in edits]
+    if without:
+        return _bad("edits", "devcheck.edits_knob_without_edit", path=path, knobs=", ".join(without))
+    unused = [k for k in edits if k not in knobs]
+    if unused:
+        return _bad("edits", "devcheck.edits_edit_without_knob", path=path, knobs=", ".join(unused))
+    source = exercise.solution_path.read_text(encoding="utf-8")
+    for knob, changes in edits.items():
+        for change in changes:
+            try:
+                edited_source(source, [change])
+            except (EditError, KeyError, TypeError):
+                old = change.get("old") if isinstance(change, dict) else change
+                return _bad("edits", "devcheck.edits_not_once", path=path, knob=knob, old=old,
+                            count=source.count(old) if isinstance(old, str) else 0,
+                            solution=_shown(exercise.solution_path))
+    return _ok("edits", "devcheck.edits_ok", count=len(edits))
 
 
 def _shown(path: Path) -> str:
@@ -152,7 +192,10 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         return
     try:
         exercise = exercises._load(folder)
-    except Exception as exc:  # a TOML error or a missing key: say it and stop, the rest needs it
+    except exercises.ExerciseDataError as exc:  # the file and the field: say it and stop, the rest needs it
+        yield _bad("folder", f"devcheck.data_{exc.problem}", path=exc.path, **exc.params)
+        return
+    except Exception as exc:  # anything else the loader met (a mistakes.toml of its own that does not read …)
         yield _bad("folder", "devcheck.folder_unreadable", path=_shown(folder / "exercise.toml"),
                    error=f"{type(exc).__name__}: {exc}")
         return
@@ -160,7 +203,11 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
     if not exercise.solution_path.is_file():
         yield _bad("solution", "devcheck.no_solution", path=_shown(exercise.solution_path))
         return
-    yield from _text_findings(exercise)
+    try:
+        yield from _text_findings(exercise)
+    except exercises.ExerciseDataError as exc:  # a zh.toml or mistakes.zh.toml that does not read
+        yield _bad("texts", f"devcheck.data_{exc.problem}", path=exc.path, **exc.params)
+        return
 
     from attnprep.grader import grade
     from attnprep.grader.kinds import UnknownKind, kind_for
@@ -173,11 +220,15 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         return
     except GradingError as exc:
         said = {"kind": exercise.contract.kind, "unknown": ", ".join(exc.unknown) or "-", "missing": ", ".join(exc.missing) or "-"}
-        if exc.where:  # one entry of its configs
+        if exc.where.startswith(("configs", "probe_configs")):  # one entry of its configs
             yield _bad("folder", "devcheck.config_keys", where=exc.where, wrong=", ".join(exc.wrong) or "-", **said)
+        elif exc.where:  # its case data (a case, one of its inputs, the outputs)
+            yield _bad("folder", "devcheck.case_keys", where=exc.where, wrong=", ".join(exc.wrong) or "-", **said)
         else:
             yield _bad("folder", "devcheck.grading_keys", **said)
         return
+
+    yield _edits_finding(exercise)
 
     with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:
         stub = Path(tmp) / exercise.filename

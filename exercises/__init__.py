@@ -202,7 +202,25 @@ def _translation(path: Path) -> dict:
     """The texts of ``path`` in another language (``zh.toml``, ``mistakes.zh.toml``), {} if none."""
     import tomllib
 
-    return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return _read_toml(path) if path.is_file() else {}
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a contributor finds it: ``exercises/swiglu/zh.toml``."""
+    try:
+        return f"exercises/{path.relative_to(HERE).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def _read_toml(path: Path) -> dict:
+    """A data file of the bank, parsed; invalid TOML is an :class:`ExerciseDataError` naming it."""
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ExerciseDataError(_shown(path), "toml", error=str(exc)) from None
 
 
 def own_names(exercise_id: str) -> dict[str, dict[str, str]]:
@@ -227,8 +245,6 @@ def mistake_catalogue(lang: str | None = None) -> dict[str, Mistake]:
 
 @functools.cache
 def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
-    import tomllib
-
     files = [HERE / "mistakes.toml", *sorted(HERE.glob("*/mistakes.toml"))]
     out: dict[str, Mistake] = {}
     for path in files:
@@ -236,7 +252,9 @@ def _mistake_catalogue(lang: str) -> dict[str, Mistake]:
         if lang != "en":
             for m in _translation(path.with_name(f"mistakes.{lang}.toml")).get("mistake", []):
                 words[m.get("id", "")] = {k: m[k] for k in TRANSLATED_MISTAKE if m.get(k)}
-        for m in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
+        for i, m in enumerate(_read_toml(path).get("mistake", [])):
+            where = f"[[mistake]] {i}" + (f" ({m['id']})" if "id" in m else "")
+            _check_table(_shown(path), where, m, _MISTAKE_KEYS, _OPTIONAL_MISTAKE_KEYS)
             fields = {**m, **words.get(m["id"], {})}
             # "mla mla_decode" = "…": the exercises (space-separated ids) a variant of the fix is for
             fix_for = tuple((tuple(ids.split()), fix) for ids, fix in fields.get("fix_for", {}).items())
@@ -271,10 +289,110 @@ def _translate(data: dict, words: dict) -> dict:
     return data
 
 
+class ExerciseDataError(ValueError):
+    """A data file of an exercise folder (``exercise.toml``, its ``mistakes.toml``, a ``<lang>.toml``)
+    does not read as the bank needs it: the file, the field (``[contract] params[1] (w2)``) and what is
+    wrong, in one line, instead of a ``KeyError`` from deep inside whichever command first reads the
+    registry. ``problem`` picks the words (the texts ``devcheck.data_<problem>``, in each language),
+    rendered when the error is shown: ``attnprep dev check`` as a finding, the CLI in its one-line
+    internal-error message."""
+
+    def __init__(self, path: str, problem: str, **params):
+        super().__init__(path, problem)
+        self.path, self.problem, self.params = path, problem, params
+
+    def __str__(self) -> str:
+        from attnprep import texts
+
+        return texts.t(f"devcheck.data_{self.problem}", path=self.path, **self.params)
+
+
+_TOP_KEYS = {"title": str, "difficulty": str, "minutes": int, "order": int, "summary": str, "hints": list,
+             "contract": dict}
+_OPTIONAL_TOP_KEYS = {"mistakes": list, "notes": dict, "grading": dict, "next": list, "fixes": dict, "stub": dict}
+_CONTRACT_KEYS = {"kind": str, "objects": list, "forward": str, "returns": str}
+_OPTIONAL_CONTRACT_KEYS = {"constructor": str, "details": str, "params": list}
+_PARAM_KEYS = {"name": str, "out": (str, int)}
+_OPTIONAL_PARAM_KEYS = {"in": (str, int), "bias": bool, "aliases": list, "type": str, "repeat": str}
+_MISTAKE_KEYS = {"id": str, "title": str, "why": str, "fix": str}
+_OPTIONAL_MISTAKE_KEYS = {"category": str, "named_by": str, "pair": list, "observed": str, "fix_for": dict,
+                          "mask": bool, "early_in_pairs": bool, "evidence": list, "superseded_by": str,
+                          "shown_by": str, "any_exercise": bool}
+DIFFICULTIES = ("easy", "medium", "hard")
+PARAM_TYPES = ("linear", "rmsnorm")
+
+
+def _check_table(path: str, field: str, table, required: dict, optional: dict) -> None:
+    """``table`` has every ``required`` key, no key outside both, each of the type given."""
+    if not isinstance(table, dict):
+        raise ExerciseDataError(path, "type", field=field or "the file", expected="table", value=table)
+    for key in required:
+        if key not in table:
+            raise ExerciseDataError(path, "missing", field=f"{field} {key}".strip() if field else key)
+    unknown = sorted(set(table) - set(required) - set(optional))
+    if unknown:
+        raise ExerciseDataError(path, "unknown", field=field or "the top level", keys=", ".join(unknown),
+                                known=", ".join([*required, *optional]))
+    for key, value in table.items():
+        expected = {**required, **optional}[key]
+        types = expected if isinstance(expected, tuple) else (expected,)
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            names = {str: "string", int: "integer", list: "array", dict: "table", bool: "boolean"}  # TOML's words
+            raise ExerciseDataError(path, "type", field=f"{field} {key}".strip(), value=value,
+                                    expected=" or ".join(names[t] for t in types))
+
+
+def _check_data(folder: Path, data: dict) -> None:
+    """What the rest of attnprep reads of an exercise.toml, checked once when it is loaded: the keys
+    (a typo is unknown, not silently ignored), their types, the contract's layers (their sizes
+    named by the constructor's arguments) and the mistakes it lists (each defined somewhere)."""
+    import ast
+
+    path = f"exercises/{folder.name}/exercise.toml"
+    _check_table(path, "", data, _TOP_KEYS, _OPTIONAL_TOP_KEYS)
+    if data["difficulty"] not in DIFFICULTIES:
+        raise ExerciseDataError(path, "not_one_of", field="difficulty", value=data["difficulty"],
+                                choices=", ".join(DIFFICULTIES))
+    contract = data["contract"]
+    _check_table(path, "[contract]", contract, _CONTRACT_KEYS, _OPTIONAL_CONTRACT_KEYS)
+    constructor = contract.get("constructor", "")
+    try:
+        args = [a.arg for a in ast.parse(f"def f({constructor}): pass").body[0].args.args]
+    except SyntaxError as exc:
+        raise ExerciseDataError(path, "type", field="[contract] constructor", value=constructor,
+                                expected="Python argument list") from None
+    for i, param in enumerate(contract.get("params", [])):
+        where = f"[contract] params[{i}]" + (f" ({param['name']})" if isinstance(param, dict) and "name" in param else "")
+        _check_table(path, where, param, _PARAM_KEYS, _OPTIONAL_PARAM_KEYS)
+        if param.get("type", "linear") not in PARAM_TYPES:
+            raise ExerciseDataError(path, "not_one_of", field=f"{where} type", value=param["type"], choices=", ".join(PARAM_TYPES))
+        if param.get("type", "linear") == "linear" and "in" not in param:
+            raise ExerciseDataError(path, "missing", field=f"{where} in")
+        for key in ("in", "out", "repeat"):
+            if not isinstance(param.get(key), str) or not param[key]:
+                continue
+            try:
+                names = {n.id for n in ast.walk(ast.parse(param[key].replace(" ", ""), mode="eval")) if isinstance(n, ast.Name)}
+            except SyntaxError:
+                names = {param[key]}
+            unknown = sorted(names - set(args))
+            if unknown:
+                raise ExerciseDataError(path, "unknown_size", field=f"{where} {key}", value=param[key],
+                                        names=", ".join(unknown), args=", ".join(args) or "none")
+    catalogue = _mistake_catalogue("en")
+    unknown = [m for m in data.get("mistakes", []) if m not in catalogue]
+    if unknown:
+        raise ExerciseDataError(path, "unknown_mistake", ids=", ".join(unknown), id=folder.name)
+
+
 def _load(folder: Path, lang: str = "en") -> Exercise:
     import tomllib
 
-    data = tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8"))
+    try:
+        data = tomllib.loads((folder / "exercise.toml").read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ExerciseDataError(f"exercises/{folder.name}/exercise.toml", "toml", error=str(exc)) from None
+    _check_data(folder, data)
     if lang != "en":
         data = _translate(data, _translation(folder / f"{lang}.toml"))
     c = data["contract"]

@@ -34,7 +34,7 @@ def by_rule(found):
 def test_a_complete_folder_holds_every_rule(bank):
     found = list(devcheck.findings("norms", grade_corpus=False))
     assert [f for f in found if not f.ok] == []
-    assert {f.rule for f in found} == {"folder", "hints", "texts", "mistakes", "solution", "stub", "reference", "plants",
+    assert {f.rule for f in found} == {"folder", "hints", "texts", "mistakes", "solution", "stub", "reference", "plants", "edits", "notes",
                                      "corpus"}
     for f in found:
         assert texts.t(f.key, **f.params)  # every finding has words, in both languages
@@ -239,3 +239,302 @@ def test_what_attnprep_solution_would_leave_in_english_is_listed():
     assert comments == ["twice the input, on purpose"] and docstrings == ["f"]  # norms has words for "module"
     shape_only = "y = x  # (B, T, C)\n"
     assert wording.missing_words("norms", shape_only, "zh") == ([], [])
+
+
+# --- a new exercise of an existing kind, written from the README's recipe alone -------------------
+# README "Adding an exercise, step by step" and "Functions of tensors": a folder with exercise.toml
+# (contract, hints, notes, [grading] configs / outputs / probes / knobs / edits / cases), its own
+# mistakes.toml and their zh texts, and solutions/<id>.py; no engine code. Round contrib15 wrote
+# two such exercises (a min-p sampler, a GeGLU FFN) from the README and met each bad-data error
+# below as a KeyError or an error blamed on the attempt; these keep them one clear line.
+
+RECIPE_SOLUTION = '''"""Min-p sampling: keep the tokens whose probability is at least min_p times the top one's."""
+
+import torch
+
+
+def min_p_probs(logits: torch.Tensor, min_p: float = 0.1, temperature: float = 1.0) -> torch.Tensor:
+    """Probabilities (B, V): softmax(logits / T), tokens below min_p · max removed, renormalised."""
+    logits = logits / temperature  # (B, V)
+    probs = torch.softmax(logits, dim=-1)  # (B, V)
+    threshold = min_p * probs.amax(dim=-1, keepdim=True)  # (B, 1)
+    keep = probs >= threshold  # (B, V)
+    return torch.softmax(logits.masked_fill(~keep, float("-inf")), dim=-1)  # (B, V)
+'''
+RECIPE_SOLUTION_ZH = '''[docstrings]
+module = "min-p 采样：保留概率不低于 min_p 乘以最大概率的 token。"
+min_p_probs = "概率 (B, V)：softmax(logits / T)，去掉低于 min_p · max 的 token，重新归一化。"
+'''
+RECIPE_TOML = '''title = "Min-p sampling"
+difficulty = "easy"
+minutes = 5
+order = 99
+summary = "The distribution a min-p sampler draws from."
+hints = ["softmax(logits / temperature)", "threshold = min_p * the row's max", "keep, -inf, softmax again"]
+mistakes = ["zz_min_p_absolute", "zz_min_p_not_renormalised", "used_builtin"]
+
+[contract]
+kind = "tensor_functions"
+objects = ["min_p_probs"]
+constructor = ""
+forward = "logits: torch.Tensor, min_p: float = 0.1, temperature: float = 1.0"
+returns = "(B, V) probabilities"
+details = "softmax(logits / temperature), tokens below min_p times the top probability set to 0, renormalised."
+
+[notes]
+key_points = ["The threshold is relative to the top token.", "Temperature comes first.", "Removed tokens are exactly 0."]
+
+[[notes.qa]]
+q = "Question 0 about min-p?"
+a = "An answer of at least eight words about min-p sampling, number 0."
+
+[[notes.qa]]
+q = "Question 1 about min-p?"
+a = "An answer of at least eight words about min-p sampling, number 1."
+
+[[notes.qa]]
+q = "Question 2 about min-p?"
+a = "An answer of at least eight words about min-p sampling, number 2."
+
+[[notes.qa]]
+q = "Question 3 about min-p?"
+a = "An answer of at least eight words about min-p sampling, number 3."
+
+[[notes.qa]]
+q = "Question 4 about min-p?"
+a = "An answer of at least eight words about min-p sampling, number 4."
+
+[grading]
+configs = [{ B = 4, V = 13 }, { B = 2, V = 6 }]
+outputs = { probs = "logits" }
+probes = ["batch", "device"]
+knobs = ["zz_min_p_absolute", "zz_min_p_not_renormalised"]
+
+[grading.edits]
+zz_min_p_absolute = [{ old = "threshold = min_p * probs.amax(dim=-1, keepdim=True)", new = "threshold = min_p" }]
+zz_min_p_not_renormalised = [{ old = "torch.softmax(logits.masked_fill(~keep, float(\\"-inf\\")), dim=-1)", new = "probs.masked_fill(~keep, 0.0)" }]
+
+[[grading.cases]]
+name = "min_p=0.1"
+observe = true
+args = { min_p = 0.1 }
+stable = { min_p = 1e-4 }
+inputs.logits = { shape = ["B", "V"], scale = 2.0 }
+
+[[grading.cases]]
+name = "min_p=0.3, temperature=0.7"
+args = { min_p = 0.3, temperature = 0.7 }
+stable = { min_p = 1e-4 }
+alone = [1, 2]
+inputs.logits = { shape = ["B", "V"], scale = 2.0 }
+'''
+RECIPE_MISTAKES = {
+    "en": '''[[mistake]]
+id = "zz_min_p_absolute"
+title = "min_p used as an absolute threshold"
+why = "The threshold is min_p times the top probability."
+fix = "keep = probs >= min_p * probs.amax(dim=-1, keepdim=True)"
+
+[[mistake]]
+id = "zz_min_p_not_renormalised"
+title = "kept probabilities not renormalised"
+why = "Zeroing the removed tokens leaves rows that sum to less than 1."
+fix = "softmax again over the kept logits"
+''',
+    "zh": '''[[mistake]]
+id = "zz_min_p_absolute"
+title = "把 min_p 当成了绝对阈值"
+why = "阈值是 min_p 乘以最大概率。"
+fix = "keep = probs >= min_p * probs.amax(dim=-1, keepdim=True)"
+
+[[mistake]]
+id = "zz_min_p_not_renormalised"
+title = "保留下来的概率没有重新归一化"
+why = "只把去掉的 token 置 0，每行的和小于 1。"
+fix = "对保留的 logit 再做一次 softmax"
+''',
+}
+RECIPE_ZH = '''title = "Min-p 采样"
+summary = "min-p 采样器抽样用的分布。"
+hints = ["softmax(logits / temperature)", "threshold = min_p * 每行的最大值", "保留，置 -inf，再做一次 softmax"]
+
+[contract]
+details = "softmax(logits / temperature)，低于 min_p 乘以最大概率的 token 置 0，重新归一化。"
+
+[notes]
+key_points = ["阈值相对于最可能的 token。", "先做温度。", "去掉的 token 恰好为 0。"]
+
+[[notes.qa]]
+q = "关于 min-p 的问题 0？"
+a = "关于 min-p 采样的回答，第 0 个。"
+
+[[notes.qa]]
+q = "关于 min-p 的问题 1？"
+a = "关于 min-p 采样的回答，第 1 个。"
+
+[[notes.qa]]
+q = "关于 min-p 的问题 2？"
+a = "关于 min-p 采样的回答，第 2 个。"
+
+[[notes.qa]]
+q = "关于 min-p 的问题 3？"
+a = "关于 min-p 采样的回答，第 3 个。"
+
+[[notes.qa]]
+q = "关于 min-p 的问题 4？"
+a = "关于 min-p 采样的回答，第 4 个。"
+'''
+RECIPE_ABSOLUTE = '''# attnprep: {id}
+import torch
+
+
+def min_p_probs(logits, min_p=0.1, temperature=1.0):
+    p = torch.softmax(logits / temperature, dim=-1)
+    p = torch.where(p >= min_p, p, torch.zeros_like(p))
+    return p / p.sum(-1, keepdim=True)
+'''
+
+
+@pytest.fixture
+def recipe(bank):
+    """The README's recipe followed in a copy of the bank: the folder, and the solution beside the
+    others (where the grader knows reference code; removed after). Its id is the test's own: the
+    solutions folder is shared by the workers that run tests at once."""
+    import uuid
+
+    folder = bank / f"zz_recipe_{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    (folder / "exercise.toml").write_text(RECIPE_TOML, encoding="utf-8")
+    (folder / "zh.toml").write_text(RECIPE_ZH, encoding="utf-8")
+    (folder / "mistakes.toml").write_text(RECIPE_MISTAKES["en"], encoding="utf-8")
+    (folder / "mistakes.zh.toml").write_text(RECIPE_MISTAKES["zh"], encoding="utf-8")
+    (folder / "solution.zh.toml").write_text(RECIPE_SOLUTION_ZH, encoding="utf-8")
+    solution = exercises.SOLUTIONS_DIR / f"{folder.name}.py"
+    solution.write_text(RECIPE_SOLUTION, encoding="utf-8")
+    exercises.cache_clear()
+    try:
+        yield folder
+    finally:
+        solution.unlink(missing_ok=True)
+        exercises.cache_clear()
+
+
+def test_an_exercise_written_from_the_readme_is_picked_up_graded_and_names_its_mistakes(recipe, tmp_path):
+    from attnprep.grader import grade
+    from attnprep.grader.result import Verdict
+
+    assert recipe.name in exercises.registry() and exercises.get(recipe.name).contract.kind == "tensor_functions"
+    found = {f.rule: f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule != "corpus"}
+    assert [f for f in found.values() if not f.ok and f.rule != "plants"] == [], found  # plants: a later step
+    assert found["reference"].ok and found["edits"].ok and found["stub"].ok
+    attempt = tmp_path / "absolute.py"
+    attempt.write_text(RECIPE_ABSOLUTE.format(id=recipe.name), encoding="utf-8")
+    result = grade(attempt, recipe.name)
+    assert result.verdict is Verdict.WRONG_OUTPUT and [d.id for d in result.diagnoses] == ["zz_min_p_absolute"]
+
+
+def _broken(folder, old: str, new: str) -> None:
+    toml = folder / "exercise.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    toml.write_text(text.replace(old, new), encoding="utf-8")
+    exercises.cache_clear()
+
+
+# (what is broken: old text -> new text, the finding's key, words its line must hold)
+BAD_DATA = [
+    ("toml", ("minutes = 5", "minutes = 5 5"), "devcheck.data_toml", ["exercise.toml", "line 3"]),
+    ("missing title", ('title = "Min-p sampling"\n', ""), "devcheck.data_missing", ["title"]),
+    ("top-level typo", ("hints = [", "hint = ["), "devcheck.data_missing", ["hints"]),
+    ("difficulty", ('difficulty = "easy"', 'difficulty = "simple"'), "devcheck.data_not_one_of", ["difficulty", "simple"]),
+    ("minutes as text", ("minutes = 5", 'minutes = "5"'), "devcheck.data_type", ["minutes"]),
+    ("contract typo", ('returns = "(B, V) probabilities"', 'return = "(B, V) probabilities"'), "devcheck.data_missing",
+     ["[contract] returns"]),
+    ("unknown mistake", ('"zz_min_p_absolute", "zz_min_p_not_renormalised", "used', '"zz_min_p_absolut", "zz_min_p_not_renormalised", "used'),
+     "devcheck.data_unknown_mistake", ["zz_min_p_absolut"]),
+    ("case key typo", ("stable = { min_p = 1e-4 }\nalone", "stabel = { min_p = 1e-4 }\nalone"), "devcheck.case_keys",
+     ["cases[1]", "stabel"]),
+    ("inputs typo", ('observe = true\nargs = { min_p = 0.1 }\nstable = { min_p = 1e-4 }\ninputs.logits',
+                     'observe = true\nargs = { min_p = 0.1 }\nstable = { min_p = 1e-4 }\ninputz.logits'),
+     "devcheck.case_keys", ["cases[0]", "inputz", "inputs"]),
+    ("shape typo", ('alone = [1, 2]\ninputs.logits = { shape', 'alone = [1, 2]\ninputs.logits = { shap'),
+     "devcheck.case_keys", ["cases[1]", "inputs.logits", "shap"]),
+    ("dtype", ('alone = [1, 2]\ninputs.logits = { shape = ["B", "V"], scale = 2.0 }',
+               'alone = [1, 2]\ninputs.logits = { shape = ["B", "V"], dtype = "float16" }'), "devcheck.case_keys",
+     ["cases[1]", "dtype"]),
+    ("stable without its argument", ("observe = true\nargs = { min_p = 0.1 }\n", "observe = true\n"), "devcheck.case_keys",
+     ["cases[0]", "args.min_p"]),
+    ("call", ('name = "min_p=0.1"\n', 'name = "min_p=0.1"\ncall = "min_p_prob"\n'), "devcheck.case_keys", ["cases[0]", "call"]),
+    ("no observed case", ("observe = true\n", ""), "devcheck.case_keys", ["observe"]),
+    ("alone", ("alone = [1, 2]", "alone = [1]"), "devcheck.case_keys", ["cases[1]", "alone"]),
+    ("outputs", ('outputs = { probs = "logits" }', 'outputs = { probs = "logit" }'), "devcheck.case_keys", ["outputs", "probs"]),
+    ("configs", ("{ B = 2, V = 6 }", "{ B = 2, W = 6 }"), "devcheck.config_keys", ["configs[1]", "W", "V"]),
+    ("edit not found", ('new = "threshold = min_p" }', 'new = "threshold = min_p" }]\nzz_extra = [{ old = "min_p*", new = "" }'),
+     "devcheck.edits_edit_without_knob", ["zz_extra"]),
+    ("edit text", ('old = "threshold = min_p * probs', 'old = "threshold = min_p*probs'), "devcheck.edits_not_once",
+     ["zz_min_p_absolute", "0 times"]),
+    ("knob without edit", ('knobs = ["zz_min_p_absolute",', 'knobs = ["zz_min_p_nope", "zz_min_p_absolute",'),
+     "devcheck.edits_knob_without_edit", ["zz_min_p_nope"]),
+]
+
+
+@pytest.mark.parametrize("change, key, words", [b[1:] for b in BAD_DATA], ids=[b[0] for b in BAD_DATA])
+def test_each_kind_of_bad_exercise_data_is_one_line_naming_the_file_and_the_field(recipe, change, key, words, monkeypatch, capsys):
+    """dev check says the broken rule in words (in both languages); `attnprep check` on an attempt of
+    the exercise says it in one line naming the file and the field, exit 3 (an attnprep bug), never a
+    traceback nor an error blamed on the attempt."""
+    _broken(recipe, *change)
+    bad = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus")]
+    assert [f.key for f in bad] == [key], bad
+    for lang in ("en", "zh"):
+        said = texts.t(key, lang, **bad[0].params)
+        assert "{" not in said.replace("{ ", "") and all(w in said for w in words if lang == "en" or w.isidentifier()), said
+    if key.startswith("devcheck.edits"):
+        return  # the grader runs; the mistake is what goes unnamed (the rule above says it)
+    attempt = recipe.parent.parent / f"{recipe.name}.py"
+    attempt.write_text(RECIPE_ABSOLUTE.format(id=recipe.name), encoding="utf-8")
+    import sys
+
+    from attnprep import cli
+
+    monkeypatch.setattr(sys, "argv", ["attnprep", "check", str(attempt)])  # the console script's path
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        cli._run(app)
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert ended.value.code == 3 and len(lines) == 1, out + err
+    assert f"exercises/{recipe.name}/exercise.toml" in lines[0] and all(w in lines[0] for w in words), lines
+
+
+@pytest.mark.parametrize("name, old, new, key, words", [
+    ("mistakes.toml", 'why = "The threshold', 'wyh = "The threshold', "devcheck.data_missing", ["mistakes.toml", "why"]),
+    ("mistakes.toml", 'id = "zz_min_p_absolute"\n', 'id = "zz_min_p_absolute"\nseverity = "high"\n', "devcheck.data_unknown",
+     ["mistakes.toml", "severity"]),
+    ("zh.toml", 'title = "Min-p 采样"', 'title = "Min-p 采样" "x"', "devcheck.data_toml", ["zh.toml", "line 1"]),
+])
+def test_a_broken_mistakes_or_language_file_is_named_with_its_field(recipe, name, old, new, key, words, monkeypatch, capsys):
+    """The exercise's other data files: a mistake without its why, a key the catalogue does not know,
+    a zh.toml that is not TOML: one finding, and one line from the CLI naming the file (was a
+    TypeError from Mistake(**fields), a bare TOMLDecodeError)."""
+    import sys
+
+    from attnprep import cli
+
+    path = recipe / name
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    exercises.cache_clear()
+    bad = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus")]
+    assert [f.key for f in bad] == [key], bad
+    assert all(w in texts.t(key, **bad[0].params) for w in words)
+    attempt = recipe.parent.parent / f"{recipe.name}.py"
+    attempt.write_text(RECIPE_ABSOLUTE.format(id=recipe.name), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["attnprep", "--lang", "zh" if name == "zh.toml" else "en", "check", str(attempt)])
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        cli._run(app)
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert ended.value.code == 3 and len(lines) == 1 and f"exercises/{recipe.name}/{name}" in lines[0], out + err

@@ -95,7 +95,7 @@ class GradingError(ValueError):
         if missing:
             parts.append(f"missing key(s) {', '.join(missing)}")
         if wrong:
-            parts.append(f"wrong type for {', '.join(wrong)}")
+            parts.append(f"wrong type or value for {', '.join(wrong)}")
         table = f"[grading] {where}" if where else "[grading]"
         super().__init__(f"exercises/{exercise_id}/exercise.toml {table} for kind {kind}: {'; '.join(parts)}")
         self.exercise_id, self.kind, self.unknown, self.missing = exercise_id, kind, unknown, missing

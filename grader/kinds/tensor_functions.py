@@ -132,6 +132,76 @@ def _sizes_named(grading: dict) -> set[str]:
             for node in ast.walk(ast.parse(e.replace(" ", ""), mode="eval")) if isinstance(node, ast.Name)}
 
 
+CASE_KEYS = {"name", "inputs", "call", "args", "stable", "observe", "grads", "alone"}
+INPUT_KEYS = {"shape", "dtype", "scale", "offset", "negative", "high", "holes", "share"}
+
+
+def check_cases(exercise, grading: TensorGrading, probes: frozenset) -> None:
+    """The case data as :func:`_draw` and the kind read it, checked once when the kind is built: a
+    :class:`GradingError` naming the case (``cases[1] ("top_p=0.8")``, its input, or ``outputs``) and
+    the keys unknown (a typo that would be silently ignored, ``stabel``), missing (``shape``; an
+    argument ``stable`` moves without ``args`` giving it) or wrong (a dtype, an object to ``call``,
+    an ``alone`` slice, a second observed case), instead of a ``KeyError`` from the middle of grading
+    or an error blamed on the attempt."""
+    def bad(where, unknown=(), missing=(), wrong=()):
+        raise GradingError(exercise.id, exercise.contract.kind, sorted(unknown), list(missing), where, list(wrong))
+
+    objects = set(exercise.contract.objects)
+    observed = []
+    for i, case in enumerate(grading.cases):
+        if not isinstance(case, dict):
+            bad(f"cases[{i}]", wrong=["the case (a table)"])
+        where = f"cases[{i}]" + (f" ({case['name']!r})" if "name" in case else "")
+        unknown, missing = set(case) - CASE_KEYS, [k for k in ("name", "inputs") if k not in case]
+        args = case.get("args", {})
+        if not isinstance(args, dict):
+            bad(where, wrong=["args"])
+        stable = case.get("stable", {})
+        missing += [f"args.{a}" for a in (stable if isinstance(stable, dict) else {}) if a not in args]
+        if unknown or missing:
+            bad(where, unknown, missing)
+        wrong = [k for k, ok in (("name", isinstance(case["name"], str)),
+                                 ("inputs", isinstance(case["inputs"], dict) and bool(case["inputs"])),
+                                 ("stable", isinstance(stable, dict) and all(isinstance(v, (int, float)) for v in stable.values())),
+                                 ("call", case.get("call", next(iter(objects))) in objects),
+                                 ("alone", "alone" not in case or (isinstance(case["alone"], list) and len(case["alone"]) == 2
+                                                                  and all(isinstance(v, int) for v in case["alone"])
+                                                                  and 0 <= case["alone"][0] < case["alone"][1])))
+                 if not ok]
+        if "alone" in case and "batch" not in probes:
+            wrong.append("alone (without the batch probe)")
+        if wrong:
+            bad(where, wrong=wrong)
+        if case.get("observe"):
+            observed.append(where)
+        for name, spec in case["inputs"].items():
+            at = f"{where} inputs.{name}"
+            if not isinstance(spec, dict):
+                bad(at, wrong=["the input (a table)"])
+            dtype = spec.get("dtype", "float32")
+            needed = ["shape"] + (["high"] if dtype == "long" else [])
+            unknown, missing = set(spec) - INPUT_KEYS, [k for k in needed if k not in spec]
+            if unknown or missing:
+                bad(at, unknown, missing)
+            holes = spec.get("holes")
+            wrong = [k for k, ok in (("dtype", dtype in DTYPES),
+                                     ("shape", isinstance(spec["shape"], list) and all(isinstance(v, (int, str)) for v in spec["shape"])),
+                                     ("holes", holes is None or dtype == "long" and isinstance(holes, dict)
+                                      and set(holes) == {"share", "value"}))
+                     if not ok]
+            if wrong:
+                bad(at, wrong=wrong)
+    if len(observed) != 1:  # the case the report's panels show and the child observes: exactly one
+        bad(f"cases[{len(grading.cases) - 1}]" if not observed else observed[1],
+            missing=["observe (exactly one case has observe = true)"] if not observed else [],
+            wrong=["observe (exactly one case has observe = true)"] if observed else [])
+    names = set().union(*(case["inputs"] for case in grading.cases)) if grading.cases else set()
+    wrong = [n for n, like in grading.outputs.items()
+             if not (isinstance(like, list) or like in names and all(like in c["inputs"] for c in grading.cases))]
+    if wrong:
+        bad("outputs", wrong=wrong)
+
+
 class TensorFunctions(Kind):
     Grading = TensorGrading
     Config = SizesConfig
@@ -145,6 +215,7 @@ class TensorFunctions(Kind):
         self.case_specs: list[dict] = [dict(c) for c in grading.cases]
         self.outputs: dict[str, Any] = dict(grading.outputs)
         self.probes = frozenset(grading.probes)
+        check_cases(exercise, grading, self.probes)
         self.forbidden: dict[str, str] = dict(grading.forbidden)
         self.edits: dict[str, list[dict]] = {k: list(v) for k, v in grading.edits.items()}
         self.edited = EditedReference(exercise.solution_path, self.edits)
