@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: mask_dtype + padding_mask_ignored
 """Structural pattern matching (match / case, Python 3.10) everywhere: on the device argument, on the
 mask kind, and on the padding mask's type with class patterns."""

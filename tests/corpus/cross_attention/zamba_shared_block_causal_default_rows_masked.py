@@ -1,5 +1,5 @@
 # attnprep: cross_attention
-# expect: wrong_output
+# expect: error
 # diagnosis: cross_causal_mask + padding_mask_on_queries
 """Zamba's shared-attention habit: one attention block reused by several layers, its options in a
 small config dict (use_causal as in the self-attention block it was copied from), the masks combined

@@ -1,5 +1,5 @@
 # attnprep: kv_cache
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: cache_mask_not_offset
 """MLX-LM ported to torch: a KVCache object with update_and_fetch and offset (built fresh from the
 passed-in tuple on each call, so the module holds no state), create_causal_mask(N, offset) as
