@@ -152,6 +152,8 @@ NAMED = [
     "cross_entropy/optax_integer_labels_where_nonnegative.py",  # the case with ignore_index=0
     "mqa/c_programmer_flat_offsets_probs_masked_no_out_proj.py",  # round 13: the causal mask on the scores,
     "gqa/where_chain_causal_first_padding_zeroed_on_probs.py",  # the padding zeroed on the probabilities
+    "mla/deepseek_v3_inference_modelargs_eps_triu_zero.py",  # round 14: a pair whose mask is guarded by
+    "gqa/meta_llama2_model_py_mask_guarded_diag_scale_dim.py",  # `seqlen > 1` (T = 1 right, no NaN row)
 ]
 
 
