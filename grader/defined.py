@@ -64,11 +64,12 @@ def _reads(stmt: ast.stmt):
     for node in ast.walk(value):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add, ast.Sub, ast.Pow)):
             for operand in (node.left, node.right):
-                if _chain(operand) is not None or _getter(operand):
+                if _chain(operand) is not None or _getter(operand) or _handing_call(operand):
                     yield operand
     if isinstance(stmt, ast.AugAssign) and (_chain(stmt.value) is not None or _getter(stmt.value)):
         yield stmt.value
-    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (_chain(value) is not None or _getter(value)):
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (_chain(value) is not None or _getter(value)
+                                                            or _handing_call(value)):
         yield value  # a hand-on (`self.scaling = config.attention_multiplier`): the number it passes on
     elif isinstance(stmt, ast.Assign) and isinstance(value, ast.Tuple):  # D, scale = self.head_dim, self.scale
         yield from (e for e in value.elts if _chain(e) is not None or _getter(e))
@@ -79,6 +80,29 @@ def _getter(node) -> bool:
     one return may compute the number."""
     return (isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute)
             and _chain(node.func) is not None)
+
+
+def _handing_call(node) -> bool:
+    """A call of a method or function that is given only names, as they are (``self.scaling_for(r,
+    alpha)``, ``softmax_scale(head_dim=head_dim)``): its return may compute the number from them."""
+    return (isinstance(node, ast.Call) and bool(node.args or node.keywords)
+            and all(isinstance(a, ast.Name) for a in node.args)
+            and all(k.arg is not None and isinstance(k.value, ast.Name) for k in node.keywords)
+            and (isinstance(node.func, ast.Name) or (isinstance(node.func, ast.Attribute)
+                                                      and isinstance(node.func.value, ast.Name))))
+
+
+def _method_of(cls: ast.ClassDef, name: str, classes: dict):
+    """The method ``name`` of ``cls`` or of its one base in the file."""
+    for item in cls.body:
+        if isinstance(item, ast.FunctionDef) and item.name == name:
+            return item
+    bases = [classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes]
+    return _method_of(bases[0], name, classes) if len(bases) == 1 else None
+
+
+def _is_staticmethod(decorator) -> bool:
+    return isinstance(decorator, ast.Name) and decorator.id == "staticmethod"
 
 
 def _chain(node) -> list | None:
@@ -190,6 +214,8 @@ class _File:
         """(defining line, is a literal) of the number ``node`` reads, or None."""
         if _getter(node):  # self.getScale(): the method's one return, as a property's
             return self.resolve(node.func, func, cls, hops, called=True)
+        if _handing_call(node):  # self.scaling_for(r, alpha): its one return, given them as they are
+            return self._computed_by(node, cls)
         chain = _chain(node)
         if chain is None or hops <= 0:
             return None
@@ -331,6 +357,38 @@ class _File:
         if _numeric(node) and not _numeric(node, True) and _chain(node) is None:
             return None  # self.x = arithmetic of the sizes: a scale applied to a part too early is blamed there too
         return self._value(node, method, cls, hops)
+
+    def _computed_by(self, call: ast.Call, cls):
+        """The line of the one return of the class's method (or the file's function) ``call`` calls,
+        when that return is arithmetic of the method's own parameters and the call hands each of them
+        on under its own name (``self.scaling_for(r, alpha)`` of ``def scaling_for(cls, r, alpha):
+        return r / alpha``): the arithmetic there is where the number is made. A call that gives
+        anything else (another name, a literal, in another order) leaves the number to the call."""
+        f = call.func
+        method = None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and cls is not None:
+            if f.value.id in ("self", "cls", cls.name):
+                method = _method_of(cls, f.attr, self.classes)
+        elif isinstance(f, ast.Name):
+            method = next((n for n in self.tree.body if isinstance(n, ast.FunctionDef) and n.name == f.id), None)
+        if method is None:
+            return None
+        params = [a.arg for a in method.args.args]
+        if isinstance(f, ast.Attribute) and not any(_is_staticmethod(d) for d in method.decorator_list):
+            params = params[1:]  # self / cls
+        given = [a.id for a in call.args] + [k.arg for k in call.keywords]
+        positional = [a.id for a in call.args]
+        if len(given) != len(params) or positional != params[:len(positional)] \
+                or any(k.arg != k.value.id for k in call.keywords) or set(given) != set(params):
+            return None
+        returns = [n for n in ast.walk(method) if isinstance(n, ast.Return) and n.value is not None]
+        if len(returns) != 1 or not _numeric(returns[0].value) or _numeric(returns[0].value, True):
+            return None
+        value = returns[0].value
+        used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        if not used & set(params):
+            return None
+        return value.lineno, False
 
     def _parameter(self, func, cls, name, hops):
         """A method's argument: followed into every call of its class in the file (``__init__``)."""

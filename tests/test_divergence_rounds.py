@@ -135,6 +135,9 @@ SAID = [
     ("mla_decode/module_list_query_path_norm_left_out.py", "stages_listed"),  # self.<layers> listed once
     ("swiglu/nemo_activation_registry_silu_is_sigmoid.py", "table_entry"),  # a torch function the reference
     ("swiglu/class_table_swish_entry_is_relu.py", "table_entry"),  # never runs, from a table's one entry
+    # round 14's
+    ("lora/init_subclass_registry_scaling_inverted.py", "scalar"),  # a number made by the one return of
+    ("mqa/math_docstrings_scale_helper_reads_model_width.py", "scalar"),  # a helper handed names as they are
 ]
 
 

@@ -105,3 +105,35 @@ def test_a_scale_computed_in_init_and_applied_too_early_keeps_the_line_that_appl
     path = CORPUS / "mla_decode/zh_blog_absorb_rows_swapped.py"
     d = graded(path).divergence
     assert d is not None and min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code)
+
+
+HANDED = '''class Adapter:
+    @classmethod
+    def scaling_for(cls, r, alpha):
+        return r / alpha
+
+    def __init__(self, r, alpha):
+        self.scaling = self.scaling_for(r, alpha)
+
+    def forward(self, x):
+        return x * self.scaling
+'''
+
+
+def test_a_number_made_by_a_helper_handed_names_as_they_are_is_said_at_its_return():
+    """Round 14: ``self.scaling = self.scaling_for(r, alpha)`` of a classmethod that returns ``r /
+    alpha``: the arithmetic of the return is the choice. Given anything else (another name, the
+    arguments in another order, a literal), the call is where the number is chosen, and it stays."""
+    assert defined.defining_line(HANDED, 7, "scalar") == 4
+    assert defined.defining_line(HANDED, 10, "scalar") is None  # (the finder says line 7 first; 7 reads a call)
+    swapped = HANDED.replace("self.scaling_for(r, alpha)", "self.scaling_for(alpha, r)")
+    assert defined.defining_line(swapped, 7, "scalar") is None
+    renamed = HANDED.replace("self.scaling_for(r, alpha)", "self.scaling_for(r, r)")
+    assert defined.defining_line(renamed, 7, "scalar") is None
+    module = "def scale(head_dim, d_model):\n    return d_model ** -0.5\n\n\nclass A:\n" \
+             "    def __init__(self, head_dim, d_model):\n        self.tau = scale(head_dim, d_model)\n"
+    assert defined.defining_line(module, 7, "scalar") == 2
+    assert defined.defining_line(module.replace("scale(head_dim, d_model)", "scale(d_model=d_model, head_dim=head_dim)"),
+                                 7, "scalar") == 2
+    literal = module.replace("return d_model ** -0.5", "return 0.125")
+    assert defined.defining_line(literal, 7, "scalar") is None  # a literal return: no arithmetic of them
