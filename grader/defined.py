@@ -41,7 +41,8 @@ def defining_line(source: str, line: int, reason: str) -> int | None:
     if stmt is None or func is None:
         return None
     targets = set()
-    for read in _reads(stmt):
+    reads = list(_reads(stmt)) or list(_keyword_reads(stmt))
+    for read in reads:
         found = files.resolve(read, func, cls, MAX_HOPS)
         if found is None:
             continue
@@ -73,6 +74,16 @@ def _reads(stmt: ast.stmt):
         yield value  # a hand-on (`self.scaling = config.attention_multiplier`): the number it passes on
     elif isinstance(stmt, ast.Assign) and isinstance(value, ast.Tuple):  # D, scale = self.head_dim, self.scale
         yield from (e for e in value.elts if _chain(e) is not None or _getter(e))
+
+
+def _keyword_reads(stmt: ast.stmt):
+    """A number handed to a call of the statement by keyword from elsewhere (``softmax(dim=
+    self.cfg["softmax_axis"])``), read when the statement has no arithmetic read (:func:`_reads`)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            for k in node.keywords:
+                if k.arg is not None and _chain(k.value) is not None and len(_chain(k.value)) > 1:
+                    yield k.value
 
 
 def _getter(node) -> bool:
@@ -226,6 +237,9 @@ class _File:
         if head in params:
             if not rest:
                 return self._parameter(func, cls, head, hops)
+            default = self._unpassed_default(func, cls, head)
+            if default is not None:  # cfg=CONFIG, never given: CONFIG["attention"]…
+                return self._follow_chain(default, rest, None, None, hops - 1)
             return None
         if func is not None and _assigns(func, head):
             if not rest:  # a local computed on another line of the same function: that line's own choice
@@ -262,6 +276,12 @@ class _File:
                            if isinstance(k, ast.Constant) and k.value == rest[0][0]]
                 if len(entries) == 1 and _numeric(entries[0], True):
                     return entries[0].lineno, True
+            if isinstance(value, ast.Dict) and isinstance(rest[0], tuple) and len(rest) > 1 and not called:
+                # a nested table ({"attention": {"softmax_axis": -2}}): the one entry, then the rest
+                entries = [v for k, v in zip(value.keys, value.values)
+                           if isinstance(k, ast.Constant) and k.value == rest[0][0]]
+                if len(entries) == 1 and None not in value.keys:
+                    return self._member(("value", entries[0], (func, cls)), rest[1:], hops - 1)
             if _chain(value) is not None:  # a hand-on: follow it, then the rest
                 return self._follow_chain(value, rest, func, cls, hops - 1)
             return None
@@ -271,6 +291,10 @@ class _File:
         name = rest[0]
         if not isinstance(name, str):
             return None
+        if len(rest) > 1 and not called:
+            handed = self._handed_chain(cls, name)
+            if handed is not None:  # self.cfg = cfg["attention"]: read on through what it hands on
+                return self._follow_chain(handed[0], rest[1:], handed[1], cls, hops - 1)
         found = self._attribute(cls, call, name, hops, called and len(rest) == 1)
         if found is None:
             return None
@@ -297,6 +321,25 @@ class _File:
         if _numeric(value):
             return value.lineno, False
         return None
+
+    def _handed_chain(self, cls, name):
+        """(value, method) when the one definition of attribute ``name`` in ``cls`` is ``self.name =
+        <a chain>`` (``self.cfg = cfg["attention"]``) and it is not a dataclass field or class member."""
+        defs = []
+        for item in cls.body:
+            if isinstance(item, (ast.Assign, ast.AnnAssign)) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in getattr(item, "targets", [getattr(item, "target", None)])):
+                return None
+            if isinstance(item, ast.FunctionDef) and item.name == name:
+                return None
+        for method in (i for i in cls.body if isinstance(i, ast.FunctionDef)):
+            for node in ast.walk(method):
+                for target, value in _self_assignments(node, method):
+                    if target == name:
+                        defs.append((value, method))
+        if len(defs) != 1 or defs[0][0] is None or _chain(defs[0][0]) is None:
+            return None
+        return defs[0]
 
     def _attribute(self, cls, call, name, hops, called: bool = False):
         """Where attribute ``name`` of an instance of ``cls`` (built by ``call`` when known) is defined:
@@ -390,10 +433,34 @@ class _File:
             return None
         return value.lineno, False
 
+    def _unpassed_default(self, func, cls, name):
+        """The default of ``__init__``'s parameter ``name`` when it is a module-level table or object
+        made by a call, or a chain into one (``cfg=CONFIG``), and the file never builds the class: the
+        grader builds it with the contract's arguments, numbers (``dropout=0.0``, ``eps=EPS``), never
+        a config object, so the parameter keeps its default."""
+        if func is None or func.name != "__init__" or cls is None:
+            return None
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name for n in walk(self.tree)):
+            return None
+        args = func.args.args
+        defaults = dict(zip([a.arg for a in args][len(args) - len(func.args.defaults):], func.args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None)
+        default = defaults.get(name)
+        chain = _chain(default) if default is not None else None
+        if chain is None or chain[0] in ("self", "cls"):
+            return None
+        table = _single_module(self.tree, chain[0])
+        if not isinstance(table, (ast.Dict, ast.Call)):  # a config object, never one of the contract's numbers
+            return None
+        return default
+
     def _parameter(self, func, cls, name, hops):
         """A method's argument: followed into every call of its class in the file (``__init__``)."""
         if func.name != "__init__" or cls is None:
             return None
+        default = self._unpassed_default(func, cls, name)
+        if default is not None:
+            return self.resolve(default, None, None, hops - 1)
         positional = [a.arg for a in func.args.args][1:]
         targets = set()
         calls = [n for n in walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)

@@ -138,6 +138,8 @@ SAID = [
     # round 14's
     ("lora/init_subclass_registry_scaling_inverted.py", "scalar"),  # a number made by the one return of
     ("mqa/math_docstrings_scale_helper_reads_model_width.py", "scalar"),  # a helper handed names as they are
+    ("mqa/yaml_dict_config_softmax_axis.py", "scalar"),  # a nested config table, an __init__ default never
+    ("norms/hydra_like_nested_defaults_rms_reduce_dim.py", "values"),  # overridden, read by keyword
 ]
 
 
