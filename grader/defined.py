@@ -93,6 +93,33 @@ def _getter(node) -> bool:
             and _chain(node.func) is not None)
 
 
+def _arithmetic_of_sizes(node) -> bool:
+    """Arithmetic (``/ * ** + -``, math / torch square roots) of numbers, names and sizes read from
+    shapes (``value.shape[-1]``, ``q.size(-1)``): a factor made from them, as a scale is."""
+    if not isinstance(node, ast.BinOp) or isinstance(node.op, (ast.MatMult, ast.FloorDiv)):
+        return False
+
+    def leaf(n) -> bool:
+        if isinstance(n, ast.Constant):
+            return isinstance(n.value, (int, float))
+        if isinstance(n, ast.UnaryOp):
+            return leaf(n.operand)
+        if isinstance(n, ast.BinOp):
+            return not isinstance(n.op, ast.MatMult) and leaf(n.left) and leaf(n.right)
+        if isinstance(n, ast.Name):
+            return True
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape":
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "size":
+                return True
+            if n.func.attr in ("sqrt", "rsqrt") and isinstance(n.func.value, ast.Name) and n.func.value.id in _MATH | {"torch"}:
+                return all(leaf(a) for a in n.args)
+        return _chain(n) is not None and not (isinstance(n, ast.Attribute) and n.attr == "shape")
+
+    return leaf(node)
+
+
 def _handing_call(node) -> bool:
     """A call of a method or function that is given only names, as they are (``self.scaling_for(r,
     alpha)``, ``softmax_scale(head_dim=head_dim)``): its return may compute the number from them."""
@@ -433,6 +460,32 @@ class _File:
             return None
         return value.lineno, False
 
+    def _given_by_callers(self, func, name):
+        """A module-level function's parameter that every call of it in the file gives as a local
+        variable of the caller, set once there by arithmetic (``scale = 1.0 / math.sqrt(value.shape[-1])``
+        before ``_calculate_scores(query, key, scale)``): that arithmetic's line, when every call
+        leads to the same one. A literal, an expression written in the call, or a hand-on of another
+        variable leaves the number to the lines already said."""
+        params = [a.arg for a in func.args.args]
+        if name not in params:
+            return None
+        at = params.index(name)
+        calls = [n for n in walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == func.name]
+        targets = set()
+        for call in calls:
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and at < len(call.args):
+                arg = call.args[at]
+            caller, _ = self._enclosing(call)
+            if not isinstance(arg, ast.Name) or caller is None or caller is func:
+                return None
+            value = _single_local(caller, arg.id)
+            if value is None or not _arithmetic_of_sizes(value):
+                return None
+            targets.add(value.lineno)
+        return (targets.pop(), False) if len(targets) == 1 else None
+
     def _unpassed_default(self, func, cls, name):
         """The default of ``__init__``'s parameter ``name`` when it is a module-level table or object
         made by a call, or a chain into one (``cfg=CONFIG``), and the file never builds the class: the
@@ -456,6 +509,8 @@ class _File:
 
     def _parameter(self, func, cls, name, hops):
         """A method's argument: followed into every call of its class in the file (``__init__``)."""
+        if cls is None and func in self.tree.body:
+            return self._given_by_callers(func, name)
         if func.name != "__init__" or cls is None:
             return None
         default = self._unpassed_default(func, cls, name)

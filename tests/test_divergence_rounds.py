@@ -140,6 +140,8 @@ SAID = [
     ("mqa/math_docstrings_scale_helper_reads_model_width.py", "scalar"),  # a helper handed names as they are
     ("mqa/yaml_dict_config_softmax_axis.py", "scalar"),  # a nested config table, an __init__ default never
     ("norms/hydra_like_nested_defaults_rms_reduce_dim.py", "values"),  # overridden, read by keyword
+    ("sdpa/keras_softmax_layer_naive_exp_value_width.py", "scaled_defined"),  # a helper's factor, set by
+    ("mha/functional_core_thin_module_scale_from_input_width.py", "scaled_defined"),  # its caller's local
 ]
 
 

@@ -168,3 +168,30 @@ def test_a_number_read_by_keyword_from_a_config_default_is_said_at_its_entry():
     number = "EPS = 1e-5\n\n\nclass Norm:\n    def __init__(self, dim, eps=EPS):\n        self.eps = eps\n\n" \
              "    def forward(self, x):\n        return x * self.eps\n"
     assert defined.defining_line(number, 9, "scalar") is None
+
+
+CALLERS_LOCAL = '''import math
+
+
+def scores_of(q, k, scale):
+    return q @ k * scale
+
+
+def attend(q, k, v, scale=None):
+    if scale is None:
+        scale = 1.0 / math.sqrt(v.shape[-1])
+    return scores_of(q, k, scale)
+'''
+
+
+def test_a_helpers_factor_set_by_its_caller_is_said_where_the_caller_sets_it():
+    """Round 14: a module-level helper multiplies by its parameter, which every call of it in the file
+    gives as a local of the caller set once by arithmetic of sizes: that line. A literal or an
+    expression written in the call, or a local handed on as it is, is not followed."""
+    assert defined.defining_line(CALLERS_LOCAL, 5, "scaled") == 10
+    literal = CALLERS_LOCAL.replace("return scores_of(q, k, scale)", "return scores_of(q, k, 0.5)")
+    assert defined.defining_line(literal, 5, "scaled") is None
+    inline = CALLERS_LOCAL.replace("return scores_of(q, k, scale)", "return scores_of(q, k, scale * 2)")
+    assert defined.defining_line(inline, 5, "scaled") is None
+    size = CALLERS_LOCAL.replace("scale = 1.0 / math.sqrt(v.shape[-1])", "scale = v.shape[-1]")
+    assert defined.defining_line(size, 5, "scaled") is None  # a size handed on: the helper's use of it
