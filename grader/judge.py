@@ -664,6 +664,9 @@ class Judge:
 
         failing_now = self._failing_of(configs)[0]  # the (config, case) pairs whose outputs are wrong
 
+        def masking(knob) -> bool:  # a mask mistake is one of the knob's: a row it leaves no key is NaN
+            return any(self._mistake(k).mask for k in ((knob,) if isinstance(knob, str) else knob))
+
         # (knob, all_positions, names, only) that -inf's outputs failed on where they are all finite:
         # a masked softmax gives exactly the same finite outputs with any large finite fill (-1e9),
         # so that fill fails there too and is not run (half the variant runs of a search that finds
@@ -692,7 +695,7 @@ class Judge:
                                 want = wanted[name]
                                 if not same(case, got, want, name, all_positions):
                                     if (data.index, case.name) not in failing_now and not all_positions \
-                                            and _rows_left_empty(case, got, want, name):
+                                            and masking(knob) and _rows_left_empty(case, got, want, name):
                                         continue  # a passed case where the mistake would leave a row no key
                                     if isinstance(fill, float) and fill == -math.inf and isinstance(want, torch.Tensor) \
                                             and bool(torch.isfinite(want).all()):
@@ -1136,8 +1139,8 @@ class Judge:
 
 
 def _rows_left_empty(case: Case, got: torch.Tensor, want: torch.Tensor, name: str) -> bool:
-    """A variant's output that differs from a case the attempt passed only where the variant is NaN:
-    the mistake would leave those query rows no key at all (the diagonal masked at T = 1), where the
+    """A mask mistake's variant output that differs from a case the attempt passed only where the
+    variant is NaN: the mistake would leave those query rows no key at all (the diagonal masked at T = 1), where the
     three correct fills disagree (SPEC §1), and an attempt that guards the mask there (``if seqlen >
     1``, Llama's and DeepSeek's habit) computes the reference's values. Such a case says nothing
     against the mistake; every case the attempt fails must still be the variant's."""
