@@ -1140,10 +1140,10 @@ class Judge:
 
 def _rows_left_empty(case: Case, got: torch.Tensor, want: torch.Tensor, name: str) -> bool:
     """A mask mistake's variant output that differs from a case the attempt passed only where the
-    variant is NaN: the mistake would leave those query rows no key at all (the diagonal masked at T = 1), where the
-    three correct fills disagree (SPEC §1), and an attempt that guards the mask there (``if seqlen >
-    1``, Llama's and DeepSeek's habit) computes the reference's values. Such a case says nothing
-    against the mistake; every case the attempt fails must still be the variant's."""
+    variant is NaN: the mistake would leave those query rows no key at all (the diagonal masked at
+    T = 1), where the three correct fills disagree (SPEC §1), and an attempt that guards the mask
+    there (``if seqlen > 1``, Llama's and DeepSeek's habit) computes the reference's values. Such a
+    case says nothing against the mistake; every case the attempt fails must still be the variant's."""
     if not isinstance(want, torch.Tensor) or want.shape != got.shape:
         return False
     where = case.mask(name, tuple(got.shape))
