@@ -41,7 +41,8 @@ def defining_line(source: str, line: int, reason: str) -> int | None:
     if stmt is None or func is None:
         return None
     targets = set()
-    for read in _reads(stmt):
+    reads = list(_reads(stmt)) or list(_keyword_reads(stmt))
+    for read in reads:
         found = files.resolve(read, func, cls, MAX_HOPS)
         if found is None:
             continue
@@ -64,14 +65,25 @@ def _reads(stmt: ast.stmt):
     for node in ast.walk(value):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add, ast.Sub, ast.Pow)):
             for operand in (node.left, node.right):
-                if _chain(operand) is not None or _getter(operand):
+                if _chain(operand) is not None or _getter(operand) or _handing_call(operand):
                     yield operand
     if isinstance(stmt, ast.AugAssign) and (_chain(stmt.value) is not None or _getter(stmt.value)):
         yield stmt.value
-    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (_chain(value) is not None or _getter(value)):
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (_chain(value) is not None or _getter(value)
+                                                            or _handing_call(value)):
         yield value  # a hand-on (`self.scaling = config.attention_multiplier`): the number it passes on
     elif isinstance(stmt, ast.Assign) and isinstance(value, ast.Tuple):  # D, scale = self.head_dim, self.scale
         yield from (e for e in value.elts if _chain(e) is not None or _getter(e))
+
+
+def _keyword_reads(stmt: ast.stmt):
+    """A number handed to a call of the statement by keyword from elsewhere (``softmax(dim=
+    self.cfg["softmax_axis"])``), read when the statement has no arithmetic read (:func:`_reads`)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            for k in node.keywords:
+                if k.arg is not None and _chain(k.value) is not None and len(_chain(k.value)) > 1:
+                    yield k.value
 
 
 def _getter(node) -> bool:
@@ -79,6 +91,56 @@ def _getter(node) -> bool:
     one return may compute the number."""
     return (isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute)
             and _chain(node.func) is not None)
+
+
+def _arithmetic_of_sizes(node) -> bool:
+    """Arithmetic (``/ * ** + -``, math / torch square roots) of numbers, names and sizes read from
+    shapes (``value.shape[-1]``, ``q.size(-1)``): a factor made from them, as a scale is."""
+    if not isinstance(node, ast.BinOp) or isinstance(node.op, (ast.MatMult, ast.FloorDiv)):
+        return False
+
+    def leaf(n) -> bool:
+        if isinstance(n, ast.Constant):
+            return isinstance(n.value, (int, float))
+        if isinstance(n, ast.UnaryOp):
+            return leaf(n.operand)
+        if isinstance(n, ast.BinOp):
+            return not isinstance(n.op, ast.MatMult) and leaf(n.left) and leaf(n.right)
+        if isinstance(n, ast.Name):
+            return True
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape":
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "size":
+                return True
+            if n.func.attr in ("sqrt", "rsqrt") and isinstance(n.func.value, ast.Name) and n.func.value.id in _MATH | {"torch"}:
+                return all(leaf(a) for a in n.args)
+        return _chain(n) is not None and not (isinstance(n, ast.Attribute) and n.attr == "shape")
+
+    return leaf(node)
+
+
+def _handing_call(node) -> bool:
+    """A call of a method or function that is given only names, as they are (``self.scaling_for(r,
+    alpha)``, ``softmax_scale(head_dim=head_dim)``): its return may compute the number from them."""
+    return (isinstance(node, ast.Call) and bool(node.args or node.keywords)
+            and all(isinstance(a, ast.Name) for a in node.args)
+            and all(k.arg is not None and isinstance(k.value, ast.Name) for k in node.keywords)
+            and (isinstance(node.func, ast.Name) or (isinstance(node.func, ast.Attribute)
+                                                      and isinstance(node.func.value, ast.Name))))
+
+
+def _method_of(cls: ast.ClassDef, name: str, classes: dict):
+    """The method ``name`` of ``cls`` or of its one base in the file."""
+    for item in cls.body:
+        if isinstance(item, ast.FunctionDef) and item.name == name:
+            return item
+    bases = [classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes]
+    return _method_of(bases[0], name, classes) if len(bases) == 1 else None
+
+
+def _is_staticmethod(decorator) -> bool:
+    return isinstance(decorator, ast.Name) and decorator.id == "staticmethod"
 
 
 def _chain(node) -> list | None:
@@ -190,6 +252,8 @@ class _File:
         """(defining line, is a literal) of the number ``node`` reads, or None."""
         if _getter(node):  # self.getScale(): the method's one return, as a property's
             return self.resolve(node.func, func, cls, hops, called=True)
+        if _handing_call(node):  # self.scaling_for(r, alpha): its one return, given them as they are
+            return self._computed_by(node, cls)
         chain = _chain(node)
         if chain is None or hops <= 0:
             return None
@@ -200,6 +264,9 @@ class _File:
         if head in params:
             if not rest:
                 return self._parameter(func, cls, head, hops)
+            default = self._unpassed_default(func, cls, head)
+            if default is not None:  # cfg=CONFIG, never given: CONFIG["attention"]…
+                return self._follow_chain(default, rest, None, None, hops - 1)
             return None
         if func is not None and _assigns(func, head):
             if not rest:  # a local computed on another line of the same function: that line's own choice
@@ -236,6 +303,12 @@ class _File:
                            if isinstance(k, ast.Constant) and k.value == rest[0][0]]
                 if len(entries) == 1 and _numeric(entries[0], True):
                     return entries[0].lineno, True
+            if isinstance(value, ast.Dict) and isinstance(rest[0], tuple) and len(rest) > 1 and not called:
+                # a nested table ({"attention": {"softmax_axis": -2}}): the one entry, then the rest
+                entries = [v for k, v in zip(value.keys, value.values)
+                           if isinstance(k, ast.Constant) and k.value == rest[0][0]]
+                if len(entries) == 1 and None not in value.keys:
+                    return self._member(("value", entries[0], (func, cls)), rest[1:], hops - 1)
             if _chain(value) is not None:  # a hand-on: follow it, then the rest
                 return self._follow_chain(value, rest, func, cls, hops - 1)
             return None
@@ -245,6 +318,10 @@ class _File:
         name = rest[0]
         if not isinstance(name, str):
             return None
+        if len(rest) > 1 and not called:
+            handed = self._handed_chain(cls, name)
+            if handed is not None:  # self.cfg = cfg["attention"]: read on through what it hands on
+                return self._follow_chain(handed[0], rest[1:], handed[1], cls, hops - 1)
         found = self._attribute(cls, call, name, hops, called and len(rest) == 1)
         if found is None:
             return None
@@ -271,6 +348,25 @@ class _File:
         if _numeric(value):
             return value.lineno, False
         return None
+
+    def _handed_chain(self, cls, name):
+        """(value, method) when the one definition of attribute ``name`` in ``cls`` is ``self.name =
+        <a chain>`` (``self.cfg = cfg["attention"]``) and it is not a dataclass field or class member."""
+        defs = []
+        for item in cls.body:
+            if isinstance(item, (ast.Assign, ast.AnnAssign)) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in getattr(item, "targets", [getattr(item, "target", None)])):
+                return None
+            if isinstance(item, ast.FunctionDef) and item.name == name:
+                return None
+        for method in (i for i in cls.body if isinstance(i, ast.FunctionDef)):
+            for node in ast.walk(method):
+                for target, value in _self_assignments(node, method):
+                    if target == name:
+                        defs.append((value, method))
+        if len(defs) != 1 or defs[0][0] is None or _chain(defs[0][0]) is None:
+            return None
+        return defs[0]
 
     def _attribute(self, cls, call, name, hops, called: bool = False):
         """Where attribute ``name`` of an instance of ``cls`` (built by ``call`` when known) is defined:
@@ -332,10 +428,94 @@ class _File:
             return None  # self.x = arithmetic of the sizes: a scale applied to a part too early is blamed there too
         return self._value(node, method, cls, hops)
 
+    def _computed_by(self, call: ast.Call, cls):
+        """The line of the one return of the class's method (or the file's function) ``call`` calls,
+        when that return is arithmetic of the method's own parameters and the call hands each of them
+        on under its own name (``self.scaling_for(r, alpha)`` of ``def scaling_for(cls, r, alpha):
+        return r / alpha``): the arithmetic there is where the number is made. A call that gives
+        anything else (another name, a literal, in another order) leaves the number to the call."""
+        f = call.func
+        method = None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and cls is not None:
+            if f.value.id in ("self", "cls", cls.name):
+                method = _method_of(cls, f.attr, self.classes)
+        elif isinstance(f, ast.Name):
+            method = next((n for n in self.tree.body if isinstance(n, ast.FunctionDef) and n.name == f.id), None)
+        if method is None:
+            return None
+        params = [a.arg for a in method.args.args]
+        if isinstance(f, ast.Attribute) and not any(_is_staticmethod(d) for d in method.decorator_list):
+            params = params[1:]  # self / cls
+        given = [a.id for a in call.args] + [k.arg for k in call.keywords]
+        positional = [a.id for a in call.args]
+        if len(given) != len(params) or positional != params[:len(positional)] \
+                or any(k.arg != k.value.id for k in call.keywords) or set(given) != set(params):
+            return None
+        returns = [n for n in ast.walk(method) if isinstance(n, ast.Return) and n.value is not None]
+        if len(returns) != 1 or not _numeric(returns[0].value) or _numeric(returns[0].value, True):
+            return None
+        value = returns[0].value
+        used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        if not used & set(params):
+            return None
+        return value.lineno, False
+
+    def _given_by_callers(self, func, name):
+        """A module-level function's parameter that every call of it in the file gives as a local
+        variable of the caller, set once there by arithmetic (``scale = 1.0 / math.sqrt(value.shape[-1])``
+        before ``_calculate_scores(query, key, scale)``): that arithmetic's line, when every call
+        leads to the same one. A literal, an expression written in the call, or a hand-on of another
+        variable leaves the number to the lines already said."""
+        params = [a.arg for a in func.args.args]
+        if name not in params:
+            return None
+        at = params.index(name)
+        calls = [n for n in walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == func.name]
+        targets = set()
+        for call in calls:
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and at < len(call.args):
+                arg = call.args[at]
+            caller, _ = self._enclosing(call)
+            if not isinstance(arg, ast.Name) or caller is None or caller is func:
+                return None
+            value = _single_local(caller, arg.id)
+            if value is None or not _arithmetic_of_sizes(value):
+                return None
+            targets.add(value.lineno)
+        return (targets.pop(), False) if len(targets) == 1 else None
+
+    def _unpassed_default(self, func, cls, name):
+        """The default of ``__init__``'s parameter ``name`` when it is a module-level table or object
+        made by a call, or a chain into one (``cfg=CONFIG``), and the file never builds the class: the
+        grader builds it with the contract's arguments, numbers (``dropout=0.0``, ``eps=EPS``), never
+        a config object, so the parameter keeps its default."""
+        if func is None or func.name != "__init__" or cls is None:
+            return None
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name for n in walk(self.tree)):
+            return None
+        args = func.args.args
+        defaults = dict(zip([a.arg for a in args][len(args) - len(func.args.defaults):], func.args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None)
+        default = defaults.get(name)
+        chain = _chain(default) if default is not None else None
+        if chain is None or chain[0] in ("self", "cls"):
+            return None
+        table = _single_module(self.tree, chain[0])
+        if not isinstance(table, (ast.Dict, ast.Call)):  # a config object, never one of the contract's numbers
+            return None
+        return default
+
     def _parameter(self, func, cls, name, hops):
         """A method's argument: followed into every call of its class in the file (``__init__``)."""
+        if cls is None and func in self.tree.body:
+            return self._given_by_callers(func, name)
         if func.name != "__init__" or cls is None:
             return None
+        default = self._unpassed_default(func, cls, name)
+        if default is not None:
+            return self.resolve(default, None, None, hops - 1)
         positional = [a.arg for a in func.args.args][1:]
         targets = set()
         calls = [n for n in walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)

@@ -105,3 +105,93 @@ def test_a_scale_computed_in_init_and_applied_too_early_keeps_the_line_that_appl
     path = CORPUS / "mla_decode/zh_blog_absorb_rows_swapped.py"
     d = graded(path).divergence
     assert d is not None and min(abs(d.line - n) for n in bug_lines(path)) <= 1, (d.line, d.reason, d.code)
+
+
+HANDED = '''class Adapter:
+    @classmethod
+    def scaling_for(cls, r, alpha):
+        return r / alpha
+
+    def __init__(self, r, alpha):
+        self.scaling = self.scaling_for(r, alpha)
+
+    def forward(self, x):
+        return x * self.scaling
+'''
+
+
+def test_a_number_made_by_a_helper_handed_names_as_they_are_is_said_at_its_return():
+    """Round 14: ``self.scaling = self.scaling_for(r, alpha)`` of a classmethod that returns ``r /
+    alpha``: the arithmetic of the return is the choice. Given anything else (another name, the
+    arguments in another order, a literal), the call is where the number is chosen, and it stays."""
+    assert defined.defining_line(HANDED, 7, "scalar") == 4
+    assert defined.defining_line(HANDED, 10, "scalar") is None  # (the finder says line 7 first; 7 reads a call)
+    swapped = HANDED.replace("self.scaling_for(r, alpha)", "self.scaling_for(alpha, r)")
+    assert defined.defining_line(swapped, 7, "scalar") is None
+    renamed = HANDED.replace("self.scaling_for(r, alpha)", "self.scaling_for(r, r)")
+    assert defined.defining_line(renamed, 7, "scalar") is None
+    module = "def scale(head_dim, d_model):\n    return d_model ** -0.5\n\n\nclass A:\n" \
+             "    def __init__(self, head_dim, d_model):\n        self.tau = scale(head_dim, d_model)\n"
+    assert defined.defining_line(module, 7, "scalar") == 2
+    assert defined.defining_line(module.replace("scale(head_dim, d_model)", "scale(d_model=d_model, head_dim=head_dim)"),
+                                 7, "scalar") == 2
+    literal = module.replace("return d_model ** -0.5", "return 0.125")
+    assert defined.defining_line(literal, 7, "scalar") is None  # a literal return: no arithmetic of them
+
+
+CONFIG_DEFAULT = '''CONFIG = {
+    "attention": {
+        "softmax_axis": -2,
+    },
+}
+
+
+class Attention:
+    def __init__(self, d_model, num_heads, cfg=CONFIG):
+        self.cfg = cfg["attention"]
+
+    def forward(self, s):
+        return s.softmax(dim=self.cfg["softmax_axis"])
+'''
+
+
+def test_a_number_read_by_keyword_from_a_config_default_is_said_at_its_entry():
+    """Round 14: a config table given as an ``__init__`` default the file never overrides (the grader
+    builds the module with the contract's arguments), kept on self under a sub-table, read by keyword
+    (``dim=self.cfg["softmax_axis"]``): the nested entry's line. A default that is a number (``eps=
+    EPS``) may be a contract argument the grader passes: not followed; nor when the file builds the
+    class itself (its calls decide)."""
+    assert defined.defining_line(CONFIG_DEFAULT, 13, "scalar") == 3
+    assert defined.defining_line(CONFIG_DEFAULT, 13, "values") == 3  # a literal
+    built = CONFIG_DEFAULT + "\n\nlayer = Attention(8, 2, cfg={'attention': {'softmax_axis': -1}})\n"
+    assert defined.defining_line(built, 13, "scalar") is None
+    number = "EPS = 1e-5\n\n\nclass Norm:\n    def __init__(self, dim, eps=EPS):\n        self.eps = eps\n\n" \
+             "    def forward(self, x):\n        return x * self.eps\n"
+    assert defined.defining_line(number, 9, "scalar") is None
+
+
+CALLERS_LOCAL = '''import math
+
+
+def scores_of(q, k, scale):
+    return q @ k * scale
+
+
+def attend(q, k, v, scale=None):
+    if scale is None:
+        scale = 1.0 / math.sqrt(v.shape[-1])
+    return scores_of(q, k, scale)
+'''
+
+
+def test_a_helpers_factor_set_by_its_caller_is_said_where_the_caller_sets_it():
+    """Round 14: a module-level helper multiplies by its parameter, which every call of it in the file
+    gives as a local of the caller set once by arithmetic of sizes: that line. A literal or an
+    expression written in the call, or a local handed on as it is, is not followed."""
+    assert defined.defining_line(CALLERS_LOCAL, 5, "scaled") == 10
+    literal = CALLERS_LOCAL.replace("return scores_of(q, k, scale)", "return scores_of(q, k, 0.5)")
+    assert defined.defining_line(literal, 5, "scaled") is None
+    inline = CALLERS_LOCAL.replace("return scores_of(q, k, scale)", "return scores_of(q, k, scale * 2)")
+    assert defined.defining_line(inline, 5, "scaled") is None
+    size = CALLERS_LOCAL.replace("scale = 1.0 / math.sqrt(v.shape[-1])", "scale = v.shape[-1]")
+    assert defined.defining_line(size, 5, "scaled") is None  # a size handed on: the helper's use of it
