@@ -512,6 +512,8 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
                 code = linecache.getline(str(path), flag[0]).strip().rstrip(",")
             found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
+        else:  # a step run (or picked) by a setting of the file that, taken the other way, mends the case
+            found = _setting_runs(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
@@ -520,6 +522,22 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     ref_name = outputs.get(found.ref_name, found.ref_name)
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, ref_name,
                       found.ref_named, found.ref_code, part, case.name, config)
+
+
+def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
+    """``found``, or the line of the setting whose branch, taken the other way, makes the case right
+    (reason ``flag_runs``, see :mod:`.repair`)."""
+    from attnprep.grader import repair
+
+    setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
+    if setting is None:
+        return found
+    first, code = _statement(path, setting[0])
+    if first != setting[0]:  # a keyword on a line of its own of a call written over several lines
+        import linecache
+
+        code = linecache.getline(str(path), setting[0]).strip().rstrip(",")
+    return replace(found, line=setting[0], code=code, name=setting[1], reason="flag_runs")
 
 
 NOT_AN_ENTRY = frozenset({"group", "helper_call", "helper_passed", "helper_applies", "raised", "raised_first"})  # lines said for

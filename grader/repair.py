@@ -1,0 +1,187 @@
+"""A branch the file's own setting chose: taken the other way, does the case come right?
+
+The trail sees the steps that ran, never why they ran. A step the reference never does, run because a
+setting of the file lets it (``if MaskKind.CAUSAL in self.mask_kinds:`` with the class attribute
+``mask_kinds = MaskKind.PADDING | MaskKind.CAUSAL``), or a module picked by a setting (``(self.norm_1
+if self.config.shared_attention_norm else self.norm_2)(x)`` with the dataclass field
+``shared_attention_norm: bool = True``), is blamed where the step ran: the step is written right for
+the other setting, and what a reviewer points at is the setting. Syntax alone cannot tell that from a
+branch whose own code is wrong; running it can.
+
+When the finder's line is inside an ``if`` (or holds a conditional expression) whose test reads no
+tensor, no parameter of its function and calls nothing (``self.<setting>``, enum members, module
+constants), and the one setting it reads from ``self`` is defined on another line of the file (a class
+attribute, a dataclass field's default, the literal of ``self.x = ...``: :mod:`.defined` follows it,
+across hand-ons) that the grader does not pass, a child forked like the trace child (the same sandbox,
+a short time limit) traces the case again on a copy of the file whose test is negated (``not (…)``, on
+its own line: every other line as written). When every output of the case then equals the reference's
+within the case's tolerance, the setting's line is said (reason ``flag_runs``). Else, or when the
+child raises, runs out of its time or sends back anything malformed, the finder's line stands. One
+such child per failing grade at most, and only for a line under such a test.
+"""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+from pathlib import Path
+
+import torch
+
+from attnprep.grader.found import Found, tensor_of
+from attnprep.grader.parsing import parsed
+
+CHILD_SECONDS = 3.0  # the child's time (tracing the case again), at most the grade's timeout
+MAX_TESTS = 2  # tests asked about (the innermost first); one child runs the first that qualifies
+# what the finder says of a value the branch made (a step's values), not of a line said for another reason
+REASONS = frozenset({"values", "made", "incomplete", "input", "output", "short", "late", "twice", "scalar", "scaled",
+                     "skipped", "guarded", "near", "layout"})
+_OPS = (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Attribute, ast.Name, ast.Constant, ast.Load, ast.And, ast.Or, ast.Not,
+        ast.In, ast.NotIn, ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.BitAnd, ast.BitOr, ast.BinOp, ast.Subscript)
+
+
+def setting_runs(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                 source: str) -> tuple[int, str] | None:
+    """(line, setting) when the branch ``found.line`` is under, taken the other way, makes the case's
+    outputs right (see the module doc); else None. Any exception of ours is None."""
+    import os
+
+    try:
+        return _setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None
+
+
+def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> list[tuple[ast.expr, int, str]]:
+    """(test, the setting's defining line, the setting as written) of the tests that decide whether the
+    statement on ``line`` runs or what it picks, innermost first: a conditional expression of the
+    statement, then the ``if`` statements around it in its function. Only settled tests (see
+    :func:`_settled`) whose one ``self`` setting is defined more than a line away."""
+    from attnprep.grader import defined
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    files = defined._file_of(tree)
+    stmt, func, cls = files.statement_at(line)
+    if stmt is None or func is None or cls is None:
+        return []
+    tests = [n.test for n in ast.walk(stmt) if isinstance(n, ast.IfExp)]
+    node = stmt
+    while node in files.parent and files.parent[node] is not func:
+        node = files.parent[node]
+        if isinstance(node, ast.If):
+            tests.append(node.test)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
+    found = []
+    for test in tests[:MAX_TESTS]:
+        if test.lineno != test.end_lineno or not _settled(test, func):
+            continue
+        settings = [n for n in ast.walk(test) if isinstance(n, ast.Attribute) and _self_chain(n, func)
+                    and not isinstance(files.parent.get(n), ast.Attribute)]
+        targets = {files.resolve(n, func, cls, defined.MAX_HOPS) for n in settings}
+        if len(settings) != 1 or len(targets) != 1 or None in targets:
+            continue
+        (target, _), = targets
+        if abs(target - line) <= 1 or _given_default(tree, target, given):
+            continue
+        found.append((test, target, ast.unparse(settings[0])))
+    return found
+
+
+def _self_chain(node: ast.Attribute, func) -> bool:
+    from attnprep.grader import defined
+
+    chain = defined._chain(node)
+    return chain is not None and len(chain) >= 2 and chain[0] == defined._first_arg(func)
+
+
+def _settled(test: ast.expr, func) -> bool:
+    """A test that reads settings only: no call, no parameter of its function but ``self``, no local
+    of it (what the caller or the inputs decide is not the file's setting), no tensor arithmetic."""
+    from attnprep.grader import defined
+
+    me = defined._first_arg(func)
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs} - {me}
+    for node in ast.walk(test):
+        if not isinstance(node, _OPS):
+            return False
+        if isinstance(node, ast.Name) and (node.id in params or (node.id != me and defined._assigns(func, node.id))):
+            return False
+    return True
+
+
+def _given_default(tree: ast.Module, line: int, given: frozenset[str]) -> bool:
+    """``line`` holds the default of a parameter the grader passes (the user's setting, not the file's)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            pairs = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + \
+                [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            if any(d.lineno == line and p.arg in given for p, d in pairs):
+                return True
+    return False
+
+
+def negated(source: str, test: ast.expr) -> str:
+    """``source`` with ``test`` (on one line) written ``(not (…))``, every other line as it was."""
+    lines = source.splitlines(keepends=True)
+    raw = lines[test.lineno - 1].encode("utf-8")
+    start, end = test.col_offset, test.end_col_offset
+    lines[test.lineno - 1] = (raw[:start] + b"(not (" + raw[start:end] + b"))" + raw[end:]).decode("utf-8")
+    return "".join(lines)
+
+
+def _setting_runs(found, t, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
+    if found is None or found.reason not in REASONS or not t.reference or not t.ref_made:
+        return None
+    tests = candidates(source, found.line, frozenset(kind.config_params(ci)))
+    if not tests:
+        return None
+    test, target, setting = tests[0]
+    steps, made = _run(path, negated(source, test), kind, ci, ni, min(timeout, CHILD_SECONDS), protect) or ((), {})
+    if not made or not _right(steps, made, t, kind.cases(ci)[ni].tolerance):
+        return None
+    return target, setting
+
+
+def _right(steps, made: dict[str, int], t, tol) -> bool:
+    """Every output of the reference's is made by the run, of its shape, within ``tol`` of it."""
+    from attnprep.grader.found import ATOL, RTOL
+
+    rtol, atol = tol or (RTOL, ATOL)
+    for name, at in t.ref_made.items():
+        ref = tensor_of(t.reference[at])
+        mine = tensor_of(steps[made[name]]) if name in made else None
+        if ref is None or mine is None or mine.shape != ref.shape:
+            return False
+        if not torch.isclose(mine.double(), ref.double(), rtol=rtol, atol=atol, equal_nan=True).all():
+            return False
+    return True
+
+
+def _run(path: Path, text: str, kind, ci: int, ni: int, seconds: float, protect):
+    """(steps, outputs) of the case traced on ``text`` written as a file of ``path``'s name, or None."""
+    from attnprep.grader import child, engine, sandbox
+    from attnprep.grader.trace import Step
+
+    forget = child.reference_modules()  # asked before the fork (see there)
+    with tempfile.TemporaryDirectory(prefix="attnprep-repair-") as tmp:
+        copy = Path(tmp) / path.name
+        copy.write_text(text, encoding="utf-8")
+        outcome = sandbox.run(lambda channel: child.trace_attempt(copy, kind, ci, ni, channel, protect, forget), seconds,
+                              answer=engine._answerer(kind))
+    data = outcome.data
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        return None
+    try:  # what the attempt's process sends is checked, never trusted
+        steps = [Step.from_data(s) for s in data["steps"]]
+        _, made = engine._trail_extras(data, len(steps))
+    except (TypeError, ValueError, AttributeError, KeyError):
+        return None
+    return steps, made
