@@ -29,7 +29,8 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.found import Found, tensor_of
-from attnprep.grader.parsing import parsed
+from attnprep.grader.defined import _File
+from attnprep.grader.parsing import kept_for, parsed
 
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again), at most the grade's timeout
 MAX_TESTS = 2  # tests asked about (the innermost first); one child runs the first that qualifies
@@ -65,7 +66,7 @@ def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> l
         tree = parsed(source)
     except (SyntaxError, ValueError):
         return []
-    files = defined._file_of(tree)
+    files = kept_for(_SETTINGS, tree, _Settings, defined.FILES_KEPT)
     stmt, func, cls = files.statement_at(line)
     if stmt is None or func is None or cls is None:
         return []
@@ -91,6 +92,19 @@ def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> l
             continue
         found.append((test, target, ast.unparse(settings[0])))
     return found
+
+
+class _Settings(_File):
+    """:mod:`.defined`'s reading of a file, where a setting may be any literal (a string, a bool, None),
+    not only a number."""
+
+    def _value(self, value, func, cls, hops):
+        if isinstance(value, ast.Constant) and not isinstance(value.value, (bytes, complex)):
+            return value.lineno, True
+        return super()._value(value, func, cls, hops)
+
+
+_SETTINGS: dict = {}  # id of a shared tree -> (it, its _Settings), as defined's
 
 
 def _self_chain(node: ast.Attribute, func) -> bool:
