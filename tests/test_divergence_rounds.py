@@ -28,7 +28,8 @@ finally:
 # round 5's Triton offsets (within on main before lines14), round 10's fairseq key_padding_mask taken
 # as it came (renamed), round 12's Megatron smoothing (a number worked out from a variable set
 # elsewhere), searchsorted cutoff (a search the reference never does), cdist distances (a table
-# right under the mask) and Haiku's RoPE on v (handed) (lines14).
+# right under the mask) and Haiku's RoPE on v (handed) (lines14); round 13's litgpt shared_attention_norm
+# and enum.Flag mask kinds (a setting whose branch, taken the other way, mends the case: flag_runs, lines15).
 OPEN = {
     # round 4: Baichuan, InternLM, Yi, GPT-J, Falcon, ChatGLM and the rest of the fourth round's
     # styles
@@ -88,8 +89,6 @@ OPEN = {
     # NamedTuple caches, Protocols, frozen dataclasses, recursion, registries, torch.kron / cummax
     13: {"intenum_slots_value_before_key.py", "x_transformers_default_kv_input_swapped.py",
          "target_distribution_kl_style_rest_over_v_minus_one.py", "bisect_python_lists_crossing_dropped.py",
-         "litgpt_block_shared_attention_norm_flag.py",
-         "enum_flag_mask_kinds_causal_default_dropout_training.py",
          "baichuan13b_gen_alibi_mask_negated_pad_kept.py"},
 }
 ANNOTATED = [(n, p) for n, missed in OPEN.items()

@@ -1,0 +1,172 @@
+"""lines15's mechanism for issue 24's line (grader/repair.py, reason ``flag_runs``): a step run, or a value
+picked, by a setting of the file (a class attribute, a dataclass field's default) is said where the
+setting is set when the case, traced again with the branch's test negated, comes out right; a branch whose
+own code is wrong keeps its line. Round 13's two attempts of the class and three of other exercises and
+styles."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from attnprep import texts
+from attnprep.grader import repair
+from attnprep.grader.result import Divergence
+
+from pointed import assert_pointed
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+
+SAID = [
+    ("decoder_layer/litgpt_block_shared_attention_norm_flag.py", "flag_runs"),  # round 13: a module picked
+    ("cross_attention/enum_flag_mask_kinds_causal_default_dropout_training.py", "flag_runs"),  # round 13: enum.Flag
+    ("swiglu/gemma_mlp_config_hidden_activation_tanh.py", "flag_runs"),  # a string field, if / else
+    ("norms/flax_port_class_switches_rms_use_mean.py", "flag_runs"),  # a class switch runs a step
+    ("mha/composer_class_setting_scale_choice_d_model.py", "flag_runs"),  # a conditional expression picks a number
+]
+
+
+@pytest.mark.parametrize("name, reason", SAID, ids=[n for n, _ in SAID])
+def test_the_setting_is_said(name, reason, graded):
+    path = CORPUS / name
+    assert_pointed(path, graded(path), reason)
+
+
+def test_the_reason_reads_in_both_languages():
+    d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", "flag_runs", "f")
+    for lang in texts.LANGUAGES:
+        words = texts.t("divergence.flag_runs", lang, line=d.line, name=d.name, shape=d.shape, named=d.named,
+                        ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+        assert "12" in words and "self.use_mean" in words and "{" not in words, lang
+
+
+SETTINGS = '''
+import enum
+
+
+class Kind(enum.Flag):
+    A = enum.auto()
+    B = enum.auto()
+
+
+LIMIT = 3
+
+
+class Block:
+    center = True
+    kinds = Kind.A | Kind.B
+
+    def __init__(self, d, causal=False, scaled=True):
+        self.causal = causal
+        self.scaled = scaled
+        self.mode = "gelu"
+
+    def forward(self, x, mask=None):
+        h = x
+        if self.center:
+            h = h - h.mean(-1)
+        if Kind.B in self.kinds:
+            h = h * 2
+        if self.causal:
+            h = h.tril()
+        if self.scaled:
+            h = h / 2
+        if mask is not None:
+            h = h + 1
+        if self.center and mask is not None:
+            h = h + 2
+        if self.center and self.center_rows():
+            h = h + 3
+        k = 1
+        if k:
+            h = h + 4
+        h = h.relu() if self.mode == "relu" else h.sigmoid()
+        if h.sum() > 0:
+            h = h + 5
+        return h
+'''
+
+
+def _line(text: str, source: str = SETTINGS) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if line.strip() == text)
+
+
+def _asked(text: str, given=frozenset()) -> list[tuple[int, str]]:
+    return [(line, setting) for _, line, setting in repair.candidates(SETTINGS, _line(text), frozenset(given))]
+
+
+def test_a_setting_of_the_file_is_followed_to_where_it_is_set():
+    assert _asked("h = h - h.mean(-1)") == [(_line("center = True"), "self.center")]
+    assert _asked("h = h * 2") == [(_line("kinds = Kind.A | Kind.B"), "self.kinds")]  # an enum member is no setting
+    assert _asked("h = h.relu() if self.mode == \"relu\" else h.sigmoid()") == [(_line('self.mode = "gelu"'), "self.mode")]
+
+
+def test_what_the_caller_or_the_inputs_decide_is_no_setting():
+    assert _asked("h = h + 1") == []  # a parameter of the function
+    assert _asked("h = h + 2") == []  # a setting and a parameter
+    assert _asked("h = h + 3") == []  # a call
+    assert _asked("h = h + 4") == []  # a local
+    assert _asked("h = h + 5") == []  # tensor arithmetic (a call, a local)
+
+
+def test_a_default_the_grader_passes_is_the_users_setting():
+    assert _asked("h = h.tril()", {"causal"}) == []  # the exercise's own parameter
+    init = _line("def __init__(self, d, causal=False, scaled=True):")
+    assert _asked("h = h / 2") == [(init, "self.scaled")]  # a default the grader leaves alone
+    assert _asked("h = h / 2", {"scaled"}) == []
+
+
+def test_the_negated_copy_keeps_every_line():
+    tree = ast.parse(SETTINGS)
+    test = next(n.test for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "Kind.B in self.kinds")
+    copy = repair.negated(SETTINGS, test)
+    assert len(copy.splitlines()) == len(SETTINGS.splitlines())
+    assert copy.splitlines()[test.lineno - 1].strip() == "if (not (Kind.B in self.kinds)):"
+    ast.parse(copy)
+
+
+WRONG_BRANCH = '''# attnprep: norms
+import torch
+import torch.nn as nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        h = x.float()
+        return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight).to(x.dtype)
+
+
+class LayerNorm(nn.Module):
+    use_bias = True
+
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        h = x.float()
+        h = (h - h.mean(-1, keepdim=True)) * torch.rsqrt(h.var(-1, unbiased=False, keepdim=True) + self.eps)
+        if self.use_bias:
+            h = h * self.weight - self.bias
+        return h.to(x.dtype)
+'''
+
+
+def test_a_branch_whose_own_code_is_wrong_keeps_its_line(tmp_path, graded):
+    """``use_bias`` is right; the branch subtracts the bias. Taken the other way, the case is still wrong
+    (neither weight nor bias): the branch's line stands."""
+    path = tmp_path / "layernorm_bias_subtracted.py"
+    path.write_text(WRONG_BRANCH, encoding="utf-8")
+    d = graded(path, "norms").divergence
+    assert d is not None and d.reason != "flag_runs"
+    assert d.line == _line("h = h * self.weight - self.bias", WRONG_BRANCH)
