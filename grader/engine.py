@@ -526,10 +526,14 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
 def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
     """``found``, or the line of the setting whose branch, taken the other way, makes the case right
-    (reason ``flag_runs``, see :mod:`.repair`)."""
+    (reason ``flag_runs``), or of the read of a module whose twin, built alike and never read, makes it
+    right there (``twin_read``; see :mod:`.repair`)."""
     from attnprep.grader import repair
 
     setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
+    reason = "flag_runs"
+    if setting is None:  # a module read where its twin, built alike and never read, belongs
+        setting, reason = repair.twin_read(found, t, path, kind, ci, ni, timeout, protect, source), "twin_read"
     if setting is None:
         return found
     first, code = _statement(path, setting[0])
@@ -537,7 +541,7 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         import linecache
 
         code = linecache.getline(str(path), setting[0]).strip().rstrip(",")
-    return replace(found, line=setting[0], code=code, name=setting[1], reason="flag_runs")
+    return replace(found, line=setting[0], code=code, name=setting[1], reason=reason)
 
 
 NOT_AN_ENTRY = frozenset({"group", "helper_call", "helper_passed", "helper_applies", "raised", "raised_first"})  # lines said for

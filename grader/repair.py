@@ -200,3 +200,80 @@ def _run(path: Path, text: str, kind, ci: int, ni: int, seconds: float, protect)
     except (TypeError, ValueError, AttributeError, KeyError):
         return None
     return steps, made
+
+
+# -- a module read where its twin belongs --------------------------------------------------------------
+
+TWIN_REASONS = REASONS | frozenset({"given", "given_made", "role", "stages_listed"})
+
+
+def twin_read(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+              source: str) -> tuple[int, str] | None:
+    """(line, read) of the read of a module attribute that, given its twin instead, makes the case's outputs
+    right (see :func:`twins`); else None. Any exception of ours is None."""
+    import os
+
+    try:
+        return _twin_read(found, t, path, kind, ci, ni, timeout, protect, source)
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None
+
+
+def twins(source: str) -> list[tuple[ast.Attribute, str]]:
+    """(read, twin) of a class of the file with a module attribute that nothing reads (``self.ffn_norm =
+    RMSNorm(d, eps)``, built and never used) and one twin built by the same call (``self.attn_norm =
+    RMSNorm(d, eps)``) that is read more than once: the last of those reads in the file's order, the one a
+    copied line most likely left unchanged (``SublayerConnection(self.attn_norm)`` twice). A human points
+    at the read that should be the unused twin; which one it is, only running can tell."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        built: dict[str, list[str]] = {}
+        reads: dict[str, list[ast.Attribute]] = {}
+        for method in (m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            me = method.args.args[0].arg if method.args.args else None
+            for node in ast.walk(method):
+                if isinstance(node, ast.Assign) and method.name == "__init__" and isinstance(node.value, ast.Call):
+                    for target in node.targets:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                            built.setdefault(target.attr, []).append(ast.dump(node.value))
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+                        and node.value.id == me:
+                    reads.setdefault(node.attr, []).append(node)
+        made = {name: calls[0] for name, calls in built.items() if len(calls) == 1}
+        for unused in (n for n in made if n not in reads):
+            alike = [n for n in made if n != unused and made[n] == made[unused] and len(reads.get(n, ())) > 1]
+            if len(alike) == 1:
+                last = max(reads[alike[0]], key=lambda n: (n.lineno, n.col_offset))
+                found.append((last, unused))
+    return found
+
+
+def _swapped(source: str, read: ast.Attribute, twin: str) -> str:
+    """``source`` with the attribute of ``read`` (``self.attn_norm``, on one line) renamed ``twin``."""
+    lines = source.splitlines(keepends=True)
+    raw = lines[read.end_lineno - 1].encode("utf-8")
+    end = read.end_col_offset
+    start = end - len(read.attr.encode("utf-8"))
+    lines[read.end_lineno - 1] = (raw[:start] + twin.encode("utf-8") + raw[end:]).decode("utf-8")
+    return "".join(lines)
+
+
+def _twin_read(found, t, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
+    if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+        return None
+    pairs = twins(source)
+    if len(pairs) != 1:
+        return None
+    (read, twin), = pairs
+    if abs(read.end_lineno - found.line) <= 1:
+        return None  # said already
+    steps, made = _run(path, _swapped(source, read, twin), kind, ci, ni, min(timeout, CHILD_SECONDS), protect) or ((), {})
+    if not made or not _right(steps, made, t, kind.cases(ci)[ni].tolerance):
+        return None
+    return read.end_lineno, ast.unparse(read)

@@ -2,7 +2,8 @@
 picked, by a setting of the file (a class attribute, a dataclass field's default) is said where the
 setting is set when the case, traced again with the branch's test negated, comes out right; a branch whose
 own code is wrong keeps its line. Round 13's two attempts of the class and three of other exercises and
-styles."""
+styles. And (``twin_read``) a module read where its twin, built by the same call and never read, belongs: the
+read said when the case, traced again with the twin there, comes out right."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ SAID = [
     ("swiglu/gemma_mlp_config_hidden_activation_tanh.py", "flag_runs"),  # a string field, if / else
     ("norms/flax_port_class_switches_rms_use_mean.py", "flag_runs"),  # a class switch runs a step
     ("mha/composer_class_setting_scale_choice_d_model.py", "flag_runs"),  # a conditional expression picks a number
+    ("decoder_layer/annotated_sublayer_connection_one_norm.py", "twin_read"),  # round 9: a wrapper given one norm twice
+    ("decoder_layer/partial_residual_branches_one_norm.py", "twin_read"),  # functools.partial branches
+    ("mha/projection_table_dict_v_entry_is_k_proj.py", "twin_read"),  # a dict of projections, v's entry k_proj
 ]
 
 
@@ -35,12 +39,13 @@ def test_the_setting_is_said(name, reason, graded):
     assert_pointed(path, graded(path), reason)
 
 
-def test_the_reason_reads_in_both_languages():
-    d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", "flag_runs", "f")
+@pytest.mark.parametrize("reason", ["flag_runs", "twin_read"])
+def test_the_reasons_read_in_both_languages(reason):
+    d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", reason, "f")
     for lang in texts.LANGUAGES:
-        words = texts.t("divergence.flag_runs", lang, line=d.line, name=d.name, shape=d.shape, named=d.named,
+        words = texts.t(f"divergence.{reason}", lang, line=d.line, name=d.name, shape=d.shape, named=d.named,
                         ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
-        assert "12" in words and "self.use_mean" in words and "{" not in words, lang
+        assert "12" in words and "self.use_mean" in words and "{" not in words, (reason, lang)
 
 
 SETTINGS = '''
@@ -170,3 +175,48 @@ def test_a_branch_whose_own_code_is_wrong_keeps_its_line(tmp_path, graded):
     d = graded(path, "norms").divergence
     assert d is not None and d.reason != "flag_runs"
     assert d.line == _line("h = h * self.weight - self.bias", WRONG_BRANCH)
+
+
+TWINS = '''
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm_a = RMSNorm(d, 1e-6)
+        self.norm_b = RMSNorm(d, 1e-6)
+        self.norm_c = RMSNorm(d, 1e-5)
+        self.pair = (self.norm_a, self.norm_a)
+
+    def forward(self, x):
+        return self.pair[1](self.norm_c(x)) + self.norm_a(x)
+
+
+class Alike(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.o = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.o(self.q(x) + self.k(x))
+
+
+class Used(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.a = nn.Linear(d, d)
+        self.b = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.b(self.a(self.a(x)))
+'''
+
+
+def test_a_module_never_read_is_asked_of_the_last_read_of_its_one_twin():
+    found = [(r.lineno, ast.unparse(r), twin) for r, twin in repair.twins(TWINS)]
+    # norm_c is built by another call (eps): no twin; Alike's v has three twins read once each: none; Used reads both
+    assert found == [(_line("return self.pair[1](self.norm_c(x)) + self.norm_a(x)", TWINS), "self.norm_a", "norm_b")]
+    read = repair.twins(TWINS)[0][0]
+    swapped = repair._swapped(TWINS, read, "norm_b").splitlines()[read.lineno - 1].strip()
+    assert swapped == "return self.pair[1](self.norm_c(x)) + self.norm_b(x)"

@@ -29,7 +29,9 @@ finally:
 # as it came (renamed), round 12's Megatron smoothing (a number worked out from a variable set
 # elsewhere), searchsorted cutoff (a search the reference never does), cdist distances (a table
 # right under the mask) and Haiku's RoPE on v (handed) (lines14); round 13's litgpt shared_attention_norm
-# and enum.Flag mask kinds (a setting whose branch, taken the other way, mends the case: flag_runs, lines15).
+# and enum.Flag mask kinds (a setting whose branch, taken the other way, mends the case: flag_runs), round
+# 9's Annotated Transformer one norm for both sublayers (a module read where its unread twin belongs:
+# twin_read) (lines15).
 OPEN = {
     # round 4: Baichuan, InternLM, Yi, GPT-J, Falcon, ChatGLM and the rest of the fourth round's
     # styles
@@ -65,7 +67,7 @@ OPEN = {
     # timm's running `attn` (scores under the probabilities' name: no role swap), a rotary call
     # written for q alone (said at that call, where k's belongs), q never scaled beside a key block
     # taken as the reference takes it
-    9: {"annotated_sublayer_connection_one_norm.py", "hf_logits_processor_list_top_p_first.py"},
+    9: {"hf_logits_processor_list_top_p_first.py"},
     # round 10: nanoGPT's `bias` buffer registered over several lines (the line of the tensor it is
     # given), a norm helper shared by two objects that computes a value only one of them uses (a
     # chain of steps nothing uses in the end is not the story), DeepSeek-V3's `freqs =
