@@ -527,13 +527,16 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
     """``found``, or the line of the setting whose branch, taken the other way, makes the case right
     (reason ``flag_runs``), or of the read of a module whose twin, built alike and never read, makes it
-    right there (``twin_read``; see :mod:`.repair`)."""
+    right there (``twin_read``), or of two enum members whose numbers, swapped, make it right
+    (``enum_order``; see :mod:`.repair`)."""
     from attnprep.grader import repair
 
     setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
     reason = "flag_runs"
     if setting is None:  # a module read where its twin, built alike and never read, belongs
         setting, reason = repair.twin_read(found, t, path, kind, ci, ni, timeout, protect, source), "twin_read"
+    if setting is None:  # an enum's members numbered the other way round
+        setting, reason = repair.enum_order(found, t, path, kind, ci, ni, timeout, protect, source), "enum_order"
     if setting is None:
         return found
     first, code = _statement(path, setting[0])

@@ -182,25 +182,58 @@ def _right(steps, made: dict[str, int], t, tol) -> bool:
 
 def _run(path: Path, text: str, kind, ci: int, ni: int, seconds: float, protect):
     """(steps, outputs) of the case traced on ``text`` written as a file of ``path``'s name, or None."""
+    runs = _runs(path, [text], kind, ci, ni, seconds, protect)
+    return runs[0] if runs else None
+
+
+def _runs(path: Path, texts: list[str], kind, ci: int, ni: int, seconds: float, protect) -> list:
+    """Per text, (output steps, outputs) of the case traced on it written as a file of ``path``'s name (each
+    in a folder of its own), all in one child; None for a run that sent back nothing usable; [] when the
+    child did not answer."""
     from attnprep.grader import child, engine, sandbox
-    from attnprep.grader.trace import Step
 
     forget = child.reference_modules()  # asked before the fork (see there)
     with tempfile.TemporaryDirectory(prefix="attnprep-repair-") as tmp:
-        copy = Path(tmp) / path.name
-        copy.write_text(text, encoding="utf-8")
-        outcome = sandbox.run(lambda channel: child.trace_attempt(copy, kind, ci, ni, channel, protect, forget), seconds,
+        copies = []
+        for i, text in enumerate(texts):
+            copy = Path(tmp) / str(i) / path.name
+            copy.parent.mkdir()
+            copy.write_text(text, encoding="utf-8")
+            copies.append(copy)
+        outcome = sandbox.run(lambda channel: _traced(copies, kind, ci, ni, channel, protect, forget), seconds,
                               answer=engine._answerer(kind))
     data = outcome.data
-    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        return []
+    return [_outputs_of(run) for run in data["runs"][:len(texts)]]
+
+
+def _outputs_of(run):
+    from attnprep.grader import engine
+    from attnprep.grader.trace import Step
+
+    if not isinstance(run, dict) or not isinstance(run.get("steps"), list):
         return None
     try:  # what the attempt's process sends is checked, never trusted
-        steps = [Step.from_data(s) for s in data["steps"]]
-        _, made = engine._trail_extras(data, len(steps))
+        steps = [Step.from_data(s) for s in run["steps"]]
+        _, made = engine._trail_extras(run, len(steps))
     except (TypeError, ValueError, AttributeError, KeyError):
         return None
     return steps, made
 
+
+def _traced(copies: list[Path], kind, ci: int, ni: int, channel, protect, forget) -> dict:
+    """In the forked child: each copy traced on the case, only the steps of its outputs kept."""
+    from attnprep.grader import child
+
+    runs = []
+    for copy in copies:
+        data = child.trace_attempt(copy, kind, ci, ni, channel, protect, forget)
+        made = data.get("outputs") or {}
+        steps = data.get("steps") or []
+        kept = {name: i for i, name in enumerate(made)}
+        runs.append({"steps": [steps[at] for at in made.values()], "outputs": kept})
+    return {"runs": runs}
 
 # -- a module read where its twin belongs --------------------------------------------------------------
 
@@ -277,3 +310,88 @@ def _twin_read(found, t, path: Path, kind, ci: int, ni: int, timeout: float, pro
     if not made or not _right(steps, made, t, kind.cases(ci)[ni].tolerance):
         return None
     return read.end_lineno, ast.unparse(read)
+
+
+# -- an enum's members numbered in the wrong order -----------------------------------------------------
+
+ENUM_BASES = frozenset({"Enum", "IntEnum", "Flag", "IntFlag"})
+MAX_MEMBERS = 4  # members of one enum whose values are swapped two at a time (at most 6 runs, one child)
+
+
+def enum_swaps(source: str) -> list[tuple[int, int, str, str]]:
+    """(line, line, text with the two members' values swapped, "Enum.A, Enum.B") for every pair of members of
+    the file's one enum numbered by distinct integer literals, each on a line of its own (``K = 0``), when the
+    file reads at least two of them (``Part.Q``): the enum picks slots or an order by its numbers, which the
+    trail never sees."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    enums = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in cls.bases}
+        if not bases & ENUM_BASES:
+            continue
+        members = [n for n in cls.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
+                   and type(n.value.value) is int]
+        values = [m.value.value for m in members]
+        lines = [m.lineno for m in members]
+        if 2 <= len(members) <= MAX_MEMBERS and len(set(values)) == len(values) and len(set(lines)) == len(lines):
+            enums.append((cls, members))
+    if len(enums) != 1:
+        return []
+    cls, members = enums[0]
+    names = {m.targets[0].id for m in members}
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == cls.name and n.attr in names}
+    if len(read) < 2:
+        return []
+    found = []
+    for i, a in enumerate(members):
+        for b in members[i + 1:]:
+            text = _literal_set(_literal_set(source, a.value, b.value.value), b.value, a.value.value)
+            found.append((a.lineno, b.lineno, text, f"{cls.name}.{a.targets[0].id}, {cls.name}.{b.targets[0].id}"))
+    return found
+
+
+def _literal_set(source: str, node: ast.Constant, value: int) -> str:
+    """``source`` with the literal ``node`` (on one line) written as ``value``."""
+    lines = source.splitlines(keepends=True)
+    raw = lines[node.lineno - 1].encode("utf-8")
+    lines[node.lineno - 1] = (raw[:node.col_offset] + str(value).encode("utf-8") + raw[node.end_col_offset:]).decode("utf-8")
+    return "".join(lines)
+
+
+def enum_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+               source: str) -> tuple[int, str] | None:
+    """(line, members) of the first of two enum members whose numbers, swapped, make the case's outputs
+    right (see :func:`enum_swaps`; when several swaps do, the member all of them move); else None. Any
+    exception of ours is None."""
+    import os
+
+    try:
+        if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+            return None
+        swaps = [s for s in enum_swaps(source) if min(abs(s[0] - found.line), abs(s[1] - found.line)) > 1]
+        if not swaps:
+            return None
+        runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+        tol = kind.cases(ci)[ni].tolerance
+        right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+        if not right:
+            return None
+        # several swaps mend when a stage does nothing in this case (a temperature of 1): the member every
+        # one of them moves is the one numbered wrong; none in common, the numbers do not decide
+        common = set.intersection(*({s[0], s[1]} for s in right))
+        if not common:
+            return None
+        line = min(common)
+        if len(right) == 1:
+            return line, right[0][3]
+        first = next(s for s in right if line in s[:2])  # the member all of them move, alone
+        return line, first[3].split(", ")[first[:2].index(line)]
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None

@@ -3,7 +3,8 @@ picked, by a setting of the file (a class attribute, a dataclass field's default
 setting is set when the case, traced again with the branch's test negated, comes out right; a branch whose
 own code is wrong keeps its line. Round 13's two attempts of the class and three of other exercises and
 styles. And (``twin_read``) a module read where its twin, built by the same call and never read, belongs: the
-read said when the case, traced again with the twin there, comes out right."""
+read said when the case, traced again with the twin there, comes out right. And (``enum_order``) an enum's
+members numbered the other way round: said where two of them, swapped, make the case right."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ SAID = [
     ("decoder_layer/annotated_sublayer_connection_one_norm.py", "twin_read"),  # round 9: a wrapper given one norm twice
     ("decoder_layer/partial_residual_branches_one_norm.py", "twin_read"),  # functools.partial branches
     ("mha/projection_table_dict_v_entry_is_k_proj.py", "twin_read"),  # a dict of projections, v's entry k_proj
+    ("mha_fused/intenum_slots_value_before_key.py", "enum_order"),  # round 13: IntEnum slots of a fused output
+    ("mha_fused/misses/enum_slices_kqv_order.py", "enum_order"),  # round 8: Enum values as slices
+    ("sampling/intenum_stage_numbers_sorted_top_p_second.py", "enum_order"),  # stages run in sorted(Stage)
+    ("kv_cache/intenum_cache_slots_value_first.py", "enum_order"),  # the cache given back by slots
 ]
 
 
@@ -39,7 +44,7 @@ def test_the_setting_is_said(name, reason, graded):
     assert_pointed(path, graded(path), reason)
 
 
-@pytest.mark.parametrize("reason", ["flag_runs", "twin_read"])
+@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order"])
 def test_the_reasons_read_in_both_languages(reason):
     d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", reason, "f")
     for lang in texts.LANGUAGES:
@@ -220,3 +225,41 @@ def test_a_module_never_read_is_asked_of_the_last_read_of_its_one_twin():
     read = repair.twins(TWINS)[0][0]
     swapped = repair._swapped(TWINS, read, "norm_b").splitlines()[read.lineno - 1].strip()
     assert swapped == "return self.pair[1](self.norm_c(x)) + self.norm_b(x)"
+
+
+ENUMS = '''
+import enum
+
+
+class Part(enum.IntEnum):
+    K = 0
+    Q = 1
+    V = 2
+
+
+class Other:
+    A = 0
+    B = 1
+
+
+def pick(t):
+    return t[Part.Q], t[Part.K], t[Other.A]
+'''
+
+
+def test_every_pair_of_an_enums_numbers_is_tried_swapped():
+    swaps = repair.enum_swaps(ENUMS)
+    assert [(a, b, name) for a, b, _, name in swaps] == [
+        (_line("K = 0", ENUMS), _line("Q = 1", ENUMS), "Part.K, Part.Q"),
+        (_line("K = 0", ENUMS), _line("V = 2", ENUMS), "Part.K, Part.V"),
+        (_line("Q = 1", ENUMS), _line("V = 2", ENUMS), "Part.Q, Part.V"),
+    ]
+    swapped = swaps[0][2].splitlines()
+    assert swapped[_line("K = 0", ENUMS) - 1].strip() == "K = 1" and swapped[_line("Q = 1", ENUMS) - 1].strip() == "Q = 0"
+    assert len(swapped) == len(ENUMS.splitlines())
+
+
+def test_an_enum_read_once_or_numbered_alike_is_not_asked():
+    assert repair.enum_swaps(ENUMS.replace("t[Part.Q], ", "")) == []  # one member read: no order to get wrong
+    assert repair.enum_swaps(ENUMS.replace("V = 2", "V = 1")) == []  # two members of one number (an alias)
+    assert repair.enum_swaps(ENUMS.replace("enum.IntEnum", "object")) == []  # not an enum

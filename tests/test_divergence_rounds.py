@@ -31,7 +31,8 @@ finally:
 # right under the mask) and Haiku's RoPE on v (handed) (lines14); round 13's litgpt shared_attention_norm
 # and enum.Flag mask kinds (a setting whose branch, taken the other way, mends the case: flag_runs), round
 # 9's Annotated Transformer one norm for both sublayers (a module read where its unread twin belongs:
-# twin_read) (lines15).
+# twin_read), round 8's Enum slices and round 13's IntEnum fused slots (an enum numbered the other way
+# round: enum_order) (lines15).
 OPEN = {
     # round 4: Baichuan, InternLM, Yi, GPT-J, Falcon, ChatGLM and the rest of the fourth round's
     # styles
@@ -59,7 +60,7 @@ OPEN = {
     # bool mask cast to numbers in a helper (the cast), a cache in the attempt's own layout, used
     # right, given back so (the return)
     8: {"abc_router_uniform_expert_mean.py", "abc_warpers_temperature_on_probs.py",
-        "enum_head_order_bias_on_probs.py", "enum_slices_kqv_order.py",
+        "enum_head_order_bias_on_probs.py",
         "lambda_table_mask_blocked_padding_unread.py",
         "vllm_apply_top_k_top_p_exclusive_cumsum.py", "walrus_returns_incoming_cache.py",
         "xformers_attn_bias_global_max_bias_scaled.py"},
@@ -89,7 +90,7 @@ OPEN = {
     # round 13: x-transformers, nanochat, fairseq2, litgpt, OLMoE, Arctic, Cohere2 / Gemma-3 layer
     # types, MPT / Baichuan ALiBi, Llama-3.1 rope_scaling, Go and C programmers' habits, enums,
     # NamedTuple caches, Protocols, frozen dataclasses, recursion, registries, torch.kron / cummax
-    13: {"intenum_slots_value_before_key.py", "x_transformers_default_kv_input_swapped.py",
+    13: {"x_transformers_default_kv_input_swapped.py",
          "target_distribution_kl_style_rest_over_v_minus_one.py", "bisect_python_lists_crossing_dropped.py",
          "baichuan13b_gen_alibi_mask_negated_pad_kept.py"},
 }
