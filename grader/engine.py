@@ -528,7 +528,8 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
     """``found``, or the line of the setting whose branch, taken the other way, makes the case right
     (reason ``flag_runs``), or of the read of a module whose twin, built alike and never read, makes it
     right there (``twin_read``), or of two enum members whose numbers, swapped, make it right
-    (``enum_order``; see :mod:`.repair`)."""
+    (``enum_order``), or of two stages whose order, swapped, makes it right (``stage_order``; see
+    :mod:`.repair`)."""
     from attnprep.grader import repair
 
     setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
@@ -537,6 +538,8 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         setting, reason = repair.twin_read(found, t, path, kind, ci, ni, timeout, protect, source), "twin_read"
     if setting is None:  # an enum's members numbered the other way round
         setting, reason = repair.enum_order(found, t, path, kind, ci, ni, timeout, protect, source), "enum_order"
+    if setting is None:  # two stages of one value written in the other order
+        setting, reason = repair.stage_order(found, t, path, kind, ci, ni, timeout, protect, source), "stage_order"
     if setting is None:
         return found
     first, code = _statement(path, setting[0])

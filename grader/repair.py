@@ -395,3 +395,82 @@ def enum_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeo
         if os.environ.get("ATTNPREP_DEBUG"):
             raise
         return None
+
+
+# -- two stages written in the other order ---------------------------------------------------------------
+
+MAX_ORDER_SWAPS = 4  # pairs of neighbouring stages tried (one child)
+
+
+def stage_swaps(source: str) -> list[tuple[int, int, str, str]]:
+    """(line, last line, text with the two statements swapped, what they change) for each pair of
+    neighbouring statements of one block that are stages of one value: each (alone, or as the one statement
+    of an ``if`` without ``else``) appends to the same name (``warpers.append(TopP(...))``) or gives a name a
+    new value computed by a call from that name (``logits = top_k(logits, k)``). The order of such stages is
+    data the trail never sees: it sees the stages that ran, each right."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    found = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or isinstance(node, (ast.Module, ast.ClassDef)):
+                continue
+            for a, b in zip(block, block[1:]):
+                sa, sb = _stage_of(a, own), _stage_of(b, own)
+                if sa is not None and sa == sb and a.end_lineno < b.lineno:
+                    found.append((a.lineno, b.end_lineno, _lines_swapped(source, a, b), sa))
+    return found if len(found) <= MAX_ORDER_SWAPS else []
+
+
+def _stage_of(stmt, own: set[str]) -> str | None:
+    """The name a stage statement changes (see :func:`stage_swaps`), or None: an append of a call, or a
+    new value made by calling a function of the file (``own``) on the name (a tensor method, ``masked_fill``,
+    is no stage of the file's own: two masks filled in turn commute)."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        f = stmt.value.func
+        if isinstance(f, ast.Attribute) and f.attr == "append" and isinstance(f.value, ast.Name) and stmt.value.args \
+                and isinstance(stmt.value.args[0], ast.Call):
+            return f.value.id
+        return None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+            and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in own:
+        name = stmt.targets[0].id
+        if any(isinstance(n, ast.Name) and n.id == name for n in stmt.value.args):
+            return name
+    return None
+
+
+def _lines_swapped(source: str, a: ast.stmt, b: ast.stmt) -> str:
+    """``source`` with the lines of statement ``a`` and of the next statement ``b`` written in the other
+    order (what lies between them, comments or blank lines, kept in between)."""
+    lines = source.splitlines(keepends=True)
+    first, mid, last = lines[a.lineno - 1:a.end_lineno], lines[a.end_lineno:b.lineno - 1], lines[b.lineno - 1:b.end_lineno]
+    return "".join(lines[:a.lineno - 1] + last + mid + first + lines[b.end_lineno:])
+
+
+def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                source: str) -> tuple[int, str] | None:
+    """(line, name) of the first of two neighbouring stages whose order, swapped, makes the case's outputs
+    right, when exactly one swap does (see :func:`stage_swaps`); else None. Any exception of ours is None."""
+    import os
+
+    try:
+        if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+            return None
+        swaps = [s for s in stage_swaps(source) if not s[0] <= found.line <= s[1]]  # (inside one: said already)
+        if not swaps:
+            return None
+        runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+        tol = kind.cases(ci)[ni].tolerance
+        right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+        return (right[0][0], right[0][3]) if len(right) == 1 else None
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None

@@ -4,7 +4,9 @@ setting is set when the case, traced again with the branch's test negated, comes
 own code is wrong keeps its line. Round 13's two attempts of the class and three of other exercises and
 styles. And (``twin_read``) a module read where its twin, built by the same call and never read, belongs: the
 read said when the case, traced again with the twin there, comes out right. And (``enum_order``) an enum's
-members numbered the other way round: said where two of them, swapped, make the case right."""
+members numbered the other way round: said where two of them, swapped, make the case right. And
+(``stage_order``) two neighbouring stages of one value (appends of a call, reassignments by a function of the
+file) in the other order: said at the first when the two, swapped, make the case right."""
 
 from __future__ import annotations
 
@@ -35,6 +37,9 @@ SAID = [
     ("mha_fused/misses/enum_slices_kqv_order.py", "enum_order"),  # round 8: Enum values as slices
     ("sampling/intenum_stage_numbers_sorted_top_p_second.py", "enum_order"),  # stages run in sorted(Stage)
     ("kv_cache/intenum_cache_slots_value_first.py", "enum_order"),  # the cache given back by slots
+    ("sampling/hf_logits_processor_list_top_p_first.py", "stage_order"),  # round 9: warpers appended under ifs
+    ("sampling/own_filters_reassigned_top_p_then_top_k.py", "stage_order"),  # own filters reassigned under ifs
+    ("alibi/helper_pipeline_softmax_before_bias.py", "stage_order"),  # a pipeline of the file's own helpers
 ]
 
 
@@ -44,7 +49,7 @@ def test_the_setting_is_said(name, reason, graded):
     assert_pointed(path, graded(path), reason)
 
 
-@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order"])
+@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order"])
 def test_the_reasons_read_in_both_languages(reason):
     d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", reason, "f")
     for lang in texts.LANGUAGES:
@@ -263,3 +268,41 @@ def test_an_enum_read_once_or_numbered_alike_is_not_asked():
     assert repair.enum_swaps(ENUMS.replace("t[Part.Q], ", "")) == []  # one member read: no order to get wrong
     assert repair.enum_swaps(ENUMS.replace("V = 2", "V = 1")) == []  # two members of one number (an alias)
     assert repair.enum_swaps(ENUMS.replace("enum.IntEnum", "object")) == []  # not an enum
+
+
+STAGES = '''
+def top_k(s, k):
+    return s
+
+
+def top_p(s, p):
+    return s
+
+
+def probs(logits, k, p, mask):
+    warpers = []
+    if p < 1.0:
+        warpers.append(TopP(p))
+    if k > 0:
+        warpers.append(TopK(k))
+    s = logits
+    s = top_p(s, p)
+    s = top_k(s, k)
+    s = s.masked_fill(mask, 0)
+    s = s.masked_fill(~mask, 1)
+    return s
+'''
+
+
+def test_neighbouring_stages_of_one_value_are_tried_swapped():
+    swaps = repair.stage_swaps(STAGES)
+    # tensor methods (masked_fill) are no stages of the file's own: two masks filled in turn commute
+    assert [(a, b, name) for a, b, _, name in swaps] == [
+        (_line("if p < 1.0:", STAGES), _line("warpers.append(TopK(k))", STAGES), "warpers"),
+        (_line("s = top_p(s, p)", STAGES), _line("s = top_k(s, k)", STAGES), "s"),
+    ]
+    swapped = swaps[0][2].splitlines()
+    at = _line("if p < 1.0:", STAGES) - 1
+    assert [line.strip() for line in swapped[at:at + 4]] == ["if k > 0:", "warpers.append(TopK(k))", "if p < 1.0:",
+                                                             "warpers.append(TopP(p))"]
+    assert len(swapped) == len(STAGES.splitlines())

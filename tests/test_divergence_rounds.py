@@ -32,7 +32,8 @@ finally:
 # and enum.Flag mask kinds (a setting whose branch, taken the other way, mends the case: flag_runs), round
 # 9's Annotated Transformer one norm for both sublayers (a module read where its unread twin belongs:
 # twin_read), round 8's Enum slices and round 13's IntEnum fused slots (an enum numbered the other way
-# round: enum_order) (lines15).
+# round: enum_order), round 9's logits processors appended top-p first (two stages in the other order:
+# stage_order) (lines15).
 OPEN = {
     # round 4: Baichuan, InternLM, Yi, GPT-J, Falcon, ChatGLM and the rest of the fourth round's
     # styles
@@ -68,7 +69,7 @@ OPEN = {
     # timm's running `attn` (scores under the probabilities' name: no role swap), a rotary call
     # written for q alone (said at that call, where k's belongs), q never scaled beside a key block
     # taken as the reference takes it
-    9: {"hf_logits_processor_list_top_p_first.py"},
+    9: set(),
     # round 10: nanoGPT's `bias` buffer registered over several lines (the line of the tensor it is
     # given), a norm helper shared by two objects that computes a value only one of them uses (a
     # chain of steps nothing uses in the end is not the story), DeepSeek-V3's `freqs =
