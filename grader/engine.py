@@ -512,6 +512,8 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
                 code = linecache.getline(str(path), flag[0]).strip().rstrip(",")
             found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
+        else:  # a step run (or picked) by a setting of the file that, taken the other way, mends the case
+            found = _setting_runs(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
@@ -520,6 +522,32 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     ref_name = outputs.get(found.ref_name, found.ref_name)
     return Divergence(found.line, found.code, found.name, found.shape, found.named, found.reason, ref_name,
                       found.ref_named, found.ref_code, part, case.name, config)
+
+
+def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
+    """``found``, or the line of the setting whose branch, taken the other way, makes the case right
+    (reason ``flag_runs``), or of the read of a module whose twin, built alike and never read, makes it
+    right there (``twin_read``), or of two enum members whose numbers, swapped, make it right
+    (``enum_order``), or of two stages whose order, swapped, makes it right (``stage_order``; see
+    :mod:`.repair`)."""
+    from attnprep.grader import repair
+
+    setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
+    reason = "flag_runs"
+    if setting is None:  # a module read where its twin, built alike and never read, belongs
+        setting, reason = repair.twin_read(found, t, path, kind, ci, ni, timeout, protect, source), "twin_read"
+    if setting is None:  # an enum's members numbered the other way round
+        setting, reason = repair.enum_order(found, t, path, kind, ci, ni, timeout, protect, source), "enum_order"
+    if setting is None:  # two stages of one value written in the other order
+        setting, reason = repair.stage_order(found, t, path, kind, ci, ni, timeout, protect, source), "stage_order"
+    if setting is None:
+        return found
+    first, code = _statement(path, setting[0])
+    if first != setting[0]:  # a keyword on a line of its own of a call written over several lines
+        import linecache
+
+        code = linecache.getline(str(path), setting[0]).strip().rstrip(",")
+    return replace(found, line=setting[0], code=code, name=setting[1], reason=reason)
 
 
 NOT_AN_ENTRY = frozenset({"group", "helper_call", "helper_passed", "helper_applies", "raised", "raised_first"})  # lines said for

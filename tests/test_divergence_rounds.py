@@ -28,7 +28,12 @@ finally:
 # round 5's Triton offsets (within on main before lines14), round 10's fairseq key_padding_mask taken
 # as it came (renamed), round 12's Megatron smoothing (a number worked out from a variable set
 # elsewhere), searchsorted cutoff (a search the reference never does), cdist distances (a table
-# right under the mask) and Haiku's RoPE on v (handed) (lines14).
+# right under the mask) and Haiku's RoPE on v (handed) (lines14); round 13's litgpt shared_attention_norm
+# and enum.Flag mask kinds (a setting whose branch, taken the other way, mends the case: flag_runs), round
+# 9's Annotated Transformer one norm for both sublayers (a module read where its unread twin belongs:
+# twin_read), round 8's Enum slices and round 13's IntEnum fused slots (an enum numbered the other way
+# round: enum_order), round 9's logits processors appended top-p first (two stages in the other order:
+# stage_order) (lines15).
 OPEN = {
     # round 4: Baichuan, InternLM, Yi, GPT-J, Falcon, ChatGLM and the rest of the fourth round's
     # styles
@@ -56,7 +61,7 @@ OPEN = {
     # bool mask cast to numbers in a helper (the cast), a cache in the attempt's own layout, used
     # right, given back so (the return)
     8: {"abc_router_uniform_expert_mean.py", "abc_warpers_temperature_on_probs.py",
-        "enum_head_order_bias_on_probs.py", "enum_slices_kqv_order.py",
+        "enum_head_order_bias_on_probs.py",
         "lambda_table_mask_blocked_padding_unread.py",
         "vllm_apply_top_k_top_p_exclusive_cumsum.py", "walrus_returns_incoming_cache.py",
         "xformers_attn_bias_global_max_bias_scaled.py"},
@@ -64,7 +69,7 @@ OPEN = {
     # timm's running `attn` (scores under the probabilities' name: no role swap), a rotary call
     # written for q alone (said at that call, where k's belongs), q never scaled beside a key block
     # taken as the reference takes it
-    9: {"annotated_sublayer_connection_one_norm.py", "hf_logits_processor_list_top_p_first.py"},
+    9: set(),
     # round 10: nanoGPT's `bias` buffer registered over several lines (the line of the tensor it is
     # given), a norm helper shared by two objects that computes a value only one of them uses (a
     # chain of steps nothing uses in the end is not the story), DeepSeek-V3's `freqs =
@@ -86,10 +91,8 @@ OPEN = {
     # round 13: x-transformers, nanochat, fairseq2, litgpt, OLMoE, Arctic, Cohere2 / Gemma-3 layer
     # types, MPT / Baichuan ALiBi, Llama-3.1 rope_scaling, Go and C programmers' habits, enums,
     # NamedTuple caches, Protocols, frozen dataclasses, recursion, registries, torch.kron / cummax
-    13: {"intenum_slots_value_before_key.py", "x_transformers_default_kv_input_swapped.py",
+    13: {"x_transformers_default_kv_input_swapped.py",
          "target_distribution_kl_style_rest_over_v_minus_one.py", "bisect_python_lists_crossing_dropped.py",
-         "litgpt_block_shared_attention_norm_flag.py",
-         "enum_flag_mask_kinds_causal_default_dropout_training.py",
          "baichuan13b_gen_alibi_mask_negated_pad_kept.py"},
     # round 14: Keras, Lambda layers, InternLM2, GPTBigCode, YAML-dict / Hydra-like configs, descriptors,
     # ONNX-export code, Mistral-Nemo, MiniCPM3 / DeepSeek-V3 official MLA, MLX-LM, xformers bias objects,

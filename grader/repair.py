@@ -1,0 +1,482 @@
+"""A branch the file's own setting chose: taken the other way, does the case come right?
+
+The trail sees the steps that ran, never why they ran. A step the reference never does, run because a
+setting of the file lets it (``if MaskKind.CAUSAL in self.mask_kinds:`` with the class attribute
+``mask_kinds = MaskKind.PADDING | MaskKind.CAUSAL``), or a module picked by a setting (``(self.norm_1
+if self.config.shared_attention_norm else self.norm_2)(x)`` with the dataclass field
+``shared_attention_norm: bool = True``), is blamed where the step ran: the step is written right for
+the other setting, and what a reviewer points at is the setting. Syntax alone cannot tell that from a
+branch whose own code is wrong; running it can.
+
+When the finder's line is inside an ``if`` (or holds a conditional expression) whose test reads no
+tensor, no parameter of its function and calls nothing (``self.<setting>``, enum members, module
+constants), and the one setting it reads from ``self`` is defined on another line of the file (a class
+attribute, a dataclass field's default, the literal of ``self.x = ...``: :mod:`.defined` follows it,
+across hand-ons) that the grader does not pass, a child forked like the trace child (the same sandbox,
+a short time limit) traces the case again on a copy of the file whose test is negated (``not (…)``, on
+its own line: every other line as written). When every output of the case then equals the reference's
+within the case's tolerance, the setting's line is said (reason ``flag_runs``). Else, or when the
+child raises, runs out of its time or sends back anything malformed, the finder's line stands.
+
+The same repair, run on other choices the trail never sees (each its own function below, each asked only
+when the ones before it said nothing): a module attribute built and never read whose twin, built by the
+same call, is read where it belongs (:func:`twin_read`); an enum's members numbered the other way round
+(:func:`enum_order`); two neighbouring stages of one value in the other order (:func:`stage_order`). Each
+forks one child (its copies traced in turn) only when its precondition holds on a failing grade, which a
+sample of 88 corpus files never met (see benchmarks/README.md, lines15).
+"""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+from pathlib import Path
+
+import torch
+
+from attnprep.grader.found import Found, tensor_of
+from attnprep.grader.defined import _File
+from attnprep.grader.parsing import kept_for, parsed
+
+CHILD_SECONDS = 3.0  # the child's time (tracing the case again), at most the grade's timeout
+MAX_TESTS = 2  # tests asked about (the innermost first); one child runs the first that qualifies
+# what the finder says of a value the branch made (a step's values), not of a line said for another reason
+REASONS = frozenset({"values", "made", "incomplete", "input", "output", "short", "late", "twice", "scalar", "scaled",
+                     "skipped", "guarded", "near", "layout"})
+_OPS = (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Attribute, ast.Name, ast.Constant, ast.Load, ast.And, ast.Or, ast.Not,
+        ast.In, ast.NotIn, ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.BitAnd, ast.BitOr, ast.BinOp, ast.Subscript)
+
+
+def setting_runs(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                 source: str) -> tuple[int, str] | None:
+    """(line, setting) when the branch ``found.line`` is under, taken the other way, makes the case's
+    outputs right (see the module doc); else None. Any exception of ours is None."""
+    import os
+
+    try:
+        return _setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None
+
+
+def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> list[tuple[ast.expr, int, str]]:
+    """(test, the setting's defining line, the setting as written) of the tests that decide whether the
+    statement on ``line`` runs or what it picks, innermost first: a conditional expression of the
+    statement, then the ``if`` statements around it in its function. Only settled tests (see
+    :func:`_settled`) whose one ``self`` setting is defined more than a line away."""
+    from attnprep.grader import defined
+
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    files = kept_for(_SETTINGS, tree, _Settings, defined.FILES_KEPT)
+    stmt, func, cls = files.statement_at(line)
+    if stmt is None or func is None or cls is None:
+        return []
+    tests = [n.test for n in ast.walk(stmt) if isinstance(n, ast.IfExp)]
+    node = stmt
+    while node in files.parent and files.parent[node] is not func:
+        node = files.parent[node]
+        if isinstance(node, ast.If):
+            tests.append(node.test)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
+    found = []
+    for test in tests[:MAX_TESTS]:
+        if test.lineno != test.end_lineno or not _settled(test, func):
+            continue
+        settings = [n for n in ast.walk(test) if isinstance(n, ast.Attribute) and _self_chain(n, func)
+                    and not isinstance(files.parent.get(n), ast.Attribute)]
+        targets = {files.resolve(n, func, cls, defined.MAX_HOPS) or defined._init_default(files, n, func, cls, given)
+                   for n in settings}  # (an ``__init__`` default no call in the file nor the grader passes)
+        if len(settings) != 1 or len(targets) != 1 or None in targets:
+            continue
+        (target, _), = targets
+        if abs(target - line) <= 1 or _given_default(tree, target, given):
+            continue
+        found.append((test, target, ast.unparse(settings[0])))
+    return found
+
+
+class _Settings(_File):
+    """:mod:`.defined`'s reading of a file, where a setting may be any literal (a string, a bool, None),
+    not only a number."""
+
+    def _value(self, value, func, cls, hops):
+        if isinstance(value, ast.Constant) and not isinstance(value.value, (bytes, complex)):
+            return value.lineno, True
+        return super()._value(value, func, cls, hops)
+
+
+_SETTINGS: dict = {}  # id of a shared tree -> (it, its _Settings), as defined's
+
+
+def _self_chain(node: ast.Attribute, func) -> bool:
+    from attnprep.grader import defined
+
+    chain = defined._chain(node)
+    return chain is not None and len(chain) >= 2 and chain[0] == defined._first_arg(func)
+
+
+def _settled(test: ast.expr, func) -> bool:
+    """A test that reads settings only: no call, no parameter of its function but ``self``, no local
+    of it (what the caller or the inputs decide is not the file's setting), no tensor arithmetic."""
+    from attnprep.grader import defined
+
+    me = defined._first_arg(func)
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs} - {me}
+    for node in ast.walk(test):
+        if not isinstance(node, _OPS):
+            return False
+        if isinstance(node, ast.Name) and (node.id in params or (node.id != me and defined._assigns(func, node.id))):
+            return False
+    return True
+
+
+def _given_default(tree: ast.Module, line: int, given: frozenset[str]) -> bool:
+    """``line`` holds the default of a parameter the grader passes (the user's setting, not the file's)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            pairs = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + \
+                [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            if any(d.lineno == line and p.arg in given for p, d in pairs):
+                return True
+    return False
+
+
+def negated(source: str, test: ast.expr) -> str:
+    """``source`` with ``test`` (on one line) written ``(not (…))``, every other line as it was."""
+    lines = source.splitlines(keepends=True)
+    raw = lines[test.lineno - 1].encode("utf-8")
+    start, end = test.col_offset, test.end_col_offset
+    lines[test.lineno - 1] = (raw[:start] + b"(not (" + raw[start:end] + b"))" + raw[end:]).decode("utf-8")
+    return "".join(lines)
+
+
+def _setting_runs(found, t, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
+    if found is None or found.reason not in REASONS or not t.reference or not t.ref_made:
+        return None
+    tests = candidates(source, found.line, frozenset(kind.config_params(ci)))
+    if not tests:
+        return None
+    test, target, setting = tests[0]
+    steps, made = _run(path, negated(source, test), kind, ci, ni, min(timeout, CHILD_SECONDS), protect) or ((), {})
+    if not made or not _right(steps, made, t, kind.cases(ci)[ni].tolerance):
+        return None
+    return target, setting
+
+
+def _right(steps, made: dict[str, int], t, tol) -> bool:
+    """Every output of the reference's is made by the run, of its shape, within ``tol`` of it."""
+    from attnprep.grader.found import ATOL, RTOL
+
+    rtol, atol = tol or (RTOL, ATOL)
+    for name, at in t.ref_made.items():
+        ref = tensor_of(t.reference[at])
+        mine = tensor_of(steps[made[name]]) if name in made else None
+        if ref is None or mine is None or mine.shape != ref.shape:
+            return False
+        if not torch.isclose(mine.double(), ref.double(), rtol=rtol, atol=atol, equal_nan=True).all():
+            return False
+    return True
+
+
+def _run(path: Path, text: str, kind, ci: int, ni: int, seconds: float, protect):
+    """(steps, outputs) of the case traced on ``text`` written as a file of ``path``'s name, or None."""
+    runs = _runs(path, [text], kind, ci, ni, seconds, protect)
+    return runs[0] if runs else None
+
+
+def _runs(path: Path, texts: list[str], kind, ci: int, ni: int, seconds: float, protect) -> list:
+    """Per text, (output steps, outputs) of the case traced on it written as a file of ``path``'s name (each
+    in a folder of its own), all in one child; None for a run that sent back nothing usable; [] when the
+    child did not answer."""
+    from attnprep.grader import child, engine, sandbox
+
+    forget = child.reference_modules()  # asked before the fork (see there)
+    with tempfile.TemporaryDirectory(prefix="attnprep-repair-") as tmp:
+        copies = []
+        for i, text in enumerate(texts):
+            copy = Path(tmp) / str(i) / path.name
+            copy.parent.mkdir()
+            copy.write_text(text, encoding="utf-8")
+            copies.append(copy)
+        outcome = sandbox.run(lambda channel: _traced(copies, kind, ci, ni, channel, protect, forget), seconds,
+                              answer=engine._answerer(kind))
+    data = outcome.data
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        return []
+    return [_outputs_of(run) for run in data["runs"][:len(texts)]]
+
+
+def _outputs_of(run):
+    from attnprep.grader import engine
+    from attnprep.grader.trace import Step
+
+    if not isinstance(run, dict) or not isinstance(run.get("steps"), list):
+        return None
+    try:  # what the attempt's process sends is checked, never trusted
+        steps = [Step.from_data(s) for s in run["steps"]]
+        _, made = engine._trail_extras(run, len(steps))
+    except (TypeError, ValueError, AttributeError, KeyError):
+        return None
+    return steps, made
+
+
+def _traced(copies: list[Path], kind, ci: int, ni: int, channel, protect, forget) -> dict:
+    """In the forked child: each copy traced on the case, only the steps of its outputs kept."""
+    from attnprep.grader import child
+
+    runs = []
+    for copy in copies:
+        data = child.trace_attempt(copy, kind, ci, ni, channel, protect, forget)
+        made = data.get("outputs") or {}
+        steps = data.get("steps") or []
+        kept = {name: i for i, name in enumerate(made)}
+        runs.append({"steps": [steps[at] for at in made.values()], "outputs": kept})
+    return {"runs": runs}
+
+# -- a module read where its twin belongs --------------------------------------------------------------
+
+TWIN_REASONS = REASONS | frozenset({"given", "given_made", "role", "stages_listed"})
+
+
+def twin_read(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+              source: str) -> tuple[int, str] | None:
+    """(line, read) of the read of a module attribute that, given its twin instead, makes the case's outputs
+    right (see :func:`twins`); else None. Any exception of ours is None."""
+    import os
+
+    try:
+        return _twin_read(found, t, path, kind, ci, ni, timeout, protect, source)
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None
+
+
+def twins(source: str) -> list[tuple[ast.Attribute, str]]:
+    """(read, twin) of a class of the file with a module attribute that nothing reads (``self.ffn_norm =
+    RMSNorm(d, eps)``, built and never used) and one twin built by the same call (``self.attn_norm =
+    RMSNorm(d, eps)``) that is read more than once: the last of those reads in the file's order, the one a
+    copied line most likely left unchanged (``SublayerConnection(self.attn_norm)`` twice). A human points
+    at the read that should be the unused twin; which one it is, only running can tell."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        built: dict[str, list[str]] = {}
+        reads: dict[str, list[ast.Attribute]] = {}
+        for method in (m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            me = method.args.args[0].arg if method.args.args else None
+            for node in ast.walk(method):
+                if isinstance(node, ast.Assign) and method.name == "__init__" and isinstance(node.value, ast.Call):
+                    for target in node.targets:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                            built.setdefault(target.attr, []).append(ast.dump(node.value))
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+                        and node.value.id == me:
+                    reads.setdefault(node.attr, []).append(node)
+        made = {name: calls[0] for name, calls in built.items() if len(calls) == 1}
+        for unused in (n for n in made if n not in reads):
+            alike = [n for n in made if n != unused and made[n] == made[unused] and len(reads.get(n, ())) > 1]
+            if len(alike) == 1:
+                last = max(reads[alike[0]], key=lambda n: (n.lineno, n.col_offset))
+                found.append((last, unused))
+    return found
+
+
+def _swapped(source: str, read: ast.Attribute, twin: str) -> str:
+    """``source`` with the attribute of ``read`` (``self.attn_norm``, on one line) renamed ``twin``."""
+    lines = source.splitlines(keepends=True)
+    raw = lines[read.end_lineno - 1].encode("utf-8")
+    end = read.end_col_offset
+    start = end - len(read.attr.encode("utf-8"))
+    lines[read.end_lineno - 1] = (raw[:start] + twin.encode("utf-8") + raw[end:]).decode("utf-8")
+    return "".join(lines)
+
+
+def _twin_read(found, t, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
+    if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+        return None
+    pairs = twins(source)
+    if len(pairs) != 1:
+        return None
+    (read, twin), = pairs
+    if abs(read.end_lineno - found.line) <= 1:
+        return None  # said already
+    steps, made = _run(path, _swapped(source, read, twin), kind, ci, ni, min(timeout, CHILD_SECONDS), protect) or ((), {})
+    if not made or not _right(steps, made, t, kind.cases(ci)[ni].tolerance):
+        return None
+    return read.end_lineno, ast.unparse(read)
+
+
+# -- an enum's members numbered in the wrong order -----------------------------------------------------
+
+ENUM_BASES = frozenset({"Enum", "IntEnum", "Flag", "IntFlag"})
+MAX_MEMBERS = 4  # members of one enum whose values are swapped two at a time (at most 6 runs, one child)
+
+
+def enum_swaps(source: str) -> list[tuple[int, int, str, str]]:
+    """(line, line, text with the two members' values swapped, "Enum.A, Enum.B") for every pair of members of
+    the file's one enum numbered by distinct integer literals, each on a line of its own (``K = 0``), when the
+    file reads at least two of them (``Part.Q``): the enum picks slots or an order by its numbers, which the
+    trail never sees."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    enums = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in cls.bases}
+        if not bases & ENUM_BASES:
+            continue
+        members = [n for n in cls.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
+                   and type(n.value.value) is int]
+        values = [m.value.value for m in members]
+        lines = [m.lineno for m in members]
+        if 2 <= len(members) <= MAX_MEMBERS and len(set(values)) == len(values) and len(set(lines)) == len(lines):
+            enums.append((cls, members))
+    if len(enums) != 1:
+        return []
+    cls, members = enums[0]
+    names = {m.targets[0].id for m in members}
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == cls.name and n.attr in names}
+    if len(read) < 2:
+        return []
+    found = []
+    for i, a in enumerate(members):
+        for b in members[i + 1:]:
+            text = _literal_set(_literal_set(source, a.value, b.value.value), b.value, a.value.value)
+            found.append((a.lineno, b.lineno, text, f"{cls.name}.{a.targets[0].id}, {cls.name}.{b.targets[0].id}"))
+    return found
+
+
+def _literal_set(source: str, node: ast.Constant, value: int) -> str:
+    """``source`` with the literal ``node`` (on one line) written as ``value``."""
+    lines = source.splitlines(keepends=True)
+    raw = lines[node.lineno - 1].encode("utf-8")
+    lines[node.lineno - 1] = (raw[:node.col_offset] + str(value).encode("utf-8") + raw[node.end_col_offset:]).decode("utf-8")
+    return "".join(lines)
+
+
+def enum_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+               source: str) -> tuple[int, str] | None:
+    """(line, members) of the first of two enum members whose numbers, swapped, make the case's outputs
+    right (see :func:`enum_swaps`; when several swaps do, the member all of them move); else None. Any
+    exception of ours is None."""
+    import os
+
+    try:
+        if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+            return None
+        swaps = [s for s in enum_swaps(source) if min(abs(s[0] - found.line), abs(s[1] - found.line)) > 1]
+        if not swaps:
+            return None
+        runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+        tol = kind.cases(ci)[ni].tolerance
+        right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+        if not right:
+            return None
+        # several swaps mend when a stage does nothing in this case (a temperature of 1): the member every
+        # one of them moves is the one numbered wrong; none in common, the numbers do not decide
+        common = set.intersection(*({s[0], s[1]} for s in right))
+        if not common:
+            return None
+        line = min(common)
+        if len(right) == 1:
+            return line, right[0][3]
+        first = next(s for s in right if line in s[:2])  # the member all of them move, alone
+        return line, first[3].split(", ")[first[:2].index(line)]
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None
+
+
+# -- two stages written in the other order ---------------------------------------------------------------
+
+MAX_ORDER_SWAPS = 4  # pairs of neighbouring stages tried (one child)
+
+
+def stage_swaps(source: str) -> list[tuple[int, int, str, str]]:
+    """(line, last line, text with the two statements swapped, what they change) for each pair of
+    neighbouring statements of one block that are stages of one value: each (alone, or as the one statement
+    of an ``if`` without ``else``) appends to the same name (``warpers.append(TopP(...))``) or gives a name a
+    new value computed by a call from that name (``logits = top_k(logits, k)``). The order of such stages is
+    data the trail never sees: it sees the stages that ran, each right."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    found = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or isinstance(node, (ast.Module, ast.ClassDef)):
+                continue
+            for a, b in zip(block, block[1:]):
+                sa, sb = _stage_of(a, own), _stage_of(b, own)
+                if sa is not None and sa == sb and a.end_lineno < b.lineno:
+                    found.append((a.lineno, b.end_lineno, _lines_swapped(source, a, b), sa))
+    return found if len(found) <= MAX_ORDER_SWAPS else []
+
+
+def _stage_of(stmt, own: set[str]) -> str | None:
+    """The name a stage statement changes (see :func:`stage_swaps`), or None: an append of a call, or a
+    new value made by calling a function of the file (``own``) on the name (a tensor method, ``masked_fill``,
+    is no stage of the file's own: two masks filled in turn commute)."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        f = stmt.value.func
+        if isinstance(f, ast.Attribute) and f.attr == "append" and isinstance(f.value, ast.Name) and stmt.value.args \
+                and isinstance(stmt.value.args[0], ast.Call):
+            return f.value.id
+        return None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+            and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in own:
+        name = stmt.targets[0].id
+        if any(isinstance(n, ast.Name) and n.id == name for n in stmt.value.args):
+            return name
+    return None
+
+
+def _lines_swapped(source: str, a: ast.stmt, b: ast.stmt) -> str:
+    """``source`` with the lines of statement ``a`` and of the next statement ``b`` written in the other
+    order (what lies between them, comments or blank lines, kept in between)."""
+    lines = source.splitlines(keepends=True)
+    first, mid, last = lines[a.lineno - 1:a.end_lineno], lines[a.end_lineno:b.lineno - 1], lines[b.lineno - 1:b.end_lineno]
+    return "".join(lines[:a.lineno - 1] + last + mid + first + lines[b.end_lineno:])
+
+
+def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                source: str) -> tuple[int, str] | None:
+    """(line, name) of the first of two neighbouring stages whose order, swapped, makes the case's outputs
+    right, when exactly one swap does (see :func:`stage_swaps`); else None. Any exception of ours is None."""
+    import os
+
+    try:
+        if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+            return None
+        swaps = [s for s in stage_swaps(source) if not s[0] <= found.line <= s[1]]  # (inside one: said already)
+        if not swaps:
+            return None
+        runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+        tol = kind.cases(ci)[ni].tolerance
+        right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+        return (right[0][0], right[0][3]) if len(right) == 1 else None
+    except Exception:  # noqa: BLE001
+        if os.environ.get("ATTNPREP_DEBUG"):
+            raise
+        return None

@@ -1,0 +1,308 @@
+"""lines15's mechanism for issue 24's line (grader/repair.py, reason ``flag_runs``): a step run, or a value
+picked, by a setting of the file (a class attribute, a dataclass field's default) is said where the
+setting is set when the case, traced again with the branch's test negated, comes out right; a branch whose
+own code is wrong keeps its line. Round 13's two attempts of the class and three of other exercises and
+styles. And (``twin_read``) a module read where its twin, built by the same call and never read, belongs: the
+read said when the case, traced again with the twin there, comes out right. And (``enum_order``) an enum's
+members numbered the other way round: said where two of them, swapped, make the case right. And
+(``stage_order``) two neighbouring stages of one value (appends of a call, reassignments by a function of the
+file) in the other order: said at the first when the two, swapped, make the case right."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from attnprep import texts
+from attnprep.grader import repair
+from attnprep.grader.result import Divergence
+
+from pointed import assert_pointed
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+
+SAID = [
+    ("decoder_layer/litgpt_block_shared_attention_norm_flag.py", "flag_runs"),  # round 13: a module picked
+    ("cross_attention/enum_flag_mask_kinds_causal_default_dropout_training.py", "flag_runs"),  # round 13: enum.Flag
+    ("swiglu/gemma_mlp_config_hidden_activation_tanh.py", "flag_runs"),  # a string field, if / else
+    ("norms/flax_port_class_switches_rms_use_mean.py", "flag_runs"),  # a class switch runs a step
+    ("mha/composer_class_setting_scale_choice_d_model.py", "flag_runs"),  # a conditional expression picks a number
+    ("decoder_layer/annotated_sublayer_connection_one_norm.py", "twin_read"),  # round 9: a wrapper given one norm twice
+    ("decoder_layer/partial_residual_branches_one_norm.py", "twin_read"),  # functools.partial branches
+    ("mha/projection_table_dict_v_entry_is_k_proj.py", "twin_read"),  # a dict of projections, v's entry k_proj
+    ("mha_fused/intenum_slots_value_before_key.py", "enum_order"),  # round 13: IntEnum slots of a fused output
+    ("mha_fused/misses/enum_slices_kqv_order.py", "enum_order"),  # round 8: Enum values as slices
+    ("sampling/intenum_stage_numbers_sorted_top_p_second.py", "enum_order"),  # stages run in sorted(Stage)
+    ("kv_cache/intenum_cache_slots_value_first.py", "enum_order"),  # the cache given back by slots
+    ("sampling/hf_logits_processor_list_top_p_first.py", "stage_order"),  # round 9: warpers appended under ifs
+    ("sampling/own_filters_reassigned_top_p_then_top_k.py", "stage_order"),  # own filters reassigned under ifs
+    ("alibi/helper_pipeline_softmax_before_bias.py", "stage_order"),  # a pipeline of the file's own helpers
+]
+
+
+@pytest.mark.parametrize("name, reason", SAID, ids=[n for n, _ in SAID])
+def test_the_setting_is_said(name, reason, graded):
+    path = CORPUS / name
+    assert_pointed(path, graded(path), reason)
+
+
+@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order"])
+def test_the_reasons_read_in_both_languages(reason):
+    d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", reason, "f")
+    for lang in texts.LANGUAGES:
+        words = texts.t(f"divergence.{reason}", lang, line=d.line, name=d.name, shape=d.shape, named=d.named,
+                        ref_name=d.ref_name, ref_named=d.ref_named, ref_code=d.ref_code)
+        assert "12" in words and "self.use_mean" in words and "{" not in words, (reason, lang)
+
+
+SETTINGS = '''
+import enum
+
+
+class Kind(enum.Flag):
+    A = enum.auto()
+    B = enum.auto()
+
+
+LIMIT = 3
+
+
+class Block:
+    center = True
+    kinds = Kind.A | Kind.B
+
+    def __init__(self, d, causal=False, scaled=True):
+        self.causal = causal
+        self.scaled = scaled
+        self.mode = "gelu"
+
+    def forward(self, x, mask=None):
+        h = x
+        if self.center:
+            h = h - h.mean(-1)
+        if Kind.B in self.kinds:
+            h = h * 2
+        if self.causal:
+            h = h.tril()
+        if self.scaled:
+            h = h / 2
+        if mask is not None:
+            h = h + 1
+        if self.center and mask is not None:
+            h = h + 2
+        if self.center and self.center_rows():
+            h = h + 3
+        k = 1
+        if k:
+            h = h + 4
+        h = h.relu() if self.mode == "relu" else h.sigmoid()
+        if h.sum() > 0:
+            h = h + 5
+        return h
+'''
+
+
+def _line(text: str, source: str = SETTINGS) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if line.strip() == text)
+
+
+def _asked(text: str, given=frozenset()) -> list[tuple[int, str]]:
+    return [(line, setting) for _, line, setting in repair.candidates(SETTINGS, _line(text), frozenset(given))]
+
+
+def test_a_setting_of_the_file_is_followed_to_where_it_is_set():
+    assert _asked("h = h - h.mean(-1)") == [(_line("center = True"), "self.center")]
+    assert _asked("h = h * 2") == [(_line("kinds = Kind.A | Kind.B"), "self.kinds")]  # an enum member is no setting
+    assert _asked("h = h.relu() if self.mode == \"relu\" else h.sigmoid()") == [(_line('self.mode = "gelu"'), "self.mode")]
+
+
+def test_what_the_caller_or_the_inputs_decide_is_no_setting():
+    assert _asked("h = h + 1") == []  # a parameter of the function
+    assert _asked("h = h + 2") == []  # a setting and a parameter
+    assert _asked("h = h + 3") == []  # a call
+    assert _asked("h = h + 4") == []  # a local
+    assert _asked("h = h + 5") == []  # tensor arithmetic (a call, a local)
+
+
+def test_a_default_the_grader_passes_is_the_users_setting():
+    assert _asked("h = h.tril()", {"causal"}) == []  # the exercise's own parameter
+    init = _line("def __init__(self, d, causal=False, scaled=True):")
+    assert _asked("h = h / 2") == [(init, "self.scaled")]  # a default the grader leaves alone
+    assert _asked("h = h / 2", {"scaled"}) == []
+
+
+def test_the_negated_copy_keeps_every_line():
+    tree = ast.parse(SETTINGS)
+    test = next(n.test for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "Kind.B in self.kinds")
+    copy = repair.negated(SETTINGS, test)
+    assert len(copy.splitlines()) == len(SETTINGS.splitlines())
+    assert copy.splitlines()[test.lineno - 1].strip() == "if (not (Kind.B in self.kinds)):"
+    ast.parse(copy)
+
+
+WRONG_BRANCH = '''# attnprep: norms
+import torch
+import torch.nn as nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        h = x.float()
+        return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight).to(x.dtype)
+
+
+class LayerNorm(nn.Module):
+    use_bias = True
+
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        h = x.float()
+        h = (h - h.mean(-1, keepdim=True)) * torch.rsqrt(h.var(-1, unbiased=False, keepdim=True) + self.eps)
+        if self.use_bias:
+            h = h * self.weight - self.bias
+        return h.to(x.dtype)
+'''
+
+
+def test_a_branch_whose_own_code_is_wrong_keeps_its_line(tmp_path, graded):
+    """``use_bias`` is right; the branch subtracts the bias. Taken the other way, the case is still wrong
+    (neither weight nor bias): the branch's line stands."""
+    path = tmp_path / "layernorm_bias_subtracted.py"
+    path.write_text(WRONG_BRANCH, encoding="utf-8")
+    d = graded(path, "norms").divergence
+    assert d is not None and d.reason != "flag_runs"
+    assert d.line == _line("h = h * self.weight - self.bias", WRONG_BRANCH)
+
+
+TWINS = '''
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm_a = RMSNorm(d, 1e-6)
+        self.norm_b = RMSNorm(d, 1e-6)
+        self.norm_c = RMSNorm(d, 1e-5)
+        self.pair = (self.norm_a, self.norm_a)
+
+    def forward(self, x):
+        return self.pair[1](self.norm_c(x)) + self.norm_a(x)
+
+
+class Alike(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.o = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.o(self.q(x) + self.k(x))
+
+
+class Used(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.a = nn.Linear(d, d)
+        self.b = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.b(self.a(self.a(x)))
+'''
+
+
+def test_a_module_never_read_is_asked_of_the_last_read_of_its_one_twin():
+    found = [(r.lineno, ast.unparse(r), twin) for r, twin in repair.twins(TWINS)]
+    # norm_c is built by another call (eps): no twin; Alike's v has three twins read once each: none; Used reads both
+    assert found == [(_line("return self.pair[1](self.norm_c(x)) + self.norm_a(x)", TWINS), "self.norm_a", "norm_b")]
+    read = repair.twins(TWINS)[0][0]
+    swapped = repair._swapped(TWINS, read, "norm_b").splitlines()[read.lineno - 1].strip()
+    assert swapped == "return self.pair[1](self.norm_c(x)) + self.norm_b(x)"
+
+
+ENUMS = '''
+import enum
+
+
+class Part(enum.IntEnum):
+    K = 0
+    Q = 1
+    V = 2
+
+
+class Other:
+    A = 0
+    B = 1
+
+
+def pick(t):
+    return t[Part.Q], t[Part.K], t[Other.A]
+'''
+
+
+def test_every_pair_of_an_enums_numbers_is_tried_swapped():
+    swaps = repair.enum_swaps(ENUMS)
+    assert [(a, b, name) for a, b, _, name in swaps] == [
+        (_line("K = 0", ENUMS), _line("Q = 1", ENUMS), "Part.K, Part.Q"),
+        (_line("K = 0", ENUMS), _line("V = 2", ENUMS), "Part.K, Part.V"),
+        (_line("Q = 1", ENUMS), _line("V = 2", ENUMS), "Part.Q, Part.V"),
+    ]
+    swapped = swaps[0][2].splitlines()
+    assert swapped[_line("K = 0", ENUMS) - 1].strip() == "K = 1" and swapped[_line("Q = 1", ENUMS) - 1].strip() == "Q = 0"
+    assert len(swapped) == len(ENUMS.splitlines())
+
+
+def test_an_enum_read_once_or_numbered_alike_is_not_asked():
+    assert repair.enum_swaps(ENUMS.replace("t[Part.Q], ", "")) == []  # one member read: no order to get wrong
+    assert repair.enum_swaps(ENUMS.replace("V = 2", "V = 1")) == []  # two members of one number (an alias)
+    assert repair.enum_swaps(ENUMS.replace("enum.IntEnum", "object")) == []  # not an enum
+
+
+STAGES = '''
+def top_k(s, k):
+    return s
+
+
+def top_p(s, p):
+    return s
+
+
+def probs(logits, k, p, mask):
+    warpers = []
+    if p < 1.0:
+        warpers.append(TopP(p))
+    if k > 0:
+        warpers.append(TopK(k))
+    s = logits
+    s = top_p(s, p)
+    s = top_k(s, k)
+    s = s.masked_fill(mask, 0)
+    s = s.masked_fill(~mask, 1)
+    return s
+'''
+
+
+def test_neighbouring_stages_of_one_value_are_tried_swapped():
+    swaps = repair.stage_swaps(STAGES)
+    # tensor methods (masked_fill) are no stages of the file's own: two masks filled in turn commute
+    assert [(a, b, name) for a, b, _, name in swaps] == [
+        (_line("if p < 1.0:", STAGES), _line("warpers.append(TopK(k))", STAGES), "warpers"),
+        (_line("s = top_p(s, p)", STAGES), _line("s = top_k(s, k)", STAGES), "s"),
+    ]
+    swapped = swaps[0][2].splitlines()
+    at = _line("if p < 1.0:", STAGES) - 1
+    assert [line.strip() for line in swapped[at:at + 4]] == ["if k > 0:", "warpers.append(TopK(k))", "if p < 1.0:",
+                                                             "warpers.append(TopP(p))"]
+    assert len(swapped) == len(STAGES.splitlines())
