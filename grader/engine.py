@@ -24,15 +24,18 @@ _warm = False
 
 
 def warm_up() -> None:
-    """Import torch single-threaded (so forking stays safe) and the engine's modules."""
+    """Import torch single-threaded (so forking stays safe) and the engine's modules, and put the
+    built-in watch of the aten ops every grading child watches in place here, once, for the children
+    to inherit (``forbidden.watch``)."""
     global _warm
     if _warm:
         return
     import torch
 
     torch.set_num_threads(1)
-    from attnprep.grader import child, judge, kinds, sandbox, variants, wire  # noqa: F401
+    from attnprep.grader import child, forbidden, judge, kinds, observe, sandbox, variants, wire  # noqa: F401
 
+    forbidden.watch(observe.ATTENTION_OPS)
     _warm = True
 
 

@@ -8,7 +8,8 @@ whichever Python name called it, or none (``torch.softmax``, ``F.softmax``, ``Te
 exercise's data (``[grading] forbidden``: aten op -> what the report calls it); a kind enters one
 around each call of the attempt and hands what it saw to the child's built-in list.
 
-The first watch of an op in a process puts a small Python kernel in front of the op's own, for
+The first watch of an op in a process (or :func:`watch`, which the grading process calls before it
+forks any child, for the ops every child watches) puts a small Python kernel in front of the op's own, for
 each dispatch key a tensor reaches it with (CPU, CUDA, Meta, nested …; see
 ``torch.library.get_kernel``): it notes the op for every watch entered at the time and calls the
 op's own kernel. Every other op runs as it would unwatched. (A ``TorchDispatchMode``, which this
@@ -90,6 +91,17 @@ def _watch(op: str) -> None:
                 if torch._C._dispatch_has_computed_kernel_for_dispatch_key(qualified, key):
                     kernel = torch.library.get_kernel(qualified, key)
                     library.impl(qualified.split("::")[1], _noting(op, kernel), key, with_keyset=True)
+
+
+def watch(names) -> None:
+    """Put the noting kernel in front of the kernels of each op of ``names`` now (see :func:`_watch`),
+    rather than at the first :class:`ForbiddenOps` entered. The grading process does it once for the
+    ops every child watches (``engine.warm_up``): a forked child inherits the kernels in place, where
+    putting them there itself cost each child 10-14 ms of CPU (the dispatcher's tables written on
+    pages it shares with the grading process, copied on write). Outside a watch the kernel only calls
+    the op's own (nothing is entered, nothing is noted): the op's results are the same."""
+    for op in names:
+        _watch(op)
 
 
 class ForbiddenOps:
