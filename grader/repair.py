@@ -29,6 +29,8 @@ sample of 88 corpus files never met (see benchmarks/README.md, lines15).
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import tempfile
 from pathlib import Path
 
@@ -37,6 +39,22 @@ import torch
 from attnprep.grader.found import Found, tensor_of
 from attnprep.grader.defined import _File
 from attnprep.grader.parsing import kept_for, parsed
+
+
+def _ours_none(repair):
+    """``repair``, where any exception of ours is None (raised under ATTNPREP_DEBUG): a repair is a
+    help on top of the finder's line, never a reason for it to fail."""
+    @functools.wraps(repair)
+    def guarded(*args, **kwargs):
+        try:
+            return repair(*args, **kwargs)
+        except Exception:  # noqa: BLE001
+            if os.environ.get("ATTNPREP_DEBUG"):
+                raise
+            return None
+
+    return guarded
+
 
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again), at most the grade's timeout
 MAX_TESTS = 2  # tests asked about (the innermost first); one child runs the first that qualifies
@@ -47,18 +65,12 @@ _OPS = (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Attribute, ast.Name, ast.Const
         ast.In, ast.NotIn, ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.BitAnd, ast.BitOr, ast.BinOp, ast.Subscript)
 
 
+@_ours_none
 def setting_runs(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
                  source: str) -> tuple[int, str] | None:
     """(line, setting) when the branch ``found.line`` is under, taken the other way, makes the case's
     outputs right (see the module doc); else None. Any exception of ours is None."""
-    import os
-
-    try:
-        return _setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
-    except Exception:  # noqa: BLE001
-        if os.environ.get("ATTNPREP_DEBUG"):
-            raise
-        return None
+    return _setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
 
 
 def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> list[tuple[ast.expr, int, str]]:
@@ -246,18 +258,12 @@ def _traced(copies: list[Path], kind, ci: int, ni: int, channel, protect, forget
 TWIN_REASONS = REASONS | frozenset({"given", "given_made", "role", "stages_listed"})
 
 
+@_ours_none
 def twin_read(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
               source: str) -> tuple[int, str] | None:
     """(line, read) of the read of a module attribute that, given its twin instead, makes the case's outputs
     right (see :func:`twins`); else None. Any exception of ours is None."""
-    import os
-
-    try:
-        return _twin_read(found, t, path, kind, ci, ni, timeout, protect, source)
-    except Exception:  # noqa: BLE001
-        if os.environ.get("ATTNPREP_DEBUG"):
-            raise
-        return None
+    return _twin_read(found, t, path, kind, ci, ni, timeout, protect, source)
 
 
 def twins(source: str) -> list[tuple[ast.Attribute, str]]:
@@ -369,38 +375,32 @@ def _literal_set(source: str, node: ast.Constant, value: int) -> str:
     return "".join(lines)
 
 
+@_ours_none
 def enum_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
                source: str) -> tuple[int, str] | None:
     """(line, members) of the first of two enum members whose numbers, swapped, make the case's outputs
     right (see :func:`enum_swaps`; when several swaps do, the member all of them move); else None. Any
     exception of ours is None."""
-    import os
-
-    try:
-        if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
-            return None
-        swaps = [s for s in enum_swaps(source) if min(abs(s[0] - found.line), abs(s[1] - found.line)) > 1]
-        if not swaps:
-            return None
-        runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-        tol = kind.cases(ci)[ni].tolerance
-        right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
-        if not right:
-            return None
-        # several swaps mend when a stage does nothing in this case (a temperature of 1): the member every
-        # one of them moves is the one numbered wrong; none in common, the numbers do not decide
-        common = set.intersection(*({s[0], s[1]} for s in right))
-        if not common:
-            return None
-        line = min(common)
-        if len(right) == 1:
-            return line, right[0][3]
-        first = next(s for s in right if line in s[:2])  # the member all of them move, alone
-        return line, first[3].split(", ")[first[:2].index(line)]
-    except Exception:  # noqa: BLE001
-        if os.environ.get("ATTNPREP_DEBUG"):
-            raise
+    if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
         return None
+    swaps = [s for s in enum_swaps(source) if min(abs(s[0] - found.line), abs(s[1] - found.line)) > 1]
+    if not swaps:
+        return None
+    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    if not right:
+        return None
+    # several swaps mend when a stage does nothing in this case (a temperature of 1): the member every
+    # one of them moves is the one numbered wrong; none in common, the numbers do not decide
+    common = set.intersection(*({s[0], s[1]} for s in right))
+    if not common:
+        return None
+    line = min(common)
+    if len(right) == 1:
+        return line, right[0][3]
+    first = next(s for s in right if line in s[:2])  # the member all of them move, alone
+    return line, first[3].split(", ")[first[:2].index(line)]
 
 
 # -- two stages written in the other order ---------------------------------------------------------------
@@ -460,23 +460,17 @@ def _lines_swapped(source: str, a: ast.stmt, b: ast.stmt) -> str:
     return "".join(lines[:a.lineno - 1] + last + mid + first + lines[b.end_lineno:])
 
 
+@_ours_none
 def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
                 source: str) -> tuple[int, str] | None:
     """(line, name) of the first of two neighbouring stages whose order, swapped, makes the case's outputs
     right, when exactly one swap does (see :func:`stage_swaps`); else None. Any exception of ours is None."""
-    import os
-
-    try:
-        if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
-            return None
-        swaps = [s for s in stage_swaps(source) if not s[0] <= found.line <= s[1]]  # (inside one: said already)
-        if not swaps:
-            return None
-        runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-        tol = kind.cases(ci)[ni].tolerance
-        right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
-        return (right[0][0], right[0][3]) if len(right) == 1 else None
-    except Exception:  # noqa: BLE001
-        if os.environ.get("ATTNPREP_DEBUG"):
-            raise
+    if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
         return None
+    swaps = [s for s in stage_swaps(source) if not s[0] <= found.line <= s[1]]  # (inside one: said already)
+    if not swaps:
+        return None
+    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][3]) if len(right) == 1 else None
