@@ -498,23 +498,14 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
 
     target = defined.defining_line(files["source"], found.line, found.reason)
     if target is not None:  # the wrong number read here is typed there (see defined)
-        first, code = _statement(path, target)
-        if first != target:  # an argument on a line of its own of a call written over several lines
-            import linecache
-
-            code = linecache.getline(str(path), target).strip().rstrip(",")
+        code = _line_code(path, target)
         reason = "scaled_defined" if found.reason == "scaled" else found.reason  # "scalar" names the number itself
         found = replace(found, line=target, code=code, reason=reason)
     else:  # a step written after the line, left out by a flag set elsewhere
         ran = {n for s in t.attempt for n in (*(s.stack or ()), s.line)} | set(t.own)
         flag = defined.flag_line(files["source"], found.line, found.reason, ran, frozenset(kind.config_params(ci)))
         if flag is not None:
-            first, code = _statement(path, flag[0])
-            if first != flag[0]:  # a keyword on a line of its own of a call written over several lines
-                import linecache
-
-                code = linecache.getline(str(path), flag[0]).strip().rstrip(",")
-            found = replace(found, line=flag[0], code=code, name=flag[1], reason="flag_skips")
+            found = replace(found, line=flag[0], code=_line_code(path, flag[0]), name=flag[1], reason="flag_skips")
         else:  # a step run (or picked) by a setting of the file that, taken the other way, mends the case
             found = _setting_runs(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     from attnprep.grader.result import Divergence
@@ -545,12 +536,7 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         setting, reason = repair.stage_order(found, t, path, kind, ci, ni, timeout, protect, source), "stage_order"
     if setting is None:
         return found
-    first, code = _statement(path, setting[0])
-    if first != setting[0]:  # a keyword on a line of its own of a call written over several lines
-        import linecache
-
-        code = linecache.getline(str(path), setting[0]).strip().rstrip(",")
-    return replace(found, line=setting[0], code=code, name=setting[1], reason=reason)
+    return replace(found, line=setting[0], code=_line_code(path, setting[0]), name=setting[1], reason=reason)
 
 
 NOT_AN_ENTRY = frozenset({"group", "helper_call", "helper_passed", "helper_applies", "raised", "raised_first"})  # lines said for
@@ -866,6 +852,18 @@ def _said_at(found, path: Path, line: int, reason: str, helper: str):
     first, code = _statement(path, line)
     return replace(found, line=first, code=code, name=divergence.assigned(code), shape=(), named="",
                    reason=reason, ref_name=helper, ref_named="", ref_code="")
+
+
+def _line_code(path: Path, line: int) -> str:
+    """The code a divergence said at ``line`` shows: its statement on one line, or, for a line inside a
+    statement written over several (an argument or a keyword of a call on a line of its own), that
+    line as written."""
+    first, code = _statement(path, line)
+    if first != line:
+        import linecache
+
+        code = linecache.getline(str(path), line).strip().rstrip(",")
+    return code
 
 
 def _statement(path: Path, line: int) -> tuple[int, str]:
