@@ -37,6 +37,11 @@ _SHAPED = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "r
 # made without the inputs as one number (``m = torch.tensor(0.0)``): a start value, kept as a step
 # like a tensor of more axes (other 0-d tensors made without the inputs are not steps)
 _START = {"tensor", "as_tensor", "scalar_tensor", "full", "zeros", "ones"} | _SHAPED
+# uninitialised memory: what such a tensor holds before it is written is whatever the allocator last
+# kept there (often a tensor just freed: a variant's output, a value of the reference), which a trail
+# must not take for a value; it is kept as zeros, what fresh memory mostly holds (a constant, no sign
+# of being on track), the same in every process whatever it computed before
+_UNINITIALISED = {"empty", "empty_like", "new_empty", "empty_strided", "empty_permuted"}
 _SKIP = {"__get__", "__set__", "size", "dim", "numel", "__len__", "__bool__", "__index__", "__int__", "__float__",
          "item", "tolist", "is_floating_point", "data_ptr", "stride", "element_size", "__repr__", "__format__"}
 
@@ -366,7 +371,9 @@ class Tracer(TorchFunctionMode):
     def _step(self, frames, name, result, parents, free: bool, args, kwargs) -> None:
         data = result.detach()
         values = None
-        if data.numel() <= MAX_VALUES and data.device.type != "meta":
+        if name in _UNINITIALISED and data.numel() <= MAX_VALUES and data.device.type != "meta":
+            values = torch.zeros(data.numel() * (2 if data.is_complex() else 1), dtype=torch.float64)
+        elif data.numel() <= MAX_VALUES and data.device.type != "meta":
             # a complex tensor is kept as its real view (…, 2): a complex rotation is compared like any tensor
             real = torch.view_as_real(data.resolve_conj()) if data.is_complex() else data
             values = real.to("cpu", torch.float64, copy=True).reshape(-1)  # a copy: the attempt may change data in place

@@ -326,3 +326,33 @@ def test_scores_up_to_a_number_per_row_are_the_same_scores():
     assert not _row_shifted(r, r)  # the same scores: a plain match, not this one
     assert not _row_shifted(r + torch.arange(5.0), r)  # a bias along the keys changes the softmax
     assert not _row_shifted(r.nan_to_num(neginf=-1e9) + per_row, r)  # finite where the reference blocks
+
+
+def _fills_uninitialised_memory(x):
+    a = torch.empty(4, 4)
+    b = torch.empty_like(x)
+    c = x.new_empty((4, 4))
+    a.copy_(x * 2)
+    return a + b.zero_() + c.fill_(1.0)
+
+
+def test_uninitialised_memory_is_kept_without_values():
+    """What ``torch.empty`` (``empty_like``, ``new_empty``) hands back holds whatever the allocator
+    kept there last, often a tensor just freed: in the grading process a variant's output, the very
+    wrong value of the attempt being graded. A reference trail whose ``nn.Linear(...)`` in a merge
+    held the attempt's transposed delta that way once made the finder take the delta for right and
+    say the next line (a line that depended on what the test worker had graded before). Such a
+    step is kept as zeros, whatever the memory held; what is written into it has its own values."""
+    from attnprep.grader.trace import Tracer
+
+    x = torch.randn(4, 4)
+    for _ in range(8):  # memory just freed that held numbers, for the allocator to hand back
+        torch.full((4, 4), 3.0).exp()
+    tracer = Tracer([x], __file__)
+    with tracer, torch.no_grad():
+        _fills_uninitialised_memory(x)
+    made = {s.func: s for s in tracer.steps}
+    assert {"empty", "empty_like", "new_empty"} <= set(made)
+    assert all(torch.equal(made[f].values, torch.zeros(16, dtype=torch.float64)) for f in ("empty", "empty_like", "new_empty"))
+    assert made["copy_"].values is not None and torch.equal(made["copy_"].values, (x * 2).double().flatten())
+    assert made["fill_"].values is not None and made["zero_"].values is not None
