@@ -38,7 +38,7 @@ import torch
 
 from attnprep.grader.found import Found, tensor_of
 from attnprep.grader.defined import _File
-from attnprep.grader.parsing import kept_for, parsed
+from attnprep.grader.parsing import kept_for, parsed, walk
 
 
 def _ours_none(repair):
@@ -412,7 +412,8 @@ def stage_swaps(source: str) -> list[tuple[int, int, str, str]]:
     """(line, last line, text with the two statements swapped, what they change) for each pair of
     neighbouring statements of one block that are stages of one value: each (alone, or as the one statement
     of an ``if`` without ``else``) appends to the same name (``warpers.append(TopP(...))``) or gives a name a
-    new value computed by a call from that name (``logits = top_k(logits, k)``). The order of such stages is
+    new value computed by a call from that name (``logits = top_k(logits, k)``), or is an ``if`` block that
+    ends by changing a name from what it read of it (see :func:`_block_stage`). The order of such stages is
     data the trail never sees: it sees the stages that ran, each right."""
     try:
         tree = parsed(source)
@@ -436,6 +437,8 @@ def _stage_of(stmt, own: set[str]) -> str | None:
     """The name a stage statement changes (see :func:`stage_swaps`), or None: an append of a call, or a
     new value made by calling a function of the file (``own``) on the name (a tensor method, ``masked_fill``,
     is no stage of the file's own: two masks filled in turn commute)."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) > 1:
+        return _block_stage(stmt.body)
     if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1:
         stmt = stmt.body[0]
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
@@ -450,6 +453,35 @@ def _stage_of(stmt, own: set[str]) -> str | None:
         if any(isinstance(n, ast.Name) and n.id == name for n in stmt.value.args):
             return name
     return None
+
+
+def _block_stage(body: list[ast.stmt]) -> str | None:
+    """The name the block ``body`` (of an ``if`` without ``else``) ends by changing, from what it read of
+    that name on the way: its last statement gives the name a new value computed from it, or changes
+    it in place (``z.masked_fill_(drop, -inf)``), and an earlier statement reads it (``z.softmax(-1)``).
+    A cut worked out from the values (a nucleus, a top-k) is such a stage: two of them in turn do not
+    commute."""
+    last = body[-1]
+    name = _changed_in_place(last)
+    if name is None and isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
+        name = last.targets[0].id if _reads(last.value, last.targets[0].id) else None
+    # (read by a statement that is no change of it in place: two masks filled in turn commute)
+    if name is None or not any(_reads(s, name) for s in body[:-1] if _changed_in_place(s) != name):
+        return None
+    return name
+
+
+def _changed_in_place(stmt: ast.stmt) -> str | None:
+    """The name a statement ``name.method_(...)`` changes in place, or None."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
+            and isinstance(stmt.value.func.value, ast.Name) and stmt.value.func.attr.endswith("_") \
+            and not stmt.value.func.attr.startswith("_"):
+        return stmt.value.func.value.id
+    return None
+
+
+def _reads(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(node))
 
 
 def _lines_swapped(source: str, a: ast.stmt, b: ast.stmt) -> str:

@@ -40,6 +40,7 @@ SAID = [
     ("sampling/hf_logits_processor_list_top_p_first.py", "stage_order"),  # round 9: warpers appended under ifs
     ("sampling/own_filters_reassigned_top_p_then_top_k.py", "stage_order"),  # own filters reassigned under ifs
     ("alibi/helper_pipeline_softmax_before_bias.py", "stage_order"),  # a pipeline of the file's own helpers
+    ("sampling/inplace_top_p_first.py", "stage_order"),  # round 5: two if blocks, each a cut filled in place
 ]
 
 
@@ -306,3 +307,34 @@ def test_neighbouring_stages_of_one_value_are_tried_swapped():
     assert [line.strip() for line in swapped[at:at + 4]] == ["if k > 0:", "warpers.append(TopK(k))", "if p < 1.0:",
                                                              "warpers.append(TopP(p))"]
     assert len(swapped) == len(STAGES.splitlines())
+
+
+BLOCKS = '''
+def probs(z, k, p, mask):
+    if p < 1.0:
+        ps, order = z.softmax(-1).sort(-1, descending=True)
+        drop = (ps.cumsum(-1) - ps >= p).scatter(-1, order, ps >= 0)
+        z.masked_fill_(drop, float("-inf"))
+    if k > 0:
+        kth = z.topk(k, dim=-1).values[:, -1:]
+        z = z.masked_fill(z < kth, float("-inf"))
+    if mask is not None:
+        z.masked_fill_(mask, 0)
+        z.masked_fill_(~mask, 1)
+    if mask is not None:
+        w = mask.float()
+        z.mul_(w)
+    return z.softmax(-1)
+'''
+
+
+def test_neighbouring_if_blocks_that_each_cut_one_value_from_its_own_values_are_tried_swapped():
+    """An ``if`` block whose last statement changes a name (in place, or a new value from it) after an
+    earlier statement read it: a cut worked out from the values (a nucleus, then a top-k). A block whose
+    change never reads the name first (a mask filled, a weight multiplied in) is no such stage."""
+    swaps = repair.stage_swaps(BLOCKS)
+    assert [(a, b, name) for a, b, _, name in swaps] == [
+        (_line("if p < 1.0:", BLOCKS), _line("z = z.masked_fill(z < kth, float(\"-inf\"))", BLOCKS), "z")]
+    swapped = [line.strip() for line in swaps[0][2].splitlines()]
+    assert swapped.index("if k > 0:") < swapped.index("if p < 1.0:")
+    assert len(swapped) == len(BLOCKS.splitlines())
