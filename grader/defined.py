@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from attnprep.grader.parsing import kept_for, parsed, walk
+from attnprep.grader.parsing import kept_for, parsed, top_function, walk
 
 REASONS = frozenset({"scalar", "scaled"})  # a number on the line is wrong
 LITERAL_REASONS = frozenset({"values"})  # only when the definition is a literal number
@@ -440,7 +440,7 @@ class _File:
             if f.value.id in ("self", "cls", cls.name):
                 method = _method_of(cls, f.attr, self.classes)
         elif isinstance(f, ast.Name):
-            method = next((n for n in self.tree.body if isinstance(n, ast.FunctionDef) and n.name == f.id), None)
+            method = top_function(self.tree, f.id)
         if method is None:
             return None
         params = [a.arg for a in method.args.args]

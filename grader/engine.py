@@ -759,13 +759,13 @@ def _operator_of_its_own(source: str, name: str) -> bool:
     right: the finder would have said their lines first)."""
     import ast
 
-    from attnprep.grader.parsing import parsed
+    from attnprep.grader.parsing import parsed, top_function
 
     try:
         tree = parsed(source)
     except (SyntaxError, ValueError):
         return False
-    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    node = top_function(tree, name)
     if node is None:
         return False
     returns = [s for s in node.body if isinstance(s, ast.Return)]

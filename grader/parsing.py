@@ -41,3 +41,8 @@ def kept_for(table: dict, node, make, bound: int):
             table.clear()
         kept = table[id(node)] = node, make(node)
     return kept[1]
+
+
+def top_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    """The module-level ``def name`` of ``tree`` (the first), or None."""
+    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
