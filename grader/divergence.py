@@ -1869,6 +1869,7 @@ def find(attempt: list[Step], reference: list[Step], axes: dict[str, int], raise
             found = _list_made(found, trails, source) or found
             found = _compared_grids(found, trails) or found
             found = _indices_made(found, trails) or found
+            found = _cell_writes(found, trails, source) or found
             found = _none_unless(found, trails, source) or found
             found = _unused_for_none(found, trails, source) or found
             found = _table_choice(found, trails, source) or found
@@ -2142,6 +2143,86 @@ def _indices_made(found: Found, trails: _Trails) -> Found | None:
     return Found(made.line, made.code, assigned(made.code), tuple(made.shape), name_shape(made.shape, trails.axes), "indices")
 
 
+FACTORIES = {"zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like"}
+
+
+def _cell_writes(found: Found, trails: _Trails, source: str) -> Found | None:
+    """A wrong tensor "made" at the call of a function of the file that makes it with a factory
+    (``torch.zeros``, ``ones``, ``full``, ``empty``), fills it by subscript writes at one line inside a
+    loop (``m[i - 1, j - 1] = True`` cell by cell, ``mask[row, :row] = True`` row by row,
+    ``slopes[num_heads - h] = vals[h - 1]``) and returns it: writes into a tensor make no step of the
+    trail, so the call is where its values are first seen; the write is what made them, said there
+    (reason "cell_writes")."""
+    import ast
+
+    if found.reason != "made" or not source:
+        return None
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    functions: dict[str, list] = {}
+    for node in walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(node.name, []).append(node)
+    # the calls on the line, and those that gave a name the line reads a value earlier in its function
+    # (``keep = causal_mask(T)`` a line or two before: a call that returns a tensor makes no step there)
+    calls = [n for n in walk(tree) if isinstance(n, ast.Call) and n.lineno <= found.line <= (n.end_lineno or n.lineno)]
+    read = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.lineno <= found.line <= (n.end_lineno or n.lineno)}
+    around = _function_at(source, found.line)
+    if around is not None and read:
+        calls += [node.value for node in walk(around) if isinstance(node, ast.Assign) and node.lineno < found.line
+                  and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                  and node.targets[0].id in read and isinstance(node.value, ast.Call)]
+    called = set()
+    for node in calls:
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        if name in functions and len(functions[name]) == 1:
+            called.add(name)
+    writes = {w for w in (_filled_by_writes(functions[name][0]) for name in called) if w is not None}
+    if len(writes) != 1:
+        return None
+    line, name = writes.pop()
+    code = source.splitlines()[line - 1].strip() if line <= len(source.splitlines()) else ""
+    return Found(line, code, name, found.shape, found.named, "cell_writes")
+
+
+def _filled_by_writes(function) -> tuple[int, str] | None:
+    """(the line, the name) of the one subscript write inside a loop that fills the tensor ``function``
+    returns, made by a factory and changed by nothing else; None otherwise."""
+    import ast
+
+    returns = [n for n in walk(function) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Name):
+        return None
+    name = returns[0].value.id
+    made, writes = [], set()
+    for node in walk(function):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    call = node.value if isinstance(node, ast.Assign) else None
+                    callee = call.func if isinstance(call, ast.Call) else None
+                    callee = callee.attr if isinstance(callee, ast.Attribute) else callee.id if isinstance(callee, ast.Name) else ""
+                    if callee not in FACTORIES:
+                        return None  # given another value: not a tensor filled by writes
+                    made.append(node)
+                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name:
+                    writes.add(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+            return None  # changed in place otherwise too (fill_, index_put_)
+    if len(made) != 1 or len(writes) != 1:
+        return None
+    line = writes.pop()
+    loops = [n for n in walk(function) if isinstance(n, (ast.For, ast.While))
+             and n.lineno < line <= (n.end_lineno or n.lineno)]
+    return (line, name) if loops else None
+
+
 def _guarded_name(test) -> str | None:
     """The variable an ``if`` runs its body for when it is set: ``mask is not None``, ``mask`` (a
     step under it left out means the variable was None)."""
@@ -2270,12 +2351,43 @@ def _table_function(found: Found, trails: _Trails, source: str) -> Found | None:
                 last = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else None
                 if last in ran and abs(v.lineno - found.line) > 1:
                     entries.append((k.value, v))
+    if not entries:
+        return _function_held(found, trails, tree, ran)
     if len(entries) != 1:
         return None
     key, value = entries[0]
     line = value.lineno
     return Found(line, trails.source_lines[line - 1].strip().rstrip(","), key, (), repr(key), "table_entry",
                  part=found.part)
+
+
+def _function_held(found: Found, trails: _Trails, tree, ran: set[str]) -> Found | None:
+    """The one-entry form of :func:`_table_function`: the function run where the values first go wrong,
+    never run by the reference and not named on that line, is given to a name by exactly one
+    assignment of the file (``act_fn: ClassVar = staticmethod(torch.sigmoid)``, ``self.act =
+    torch.sigmoid``, ``ACT = F.gelu``): that choice of function is where it goes wrong, said at the
+    assignment (reason "function_held")."""
+    import ast
+
+    def held(value) -> str | None:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+                and value.func.id in ("staticmethod", "classmethod") and len(value.args) == 1:
+            value = value.args[0]
+        last = value.attr if isinstance(value, ast.Attribute) else value.id if isinstance(value, ast.Name) else None
+        return last if last in ran else None
+
+    holders = []
+    for node in walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id if isinstance(n, ast.Name) else n.attr for n in targets if isinstance(n, (ast.Name, ast.Attribute))]
+            function = held(node.value)
+            if function and len(names) == 1 and abs(node.lineno - found.line) > 1:
+                holders.append((node.lineno, names[0], function))
+    if len(holders) != 1:
+        return None
+    line, name, function = holders[0]
+    return Found(line, trails.source_lines[line - 1].strip(), name, (), function, "function_held", part=found.part)
 
 
 def _none_unless(found: Found, trails: _Trails, source: str) -> Found | None:

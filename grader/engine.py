@@ -734,6 +734,13 @@ def _call_site(found, steps, path: Path, exercise, source: str):
     inside = next((name for name, (a, b) in ready.items() if a <= found.line <= b), None)
     if inside is None and found.reason in BETWEEN_STAGES and appliers:
         return _applier_call(found, steps, path, {n: ready[n] for n in appliers})
+    if inside is None and found.reason in OWN_OPERATOR_REASONS:
+        # wrong values made inside a function of the file from a number parameter its one call left at
+        # the default (a chunk's mask helper called without its offset)
+        step = next((s for s in steps if s.line == found.line and s.stack and len(s.stack) > 1), None)
+        left = _default_left(source, step.stack[-1], step.stack[-2]) if step is not None else None
+        if left is not None:
+            return replace(_said_at(found, path, step.stack[-2], "default_left", left[0]), named=left[1])
     if inside is None:
         return found
     step = next((s for s in steps if s.line == found.line and s.stack), None)
@@ -745,8 +752,55 @@ def _call_site(found, steps, path: Path, exercise, source: str):
     if inside not in made and inside not in appliers and found.reason in OWN_OPERATOR_REASONS and \
             _operator_of_its_own(source, inside):
         return found  # the right values handed to an operator the helper chose (`cols >= rows`): its line
+    left = _default_left(source, outside[-1], outside[-2]) if len(outside) > 1 else None
+    if left is not None:  # the helper's arguments are a function's own parameters, one left at its default
+        function, parameter = left
+        return replace(_said_at(found, path, outside[-2], "default_left", function), named=parameter)
     reason = "helper_call" if inside in made else "helper_applies" if inside in appliers else "helper_passed"
     return _said_at(found, path, outside[-1], reason, inside)
+
+
+def _default_left(source: str, line: int, caller: int) -> tuple[str, str] | None:
+    """(the function, the parameter) when the call of a helper at ``line`` sits in a function of the
+    file that the statement at ``caller`` calls, and it reads a parameter whose default is 0 (``offset=0``,
+    ``past=0``) that this call leaves out, so that 0 is what the helper is given (a rotation's
+    ``self.rotations(T, device=...)`` without its ``offset``); None otherwise."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    around = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and f.lineno < line <= (f.end_lineno or f.lineno)]
+    if not around:
+        return None
+    function = max(around, key=lambda f: f.lineno)
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    # an offset, a start, a past length left at 0 (a default of another number, a bias maximum of 8, is
+    # a setting the function is right to read as given)
+    numbers = {name for name, d in defaults.items() if isinstance(d, ast.Constant)
+               and isinstance(d.value, (int, float)) and not isinstance(d.value, bool) and d.value == 0}
+    read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.lineno <= line <= (n.end_lineno or n.lineno)}
+    wanted = numbers & read
+    if not wanted:
+        return None
+    offset = 1 if positional and positional[0].arg in ("self", "cls") else 0
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.lineno <= caller <= (c.end_lineno or c.lineno)
+             and (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", None)) == function.name]
+    if len(calls) != 1:
+        return None
+    call = calls[0]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    given = {positional[offset + k].arg for k in range(len(call.args)) if offset + k < len(positional)}
+    given |= {k.arg for k in call.keywords}
+    left = sorted(wanted - given)
+    return (function.name, left[0]) if len(left) == 1 else None
 
 
 OWN_OPERATOR_REASONS = frozenset({"values", "made"})  # the step made wrong values from the inputs it was given

@@ -240,6 +240,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
     local_skip = mistake == "flash_normalised_per_block:local_skip"
     local_divided = mistake == "flash_normalised_per_block:local_divided_skip"
     local_clamped = mistake == "flash_normalised_per_block:local_clamped"
+    local_all = mistake == "flash_normalised_per_block:local_all_blocks"  # every key block, divided at the end too
     weighted = mistake == "flash_normalised_per_block:weighted_skip"
     times_k, added = mistake == "attn_times_k", mistake == "flash_normalised_per_block:added"
     per_block = mistake in ("flash_normalised_per_block", "flash_normalised_per_block:skip", "flash_normalised_per_block:twice")
@@ -285,7 +286,7 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
             if unscaled:
                 alpha = torch.ones_like(alpha)  # each block's exponentials against its own max, summed as they are
             l_new = p.sum(-1, keepdim=True) + (l if sum_kept else alpha * l)
-            if local_skip:
+            if local_skip or local_all:
                 p = p / p.sum(-1, keepdim=True)  # each block's own softmax, weighted by alpha only
             elif local_clamped:  # … its sum clamped: an underflowed block adds 0
                 p = p / p.sum(-1, keepdim=True).clamp_min(1e-30)

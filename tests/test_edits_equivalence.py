@@ -56,12 +56,12 @@ def projections(config, weights, x, attention_mask, is_causal, mistake="", fill=
     else:
         q, k, v = (_linear(weights, r, x) for r in ("q_proj", "k_proj", "v_proj"))
 
-    def split(t, n):
-        if mistake == "split_heads_no_transpose":
+    def split(t, n, query=False):
+        if mistake == "split_heads_no_transpose" or query and mistake == "split_heads_no_transpose:query":
             return t.reshape(B, n, T, D)
         return t.view(B, T, n, D).transpose(1, 2)  # (B, n, T, D)
 
-    q, k, v = split(q, H), split(k, G), split(v, G)
+    q, k, v = split(q, H, query=True), split(k, G), split(v, G)
     if G != H:
         if mistake == "gqa_heads_tiled":
             k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
@@ -87,13 +87,13 @@ def cross(sizes: dict, weights: dict, x, context, context_mask, mistake="", fill
     k = _linear(weights, "k_proj", x if "k" in from_x else context)
     v = _linear(weights, "v_proj", x if "v" in from_x else context)
 
-    def split(t):
+    def split(t, query=False):
         n = t.shape[1]
-        if mistake == "split_heads_no_transpose":
+        if mistake == "split_heads_no_transpose" or query and mistake == "split_heads_no_transpose:query":
             return t.reshape(B, H, n, D)
         return t.view(B, n, H, D).transpose(1, 2)  # (B, H, n, D)
 
-    q, k, v = split(q), split(k), split(v)
+    q, k, v = split(q, query=True), split(k), split(v)
     scale = functional_variants.head_scale(D, mistake, {"scale_d_model": 1 / math.sqrt(C),
                                              "cross_scale_d_context": 1 / math.sqrt(sizes["d_context"]),
                                              "cross_scale_d_context:per_head": 1 / math.sqrt(sizes["d_context"] // H)})
