@@ -767,8 +767,10 @@ def _default_left(source: str, line: int, caller: int) -> tuple[str, str] | None
     ``self.rotations(T, device=...)`` without its ``offset``); None otherwise."""
     import ast
 
+    from attnprep.grader.parsing import parsed
+
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     around = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
