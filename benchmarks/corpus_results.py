@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
+import importlib
 import os
 import pickle
 import random
@@ -63,10 +64,12 @@ def _cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def corpus_files(n: int = 0, sample: int = 0, sample_seed: int = 0) -> list[Path]:
-    """The corpus files graded (sorted): all, the first ``n``, or ``sample`` of them drawn over every
-    exercise in turn (each exercise's files in an order drawn from ``sample_seed``)."""
-    files = [f for f in sorted(CORPUS.rglob("*.py")) if "hostile" not in f.relative_to(CORPUS).parts]
+def corpus_files(n: int = 0, sample: int = 0, sample_seed: int = 0, only: tuple[str, ...] = ()) -> list[Path]:
+    """The corpus files graded (sorted): all (of the exercises ``only``), the first ``n``, or
+    ``sample`` of them drawn over every exercise in turn (each exercise's files in an order drawn
+    from ``sample_seed``)."""
+    files = [f for f in sorted(CORPUS.rglob("*.py")) if "hostile" not in f.relative_to(CORPUS).parts
+             and (not only or f.relative_to(CORPUS).parts[0] in only)]
     if sample:
         by_exercise: dict[str, list[Path]] = {}
         for f in files:
@@ -113,7 +116,7 @@ def _grade_fresh(f: Path, root: str, timeout: float):
 
 
 def dump(out: Path, n: int = 0, *, sample: int = 0, sample_seed: int = 0, shuffle: int | None = None,
-         fresh: bool = False, timeout: float = 30.0) -> None:
+         fresh: bool = False, timeout: float = 30.0, only: tuple[str, ...] = ()) -> None:
     os.environ.setdefault("ATTNPREP_HOME", str(out.with_suffix(".home")))
     import torch
 
@@ -122,8 +125,12 @@ def dump(out: Path, n: int = 0, *, sample: int = 0, sample_seed: int = 0, shuffl
 
     outputs.keep()
     engine.warm_up()
+    # every grader module imported now, not by the first grade that needs it: a fresh process forked
+    # later runs the code this one started with, whatever is edited meanwhile
+    for module in sorted(p.stem for p in (CORPUS.parent.parent / "grader").glob("*.py")):
+        importlib.import_module(f"attnprep.grader.{module}")
     root = str(CORPUS.parent.parent)
-    files = corpus_files(n, sample, sample_seed)
+    files = corpus_files(n, sample, sample_seed, tuple(only))
     order = list(files)
     if shuffle is not None:
         random.Random(shuffle).shuffle(order)
@@ -157,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="grade each file in a process of its own (forked "
                         "from one that has graded nothing)")
     parser.add_argument("--timeout", type=float, default=30.0, help="each grade's time limit (s)")
+    parser.add_argument("--exercise", action="append", default=[], help="only this exercise's files (again for more)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = parser.parse_args(argv)
     if args.compare:
@@ -164,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         parser.error("give OUT or --compare A B")
     dump(args.out, args.n, sample=args.sample, sample_seed=args.sample_seed, shuffle=args.shuffle, fresh=args.fresh,
-         timeout=args.timeout)
+         timeout=args.timeout, only=tuple(args.exercise))
     return 0
 
 
