@@ -32,3 +32,58 @@ def test_reference_trail_does_not_depend_on_the_global_generator():
     assert any(f.endswith("uniform_") for _, f, _, _ in trails[0])  # the init is traced: the test tests it
     assert trails[0] == trails[1]
     assert states == [True, True]
+
+
+CAUSAL_HELPER = '''\
+# attnprep: causal
+import time
+
+import torch
+
+SLEPT = []
+
+
+def causal_mask(seq_len, device=None):
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+
+
+def masked_softmax(scores, keep):
+    """softmax over the last axis, the entries where keep is False left out."""
+    if not SLEPT and not INSIDE:  # the first call made from anywhere but causal_attention: descheduled
+        SLEPT.append(1)
+        time.sleep(PAUSE)
+    return scores.masked_fill(~keep, float("-inf")).softmax(dim=-1)
+
+
+INSIDE = []
+
+
+def causal_attention(q, k, v, attention_mask=None):
+    INSIDE.append(1)
+    T, D = q.shape[-2], q.shape[-1]
+    scores = q @ k.transpose(-2, -1) * D ** -0.5
+    keep = causal_mask(T, q.device)
+    if attention_mask is not None:
+        keep = keep & attention_mask[:, None, None, :]
+    probs = masked_softmax(scores, ~keep)
+    INSIDE.pop()
+    return probs @ v
+'''
+
+
+def test_a_second_opinion_does_not_depend_on_the_wall_clock(tmp_path):
+    """The second opinion's child runs the attempt's helper on substituted arguments for a bounded
+    time. On a loaded machine the child loses wall time it does not spend (modelled here by one
+    sleep in its first run, as long as the runs' budget): the runs it makes, and so the line said,
+    are the same as on a quiet machine."""
+    from attnprep.grader import grade, substitute
+
+    lines = []
+    for pause in (0.0, substitute.RUN_SECONDS * 1.2):
+        path = tmp_path / f"attempt_{len(lines)}.py"
+        path.write_text(CAUSAL_HELPER.replace("PAUSE", repr(pause)), encoding="utf-8")
+        d = grade(path).divergence
+        assert d is not None
+        lines.append((d.line, d.reason))
+    assert lines[0][1] == "given", lines  # the quiet machine's: the call gave the helper the wrong thing
+    assert lines[1] == lines[0]
