@@ -64,12 +64,16 @@ def _cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def corpus_files(n: int = 0, sample: int = 0, sample_seed: int = 0, only: tuple[str, ...] = ()) -> list[Path]:
+def corpus_files(n: int = 0, sample: int = 0, sample_seed: int = 0, only: tuple[str, ...] = (),
+                 listed: Path | None = None) -> list[Path]:
     """The corpus files graded (sorted): all (of the exercises ``only``), the first ``n``, or
     ``sample`` of them drawn over every exercise in turn (each exercise's files in an order drawn
     from ``sample_seed``)."""
     files = [f for f in sorted(CORPUS.rglob("*.py")) if "hostile" not in f.relative_to(CORPUS).parts
              and (not only or f.relative_to(CORPUS).parts[0] in only)]
+    if listed is not None:  # one path a line, relative to tests/corpus
+        wanted = {line.strip() for line in listed.read_text(encoding="utf-8").splitlines() if line.strip()}
+        files = [f for f in files if str(f.relative_to(CORPUS)) in wanted]
     if sample:
         by_exercise: dict[str, list[Path]] = {}
         for f in files:
@@ -116,7 +120,8 @@ def _grade_fresh(f: Path, root: str, timeout: float):
 
 
 def dump(out: Path, n: int = 0, *, sample: int = 0, sample_seed: int = 0, shuffle: int | None = None,
-         fresh: bool = False, timeout: float = 30.0, only: tuple[str, ...] = ()) -> None:
+         fresh: bool = False, timeout: float = 30.0, only: tuple[str, ...] = (),
+         listed: Path | None = None) -> None:
     os.environ.setdefault("ATTNPREP_HOME", str(out.with_suffix(".home")))
     import torch
 
@@ -130,7 +135,7 @@ def dump(out: Path, n: int = 0, *, sample: int = 0, sample_seed: int = 0, shuffl
     for module in sorted(p.stem for p in (CORPUS.parent.parent / "grader").glob("*.py")):
         importlib.import_module(f"attnprep.grader.{module}")
     root = str(CORPUS.parent.parent)
-    files = corpus_files(n, sample, sample_seed, tuple(only))
+    files = corpus_files(n, sample, sample_seed, tuple(only), listed)
     order = list(files)
     if shuffle is not None:
         random.Random(shuffle).shuffle(order)
@@ -165,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                         "from one that has graded nothing)")
     parser.add_argument("--timeout", type=float, default=30.0, help="each grade's time limit (s)")
     parser.add_argument("--exercise", action="append", default=[], help="only this exercise's files (again for more)")
+    parser.add_argument("--files", type=Path, default=None, help="only the files listed (one a line, relative to tests/corpus)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = parser.parse_args(argv)
     if args.compare:
@@ -172,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         parser.error("give OUT or --compare A B")
     dump(args.out, args.n, sample=args.sample, sample_seed=args.sample_seed, shuffle=args.shuffle, fresh=args.fresh,
-         timeout=args.timeout, only=tuple(args.exercise))
+         timeout=args.timeout, only=tuple(args.exercise), listed=args.files)
     return 0
 
 

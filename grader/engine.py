@@ -295,9 +295,13 @@ class _Tracing:
     def divergence(self):
         if self.child is None:
             return None
+        from attnprep.grader import sandbox
+
         try:
             return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias,
                                self.timeout, self.protect, self.cover)
+        except sandbox.Starved:  # a refinement's child starved by a loaded machine: no line rather than another one
+            return None
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise

@@ -220,6 +220,8 @@ def _runs(path: Path, texts: list[str], kind, ci: int, ni: int, seconds: float, 
             copies.append(copy)
         outcome = sandbox.run(lambda channel: _traced(copies, kind, ci, ni, channel, protect, forget), seconds,
                               answer=engine._answerer(kind))
+    if outcome.starved:  # what it would have said depends on the load: nothing is said (sandbox.Starved)
+        raise sandbox.Starved
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         return []

@@ -87,3 +87,30 @@ def test_a_second_opinion_does_not_depend_on_the_wall_clock(tmp_path):
         lines.append((d.line, d.reason))
     assert lines[0][1] == "given", lines  # the quiet machine's: the call gave the helper the wrong thing
     assert lines[1] == lines[0]
+
+
+def test_a_refinement_starved_by_the_machine_says_no_line_rather_than_another(tmp_path, monkeypatch):
+    """A refinement of the line (here the second opinion's child) cut short by a loaded machine
+    (runnable, short of its CPU time, at its wall clock's limit) would leave the finder's first
+    line, another line than a quiet machine says: the grade says none. A slow machine is forced by
+    reading every child as runnable with no CPU used, and the second opinion's time made tiny."""
+    from attnprep.grader import grade, sandbox, substitute
+
+    path = tmp_path / "attempt.py"
+    path.write_text(CAUSAL_HELPER.replace("PAUSE", "0.0"), encoding="utf-8")
+    quiet = grade(path).divergence
+    assert quiet is not None and quiet.reason == "given"
+
+    real = sandbox._stat_fields
+
+    def starved(pid):
+        fields = real(pid)
+        if fields is None or len(fields) < 13:
+            return fields
+        return [b"R", *fields[1:11], b"0", b"0", *fields[13:]]
+
+    monkeypatch.setattr(sandbox, "_stat_fields", starved)
+    monkeypatch.setattr(substitute, "CHILD_SECONDS", 0.01)
+    result = grade(path)
+    assert not result.passed and result.verdict == grade(path).verdict
+    assert result.divergence is None, result.divergence
