@@ -114,3 +114,48 @@ def test_a_refinement_starved_by_the_machine_says_no_line_rather_than_another(tm
     result = grade(path)
     assert not result.passed and result.verdict == grade(path).verdict
     assert result.divergence is None, result.divergence
+
+
+def test_corpus_results_sample_spreads_over_every_exercise_and_is_the_same_each_time():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import corpus_results
+
+    sample = corpus_results.corpus_files(sample=44, sample_seed=3)
+    exercises_in = {f.relative_to(corpus_results.CORPUS).parts[0] for f in sample}
+    every = {f.relative_to(corpus_results.CORPUS).parts[0] for f in corpus_results.corpus_files()}
+    assert len(sample) == 44 and exercises_in == every and len(every) >= 22
+    assert sample == corpus_results.corpus_files(sample=44, sample_seed=3)
+    assert sample != corpus_results.corpus_files(sample=44, sample_seed=4)
+
+
+def test_a_grade_after_others_is_the_grade_of_a_fresh_process():
+    """The round-8 LoRA attempt whose line once depended on what its test worker graded before:
+    graded in a process of its own (forked before any grade), and here after its neighbours
+    (outputs kept, as the test suite grades), twice, every field of the Result alike."""
+    import sys
+    from pathlib import Path
+
+    from attnprep.grader import outputs
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import corpus_results
+
+    root = str(corpus_results.CORPUS.parent.parent)
+    lora = corpus_results.CORPUS / "lora"
+    target = lora / "eqx_partition_merge_a_t_b_t.py"
+    fresh = corpus_results._grade_fresh(target, root, 30.0)
+    assert fresh[0] == "Result", fresh
+    assert dict(fresh[1])["divergence"] is not None
+    kept = outputs.keeping()
+    outputs.keep()
+    try:
+        for before in ("lora_merge_transposed.py", "lora_alpha_ignored.py", "peft_merge_transposed.py"):
+            if (lora / before).exists():
+                corpus_results._grade(lora / before, root, 30.0)
+        after = [corpus_results._grade(target, root, 30.0) for _ in range(2)]
+    finally:
+        outputs.keep(kept)
+    assert after == [fresh, fresh]
