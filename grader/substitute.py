@@ -20,7 +20,9 @@ from that value, the function is right, and the line to fix is outside it:
 When no output reproduces a reference value, the function is wrong on the reference's own values
 and the finder's line inside it stands (a ``torch.triu(..., diagonal=0)`` in a ``causal_mask``
 helper). Only tensor arguments are replaced, one at a time, with a bounded number of values; a
-function that raises, or a child that runs out of its time, leaves the finder's line as it was.
+function that raises, or a child that runs out of its time, leaves the finder's line as it was (a
+child a loaded machine starved of its CPU time: no line at all, see ``sandbox.Starved``). The runs
+stop after RUN_SECONDS of the child's CPU time, never of the wall clock.
 """
 
 from __future__ import annotations
