@@ -295,9 +295,13 @@ class _Tracing:
     def divergence(self):
         if self.child is None:
             return None
+        from attnprep.grader import sandbox
+
         try:
             return _divergence(self.path, self.exercise, self.kind, self.child, self.where, self.zero_bias,
                                self.timeout, self.protect, self.cover)
+        except sandbox.Starved:  # a refinement's child starved by a loaded machine: no line rather than another one
+            return None
         except Exception:  # noqa: BLE001
             if os.environ.get("ATTNPREP_DEBUG"):
                 raise
@@ -411,24 +415,14 @@ def trails(path: Path, exercise, kind, ci: int, ni: int, zero_bias: frozenset, t
 def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: frozenset) -> Trails | None:
     """:func:`trails` with the child already started: the reference is traced here while the child
     runs, then the child is served to its end."""
-    import torch
-
     from attnprep.grader import outputs as kept_outputs
-    from attnprep.grader.trace import Step, Tracer
+    from attnprep.grader.trace import Step
 
     case = kind.cases(ci)[ni]
-
-    def trace():
-        tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
-        runner = kind.trail_reference(ci, zero_bias)  # built before tracing: no init steps
-        with tracer, torch.no_grad():
-            ref_made = tracer.mark_outputs(runner(case))
-        _by_statement(tracer.steps, exercise.solution_path.resolve())
-        return tracer.steps, list(tracer.marks), ref_made
-
     # the same case of the same exercise is traced again for every failing attempt: kept with the
     # outputs (outputs.keep), each trail given its own steps
-    ref_steps, ref_marks, ref_made = kept_outputs.Outputs(exercise, kind).trail(ci, zero_bias, case, trace)
+    ref_steps, ref_marks, ref_made = kept_outputs.Outputs(exercise, kind).trail(
+        ci, zero_bias, case, lambda: trace_reference(exercise, kind, ci, zero_bias, case))
     ref_steps, ref_marks, ref_made = [_own_step(s) for s in ref_steps], list(ref_marks), dict(ref_made)
     outcome = running.finish()
     if not isinstance(outcome.data, dict):
@@ -447,6 +441,26 @@ def _trails(path: Path, exercise, kind, running, ci: int, ni: int, zero_bias: fr
     lines = outcome.data.get("lines")
     return Trails(steps, raised_at, marks, made, ref_steps, ref_marks, ref_made,
                   lines if isinstance(lines, list) else [], own)
+
+
+def trace_reference(exercise, kind, ci: int, zero_bias: frozenset, case):
+    """The reference traced on ``case`` of config ``ci`` here: (its steps, its marks, the steps of
+    its outputs). The global generator is seeded as the trace child seeds it for the attempt
+    (``child.prepare``: seed 0, then the build), and given back as it was: a reference that draws
+    from it (``nn.Linear(...)`` in LoRA's ``merged()``: a Kaiming init step) keeps the same values
+    whatever this process drew before."""
+    import torch
+
+    from attnprep.grader.trace import Tracer
+
+    with torch.random.fork_rng(devices=[]):
+        torch.random.default_generator.manual_seed(0)  # as child._seed(0, "cpu")
+        tracer = Tracer([t for t in case.inputs.values() if isinstance(t, torch.Tensor)], str(exercise.solution_path.resolve()))
+        runner = kind.trail_reference(ci, zero_bias)  # built before tracing: no init steps
+        with tracer, torch.no_grad():
+            ref_made = tracer.mark_outputs(runner(case))
+    _by_statement(tracer.steps, exercise.solution_path.resolve())
+    return tracer.steps, list(tracer.marks), ref_made
 
 
 def _own_step(step):

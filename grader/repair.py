@@ -16,7 +16,8 @@ across hand-ons) that the grader does not pass, a child forked like the trace ch
 a short time limit) traces the case again on a copy of the file whose test is negated (``not (…)``, on
 its own line: every other line as written). When every output of the case then equals the reference's
 within the case's tolerance, the setting's line is said (reason ``flag_runs``). Else, or when the
-child raises, runs out of its time or sends back anything malformed, the finder's line stands.
+child raises, runs out of its time or sends back anything malformed, the finder's line stands (a
+child a loaded machine starved of its CPU time: no line at all, see ``sandbox.Starved``).
 
 The same repair, run on other choices the trail never sees (each its own function below, each asked only
 when the ones before it said nothing): a module attribute built and never read whose twin, built by the
@@ -220,6 +221,8 @@ def _runs(path: Path, texts: list[str], kind, ci: int, ni: int, seconds: float, 
             copies.append(copy)
         outcome = sandbox.run(lambda channel: _traced(copies, kind, ci, ni, channel, protect, forget), seconds,
                               answer=engine._answerer(kind))
+    if outcome.starved:  # what it would have said depends on the load: nothing is said (sandbox.Starved)
+        raise sandbox.Starved
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         return []

@@ -81,6 +81,9 @@ class Outcome:
     detail: str = ""  # one line
     elapsed: float = 0.0  # the child's time: time spent in ``answer`` is not counted
     stdout: str = ""  # the child's stdout and stderr, interleaved, bounded
+    # a timeout of a child the machine starved: runnable, short of its time of CPU, at the wall
+    # clock's limit (STARVED_WALL times its time). What it would have said depends on the load
+    starved: bool = False
 
 
 # --- what this system offers ------------------------------------------------------------------
@@ -337,6 +340,25 @@ def _starved(pid: int, timeout: float, elapsed: float) -> float:
     if state != b"R" or cpu >= 0.9 * timeout or elapsed >= STARVED_WALL * timeout:
         return 0.0
     return min(max(timeout - cpu, 0.5), STARVED_WALL * timeout - elapsed)
+
+
+def _short_of_cpu(pid: int, timeout: float) -> bool:
+    """Whether the child ``pid`` is runnable (state R) and has used less than its time of CPU: when
+    its wall clock's limit is reached so, the machine starved it (see :func:`_starved`)."""
+    fields = _stat_fields(pid)
+    try:
+        state, cpu = fields[0], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (TypeError, ValueError, IndexError):
+        return False
+    return state == b"R" and cpu < 0.9 * timeout
+
+
+class Starved(BaseException):
+    """A help on top of a result (a refinement of the divergence's line) whose child the machine
+    starved (``Outcome.starved``): what it would have said is not known, and saying what is known
+    without it would say something else than on a quiet machine. Not an ``Exception``: the
+    refinements' guards that turn an exception of ours into "the line as it was" let it through to
+    the one that says nothing (``engine._Tracing.divergence``)."""
 
 
 def _descriptor_limit() -> int:
@@ -800,7 +822,7 @@ class Running:
                 data, failure, detail, elapsed = self.session.serve(self.start, self.timeout, self._waited())
             finally:
                 self.close()
-            self.outcome = Outcome(data, failure, detail, elapsed, self.session.capture.text())
+            self.outcome = Outcome(data, failure, detail, elapsed, self.session.capture.text(), self.session.starved)
         return self.outcome
 
     def _waited(self) -> float:
@@ -849,6 +871,7 @@ class _Session:
         self.capture = _Capture()
         self.pending = b""  # an answer being written down
         self.status: int | None = None  # the child's wait status once it ended on its own
+        self.starved = False  # it ran out of its time starved by the machine (Outcome.starved)
         self.pidfd = -1
         if _HAS_PIDFD:
             try:
@@ -873,6 +896,7 @@ class _Session:
                     if more:  # a busy machine gave it less than its time: the rest of its time, on its CPU clock
                         deadline = now + more
                         continue
+                    self.starved = _short_of_cpu(self.pid, timeout)
                     return None, "timeout", f"still running after {timeout:g} s", now - start - paused
                 poller = select.poll()
                 if self.up >= 0:

@@ -20,7 +20,9 @@ from that value, the function is right, and the line to fix is outside it:
 When no output reproduces a reference value, the function is wrong on the reference's own values
 and the finder's line inside it stands (a ``torch.triu(..., diagonal=0)`` in a ``causal_mask``
 helper). Only tensor arguments are replaced, one at a time, with a bounded number of values; a
-function that raises, or a child that runs out of its time, leaves the finder's line as it was.
+function that raises, or a child that runs out of its time, leaves the finder's line as it was (a
+child a loaded machine starved of its CPU time: no line at all, see ``sandbox.Starved``). The runs
+stop after RUN_SECONDS of the child's CPU time, never of the wall clock.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ MAX_RUNS = 64  # calls of the attempt's functions on substituted arguments, in a
 MAX_OUTPUTS = 4  # tensors of a call's result compared
 MAX_VALUES = 20_000  # values of one output sent back (as trace.MAX_VALUES)
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again and the runs), at most the grade's timeout
-RUN_SECONDS = 1.0  # the runs on substituted arguments stop after this long
+# the runs on substituted arguments stop after this long of the child's CPU time: on the wall clock a
+# loaded machine would cut them short and another line would be said than on a quiet one
+RUN_SECONDS = 1.0
 SWAP = -(10**6)  # a run's slot when two arguments of one shape were swapped (its candidate: which two)
 FLIP = SWAP - 1  # a run's slot when a flag argument (a bool) was given the other way (its candidate: which, see _flag)
 PAIR = FLIP - 1  # a run's slot when the two tensors of a pair argument ((cos, sin)) were swapped (its candidate: which, as FLIP's)
@@ -400,6 +404,8 @@ def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: floa
     forget = child.reference_modules()  # asked before the fork (see there)
     outcome = sandbox.run(lambda channel: _child(path, kind, ci, ni, asks, values, channel, protect, forget), seconds,
                           answer=engine._answerer(kind))
+    if outcome.starved:  # what it would have said depends on the load: nothing is said (sandbox.Starved)
+        raise sandbox.Starved
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("calls"), list):
         return None
@@ -512,7 +518,7 @@ def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, ch
     if guard.opened:
         return {"calls": []}
     out = []
-    runs_left, stop = MAX_RUNS, time.monotonic() + RUN_SECONDS
+    runs_left, stop = MAX_RUNS, time.process_time() + RUN_SECONDS
     for i, ask in enumerate(asks):
         if ask.at >= len(tracer.steps) or tracer.steps[ask.at].stack != ask.stack:
             continue  # not the same run as the trail's: nothing to say
@@ -557,7 +563,7 @@ def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, ch
                 if value is not None and value.numel() == given.numel():
                     trials.append((slot, cand, {(kp, key): value.detach().reshape(given.shape).to(given.dtype).clone()}))
         for slot, cand, replaced in trials:
-            if runs_left <= 0 or time.monotonic() > stop:
+            if runs_left <= 0 or time.process_time() > stop:
                 break
             args, kwargs = list(positional), dict(keyword)
             for (kp, key), value in replaced.items():
