@@ -38,7 +38,7 @@ from attnprep.grader import outputs as kept_outputs
 from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
                                    is_constant, name_shape, names_of, tensor_of, tolerance)
-from attnprep.grader.parsing import parsed, walk
+from attnprep.grader.parsing import defaults, parsed, walk
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import OBJECT, Scalar, Step, line_end
 
@@ -2255,11 +2255,7 @@ def _string_line(tree, name: str) -> int | None:
                    for t in targets):
                 lines.add(node.lineno)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            args = node.args
-            positional = [*args.posonlyargs, *args.args]
-            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-            lines |= {d.lineno for a, d in pairs if a.arg == name and text(d)}
+            lines |= {d.lineno for a, d in defaults(node) if a.arg == name and text(d)}
         elif isinstance(node, ast.keyword) and node.arg == name and text(node.value):
             lines.add(node.value.lineno)
     return lines.pop() if len(lines) == 1 else None
@@ -2622,21 +2618,18 @@ def _argument_defaults(source: str) -> dict[int, list[tuple[int, float]]]:
     for f in walk(tree):
         if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        positional = [*f.args.posonlyargs, *f.args.args]
-        pairs = list(zip(positional[len(positional) - len(f.args.defaults):], f.args.defaults))
-        pairs += [(a, d) for a, d in zip(f.args.kwonlyargs, f.args.kw_defaults) if d is not None]
-        defaults = {}
-        for arg, d in pairs:
+        numbers = {}
+        for arg, d in defaults(f):
             try:
                 value = ast.literal_eval(d)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                defaults[arg.arg] = (d.lineno, float(value))
+                numbers[arg.arg] = (d.lineno, float(value))
         for n in walk(f):
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 kept = [n.value] if isinstance(n.value, ast.Name) else list(n.value.elts) if isinstance(n.value, ast.Tuple) else []
-                found.setdefault(n.lineno, []).extend(defaults[e.id] for e in kept if isinstance(e, ast.Name) and e.id in defaults)
+                found.setdefault(n.lineno, []).extend(numbers[e.id] for e in kept if isinstance(e, ast.Name) and e.id in numbers)
     return {k: v for k, v in found.items() if v}
 
 

@@ -781,10 +781,10 @@ def _default_left(source: str, line: int, caller: int) -> tuple[str, str] | None
     ``self.rotations(T, device=...)`` without its ``offset``); None otherwise."""
     import ast
 
-    from attnprep.grader.parsing import parsed
+    from attnprep.grader import parsing
 
     try:
-        tree = parsed(source)
+        tree = parsing.parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     around = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -792,10 +792,8 @@ def _default_left(source: str, line: int, caller: int) -> tuple[str, str] | None
     if not around:
         return None
     function = max(around, key=lambda f: f.lineno)
-    args = function.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    positional = [*function.args.posonlyargs, *function.args.args]
+    defaults = {a.arg: d for a, d in parsing.defaults(function)}
     # an offset, a start, a past length left at 0 (a default of another number, a bias maximum of 8, is
     # a setting the function is right to read as given)
     numbers = {name for name, d in defaults.items() if isinstance(d, ast.Constant)

@@ -46,3 +46,12 @@ def kept_for(table: dict, node, make, bound: int):
 def top_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
     """The module-level ``def name`` of ``tree`` (the first), or None."""
     return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def defaults(function) -> list[tuple[ast.arg, ast.expr]]:
+    """(parameter, its default) of ``function`` (a ``def`` or a lambda): the positional ones
+    (positional-only included) that have one, then the keyword-only ones that have one."""
+    a = function.args
+    positional = [*a.posonlyargs, *a.args]
+    return [*zip(positional[len(positional) - len(a.defaults):], a.defaults),
+            *((p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)]

@@ -39,7 +39,7 @@ import torch
 
 from attnprep.grader.found import Found, tensor_of
 from attnprep.grader.defined import _File
-from attnprep.grader.parsing import kept_for, parsed, walk
+from attnprep.grader.parsing import defaults, kept_for, parsed, walk
 
 
 def _ours_none(repair):
@@ -153,11 +153,7 @@ def _given_default(tree: ast.Module, line: int, given: frozenset[str]) -> bool:
     """``line`` holds the default of a parameter the grader passes (the user's setting, not the file's)."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            pos = a.posonlyargs + a.args
-            pairs = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + \
-                [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-            if any(d.lineno == line and p.arg in given for p, d in pairs):
+            if any(d.lineno == line and p.arg in given for p, d in defaults(node)):
                 return True
     return False
 
@@ -219,10 +215,8 @@ def _runs(path: Path, texts: list[str], kind, ci: int, ni: int, seconds: float, 
             copy.parent.mkdir()
             copy.write_text(text, encoding="utf-8")
             copies.append(copy)
-        outcome = sandbox.run(lambda channel: _traced(copies, kind, ci, ni, channel, protect, forget), seconds,
+        outcome = sandbox.run_help(lambda channel: _traced(copies, kind, ci, ni, channel, protect, forget), seconds,
                               answer=engine._answerer(kind))
-    if outcome.starved:  # what it would have said depends on the load: nothing is said (sandbox.Starved)
-        raise sandbox.Starved
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         return []

@@ -755,6 +755,15 @@ def run(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict]
         return child.finish()
 
 
+def run_help(work: Callable[[Channel], dict], timeout: float, answer: Callable[[dict], dict] | None = None) -> Outcome:
+    """:func:`run` for a help on top of a result (a refinement of the divergence's line): a child the
+    machine starved (``Outcome.starved``) raises :class:`Starved`, what it would have said depending on
+    the load."""
+    outcome = run(work, timeout, answer)
+    if outcome.starved:
+        raise Starved
+    return outcome
+
 def _fork() -> int:
     """``os.fork()``, with the objects that exist now kept out of the cyclic collector's reach for
     the fork (``gc.freeze``, as CPython's documentation advises before a fork): the child's
