@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from attnprep.grader.parsing import kept_for, parsed, top_function, walk
+from attnprep.grader.parsing import defaults, kept_for, parsed, top_function, walk
 
 REASONS = frozenset({"scalar", "scaled"})  # a number on the line is wrong
 LITERAL_REASONS = frozenset({"values"})  # only when the definition is a literal number
@@ -495,10 +495,7 @@ class _File:
             return None
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name for n in walk(self.tree)):
             return None
-        args = func.args.args
-        defaults = dict(zip([a.arg for a in args][len(args) - len(func.args.defaults):], func.args.defaults))
-        defaults.update((a.arg, d) for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None)
-        default = defaults.get(name)
+        default = {a.arg: d for a, d in defaults(func)}.get(name)
         chain = _chain(default) if default is not None else None
         if chain is None or chain[0] in ("self", "cls"):
             return None
@@ -715,10 +712,7 @@ def _init_default(files: _File, test, func, cls, given: frozenset[str]):
     if len(sources) != 1 or not isinstance(sources[0], ast.Name) or sources[0].id in given:
         return None
     name = sources[0].id
-    args = init.args.posonlyargs + init.args.args
-    defaults = dict(zip([a.arg for a in args][len(args) - len(init.args.defaults):], init.args.defaults))
-    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
-    default = defaults.get(name)
+    default = {a.arg: d for a, d in defaults(init)}.get(name)
     if default is None or not _numeric(default, True) and not (isinstance(default, ast.Constant) and default.value is None):
         return None
     if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name for n in walk(files.tree)):

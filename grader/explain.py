@@ -35,7 +35,7 @@ import torch
 
 from attnprep.grader.found import (FILL, PICKS, Found, assigned, close, func_name, is_constant, name_shape, names_of,
                                    op_name, tensor_of)
-from attnprep.grader.parsing import parsed, walk
+from attnprep.grader.parsing import defaults, parsed, walk
 from attnprep.grader.trace import Step, line_end
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
@@ -85,11 +85,8 @@ class Source:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 args = node.args
                 names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
-                positional = [*args.posonlyargs, *args.args]
-                for a, d in [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
-                             *zip(args.kwonlyargs, args.kw_defaults)]:
-                    if d is not None:
-                        self.defaults[(node.name, a.arg)] = d
+                for a, d in defaults(node):
+                    self.defaults[(node.name, a.arg)] = d
                 self.functions.append((node.lineno, last, names, node.name))
             if isinstance(node, ast.Pass):
                 self.noops.setdefault(node.lineno, set()).add("")

@@ -158,13 +158,19 @@ def _given_default(tree: ast.Module, line: int, given: frozenset[str]) -> bool:
     return False
 
 
+def _spliced(source: str, line: int, start: int, end: int, text) -> str:
+    """``source`` with the bytes ``start:end`` of its line ``line`` (ast's UTF-8 offsets) replaced by
+    ``text(what was there)``, every other line as it was."""
+    lines = source.splitlines(keepends=True)
+    raw = lines[line - 1].encode("utf-8")
+    lines[line - 1] = (raw[:start] + text(raw[start:end]).encode("utf-8") + raw[end:]).decode("utf-8")
+    return "".join(lines)
+
+
 def negated(source: str, test: ast.expr) -> str:
     """``source`` with ``test`` (on one line) written ``(not (…))``, every other line as it was."""
-    lines = source.splitlines(keepends=True)
-    raw = lines[test.lineno - 1].encode("utf-8")
-    start, end = test.col_offset, test.end_col_offset
-    lines[test.lineno - 1] = (raw[:start] + b"(not (" + raw[start:end] + b"))" + raw[end:]).decode("utf-8")
-    return "".join(lines)
+    return _spliced(source, test.lineno, test.col_offset, test.end_col_offset,
+                    lambda was: "(not (" + was.decode("utf-8") + "))")
 
 
 def _setting_runs(found, t, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
@@ -298,12 +304,8 @@ def twins(source: str) -> list[tuple[ast.Attribute, str]]:
 
 def _swapped(source: str, read: ast.Attribute, twin: str) -> str:
     """``source`` with the attribute of ``read`` (``self.attn_norm``, on one line) renamed ``twin``."""
-    lines = source.splitlines(keepends=True)
-    raw = lines[read.end_lineno - 1].encode("utf-8")
     end = read.end_col_offset
-    start = end - len(read.attr.encode("utf-8"))
-    lines[read.end_lineno - 1] = (raw[:start] + twin.encode("utf-8") + raw[end:]).decode("utf-8")
-    return "".join(lines)
+    return _spliced(source, read.end_lineno, end - len(read.attr.encode("utf-8")), end, lambda _: twin)
 
 
 def _twin_read(found, t, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
@@ -366,10 +368,7 @@ def enum_swaps(source: str) -> list[tuple[int, int, str, str]]:
 
 def _literal_set(source: str, node: ast.Constant, value: int) -> str:
     """``source`` with the literal ``node`` (on one line) written as ``value``."""
-    lines = source.splitlines(keepends=True)
-    raw = lines[node.lineno - 1].encode("utf-8")
-    lines[node.lineno - 1] = (raw[:node.col_offset] + str(value).encode("utf-8") + raw[node.end_col_offset:]).decode("utf-8")
-    return "".join(lines)
+    return _spliced(source, node.lineno, node.col_offset, node.end_col_offset, lambda _: str(value))
 
 
 @_ours_none

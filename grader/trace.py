@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
-from attnprep.grader.parsing import parsed, walk
+from attnprep.grader.parsing import defaults, parsed, walk
 from attnprep.grader.tensors import pack, tensors_in, unpack
 
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
@@ -278,15 +278,7 @@ def _parameters(fn) -> list[ast.arg]:
 
 def _default(fn, name: str):
     """The default expression of parameter ``name`` of ``fn``, or None."""
-    a = fn.args
-    positional = [*a.posonlyargs, *a.args]
-    for arg, default in zip(positional[len(positional) - len(a.defaults):], a.defaults):
-        if arg.arg == name:
-            return default
-    for arg, default in zip(a.kwonlyargs, a.kw_defaults):
-        if arg.arg == name:
-            return default
-    return None
+    return next((d for a, d in defaults(fn) if a.arg == name), None)
 
 
 class Tracer(TorchFunctionMode):
