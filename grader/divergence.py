@@ -2170,7 +2170,7 @@ def _cell_writes(found: Found, trails: _Trails, source: str) -> Found | None:
     calls = [n for n in walk(tree) if isinstance(n, ast.Call) and n.lineno <= found.line <= (n.end_lineno or n.lineno)]
     read = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             and n.lineno <= found.line <= (n.end_lineno or n.lineno)}
-    around = _function_at(source, found.line)
+    around = _function_node_at(source, found.line)
     if around is not None and read:
         calls += [node.value for node in walk(around) if isinstance(node, ast.Assign) and node.lineno < found.line
                   and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
@@ -3231,6 +3231,9 @@ def _wrong_argument(s: _Search, h: _Here):
         if at is None:
             return None
         line = stack[at]
+        handed = _handed_another(s, h)  # the call hands it one of the reference's values meant for another
+        if handed is not None and handed.line == line:
+            return handed
         code = next((a.code for a in s.att if a.line == line), "") or s.source.splitlines()[line - 1].strip()
         return Found(line, code, s.trails.name_of(s.att, p), tuple(parent.shape), name_shape(parent.shape, s.axes), "values")
     return None
@@ -4038,7 +4041,7 @@ def _solved(node, name: str, target: float) -> float | None:
     return (target - f0) / (f1 - f0)
 
 
-def _function_at(source: str, line: int):
+def _function_node_at(source: str, line: int):
     """The innermost function (``ast.FunctionDef``) of ``source`` that holds ``line``; None when none
     does or the source does not parse."""
     import ast
@@ -4061,7 +4064,7 @@ def _assigned_before(source: str, name: str, line: int) -> int | None:
     ``line``, when it reads no tensor's shape (a size); None when ``name`` is a parameter there."""
     import ast
 
-    f = _function_at(source, line)
+    f = _function_node_at(source, line)
     if f is None:
         return None
     if name in _parameter_names(f):
@@ -4178,7 +4181,7 @@ def _built_without(source: str, line: int, obj: str, attr: str) -> int | None:
     with a call that does not pass ``attr`` (the function's own value left out), or None."""
     import ast
 
-    f = _function_at(source, line)
+    f = _function_node_at(source, line)
     if f is None:
         return None
     if attr not in _parameter_names(f):

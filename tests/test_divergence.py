@@ -14,6 +14,7 @@ from attnprep.grader import grade
 from attnprep.grader.divergence import Matcher, name_shape
 from attnprep.grader.trace import Step
 from per_exercise import rows
+from pointed import assert_pointed
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -356,3 +357,30 @@ def test_uninitialised_memory_is_kept_without_values():
     assert all(torch.equal(made[f].values, torch.zeros(16, dtype=torch.float64)) for f in ("empty", "empty_like", "new_empty"))
     assert made["copy_"].values is not None and torch.equal(made["copy_"].values, (x * 2).double().flatten())
     assert made["fill_"].values is not None and made["zero_"].values is not None
+
+
+# A function of the file that the reference defines too (the contract's mask helper) returning
+# another value than the reference's (the blocked positions for the allowed ones): said at its
+# return ("output"), whether the caller then uses it consistently or not. These had lost their line
+# when a second ``divergence._function_at`` (a node, not a name) shadowed the first: the rule
+# compared functions of two files by node and never matched.
+RETURNS_ANOTHER = [
+    "causal/causal_mask_inverted.py",
+    "causal/causal_mask_inverted_consistent.py",
+    "causal/causal_mask_blocked_where_consistent.py",
+    "sliding_window/window_mask_inverted_blocked.py",
+    "sliding_window/window_mask_inverted_consistent.py",
+    "sliding_window/distance_mask_returns_blocked_where.py",
+]
+
+
+@pytest.mark.parametrize("name", RETURNS_ANOTHER)
+def test_a_helper_returning_another_value_is_said_at_its_return(name, graded):
+    assert_pointed(CORPUS / name, graded(CORPUS / name), "output")
+
+
+def test_a_helper_handed_the_other_tensor_is_said_at_the_call(graded):
+    """A helper the reference defines too, given ``v`` where the reference gives it ``k``: the call
+    says so ("handed"), not only that wrong values start there."""
+    path = CORPUS / "decoder_layer" / "stub_helpers_rope_on_v_not_k.py"
+    assert_pointed(path, graded(path), "handed")

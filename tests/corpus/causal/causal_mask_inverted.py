@@ -22,3 +22,4 @@ def causal_attention(q, k, v, attention_mask=None):
         scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
     attn = F.softmax(scores, dim=-1)
     return attn @ v  # (B, H, T, D)
+# bug-line: 14

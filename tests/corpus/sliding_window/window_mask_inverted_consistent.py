@@ -23,3 +23,4 @@ def sliding_window_attention(q, k, v, window, attention_mask=None):
     scores = scores.masked_fill(allowed, float("-inf"))
     attn = F.softmax(scores, dim=-1)
     return attn @ v  # (B, H, T, D)
+# bug-line: 14
