@@ -108,3 +108,31 @@ def test_the_engine_reads_only_what_the_judge_returns():
     passed = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
               for arg in [*node.args, *(k.value for k in node.keywords)] if isinstance(arg, ast.Name) and arg.id in judges]
     assert passed == [], "the Judge object is handed on (someone would read its attributes)"
+
+
+def _defined_twice(tree: ast.Module) -> list[str]:
+    """Names a module (or one of its classes) defines twice with ``def`` / ``class``, the later
+    silently replacing the earlier; decorated methods aside (a property's setter repeats its name)."""
+    twice = []
+    for scope, body in [("", tree.body)] + [(f"{c.name}.", c.body) for c in tree.body if isinstance(c, ast.ClassDef)]:
+        seen: set[str] = set()
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not (scope and node.decorator_list):
+                if node.name in seen:
+                    twice.append(f"{scope}{node.name} (line {node.lineno})")
+                seen.add(node.name)
+    return twice
+
+
+def test_the_scan_for_names_defined_twice_sees_them():
+    tree = ast.parse("def f(): pass\nclass C:\n    def g(self): pass\n    def g(self): pass\ndef f(): return 1\n")
+    assert _defined_twice(tree) == ["f (line 5)", "C.g (line 4)"]
+    assert _defined_twice(ast.parse("class C:\n    @property\n    def x(self): pass\n    @x.setter\n    def x(self, v): pass\n")) == []
+
+
+@pytest.mark.parametrize("path", sorted([*GRADER.rglob("*.py"), *SHELL.rglob("*.py")]), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_name_is_defined_twice(path):
+    """A second ``def`` of a name replaces the first for every caller: a helper written again under
+    an old name (``divergence._function_at``, a node where two rules compared names) turned those
+    rules off without a failing test."""
+    assert _defined_twice(ast.parse(path.read_text(encoding="utf-8"))) == []
