@@ -452,8 +452,15 @@ def registry(lang: str | None = None) -> dict[str, Exercise]:
 
 @functools.cache
 def _registry(lang: str) -> dict[str, Exercise]:
-    found = [_load(p.parent, lang) for p in HERE.glob("*/exercise.toml")]
+    found = [_one(p.parent.name, lang) for p in HERE.glob("*/exercise.toml")]
     return {e.id: e for e in sorted(found, key=lambda e: (e.order, e.id))}
+
+
+@functools.cache
+def _one(exercise_id: str, lang: str) -> Exercise:
+    """One exercise, loaded alone (``get`` of a known id reads its folder, not the whole bank's);
+    the registry is made of the same objects."""
+    return _load(HERE / exercise_id, lang)
 
 
 class Listing(NamedTuple):
@@ -534,8 +541,10 @@ def _listings(lang: str) -> dict[str, Listing]:
 
 def get(exercise_id: str) -> Exercise:
     """The exercise with this id, or :class:`UnknownExercise` with suggestions."""
-    exercises = registry()
     key = exercise_id.strip().lower().replace("-", "_")
+    if key.isidentifier() and (HERE / key / "exercise.toml").is_file():
+        return _one(key, _language())
+    exercises = registry()
     if key in exercises:
         return exercises[key]
     import difflib
@@ -673,6 +682,7 @@ def blank_stub(exercise_id: str, lang: str | None = None) -> str:
 def cache_clear() -> None:
     """Forget every loaded exercise, listing and mistake, in every language (a folder was added)."""
     _registry.cache_clear()
+    _one.cache_clear()
     _listings.cache_clear()
     _mistake_catalogue.cache_clear()
 
