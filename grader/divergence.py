@@ -3050,6 +3050,40 @@ _IN_PLACE_DUNDERS = frozenset(f"__i{op}__" for op in ("add", "sub", "mul", "true
                                                        "xor", "pow", "matmul", "lshift", "rshift", "mod"))
 
 
+LAYERS = frozenset({"linear", "conv1d", "bilinear"})  # what a module's layer computes from its input
+
+
+def _layer_left_out(s: _Search, i: int) -> bool:
+    """Whether attempt step ``i``, an input only rearranged (``x.view(B, T, H, D)``, then
+    ``.transpose(1, 2)``), is computed with where the reference has a layer's output: every
+    reference step that takes that input is a layer (``self.q_proj(x)``), and what the attempt
+    computes from the rearranged input, past further rearrangements, is no layer (the scores'
+    matmul). The layer is left out on this line: it is where it goes wrong, not the product that
+    first holds other numbers (``q = x.view(…)`` for ``q = self.q_proj(x).view(…)``)."""
+    roots, todo, seen = set(), [i], set()
+    while todo:  # the traced inputs the rearrangements start from
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        roots |= set(s.att[j].inputs) if not s.att[j].parents else set()
+        todo.extend(s.att[j].parents)
+    taking = [r for r in s.ref if set(r.inputs) & roots]
+    if not roots or not taking or any(func_name(r.func) not in LAYERS for r in taking):
+        return False
+    users, todo, seen = [], list(s.children.get(i, [])), set()
+    while todo:  # what is computed from it, past its further rearrangements
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        if func_name(s.att[c].func) in LAYOUTS | CASTS:
+            todo.extend(s.children.get(c, []))
+        else:
+            users.append(c)
+    return bool(users) and not any(func_name(s.att[c].func) in LAYERS for c in users)
+
+
 def _not_the_story(s: _Search, h: _Here):
     """Skip a step that cannot be where it goes wrong: made without the inputs, matching the
     reference, a copy of a matched step, without values, or one the attempt gets back on track
@@ -3063,7 +3097,8 @@ def _not_the_story(s: _Search, h: _Here):
         return NEXT_STEP
     if not output and (_rearranged_input(step) or _rearranged_chain(s.att, i)) and not (
             func_name(step.func) not in LAYOUTS | CASTS
-            and any(s.att[c].dtype == "bool" or not s.att[c].shape for c in s.children.get(i, []))):
+            and any(s.att[c].dtype == "bool" or not s.att[c].shape for c in s.children.get(i, []))) \
+            and not _layer_left_out(s, i):
         return NEXT_STEP  # (a part picked to be tested, `attention_mask[:, -1].all()`, is where a guard starts)
     if i not in s.children and i != len(s.att) - 1 and i not in s.output_steps:
         return NEXT_STEP

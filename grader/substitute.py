@@ -95,6 +95,28 @@ def _functions(source: str) -> list[tuple[int, int, int, str]]:
     return found
 
 
+def _made_inside(ref, solution: Path, name: str) -> set[int]:
+    """The reference steps made inside the reference's function called ``name`` (``Class.method``
+    as :func:`_functions` names it), whatever called it; none when the reference has no such function."""
+    try:
+        functions = _functions(solution.read_text(encoding="utf-8"))
+    except OSError:
+        return set()
+    spans = [(f[1], f[2]) for f in functions if _same_function(f[3], name)]
+    if not spans:
+        return set()
+    return {r for r, s in enumerate(ref) if s.stack and any(a < s.stack[-1] <= b for a, b in spans)}
+
+
+def _same_function(theirs: str, mine: str) -> bool:
+    """``mine`` is the reference's function ``theirs``: the same name, or the same method of a class
+    named as the reference's with a prefix (Hugging Face's ``LlamaRMSNorm.forward`` for ``RMSNorm.forward``)."""
+    if theirs == mine:
+        return True
+    (a, _, m), (b, _, n) = theirs.rpartition("."), mine.rpartition(".")
+    return bool(a and b) and m == n and (a.endswith(b) or b.endswith(a))
+
+
 def _function_of(functions, line: int):
     """The innermost function of the file whose body holds ``line``."""
     holding = [f for f in functions if f[1] < line <= f[2]]
@@ -185,6 +207,9 @@ def _second_opinion(found: Found, t, path: Path, kind, ci: int, ni: int, timeout
     # inside one, which a later step of the same statement goes on from: the ``x - x_max`` of its
     # softmax, whose max of 0 hides a helper's wrong sign
     inside = {p for s in ref for p in s.parents if 0 <= p < len(ref) and ref[p].stack == s.stack}
+    # nor a value the reference makes inside its own function of this name (its RMSNorm's normalised
+    # h): a function missing that step is right on it, and wrong on what its caller passes
+    inside |= _made_inside(ref, kind.exercise.solution_path, fn[3])
     by_shape: dict[tuple, list[int]] = {}
     for r, s in enumerate(ref):
         if s.values is not None and r not in inside:

@@ -384,3 +384,24 @@ def test_a_helper_handed_the_other_tensor_is_said_at_the_call(graded):
     says so ("handed"), not only that wrong values start there."""
     path = CORPUS / "decoder_layer" / "stub_helpers_rope_on_v_not_k.py"
     assert_pointed(path, graded(path), "handed")
+
+
+# A layer left out: the input only rearranged into heads where the reference projects it first
+# (``q = x.view(B, T, H, D).transpose(1, 2)``): said at that line, not at the scores' product that
+# first holds other numbers (a chain of rearrangements of an input is otherwise passed over, as one is)
+LAYER_LEFT_OUT = ["mha/mha_query_projection_forgotten.py", "gqa/gqa_value_heads_straight_from_x.py"]
+
+
+@pytest.mark.parametrize("name", LAYER_LEFT_OUT)
+def test_a_layer_left_out_is_said_where_its_input_is_taken_as_it_came(name, graded):
+    assert_pointed(CORPUS / name, graded(CORPUS / name))
+
+
+def test_a_norm_missing_its_normalisation_is_not_right_on_its_own_normalised_value(graded):
+    """The second opinion runs a function of the file on the reference's values: a norm that lost
+    its normalisation gives the reference's result on the reference's own normalised ``h`` (a value
+    made inside the reference's RMSNorm), which says nothing about the call. Values made inside the
+    reference's function of that name (Hugging Face's ``LlamaRMSNorm`` for ``RMSNorm``) are not tried:
+    the line is inside the norm, not at its call."""
+    path = CORPUS / "decoder_layer" / "decoder_layer_norm_scale_only_hf_names.py"
+    assert_pointed(path, graded(path))
