@@ -1,6 +1,6 @@
 # attnprep: mha_fused
 # expect: mask_leak
-# diagnosis: fused_split_order + causal_inverted
+# diagnosis: causal_inverted + scores_k_q_swapped
 """DBRX's attention (DbrxAttention): one Wqkv, the optional clip_qkv clamp of the fused projection
 (None here: no clamp), out_proj, attn_pdrop; the fused output unpacked as (k, q, v), and the causal
 mask built from tril where it should block triu."""
