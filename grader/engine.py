@@ -498,6 +498,7 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
     found = pymade.python_made(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = substitute.second_opinion(found, t, path, kind, ci, ni, timeout, protect, files["source"])
     found = _call_site(found, t.attempt, path, exercise, files["source"])
+    found = _passed_instead(found, path, files["source"])
     found = _listed_stages(found, path, files["source"])
     if cover and len(t.lines) == len(cover[0]):
         from attnprep.grader import groups
@@ -844,6 +845,144 @@ def _operator_of_its_own(source: str, name: str) -> bool:
 
 
 BETWEEN_STAGES = frozenset({"skipped", "input"})  # a step missing between two stages of a list of layers
+# the reasons that say wrong values were made on the found line (what a helper computes from its arguments)
+VALUE_REASONS = frozenset({"values", "made", "made_python", "input", "incomplete", "skipped", "scalar"})
+
+
+def _passed_instead(found, path: Path, source: str):
+    """A divergence inside a function of the file, on a line that reads one of its parameters
+    (``eps``, ``n``), where the function's one call passes for that parameter something else
+    (``1e-5``, ``num_heads``) while the caller holds a value of the parameter's own name that nothing
+    reads (its local ``n = floor_pow2(h)``, its parameter ``theta``, its object's ``self.eps``): that
+    value was made for the helper, and the call hands it something else; said at the call (reason
+    "passed_instead", the parameter named); so is a module's number (``DEFAULT_THETA = 10000.0``) read
+    once, as such an argument (:func:`_constant_passed`). A call may name the function as the first
+    argument of another (``checkpoint(self._normalise, x, 1e-5)``, ``functools.partial``), whose next
+    arguments are its."""
+    import ast
+
+    from attnprep.grader import parsing
+
+    if found.reason not in VALUE_REASONS or found.line is None or not source:
+        return found
+    try:
+        tree = parsing.parsed(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return found
+    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    around = [f for f in functions if f.lineno < found.line <= (f.end_lineno or f.lineno)]
+    if not around:  # a module's number (``DEFAULT_THETA = 10000.0``) read once, as a helper's argument
+        taken = _constant_passed(tree, functions, found.line)
+        if taken is None:
+            return found
+        line, helper_name, name = taken
+        return replace(_said_at(found, path, line, "passed_instead", helper_name), named=name)
+    helper = max(around, key=lambda f: f.lineno)
+    blocks = (ast.FunctionDef, ast.For, ast.While, ast.If, ast.With)  # a simple statement, not one holding others
+    statement = next((n for n in ast.walk(helper) if isinstance(n, ast.stmt) and not isinstance(n, blocks)
+                      and n.lineno <= found.line <= (n.end_lineno or n.lineno)), None)
+    if statement is None:
+        return found
+    read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for name in sorted(read):
+        passed = _passed_other(tree, functions, helper, name)
+        if passed is not None:
+            return replace(_said_at(found, path, passed[0], "passed_instead", passed[1]), named=name)
+    return found
+
+
+def _passed_other(tree, functions: list, helper, name: str) -> tuple[int, str] | None:
+    """(the line, the function it calls) of ``helper``'s one call when it passes for its parameter
+    ``name`` something else than a value of that name its caller holds and never reads; None
+    otherwise."""
+    import ast
+
+    positional = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in helper.decorator_list)
+    owner = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and helper in c.body), None)
+    bound = 1 if owner is not None and not static and positional and positional[0] in ("self", "cls") else 0
+    if name not in positional[bound:] + [a.arg for a in helper.args.kwonlyargs]:
+        return None
+
+    def names_helper(node) -> bool:  # helper, self.helper or cls.helper (a method: called from its own class)
+        if owner is None:
+            return isinstance(node, ast.Name) and node.id == helper.name
+        return isinstance(node, ast.Attribute) and node.attr == helper.name and isinstance(node.value, ast.Name) \
+            and node.value.id in ("self", "cls", owner.name)
+
+    calls = []  # (the call, the arguments the helper gets from it)
+    for call in ast.walk(owner if owner is not None else tree):
+        if not isinstance(call, ast.Call):
+            continue
+        if names_helper(call.func):
+            calls.append((call, call.args))
+        elif call.args and names_helper(call.args[0]):
+            calls.append((call, call.args[1:]))
+    if len(calls) != 1:
+        return None
+    call, args = calls[0]
+    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in call.keywords):
+        return None
+    arg = (dict(zip(positional[bound:], args)) | {k.arg: k.value for k in call.keywords}).get(name)
+    caller = max((f for f in functions if f.lineno < call.lineno <= (f.end_lineno or f.lineno)),
+                 key=lambda f: f.lineno, default=None)
+    if arg is None or caller is None or caller is helper:
+        return None
+    if isinstance(arg, ast.Attribute) and arg.attr == name or \
+            any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(arg)):
+        return None  # the caller's value is what it passes (changed on the way, n - 1: another story)
+    return (call.lineno, helper.name) if name in _unread(tree, caller, call.lineno) else None
+
+
+def _unread(tree, caller, line: int) -> set[str]:
+    """The values ``caller`` holds at ``line`` that nothing reads: its parameters and the locals it sets
+    before the line, and (a method's) the attributes its class sets on self."""
+    import ast
+
+    read = {n.id for n in ast.walk(caller) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    held = {a.arg for a in (*caller.args.posonlyargs, *caller.args.args, *caller.args.kwonlyargs)}
+    held |= {t.id for n in ast.walk(caller) if isinstance(n, ast.Assign) and n.lineno < line
+             for t in n.targets if isinstance(t, ast.Name)}
+    held -= read
+    owner = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and caller in c.body), None)
+    if owner is not None:
+        attributes = [n for n in ast.walk(owner) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                      and n.value.id == "self"]
+        held |= {a.attr for a in attributes if isinstance(a.ctx, ast.Store)} - \
+            {a.attr for a in attributes if isinstance(a.ctx, ast.Load)}
+    return held
+
+
+def _constant_passed(tree, functions: list, line: int) -> tuple[int, str, str] | None:
+    """(the call's line, the function, its parameter) when the module-level ``NAME = <number>`` at
+    ``line`` is read once in the file, as an argument of a call of a function of the file that binds
+    it to a parameter whose name the caller holds as a value nothing reads; None otherwise."""
+    import ast
+
+    made = [n for n in tree.body if isinstance(n, ast.Assign) and n.lineno == line and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, (int, float)) and not isinstance(n.value.value, bool)]
+    if not made:
+        return None
+    constant = made[0].targets[0].id
+    reads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == constant and isinstance(n.ctx, ast.Load)]
+    if len(reads) != 1:
+        return None
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and any(a is reads[0] for a in c.args)]
+    if len(calls) != 1 or not isinstance(calls[0].func, ast.Name):
+        return None
+    call = calls[0]
+    helpers = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == call.func.id]
+    caller = max((f for f in functions if f.lineno < call.lineno <= (f.end_lineno or f.lineno)),
+                 key=lambda f: f.lineno, default=None)
+    if len(helpers) != 1 or caller is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    positional = [a.arg for a in (*helpers[0].args.posonlyargs, *helpers[0].args.args)]
+    index = next(i for i, a in enumerate(call.args) if a is reads[0])
+    if index >= len(positional):
+        return None
+    name = positional[index]
+    return (call.lineno, helpers[0].name, name) if name in _unread(tree, caller, call.lineno) else None
 
 
 def _listed_stages(found, path: Path, source: str):

@@ -209,6 +209,8 @@ def _code_variant(knob, fill):
             allowed = functional_variants.band(T, T, None)[None, None]
             if mask is not None:
                 allowed = allowed & mask[:, None, None, :]
+            if "alibi_bias_after_softmax:everywhere" in mistake:  # added at the blocked positions too
+                allowed = torch.ones_like(allowed)
             return {"out": (probs + bias.masked_fill(~allowed, 0.0)) @ (k if mistake == "attn_times_k" else v)}
         return {"out": functional_variants.masked(q, k, v, mask, mistake, fill, bias=bias)}
 

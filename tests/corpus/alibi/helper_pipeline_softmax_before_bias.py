@@ -1,6 +1,6 @@
 # attnprep: alibi
 # expect: mask_leak
-# (no named mistake: the bias added to the probabilities, after the causal mask, leaks to later keys)
+# diagnosis: alibi_bias_after_softmax
 """Each step of ALiBi attention as a small helper of its own (`add_linear_bias`, `block`, `normalise`),
 the attention written as a pipeline of reassignments of one `w`, the slopes by the paper's rule with
 math.log2, positions by broadcasting aranges."""
