@@ -496,7 +496,8 @@ class DeviceTracker(TorchFunctionMode):
         looked up by their module-level names) are called through :meth:`opaque`: a mask helper
         scripted with a ``device`` argument makes its tensor where no call is seen. So are the
         scripted submodules of ``owner`` (the attempt's module: ``self.core = torch.jit.script(Core())``),
-        whose ``forward`` runs in TorchScript too, and scripted modules the file keeps by name."""
+        whose ``forward`` runs in TorchScript too, scripted modules the file keeps by name, and
+        TorchScript functions the owner's modules keep as attributes (a ``torch.jit.trace``'d helper)."""
         module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
         scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
         module.update({name: self.seen(fn) for name, fn in scripted.items()})  # the file's own names, this run only
@@ -508,9 +509,19 @@ class DeviceTracker(TorchFunctionMode):
         wrapped = [(sub, sub.__dict__.get("forward")) for sub in dict.fromkeys(subs)]
         for sub, _ in wrapped:
             sub.__dict__["forward"] = self.opaque(sub.forward)
+        # TorchScript functions kept as attributes of the owner's modules (``self.core =
+        # torch.jit.trace(core, example)`` or ``torch.jit.script(fn)``): through opaque too
+        kept = []
+        if isinstance(owner, torch.nn.Module):
+            kept = [(m, name, fn) for m in owner.modules() for name, fn in list(vars(m).items())
+                    if isinstance(fn, torch.jit.ScriptFunction)]
+        for m, name, fn in kept:
+            m.__dict__[name] = self.opaque(fn)
         try:
             yield
         finally:
+            for m, name, fn in kept:
+                m.__dict__[name] = fn
             module.update(scripted)
             for sub, before in wrapped:
                 if before is None:

@@ -215,22 +215,62 @@ def settle(module: torch.nn.Module) -> None:
     """Make each weight that ``module`` computes from several stored tensors a plain parameter
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
-    ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``). The layer's forward is a
+    ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``; the older
+    ``torch.nn.utils.spectral_norm`` hook's ``weight_orig / σ`` likewise). The layer's forward is a
     function of ``w`` alone, so the grader's weight goes into ``w`` (as the parametrization's own
-    ``right_inverse`` would put it) and the gradient graded is that of ``w``. A parametrization of
-    one stored tensor (minLoRA's update on ``base.weight``) stays: the grader's weight is its
-    original, the parametrization on top (:func:`originals`)."""
+    ``right_inverse`` would put it) and the gradient graded is that of ``w``. So is a
+    parametrization of one stored tensor that computes from that tensor alone (spectral_norm's
+    ``w / σ``, a ``Transpose`` of an ``(in, out)`` original): the layer's weight is what it computes.
+    One that reads other parameters as well (minLoRA's update on ``base.weight``, ``+ B·A``) stays:
+    the grader's weight is its original, the parametrization on top (:func:`originals`)."""
+    from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
 
     for sub in list(module.modules()):
         hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, WeightNorm)]
         for hook in hooks:
             remove_weight_norm(sub, hook.name)
+        hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, SpectralNorm)]
+        for hook in hooks:  # the older spectral_norm hook: weight_orig / σ from weight_u, weight_v
+            remove_spectral_norm(sub, hook.name)
         if parametrize.is_parametrized(sub):
             for name, stored in list(sub.parametrizations.items()):
-                if not isinstance(getattr(stored, "original", None), torch.nn.Parameter):
+                original = getattr(stored, "original", None)
+                if not isinstance(original, torch.nn.Parameter) or not _reads_others(module, sub, name, original):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
     _flatten_matrices(module)
+
+
+def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, original: torch.nn.Parameter) -> bool:
+    """Does ``sub``'s parametrized tensor ``name`` read a parameter of ``module`` other than its
+    ``original`` (minLoRA's ``W + B·A`` reads lora_A and lora_B)? Found by what autograd records:
+    the leaves its graph reaches, every parameter made to require a gradient for the look and put
+    back as it was. A parametrization that raises here is left as it is (read as reading others)."""
+    params = [p for p in module.parameters() if p is not original]
+    if not params:
+        return False
+    frozen = [p for p in params if not p.requires_grad]
+    try:
+        for p in frozen:
+            p.requires_grad_(True)
+        with torch.enable_grad():
+            value = getattr(sub, name)
+    except Exception:  # noqa: BLE001 — the attempt's own code: left to its own grade
+        return True
+    finally:
+        for p in frozen:
+            p.requires_grad_(False)
+    wanted = {id(p) for p in params}
+    seen, todo = set(), [value.grad_fn] if isinstance(value, torch.Tensor) and value.grad_fn is not None else []
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if id(getattr(node, "variable", None)) in wanted:
+            return True
+        todo.extend(n for n, _ in node.next_functions)
+    return False
 
 
 def _matrix_shape(name: str, p: torch.Tensor) -> tuple[int, int] | None:

@@ -217,3 +217,35 @@ def test_a_scripted_submodule_is_opaque_while_the_module_is_watched(tmp_path):
     assert tracker.problem is not None
     assert outer.core.__dict__.get("forward") is before
     assert torch.equal(outer(x), module.Core()(x) + 1)
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.jit.*deprecated:DeprecationWarning")  # the learner's style, not ours
+def test_a_traced_function_kept_on_the_module_is_opaque_while_the_module_is_watched():
+    """``self.core = torch.jit.trace(fn, example)`` keeps a TorchScript function as an attribute of the
+    module (no submodule, no module-level name): while ``scripted_opaque(owner)`` lasts it is called
+    through ``opaque``, so its result is on the device when it was given tensors on the device; a CPU
+    tensor mixed with it is still a mix; afterwards the attribute is the traced function again
+    (okfit17: a correct MHA with a traced score core failed tensor_without_device)."""
+    def core(q):
+        return q.softmax(-1) * 2
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.core = torch.jit.trace(core, (torch.randn(2, 3),), check_trace=False)
+
+        def forward(self, x):
+            return self.core(x) + 1
+
+    outer = Outer()
+    x = torch.randn(2, 3)
+    traced = outer.core
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        y = outer(x)
+    assert tracker.problem is None and id(y) in tracker.on_device
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
+    assert tracker.problem is not None
+    assert outer.core is traced

@@ -324,7 +324,8 @@ def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
     module.q_proj = weight_norm_p(nn.Linear(D, D))
     module.k_proj = weight_norm(nn.Linear(D, D))
     module.v_proj = nn.Linear(D, D)
-    parametrize.register_parametrization(module.v_proj, "weight", _Doubled())
+    module.delta = nn.Parameter(torch.randn(D, D))
+    parametrize.register_parametrization(module.v_proj, "weight", _PlusOther(module))  # minLoRA's shape
     x = torch.randn(3, D)
     before = (module.q_proj(x), module.k_proj(x))
     assert not any(l.name in ("q_proj", "k_proj") for l in _layers(module))
@@ -337,11 +338,6 @@ def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
     assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)
     module.q_proj(x).sum().backward()
     assert module.q_proj.weight.grad is not None
-
-
-class _Doubled(nn.Module):
-    def forward(self, w):
-        return 2 * w
 
 
 def test_a_lazy_layer_is_made_by_one_call_before_mapping(graded):
@@ -388,3 +384,60 @@ def test_matrices_in_more_than_two_dims_are_layers_read_in_their_own_shape():
     assert module.W_qkv.grad.shape == (3 * D, D) and module.conv.weight.grad.shape == (D, D)
     half = copy.deepcopy(module).to(torch.float64)
     assert torch.allclose(half(x.double()), before.double(), atol=1e-5)
+
+
+class _Transpose(nn.Module):
+    def forward(self, w):
+        return w.t()
+
+    def right_inverse(self, w):
+        return w.t()
+
+
+class _PlusOther(nn.Module):
+    """minLoRA's shape: the parametrized weight reads another parameter of the module."""
+    def __init__(self, owner):
+        super().__init__()
+        self._owner = [owner]
+
+    def forward(self, w):
+        return w + self._owner[0].delta
+
+
+@pytest.mark.filterwarnings("ignore:`torch.nn.utils.spectral_norm` is deprecated:FutureWarning")  # the learner's style
+def test_a_parametrization_of_its_original_alone_is_one_plain_weight():
+    """A parametrization that computes the weight from its original alone (spectral_norm's w / σ, both
+    APIs; a Transpose of an (in, out) original) is settled into the plain weight it computes: the layer
+    computes the same, maps by its computed shape and the grader's weight goes in as it is (okfit17:
+    an MHA of spectral-normed projections, one of Transpose-parametrized ones and a SwiGLU with the
+    older spectral_norm hook were wrong_output, the grader's weight loaded into the original). One that
+    reads another parameter (minLoRA's + B·A, here + delta, frozen or not) keeps its original as the
+    layer's weight."""
+    from torch.nn.utils import parametrize, spectral_norm
+    from torch.nn.utils.parametrizations import spectral_norm as spectral_norm_p
+
+    module = nn.Module()
+    module.q_proj = spectral_norm_p(nn.Linear(D, D))
+    module.k_proj = spectral_norm(nn.Linear(D, D))
+    module.v_proj = nn.Linear(D, 2 * D)
+    parametrize.register_parametrization(module.v_proj, "weight", _Transpose())  # stores weight.t()
+    module.delta = nn.Parameter(torch.randn(D, D), requires_grad=False)
+    module.o_proj = nn.Linear(D, D)
+    parametrize.register_parametrization(module.o_proj, "weight", _PlusOther(module))
+    module.eval()
+    x = torch.randn(3, D)
+    with torch.no_grad():
+        before = (module.q_proj(x), module.k_proj(x))
+    assert ("v_proj", (D, 2 * D)) in {(l.name, l.weight) for l in _layers(module) if not l.transposed}  # its (in, out) original
+    W.settle(module)
+    assert not parametrize.is_parametrized(module.q_proj) and not parametrize.is_parametrized(module.v_proj)
+    assert torch.allclose(module.q_proj(x), before[0], atol=1e-6) and torch.allclose(module.k_proj(x), before[1], atol=1e-6)
+    assert module.v_proj.weight.shape == (2 * D, D)  # what it computes: the (out, in) weight
+    assert ("v_proj", (2 * D, D), (2 * D,)) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+    assert W.params_of(module, "o_proj")[2][0] == "o_proj.parametrizations.weight.original"  # stays
+    assert not module.delta.requires_grad  # put back as it was after the look
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj", "k_proj": "k_proj"}, by_name=True),
+           {r: {"weight": torch.eye(D), "bias": torch.zeros(D)} for r in ("q_proj", "k_proj")})
+    assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)
+    module.q_proj(x).sum().backward()
+    assert module.q_proj.weight.grad is not None
