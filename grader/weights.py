@@ -135,6 +135,7 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     index = _index(module)
     outside = {layer: outside_bias(index, layer) for layer in index[0]}
     claimed = {name for name in outside.values() if name is not None}  # biases kept beside their layer
+    claimed |= {b for name in index[1] if (b := list_bias(index, name)) is not None}  # in a sibling list
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False)) | originals(sub)
         params = {n: p for n, p in params.items() if f"{prefix}.{n}".lstrip(".") not in claimed}
@@ -160,6 +161,8 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
                 b = bias_partner(n, params)
                 name = f"{prefix}.{n}".lstrip(".")
                 bias_shape = tuple(params[b].shape) if b is not None else None
+                if b is None and (listed := list_bias(index, name)) is not None:
+                    bias_shape = tuple(index[1][listed].shape)
                 if n in shared:  # its part of a vector it shares with the matrices beside it
                     bias_shape = (shared[n][2] - shared[n][1],)
                 layers.append(Layer(name, tuple(p.shape), bias_shape))
@@ -209,6 +212,30 @@ def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
         if name != leaf and p is not None and p.dim() == 1 and p.shape[0] == weight.shape[0] and name not in partners:
             return f"{owner}.{name}".lstrip(".")
     return None
+
+
+def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
+    """The bias of entry ``i`` of an ``nn.ParameterList`` of matrices kept in a sibling list of
+    vectors paired by name (d2l's per-head weights: ``self.wq = ParameterList([(d, d_model)] * H)``
+    beside ``self.bq = ParameterList([(d,)] * H)``): its entry ``i``, a vector as long as one side of
+    the matrix, as the full name. None when the entry has a partner in its own list, or none by name."""
+    subs, params = index
+    owner, _, leaf = layer_name.rpartition(".")
+    matrix = params.get(layer_name)
+    holder = subs.get(owner)
+    if not leaf.isdigit() or matrix is None or matrix.dim() != 2 or not isinstance(holder, torch.nn.ParameterList):
+        return None
+    if bias_partner(leaf, dict(holder.named_parameters(recurse=False))) is not None:
+        return None
+    parent, _, name = owner.rpartition(".")
+    if parent not in subs:
+        return None
+    entries = {n: m[int(leaf)] for n, m in subs[parent].named_children()
+               if isinstance(m, torch.nn.ParameterList) and len(m) == len(holder) and isinstance(m[int(leaf)], torch.Tensor)}
+    partner = _named_partner(name, {**entries, name: matrix})
+    if partner is None or entries[partner].dim() != 1 or entries[partner].shape[0] not in matrix.shape:
+        return None
+    return f"{parent}.{partner}.{leaf}".lstrip(".")
 
 
 def settle(module: torch.nn.Module) -> None:
@@ -747,7 +774,7 @@ def params_of(module: torch.nn.Module, layer_name: str, index: tuple[dict, dict]
         owner, _, leaf = layer_name.rpartition(".")
         own = dict(subs[owner].named_parameters(recurse=False))
         b = bias_partner(leaf, own)
-        bias_name = f"{owner}.{b}".lstrip(".") if b is not None else None
+        bias_name = f"{owner}.{b}".lstrip(".") if b is not None else list_bias((subs, params), layer_name)
         bias = params.get(bias_name) if bias_name else None
         shared = shared_bias(own).get(leaf)
         if bias is not None and shared is not None:

@@ -441,3 +441,27 @@ def test_a_parametrization_of_its_original_alone_is_one_plain_weight():
     assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)
     module.q_proj(x).sum().backward()
     assert module.q_proj.weight.grad is not None
+
+
+def test_per_head_matrices_of_a_parameter_list_take_their_bias_from_the_sibling_list():
+    """d2l's per-head weights as ``nn.ParameterList``s: entry i of ``wq`` (head_dim, d_model) has its bias
+    at entry i of the sibling list ``bq`` (paired by name as a bare wq / bq is), in either layout; it is
+    the layer's bias in the mapping and in loading, and is no stray gain (okfit17: such an MHA was
+    wrong_output, the biases left at the grader's seeded values and not copied into the reference).
+    A list without such a sibling, or with vectors of another length, has none."""
+    module = nn.Module()
+    module.wq = nn.ParameterList([nn.Parameter(torch.randn(D // 2, D)) for _ in range(2)])
+    module.bq = nn.ParameterList([nn.Parameter(torch.randn(D // 2)) for _ in range(2)])
+    module.W_k = nn.ParameterList([nn.Parameter(torch.randn(D, D // 2)) for _ in range(2)])  # (in, out)
+    module.b_k = nn.ParameterList([nn.Parameter(torch.randn(D // 2)) for _ in range(2)])
+    module.wv = nn.ParameterList([nn.Parameter(torch.randn(D // 2, D)) for _ in range(2)])
+    module.bv = nn.ParameterList([nn.Parameter(torch.randn(3)) for _ in range(2)])  # no side of wv's
+    layers, stray = W.layers_of(module)
+    found = {(l.name, l.weight, l.bias) for l in layers}
+    assert {("wq.1", (D // 2, D), (D // 2,)), ("W_k.0", (D // 2, D), (D // 2,))} <= found
+    assert ("wv.0", (D // 2, D), None) in found
+    assert not any(name.startswith(("bq.", "b_k.")) for name in stray) and "bv.0" in stray
+    weight, bias, names = W.params_of(module, "wq.1")
+    assert weight is module.wq[1] and bias is module.bq[1] and names == ["wq.1", "bq.1"]
+    assert W.params_of(module, "W_k.0")[1] is module.b_k[0]
+    assert W.params_of(module, "wv.0")[1] is None
