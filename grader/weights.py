@@ -238,7 +238,7 @@ def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     return f"{parent}.{partner}.{leaf}".lstrip(".")
 
 
-def settle(module: torch.nn.Module) -> None:
+def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
     """Make each weight that ``module`` computes from several stored tensors a plain parameter
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
@@ -249,7 +249,9 @@ def settle(module: torch.nn.Module) -> None:
     parametrization of one stored tensor that computes from that tensor alone (spectral_norm's
     ``w / σ``, a ``Transpose`` of an ``(in, out)`` original): the layer's weight is what it computes.
     One that reads other parameters as well (minLoRA's update on ``base.weight``, ``+ B·A``) stays:
-    the grader's weight is its original, the parametrization on top (:func:`originals`)."""
+    the grader's weight is its original, the parametrization on top (:func:`originals`).
+    ``shapes``: the contract's weight shapes ``(out, in)``, which say how a matrix kept in three dims
+    reads (:func:`_matrix_shape`)."""
     from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
 
@@ -265,7 +267,7 @@ def settle(module: torch.nn.Module) -> None:
                 original = getattr(stored, "original", None)
                 if not isinstance(original, torch.nn.Parameter) or not _reads_others(module, sub, name, original):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
-    _flatten_matrices(module)
+    _flatten_matrices(module, shapes)
 
 
 def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, original: torch.nn.Parameter) -> bool:
@@ -300,60 +302,86 @@ def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, orig
     return False
 
 
-def _matrix_shape(name: str, p: torch.Tensor) -> tuple[int, int] | None:
-    """The matrix a parameter of more than two dims is: a kernel-1 convolution's ``(out, in, 1)``
-    weight is ``(out, in)``; a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)``
-    rows of a fused layer. None for anything else (a ParameterList entry, four or more dims)."""
+def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
+                  ) -> tuple[tuple[int, int], tuple[int, ...] | None] | None:
+    """The matrix a parameter of more than two dims is, and the permutation of its dims read before
+    flattening (None: none). A kernel-1 convolution's ``(out, in, 1)`` weight is ``(out, in)``. A
+    3-d parameter is read as the matrix of a contract weight's shape (``shapes``, ``(out, in)``, in
+    either orientation) where one reading gives one: a Flax ``DenseGeneral`` kernel ``(d_model, H, D)``
+    is ``(d_model, H·D)``, an ``(in, out)`` matrix; Gemma's JAX ``(H, d_model, D)`` is ``(H·D, d_model)``
+    with its last two dims swapped; an ``(H, D, d_model)`` output kernel is ``(H·D, d_model)``.
+    Otherwise a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)`` rows of a
+    fused layer. None for anything else (a ParameterList entry, four or more dims)."""
     if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
-        return (p.shape[0], p.shape[1])
-    if p.dim() == 3 and not name.isdigit():
-        return (p.shape[0] * p.shape[1], p.shape[2])
-    return None
+        return (p.shape[0], p.shape[1]), None
+    if p.dim() != 3 or name.isdigit():
+        return None
+    a, b, c = p.shape
+    readings = [((a * b, c), None), ((a, b * c), None), ((a * c, b), (0, 2, 1)), ((b, a * c), (1, 0, 2))]
+    for flat, perm in readings:
+        if flat in shapes or flat[::-1] in shapes:
+            return flat, perm
+    return readings[0]
 
 
-def _flatten_matrices(module: torch.nn.Module) -> None:
+def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
     """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
-    as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name) as
-    the 2-d parameter it is, so that it maps, loads and grades as a layer. While the attempt's module
-    runs, each of its parts reads it in its own shape: a view of the 2-d parameter made by a forward
-    pre-hook of the module and dropped when the call ends (a view kept on the module would go stale on
-    ``module.to(dtype)`` and cannot be deep-copied)."""
+    as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name, a
+    Flax kernel ``(d_model, H, D)`` and its ``(H, D)`` bias) as the 2-d parameter it is, so that it
+    maps, loads and grades as a layer. While the attempt's module runs, each of its parts reads it in
+    its own shape: a view of the 2-d parameter (its dims permuted back where the reading permuted them)
+    made by a forward pre-hook of the module and dropped when the call ends (a view kept on the module
+    would go stale on ``module.to(dtype)`` and cannot be deep-copied)."""
     flattened = []
     for path, sub in module.named_modules():
         own = dict(sub._parameters.items())
         for name, p in own.items():
-            flat = _matrix_shape(name, p) if isinstance(p, torch.nn.Parameter) else None
-            if flat is None or parametrize.is_parametrized(sub, name):
+            read = _matrix_shape(name, p, shapes) if isinstance(p, torch.nn.Parameter) else None
+            if read is None or parametrize.is_parametrized(sub, name):
                 continue
-            if flat[0] != p.shape[0]:  # a stack: its (k, out) bias, paired by name, is the stack's bias
+            flat, perm = read
+            dims = tuple(p.shape) if perm is None else tuple(p.shape[i] for i in perm)
+            # the matrix's side made of two dims (the rows of a stack, a kernel's H·D side): a bias of
+            # those two dims, paired by name, is that side's vector
+            sides = set()
+            if len(dims) == 3 and dims[2] != 1:
+                if flat == (dims[0] * dims[1], dims[2]):
+                    sides.add(dims[:2])
+                if flat == (dims[0], dims[1] * dims[2]):  # (both when a dim is 1: one head)
+                    sides.add(dims[1:])
+            if sides:
                 vectors = {n: q for n, q in own.items() if q is not None and q.dim() == 1}
-                vectors.update({n: q.flatten() for n, q in own.items() if q is not None and q.shape == p.shape[:2]})
+                vectors.update({n: q.flatten() for n, q in own.items() if q is not None and tuple(q.shape) in sides})
                 b = _named_partner(name, {**vectors, name: p})
                 if b is not None and own[b].dim() == 2:
-                    flattened.append((path, b, _flat_param(sub, b, (flat[0],))))
-            flattened.append((path, name, _flat_param(sub, name, flat)))
+                    flattened.append((path, b, _flat_param(sub, b, (own[b].numel(),)), None))
+            flattened.append((path, name, _flat_param(sub, name, flat, perm), perm))
     if not flattened or isinstance(module, torch.jit.ScriptModule):
         return
 
     # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)
     def views(mod, args):
-        for path, name, shape in flattened:
+        for path, name, shape, perm in flattened:
             sub = mod.get_submodule(path)
-            sub.__dict__[name] = sub._parameters[name].view(shape)
+            view = sub._parameters[name].view(shape)
+            sub.__dict__[name] = view if perm is None else view.permute(perm)  # each perm is its own inverse
 
     def drop(mod, args, out):
-        for path, name, _ in flattened:
+        for path, name, _, _ in flattened:
             mod.get_submodule(path).__dict__.pop(name, None)
 
     module.register_forward_pre_hook(views)
     module.register_forward_hook(drop, always_call=True)
 
 
-def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...]) -> tuple[int, ...]:
-    """Register ``sub``'s parameter ``name`` in the 2-d (or 1-d) shape ``flat``; its old shape."""
+def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...], perm: tuple[int, ...] | None = None
+                ) -> tuple[int, ...]:
+    """Register ``sub``'s parameter ``name`` in the 2-d (or 1-d) shape ``flat``, its dims permuted by
+    ``perm`` first; the shape a view of the new parameter takes before it is permuted back."""
     p = sub._parameters[name]
-    sub._parameters[name] = torch.nn.Parameter(p.detach().reshape(flat).clone(), requires_grad=p.requires_grad)
-    return tuple(p.shape)
+    permuted = p.detach() if perm is None else p.detach().permute(perm)
+    sub._parameters[name] = torch.nn.Parameter(permuted.reshape(flat).clone(), requires_grad=p.requires_grad)
+    return tuple(permuted.shape)
 
 
 def originals(sub: torch.nn.Module) -> dict[str, torch.nn.Parameter]:

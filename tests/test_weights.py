@@ -465,3 +465,47 @@ def test_per_head_matrices_of_a_parameter_list_take_their_bias_from_the_sibling_
     assert weight is module.wq[1] and bias is module.bq[1] and names == ["wq.1", "bq.1"]
     assert W.params_of(module, "W_k.0")[1] is module.b_k[0]
     assert W.params_of(module, "wv.0")[1] is None
+
+
+def test_a_three_dim_kernel_is_read_as_the_contract_matrix_one_reading_gives():
+    """A 3-d kernel is registered as the 2-d matrix of a contract weight's shape where one reading of it
+    gives one: a Flax DenseGeneral kernel (d_model, H, D) as (d_model, H·D), its (H, D) bias as (H·D,);
+    Gemma's JAX (H, d_model, D) as (H·D, d_model), dims swapped before flattening and swapped back for
+    the module; an (H, D, d_model) output kernel as (H·D, d_model); with one head (D = d_model) the
+    (1, D) bias still pairs. Without a matching shape a (3, d, d) stack keeps its fused-rows reading
+    (okfit17: a Flax-port MHA, a Flax-port GQA and a Gemma-JAX MHA failed the contract)."""
+    H, Dh = 2, D // 2
+
+    class Ported(nn.Module):
+        def __init__(self, heads, head_dim):
+            super().__init__()
+            self.query_kernel = nn.Parameter(torch.randn(D, heads, head_dim))
+            self.query_bias = nn.Parameter(torch.randn(heads, head_dim))
+            self.k_einsum = nn.Parameter(torch.randn(heads, D, head_dim))
+            self.out_kernel = nn.Parameter(torch.randn(heads, head_dim, D))
+
+        def forward(self, x):
+            q = torch.einsum("btc,chd->bthd", x, self.query_kernel) + self.query_bias
+            k = torch.einsum("btc,hcd->bthd", x, self.k_einsum)
+            return torch.einsum("bthd,hdc->btc", q * k, self.out_kernel)
+
+    for heads, head_dim in ((H, Dh), (1, D)):
+        module = Ported(heads, head_dim)
+        x = torch.randn(2, 3, D)
+        before = module(x)
+        W.settle(module, frozenset({(D, D)}))
+        assert {n: tuple(p.shape) for n, p in module.named_parameters()} == {
+            "query_kernel": (D, D), "query_bias": (D,), "k_einsum": (D, D), "out_kernel": (D, D)}
+        assert torch.allclose(module(x), before, atol=1e-5)
+        assert ("query_kernel", (D, D), (D,)) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+        module(x).sum().backward()
+        assert module.k_einsum.grad.shape == (D, D)
+    # the Gemma reading: row h·Dh + d, column c is the kernel's [h, c, d]
+    module = Ported(H, Dh)
+    kernel = module.k_einsum.detach().clone()
+    W.settle(module, frozenset({(D, D)}))
+    assert torch.equal(module.k_einsum.detach().view(H, Dh, D), kernel.transpose(1, 2))
+    stack = nn.Module()
+    stack.W_qkv = nn.Parameter(torch.randn(3, D, D))
+    W.settle(stack, frozenset({(D, D)}))
+    assert stack.W_qkv.shape == (3 * D, D)
