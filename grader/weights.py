@@ -649,7 +649,7 @@ MAX_FUSED_VISITS = 4000  # combinations of such pieces looked at
 class _Piece:
     """Roles held by one layer stacked along its rows, or one role spread over per-head layers."""
 
-    kind: str  # "stacked", "stacked_heads" or "split": the MappingNote kind
+    kind: str  # "stacked", "stacked_heads", "split" or "parted": the MappingNote kind
     roles: tuple[str, ...]
     layers: tuple[Layer, ...]
     rows: dict  # role -> [(layer name, row indices)]
@@ -734,10 +734,43 @@ def _split(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> li
     return pieces
 
 
+def _parted(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[_Piece]:
+    """One role whose rows two layers hold in parts, per head (or per group of a head count): each
+    head's rows of the role are its rows of the first layer, then its rows of the second. The paper's
+    notation of MLA writes DeepSeek's wkv_b as W_UK (c -> H·nope) and W_UV (c -> H·dv), its wq_b as
+    W_UQ and W_QR. With one head (no head count above 1) the two layers' outputs are concatenated.
+    An entry of a list (a per-head layer) is no such part: per-head lists are :func:`_split`'s."""
+    pieces = []
+    two_d = [l for l in layers if len(l.weight) == 2]
+    for r in roles:
+        if r.kind != "linear":
+            continue
+        for first, second in itertools.permutations(two_d, 2):
+            if first.name == second.name or first.transposed != second.transposed:
+                continue
+            if first.weight[1] != r.weight[1] or second.weight[1] != r.weight[1]:
+                continue
+            if first.weight[0] + second.weight[0] != r.weight[0]:
+                continue
+            if any(l.bias is not None and r.bias is None for l in (first, second)) or (first.bias is None) != (second.bias is None):
+                continue
+            if any(l.name.rpartition(".")[2].isdigit() for l in (first, second)):
+                continue  # an entry of a list is one head's layer: :func:`_split`'s
+            for groups in heads or (1,):  # per head (one head: the two blocks one after the other)
+                if first.weight[0] % groups or second.weight[0] % groups:
+                    continue
+                a, b = first.weight[0] // groups, second.weight[0] // groups
+                rows = {r.name: [piece for g in range(groups) for piece in
+                                 ((first.name, tuple(range(g * a, (g + 1) * a))), (second.name, tuple(range(g * b, (g + 1) * b))))]}
+                pieces.append(_Piece("parted", (r.name,), (first, second), rows, f"{first.name} + {second.name}", 0))
+    return pieces
+
+
 def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_names: bool = False) -> list[Mapping]:
     """Mappings where some layers stack several roles or some roles spread over per-head layers,
     the rest mapped as usual; the names that agree best first, at most MAX_FUSED."""
-    pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads), key=lambda p: -p.score)
+    pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads) + _parted(roles, layers, heads),
+                    key=lambda p: -p.score)
     combos: list[tuple[int, int, tuple[_Piece, ...]]] = []
     visits = 0
 

@@ -509,3 +509,41 @@ def test_a_three_dim_kernel_is_read_as_the_contract_matrix_one_reading_gives():
     stack.W_qkv = nn.Parameter(torch.randn(3, D, D))
     W.settle(stack, frozenset({(D, D)}))
     assert stack.W_qkv.shape == (3 * D, D)
+
+
+def test_a_role_held_in_two_parts_head_by_head_loads_each_heads_rows_into_its_part():
+    """The paper's notation of MLA keeps wkv_b (c -> H·(nope + dv)) as W_UK (c -> H·nope) and W_UV (c ->
+    H·dv): a candidate maps the role to the two layers, each head's rows of the role being its rows of
+    the first layer, then of the second; loading writes them there and the role's gradient is read back
+    in the same order (okfit17: such an MLA and an MLA decode with (H, nope, c) / (H, dv, c) parameters
+    failed the contract). With one head it is the two blocks one after the other; entries of per-head
+    lists are not such parts (test_split_role_over_per_head_layers_in_list_order)."""
+    H, nope, dv, c = 2, 3, 5, 4
+    roles = [W.Role("wkv_b", "linear", (H * (nope + dv), c), None)]
+    module = nn.Module()
+    module.w_uk = nn.Linear(c, H * nope, bias=False)
+    module.w_uv = nn.Linear(c, H * dv, bias=False)
+    options, why = W.candidates(roles, _layers(module), (H,))
+    parted = [m for m in options if m.rows and [n for n, _ in m.rows["wkv_b"]][:2] == ["w_uk", "w_uv"]]
+    assert parted and why is None
+    first = parted[0]
+    assert [(n, len(i)) for n, i in first.rows["wkv_b"]] == [("w_uk", nope), ("w_uv", dv)] * H
+    weight = torch.randn(H * (nope + dv), c)
+    W.load(module, first, {"wkv_b": {"weight": weight}})
+    per_head = weight.view(H, nope + dv, c)
+    assert torch.equal(module.w_uk.weight.detach(), per_head[:, :nope].reshape(H * nope, c))
+    assert torch.equal(module.w_uv.weight.detach(), per_head[:, nope:].reshape(H * dv, c))
+    leaves, covered = W.rows_leaves(module, first.rows, set())
+    (module.w_uk(torch.ones(1, c)).sum() + 2 * module.w_uv(torch.ones(1, c)).sum()).backward()
+    grad = leaves["wkv_b.weight"].grad.view(H, nope + dv, c)
+    assert torch.equal(grad[:, :nope], torch.ones(H, nope, c)) and torch.equal(grad[:, nope:], 2 * torch.ones(H, dv, c))
+    assert covered == {"w_uk.weight", "w_uv.weight"}
+    one, _ = W.candidates([W.Role("wkv_b", "linear", (nope + dv, c), None)], _layers(_two(nope, dv, c)), ())
+    assert [[(n, len(i)) for n, i in m.rows["wkv_b"]] for m in one] == [[("w_uk", nope), ("w_uv", dv)], [("w_uv", dv), ("w_uk", nope)]]
+
+
+def _two(nope, dv, c):
+    module = nn.Module()
+    module.w_uk = nn.Linear(c, nope, bias=False)
+    module.w_uv = nn.Linear(c, dv, bias=False)
+    return module
