@@ -249,3 +249,42 @@ def test_a_traced_function_kept_on_the_module_is_opaque_while_the_module_is_watc
         _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
     assert tracker.problem is not None
     assert outer.core is traced
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.jit.*deprecated:DeprecationWarning")  # the learner's style, not ours
+def test_a_scripted_function_kept_on_a_class_of_the_file_is_opaque_while_the_module_is_watched(tmp_path):
+    """A TorchScript function kept as a class attribute of a module class the attempt's file defines
+    (``attend = torch.jit.script(fn)``, or wrapped in ``staticmethod``) and called ``self.attend(...)``:
+    while ``scripted_opaque(owner)`` lasts it is called through ``opaque``; a class of another module
+    (torch's) is left alone; afterwards the class holds what it held (okfit17: a correct SwiGLU with
+    ``act = staticmethod(scripted)`` and an MHA with ``attend = torch.jit.script(fn)`` failed
+    tensor_without_device)."""
+    import importlib.util
+    import sys
+
+    from attnprep.grader import observe
+
+    path = tmp_path / "attempt.py"  # TorchScript reads the source from a file
+    path.write_text("import torch\n@torch.jit.script\ndef gate(g: torch.Tensor) -> torch.Tensor:\n    return g * 2\n"
+                    "class Plain(torch.nn.Module):\n    act = gate\n    def forward(self, x):\n        return self.act(x) + 1\n"
+                    "class Static(Plain):\n    act = staticmethod(gate)\n")
+    spec = importlib.util.spec_from_file_location(observe.ATTEMPT_MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[observe.ATTEMPT_MODULE] = module
+    try:
+        for cls in (module.Plain, module.Static):
+            outer = cls()
+            before = cls.__dict__["act"]
+            x = torch.randn(2, 3)
+            tracker = DeviceTracker([x], "")
+            with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+                y = outer(x)
+            assert tracker.problem is None and id(y) in tracker.on_device
+            tracker = DeviceTracker([x], "")
+            with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+                _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
+            assert tracker.problem is not None
+            assert cls.__dict__["act"] is before and torch.equal(outer(x), x * 2 + 1)
+    finally:
+        sys.modules.pop(observe.ATTEMPT_MODULE, None)
