@@ -738,8 +738,10 @@ def _parted(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> l
     """One role whose rows two layers hold in parts, per head (or per group of a head count): each
     head's rows of the role are its rows of the first layer, then its rows of the second. The paper's
     notation of MLA writes DeepSeek's wkv_b as W_UK (c -> H·nope) and W_UV (c -> H·dv), its wq_b as
-    W_UQ and W_QR. With one head (no head count above 1) the two layers' outputs are concatenated.
-    An entry of a list (a per-head layer) is no such part: per-head lists are :func:`_split`'s."""
+    W_UQ and W_QR; after the per-head readings, the two layers' outputs concatenated (the paper's W_DKV
+    and W_KR for wkv_a, not per head). The per-head reading comes first: the layout a buggy attempt
+    falls back to when none computes the reference or a named mistake. An entry of a list (a per-head
+    layer) is no such part: per-head lists are :func:`_split`'s."""
     pieces = []
     two_d = [l for l in layers if len(l.weight) == 2]
     for r in roles:
@@ -756,7 +758,7 @@ def _parted(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> l
                 continue
             if any(l.name.rpartition(".")[2].isdigit() for l in (first, second)):
                 continue  # an entry of a list is one head's layer: :func:`_split`'s
-            for groups in heads or (1,):  # per head (one head: the two blocks one after the other)
+            for groups in dict.fromkeys((*heads, 1)):  # per head first, then the two blocks one after the other
                 if first.weight[0] % groups or second.weight[0] % groups:
                     continue
                 a, b = first.weight[0] // groups, second.weight[0] // groups

@@ -516,8 +516,9 @@ def test_a_role_held_in_two_parts_head_by_head_loads_each_heads_rows_into_its_pa
     H·dv): a candidate maps the role to the two layers, each head's rows of the role being its rows of
     the first layer, then of the second; loading writes them there and the role's gradient is read back
     in the same order (okfit17: such an MLA and an MLA decode with (H, nope, c) / (H, dv, c) parameters
-    failed the contract). With one head it is the two blocks one after the other; entries of per-head
-    lists are not such parts (test_split_role_over_per_head_layers_in_list_order)."""
+    failed the contract). After the per-head reading comes the two blocks one after the other (the
+    paper's W_DKV and W_KR make wkv_a so); entries of per-head lists are not such parts
+    (test_split_role_over_per_head_layers_in_list_order)."""
     H, nope, dv, c = 2, 3, 5, 4
     roles = [W.Role("wkv_b", "linear", (H * (nope + dv), c), None)]
     module = nn.Module()
@@ -538,6 +539,7 @@ def test_a_role_held_in_two_parts_head_by_head_loads_each_heads_rows_into_its_pa
     grad = leaves["wkv_b.weight"].grad.view(H, nope + dv, c)
     assert torch.equal(grad[:, :nope], torch.ones(H, nope, c)) and torch.equal(grad[:, nope:], 2 * torch.ones(H, dv, c))
     assert covered == {"w_uk.weight", "w_uv.weight"}
+    assert [len(i) for _, i in parted[-1].rows["wkv_b"]] == [H * nope, H * dv]  # the blocks, after per head
     one, _ = W.candidates([W.Role("wkv_b", "linear", (nope + dv, c), None)], _layers(_two(nope, dv, c)), ())
     assert [[(n, len(i)) for n, i in m.rows["wkv_b"]] for m in one] == [[("w_uk", nope), ("w_uv", dv)], [("w_uv", dv), ("w_uk", nope)]]
 
