@@ -496,7 +496,9 @@ class DeviceTracker(TorchFunctionMode):
         looked up by their module-level names) are called through :meth:`opaque`: a mask helper
         scripted with a ``device`` argument makes its tensor where no call is seen. So are the
         scripted submodules of ``owner`` (the attempt's module: ``self.core = torch.jit.script(Core())``),
-        whose ``forward`` runs in TorchScript too, and scripted modules the file keeps by name."""
+        whose ``forward`` runs in TorchScript too, scripted modules the file keeps by name, and
+        TorchScript functions the owner's modules keep as attributes (a ``torch.jit.trace``'d helper)
+        or their classes of the file keep (``act = staticmethod(scripted)``)."""
         module = vars(sys.modules[ATTEMPT_MODULE]) if ATTEMPT_MODULE in sys.modules else {}
         scripted = {name: fn for name, fn in module.items() if isinstance(fn, torch.jit.ScriptFunction)}
         module.update({name: self.seen(fn) for name, fn in scripted.items()})  # the file's own names, this run only
@@ -508,9 +510,31 @@ class DeviceTracker(TorchFunctionMode):
         wrapped = [(sub, sub.__dict__.get("forward")) for sub in dict.fromkeys(subs)]
         for sub, _ in wrapped:
             sub.__dict__["forward"] = self.opaque(sub.forward)
+        # TorchScript functions kept as attributes of the owner's modules (``self.core =
+        # torch.jit.trace(core, example)`` or ``torch.jit.script(fn)``), or of their classes written
+        # in the attempt's file (``act = staticmethod(scripted_fn)``): through opaque too
+        kept, in_classes = [], []
+        if isinstance(owner, torch.nn.Module):
+            kept = [(m, name, fn) for m in owner.modules() for name, fn in list(vars(m).items())
+                    if isinstance(fn, torch.jit.ScriptFunction)]
+            classes = {c for m in owner.modules() for c in type(m).__mro__ if c.__module__ == ATTEMPT_MODULE}
+            for cls in classes:
+                for name, value in list(vars(cls).items()):
+                    fn = value.__func__ if isinstance(value, staticmethod) else value
+                    if isinstance(fn, torch.jit.ScriptFunction):
+                        in_classes.append((cls, name, value))
+        for m, name, fn in kept:
+            m.__dict__[name] = self.opaque(fn)
+        for cls, name, value in in_classes:
+            wrapped_fn = self.opaque(value.__func__ if isinstance(value, staticmethod) else value)
+            setattr(cls, name, staticmethod(wrapped_fn))  # called as self.<name>(...): no self either way
         try:
             yield
         finally:
+            for m, name, fn in kept:
+                m.__dict__[name] = fn
+            for cls, name, value in in_classes:
+                setattr(cls, name, value)
             module.update(scripted)
             for sub, before in wrapped:
                 if before is None:

@@ -135,6 +135,7 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     index = _index(module)
     outside = {layer: outside_bias(index, layer) for layer in index[0]}
     claimed = {name for name in outside.values() if name is not None}  # biases kept beside their layer
+    claimed |= {b for name in index[1] if (b := list_bias(index, name)) is not None}  # in a sibling list
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False)) | originals(sub)
         params = {n: p for n, p in params.items() if f"{prefix}.{n}".lstrip(".") not in claimed}
@@ -160,6 +161,8 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
                 b = bias_partner(n, params)
                 name = f"{prefix}.{n}".lstrip(".")
                 bias_shape = tuple(params[b].shape) if b is not None else None
+                if b is None and (listed := list_bias(index, name)) is not None:
+                    bias_shape = tuple(index[1][listed].shape)
                 if n in shared:  # its part of a vector it shares with the matrices beside it
                     bias_shape = (shared[n][2] - shared[n][1],)
                 layers.append(Layer(name, tuple(p.shape), bias_shape))
@@ -211,82 +214,174 @@ def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     return None
 
 
-def settle(module: torch.nn.Module) -> None:
+def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
+    """The bias of entry ``i`` of an ``nn.ParameterList`` of matrices kept in a sibling list of
+    vectors paired by name (d2l's per-head weights: ``self.wq = ParameterList([(d, d_model)] * H)``
+    beside ``self.bq = ParameterList([(d,)] * H)``): its entry ``i``, a vector as long as one side of
+    the matrix, as the full name. None when the entry has a partner in its own list, or none by name."""
+    subs, params = index
+    owner, _, leaf = layer_name.rpartition(".")
+    matrix = params.get(layer_name)
+    holder = subs.get(owner)
+    if not leaf.isdigit() or matrix is None or matrix.dim() != 2 or not isinstance(holder, torch.nn.ParameterList):
+        return None
+    if bias_partner(leaf, dict(holder.named_parameters(recurse=False))) is not None:
+        return None
+    parent, _, name = owner.rpartition(".")
+    if parent not in subs:
+        return None
+    entries = {n: m[int(leaf)] for n, m in subs[parent].named_children()
+               if isinstance(m, torch.nn.ParameterList) and len(m) == len(holder) and isinstance(m[int(leaf)], torch.Tensor)}
+    partner = _named_partner(name, {**entries, name: matrix})
+    if partner is None or entries[partner].dim() != 1 or entries[partner].shape[0] not in matrix.shape:
+        return None
+    return f"{parent}.{partner}.{leaf}".lstrip(".")
+
+
+def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
     """Make each weight that ``module`` computes from several stored tensors a plain parameter
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
-    ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``). The layer's forward is a
+    ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``; the older
+    ``torch.nn.utils.spectral_norm`` hook's ``weight_orig / σ`` likewise). The layer's forward is a
     function of ``w`` alone, so the grader's weight goes into ``w`` (as the parametrization's own
-    ``right_inverse`` would put it) and the gradient graded is that of ``w``. A parametrization of
-    one stored tensor (minLoRA's update on ``base.weight``) stays: the grader's weight is its
-    original, the parametrization on top (:func:`originals`)."""
+    ``right_inverse`` would put it) and the gradient graded is that of ``w``. So is a
+    parametrization of one stored tensor that computes from that tensor alone (spectral_norm's
+    ``w / σ``, a ``Transpose`` of an ``(in, out)`` original): the layer's weight is what it computes.
+    One that reads other parameters as well (minLoRA's update on ``base.weight``, ``+ B·A``) stays:
+    the grader's weight is its original, the parametrization on top (:func:`originals`).
+    ``shapes``: the contract's weight shapes ``(out, in)``, which say how a matrix kept in three dims
+    reads (:func:`_matrix_shape`)."""
+    from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
 
     for sub in list(module.modules()):
         hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, WeightNorm)]
         for hook in hooks:
             remove_weight_norm(sub, hook.name)
+        hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, SpectralNorm)]
+        for hook in hooks:  # the older spectral_norm hook: weight_orig / σ from weight_u, weight_v
+            remove_spectral_norm(sub, hook.name)
         if parametrize.is_parametrized(sub):
             for name, stored in list(sub.parametrizations.items()):
-                if not isinstance(getattr(stored, "original", None), torch.nn.Parameter):
+                original = getattr(stored, "original", None)
+                if not isinstance(original, torch.nn.Parameter) or not _reads_others(module, sub, name, original):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
-    _flatten_matrices(module)
+    _flatten_matrices(module, shapes)
 
 
-def _matrix_shape(name: str, p: torch.Tensor) -> tuple[int, int] | None:
-    """The matrix a parameter of more than two dims is: a kernel-1 convolution's ``(out, in, 1)``
-    weight is ``(out, in)``; a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)``
-    rows of a fused layer. None for anything else (a ParameterList entry, four or more dims)."""
+def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, original: torch.nn.Parameter) -> bool:
+    """Does ``sub``'s parametrized tensor ``name`` read a parameter of ``module`` other than its
+    ``original`` (minLoRA's ``W + B·A`` reads lora_A and lora_B)? Found by what autograd records:
+    the leaves its graph reaches, every parameter made to require a gradient for the look and put
+    back as it was. A parametrization that raises here is left as it is (read as reading others)."""
+    params = [p for p in module.parameters() if p is not original]
+    if not params:
+        return False
+    frozen = [p for p in params if not p.requires_grad]
+    try:
+        for p in frozen:
+            p.requires_grad_(True)
+        with torch.enable_grad():
+            value = getattr(sub, name)
+    except Exception:  # noqa: BLE001 — the attempt's own code: left to its own grade
+        return True
+    finally:
+        for p in frozen:
+            p.requires_grad_(False)
+    wanted = {id(p) for p in params}
+    seen, todo = set(), [value.grad_fn] if isinstance(value, torch.Tensor) and value.grad_fn is not None else []
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if id(getattr(node, "variable", None)) in wanted:
+            return True
+        todo.extend(n for n, _ in node.next_functions)
+    return False
+
+
+def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
+                  ) -> tuple[tuple[int, int], tuple[int, ...] | None] | None:
+    """The matrix a parameter of more than two dims is, and the permutation of its dims read before
+    flattening (None: none). A kernel-1 convolution's ``(out, in, 1)`` weight is ``(out, in)``. A
+    3-d parameter is read as the matrix of a contract weight's shape (``shapes``, ``(out, in)``, in
+    either orientation) where one reading gives one: a Flax ``DenseGeneral`` kernel ``(d_model, H, D)``
+    is ``(d_model, H·D)``, an ``(in, out)`` matrix; Gemma's JAX ``(H, d_model, D)`` is ``(H·D, d_model)``
+    with its last two dims swapped; an ``(H, D, d_model)`` output kernel is ``(H·D, d_model)``.
+    Otherwise a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)`` rows of a
+    fused layer. None for anything else (a ParameterList entry, four or more dims)."""
     if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
-        return (p.shape[0], p.shape[1])
-    if p.dim() == 3 and not name.isdigit():
-        return (p.shape[0] * p.shape[1], p.shape[2])
-    return None
+        return (p.shape[0], p.shape[1]), None
+    if p.dim() != 3 or name.isdigit():
+        return None
+    a, b, c = p.shape
+    readings = [((a * b, c), None), ((a, b * c), None), ((a * c, b), (0, 2, 1)), ((b, a * c), (1, 0, 2))]
+    for flat, perm in readings:
+        if flat in shapes or flat[::-1] in shapes:
+            return flat, perm
+    return readings[0]
 
 
-def _flatten_matrices(module: torch.nn.Module) -> None:
+def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
     """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
-    as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name) as
-    the 2-d parameter it is, so that it maps, loads and grades as a layer. While the attempt's module
-    runs, each of its parts reads it in its own shape: a view of the 2-d parameter made by a forward
-    pre-hook of the module and dropped when the call ends (a view kept on the module would go stale on
-    ``module.to(dtype)`` and cannot be deep-copied)."""
+    as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name, a
+    Flax kernel ``(d_model, H, D)`` and its ``(H, D)`` bias) as the 2-d parameter it is, so that it
+    maps, loads and grades as a layer. While the attempt's module runs, each of its parts reads it in
+    its own shape: a view of the 2-d parameter (its dims permuted back where the reading permuted them)
+    made by a forward pre-hook of the module and dropped when the call ends (a view kept on the module
+    would go stale on ``module.to(dtype)`` and cannot be deep-copied)."""
     flattened = []
     for path, sub in module.named_modules():
         own = dict(sub._parameters.items())
         for name, p in own.items():
-            flat = _matrix_shape(name, p) if isinstance(p, torch.nn.Parameter) else None
-            if flat is None or parametrize.is_parametrized(sub, name):
+            read = _matrix_shape(name, p, shapes) if isinstance(p, torch.nn.Parameter) else None
+            if read is None or parametrize.is_parametrized(sub, name):
                 continue
-            if flat[0] != p.shape[0]:  # a stack: its (k, out) bias, paired by name, is the stack's bias
+            flat, perm = read
+            dims = tuple(p.shape) if perm is None else tuple(p.shape[i] for i in perm)
+            # the matrix's side made of two dims (the rows of a stack, a kernel's H·D side): a bias of
+            # those two dims, paired by name, is that side's vector
+            sides = set()
+            if len(dims) == 3 and dims[2] != 1:
+                if flat == (dims[0] * dims[1], dims[2]):
+                    sides.add(dims[:2])
+                if flat == (dims[0], dims[1] * dims[2]):  # (both when a dim is 1: one head)
+                    sides.add(dims[1:])
+            if sides:
                 vectors = {n: q for n, q in own.items() if q is not None and q.dim() == 1}
-                vectors.update({n: q.flatten() for n, q in own.items() if q is not None and q.shape == p.shape[:2]})
+                vectors.update({n: q.flatten() for n, q in own.items() if q is not None and tuple(q.shape) in sides})
                 b = _named_partner(name, {**vectors, name: p})
                 if b is not None and own[b].dim() == 2:
-                    flattened.append((path, b, _flat_param(sub, b, (flat[0],))))
-            flattened.append((path, name, _flat_param(sub, name, flat)))
+                    flattened.append((path, b, _flat_param(sub, b, (own[b].numel(),)), None))
+            flattened.append((path, name, _flat_param(sub, name, flat, perm), perm))
     if not flattened or isinstance(module, torch.jit.ScriptModule):
         return
 
     # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)
     def views(mod, args):
-        for path, name, shape in flattened:
+        for path, name, shape, perm in flattened:
             sub = mod.get_submodule(path)
-            sub.__dict__[name] = sub._parameters[name].view(shape)
+            view = sub._parameters[name].view(shape)
+            sub.__dict__[name] = view if perm is None else view.permute(perm)  # each perm is its own inverse
 
     def drop(mod, args, out):
-        for path, name, _ in flattened:
+        for path, name, _, _ in flattened:
             mod.get_submodule(path).__dict__.pop(name, None)
 
     module.register_forward_pre_hook(views)
     module.register_forward_hook(drop, always_call=True)
 
 
-def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...]) -> tuple[int, ...]:
-    """Register ``sub``'s parameter ``name`` in the 2-d (or 1-d) shape ``flat``; its old shape."""
+def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...], perm: tuple[int, ...] | None = None
+                ) -> tuple[int, ...]:
+    """Register ``sub``'s parameter ``name`` in the 2-d (or 1-d) shape ``flat``, its dims permuted by
+    ``perm`` first; the shape a view of the new parameter takes before it is permuted back."""
     p = sub._parameters[name]
-    sub._parameters[name] = torch.nn.Parameter(p.detach().reshape(flat).clone(), requires_grad=p.requires_grad)
-    return tuple(p.shape)
+    permuted = p.detach() if perm is None else p.detach().permute(perm)
+    sub._parameters[name] = torch.nn.Parameter(permuted.reshape(flat).clone(), requires_grad=p.requires_grad)
+    return tuple(permuted.shape)
 
 
 def originals(sub: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
@@ -554,7 +649,7 @@ MAX_FUSED_VISITS = 4000  # combinations of such pieces looked at
 class _Piece:
     """Roles held by one layer stacked along its rows, or one role spread over per-head layers."""
 
-    kind: str  # "stacked", "stacked_heads" or "split": the MappingNote kind
+    kind: str  # "stacked", "stacked_heads", "split" or "parted": the MappingNote kind
     roles: tuple[str, ...]
     layers: tuple[Layer, ...]
     rows: dict  # role -> [(layer name, row indices)]
@@ -639,10 +734,45 @@ def _split(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> li
     return pieces
 
 
+def _parted(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[_Piece]:
+    """One role whose rows two layers hold in parts, per head (or per group of a head count): each
+    head's rows of the role are its rows of the first layer, then its rows of the second. The paper's
+    notation of MLA writes DeepSeek's wkv_b as W_UK (c -> H·nope) and W_UV (c -> H·dv), its wq_b as
+    W_UQ and W_QR; after the per-head readings, the two layers' outputs concatenated (the paper's W_DKV
+    and W_KR for wkv_a, not per head). The per-head reading comes first: the layout a buggy attempt
+    falls back to when none computes the reference or a named mistake. An entry of a list (a per-head
+    layer) is no such part: per-head lists are :func:`_split`'s."""
+    pieces = []
+    two_d = [l for l in layers if len(l.weight) == 2]
+    for r in roles:
+        if r.kind != "linear":
+            continue
+        for first, second in itertools.permutations(two_d, 2):
+            if first.name == second.name or first.transposed != second.transposed:
+                continue
+            if first.weight[1] != r.weight[1] or second.weight[1] != r.weight[1]:
+                continue
+            if first.weight[0] + second.weight[0] != r.weight[0]:
+                continue
+            if any(l.bias is not None and r.bias is None for l in (first, second)) or (first.bias is None) != (second.bias is None):
+                continue
+            if any(l.name.rpartition(".")[2].isdigit() for l in (first, second)):
+                continue  # an entry of a list is one head's layer: :func:`_split`'s
+            for groups in dict.fromkeys((*heads, 1)):  # per head first, then the two blocks one after the other
+                if first.weight[0] % groups or second.weight[0] % groups:
+                    continue
+                a, b = first.weight[0] // groups, second.weight[0] // groups
+                rows = {r.name: [piece for g in range(groups) for piece in
+                                 ((first.name, tuple(range(g * a, (g + 1) * a))), (second.name, tuple(range(g * b, (g + 1) * b))))]}
+                pieces.append(_Piece("parted", (r.name,), (first, second), rows, f"{first.name} + {second.name}", 0))
+    return pieces
+
+
 def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_names: bool = False) -> list[Mapping]:
     """Mappings where some layers stack several roles or some roles spread over per-head layers,
     the rest mapped as usual; the names that agree best first, at most MAX_FUSED."""
-    pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads), key=lambda p: -p.score)
+    pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads) + _parted(roles, layers, heads),
+                    key=lambda p: -p.score)
     combos: list[tuple[int, int, tuple[_Piece, ...]]] = []
     visits = 0
 
@@ -707,7 +837,7 @@ def params_of(module: torch.nn.Module, layer_name: str, index: tuple[dict, dict]
         owner, _, leaf = layer_name.rpartition(".")
         own = dict(subs[owner].named_parameters(recurse=False))
         b = bias_partner(leaf, own)
-        bias_name = f"{owner}.{b}".lstrip(".") if b is not None else None
+        bias_name = f"{owner}.{b}".lstrip(".") if b is not None else list_bias((subs, params), layer_name)
         bias = params.get(bias_name) if bias_name else None
         shared = shared_bias(own).get(leaf)
         if bias is not None and shared is not None:

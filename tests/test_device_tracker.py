@@ -217,3 +217,74 @@ def test_a_scripted_submodule_is_opaque_while_the_module_is_watched(tmp_path):
     assert tracker.problem is not None
     assert outer.core.__dict__.get("forward") is before
     assert torch.equal(outer(x), module.Core()(x) + 1)
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.jit.*deprecated:DeprecationWarning")  # the learner's style, not ours
+def test_a_traced_function_kept_on_the_module_is_opaque_while_the_module_is_watched():
+    """``self.core = torch.jit.trace(fn, example)`` keeps a TorchScript function as an attribute of the
+    module (no submodule, no module-level name): while ``scripted_opaque(owner)`` lasts it is called
+    through ``opaque``, so its result is on the device when it was given tensors on the device; a CPU
+    tensor mixed with it is still a mix; afterwards the attribute is the traced function again
+    (okfit17: a correct MHA with a traced score core failed tensor_without_device)."""
+    def core(q):
+        return q.softmax(-1) * 2
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.core = torch.jit.trace(core, (torch.randn(2, 3),), check_trace=False)
+
+        def forward(self, x):
+            return self.core(x) + 1
+
+    outer = Outer()
+    x = torch.randn(2, 3)
+    traced = outer.core
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        y = outer(x)
+    assert tracker.problem is None and id(y) in tracker.on_device
+    tracker = DeviceTracker([x], "")
+    with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+        _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
+    assert tracker.problem is not None
+    assert outer.core is traced
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.jit.*deprecated:DeprecationWarning")  # the learner's style, not ours
+def test_a_scripted_function_kept_on_a_class_of_the_file_is_opaque_while_the_module_is_watched(tmp_path):
+    """A TorchScript function kept as a class attribute of a module class the attempt's file defines
+    (``attend = torch.jit.script(fn)``, or wrapped in ``staticmethod``) and called ``self.attend(...)``:
+    while ``scripted_opaque(owner)`` lasts it is called through ``opaque``; a class of another module
+    (torch's) is left alone; afterwards the class holds what it held (okfit17: a correct SwiGLU with
+    ``act = staticmethod(scripted)`` and an MHA with ``attend = torch.jit.script(fn)`` failed
+    tensor_without_device)."""
+    import importlib.util
+    import sys
+
+    from attnprep.grader import observe
+
+    path = tmp_path / "attempt.py"  # TorchScript reads the source from a file
+    path.write_text("import torch\n@torch.jit.script\ndef gate(g: torch.Tensor) -> torch.Tensor:\n    return g * 2\n"
+                    "class Plain(torch.nn.Module):\n    act = gate\n    def forward(self, x):\n        return self.act(x) + 1\n"
+                    "class Static(Plain):\n    act = staticmethod(gate)\n")
+    spec = importlib.util.spec_from_file_location(observe.ATTEMPT_MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[observe.ATTEMPT_MODULE] = module
+    try:
+        for cls in (module.Plain, module.Static):
+            outer = cls()
+            before = cls.__dict__["act"]
+            x = torch.randn(2, 3)
+            tracker = DeviceTracker([x], "")
+            with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+                y = outer(x)
+            assert tracker.problem is None and id(y) in tracker.on_device
+            tracker = DeviceTracker([x], "")
+            with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
+                _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
+            assert tracker.problem is not None
+            assert cls.__dict__["act"] is before and torch.equal(outer(x), x * 2 + 1)
+    finally:
+        sys.modules.pop(observe.ATTEMPT_MODULE, None)

@@ -324,7 +324,8 @@ def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
     module.q_proj = weight_norm_p(nn.Linear(D, D))
     module.k_proj = weight_norm(nn.Linear(D, D))
     module.v_proj = nn.Linear(D, D)
-    parametrize.register_parametrization(module.v_proj, "weight", _Doubled())
+    module.delta = nn.Parameter(torch.randn(D, D))
+    parametrize.register_parametrization(module.v_proj, "weight", _PlusOther(module))  # minLoRA's shape
     x = torch.randn(3, D)
     before = (module.q_proj(x), module.k_proj(x))
     assert not any(l.name in ("q_proj", "k_proj") for l in _layers(module))
@@ -337,11 +338,6 @@ def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
     assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)
     module.q_proj(x).sum().backward()
     assert module.q_proj.weight.grad is not None
-
-
-class _Doubled(nn.Module):
-    def forward(self, w):
-        return 2 * w
 
 
 def test_a_lazy_layer_is_made_by_one_call_before_mapping(graded):
@@ -388,3 +384,168 @@ def test_matrices_in_more_than_two_dims_are_layers_read_in_their_own_shape():
     assert module.W_qkv.grad.shape == (3 * D, D) and module.conv.weight.grad.shape == (D, D)
     half = copy.deepcopy(module).to(torch.float64)
     assert torch.allclose(half(x.double()), before.double(), atol=1e-5)
+
+
+class _Transpose(nn.Module):
+    def forward(self, w):
+        return w.t()
+
+    def right_inverse(self, w):
+        return w.t()
+
+
+class _PlusOther(nn.Module):
+    """minLoRA's shape: the parametrized weight reads another parameter of the module."""
+    def __init__(self, owner):
+        super().__init__()
+        self._owner = [owner]
+
+    def forward(self, w):
+        return w + self._owner[0].delta
+
+
+@pytest.mark.filterwarnings("ignore:`torch.nn.utils.spectral_norm` is deprecated:FutureWarning")  # the learner's style
+def test_a_parametrization_of_its_original_alone_is_one_plain_weight():
+    """A parametrization that computes the weight from its original alone (spectral_norm's w / σ, both
+    APIs; a Transpose of an (in, out) original) is settled into the plain weight it computes: the layer
+    computes the same, maps by its computed shape and the grader's weight goes in as it is (okfit17:
+    an MHA of spectral-normed projections, one of Transpose-parametrized ones and a SwiGLU with the
+    older spectral_norm hook were wrong_output, the grader's weight loaded into the original). One that
+    reads another parameter (minLoRA's + B·A, here + delta, frozen or not) keeps its original as the
+    layer's weight."""
+    from torch.nn.utils import parametrize, spectral_norm
+    from torch.nn.utils.parametrizations import spectral_norm as spectral_norm_p
+
+    module = nn.Module()
+    module.q_proj = spectral_norm_p(nn.Linear(D, D))
+    module.k_proj = spectral_norm(nn.Linear(D, D))
+    module.v_proj = nn.Linear(D, 2 * D)
+    parametrize.register_parametrization(module.v_proj, "weight", _Transpose())  # stores weight.t()
+    module.delta = nn.Parameter(torch.randn(D, D), requires_grad=False)
+    module.o_proj = nn.Linear(D, D)
+    parametrize.register_parametrization(module.o_proj, "weight", _PlusOther(module))
+    module.eval()
+    x = torch.randn(3, D)
+    with torch.no_grad():
+        before = (module.q_proj(x), module.k_proj(x))
+    assert ("v_proj", (D, 2 * D)) in {(l.name, l.weight) for l in _layers(module) if not l.transposed}  # its (in, out) original
+    W.settle(module)
+    assert not parametrize.is_parametrized(module.q_proj) and not parametrize.is_parametrized(module.v_proj)
+    assert torch.allclose(module.q_proj(x), before[0], atol=1e-6) and torch.allclose(module.k_proj(x), before[1], atol=1e-6)
+    assert module.v_proj.weight.shape == (2 * D, D)  # what it computes: the (out, in) weight
+    assert ("v_proj", (2 * D, D), (2 * D,)) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+    assert W.params_of(module, "o_proj")[2][0] == "o_proj.parametrizations.weight.original"  # stays
+    assert not module.delta.requires_grad  # put back as it was after the look
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj", "k_proj": "k_proj"}, by_name=True),
+           {r: {"weight": torch.eye(D), "bias": torch.zeros(D)} for r in ("q_proj", "k_proj")})
+    assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)
+    module.q_proj(x).sum().backward()
+    assert module.q_proj.weight.grad is not None
+
+
+def test_per_head_matrices_of_a_parameter_list_take_their_bias_from_the_sibling_list():
+    """d2l's per-head weights as ``nn.ParameterList``s: entry i of ``wq`` (head_dim, d_model) has its bias
+    at entry i of the sibling list ``bq`` (paired by name as a bare wq / bq is), in either layout; it is
+    the layer's bias in the mapping and in loading, and is no stray gain (okfit17: such an MHA was
+    wrong_output, the biases left at the grader's seeded values and not copied into the reference).
+    A list without such a sibling, or with vectors of another length, has none."""
+    module = nn.Module()
+    module.wq = nn.ParameterList([nn.Parameter(torch.randn(D // 2, D)) for _ in range(2)])
+    module.bq = nn.ParameterList([nn.Parameter(torch.randn(D // 2)) for _ in range(2)])
+    module.W_k = nn.ParameterList([nn.Parameter(torch.randn(D, D // 2)) for _ in range(2)])  # (in, out)
+    module.b_k = nn.ParameterList([nn.Parameter(torch.randn(D // 2)) for _ in range(2)])
+    module.wv = nn.ParameterList([nn.Parameter(torch.randn(D // 2, D)) for _ in range(2)])
+    module.bv = nn.ParameterList([nn.Parameter(torch.randn(3)) for _ in range(2)])  # no side of wv's
+    layers, stray = W.layers_of(module)
+    found = {(l.name, l.weight, l.bias) for l in layers}
+    assert {("wq.1", (D // 2, D), (D // 2,)), ("W_k.0", (D // 2, D), (D // 2,))} <= found
+    assert ("wv.0", (D // 2, D), None) in found
+    assert not any(name.startswith(("bq.", "b_k.")) for name in stray) and "bv.0" in stray
+    weight, bias, names = W.params_of(module, "wq.1")
+    assert weight is module.wq[1] and bias is module.bq[1] and names == ["wq.1", "bq.1"]
+    assert W.params_of(module, "W_k.0")[1] is module.b_k[0]
+    assert W.params_of(module, "wv.0")[1] is None
+
+
+def test_a_three_dim_kernel_is_read_as_the_contract_matrix_one_reading_gives():
+    """A 3-d kernel is registered as the 2-d matrix of a contract weight's shape where one reading of it
+    gives one: a Flax DenseGeneral kernel (d_model, H, D) as (d_model, H·D), its (H, D) bias as (H·D,);
+    Gemma's JAX (H, d_model, D) as (H·D, d_model), dims swapped before flattening and swapped back for
+    the module; an (H, D, d_model) output kernel as (H·D, d_model); with one head (D = d_model) the
+    (1, D) bias still pairs. Without a matching shape a (3, d, d) stack keeps its fused-rows reading
+    (okfit17: a Flax-port MHA, a Flax-port GQA and a Gemma-JAX MHA failed the contract)."""
+    H, Dh = 2, D // 2
+
+    class Ported(nn.Module):
+        def __init__(self, heads, head_dim):
+            super().__init__()
+            self.query_kernel = nn.Parameter(torch.randn(D, heads, head_dim))
+            self.query_bias = nn.Parameter(torch.randn(heads, head_dim))
+            self.k_einsum = nn.Parameter(torch.randn(heads, D, head_dim))
+            self.out_kernel = nn.Parameter(torch.randn(heads, head_dim, D))
+
+        def forward(self, x):
+            q = torch.einsum("btc,chd->bthd", x, self.query_kernel) + self.query_bias
+            k = torch.einsum("btc,hcd->bthd", x, self.k_einsum)
+            return torch.einsum("bthd,hdc->btc", q * k, self.out_kernel)
+
+    for heads, head_dim in ((H, Dh), (1, D)):
+        module = Ported(heads, head_dim)
+        x = torch.randn(2, 3, D)
+        before = module(x)
+        W.settle(module, frozenset({(D, D)}))
+        assert {n: tuple(p.shape) for n, p in module.named_parameters()} == {
+            "query_kernel": (D, D), "query_bias": (D,), "k_einsum": (D, D), "out_kernel": (D, D)}
+        assert torch.allclose(module(x), before, atol=1e-5)
+        assert ("query_kernel", (D, D), (D,)) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+        module(x).sum().backward()
+        assert module.k_einsum.grad.shape == (D, D)
+    # the Gemma reading: row h·Dh + d, column c is the kernel's [h, c, d]
+    module = Ported(H, Dh)
+    kernel = module.k_einsum.detach().clone()
+    W.settle(module, frozenset({(D, D)}))
+    assert torch.equal(module.k_einsum.detach().view(H, Dh, D), kernel.transpose(1, 2))
+    stack = nn.Module()
+    stack.W_qkv = nn.Parameter(torch.randn(3, D, D))
+    W.settle(stack, frozenset({(D, D)}))
+    assert stack.W_qkv.shape == (3 * D, D)
+
+
+def test_a_role_held_in_two_parts_head_by_head_loads_each_heads_rows_into_its_part():
+    """The paper's notation of MLA keeps wkv_b (c -> H·(nope + dv)) as W_UK (c -> H·nope) and W_UV (c ->
+    H·dv): a candidate maps the role to the two layers, each head's rows of the role being its rows of
+    the first layer, then of the second; loading writes them there and the role's gradient is read back
+    in the same order (okfit17: such an MLA and an MLA decode with (H, nope, c) / (H, dv, c) parameters
+    failed the contract). After the per-head reading comes the two blocks one after the other (the
+    paper's W_DKV and W_KR make wkv_a so); entries of per-head lists are not such parts
+    (test_split_role_over_per_head_layers_in_list_order)."""
+    H, nope, dv, c = 2, 3, 5, 4
+    roles = [W.Role("wkv_b", "linear", (H * (nope + dv), c), None)]
+    module = nn.Module()
+    module.w_uk = nn.Linear(c, H * nope, bias=False)
+    module.w_uv = nn.Linear(c, H * dv, bias=False)
+    options, why = W.candidates(roles, _layers(module), (H,))
+    parted = [m for m in options if m.rows and [n for n, _ in m.rows["wkv_b"]][:2] == ["w_uk", "w_uv"]]
+    assert parted and why is None
+    first = parted[0]
+    assert [(n, len(i)) for n, i in first.rows["wkv_b"]] == [("w_uk", nope), ("w_uv", dv)] * H
+    weight = torch.randn(H * (nope + dv), c)
+    W.load(module, first, {"wkv_b": {"weight": weight}})
+    per_head = weight.view(H, nope + dv, c)
+    assert torch.equal(module.w_uk.weight.detach(), per_head[:, :nope].reshape(H * nope, c))
+    assert torch.equal(module.w_uv.weight.detach(), per_head[:, nope:].reshape(H * dv, c))
+    leaves, covered = W.rows_leaves(module, first.rows, set())
+    (module.w_uk(torch.ones(1, c)).sum() + 2 * module.w_uv(torch.ones(1, c)).sum()).backward()
+    grad = leaves["wkv_b.weight"].grad.view(H, nope + dv, c)
+    assert torch.equal(grad[:, :nope], torch.ones(H, nope, c)) and torch.equal(grad[:, nope:], 2 * torch.ones(H, dv, c))
+    assert covered == {"w_uk.weight", "w_uv.weight"}
+    assert [len(i) for _, i in parted[-1].rows["wkv_b"]] == [H * nope, H * dv]  # the blocks, after per head
+    one, _ = W.candidates([W.Role("wkv_b", "linear", (nope + dv, c), None)], _layers(_two(nope, dv, c)), ())
+    assert [[(n, len(i)) for n, i in m.rows["wkv_b"]] for m in one] == [[("w_uk", nope), ("w_uv", dv)], [("w_uv", dv), ("w_uk", nope)]]
+
+
+def _two(nope, dv, c):
+    module = nn.Module()
+    module.w_uk = nn.Linear(c, nope, bias=False)
+    module.w_uv = nn.Linear(c, dv, bias=False)
+    return module

@@ -225,9 +225,10 @@ class AttentionModule(Kind):
         if any(torch.nn.parameter.is_lazy(t) for t in (*module.parameters(), *module.buffers())):
             with torch.no_grad():  # nn.LazyLinear learns its in-features at its first call: made by one
                 self.call(module, self.cases(ci)[0])
-        W.settle(module)  # weight_norm's g and v: one plain weight, the grader's
-        observe.built(module)  # its empty dicts: memos the device watch may empty
         roles = self.roles(ci)
+        # weight_norm's g and v: one plain weight, the grader's; a 3-d kernel read as a contract matrix
+        W.settle(module, frozenset(r.weight for r in roles if len(r.weight) == 2))
+        observe.built(module)  # its empty dicts: memos the device watch may empty
         layers, stray = W.layers_of(module)
         options, why = W.candidates(roles, layers, self.head_counts(ci), self.leaf_names)
         if not options:
