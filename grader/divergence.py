@@ -38,7 +38,7 @@ from attnprep.grader import outputs as kept_outputs
 from attnprep.grader.explain import Explainer
 from attnprep.grader.found import (CASTS, COPIES, LAYOUTS, PICKS, Found, assigned, close, first_close_window, func_name,
                                    is_constant, name_shape, names_of, tensor_of, tolerance)
-from attnprep.grader.parsing import defaults, parsed, walk
+from attnprep.grader.parsing import defaults, last_name, parsed, walk
 from attnprep.grader.tensors import ATOL, RTOL
 from attnprep.grader.trace import OBJECT, Scalar, Step, line_end
 
@@ -2177,8 +2177,7 @@ def _cell_writes(found: Found, trails: _Trails, source: str) -> Found | None:
                   and node.targets[0].id in read and isinstance(node.value, ast.Call)]
     called = set()
     for node in calls:
-        f = node.func
-        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        name = last_name(node.func)
         if name in functions and len(functions[name]) == 1:
             called.add(name)
     writes = {w for w in (_filled_by_writes(functions[name][0]) for name in called) if w is not None}
@@ -2205,9 +2204,7 @@ def _filled_by_writes(function) -> tuple[int, str] | None:
             for target in targets:
                 if isinstance(target, ast.Name) and target.id == name:
                     call = node.value if isinstance(node, ast.Assign) else None
-                    callee = call.func if isinstance(call, ast.Call) else None
-                    callee = callee.attr if isinstance(callee, ast.Attribute) else callee.id if isinstance(callee, ast.Name) else ""
-                    if callee not in FACTORIES:
+                    if not isinstance(call, ast.Call) or last_name(call.func) not in FACTORIES:
                         return None  # given another value: not a tensor filled by writes
                     made.append(node)
                 elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name:
@@ -2344,8 +2341,7 @@ def _table_function(found: Found, trails: _Trails, source: str) -> Found | None:
         if isinstance(node, ast.Dict) and len(node.keys) > 1 and all(
                 isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
             for k, v in zip(node.keys, node.values):
-                last = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else None
-                if last in ran and abs(v.lineno - found.line) > 1:
+                if last_name(v) in ran and abs(v.lineno - found.line) > 1:
                     entries.append((k.value, v))
     if not entries:
         return _function_held(found, trails, tree, ran)
@@ -2369,7 +2365,7 @@ def _function_held(found: Found, trails: _Trails, tree, ran: set[str]) -> Found 
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
                 and value.func.id in ("staticmethod", "classmethod") and len(value.args) == 1:
             value = value.args[0]
-        last = value.attr if isinstance(value, ast.Attribute) else value.id if isinstance(value, ast.Name) else None
+        last = last_name(value)
         return last if last in ran else None
 
     holders = []

@@ -775,6 +775,27 @@ def _call_site(found, steps, path: Path, exercise, source: str):
     return _said_at(found, path, outside[-1], reason, inside)
 
 
+def _holding(tree, line: int):
+    """The innermost function (a ``def``) of ``tree`` whose body holds ``line`` (after its ``def``
+    line), or None."""
+    import ast
+
+    from attnprep.grader.parsing import walk
+
+    around = [f for f in walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and f.lineno < line <= (f.end_lineno or f.lineno)]
+    return max(around, key=lambda f: f.lineno) if around else None
+
+
+def _class_of(tree, function):
+    """The class of ``tree`` that defines ``function`` in its body (a method's), or None."""
+    import ast
+
+    from attnprep.grader.parsing import walk
+
+    return next((c for c in walk(tree) if isinstance(c, ast.ClassDef) and function in c.body), None)
+
+
 def _default_left(source: str, line: int, caller: int) -> tuple[str, str] | None:
     """(the function, the parameter) when the call of a helper at ``line`` sits in a function of the
     file that the statement at ``caller`` calls, and it reads a parameter whose default is 0 (``offset=0``,
@@ -788,11 +809,9 @@ def _default_left(source: str, line: int, caller: int) -> tuple[str, str] | None
         tree = parsing.parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    around = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and f.lineno < line <= (f.end_lineno or f.lineno)]
-    if not around:
+    function = _holding(tree, line)
+    if function is None:
         return None
-    function = max(around, key=lambda f: f.lineno)
     positional = [*function.args.posonlyargs, *function.args.args]
     defaults = {a.arg: d for a, d in parsing.defaults(function)}
     # an offset, a start, a past length left at 0 (a default of another number, a bias maximum of 8, is
@@ -806,7 +825,7 @@ def _default_left(source: str, line: int, caller: int) -> tuple[str, str] | None
         return None
     offset = 1 if positional and positional[0].arg in ("self", "cls") else 0
     calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.lineno <= caller <= (c.end_lineno or c.lineno)
-             and (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", None)) == function.name]
+             and parsing.last_name(c.func) == function.name]
     if len(calls) != 1:
         return None
     call = calls[0]
@@ -869,15 +888,13 @@ def _passed_instead(found, path: Path, source: str):
         tree = parsing.parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return found
-    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    around = [f for f in functions if f.lineno < found.line <= (f.end_lineno or f.lineno)]
-    if not around:  # a module's number (``DEFAULT_THETA = 10000.0``) read once, as a helper's argument
-        taken = _constant_passed(tree, functions, found.line)
+    helper = _holding(tree, found.line)
+    if helper is None:  # a module's number (``DEFAULT_THETA = 10000.0``) read once, as a helper's argument
+        taken = _constant_passed(tree, found.line)
         if taken is None:
             return found
         line, helper_name, name = taken
         return replace(_said_at(found, path, line, "passed_instead", helper_name), named=name)
-    helper = max(around, key=lambda f: f.lineno)
     blocks = (ast.FunctionDef, ast.For, ast.While, ast.If, ast.With)  # a simple statement, not one holding others
     statement = next((n for n in ast.walk(helper) if isinstance(n, ast.stmt) and not isinstance(n, blocks)
                       and n.lineno <= found.line <= (n.end_lineno or n.lineno)), None)
@@ -885,13 +902,13 @@ def _passed_instead(found, path: Path, source: str):
         return found
     read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     for name in sorted(read):
-        passed = _passed_other(tree, functions, helper, name)
+        passed = _passed_other(tree, helper, name)
         if passed is not None:
             return replace(_said_at(found, path, passed[0], "passed_instead", passed[1]), named=name)
     return found
 
 
-def _passed_other(tree, functions: list, helper, name: str) -> tuple[int, str] | None:
+def _passed_other(tree, helper, name: str) -> tuple[int, str] | None:
     """(the line, the function it calls) of ``helper``'s one call when it passes for its parameter
     ``name`` something else than a value of that name its caller holds and never reads; None
     otherwise."""
@@ -899,7 +916,7 @@ def _passed_other(tree, functions: list, helper, name: str) -> tuple[int, str] |
 
     positional = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
     static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in helper.decorator_list)
-    owner = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and helper in c.body), None)
+    owner = _class_of(tree, helper)
     bound = 1 if owner is not None and not static and positional and positional[0] in ("self", "cls") else 0
     if name not in positional[bound:] + [a.arg for a in helper.args.kwonlyargs]:
         return None
@@ -924,8 +941,7 @@ def _passed_other(tree, functions: list, helper, name: str) -> tuple[int, str] |
     if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in call.keywords):
         return None
     arg = (dict(zip(positional[bound:], args)) | {k.arg: k.value for k in call.keywords}).get(name)
-    caller = max((f for f in functions if f.lineno < call.lineno <= (f.end_lineno or f.lineno)),
-                 key=lambda f: f.lineno, default=None)
+    caller = _holding(tree, call.lineno)
     if arg is None or caller is None or caller is helper:
         return None
     if isinstance(arg, ast.Attribute) and arg.attr == name or \
@@ -944,7 +960,7 @@ def _unread(tree, caller, line: int) -> set[str]:
     held |= {t.id for n in ast.walk(caller) if isinstance(n, ast.Assign) and n.lineno < line
              for t in n.targets if isinstance(t, ast.Name)}
     held -= read
-    owner = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and caller in c.body), None)
+    owner = _class_of(tree, caller)
     if owner is not None:
         attributes = [n for n in ast.walk(owner) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
                       and n.value.id == "self"]
@@ -953,7 +969,7 @@ def _unread(tree, caller, line: int) -> set[str]:
     return held
 
 
-def _constant_passed(tree, functions: list, line: int) -> tuple[int, str, str] | None:
+def _constant_passed(tree, line: int) -> tuple[int, str, str] | None:
     """(the call's line, the function, its parameter) when the module-level ``NAME = <number>`` at
     ``line`` is read once in the file, as an argument of a call of a function of the file that binds
     it to a parameter whose name the caller holds as a value nothing reads; None otherwise."""
@@ -973,8 +989,7 @@ def _constant_passed(tree, functions: list, line: int) -> tuple[int, str, str] |
         return None
     call = calls[0]
     helpers = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == call.func.id]
-    caller = max((f for f in functions if f.lineno < call.lineno <= (f.end_lineno or f.lineno)),
-                 key=lambda f: f.lineno, default=None)
+    caller = _holding(tree, call.lineno)
     if len(helpers) != 1 or caller is None or any(isinstance(a, ast.Starred) for a in call.args):
         return None
     positional = [a.arg for a in (*helpers[0].args.posonlyargs, *helpers[0].args.args)]

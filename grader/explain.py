@@ -35,7 +35,7 @@ import torch
 
 from attnprep.grader.found import (FILL, PICKS, Found, assigned, close, func_name, is_constant, name_shape, names_of,
                                    op_name, tensor_of)
-from attnprep.grader.parsing import defaults, parsed, walk
+from attnprep.grader.parsing import defaults, last_name, parsed, walk
 from attnprep.grader.trace import Step, line_end
 
 MAX_CULPRIT_DEPTH = 8  # steps followed back from a wrong step to the number or buffer behind it
@@ -113,8 +113,7 @@ class Source:
             elif isinstance(node, ast.Subscript):
                 op = "getitem"
             elif isinstance(node, ast.Call):
-                f = node.func
-                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                called = last_name(node.func) or ""
                 self.calls.setdefault(called, []).append((node.lineno, {k.arg: k.value for k in node.keywords if k.arg}))
                 op = op_name(called)
             if op:

@@ -48,6 +48,12 @@ def top_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
     return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
+def last_name(node) -> str | None:
+    """The name a ``Name`` or an ``Attribute`` ends with (``sigmoid`` of ``torch.sigmoid``, ``act``
+    of ``self.act``), the name a call calls when given its ``func``; None for any other node."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
 def defaults(function) -> list[tuple[ast.arg, ast.expr]]:
     """(parameter, its default) of ``function`` (a ``def`` or a lambda): the positional ones
     (positional-only included) that have one, then the keyword-only ones that have one."""

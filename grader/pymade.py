@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.found import Found, assigned, close, is_constant, tensor_of
-from attnprep.grader.parsing import parsed
+from attnprep.grader.parsing import last_name, parsed
 
 CHILD_SECONDS = 2.0  # the child's time (tracing the case again under settrace), at most the grade's timeout
 MAX_RECORDS = 64  # plain values sent back, in the order they were made
@@ -64,8 +64,7 @@ def _maker_lines(source: str) -> set[int]:
     lines = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            name = last_name(node.func) or ""
             if name in MAKERS and (node.args or node.keywords):
                 lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return lines
@@ -183,7 +182,7 @@ def _run(path: Path, kind, ci: int, ni: int, fn, root: int, line: int, seconds: 
 
     forget = child.reference_modules()  # asked before the fork (see there)
     outcome = sandbox.run_help(lambda channel: _child(path, kind, ci, ni, fn, root, line, channel, protect, forget), seconds,
-                          answer=engine._answerer(kind))
+                               answer=engine._answerer(kind))
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("values"), list):
         return None

@@ -222,7 +222,7 @@ def _runs(path: Path, texts: list[str], kind, ci: int, ni: int, seconds: float, 
             copy.write_text(text, encoding="utf-8")
             copies.append(copy)
         outcome = sandbox.run_help(lambda channel: _traced(copies, kind, ci, ni, channel, protect, forget), seconds,
-                              answer=engine._answerer(kind))
+                                   answer=engine._answerer(kind))
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         return []

@@ -764,6 +764,7 @@ def run_help(work: Callable[[Channel], dict], timeout: float, answer: Callable[[
         raise Starved
     return outcome
 
+
 def _fork() -> int:
     """``os.fork()``, with the objects that exist now kept out of the cyclic collector's reach for
     the fork (``gc.freeze``, as CPython's documentation advises before a fork): the child's

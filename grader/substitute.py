@@ -428,7 +428,7 @@ def _run(path: Path, kind, ci: int, ni: int, asks: list[Ask], ref, seconds: floa
     values = {r: tensor_of(ref[r]) for a in asks for c in a.slots.values() for r in c if r >= 0}
     forget = child.reference_modules()  # asked before the fork (see there)
     outcome = sandbox.run_help(lambda channel: _child(path, kind, ci, ni, asks, values, channel, protect, forget), seconds,
-                          answer=engine._answerer(kind))
+                               answer=engine._answerer(kind))
     data = outcome.data
     if not isinstance(data, dict) or not isinstance(data.get("calls"), list):
         return None

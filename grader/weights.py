@@ -135,7 +135,8 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     index = _index(module)
     outside = {layer: outside_bias(index, layer) for layer in index[0]}
     claimed = {name for name in outside.values() if name is not None}  # biases kept beside their layer
-    claimed |= {b for name in index[1] if (b := list_bias(index, name)) is not None}  # in a sibling list
+    listed = {name: b for name in index[1] if (b := list_bias(index, name)) is not None}  # in a sibling list
+    claimed |= set(listed.values())
     for prefix, sub in module.named_modules():
         params = dict(sub.named_parameters(recurse=False)) | originals(sub)
         params = {n: p for n, p in params.items() if f"{prefix}.{n}".lstrip(".") not in claimed}
@@ -161,8 +162,8 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
                 b = bias_partner(n, params)
                 name = f"{prefix}.{n}".lstrip(".")
                 bias_shape = tuple(params[b].shape) if b is not None else None
-                if b is None and (listed := list_bias(index, name)) is not None:
-                    bias_shape = tuple(index[1][listed].shape)
+                if b is None and name in listed:
+                    bias_shape = tuple(index[1][listed[name]].shape)
                 if n in shared:  # its part of a vector it shares with the matrices beside it
                     bias_shape = (shared[n][2] - shared[n][1],)
                 layers.append(Layer(name, tuple(p.shape), bias_shape))
