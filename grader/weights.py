@@ -425,6 +425,22 @@ def _named_partner(weight: str, params) -> str | None:
     return next((o for o in options if o != weight and o in params and params[o].dim() == 1), None)
 
 
+# {(pairing, the parameters' names and shapes): what it found}: the pairings read nothing else of the
+# parameters, and loading a mapping asks them again for every layer of a module (each an O(n) walk
+# of its parameters; a module of per-head matrices asked them thousands of times a child)
+_PAIRINGS: dict[tuple, dict] = {}
+
+
+def _paired(pairing, work, params) -> dict:
+    key = (pairing, tuple((n, tuple(p.shape)) for n, p in params.items()))
+    found = _PAIRINGS.get(key)
+    if found is None:
+        if len(_PAIRINGS) >= 4096:
+            _PAIRINGS.clear()
+        found = _PAIRINGS[key] = work(params)
+    return found
+
+
 def _pairable(params) -> tuple[list[str], set]:
     """The names a bias could be paired by (neither a module's own weight / bias nor a
     ParameterList's index), and the vectors a name already pairs with a matrix."""
@@ -436,7 +452,12 @@ def shared_bias(params) -> dict[str, tuple[str, int, int]]:
     """One vector holding the biases of several matrices made right before it, in their order:
     nn.MultiheadAttention's own layout when kdim != embed_dim (q_proj_weight, k_proj_weight,
     v_proj_weight, then in_proj_bias). {matrix: (vector, start, end)} for a vector that no name or
-    order pairs, as long as the first sides of a run (two or more) of unpaired matrices summed."""
+    order pairs, as long as the first sides of a run (two or more) of unpaired matrices summed.
+    Shared: read it, do not change it."""
+    return _paired(shared_bias, _shared_bias, params)
+
+
+def _shared_bias(params) -> dict[str, tuple[str, int, int]]:
     if by_order(params):
         return {}
     names, named = _pairable(params)
@@ -477,7 +498,11 @@ def by_order(params) -> dict[str, str]:
     """Matrices and vectors that no name pairs (``self.A`` … ``self.a`` …, or ``W_in`` / ``shift``),
     paired by the order they were made in when they are as many and each vector is as long as a
     side of its matrix: {matrix: vector}. Such a vector may be a norm's gain just as well (kept as
-    a 1-d layer too, see :func:`layers_of`)."""
+    a 1-d layer too, see :func:`layers_of`). Shared: read it, do not change it."""
+    return _paired(by_order, _by_order, params)
+
+
+def _by_order(params) -> dict[str, str]:
     names, named = _pairable(params)
     matrices = [n for n in names if params[n].dim() == 2 and _named_partner(n, params) is None]
     vectors = [n for n in names if params[n].dim() == 1 and n not in named]
