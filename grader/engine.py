@@ -522,7 +522,7 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
         if flag is not None:
             found = replace(found, line=flag[0], code=_line_code(path, flag[0]), name=flag[1], reason="flag_skips")
         else:  # a step run (or picked) by a setting of the file that, taken the other way, mends the case
-            found = _setting_runs(found, t, path, kind, ci, ni, timeout, protect, files["source"])
+            found = _setting_runs(found, t, path, kind, ci, ni, timeout, protect, files["source"], files["ref_source"])
     from attnprep.grader.result import Divergence
 
     config = ", ".join(f"{k}={v}" for k, v in kind.config_params(ci).items())
@@ -533,12 +533,14 @@ def _divergence(path: Path, exercise, kind, running, where: tuple[int, int], zer
                       found.ref_named, found.ref_code, part, case.name, config)
 
 
-def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str):
+def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout: float, protect, source: str,
+                  ref_source: str):
     """``found``, or the line of the setting whose branch, taken the other way, makes the case right
     (reason ``flag_runs``), or of the read of a module whose twin, built alike and never read, makes it
     right there (``twin_read``), or of two enum members whose numbers, swapped, make it right
-    (``enum_order``), or of two stages whose order, swapped, makes it right (``stage_order``; see
-    :mod:`.repair`)."""
+    (``enum_order``), or of two stages whose order, swapped, makes it right (``stage_order``), or of a
+    default other than the reference's that, written as the reference's, makes it right
+    (``default_differs``; see :mod:`.repair`)."""
     from attnprep.grader import repair
 
     setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
@@ -549,6 +551,8 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         setting, reason = repair.enum_order(found, t, path, kind, ci, ni, timeout, protect, source), "enum_order"
     if setting is None:  # two stages of one value written in the other order
         setting, reason = repair.stage_order(found, t, path, kind, ci, ni, timeout, protect, source), "stage_order"
+    if setting is None:  # a default the grader leaves alone, other than the reference's
+        setting, reason = repair.default_differs(found, t, path, kind, ci, ni, timeout, protect, source, ref_source), "default_differs"
     if setting is None:
         return found
     return replace(found, line=setting[0], code=_line_code(path, setting[0]), name=setting[1], reason=reason)

@@ -502,3 +502,72 @@ def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, time
     tol = kind.cases(ci)[ni].tolerance
     right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
     return (right[0][0], right[0][3]) if len(right) == 1 else None
+
+
+# -- a default that differs from the reference's -------------------------------------------------------
+
+MAX_DEFAULTS = 4  # differing defaults tried (one child)
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """The file's top-level functions and its top-level classes' methods, by ``name`` / ``Class.name``."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            found.update((f"{node.name}.{f.name}", f) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return found
+
+
+def _literal(node: ast.expr):
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _literal  # not a literal: nothing to compare
+
+
+def default_swaps(source: str, ref_source: str, given: frozenset[str] = frozenset()) -> list[tuple[int, str, str]]:
+    """(line, parameter, the source with the reference's default there) for each parameter of a function
+    both files define by the same name (``f`` or ``Class.method``) whose default is a literal (a number, a
+    bool, a string, None) other than the reference's literal default of that parameter, written on one line;
+    parameters the grader passes (``given``) left out: their default is never used."""
+    mine, theirs = _functions(parsed(source)), _functions(parsed(ref_source))
+    swaps = []
+    for name, function in mine.items():
+        if name not in theirs:
+            continue
+        reference = {p.arg: d for p, d in defaults(theirs[name])}
+        for p, d in defaults(function):
+            ref = reference.get(p.arg)
+            if ref is None or p.arg in given or d.lineno != d.end_lineno:
+                continue
+            a, b = _literal(d), _literal(ref)
+            if a is _literal or b is _literal or type(a) is not type(b) and not {type(a), type(b)} <= {int, float} or a == b:
+                continue
+            text = ast.get_source_segment(ref_source, ref)
+            if text is None or "\n" in text:
+                continue
+            swaps.append((d.lineno, p.arg, _spliced(source, d.lineno, d.col_offset, d.end_col_offset, lambda was, t=text: t)))
+    return swaps[:MAX_DEFAULTS]
+
+
+@_ours_none
+def default_differs(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                    source: str, ref_source: str) -> tuple[int, str] | None:
+    """(line, parameter) of a parameter's default that differs from the reference's default of the same
+    parameter of the same function (see :func:`default_swaps`) when, with the reference's default written
+    there instead, the case's outputs come out right (the one such default, when several differ); else
+    None. The grader leaves such a parameter to its default (``temperature`` of a sampling function, a
+    module's ``rope_theta``): the trail sees the steps that read it, never where its value was typed.
+    Asked whatever the finder's reason (a helper's call that reads the parameter, a line that raised): the
+    run, right with the reference's default alone, decides. Any exception of ours is None."""
+    if found is None or not t.reference or not t.ref_made:
+        return None
+    swaps = [s for s in default_swaps(source, ref_source, frozenset(kind.config_params(ci))) if abs(s[0] - found.line) > 1]
+    if not swaps:
+        return None
+    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][1]) if len(right) == 1 else None

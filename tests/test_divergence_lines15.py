@@ -6,7 +6,10 @@ styles. And (``twin_read``) a module read where its twin, built by the same call
 read said when the case, traced again with the twin there, comes out right. And (``enum_order``) an enum's
 members numbered the other way round: said where two of them, swapped, make the case right. And
 (``stage_order``) two neighbouring stages of one value (appends of a call, reassignments by a function of the
-file) in the other order: said at the first when the two, swapped, make the case right."""
+file) in the other order: said at the first when the two, swapped, make the case right. And
+(``default_differs``, eighteenth session) a parameter's default other than the reference's, which the
+grader leaves alone: said at the default when the case, traced again with the reference's default written
+there, comes out right (benchmarks/mutation.py's defaults changed in a signature: 7 of 7 at their line)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ SAID = [
     ("sampling/own_filters_reassigned_top_p_then_top_k.py", "stage_order"),  # own filters reassigned under ifs
     ("alibi/helper_pipeline_softmax_before_bias.py", "stage_order"),  # a pipeline of the file's own helpers
     ("sampling/inplace_top_p_first.py", "stage_order"),  # round 5: two if blocks, each a cut filled in place
+    ("decoder_layer/hf_llama3_rope_theta_default.py", "default_differs"),  # Llama-3's rope_theta as __init__'s default
+    ("sampling/engine_warpers_top_p_default_from_generation_config.py", "default_differs"),  # a generation config's top_p
 ]
 
 
@@ -50,7 +55,7 @@ def test_the_setting_is_said(name, reason, graded):
     assert_pointed(path, graded(path), reason)
 
 
-@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order"])
+@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order", "default_differs"])
 def test_the_reasons_read_in_both_languages(reason):
     d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", reason, "f")
     for lang in texts.LANGUAGES:
@@ -338,3 +343,44 @@ def test_neighbouring_if_blocks_that_each_cut_one_value_from_its_own_values_are_
     swapped = [line.strip() for line in swaps[0][2].splitlines()]
     assert swapped.index("if k > 0:") < swapped.index("if p < 1.0:")
     assert len(swapped) == len(BLOCKS.splitlines())
+
+
+DEFAULTS_MINE = '''
+class Layer:
+    def __init__(self, d, theta=500000.0, eps=1e-6, name="x", bias=True):
+        pass
+
+    def forward(self, x, scale=None, window=4,
+                causal=False):
+        pass
+
+
+def helper(x, k=3):
+    return x
+'''
+
+DEFAULTS_REFERENCE = '''
+class Layer:
+    def __init__(self, d, theta=10000.0, eps=1e-06, name="x", bias=1):
+        pass
+
+    def forward(self, x, scale=1.0, window=4, causal=True):
+        pass
+
+
+def helper(x, k=3.0):
+    return x
+'''
+
+
+def test_default_swaps_are_the_literal_defaults_that_differ_written_as_the_reference_s():
+    swaps = repair.default_swaps(DEFAULTS_MINE, DEFAULTS_REFERENCE)
+    # theta differs; eps 1e-6 == 1e-06 and k 3 == 3.0 do not; bias True vs 1 is another type; scale None is
+    # no number of the reference's kind; causal is written on a line of its own, but on one line
+    assert [(line, name) for line, name, _ in swaps] == [(3, "theta"), (7, "causal")]
+    theta = swaps[0][2].splitlines()[2]
+    assert theta == "    def __init__(self, d, theta=10000.0, eps=1e-6, name=\"x\", bias=True):"
+    assert swaps[1][2].splitlines()[6] == "                causal=True):"
+    assert swaps[0][2].splitlines()[:2] + swaps[0][2].splitlines()[3:] == DEFAULTS_MINE.splitlines()[:2] + DEFAULTS_MINE.splitlines()[3:]
+    # a parameter the grader passes never runs with its default
+    assert [n for _, n, _ in repair.default_swaps(DEFAULTS_MINE, DEFAULTS_REFERENCE, frozenset({"theta"}))] == ["causal"]
