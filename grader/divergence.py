@@ -3845,13 +3845,17 @@ def _reused_callee(s: _Search, h: _Here):
     """Wrong values made inside a function (a module's forward) that the file calls from several
     lines, from inputs that are all what the reference feeds its counterpart and with the same
     numbers: what differs is nothing the trail sees, the parameters of the object called (one norm
-    module called for both norms). The line of this call, where the object is chosen."""
+    module called for both norms). The line of this call, where the object is chosen. Not when the
+    counterpart is also fed a value the step is not (a norm whose ``h * rsqrt(...)`` lost its ``rsqrt``:
+    its code left a stage out, said where it is written)."""
     step, r = h.step, h.counterpart
     stack = list(step.stack or ())
     if r is None or len(stack) < 2 or not step.parents or not s.source:
         return None
     ref = s.ref[r]
     if any(not (s.trails.own(p) & set(ref.parents)) for p in step.parents) or set(step.inputs) != set(ref.inputs):
+        return None
+    if not set(ref.parents) <= set().union(*(s.trails.own(p) for p in step.parents)):
         return None
     if len(step.scalars) != len(ref.scalars) or any(a.value != b.value for a, b in zip(step.scalars, ref.scalars)):
         return None
