@@ -239,8 +239,12 @@ class Explainer:
     def claims(self, i: int) -> bool:
         """Whether what the attempt computes from step ``i`` on mostly has shapes the reference
         has: when it does not (all L query rows against key tiles, where the reference cuts the
-        queries too), nothing after it can be matched and no line is claimed for it."""
+        queries too), nothing after it can be matched and no line is claimed for it. A step of a shape
+        the reference has is claimed whatever follows it (a norm's output that a loop over heads goes on
+        from, each head a (B, T, T) product the batched reference never makes)."""
         if not self.comparable:  # two trails driven differently (a script against one forward): no such rule
+            return True
+        if tuple(self.attempt[i].shape) in self.ref_shapes:
             return True
         later, todo = set(), list(self.children.get(i, []))
         while todo:
