@@ -339,6 +339,19 @@ def _descendants(ref) -> list[set[int]]:
     return below
 
 
+def _finished(ref, cand: int) -> set[int]:
+    """The result of the reference function call that made ``cand`` half-way through (its last step):
+    a function of the attempt that, given ``cand``, gives that result only finished the reference's
+    function (an ``rms`` helper that lost its statistic is right on the reference's normalised ``h``),
+    and is no more shown right than the reference's own function of its name (see :func:`_made_inside`).
+    None for a value the reference's top level makes."""
+    stack = list(ref[cand].stack or ())
+    if len(stack) < 2:
+        return set()
+    call = [r for r, s in enumerate(ref) if list(s.stack or ())[:-1] == stack[:-1] and len(s.stack or ()) == len(stack)]
+    return {call[-1]} if call and call[-1] != cand else set()
+
+
 def _reproduces(outputs, cand: int | None, ref, matcher, below, sources) -> bool:
     """Every float output holds, in a layout a correct attempt may use, a value the reference
     computes from candidate ``cand`` (any of its values when ``cand`` is a case input, or None:
@@ -354,6 +367,7 @@ def _reproduces(outputs, cand: int | None, ref, matcher, below, sources) -> bool
         held = {r for r, _ in matcher.matches(t, dtype) if r in same}
         if cand is not None and cand >= 0:
             held &= below[cand]
+            held -= _finished(ref, cand)
         if own is not None and own.numel() == t.numel() and close(t.flatten(), own.flatten()):
             return False  # its input passed through
         if not held:
