@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON document with every row")
     parser.add_argument("--only", action="append", metavar="NAME", help=f"run only these rows (repeatable or comma-separated): {', '.join(MEASURES)}")
     parser.add_argument("--no-warm-up", action="store_true",
-                        help="skip the untimed first run of each command (the tests' smoke runs: figures less fair)")
+                        help="skip the untimed first run of each command, and time a check row's `--json` verdict run as its "
+                             "first run (the tests' smoke runs: figures less fair)")
     parser.add_argument("--one-baseline", action="store_true",
                         help="measure bare `import torch` once for every row that compares with it (the tests' smoke runs: "
                              "figures less fair)")
