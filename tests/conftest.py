@@ -164,3 +164,31 @@ def graded(once):
         return once(repr(key), lambda: grade(path, exercise, seed=seed, timeout=GRADE_TIMEOUT, divergence=divergence))
 
     return graded_once
+
+
+@pytest.fixture
+def run_pytest_here(pytester, monkeypatch):
+    """``run_pytest_here(folder, home, *args, env=None)``: pytest run as tests/test_pytest_plugin.py's
+    ``pytest_in`` runs it, in this process (pytest's own ``runpytest_inprocess``: a fresh session, the
+    plugin loaded from its entry point, the grading children forked from here), without a new
+    interpreter importing pytest and torch again (about 2 s of CPU a run). For what does not depend
+    on the process; the tests of what pytest imports into its process, and one whole run, stay in a
+    subprocess. Used by tests/test_pytest_plugin.py and tests/test_safe_text.py."""
+    import subprocess
+    from types import SimpleNamespace
+
+    # pytester takes out of sys.modules what a run (and the test) imported, for inline runs of test
+    # files of one name; a run here imports attnprep's and rich's modules, which a later test of this
+    # worker would then import again as other objects (another Verdict, another rich Text): kept
+    kept = SimpleNamespace(restore=lambda: None)
+    monkeypatch.setattr(pytester, "_sys_modules_snapshot", kept)
+    monkeypatch.setattr(pytester, "_Pytester__take_sys_modules_snapshot", lambda: kept)
+
+    def run(folder: Path, home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(folder)
+        for name, value in {"ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", "CI": "true", **(env or {})}.items():
+            monkeypatch.setenv(name, value)
+        done = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+        return subprocess.CompletedProcess(args, int(done.ret), "\n".join(done.outlines) + "\n", "\n".join(done.errlines))
+
+    return run
