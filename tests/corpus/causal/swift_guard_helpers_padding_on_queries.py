@@ -1,5 +1,5 @@
 # attnprep: causal
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: padding_mask_on_queries
 """Swift-like guard helpers, each with argument labels as keyword-only parameters
 (`broadcastKeyMask(_:toRank:)` in spirit); the key padding mask broadcast as (B, 1, T, 1), so it

@@ -1,5 +1,5 @@
 # attnprep: cross_attention
-# expect: wrong_output
+# expect: error
 # diagnosis: cross_kv_from_x
 """Slovenské komentáre (Slovak comments and names: dopyt, kluce, hodnoty, zdroj, maska); the key /
 value projection in a helper whose source argument defaults to the queries' input, and the caller

@@ -1,5 +1,5 @@
 # attnprep: kv_cache
-# expect: mask_leak
+# expect: wrong_output
 # diagnosis: cache_mask_not_offset
 """SGLang's radix-cache habits in names: the cached part is the request's matched prefix
 (prefix_len, prefix_k / prefix_v), the new part the extend (extend_len), req_to_token-like

@@ -1,5 +1,5 @@
 # attnprep: mla
-# expect: wrong_output
+# expect: mask_leak
 # diagnosis: mla_norm_skipped + padding_mask_on_queries
 """Kimi / Moonlight's Hugging Face names for DeepSeek-V3's attention (q_a_proj, q_a_layernorm,
 q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; q_head_dim, softmax_scale); the
