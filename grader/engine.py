@@ -549,6 +549,11 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         setting, reason = repair.enum_order(found, t, path, kind, ci, ni, timeout, protect, source), "enum_order"
     if setting is None:  # two stages of one value written in the other order
         setting, reason = repair.stage_order(found, t, path, kind, ci, ni, timeout, protect, source), "stage_order"
+    if setting is None:  # a helper's one call handing it a literal: left to its default, or a flag turned
+        given = repair.call_argument(found, t, path, kind, ci, ni, timeout, protect, source)
+        if given is not None:
+            line, name, reason, function = given
+            return replace(found, line=line, code=_line_code(path, line), name=name, reason=reason, ref_name=function)
     if setting is None:
         return found
     return replace(found, line=setting[0], code=_line_code(path, setting[0]), name=setting[1], reason=reason)

@@ -90,6 +90,8 @@ def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> l
     if stmt is None or func is None or cls is None:
         return []
     tests = [n.test for n in ast.walk(stmt) if isinstance(n, ast.IfExp)]
+    if isinstance(stmt, ast.If) and stmt.test.lineno == line:  # said at the condition itself
+        tests.insert(0, stmt.test)
     node = stmt
     while node in files.parent and files.parent[node] is not func:
         node = files.parent[node]
@@ -122,6 +124,14 @@ class _Settings(_File):
         if isinstance(value, ast.Constant) and not isinstance(value.value, (bytes, complex)):
             return value.lineno, True
         return super()._value(value, func, cls, hops)
+
+    def _attribute(self, cls, call, name, hops, called: bool = False):
+        # a class attribute holding a literal that is no number (`kv_expand = "repeat"`): its line
+        found = super()._attribute(cls, call, name, hops, called)
+        if isinstance(found, tuple) and len(found) == 3 and found[0] == "value" and not called \
+                and isinstance(found[1], ast.Constant):
+            return self._value(found[1], None, cls, hops)
+        return found
 
 
 _SETTINGS: dict = {}  # id of a shared tree -> (it, its _Settings), as defined's
@@ -502,3 +512,75 @@ def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, time
     tol = kind.cases(ci)[ni].tolerance
     right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
     return (right[0][0], right[0][3]) if len(right) == 1 else None
+
+
+# what a finder says inside a helper whose one call hands it a literal: a value (or a Python number) made there
+ARGUMENT_REASONS = REASONS | frozenset({"made_python"})
+
+
+def argument_edits(source: str, line: int) -> list[tuple[int, str, str, str, str]]:
+    """(the call's line, the parameter, the copy of ``source``, the reason, the function) for each literal
+    argument of the one call of the file's function that holds ``line`` (in its body), written on one
+    line: a keyword given a literal for a parameter whose default is another (the copy leaves it out:
+    "default_overridden"), and a bool literal, by keyword or position (the copy turns it: "given_flag")."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    helpers = [n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+               and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
+    if not helpers:
+        return []
+    helper = max(helpers, key=lambda n: n.lineno)  # the innermost
+    calls = [c for c in walk(tree) if isinstance(c, ast.Call) and (
+        (isinstance(c.func, ast.Name) and c.func.id == helper.name)
+        or (isinstance(c.func, ast.Attribute) and c.func.attr == helper.name and isinstance(c.func.value, ast.Name)
+            and c.func.value.id in ("self", "cls")))]
+    if len(calls) != 1:
+        return []
+    call = calls[0]
+    if call.lineno != call.end_lineno or helper.lineno <= call.lineno <= (helper.end_lineno or helper.lineno):
+        return []
+    given = {a.arg: d for a, d in defaults(helper)}
+    positional = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    if isinstance(call.func, ast.Attribute) and positional[:1] in (["self"], ["cls"]):
+        positional = positional[1:]
+    edits = []
+
+    def whole(new_call) -> str:
+        return _spliced(source, call.lineno, call.col_offset, call.end_col_offset, lambda was: ast.unparse(new_call))
+
+    def turned(node) -> str:
+        return _spliced(source, node.lineno, node.col_offset, node.end_col_offset, lambda was: str(not node.value))
+
+    for kw in call.keywords:
+        if kw.arg is None or not isinstance(kw.value, ast.Constant):
+            continue
+        if isinstance(kw.value.value, bool):
+            edits.append((call.lineno, kw.arg, turned(kw.value), "given_flag", helper.name))
+        elif kw.arg in given and ast.dump(given[kw.arg]) != ast.dump(kw.value):
+            left = ast.Call(func=call.func, args=call.args, keywords=[k for k in call.keywords if k is not kw])
+            edits.append((call.lineno, kw.arg, whole(left), "default_overridden", helper.name))
+    for name, arg in zip(positional, call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
+            edits.append((call.lineno, name, turned(arg), "given_flag", helper.name))
+    return edits
+
+
+@_ours_none
+def call_argument(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                  source: str) -> tuple[int, str, str, str] | None:
+    """(line, parameter, reason, function) of the one literal argument of a helper's one call that, left
+    to the parameter's default or turned (a bool), makes the case's outputs right, when exactly one edit
+    of :func:`argument_edits` does; else None. Any exception of ours is None."""
+    if found is None or found.reason not in ARGUMENT_REASONS or not t.reference or not t.ref_made:
+        return None
+    edits = argument_edits(source, found.line)
+    if not edits:
+        return None
+    runs = _runs(path, [e[2] for e in edits], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [e for e, run in zip(edits, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][1], right[0][3], right[0][4]) if len(right) == 1 else None
