@@ -39,7 +39,7 @@ import torch
 
 from attnprep.grader.found import Found, tensor_of
 from attnprep.grader.defined import _File
-from attnprep.grader.parsing import defaults, kept_for, parsed, walk
+from attnprep.grader.parsing import defaults, kept_for, last_name, parsed, walk
 
 
 def _ours_none(repair):
@@ -87,7 +87,7 @@ def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> l
         return []
     files = kept_for(_SETTINGS, tree, _Settings, defined.FILES_KEPT)
     stmt, func, cls = files.statement_at(line)
-    if stmt is None or func is None or cls is None:
+    if stmt is None or func is None:
         return []
     tests = [n.test for n in ast.walk(stmt) if isinstance(n, ast.IfExp)]
     if isinstance(stmt, ast.If) and stmt.test.lineno == line:  # said at the condition itself
@@ -101,7 +101,14 @@ def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> l
             break
     found = []
     for test in tests[:MAX_TESTS]:
-        if test.lineno != test.end_lineno or not _settled(test, func):
+        if test.lineno != test.end_lineno:
+            continue
+        constant = _constant_parameter(tree, func, test, given)
+        if constant is not None:  # `kind == MaskKind.WINDOW` of `kind=DEFAULT_KIND`, never passed
+            if abs(constant[0] - line) > 1:
+                found.append((test, *constant))
+            continue
+        if cls is None or not _settled(test, func):
             continue
         settings = [n for n in ast.walk(test) if isinstance(n, ast.Attribute) and _self_chain(n, func)
                     and not isinstance(files.parent.get(n), ast.Attribute)]
@@ -135,6 +142,38 @@ class _Settings(_File):
 
 
 _SETTINGS: dict = {}  # id of a shared tree -> (it, its _Settings), as defined's
+
+
+def _constant_parameter(tree: ast.Module, func, test: ast.expr, given: frozenset[str]) -> tuple[int, str] | None:
+    """(the line, the name) of the module-level constant that ``test`` reads through the one parameter of
+    ``func`` it reads, when that parameter defaults to the constant's name (``kind=DEFAULT_KIND``), no
+    call of the file passes it and the grader does not, and the test reads nothing else but module
+    names and literals (no call, no tensor arithmetic)."""
+    params = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
+    names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    read = [a.arg for a in params if a.arg in names]
+    if len(read) != 1 or read[0] in given or any(not isinstance(n, _OPS) for n in ast.walk(test)):
+        return None
+    name = read[0]
+    default = next((d for a, d in defaults(func) if a.arg == name), None)
+    if not isinstance(default, ast.Name):
+        return None
+    assigned = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == default.id]
+    module = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)} \
+        | {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    if len(assigned) != 1 or names - {name} - module:
+        return None
+    positional = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    for call in walk(tree):
+        if not isinstance(call, ast.Call) or last_name(call.func) != func.name:
+            continue
+        if any(k.arg in (name, None) for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        bound = 1 if isinstance(call.func, ast.Attribute) and positional[:1] in (["self"], ["cls"]) else 0
+        if name in positional and len(call.args) > positional.index(name) - bound:
+            return None
+    return assigned[0].lineno, default.id
 
 
 def _self_chain(node: ast.Attribute, func) -> bool:
