@@ -623,3 +623,115 @@ def call_argument(found: Found | None, t, path: Path, kind, ci: int, ni: int, ti
     tol = kind.cases(ci)[ni].tolerance
     right = [e for e, run in zip(edits, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
     return (right[0][0], right[0][1], right[0][3], right[0][4]) if len(right) == 1 else None
+
+
+def key_swaps(source: str) -> list[tuple[int, str, str, str]]:
+    """(line, the table's name, the copy of ``source``, the key put there) for each string literal of the
+    file that is a key of a dict literal the file reads by a variable key (``ACTIVATIONS[name]``,
+    ``states[name]``), written apart from the dict and not itself a subscript (a default, an entry
+    of a tuple of names, an argument), replaced by each other key of that dict."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    tables = {}  # name -> its string keys, for dicts assigned to one name and read by a variable key
+    looked_up = {n.value.id for n in walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+                 and isinstance(n.slice, ast.Name)}
+    own = set()  # the dicts' own key nodes
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Dict) and node.targets[0].id in looked_up:
+            keys = [k for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            if len(keys) >= 2 and len(keys) == len(node.value.keys):
+                tables[node.targets[0].id] = [k.value for k in keys]
+                own.update(id(k) for k in keys)
+    if not tables:
+        return []
+    subscripted = {id(n.slice) for n in walk(tree) if isinstance(n, ast.Subscript)}
+    swaps = []
+    for node in walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in own \
+                or id(node) in subscripted or node.lineno != node.end_lineno:
+            continue
+        for name, keys in tables.items():
+            if node.value not in keys:
+                continue
+            for other in keys:
+                if other != node.value:
+                    swaps.append((node.lineno, name, _spliced(source, node.lineno, node.col_offset, node.end_col_offset,
+                                                              lambda was, o=other: repr(o)), other))
+    return swaps
+
+
+@_ours_none
+def key_chosen(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+               source: str) -> tuple[int, str, str] | None:
+    """(line, table, key) of the one key literal of :func:`key_swaps` whose replacement by another key of its
+    table makes the case's outputs right, when exactly one replacement does; else None. Any exception of
+    ours is None."""
+    if found is None or found.reason not in TWIN_REASONS | {"table_entry", "table_key"} or not t.reference \
+            or not t.ref_made:
+        return None
+    swaps = [s for s in key_swaps(source) if s[0] != found.line]
+    if not swaps or len(swaps) > MAX_KEY_SWAPS:
+        return None
+    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][1], right[0][3]) if len(right) == 1 else None
+
+
+MAX_KEY_SWAPS = 12  # copies traced in one child at most
+
+
+def entry_swaps(source: str) -> list[tuple[int, str, str]]:
+    """(line, the list's name, the copy of ``source``) for each two neighbouring entries of a list or tuple
+    literal, assigned to one name and written on one line, that a ``for`` loop of the file runs through
+    (``FILTERS = [("top_p", top_p), ("top_k", top_k)]`` … ``for name, f in FILTERS:``), the two swapped."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    looped = {last_name(n.iter) for n in walk(tree) if isinstance(n, ast.For)} - {None}
+    swaps = []
+    for node in walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and last_name(node.targets[0]) in looped
+                and isinstance(node.value, (ast.List, ast.Tuple)) and len(node.value.elts) >= 2
+                and node.value.lineno == node.value.end_lineno):
+            continue
+        items = node.value.elts
+        if any(isinstance(e, ast.Starred) for e in items):
+            continue
+        for a, b in zip(items, items[1:]):
+            text = ast.get_source_segment(source, a), ast.get_source_segment(source, b)
+            if None in text:
+                continue
+            copy = _spliced(source, a.lineno, a.col_offset, b.end_col_offset, lambda was, text=text: _swapped_ends(
+                was.decode("utf-8"), *text))
+            if copy != source:
+                swaps.append((node.lineno, last_name(node.targets[0]), copy))
+    return swaps
+
+
+def _swapped_ends(span: str, first: str, last: str) -> str:
+    """``span`` (``first``, what lies between, ``last``) with its two ends swapped; as it was if it does not
+    read so."""
+    if not (span.startswith(first) and span.endswith(last)) or len(first) + len(last) > len(span):
+        return span
+    return last + span[len(first):len(span) - len(last)] + first
+
+
+@_ours_none
+def entry_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                source: str) -> tuple[int, str] | None:
+    """(line, name) of the list whose two neighbouring entries, swapped, make the case's outputs right, when
+    exactly one swap of :func:`entry_swaps` does; else None. Any exception of ours is None."""
+    if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+        return None
+    swaps = [s for s in entry_swaps(source) if s[0] != found.line]
+    if not swaps or len(swaps) > MAX_KEY_SWAPS:
+        return None
+    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][1]) if len(right) == 1 else None
