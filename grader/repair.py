@@ -554,14 +554,16 @@ def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, time
 
 
 # what a finder says inside a helper whose one call hands it a literal: a value (or a Python number) made there
-ARGUMENT_REASONS = REASONS | frozenset({"made_python"})
+ARGUMENT_REASONS = REASONS | frozenset({"made_python", "raised"})
 
 
 def argument_edits(source: str, line: int) -> list[tuple[int, str, str, str, str]]:
     """(the call's line, the parameter, the copy of ``source``, the reason, the function) for each literal
     argument of the one call of the file's function that holds ``line`` (in its body), written on one
     line: a keyword given a literal for a parameter whose default is another (the copy leaves it out:
-    "default_overridden"), and a bool literal, by keyword or position (the copy turns it: "given_flag")."""
+    "default_overridden"), a bool literal, by keyword or position (the copy turns it: "given_flag"), and
+    a parameter left to its default while a parameter of the calling function is never read (the copy
+    passes it there: "unread_left")."""
     try:
         tree = parsed(source)
     except (SyntaxError, ValueError):
@@ -605,6 +607,19 @@ def argument_edits(source: str, line: int) -> list[tuple[int, str, str, str, str
             break
         if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
             edits.append((call.lineno, name, turned(arg), "given_flag", helper.name))
+    # a parameter left to its default while the calling function's own parameter is never read: passed
+    caller = max((n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                  and n.body[0].lineno <= call.lineno <= (n.end_lineno or n.lineno)), key=lambda n: n.lineno, default=None)
+    if caller is not None and not any(isinstance(a, ast.Starred) for a in call.args):
+        loaded = {n.id for n in ast.walk(caller) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        unread = [a.arg for a in (*caller.args.posonlyargs, *caller.args.args, *caller.args.kwonlyargs)
+                  if a.arg not in loaded and a.arg not in ("self", "cls")]
+        passed = set(positional[:len(call.args)]) | {k.arg for k in call.keywords}
+        for name in [p for p in given if p not in passed]:
+            for value in unread:
+                more = ast.Call(func=call.func, args=call.args,
+                                keywords=[*call.keywords, ast.keyword(arg=name, value=ast.Name(id=value, ctx=ast.Load()))])
+                edits.append((call.lineno, name, whole(more), "unread_left", helper.name))
     return edits
 
 
