@@ -206,13 +206,39 @@ def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
         return None
     owner, _, leaf = layer_name.rpartition(".")
     own = dict(subs[owner].named_parameters(recurse=False))
-    stem = _STEM.sub("", leaf)
     partners = _pairable(own)[1]  # the vectors a bare matrix's name already pairs
-    for name in dict.fromkeys((f"{leaf}_bias", f"{leaf}_b", f"{stem}_bias", f"{stem}_b")):
+    for name in _outside_names(leaf):
         p = own.get(name)
         if name != leaf and p is not None and p.dim() == 1 and p.shape[0] == weight.shape[0] and name not in partners:
             return f"{owner}.{name}".lstrip(".")
     return None
+
+
+def _outside_names(leaf: str) -> tuple[str, ...]:
+    """The names a bias kept beside the bias-free layer ``leaf`` goes by (:func:`outside_bias`)."""
+    stem = _STEM.sub("", leaf)
+    return tuple(dict.fromkeys((f"{leaf}_bias", f"{leaf}_b", f"{stem}_bias", f"{stem}_b")))
+
+
+def _head_biases(module: torch.nn.Module) -> list[tuple[str, str]]:
+    """The 2-d parameters that are a bias-free layer's bias per head, kept beside it by name as
+    ``(H, D)`` (``self.q_proj = nn.Linear(d, d, bias=False)`` with ``self.q_bias =
+    nn.Parameter(torch.zeros(H, D))``, added after the head split): as many numbers as the layer's
+    out-features; as ``(path, name)`` of the module holding them. :func:`_flatten_matrices` makes
+    each the vector :func:`outside_bias` pairs."""
+    found = []
+    for path, sub in module.named_modules():
+        own = sub._parameters
+        for leaf, layer in sub.named_children():
+            weight = getattr(layer, "weight", None)
+            if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or isinstance(getattr(layer, "bias", None), torch.Tensor):
+                continue
+            for name in _outside_names(leaf):
+                p = own.get(name)
+                if name != leaf and isinstance(p, torch.nn.Parameter) and p.dim() == 2 and p.numel() == weight.shape[0]:
+                    found.append((path, name))
+                    break
+    return found
 
 
 def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
@@ -357,7 +383,12 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) 
                 if b is not None and own[b].dim() == 2:
                     flattened.append((path, b, _flat_param(sub, b, (own[b].numel(),)), None))
             flattened.append((path, name, _flat_param(sub, name, flat, perm), perm))
-    if not flattened or isinstance(module, torch.jit.ScriptModule):
+    if isinstance(module, torch.jit.ScriptModule):
+        return
+    for path, name in _head_biases(module):
+        sub = module.get_submodule(path)
+        flattened.append((path, name, _flat_param(sub, name, (sub._parameters[name].numel(),)), None))
+    if not flattened:
         return
 
     # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)

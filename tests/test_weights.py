@@ -310,6 +310,37 @@ def test_a_vector_beside_a_bias_free_layer_named_for_it_is_its_bias():
     assert W.params_of(module, "v_proj")[1] is None
 
 
+def test_a_bias_per_head_beside_a_bias_free_layer_is_its_bias_flattened():
+    """``self.q_proj = nn.Linear(D, D, bias=False)`` with ``self.q_bias = nn.Parameter(torch.zeros(H,
+    D // H))`` added after the head split (okfit18: a correct MHA so written was graded with zero
+    biases and seeded strays, 48 of 48 outputs wrong). The (H, D // H) parameter is the layer's bias:
+    settled as one vector, loaded, read in its own shape while the module runs; a 2-d parameter of
+    another size beside a bias-free layer stays what it was."""
+    H = 2
+
+    class Heads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(D, D, bias=False)
+            self.q_bias = nn.Parameter(torch.zeros(H, D // H))
+            self.k_proj = nn.Linear(D, D, bias=False)
+            self.k_bias = nn.Parameter(torch.zeros(H, D))  # twice the out-features: no bias of k_proj
+
+        def forward(self, x):
+            return self.q_proj(x).view(*x.shape[:-1], H, D // H) + self.q_bias
+
+    module = Heads()
+    W.settle(module, frozenset({(D, D)}))
+    assert module.q_bias.shape == (D,) and module.k_bias.shape == (H, D)
+    layers = {(l.name, l.weight, l.bias) for l in _layers(module) if not l.transposed}
+    assert ("q_proj", (D, D), (D,)) in layers and ("k_proj", (D, D), None) in layers
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj"}, by_name=True),
+           {"q_proj": {"weight": torch.eye(D), "bias": torch.arange(D, dtype=torch.float32)}})
+    out = module(torch.zeros(1, D))
+    assert out.shape == (1, H, D // H) and torch.equal(out.flatten(), torch.arange(D, dtype=torch.float32))
+    assert "q_bias" not in module.__dict__  # the view is dropped after the call
+
+
 @pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")  # the learner's style
 def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
     """weight_norm stores g and v and computes w = g · v / ‖v‖ (the parametrization's original0 /
