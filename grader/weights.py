@@ -265,7 +265,7 @@ def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     return f"{parent}.{partner}.{leaf}".lstrip(".")
 
 
-def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
+def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset()) -> None:
     """Make each weight that ``module`` computes from several stored tensors a plain parameter
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
@@ -278,7 +278,8 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
     One that reads other parameters as well (minLoRA's update on ``base.weight``, ``+ B·A``) stays:
     the grader's weight is its original, the parametrization on top (:func:`originals`).
     ``shapes``: the contract's weight shapes ``(out, in)``, which say how a matrix kept in three dims
-    reads (:func:`_matrix_shape`)."""
+    reads (:func:`_matrix_shape`); ``counts``: how many times a repeated role repeats (the number of
+    experts), which says when a stack of matrices is one matrix per index (:func:`_per_index`)."""
     from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
 
@@ -294,7 +295,7 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
                 original = getattr(stored, "original", None)
                 if not isinstance(original, torch.nn.Parameter) or not _reads_others(module, sub, name, original):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
-    _flatten_matrices(module, shapes)
+    _flatten_matrices(module, shapes, counts)
 
 
 def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, original: torch.nn.Parameter) -> bool:
@@ -351,7 +352,18 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
     return readings[0]
 
 
-def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
+def _per_index(p: torch.Tensor, shapes: frozenset, counts: frozenset) -> bool:
+    """Is the 3-d parameter ``p`` one matrix per index of a repeated role, stacked on its first dim
+    (Hugging Face transformers v5's experts: ``gate_up_proj = (E, 2 * d_ff, d_model)``, ``down_proj =
+    (E, d_model, d_ff)``, read as ``self.gate_up_proj[e]``)? Its first dim is a repeat count, and no
+    reading of it as one matrix gives a contract shape (a Flax kernel's does)."""
+    if p.dim() != 3 or p.shape[0] not in counts:
+        return False
+    read = _matrix_shape("", p, shapes)
+    return read is None or (read[0] not in shapes and read[0][::-1] not in shapes)
+
+
+def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset()) -> None:
     """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
     as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name, a
     Flax kernel ``(d_model, H, D)`` and its ``(H, D)`` bias) as the 2-d parameter it is, so that it
@@ -359,10 +371,19 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) 
     its own shape: a view of the 2-d parameter (its dims permuted back where the reading permuted them)
     made by a forward pre-hook of the module and dropped when the call ends (a view kept on the module
     would go stale on ``module.to(dtype)`` and cannot be deep-copied)."""
-    flattened = []
-    for path, sub in module.named_modules():
+    flattened, stacks = [], []
+    for path, sub in list(module.named_modules()):
         own = dict(sub._parameters.items())
         for name, p in own.items():
+            if isinstance(p, torch.nn.Parameter) and _per_index(p, shapes, counts) \
+                    and not parametrize.is_parametrized(sub, name) and name not in sub._modules:
+                # one matrix per index: a ParameterList under the same name, so that its entries map
+                # index by index (experts.gate_up_proj.0 ...); read as their stack while the module runs
+                del sub._parameters[name]
+                sub._modules[name] = torch.nn.ParameterList(
+                    [torch.nn.Parameter(m.detach().clone(), requires_grad=p.requires_grad) for m in p.unbind(0)])
+                stacks.append((path, name))
+                continue
             read = _matrix_shape(name, p, shapes) if isinstance(p, torch.nn.Parameter) else None
             if read is None or parametrize.is_parametrized(sub, name):
                 continue
@@ -388,7 +409,7 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) 
     for path, name in _head_biases(module):
         sub = module.get_submodule(path)
         flattened.append((path, name, _flat_param(sub, name, (sub._parameters[name].numel(),)), None))
-    if not flattened:
+    if not flattened and not stacks:
         return
 
     # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)
@@ -397,9 +418,12 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) 
             sub = mod.get_submodule(path)
             view = sub._parameters[name].view(shape)
             sub.__dict__[name] = view if perm is None else view.permute(perm)  # each perm is its own inverse
+        for path, name in stacks:
+            sub = mod.get_submodule(path)
+            sub.__dict__[name] = torch.stack(list(sub._modules[name]))
 
     def drop(mod, args, out):
-        for path, name, _, _ in flattened:
+        for path, name in [(p, n) for p, n, _, _ in flattened] + stacks:
             mod.get_submodule(path).__dict__.pop(name, None)
 
     module.register_forward_pre_hook(views)

@@ -341,6 +341,42 @@ def test_a_bias_per_head_beside_a_bias_free_layer_is_its_bias_flattened():
     assert "q_bias" not in module.__dict__  # the view is dropped after the call
 
 
+def test_a_stack_of_one_matrix_per_expert_maps_index_by_index():
+    """Hugging Face transformers v5 keeps a MoE's experts stacked: ``gate_up_proj = (E, 2F, D)``,
+    ``down_proj = (E, D, F)``, read as ``self.gate_up_proj[e]`` (okfit18: a correct MoE so written was
+    a contract failure, no layer of (F, D)). A 3-d parameter whose first dim is a repeat count and
+    that no reading makes a contract matrix is a ParameterList of its matrices under its own name,
+    read as their stack while the module runs; a Flax kernel whose reading is a contract matrix, or a
+    stack of another count, stays as it was."""
+    E, F_, Dm = 3, 6, 4
+
+    class Experts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate_up_proj = nn.Parameter(torch.zeros(E, 2 * F_, Dm))
+            self.down_proj = nn.Parameter(torch.zeros(E, Dm, F_))
+            self.kernel = nn.Parameter(torch.zeros(E, Dm, 2))  # (E, Dm·2) is a contract shape below
+            self.other = nn.Parameter(torch.zeros(5, F_, Dm))  # 5 is no repeat count
+
+        def forward(self, x, e):
+            return torch.nn.functional.linear(x, self.gate_up_proj[e]), self.down_proj.shape
+
+    module = Experts()
+    W.settle(module, frozenset({(F_, Dm), (Dm, F_), (E, 2 * Dm)}), frozenset({E}))
+    assert isinstance(module.gate_up_proj, nn.ParameterList) and len(module.gate_up_proj) == E
+    assert isinstance(module.down_proj, nn.ParameterList) and module.down_proj[0].shape == (Dm, F_)
+    assert isinstance(module.kernel, nn.Parameter) and isinstance(module.other, nn.Parameter)
+    names = {l.name for l in _layers(module) if not l.transposed}
+    assert {f"gate_up_proj.{i}" for i in range(E)} <= names and {f"down_proj.{i}" for i in range(E)} <= names
+    with torch.no_grad():
+        module.gate_up_proj[1].copy_(torch.ones(2 * F_, Dm))
+    out, shape = module(torch.ones(1, Dm), 1)
+    assert torch.equal(out, torch.full((1, 2 * F_), float(Dm))) and shape == (E, Dm, F_)
+    out.sum().backward()
+    assert module.gate_up_proj[1].grad is not None and module.gate_up_proj[0].grad.abs().sum() == 0
+    assert "gate_up_proj" not in module.__dict__  # the stack is dropped after the call
+
+
 @pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")  # the learner's style
 def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
     """weight_norm stores g and v and computes w = g · v / ‖v‖ (the parametrization's original0 /
