@@ -331,7 +331,7 @@ def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, orig
 
 
 def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
-                  ) -> tuple[tuple[int, int], tuple[int, ...] | None] | None:
+                  ) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
     """The matrix a parameter of more than two dims is, and the permutation of its dims read before
     flattening (None: none). A kernel-1 convolution's ``(out, in, 1)`` weight is ``(out, in)``. A
     3-d parameter is read as the matrix of a contract weight's shape (``shapes``, ``(out, in)``, in
@@ -339,7 +339,11 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
     is ``(d_model, H·D)``, an ``(in, out)`` matrix; Gemma's JAX ``(H, d_model, D)`` is ``(H·D, d_model)``
     with its last two dims swapped; an ``(H, D, d_model)`` output kernel is ``(H·D, d_model)``.
     Otherwise a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)`` rows of a
-    fused layer. None for anything else (a ParameterList entry, four or more dims)."""
+    fused layer. A vector kept broadcast-ready in three or more dims (a norm's gain as ``(1, 1, dim)``)
+    is the ``(dim,)`` vector. None for anything else (a ParameterList entry, four or more dims)."""
+    vector = tuple(n for n in p.shape if n != 1)
+    if p.dim() >= 3 and len(vector) == 1:
+        return vector, None
     if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
         return (p.shape[0], p.shape[1]), None
     if p.dim() != 3 or name.isdigit():

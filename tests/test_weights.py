@@ -377,6 +377,39 @@ def test_a_stack_of_one_matrix_per_expert_maps_index_by_index():
     assert "gate_up_proj" not in module.__dict__  # the stack is dropped after the call
 
 
+def test_a_gain_kept_broadcast_ready_is_a_vector():
+    """A norm's gain kept as ``nn.Parameter(torch.ones(1, 1, D))`` (okfit18: a correct decoder layer so
+    written was a contract failure, no layer of (D,)) is the ``(D,)`` vector: settled 1-d, mapped as a
+    gain, read in its own shape while the module runs. A (1, D) matrix stays a matrix."""
+
+    class Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(1, 1, D))
+            self.row = nn.Parameter(torch.ones(1, D))
+
+        def forward(self, x):
+            return x * self.weight
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = Norm()
+
+        def forward(self, x):
+            return self.norm(x)
+
+    module = Block()
+    W.settle(module, frozenset({(D, D)}))
+    assert module.norm.weight.shape == (D,) and module.norm.row.shape == (1, D)
+    assert ("norm", (D,), None) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+    with torch.no_grad():
+        module.norm.weight.copy_(torch.arange(D, dtype=torch.float32))
+    out = module(torch.ones(2, 3, D))
+    assert torch.equal(out, torch.arange(D, dtype=torch.float32).expand(2, 3, D))
+    assert "weight" not in module.norm.__dict__  # the view is dropped after the call
+
+
 @pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")  # the learner's style
 def test_a_weight_normalised_layer_is_one_plain_weight_the_grader_loads():
     """weight_norm stores g and v and computes w = g · v / ‖v‖ (the parametrization's original0 /
