@@ -356,12 +356,13 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
     return readings[0]
 
 
-def _per_index(p: torch.Tensor, shapes: frozenset, counts: frozenset) -> bool:
+def _per_index(p: torch.Tensor, path: str, shapes: frozenset, counts: frozenset) -> bool:
     """Is the 3-d parameter ``p`` one matrix per index of a repeated role, stacked on its first dim
     (Hugging Face transformers v5's experts: ``gate_up_proj = (E, 2 * d_ff, d_model)``, ``down_proj =
     (E, d_model, d_ff)``, read as ``self.gate_up_proj[e]``)? Its first dim is a repeat count, and no
-    reading of it as one matrix gives a contract shape (a Flax kernel's does)."""
-    if p.dim() != 3 or p.shape[0] not in counts:
+    reading of it as one matrix gives a contract shape (a Flax kernel's does). A stack in a module
+    that is already one of an index (``path`` ``experts.0``: its gate and up as ``w13``) is not."""
+    if p.dim() != 3 or p.shape[0] not in counts or any(part.isdigit() for part in path.split(".")):
         return False
     read = _matrix_shape("", p, shapes)
     return read is None or (read[0] not in shapes and read[0][::-1] not in shapes)
@@ -379,7 +380,7 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
     for path, sub in list(module.named_modules()):
         own = dict(sub._parameters.items())
         for name, p in own.items():
-            if isinstance(p, torch.nn.Parameter) and _per_index(p, shapes, counts) \
+            if isinstance(p, torch.nn.Parameter) and _per_index(p, path, shapes, counts) \
                     and not parametrize.is_parametrized(sub, name) and name not in sub._modules:
                 # one matrix per index: a ParameterList under the same name, so that its entries map
                 # index by index (experts.gate_up_proj.0 ...); read as their stack while the module runs
