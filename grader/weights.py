@@ -298,6 +298,16 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: fro
     _flatten_matrices(module, shapes, counts)
 
 
+def upcast(module: torch.nn.Module) -> None:
+    """Hold in float32 each parameter the attempt stores in a lower precision (``nn.Linear(...,
+    dtype=torch.bfloat16)``, an inference habit, its forward casting the weight to the input's dtype).
+    The grader grades in float32: the weights it loads there keep every digit the reference is given,
+    where a bfloat16 parameter would round them (every output off by that rounding)."""
+    for p in module.parameters():
+        if p.dtype in (torch.bfloat16, torch.float16):
+            p.data = p.data.float()
+
+
 def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, original: torch.nn.Parameter) -> bool:
     """Does ``sub``'s parametrized tensor ``name`` read a parameter of ``module`` other than its
     ``original`` (minLoRA's ``W + B·A`` reads lora_A and lora_B)? Found by what autograd records:

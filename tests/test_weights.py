@@ -3,6 +3,7 @@ role spread over per-head layers (grader/weights.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 import torch
@@ -408,6 +409,27 @@ def test_a_gain_kept_broadcast_ready_is_a_vector():
     out = module(torch.ones(2, 3, D))
     assert torch.equal(out, torch.arange(D, dtype=torch.float32).expand(2, 3, D))
     assert "weight" not in module.norm.__dict__  # the view is dropped after the call
+
+
+def test_a_module_built_in_bfloat16_is_graded_with_float32_weights(tmp_path):
+    """Projections made with ``nn.Linear(..., dtype=torch.bfloat16)`` and cast to the input's dtype at
+    use (okfit18: a correct MHA so written had the grader's weights rounded to bfloat16 while the
+    reference kept them whole, 48 of 48 outputs off). Its low-precision parameters are held in
+    float32, the same Parameter objects; float64 ones and buffers stay as they are."""
+    module = nn.Module()
+    module.lin = nn.Linear(D, D, dtype=torch.bfloat16)
+    module.half_gain = nn.Parameter(torch.ones(D, dtype=torch.float16))
+    module.wide = nn.Parameter(torch.ones(D, dtype=torch.float64))
+    module.register_buffer("table", torch.ones(D, dtype=torch.bfloat16))
+    weight = module.lin.weight
+    W.upcast(module)
+    assert module.lin.weight is weight and weight.dtype == torch.float32 and module.lin.bias.dtype == torch.float32
+    assert module.half_gain.dtype == torch.float32 and module.wide.dtype == torch.float64
+    assert module.table.dtype == torch.bfloat16
+    source = (Path(__file__).parent / "corpus" / "mha" / "ok_bf16_weights_cast_to_input.py").read_text(encoding="utf-8")
+    attempt = tmp_path / "mha.py"
+    attempt.write_text(source, encoding="utf-8")
+    assert grade(attempt, protect=()).passed
 
 
 @pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")  # the learner's style

@@ -230,6 +230,7 @@ class AttentionModule(Kind):
         # weight_norm's g and v: one plain weight, the grader's; a 3-d kernel read as a contract matrix
         W.settle(module, frozenset(r.weight for r in roles if len(r.weight) == 2),
                  frozenset(Counter(r.pattern for r in roles if r.pattern).values()))
+        W.upcast(module)  # graded in float32: a bfloat16 parameter would round the grader's weights
         observe.built(module)  # its empty dicts: memos the device watch may empty
         layers, stray = W.layers_of(module)
         options, why = W.candidates(roles, layers, self.head_counts(ci), self.leaf_names)
