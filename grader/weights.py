@@ -349,10 +349,12 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
     is ``(d_model, H·D)``, an ``(in, out)`` matrix; Gemma's JAX ``(H, d_model, D)`` is ``(H·D, d_model)``
     with its last two dims swapped; an ``(H, D, d_model)`` output kernel is ``(H·D, d_model)``.
     Otherwise a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)`` rows of a
-    fused layer. A vector kept broadcast-ready in three or more dims (a norm's gain as ``(1, 1, dim)``)
-    is the ``(dim,)`` vector. None for anything else (a ParameterList entry, four or more dims)."""
+    fused layer. A vector kept broadcast-ready (a norm's gain as ``(1, 1, dim)``, or ``(1, dim)`` where
+    that is no contract matrix) is the ``(dim,)`` vector. None for anything else (a ParameterList
+    entry, four or more dims)."""
     vector = tuple(n for n in p.shape if n != 1)
-    if p.dim() >= 3 and len(vector) == 1:
+    if len(vector) == 1 and (p.dim() >= 3 or (p.dim() == 2 and tuple(p.shape) not in shapes
+                                               and tuple(p.shape)[::-1] not in shapes)):
         return vector, None
     if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
         return (p.shape[0], p.shape[1]), None
@@ -390,6 +392,8 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
     for path, sub in list(module.named_modules()):
         own = dict(sub._parameters.items())
         for name, p in own.items():
+            if sub._parameters.get(name) is not p:
+                continue  # registered again already: a kernel's bias, read with its kernel below
             if isinstance(p, torch.nn.Parameter) and _per_index(p, path, shapes, counts) \
                     and not parametrize.is_parametrized(sub, name) and name not in sub._modules:
                 # one matrix per index: a ParameterList under the same name, so that its entries map
@@ -416,7 +420,7 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
                 vectors = {n: q for n, q in own.items() if q is not None and q.dim() == 1}
                 vectors.update({n: q.flatten() for n, q in own.items() if q is not None and tuple(q.shape) in sides})
                 b = _named_partner(name, {**vectors, name: p})
-                if b is not None and own[b].dim() == 2:
+                if b is not None and own[b].dim() == 2 and sub._parameters[b] is own[b]:
                     flattened.append((path, b, _flat_param(sub, b, (own[b].numel(),)), None))
             flattened.append((path, name, _flat_param(sub, name, flat, perm), perm))
     if isinstance(module, torch.jit.ScriptModule):

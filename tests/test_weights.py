@@ -381,7 +381,8 @@ def test_a_stack_of_one_matrix_per_expert_maps_index_by_index():
 def test_a_gain_kept_broadcast_ready_is_a_vector():
     """A norm's gain kept as ``nn.Parameter(torch.ones(1, 1, D))`` (okfit18: a correct decoder layer so
     written was a contract failure, no layer of (D,)) is the ``(D,)`` vector: settled 1-d, mapped as a
-    gain, read in its own shape while the module runs. A (1, D) matrix stays a matrix."""
+    gain, read in its own shape while the module runs. So is a (1, D) one, unless a contract matrix
+    has that shape."""
 
     class Norm(nn.Module):
         def __init__(self):
@@ -401,8 +402,11 @@ def test_a_gain_kept_broadcast_ready_is_a_vector():
             return self.norm(x)
 
     module = Block()
-    W.settle(module, frozenset({(D, D)}))
+    W.settle(module, frozenset({(D, D), (1, D)}))  # a contract matrix of one row: (1, D) stays one
     assert module.norm.weight.shape == (D,) and module.norm.row.shape == (1, D)
+    other = Block()
+    W.settle(other, frozenset({(D, D)}))  # no such matrix: a (1, D) is a gain too
+    assert other.norm.row.shape == (D,)
     assert ("norm", (D,), None) in {(l.name, l.weight, l.bias) for l in _layers(module)}
     with torch.no_grad():
         module.norm.weight.copy_(torch.arange(D, dtype=torch.float32))
