@@ -42,7 +42,8 @@ def exercise_ids() -> list[str]:
 CHECK_TARGET = 1.5  # one check ≤ 1.5× bare `import torch`
 # Each command runs once untimed before its timed runs (the file cache, bytecode); run.py's
 # --no-warm-up turns that off for the test suite's smoke runs, which check a row's shape, not its
-# figures (the check rows' untimed `--json` run still checks the verdicts).
+# figures: the check rows' `--json` run still checks the verdicts, and is then their first timed run
+# (not run again without --json: with --repeat 1, one `attnprep check` per row, not two).
 WARM_UP = True
 TORCH = [sys.executable, "-c", "import torch"]
 # run.py's --one-baseline (the test suite's smoke runs, like --no-warm-up): the bare `import torch`
@@ -89,11 +90,14 @@ class Run:
     code: int
 
 
-def run_once(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None, ok: tuple[int, ...] = (0,)) -> Run:
-    """Wall time and peak RSS of one command in a fresh process; stdout is discarded."""
-    with tempfile.TemporaryFile() as err:
+def run_once(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None, ok: tuple[int, ...] = (0,),
+             stdout: list[str] | None = None) -> Run:
+    """Wall time and peak RSS of one command in a fresh process; stdout is discarded, or appended
+    to ``stdout`` (a list) when one is given."""
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL if stdout is None else out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = code = os.waitstatus_to_exitcode(status)
@@ -101,6 +105,9 @@ def run_once(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None
             err.seek(0)
             tail = err.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{' '.join(cmd)} exited with {code} (expected {ok}): {tail}")
+        if stdout is not None:
+            out.seek(0)
+            stdout.append(out.read().decode())
     return Run(seconds, _mib(usage.ru_maxrss), code)
 
 
@@ -215,28 +222,37 @@ class Workspace:
         self.close()
 
 
-def _verdicts(cmd: list[str], cwd: Path, env: dict) -> list[dict]:
-    """Run ``check --json`` once (untimed) and return exercise, verdict and diagnosis ids per file."""
-    proc = subprocess.run([*cmd, "--json"], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"attnprep check failed to run (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    doc = json.loads(proc.stdout)
-    return [{"exercise": r["exercise"], "verdict": r["verdict"], "diagnoses": [d["id"] for d in r.get("diagnoses", [])]}
-            for r in doc["results"]]
+def _verdicts(cmd: list[str], cwd: Path, env: dict) -> tuple[list[dict], Run]:
+    """Run ``check --json`` once and return exercise, verdict and diagnosis ids per file, and the
+    run's time (counted as the first timed run only by the smoke runs: :data:`WARM_UP` off)."""
+    out: list[str] = []
+    try:
+        run = run_once([*cmd, "--json"], cwd=cwd, env=env, ok=(0, 1), stdout=out)
+    except RuntimeError as e:
+        raise RuntimeError(f"attnprep check failed to run: {e}") from None
+    doc = json.loads(out[0])
+    graded = [{"exercise": r["exercise"], "verdict": r["verdict"], "diagnoses": [d["id"] for d in r.get("diagnoses", [])]}
+              for r in doc["results"]]
+    return graded, run
 
 
 def _check_row(ws: Workspace, name: str, what: str, files: dict[str, Path], args: list[str], expect_pass: bool,
                target: float | None, repeat: int) -> dict:
     folder = ws.folder(name, files)
     cmd = [*attnprep_command(), "check", *args]
-    graded = _verdicts(cmd, folder, ws.env)  # also the untimed warm-up
+    graded, first = _verdicts(cmd, folder, ws.env)  # also the untimed warm-up
     if len(graded) != len(files) or any((g["verdict"] == "passed") != expect_pass for g in graded):
         raise RuntimeError(f"{name}: unexpected verdicts {graded}")
     code = 0 if expect_pass else 1
+    if first.code != code:
+        raise RuntimeError(f"{name}: `{' '.join(cmd)} --json` exited with {first.code}, expected {code}")
+    subject = lambda: run_once(cmd, cwd=folder, env=ws.env, ok=(code,))  # noqa: E731
     if WARM_UP:
         run_once(TORCH)  # warm-up of the baseline
-    base, subj = interleaved(torch_baseline(),
-                             lambda: run_once(cmd, cwd=folder, env=ws.env, ok=(code,)), repeat)
+    else:  # the smoke runs: the `--json` run (its verdicts checked above) is the first timed run, not run again
+        runs = iter([first])
+        subject = lambda: next(runs, None) or run_once(cmd, cwd=folder, env=ws.env, ok=(code,))  # noqa: E731
+    base, subj = interleaved(torch_baseline(), subject, repeat)
     return timing_row(name, what, "python -c 'import torch'", base, subj, target,
                       command=" ".join(["attnprep", "check", *args]), graded=graded)
 

@@ -88,13 +88,20 @@ def measure_drill(ws: Workspace, repeat: int) -> dict:
 
 
 def measure_compare(ws: Workspace, repeat: int) -> dict:
-    """`attnprep compare --preset deepseek-v3 --json` vs bare `import torch`, by bench_compare.py."""
-    proc = subprocess.run([sys.executable, str(HERE / "bench_compare.py"), "-n", str(repeat), "--preset", COMPARE_PRESET, "--json",
-                           *([] if bench_check.WARM_UP else ["--no-warm-up"])],
-                          capture_output=True, text=True, timeout=3600)
-    if proc.returncode not in (0, 1):  # 1: over its budget, still a measurement
-        raise RuntimeError(f"bench_compare.py failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    report = json.loads(proc.stdout)
+    """`attnprep compare --preset deepseek-v3 --json` vs bare `import torch`, by bench_compare.py
+    (its ``measure`` in this process with --one-baseline: the shared bare `import torch` runs)."""
+    if bench_check.SHARED_TORCH is not None:
+        import bench_compare
+
+        shared = bench_check.torch_baseline()
+        report = bench_compare.measure(repeat, COMPARE_PRESET, bench_check.WARM_UP, baseline=lambda: shared().seconds)
+    else:
+        proc = subprocess.run([sys.executable, str(HERE / "bench_compare.py"), "-n", str(repeat), "--preset", COMPARE_PRESET,
+                               "--json", *([] if bench_check.WARM_UP else ["--no-warm-up"])],
+                              capture_output=True, text=True, timeout=3600)
+        if proc.returncode not in (0, 1):  # 1: over its budget, still a measurement
+            raise RuntimeError(f"bench_compare.py failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        report = json.loads(proc.stdout)
     return {
         "name": "compare",
         "what": f"`attnprep compare --preset {COMPARE_PRESET} --json`",
@@ -201,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON document with every row")
     parser.add_argument("--only", action="append", metavar="NAME", help=f"run only these rows (repeatable or comma-separated): {', '.join(MEASURES)}")
     parser.add_argument("--no-warm-up", action="store_true",
-                        help="skip the untimed first run of each command (the tests' smoke runs: figures less fair)")
+                        help="skip the untimed first run of each command, and time a check row's `--json` verdict run as its "
+                             "first run (the tests' smoke runs: figures less fair)")
     parser.add_argument("--one-baseline", action="store_true",
                         help="measure bare `import torch` once for every row that compares with it (the tests' smoke runs: "
                              "figures less fair)")

@@ -176,11 +176,19 @@ def _forget_references(names: list[str] | None = None) -> None:
 
 
 def load(path: Path) -> dict:
+    """The attempt's namespace, imported. A default dtype its file sets for itself
+    (``torch.set_default_dtype(torch.float64)`` at the top, a gradient-checking habit) is put back:
+    the grader's inputs and weights are float32 whatever the attempt's file prefers, and its module
+    is built and run as a float32 program would build and run it."""
     sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(ATTEMPT_MODULE, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[ATTEMPT_MODULE] = module
-    spec.loader.exec_module(module)
+    default = torch.get_default_dtype()
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        torch.set_default_dtype(default)
     loaded(vars(module))
     return vars(module)
 

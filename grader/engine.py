@@ -551,6 +551,18 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         setting, reason = repair.enum_order(found, t, path, kind, ci, ni, timeout, protect, source), "enum_order"
     if setting is None:  # two stages of one value written in the other order
         setting, reason = repair.stage_order(found, t, path, kind, ci, ni, timeout, protect, source), "stage_order"
+    if setting is None:  # two neighbouring entries of a list a loop runs through, in the other order
+        setting, reason = repair.entry_order(found, t, path, kind, ci, ni, timeout, protect, source), "entry_order"
+    if setting is None:  # a key of a table of the file written where another of its keys belongs
+        chosen = repair.key_chosen(found, t, path, kind, ci, ni, timeout, protect, source)
+        if chosen is not None:
+            line, table, key = chosen
+            return replace(found, line=line, code=_line_code(path, line), name=table, named=repr(key), reason="key_chosen")
+    if setting is None:  # a helper's one call handing it a literal: left to its default, or a flag turned
+        given = repair.call_argument(found, t, path, kind, ci, ni, timeout, protect, source)
+        if given is not None:
+            line, name, reason, function = given
+            return replace(found, line=line, code=_line_code(path, line), name=name, reason=reason, ref_name=function)
     if setting is None:  # a default the grader leaves alone, other than the reference's
         setting, reason = repair.default_differs(found, t, path, kind, ci, ni, timeout, protect, source, ref_source), "default_differs"
     if setting is None:

@@ -39,7 +39,7 @@ import torch
 
 from attnprep.grader.found import Found, tensor_of
 from attnprep.grader.defined import _File
-from attnprep.grader.parsing import defaults, kept_for, parsed, walk
+from attnprep.grader.parsing import defaults, kept_for, last_name, parsed, walk
 
 
 def _ours_none(repair):
@@ -87,9 +87,11 @@ def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> l
         return []
     files = kept_for(_SETTINGS, tree, _Settings, defined.FILES_KEPT)
     stmt, func, cls = files.statement_at(line)
-    if stmt is None or func is None or cls is None:
+    if stmt is None or func is None:
         return []
     tests = [n.test for n in ast.walk(stmt) if isinstance(n, ast.IfExp)]
+    if isinstance(stmt, ast.If) and stmt.test.lineno == line:  # said at the condition itself
+        tests.insert(0, stmt.test)
     node = stmt
     while node in files.parent and files.parent[node] is not func:
         node = files.parent[node]
@@ -99,7 +101,14 @@ def candidates(source: str, line: int, given: frozenset[str] = frozenset()) -> l
             break
     found = []
     for test in tests[:MAX_TESTS]:
-        if test.lineno != test.end_lineno or not _settled(test, func):
+        if test.lineno != test.end_lineno:
+            continue
+        constant = _constant_parameter(tree, func, test, given)
+        if constant is not None:  # `kind == MaskKind.WINDOW` of `kind=DEFAULT_KIND`, never passed
+            if abs(constant[0] - line) > 1:
+                found.append((test, *constant))
+            continue
+        if cls is None or not _settled(test, func):
             continue
         settings = [n for n in ast.walk(test) if isinstance(n, ast.Attribute) and _self_chain(n, func)
                     and not isinstance(files.parent.get(n), ast.Attribute)]
@@ -123,8 +132,48 @@ class _Settings(_File):
             return value.lineno, True
         return super()._value(value, func, cls, hops)
 
+    def _attribute(self, cls, call, name, hops, called: bool = False):
+        # a class attribute holding a literal that is no number (`kv_expand = "repeat"`): its line
+        found = super()._attribute(cls, call, name, hops, called)
+        if isinstance(found, tuple) and len(found) == 3 and found[0] == "value" and not called \
+                and isinstance(found[1], ast.Constant):
+            return self._value(found[1], None, cls, hops)
+        return found
+
 
 _SETTINGS: dict = {}  # id of a shared tree -> (it, its _Settings), as defined's
+
+
+def _constant_parameter(tree: ast.Module, func, test: ast.expr, given: frozenset[str]) -> tuple[int, str] | None:
+    """(the line, the name) of the module-level constant that ``test`` reads through the one parameter of
+    ``func`` it reads, when that parameter defaults to the constant's name (``kind=DEFAULT_KIND``), no
+    call of the file passes it and the grader does not, and the test reads nothing else but module
+    names and literals (no call, no tensor arithmetic)."""
+    params = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
+    names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    read = [a.arg for a in params if a.arg in names]
+    if len(read) != 1 or read[0] in given or any(not isinstance(n, _OPS) for n in ast.walk(test)):
+        return None
+    name = read[0]
+    default = next((d for a, d in defaults(func) if a.arg == name), None)
+    if not isinstance(default, ast.Name):
+        return None
+    assigned = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == default.id]
+    module = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)} \
+        | {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    if len(assigned) != 1 or names - {name} - module:
+        return None
+    positional = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    for call in walk(tree):
+        if not isinstance(call, ast.Call) or last_name(call.func) != func.name:
+            continue
+        if any(k.arg in (name, None) for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        bound = 1 if isinstance(call.func, ast.Attribute) and positional[:1] in (["self"], ["cls"]) else 0
+        if name in positional and len(call.args) > positional.index(name) - bound:
+            return None
+    return assigned[0].lineno, default.id
 
 
 def _self_chain(node: ast.Attribute, func) -> bool:
@@ -502,6 +551,205 @@ def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, time
     tol = kind.cases(ci)[ni].tolerance
     right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
     return (right[0][0], right[0][3]) if len(right) == 1 else None
+
+
+# what a finder says inside a helper whose one call hands it a literal: a value (or a Python number) made there
+ARGUMENT_REASONS = REASONS | frozenset({"made_python", "raised"})
+
+
+def argument_edits(source: str, line: int) -> list[tuple[int, str, str, str, str]]:
+    """(the call's line, the parameter, the copy of ``source``, the reason, the function) for each literal
+    argument of the one call of the file's function that holds ``line`` (in its body), written on one
+    line: a keyword given a literal for a parameter whose default is another (the copy leaves it out:
+    "default_overridden"), a bool literal, by keyword or position (the copy turns it: "given_flag"), and
+    a parameter left to its default while a parameter of the calling function is never read (the copy
+    passes it there: "unread_left")."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    helpers = [n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+               and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
+    if not helpers:
+        return []
+    helper = max(helpers, key=lambda n: n.lineno)  # the innermost
+    calls = [c for c in walk(tree) if isinstance(c, ast.Call) and (
+        (isinstance(c.func, ast.Name) and c.func.id == helper.name)
+        or (isinstance(c.func, ast.Attribute) and c.func.attr == helper.name and isinstance(c.func.value, ast.Name)
+            and c.func.value.id in ("self", "cls")))]
+    if len(calls) != 1:
+        return []
+    call = calls[0]
+    if call.lineno != call.end_lineno or helper.lineno <= call.lineno <= (helper.end_lineno or helper.lineno):
+        return []
+    given = {a.arg: d for a, d in defaults(helper)}
+    positional = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    if isinstance(call.func, ast.Attribute) and positional[:1] in (["self"], ["cls"]):
+        positional = positional[1:]
+    edits = []
+
+    def whole(new_call) -> str:
+        return _spliced(source, call.lineno, call.col_offset, call.end_col_offset, lambda was: ast.unparse(new_call))
+
+    def turned(node) -> str:
+        return _spliced(source, node.lineno, node.col_offset, node.end_col_offset, lambda was: str(not node.value))
+
+    for kw in call.keywords:
+        if kw.arg is None or not isinstance(kw.value, ast.Constant):
+            continue
+        if isinstance(kw.value.value, bool):
+            edits.append((call.lineno, kw.arg, turned(kw.value), "given_flag", helper.name))
+        elif kw.arg in given and ast.dump(given[kw.arg]) != ast.dump(kw.value):
+            left = ast.Call(func=call.func, args=call.args, keywords=[k for k in call.keywords if k is not kw])
+            edits.append((call.lineno, kw.arg, whole(left), "default_overridden", helper.name))
+    for name, arg in zip(positional, call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
+            edits.append((call.lineno, name, turned(arg), "given_flag", helper.name))
+    # a parameter left to its default while the calling function's own parameter is never read: passed
+    caller = max((n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                  and n.body[0].lineno <= call.lineno <= (n.end_lineno or n.lineno)), key=lambda n: n.lineno, default=None)
+    if caller is not None and not any(isinstance(a, ast.Starred) for a in call.args):
+        loaded = {n.id for n in ast.walk(caller) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        unread = [a.arg for a in (*caller.args.posonlyargs, *caller.args.args, *caller.args.kwonlyargs)
+                  if a.arg not in loaded and a.arg not in ("self", "cls")]
+        passed = set(positional[:len(call.args)]) | {k.arg for k in call.keywords}
+        for name in [p for p in given if p not in passed]:
+            for value in unread:
+                more = ast.Call(func=call.func, args=call.args,
+                                keywords=[*call.keywords, ast.keyword(arg=name, value=ast.Name(id=value, ctx=ast.Load()))])
+                edits.append((call.lineno, name, whole(more), "unread_left", helper.name))
+    return edits
+
+
+@_ours_none
+def call_argument(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                  source: str) -> tuple[int, str, str, str] | None:
+    """(line, parameter, reason, function) of the one literal argument of a helper's one call that, left
+    to the parameter's default or turned (a bool), makes the case's outputs right, when exactly one edit
+    of :func:`argument_edits` does; else None. Any exception of ours is None."""
+    if found is None or found.reason not in ARGUMENT_REASONS or not t.reference or not t.ref_made:
+        return None
+    edits = argument_edits(source, found.line)
+    if not edits:
+        return None
+    runs = _runs(path, [e[2] for e in edits], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [e for e, run in zip(edits, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][1], right[0][3], right[0][4]) if len(right) == 1 else None
+
+
+def key_swaps(source: str) -> list[tuple[int, str, str, str]]:
+    """(line, the table's name, the copy of ``source``, the key put there) for each string literal of the
+    file that is a key of a dict literal the file reads by a variable key (``ACTIVATIONS[name]``,
+    ``states[name]``), written apart from the dict and not itself a subscript (a default, an entry
+    of a tuple of names, an argument), replaced by each other key of that dict."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    tables = {}  # name -> its string keys, for dicts assigned to one name and read by a variable key
+    looked_up = {n.value.id for n in walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+                 and isinstance(n.slice, ast.Name)}
+    own = set()  # the dicts' own key nodes
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Dict) and node.targets[0].id in looked_up:
+            keys = [k for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            if len(keys) >= 2 and len(keys) == len(node.value.keys):
+                tables[node.targets[0].id] = [k.value for k in keys]
+                own.update(id(k) for k in keys)
+    if not tables:
+        return []
+    subscripted = {id(n.slice) for n in walk(tree) if isinstance(n, ast.Subscript)}
+    swaps = []
+    for node in walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in own \
+                or id(node) in subscripted or node.lineno != node.end_lineno:
+            continue
+        for name, keys in tables.items():
+            if node.value not in keys:
+                continue
+            for other in keys:
+                if other != node.value:
+                    swaps.append((node.lineno, name, _spliced(source, node.lineno, node.col_offset, node.end_col_offset,
+                                                              lambda was, o=other: repr(o)), other))
+    return swaps
+
+
+@_ours_none
+def key_chosen(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+               source: str) -> tuple[int, str, str] | None:
+    """(line, table, key) of the one key literal of :func:`key_swaps` whose replacement by another key of its
+    table makes the case's outputs right, when exactly one replacement does; else None. Any exception of
+    ours is None."""
+    if found is None or found.reason not in TWIN_REASONS | {"table_entry", "table_key"} or not t.reference \
+            or not t.ref_made:
+        return None
+    swaps = [s for s in key_swaps(source) if s[0] != found.line]
+    if not swaps or len(swaps) > MAX_KEY_SWAPS:
+        return None
+    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][1], right[0][3]) if len(right) == 1 else None
+
+
+MAX_KEY_SWAPS = 12  # copies traced in one child at most
+
+
+def entry_swaps(source: str) -> list[tuple[int, str, str]]:
+    """(line, the list's name, the copy of ``source``) for each two neighbouring entries of a list or tuple
+    literal, assigned to one name and written on one line, that a ``for`` loop of the file runs through
+    (``FILTERS = [("top_p", top_p), ("top_k", top_k)]`` … ``for name, f in FILTERS:``), the two swapped."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    looped = {last_name(n.iter) for n in walk(tree) if isinstance(n, ast.For)} - {None}
+    swaps = []
+    for node in walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and last_name(node.targets[0]) in looped
+                and isinstance(node.value, (ast.List, ast.Tuple)) and len(node.value.elts) >= 2
+                and node.value.lineno == node.value.end_lineno):
+            continue
+        items = node.value.elts
+        if any(isinstance(e, ast.Starred) for e in items):
+            continue
+        for a, b in zip(items, items[1:]):
+            text = ast.get_source_segment(source, a), ast.get_source_segment(source, b)
+            if None in text:
+                continue
+            copy = _spliced(source, a.lineno, a.col_offset, b.end_col_offset, lambda was, text=text: _swapped_ends(
+                was.decode("utf-8"), *text))
+            if copy != source:
+                swaps.append((node.lineno, last_name(node.targets[0]), copy))
+    return swaps
+
+
+def _swapped_ends(span: str, first: str, last: str) -> str:
+    """``span`` (``first``, what lies between, ``last``) with its two ends swapped; as it was if it does not
+    read so."""
+    if not (span.startswith(first) and span.endswith(last)) or len(first) + len(last) > len(span):
+        return span
+    return last + span[len(first):len(span) - len(last)] + first
+
+
+@_ours_none
+def entry_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                source: str) -> tuple[int, str] | None:
+    """(line, name) of the list whose two neighbouring entries, swapped, make the case's outputs right, when
+    exactly one swap of :func:`entry_swaps` does; else None. Any exception of ours is None."""
+    if found is None or found.reason not in TWIN_REASONS or not t.reference or not t.ref_made:
+        return None
+    swaps = [s for s in entry_swaps(source) if s[0] != found.line]
+    if not swaps or len(swaps) > MAX_KEY_SWAPS:
+        return None
+    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    return (right[0][0], right[0][1]) if len(right) == 1 else None
 
 
 # -- a default that differs from the reference's -------------------------------------------------------

@@ -276,6 +276,14 @@ def _parameters(fn) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *a.kwonlyargs]
 
 
+def _stores_other_literal(node, value) -> bool:
+    """Whether assignment ``node`` stores a plain number other than ``value``."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+        return False
+    number = Source.literal(node.value)
+    return number is not None and number != value
+
+
 def _default(fn, name: str):
     """The default expression of parameter ``name`` of ``fn``, or None."""
     return next((d for a, d in defaults(fn) if a.arg == name), None)
@@ -510,6 +518,9 @@ class Tracer(TorchFunctionMode):
                         sets.append((method, node))
         if not sets:
             return None
+        # a line that stores another literal (`self.scaling = 0.0` declared, then computed in a
+        # method) is not where the value came from
+        sets = [s for s in sets if not _stores_other_literal(s[1], value)] or sets
         method, node = max(sets, key=lambda s: (s[0].name == "__init__", s[1].lineno))
         rhs = getattr(node, "value", None)
         if isinstance(node, ast.Assign) and isinstance(rhs, ast.Name) and rhs.id in {a.arg for a in _parameters(method)}:

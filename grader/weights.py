@@ -206,13 +206,39 @@ def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
         return None
     owner, _, leaf = layer_name.rpartition(".")
     own = dict(subs[owner].named_parameters(recurse=False))
-    stem = _STEM.sub("", leaf)
     partners = _pairable(own)[1]  # the vectors a bare matrix's name already pairs
-    for name in dict.fromkeys((f"{leaf}_bias", f"{leaf}_b", f"{stem}_bias", f"{stem}_b")):
+    for name in _outside_names(leaf):
         p = own.get(name)
         if name != leaf and p is not None and p.dim() == 1 and p.shape[0] == weight.shape[0] and name not in partners:
             return f"{owner}.{name}".lstrip(".")
     return None
+
+
+def _outside_names(leaf: str) -> tuple[str, ...]:
+    """The names a bias kept beside the bias-free layer ``leaf`` goes by (:func:`outside_bias`)."""
+    stem = _STEM.sub("", leaf)
+    return tuple(dict.fromkeys((f"{leaf}_bias", f"{leaf}_b", f"{stem}_bias", f"{stem}_b")))
+
+
+def _head_biases(module: torch.nn.Module) -> list[tuple[str, str]]:
+    """The 2-d parameters that are a bias-free layer's bias per head, kept beside it by name as
+    ``(H, D)`` (``self.q_proj = nn.Linear(d, d, bias=False)`` with ``self.q_bias =
+    nn.Parameter(torch.zeros(H, D))``, added after the head split): as many numbers as the layer's
+    out-features; as ``(path, name)`` of the module holding them. :func:`_flatten_matrices` makes
+    each the vector :func:`outside_bias` pairs."""
+    found = []
+    for path, sub in module.named_modules():
+        own = sub._parameters
+        for leaf, layer in sub.named_children():
+            weight = getattr(layer, "weight", None)
+            if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or isinstance(getattr(layer, "bias", None), torch.Tensor):
+                continue
+            for name in _outside_names(leaf):
+                p = own.get(name)
+                if name != leaf and isinstance(p, torch.nn.Parameter) and p.dim() == 2 and p.numel() == weight.shape[0]:
+                    found.append((path, name))
+                    break
+    return found
 
 
 def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
@@ -239,7 +265,7 @@ def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     return f"{parent}.{partner}.{leaf}".lstrip(".")
 
 
-def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
+def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset()) -> None:
     """Make each weight that ``module`` computes from several stored tensors a plain parameter
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
@@ -252,7 +278,8 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
     One that reads other parameters as well (minLoRA's update on ``base.weight``, ``+ B·A``) stays:
     the grader's weight is its original, the parametrization on top (:func:`originals`).
     ``shapes``: the contract's weight shapes ``(out, in)``, which say how a matrix kept in three dims
-    reads (:func:`_matrix_shape`)."""
+    reads (:func:`_matrix_shape`); ``counts``: how many times a repeated role repeats (the number of
+    experts), which says when a stack of matrices is one matrix per index (:func:`_per_index`)."""
     from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
 
@@ -268,7 +295,17 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
                 original = getattr(stored, "original", None)
                 if not isinstance(original, torch.nn.Parameter) or not _reads_others(module, sub, name, original):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
-    _flatten_matrices(module, shapes)
+    _flatten_matrices(module, shapes, counts)
+
+
+def upcast(module: torch.nn.Module) -> None:
+    """Hold in float32 each parameter the attempt stores in a lower precision (``nn.Linear(...,
+    dtype=torch.bfloat16)``, an inference habit, its forward casting the weight to the input's dtype).
+    The grader grades in float32: the weights it loads there keep every digit the reference is given,
+    where a bfloat16 parameter would round them (every output off by that rounding)."""
+    for p in module.parameters():
+        if p.dtype in (torch.bfloat16, torch.float16):
+            p.data = p.data.float()
 
 
 def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, original: torch.nn.Parameter) -> bool:
@@ -304,7 +341,7 @@ def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, orig
 
 
 def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
-                  ) -> tuple[tuple[int, int], tuple[int, ...] | None] | None:
+                  ) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
     """The matrix a parameter of more than two dims is, and the permutation of its dims read before
     flattening (None: none). A kernel-1 convolution's ``(out, in, 1)`` weight is ``(out, in)``. A
     3-d parameter is read as the matrix of a contract weight's shape (``shapes``, ``(out, in)``, in
@@ -312,7 +349,13 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
     is ``(d_model, H·D)``, an ``(in, out)`` matrix; Gemma's JAX ``(H, d_model, D)`` is ``(H·D, d_model)``
     with its last two dims swapped; an ``(H, D, d_model)`` output kernel is ``(H·D, d_model)``.
     Otherwise a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)`` rows of a
-    fused layer. None for anything else (a ParameterList entry, four or more dims)."""
+    fused layer. A vector kept broadcast-ready (a norm's gain as ``(1, 1, dim)``, or ``(1, dim)`` where
+    that is no contract matrix) is the ``(dim,)`` vector. None for anything else (a ParameterList
+    entry, four or more dims)."""
+    vector = tuple(n for n in p.shape if n != 1)
+    if len(vector) == 1 and (p.dim() >= 3 or (p.dim() == 2 and tuple(p.shape) not in shapes
+                                               and tuple(p.shape)[::-1] not in shapes)):
+        return vector, None
     if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
         return (p.shape[0], p.shape[1]), None
     if p.dim() != 3 or name.isdigit():
@@ -325,7 +368,19 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
     return readings[0]
 
 
-def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) -> None:
+def _per_index(p: torch.Tensor, path: str, shapes: frozenset, counts: frozenset) -> bool:
+    """Is the 3-d parameter ``p`` one matrix per index of a repeated role, stacked on its first dim
+    (Hugging Face transformers v5's experts: ``gate_up_proj = (E, 2 * d_ff, d_model)``, ``down_proj =
+    (E, d_model, d_ff)``, read as ``self.gate_up_proj[e]``)? Its first dim is a repeat count, and no
+    reading of it as one matrix gives a contract shape (a Flax kernel's does). A stack in a module
+    that is already one of an index (``path`` ``experts.0``: its gate and up as ``w13``) is not."""
+    if p.dim() != 3 or p.shape[0] not in counts or any(part.isdigit() for part in path.split(".")):
+        return False
+    read = _matrix_shape("", p, shapes)
+    return read is None or (read[0] not in shapes and read[0][::-1] not in shapes)
+
+
+def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset()) -> None:
     """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
     as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name, a
     Flax kernel ``(d_model, H, D)`` and its ``(H, D)`` bias) as the 2-d parameter it is, so that it
@@ -333,10 +388,21 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) 
     its own shape: a view of the 2-d parameter (its dims permuted back where the reading permuted them)
     made by a forward pre-hook of the module and dropped when the call ends (a view kept on the module
     would go stale on ``module.to(dtype)`` and cannot be deep-copied)."""
-    flattened = []
-    for path, sub in module.named_modules():
+    flattened, stacks = [], []
+    for path, sub in list(module.named_modules()):
         own = dict(sub._parameters.items())
         for name, p in own.items():
+            if sub._parameters.get(name) is not p:
+                continue  # registered again already: a kernel's bias, read with its kernel below
+            if isinstance(p, torch.nn.Parameter) and _per_index(p, path, shapes, counts) \
+                    and not parametrize.is_parametrized(sub, name) and name not in sub._modules:
+                # one matrix per index: a ParameterList under the same name, so that its entries map
+                # index by index (experts.gate_up_proj.0 ...); read as their stack while the module runs
+                del sub._parameters[name]
+                sub._modules[name] = torch.nn.ParameterList(
+                    [torch.nn.Parameter(m.detach().clone(), requires_grad=p.requires_grad) for m in p.unbind(0)])
+                stacks.append((path, name))
+                continue
             read = _matrix_shape(name, p, shapes) if isinstance(p, torch.nn.Parameter) else None
             if read is None or parametrize.is_parametrized(sub, name):
                 continue
@@ -354,10 +420,15 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) 
                 vectors = {n: q for n, q in own.items() if q is not None and q.dim() == 1}
                 vectors.update({n: q.flatten() for n, q in own.items() if q is not None and tuple(q.shape) in sides})
                 b = _named_partner(name, {**vectors, name: p})
-                if b is not None and own[b].dim() == 2:
+                if b is not None and own[b].dim() == 2 and sub._parameters[b] is own[b]:
                     flattened.append((path, b, _flat_param(sub, b, (own[b].numel(),)), None))
             flattened.append((path, name, _flat_param(sub, name, flat, perm), perm))
-    if not flattened or isinstance(module, torch.jit.ScriptModule):
+    if isinstance(module, torch.jit.ScriptModule):
+        return
+    for path, name in _head_biases(module):
+        sub = module.get_submodule(path)
+        flattened.append((path, name, _flat_param(sub, name, (sub._parameters[name].numel(),)), None))
+    if not flattened and not stacks:
         return
 
     # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)
@@ -366,9 +437,12 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset()) 
             sub = mod.get_submodule(path)
             view = sub._parameters[name].view(shape)
             sub.__dict__[name] = view if perm is None else view.permute(perm)  # each perm is its own inverse
+        for path, name in stacks:
+            sub = mod.get_submodule(path)
+            sub.__dict__[name] = torch.stack(list(sub._modules[name]))
 
     def drop(mod, args, out):
-        for path, name, _, _ in flattened:
+        for path, name in [(p, n) for p, n, _, _ in flattened] + stacks:
             mod.get_submodule(path).__dict__.pop(name, None)
 
     module.register_forward_pre_hook(views)

@@ -141,16 +141,18 @@ def once(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def graded(once):
-    """``graded(path, exercise=None, seed=0)``: ``grade(path, exercise, seed=seed)`` with the
-    default device and the suite's GRADE_TIMEOUT, computed once per test run for the same file,
-    exercise and seed (the corpus files are graded by several test modules; see ``once``). The
+    """``graded(path, exercise=None, seed=0, divergence=True)``: ``grade(path, exercise, seed=seed,
+    divergence=divergence)`` with the default device and the suite's GRADE_TIMEOUT, computed once per
+    test run for the same file, exercise, seed and ``divergence`` (the corpus files are graded by
+    several test modules; see ``once``). ``divergence=False`` (no line looked for, no trace child:
+    the verdict, the checks and the mistakes named are the same) for a test that reads no line. The
     result is shared: read it, do not change it. A test that watches the grading itself
     (monkeypatches the engine, times it, passes another timeout) calls ``grade`` directly. A file
     named without its exercise is the grade of the exercise ``grade`` finds for it: ``graded(p)``
     and ``graded(p, "mha")`` of an mha attempt are one grade."""
     from attnprep.grader import grade
 
-    def graded_once(path: str | Path, exercise: str | None = None, *, seed: int = 0):
+    def graded_once(path: str | Path, exercise: str | None = None, *, seed: int = 0, divergence: bool = True):
         if exercise is not None and not isinstance(exercise, str):
             raise TypeError("graded() takes an exercise id; grade an Exercise object with grade()")
         if exercise is None:  # the id grade() finds (header, then file name): graded(p) is graded(p, that id)
@@ -158,7 +160,35 @@ def graded(once):
 
             source = Path(path).read_bytes()[:2000].decode("utf-8", errors="replace")
             exercise = engine.exercise_of(Path(path), source, None).id
-        key = grade_key(path, exercise, seed)
-        return once(repr(key), lambda: grade(path, exercise, seed=seed, timeout=GRADE_TIMEOUT))
+        key = grade_key(path, exercise, seed) + (() if divergence else ("no divergence",))
+        return once(repr(key), lambda: grade(path, exercise, seed=seed, timeout=GRADE_TIMEOUT, divergence=divergence))
 
     return graded_once
+
+
+@pytest.fixture
+def run_pytest_here(pytester, monkeypatch):
+    """``run_pytest_here(folder, home, *args, env=None)``: pytest run as tests/test_pytest_plugin.py's
+    ``pytest_in`` runs it, in this process (pytest's own ``runpytest_inprocess``: a fresh session, the
+    plugin loaded from its entry point, the grading children forked from here), without a new
+    interpreter importing pytest and torch again (about 2 s of CPU a run). For what does not depend
+    on the process; the tests of what pytest imports into its process, and one whole run, stay in a
+    subprocess. Used by tests/test_pytest_plugin.py and tests/test_safe_text.py."""
+    import subprocess
+    from types import SimpleNamespace
+
+    # pytester takes out of sys.modules what a run (and the test) imported, for inline runs of test
+    # files of one name; a run here imports attnprep's and rich's modules, which a later test of this
+    # worker would then import again as other objects (another Verdict, another rich Text): kept
+    kept = SimpleNamespace(restore=lambda: None)
+    monkeypatch.setattr(pytester, "_sys_modules_snapshot", kept)
+    monkeypatch.setattr(pytester, "_Pytester__take_sys_modules_snapshot", lambda: kept)
+
+    def run(folder: Path, home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(folder)
+        for name, value in {"ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", "CI": "true", **(env or {})}.items():
+            monkeypatch.setenv(name, value)
+        done = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+        return subprocess.CompletedProcess(args, int(done.ret), "\n".join(done.outlines) + "\n", "\n".join(done.errlines))
+
+    return run

@@ -190,7 +190,8 @@ def masked(q, k, v, attention_mask, mistake="", fill=float("-inf"), window=None,
 # --- FlashAttention by blocks, as grader/kinds/blocked_attention.py had it ------------------------
 
 
-def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = float("-inf"), every_block=None):
+def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = float("-inf"), every_block=None,
+            fill_read: list | None = None):
     """FlashAttention's forward by blocks of ``block`` queries and keys, with one mistake or two
     (``mistake`` a knob or a tuple of two: :func:`variants.slips`).
 
@@ -198,7 +199,9 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
     a query block's last row; the others visit every key block and rely on the mask, which only
     differs when the mask itself is wrong. ``every_block`` (not the grader's: the equivalence test's)
     overrides that rule: True visits every key block, False skips those after the diagonal, whatever
-    the knobs' names say."""
+    the knobs' names say. ``fill_read`` (a list, the equivalence test's): True appended each time a
+    tile is filled, the one place ``fill`` is read (no tile filled: the result is the same for every
+    fill, and the test computes it once for both)."""
     B, H, L, D = q.shape
     S = k.shape[-2]
     mistake = slips(mistake)
@@ -276,6 +279,8 @@ def blocked(q, k, v, is_causal: bool, block: int, mistake="", fill: float = floa
                 c = torch.arange(j, j + k_blk.shape[-2])[None, :]
                 blocked_out = (c - j) > (r - i) if local else ~allowed(c, r)
                 s = s.masked_fill(blocked_out, fill_value)
+                if fill_read is not None:
+                    fill_read.append(True)
             if own_max:
                 m_new = s.amax(dim=-1, keepdim=True)  # this block's max only
             else:

@@ -72,10 +72,11 @@ def test_unknown_row_is_a_usage_error():
 # list and list-practised run in test_only_runs_the_rows_asked_in_the_order_asked, which holds each
 # of its rows to assert_row. The rows whose baseline is bare `import torch` run in one run.py with
 # --one-baseline (that baseline measured once for all of them, not once per row: about 1.9 s of CPU
-# a row), shared by their tests through ``once``; the others run a row per test.
+# a row; compare's too, in run.py's process), and the drill row with them (a run.py less), shared by
+# their tests through ``once``.
 TOGETHER = ["list-practised", "list"]
 ONCE = [row for row in ROWS if row not in TOGETHER] + ["check-gqa", "fail-flash"]
-ONE_BASELINE = ["check", "check-fail", "check-all", "memory", "teardown", "check-gqa", "fail-flash"]
+ONE_BASELINE = ["check", "check-fail", "check-all", "memory", "teardown", "check-gqa", "fail-flash", "compare", "drill"]
 
 
 def _row_run(name: str, once) -> tuple[int, str, dict]:

@@ -147,28 +147,54 @@ def _one_knob_wins(kind, pair, cases) -> bool:
                for k in pair)
 
 
-def _pair_problems(kind, pairs) -> tuple[list, int, int]:
-    """(the pairs whose edits disagree with the functional pair, how many composed, how many clashed):
-    a pair whose edits clash, or compose into what the functional form could not say, is fine when its
-    functional form computed what one of its knobs alone computes (the judge tries that knob first)."""
-    cases = kind.cases(0)
+def _pair_outcome(kind, pair, cases) -> tuple[bool, str | None]:
+    """(whether the pair's edits clash, what is wrong with it or None): a pair whose edits clash, or
+    compose into what the functional form could not say, is fine when its functional form computed
+    what one of its knobs alone computes (the judge tries that knob first)."""
+    try:
+        kind.edited.source(pair)
+    except EditError:
+        return True, None if _one_knob_wins(kind, pair, cases) else "clash"
+    if _differences(kind, pair, float("-inf"), configs=[0]) and not _one_knob_wins(kind, pair, cases):
+        return False, "differs"
+    return False, None
+
+
+def _sampled_pairs(kind) -> list[tuple[str, str]]:
+    """The pairs test_the_pairs_the_judge_tries_are_both_edits reads: its own mistakes' pairs first,
+    then every fifth, each in both orders."""
+    pairs = judged_pairs(kind)
+    sample = pairs[:40] + pairs[40::5]
+    return [p for a, b in sample for p in ((a, b), (b, a))]
+
+
+def _outcomes(exercise_id: str, kinds, once) -> dict[tuple[str, str], tuple[bool, str | None]]:
+    """:func:`_pair_outcome` of every pair the two pair tests read (the sample in both orders, and
+    kv_cache's every judged pair: half of kv_cache's sample is among them), worked out once per test
+    run (``once``, tests/conftest.py) for both tests, whichever worker asks first."""
+    def work():
+        kind = kinds(exercise_id)
+        wanted = _sampled_pairs(kind) + (judged_pairs(kind) if exercise_id == "kv_cache" else [])
+        cases = kind.cases(0)
+        return {pair: _pair_outcome(kind, pair, cases) for pair in dict.fromkeys(wanted)}
+
+    return once(f"cached edits: pair outcomes of {exercise_id}", work)
+
+
+def _pair_problems(outcomes: dict, pairs) -> tuple[list, int, int]:
+    """(the pairs whose edits disagree with the functional pair, how many composed, how many clashed)."""
     wrong, composed, clashed = [], 0, 0
     for pair in pairs:
-        try:
-            kind.edited.source(pair)
-        except EditError:
-            clashed += 1
-            if not _one_knob_wins(kind, pair, cases):
-                wrong.append(("clash", pair))
-            continue
-        composed += 1
-        if _differences(kind, pair, float("-inf"), configs=[0]) and not _one_knob_wins(kind, pair, cases):
-            wrong.append(("differs", pair))
+        clash, problem = outcomes[pair]
+        clashed += clash
+        composed += not clash
+        if problem is not None:
+            wrong.append((problem, pair))
     return wrong, composed, clashed
 
 
 @pytest.mark.parametrize("exercise_id", EDITED)
-def test_the_pairs_the_judge_tries_are_both_edits(exercise_id, kinds):
+def test_the_pairs_the_judge_tries_are_both_edits(exercise_id, kinds, once):
     """A sample of the pairs the judge tries (its own mistakes' pairs first, then every fifth; both
     orders), on the first config: each computes the functional pair; or the functional pair computed
     what one of its knobs alone computes (two slips of one line: one of them won), and its edits clash
@@ -176,8 +202,7 @@ def test_the_pairs_the_judge_tries_are_both_edits(exercise_id, kinds):
     kind = kinds(exercise_id)
     pairs = judged_pairs(kind)
     assert len(pairs) == min(kind.pair_limit, len(pairs))
-    sample = pairs[:40] + pairs[40::5]
-    wrong, composed, clashed = _pair_problems(kind, [p for a, b in sample for p in ((a, b), (b, a))])
+    wrong, composed, clashed = _pair_problems(_outcomes(exercise_id, kinds, once), _sampled_pairs(kind))
     assert wrong == []
     assert composed > 3 * clashed
 
@@ -191,8 +216,8 @@ def test_two_scale_mistakes_clash_and_name_nothing(exercise_id, kinds):
 
 
 @pytest.mark.skipif("kv_cache" not in EDITED, reason="kv_cache's mistakes are not edits yet")
-def test_every_pair_of_kv_caches_knobs_is_the_functional_pair_or_one_knob(kinds):
+def test_every_pair_of_kv_caches_knobs_is_the_functional_pair_or_one_knob(kinds, once):
     """kv_cache tries every pair (pair_limit covers them): all of them, in the judge's order."""
     kind = kinds("kv_cache")
-    wrong, _, _ = _pair_problems(kind, judged_pairs(kind))
+    wrong, _, _ = _pair_problems(_outcomes("kv_cache", kinds, once), judged_pairs(kind))
     assert wrong == []

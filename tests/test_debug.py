@@ -42,12 +42,14 @@ def test_every_exercise_has_plants_that_fit_its_reference(exercise_id):
 @pytest.mark.slow
 @pytest.mark.parametrize("exercise_id", EXERCISES)
 def test_a_planted_file_is_failed_with_each_planted_mistake_named_and_passes_once_undone(exercise_id, tmp_path, graded):
+    """Graded without the divergence (``divergence=False``: no line looked for, no trace child; the
+    verdict and the mistakes named are the same): the test reads no line."""
     ex = exercises.get(exercise_id)
     round_ = debugging.plant(ex, seed=11)
     assert len(round_.planted) == debugging.default_bugs(ex) or not debugging.load_plants(ex)[1]
     path = tmp_path / f"{exercise_id}-debug.py"
     path.write_text(round_.source, encoding="utf-8")
-    result = graded(path, exercise_id)
+    result = graded(path, exercise_id, divergence=False)
     assert not result.passed
     assert sorted(d.id for d in result.diagnoses) == sorted(p.mistake for p in round_.planted), result.diagnoses
     lines = round_.source.split("\n")
@@ -55,7 +57,7 @@ def test_a_planted_file_is_failed_with_each_planted_mistake_named_and_passes_onc
         assert [lines[n - 1].strip() for n in p.lines] == p.code.split("\n")  # the reveal's lines are the file's
     fixed = tmp_path / f"{exercise_id}-fixed.py"
     fixed.write_text(debugging.undo(round_.source, round_.planted), encoding="utf-8")
-    assert graded(fixed, exercise_id).passed
+    assert graded(fixed, exercise_id, divergence=False).passed
 
 
 def test_the_file_is_not_the_solutions_text_and_seeds_differ():

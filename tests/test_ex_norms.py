@@ -216,6 +216,35 @@ def test_parameters_with_other_names_are_mapped_and_said_so(graded):
     assert {n.kind for n in result.mapping_notes} == {"by_shape"}
 
 
+def test_gains_kept_broadcast_ready_are_the_contracts_vectors(tmp_path):
+    """A gain kept as ``nn.Parameter(torch.ones(1, 1, dim))`` is the ``(dim,)`` weight (okfit18: a
+    correct pair so written was a contract failure): mapped, loaded in its own shape, its gradient
+    graded as the vector's; one with two dims beyond 1 is no gain."""
+    attempt = tmp_path / "norms.py"
+    attempt.write_text(
+        "# attnprep: norms\nimport torch\nimport torch.nn as nn\n\n"
+        "class RMSNorm(nn.Module):\n"
+        "    def __init__(self, dim, eps=1e-6):\n        super().__init__()\n        self.eps = eps\n"
+        "        self.weight = nn.Parameter(torch.ones(1, 1, dim))\n\n"
+        "    def forward(self, x):\n        h = x.float()\n"
+        "        y = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)\n"
+        "        return y * self.weight.view(*([1] * (x.dim() - 1)), -1)\n\n"
+        "class LayerNorm(nn.Module):\n"
+        "    def __init__(self, dim, eps=1e-5):\n        super().__init__()\n        self.eps = eps\n"
+        "        self.weight = nn.Parameter(torch.ones(dim))\n        self.bias = nn.Parameter(torch.zeros(1, dim))\n\n"
+        "    def forward(self, x):\n        h = x.float()\n        h = h - h.mean(-1, keepdim=True)\n"
+        "        y = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)\n"
+        "        return y * self.weight + self.bias.view(-1)\n",
+        encoding="utf-8",
+    )
+    result = grade(attempt)
+    assert result.passed, result
+    assert result.mapping == {}  # by their names
+    text = attempt.read_text(encoding="utf-8").replace("torch.ones(1, 1, dim)", "torch.ones(2, 1, dim)")
+    attempt.write_text(text.replace("self.weight.view(*([1] * (x.dim() - 1)), -1)", "self.weight[0, 0]"), encoding="utf-8")
+    assert grade(attempt).verdict is Verdict.CONTRACT
+
+
 def _corpus(name: str):
     from pathlib import Path
 

@@ -227,6 +227,19 @@ def test_seed_changes_weights_but_not_verdicts(tmp_path, graded):
     assert [d.id for d in a.diagnoses] == [d.id for d in b.diagnoses] == ["missing_scale"]
 
 
+def test_a_default_dtype_the_attempts_file_sets_is_put_back_after_its_import(tmp_path):
+    """``torch.set_default_dtype(torch.float64)`` at the top of a correct attempt (okfit18) made the
+    child's seeded weights and inputs float64 draws, other numbers than the reference's: 48 of 48
+    outputs wrong. The grader's tensors stay float32; a buggy twin still fails, named."""
+    source = (CORPUS / "mha" / "ok_set_default_dtype_float64_module.py").read_text(encoding="utf-8")
+    attempt = tmp_path / "mha.py"
+    attempt.write_text(source, encoding="utf-8")
+    assert grade(attempt, protect=()).passed
+    attempt.write_text(source.replace(" / math.sqrt(D)", ""), encoding="utf-8")
+    result = grade(attempt, protect=())
+    assert not result.passed and [d.id for d in result.diagnoses] == ["missing_scale"]
+
+
 @pytest.mark.parametrize(("attempt", "case", "leaking"), [
     ("ok_textbook", "padded+causal", False),
     ("causal_leaks_next", "padded+causal", True),

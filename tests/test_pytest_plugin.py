@@ -1,7 +1,7 @@
 """The pytest plugin (`pytest --attnprep`), installed through the `pytest11` entry point: run as a
 user would, pytest in a folder of attempts, in a subprocess (``pytest_in``), or, where the process
-does not matter, in this one (``pytest_here``: the same session, a new interpreter's import of
-pytest and torch saved)."""
+does not matter, in this one (``run_pytest_here``, tests/conftest.py: the same session, a new
+interpreter's import of pytest and torch saved)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -30,31 +29,6 @@ def pytest_in(folder: Path, home: Path, *args: str, env: dict | None = None) -> 
         # report must be said once whether or not the suite itself runs in a CI
         env={**os.environ, "ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", "CI": "true", **(env or {})},
     )
-
-
-@pytest.fixture
-def pytest_here(pytester, monkeypatch):
-    """``pytest_here(folder, home, *args, env=None)``: what :func:`pytest_in` runs, in this process
-    (pytest's own ``runpytest_inprocess``: a fresh session, the plugin loaded from its entry point,
-    the grading children forked from here), without a new interpreter importing pytest and torch
-    again (about 2 s of CPU a run). For what does not depend on the process; the tests of what
-    pytest imports into its process, and one whole run, stay in a subprocess."""
-
-    # pytester takes out of sys.modules what a run (and the test) imported, for inline runs of test
-    # files of one name; a run here imports attnprep's and rich's modules, which a later test of this
-    # worker would then import again as other objects (another Verdict, another rich Text): kept
-    kept = SimpleNamespace(restore=lambda: None)
-    monkeypatch.setattr(pytester, "_sys_modules_snapshot", kept)
-    monkeypatch.setattr(pytester, "_Pytester__take_sys_modules_snapshot", lambda: kept)
-
-    def run(folder: Path, home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-        monkeypatch.chdir(folder)
-        for name, value in {"ATTNPREP_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "120", "CI": "true", **(env or {})}.items():
-            monkeypatch.setenv(name, value)
-        done = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
-        return subprocess.CompletedProcess(args, int(done.ret), "\n".join(done.outlines) + "\n", "\n".join(done.errlines))
-
-    return run
 
 
 @pytest.fixture
@@ -100,16 +74,16 @@ def test_one_pass_one_failure_with_the_mistake_named(attempts, attnprep_home):
 
 
 @pytest.mark.slow
-def test_addopts_in_a_pytest_ini_turns_it_on(attempts, attnprep_home, pytest_here):
+def test_addopts_in_a_pytest_ini_turns_it_on(attempts, attnprep_home, run_pytest_here):
     (attempts / "pytest.ini").write_text("[pytest]\naddopts = --attnprep\n", encoding="utf-8")
-    proc = pytest_here(attempts, attnprep_home, "-q")
+    proc = run_pytest_here(attempts, attnprep_home, "-q")
     assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout
     failure = failure_of(proc)  # -q: the compact report
     assert "where it first goes wrong" in failure and "─ shapes" not in failure and not re.search(r"causality\s+✓", failure)
 
 
-def test_off_unless_asked(attempts, attnprep_home, pytest_here):
-    proc = pytest_here(attempts, attnprep_home, "-q")
+def test_off_unless_asked(attempts, attnprep_home, run_pytest_here):
+    proc = run_pytest_here(attempts, attnprep_home, "-q")
     assert proc.returncode == 5, proc.stdout  # no tests collected
     assert history.runs() == []
 
@@ -127,9 +101,9 @@ def test_attnprep_own_corpus_is_collected_only_when_asked(attnprep_home):
     assert collected == expected
 
 
-def test_an_unknown_exercise_fails_its_item_with_one_line(tmp_path, attnprep_home, pytest_here):
+def test_an_unknown_exercise_fails_its_item_with_one_line(tmp_path, attnprep_home, run_pytest_here):
     (tmp_path / "x.py").write_text("# attnprep: mhaa\n", encoding="utf-8")
-    proc = pytest_here(tmp_path, attnprep_home, "--attnprep", "-q")
+    proc = run_pytest_here(tmp_path, attnprep_home, "--attnprep", "-q")
     assert proc.returncode == 1 and "1 failed" in proc.stdout
     assert "x.py: unknown exercise 'mhaa'; did you mean 'mha'" in proc.stdout
     assert "Traceback" not in proc.stdout
@@ -224,11 +198,11 @@ def test_the_failure_text_follows_attnprep_lang(missing_scale, monkeypatch):
 
 
 @pytest.mark.slow
-def test_attnprep_lang_option_beats_the_environment(tmp_path, attnprep_home, pytest_here):
+def test_attnprep_lang_option_beats_the_environment(tmp_path, attnprep_home, run_pytest_here):
     (tmp_path / "mha_bad.py").write_text((CORPUS / "mha" / "missing_scale.py").read_text(encoding="utf-8"), encoding="utf-8")
     # one run without -q: the report, and pytest's own lines too (its titles, the collected count
     # and the closing counts, which -q leaves out)
-    proc = pytest_here(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", env={"ATTNPREP_LANG": "en"})
+    proc = run_pytest_here(tmp_path, attnprep_home, "--attnprep", "--attnprep-lang", "zh", env={"ATTNPREP_LANG": "en"})
     text = failure_of(proc)
     assert "忘了除以 √d" in text and "输出错误" in text
     assert "wrong output" not in text and "missing 1/sqrt(d) scale" not in text

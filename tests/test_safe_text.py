@@ -291,9 +291,12 @@ def test_check_shows_a_forging_attempt_made_visible_and_json_keeps_it(attempts, 
 
 
 @pytest.mark.slow
-def test_pytest_shows_a_forging_attempt_made_visible(attempts, attnprep_home):
-    """-v: the whole report (the compact one is a part of it), pytest's own lines naming each item."""
-    proc = run(["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--attnprep", "-v", "-rA"], attempts, attnprep_home)
+def test_pytest_shows_a_forging_attempt_made_visible(attempts, attnprep_home, run_pytest_here):
+    """-v: the whole report (the compact one is a part of it), pytest's own lines naming each item.
+    pytest in this process (``run_pytest_here``, tests/conftest.py): what it prints does not depend on
+    the process, and `check` above already runs in its own."""
+    proc = run_pytest_here(attempts, attnprep_home, "-p", "no:benchmark", "--attnprep", "-v", "-rA",
+                       env={"ATTNPREP_LANG": "en", "COLUMNS": "300"})
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "3 failed" in proc.stdout, out
     assert not raw_controls(out), [line for line in out.splitlines() if raw_controls(line)]

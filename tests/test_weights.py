@@ -3,6 +3,7 @@ role spread over per-head layers (grader/weights.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 import torch
@@ -308,6 +309,131 @@ def test_a_vector_beside_a_bias_free_layer_named_for_it_is_its_bias():
             "k_proj": {"weight": torch.ones(D, D), "bias": torch.full((D,), 3.0)}})
     assert torch.equal(module.q_bias, torch.full((D,), 2.0)) and torch.equal(module.k_proj_bias, torch.full((D,), 3.0))
     assert W.params_of(module, "v_proj")[1] is None
+
+
+def test_a_bias_per_head_beside_a_bias_free_layer_is_its_bias_flattened():
+    """``self.q_proj = nn.Linear(D, D, bias=False)`` with ``self.q_bias = nn.Parameter(torch.zeros(H,
+    D // H))`` added after the head split (okfit18: a correct MHA so written was graded with zero
+    biases and seeded strays, 48 of 48 outputs wrong). The (H, D // H) parameter is the layer's bias:
+    settled as one vector, loaded, read in its own shape while the module runs; a 2-d parameter of
+    another size beside a bias-free layer stays what it was."""
+    H = 2
+
+    class Heads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(D, D, bias=False)
+            self.q_bias = nn.Parameter(torch.zeros(H, D // H))
+            self.k_proj = nn.Linear(D, D, bias=False)
+            self.k_bias = nn.Parameter(torch.zeros(H, D))  # twice the out-features: no bias of k_proj
+
+        def forward(self, x):
+            return self.q_proj(x).view(*x.shape[:-1], H, D // H) + self.q_bias
+
+    module = Heads()
+    W.settle(module, frozenset({(D, D)}))
+    assert module.q_bias.shape == (D,) and module.k_bias.shape == (H, D)
+    layers = {(l.name, l.weight, l.bias) for l in _layers(module) if not l.transposed}
+    assert ("q_proj", (D, D), (D,)) in layers and ("k_proj", (D, D), None) in layers
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj"}, by_name=True),
+           {"q_proj": {"weight": torch.eye(D), "bias": torch.arange(D, dtype=torch.float32)}})
+    out = module(torch.zeros(1, D))
+    assert out.shape == (1, H, D // H) and torch.equal(out.flatten(), torch.arange(D, dtype=torch.float32))
+    assert "q_bias" not in module.__dict__  # the view is dropped after the call
+
+
+def test_a_stack_of_one_matrix_per_expert_maps_index_by_index():
+    """Hugging Face transformers v5 keeps a MoE's experts stacked: ``gate_up_proj = (E, 2F, D)``,
+    ``down_proj = (E, D, F)``, read as ``self.gate_up_proj[e]`` (okfit18: a correct MoE so written was
+    a contract failure, no layer of (F, D)). A 3-d parameter whose first dim is a repeat count and
+    that no reading makes a contract matrix is a ParameterList of its matrices under its own name,
+    read as their stack while the module runs; a Flax kernel whose reading is a contract matrix, or a
+    stack of another count, stays as it was."""
+    E, F_, Dm = 3, 6, 4
+
+    class Experts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate_up_proj = nn.Parameter(torch.zeros(E, 2 * F_, Dm))
+            self.down_proj = nn.Parameter(torch.zeros(E, Dm, F_))
+            self.kernel = nn.Parameter(torch.zeros(E, Dm, 2))  # (E, Dm·2) is a contract shape below
+            self.other = nn.Parameter(torch.zeros(5, F_, Dm))  # 5 is no repeat count
+
+        def forward(self, x, e):
+            return torch.nn.functional.linear(x, self.gate_up_proj[e]), self.down_proj.shape
+
+    module = Experts()
+    W.settle(module, frozenset({(F_, Dm), (Dm, F_), (E, 2 * Dm)}), frozenset({E}))
+    assert isinstance(module.gate_up_proj, nn.ParameterList) and len(module.gate_up_proj) == E
+    assert isinstance(module.down_proj, nn.ParameterList) and module.down_proj[0].shape == (Dm, F_)
+    assert isinstance(module.kernel, nn.Parameter) and isinstance(module.other, nn.Parameter)
+    names = {l.name for l in _layers(module) if not l.transposed}
+    assert {f"gate_up_proj.{i}" for i in range(E)} <= names and {f"down_proj.{i}" for i in range(E)} <= names
+    with torch.no_grad():
+        module.gate_up_proj[1].copy_(torch.ones(2 * F_, Dm))
+    out, shape = module(torch.ones(1, Dm), 1)
+    assert torch.equal(out, torch.full((1, 2 * F_), float(Dm))) and shape == (E, Dm, F_)
+    out.sum().backward()
+    assert module.gate_up_proj[1].grad is not None and module.gate_up_proj[0].grad.abs().sum() == 0
+    assert "gate_up_proj" not in module.__dict__  # the stack is dropped after the call
+
+
+def test_a_gain_kept_broadcast_ready_is_a_vector():
+    """A norm's gain kept as ``nn.Parameter(torch.ones(1, 1, D))`` (okfit18: a correct decoder layer so
+    written was a contract failure, no layer of (D,)) is the ``(D,)`` vector: settled 1-d, mapped as a
+    gain, read in its own shape while the module runs. So is a (1, D) one, unless a contract matrix
+    has that shape."""
+
+    class Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(1, 1, D))
+            self.row = nn.Parameter(torch.ones(1, D))
+
+        def forward(self, x):
+            return x * self.weight
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = Norm()
+
+        def forward(self, x):
+            return self.norm(x)
+
+    module = Block()
+    W.settle(module, frozenset({(D, D), (1, D)}))  # a contract matrix of one row: (1, D) stays one
+    assert module.norm.weight.shape == (D,) and module.norm.row.shape == (1, D)
+    other = Block()
+    W.settle(other, frozenset({(D, D)}))  # no such matrix: a (1, D) is a gain too
+    assert other.norm.row.shape == (D,)
+    assert ("norm", (D,), None) in {(l.name, l.weight, l.bias) for l in _layers(module)}
+    with torch.no_grad():
+        module.norm.weight.copy_(torch.arange(D, dtype=torch.float32))
+    out = module(torch.ones(2, 3, D))
+    assert torch.equal(out, torch.arange(D, dtype=torch.float32).expand(2, 3, D))
+    assert "weight" not in module.norm.__dict__  # the view is dropped after the call
+
+
+def test_a_module_built_in_bfloat16_is_graded_with_float32_weights(tmp_path):
+    """Projections made with ``nn.Linear(..., dtype=torch.bfloat16)`` and cast to the input's dtype at
+    use (okfit18: a correct MHA so written had the grader's weights rounded to bfloat16 while the
+    reference kept them whole, 48 of 48 outputs off). Its low-precision parameters are held in
+    float32, the same Parameter objects; float64 ones and buffers stay as they are."""
+    module = nn.Module()
+    module.lin = nn.Linear(D, D, dtype=torch.bfloat16)
+    module.half_gain = nn.Parameter(torch.ones(D, dtype=torch.float16))
+    module.wide = nn.Parameter(torch.ones(D, dtype=torch.float64))
+    module.register_buffer("table", torch.ones(D, dtype=torch.bfloat16))
+    weight = module.lin.weight
+    W.upcast(module)
+    assert module.lin.weight is weight and weight.dtype == torch.float32 and module.lin.bias.dtype == torch.float32
+    assert module.half_gain.dtype == torch.float32 and module.wide.dtype == torch.float64
+    assert module.table.dtype == torch.bfloat16
+    source = (Path(__file__).parent / "corpus" / "mha" / "ok_bf16_weights_cast_to_input.py").read_text(encoding="utf-8")
+    attempt = tmp_path / "mha.py"
+    attempt.write_text(source, encoding="utf-8")
+    assert grade(attempt, protect=()).passed
 
 
 @pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")  # the learner's style

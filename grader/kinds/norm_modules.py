@@ -158,7 +158,7 @@ class NormModules(Kind):
 
     def _options(self, name: str, module: torch.nn.Module, dim: int) -> list[dict[str, str]]:
         """Candidate maps role -> parameter name of one module: by name, aliases, then order."""
-        params = [(n, p) for n, p in module.named_parameters() if tuple(p.shape) == (dim,)]
+        params = [(n, p) for n, p in module.named_parameters() if _vector_shape(p) == (dim,)]
         roles = self.roles[name]
         named = {r: r for r in roles if any(n == r for n, _ in params)}
         rest_roles = [r for r in roles if r not in named]
@@ -224,7 +224,7 @@ class NormModules(Kind):
         params = dict(module.named_parameters())
         with torch.no_grad():
             for role, param in option.items():
-                params[param].copy_(values[role])
+                params[param].copy_(values[role].view(params[param].shape))  # (1, 1, dim) gains too
 
     def run(self, attempt, case: Case) -> dict[str, Any]:
         modules = attempt[case.dtype]
@@ -238,7 +238,8 @@ class NormModules(Kind):
         for name, module in attempt["float32"].items():
             module.zero_grad(set_to_none=True)
             for n, p in module.named_parameters():
-                leaves[role_of.get(f"{name}.{n}", f"{name}.{n}")] = p
+                leaf = _FlatGrad(p) if p.dim() > 1 and len(_vector_shape(p)) == 1 else p
+                leaves[role_of.get(f"{name}.{n}", f"{name}.{n}")] = leaf
         return case, leaves
 
     def device_tensors(self, attempt, case: Case) -> list[torch.Tensor]:
@@ -351,3 +352,20 @@ def _marked(name: str, module, x):
     """``module(x)``'s output, its steps marked as object ``name``'s in a divergence trail."""
     trace.mark_object(name)
     return first(module(x))
+
+
+def _vector_shape(p: torch.Tensor) -> tuple[int, ...]:
+    """A parameter's shape without its dims of size 1: ``(dim,)`` for a gain kept as ``(dim,)`` or in a
+    broadcast-ready ``(1, 1, dim)``."""
+    return tuple(n for n in p.shape if n != 1)
+
+
+class _FlatGrad:
+    """A gain kept as ``(1, 1, dim)``, graded as the ``(dim,)`` vector it is: its gradient flattened."""
+
+    def __init__(self, param: torch.Tensor):
+        self.param = param
+
+    @property
+    def grad(self) -> torch.Tensor | None:
+        return None if self.param.grad is None else self.param.grad.reshape(-1)
