@@ -278,6 +278,14 @@ def _runs(path: Path, texts: list[str], kind, ci: int, ni: int, seconds: float, 
     return [_outputs_of(run) for run in data["runs"][:len(texts)]]
 
 
+def _mending(edits: list[tuple], t, path: Path, kind, ci: int, ni: int, timeout: float, protect) -> list[tuple]:
+    """The edits (tuples whose third item is the edited copy of the file) whose copy, traced on the case
+    (all in one child, at most :data:`CHILD_SECONDS`), makes every output the reference's (:func:`_right`)."""
+    runs = _runs(path, [e[2] for e in edits], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
+    tol = kind.cases(ci)[ni].tolerance
+    return [e for e, run in zip(edits, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+
+
 def _outputs_of(run):
     from attnprep.grader import engine
     from attnprep.grader.trace import Step
@@ -431,9 +439,7 @@ def enum_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeo
     swaps = [s for s in enum_swaps(source) if min(abs(s[0] - found.line), abs(s[1] - found.line)) > 1]
     if not swaps:
         return None
-    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-    tol = kind.cases(ci)[ni].tolerance
-    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
     if not right:
         return None
     # several swaps mend when a stage does nothing in this case (a temperature of 1): the member every
@@ -547,9 +553,7 @@ def stage_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, time
     swaps = [s for s in stage_swaps(source) if not s[0] <= found.line <= s[1]]  # (inside one: said already)
     if not swaps:
         return None
-    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-    tol = kind.cases(ci)[ni].tolerance
-    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][3]) if len(right) == 1 else None
 
 
@@ -634,9 +638,7 @@ def call_argument(found: Found | None, t, path: Path, kind, ci: int, ni: int, ti
     edits = argument_edits(source, found.line)
     if not edits:
         return None
-    runs = _runs(path, [e[2] for e in edits], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-    tol = kind.cases(ci)[ni].tolerance
-    right = [e for e, run in zip(edits, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    right = _mending(edits, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][1], right[0][3], right[0][4]) if len(right) == 1 else None
 
 
@@ -690,9 +692,7 @@ def key_chosen(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeo
     swaps = [s for s in key_swaps(source) if s[0] != found.line]
     if not swaps or len(swaps) > MAX_KEY_SWAPS:
         return None
-    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-    tol = kind.cases(ci)[ni].tolerance
-    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][1], right[0][3]) if len(right) == 1 else None
 
 
@@ -746,9 +746,7 @@ def entry_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, time
     swaps = [s for s in entry_swaps(source) if s[0] != found.line]
     if not swaps or len(swaps) > MAX_KEY_SWAPS:
         return None
-    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-    tol = kind.cases(ci)[ni].tolerance
-    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][1]) if len(right) == 1 else None
 
 
@@ -815,7 +813,5 @@ def default_differs(found: Found | None, t, path: Path, kind, ci: int, ni: int, 
     swaps = [s for s in default_swaps(source, ref_source, frozenset(kind.config_params(ci))) if abs(s[0] - found.line) > 1]
     if not swaps:
         return None
-    runs = _runs(path, [s[2] for s in swaps], kind, ci, ni, min(timeout, CHILD_SECONDS), protect)
-    tol = kind.cases(ci)[ni].tolerance
-    right = [s for s, run in zip(swaps, runs) if run is not None and run[1] and _right(run[0], run[1], t, tol)]
+    right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][1]) if len(right) == 1 else None

@@ -344,7 +344,7 @@ def _finished(ref, cand: int) -> set[int]:
     a function of the attempt that, given ``cand``, gives that result only finished the reference's
     function (an ``rms`` helper that lost its statistic is right on the reference's normalised ``h``),
     and is no more shown right than the reference's own function of its name (see :func:`_made_inside`).
-    None for a value the reference's top level makes."""
+    Empty for a value the reference's top level makes."""
     stack = list(ref[cand].stack or ())
     if len(stack) < 2:
         return set()
