@@ -540,7 +540,8 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
     right there (``twin_read``), or of two enum members whose numbers, swapped, make it right
     (``enum_order``), or of two stages whose order, swapped, makes it right (``stage_order``), or of a
     default other than the reference's that, written as the reference's, makes it right
-    (``default_differs``; see :mod:`.repair`)."""
+    (``default_differs``), or of a plain Python number that, one off or read from another axis, makes it
+    right (``number_off``; see :mod:`.repair`)."""
     from attnprep.grader import repair
 
     setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
@@ -565,6 +566,11 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
             return replace(found, line=line, code=_line_code(path, line), name=name, reason=reason, ref_name=function)
     if setting is None:  # a default the grader leaves alone, other than the reference's
         setting, reason = repair.default_differs(found, t, path, kind, ci, ni, timeout, protect, source, ref_source), "default_differs"
+    if setting is None:  # a plain Python number one off, or a size read from another axis
+        number = repair.number_off(found, t, path, kind, ci, ni, timeout, protect, source)
+        if number is not None:
+            line, name, changed = number
+            return replace(found, line=line, code=_line_code(path, line), name=name, named=changed, reason="number_off")
     if setting is None:
         return found
     return replace(found, line=setting[0], code=_line_code(path, setting[0]), name=setting[1], reason=reason)

@@ -815,3 +815,150 @@ def default_differs(found: Found | None, t, path: Path, kind, ci: int, ni: int, 
         return None
     right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][1]) if len(right) == 1 else None
+
+
+# -- a plain Python number computed one off, or a size read from another axis -------------------------
+
+NUMBER_HOPS = 3  # assignments followed back from the finder's statement, through the names it reads
+MAX_NUMBER_EDITS = 12  # copies traced in one child at most
+AXES = range(-4, 4)  # the axes a size read (``x.shape[k]``, ``x.size(k)``) is tried on instead
+
+
+def _assigned(func) -> dict[str, list[ast.stmt]]:
+    """Name -> the statements of ``func`` (not of a function inside it) that bind it: an assignment to it
+    (alone or in a tuple) or a ``for`` loop over it."""
+    bound: dict[str, list[ast.stmt]] = {}
+    todo = list(func.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    bound.setdefault(node.id, []).append(stmt)
+        todo.extend(s for field in ("body", "orelse", "finalbody") for s in getattr(stmt, field, ()) or ())
+        todo.extend(s for h in getattr(stmt, "handlers", ()) for s in h.body)
+    return bound
+
+
+def _number_part(stmt: ast.stmt) -> ast.expr | None:
+    """What a binding statement computes: an assignment's value, a ``for`` loop's iterable."""
+    return stmt.iter if isinstance(stmt, ast.For) else getattr(stmt, "value", None)
+
+
+def _loaded(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _number_changes(source: str, value: ast.expr) -> list[tuple[str, str]]:
+    """(the copy of ``source``, the line as changed) for each change of one integer literal of ``value``:
+    the axis of a size read (``x.shape[0]``, ``x.size(1)``) to each other axis of :data:`AXES`, any other
+    integer one up and one down."""
+    axes = {id(n.slice) for n in ast.walk(value) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "shape"}
+    axes |= {id(n.args[0]) for n in ast.walk(value) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "size" and len(n.args) == 1}
+    negated = {id(n.operand) for n in ast.walk(value) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
+    changes = []
+    for node in ast.walk(value):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _integer(node.operand):
+            number = -node.operand.value
+        elif _integer(node) and id(node) not in negated:  # the literal of ``-1`` is changed as ``-1``
+            number = node.value
+        else:
+            continue
+        tried = [k for k in AXES if k != number] if id(node) in axes else [number + 1, number - 1]
+        for k in tried:
+            copy = _spliced(source, node.lineno, node.col_offset, node.end_col_offset, lambda was, k=k: str(k))
+            changes.append((copy, copy.splitlines()[node.lineno - 1].strip()))
+    return changes
+
+
+def _extents(node: ast.AST) -> set[str]:
+    """The names ``node`` reads as an extent: in a slice's bounds, as an index (not of a ``.shape``), or as an
+    argument of ``range``: where a number one off moves which elements, or how many, are taken."""
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Slice):
+            found |= _loaded(n)
+        elif isinstance(n, ast.Subscript) and not (isinstance(n.value, ast.Attribute) and n.value.attr == "shape"):
+            found |= _loaded(n.slice)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range":
+            found |= {m for a in n.args for m in _loaded(a)}
+    return found
+
+
+def _integer(node) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def number_edits(source: str, line: int, traced: frozenset[int], name: str = "") -> list[tuple[int, str, str, str]]:
+    """(line, the name it binds, the copy of ``source``, the line as changed) for each change of
+    :func:`_number_changes` on the statements that compute plain Python numbers the statement at ``line``
+    reads (and ``name``, the value the finder speaks of, when the statement is a test that guards it): the
+    bindings, in its function and before it, of the names it reads, followed back
+    :data:`NUMBER_HOPS` times through the names each reads, kept where the name is read as an extent
+    (:func:`_extents`: a slice's bound, an index, ``range``'s argument; never a test's or a scale's
+    operand, where a changed number would pick another branch or compensate another mistake), the
+    statement is written on one line and no traced step ran on it (``half = x.shape[0] // 2``, ``kv_end = min(S, i + bq + 1)``, a
+    loop's ``range(...)``); at most :data:`MAX_NUMBER_EDITS`, the nearest hops first."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    from attnprep.grader.engine import _holding
+
+    func = _holding(tree, line)
+    if func is None:
+        return []
+    bound = _assigned(func)
+    around = [n for n in walk(func) if isinstance(n, ast.stmt) and n is not func
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return []
+    statement = min(around, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.lineno))  # the innermost
+    if hasattr(statement, "body"):  # a compound statement's header: what its test, iterable or items read
+        statement = ast.Tuple(elts=[n for n in (getattr(statement, "test", None), getattr(statement, "iter", None),
+                                                *(i.context_expr for i in getattr(statement, "items", ()))) if n],
+                              ctx=ast.Load())
+    # (name, read as an extent): a number is changed only where it is read as an extent (see _extents)
+    names = {(n, n in _extents(statement)) for n in _loaded(statement)} | ({(name, False)} if name.isidentifier() else set())
+    seen, edits = set(), []
+    for _ in range(NUMBER_HOPS):
+        further: set[tuple[str, bool]] = set()
+        for read, as_extent in sorted(names):
+            for stmt in bound.get(read, ()):
+                part = _number_part(stmt)
+                if (id(stmt), as_extent) in seen or part is None or stmt.lineno >= line:
+                    continue
+                seen.add((id(stmt), as_extent))
+                extents = _extents(part)
+                further |= {(n, n in extents) for n in _loaded(part)}
+                if not as_extent or part.lineno != part.end_lineno or part.lineno in traced:
+                    continue
+                edits.extend((part.lineno, read, copy, changed) for copy, changed in _number_changes(source, part))
+        names = further
+    return edits[:MAX_NUMBER_EDITS]
+
+
+@_ours_none
+def number_off(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+               source: str) -> tuple[int, str, str] | None:
+    """(line, name, the line as changed) of the plain Python number (see :func:`number_edits`) that, one off
+    or read from another axis, makes the case's outputs right, when the changes that do are all on one line
+    more than a line from the finder's; else None. The trail records tensor operations, never the
+    arithmetic of sizes and bounds: a slice's extent or a loop's bound computed one off is blamed where
+    its tensors are used. Any exception of ours is None."""
+    if found is None or found.reason not in REASONS or not t.reference or not t.ref_made:
+        return None
+    if _right(t.attempt, t.made, t, kind.cases(ci)[ni].tolerance):  # the values are right (a dtype is not):
+        return None  # nothing for a number to mend
+    traced = frozenset(s.line for s in t.attempt) | frozenset(n for s in t.attempt for n in s.stack)
+    edits = [e for e in number_edits(source, found.line, traced, found.name) if abs(e[0] - found.line) > 1]
+    if not edits:
+        return None
+    right = _mending(edits, t, path, kind, ci, ni, timeout, protect)
+    return (right[0][0], right[0][1], right[0][3]) if len({e[0] for e in right}) == 1 else None

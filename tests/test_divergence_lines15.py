@@ -9,7 +9,10 @@ members numbered the other way round: said where two of them, swapped, make the 
 file) in the other order: said at the first when the two, swapped, make the case right. And
 (``default_differs``, eighteenth session) a parameter's default other than the reference's, which the
 grader leaves alone: said at the default when the case, traced again with the reference's default written
-there, comes out right (benchmarks/mutation.py's defaults changed in a signature: 7 of 7 at their line)."""
+there, comes out right (benchmarks/mutation.py's defaults changed in a signature: 7 of 7 at their line). And
+(``number_off``, nineteenth session) a plain Python number one off, or a size read from another axis, that
+a slice, an index or a loop's range reads: said where it is computed when one change of one of its
+integers makes the case right."""
 
 from __future__ import annotations
 
@@ -46,6 +49,9 @@ SAID = [
     ("sampling/inplace_top_p_first.py", "stage_order"),  # round 5: two if blocks, each a cut filled in place
     ("decoder_layer/hf_llama3_rope_theta_default.py", "default_differs"),  # Llama-3's rope_theta as __init__'s default
     ("sampling/engine_warpers_top_p_default_from_generation_config.py", "default_differs"),  # a generation config's top_p
+    ("flash/mlx_axis_helpers_causal_end_plus_one.py", "number_off"),  # a loop's bound one block too far
+    ("rope/neox_rotary_half_from_heads_axis.py", "number_off"),  # rotate_half's half read from the heads' axis
+    ("sliding_window/per_query_loop_lower_bound_one_late.py", "number_off"),  # a per-query slice's start one late
 ]
 
 
@@ -55,7 +61,7 @@ def test_the_setting_is_said(name, reason, graded):
     assert_pointed(path, graded(path), reason)
 
 
-@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order", "default_differs"])
+@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order", "default_differs", "number_off"])
 def test_the_reasons_read_in_both_languages(reason):
     d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", reason, "f")
     for lang in texts.LANGUAGES:
@@ -384,3 +390,48 @@ def test_default_swaps_are_the_literal_defaults_that_differ_written_as_the_refer
     assert swaps[0][2].splitlines()[:2] + swaps[0][2].splitlines()[3:] == DEFAULTS_MINE.splitlines()[:2] + DEFAULTS_MINE.splitlines()[3:]
     # a parameter the grader passes never runs with its default
     assert [n for _, n, _ in repair.default_swaps(DEFAULTS_MINE, DEFAULTS_REFERENCE, frozenset({"theta"}))] == ["causal"]
+
+
+NUMBERS = '''
+import math
+
+
+def attend(q, k, v, window):
+    B, H, T, D = q.shape
+    half = q.shape[0] // 2
+    scale = 1 / math.sqrt(q.size(-1))
+    outs = []
+    for i in range(T):
+        lo = max(0, i - window + 2)
+        ks = k[:, :, lo:i + 1]
+        s = q[:, :, i:i + 1] @ ks.transpose(-2, -1) * scale
+        x1 = q[..., :half]
+        same = T == 4
+        outs.append(s.softmax(-1) @ v[:, :, lo:i + 1] if same else x1)
+    return outs
+'''
+
+
+def test_numbers_read_as_extents_are_changed_one_up_one_down_or_read_from_another_axis():
+    line = _line("s = q[:, :, i:i + 1] @ ks.transpose(-2, -1) * scale", NUMBERS)
+    edits = repair.number_edits(NUMBERS, line, frozenset({line, line - 1}))
+    changed = {(n, name, text) for n, name, _, text in edits}
+    lo = _line("lo = max(0, i - window + 2)", NUMBERS)
+    # the slice's start one up and one down, each of its integers; nothing of the scale (a product's operand)
+    assert {(lo, "lo", "lo = max(1, i - window + 2)"), (lo, "lo", "lo = max(-1, i - window + 2)"),
+            (lo, "lo", "lo = max(0, i - window + 3)"), (lo, "lo", "lo = max(0, i - window + 1)")} <= changed
+    assert not any(name == "scale" for _, name, _ in changed)
+    for n, _, copy, text in edits:  # that line changed, every other as written
+        assert [i for i, (a, b) in enumerate(zip(copy.splitlines(), NUMBERS.splitlines()), 1) if a != b] == [n]
+        assert copy.splitlines()[n - 1].strip() == text
+
+
+def test_a_size_read_as_an_extent_is_tried_on_every_other_axis_and_a_test_s_operand_is_left():
+    half = _line("half = q.shape[0] // 2", NUMBERS)
+    edits = repair.number_edits(NUMBERS, _line("x1 = q[..., :half]", NUMBERS), frozenset())
+    assert {text for n, _, _, text in edits if n == half} == {f"half = q.shape[{k}] // 2" for k in range(-4, 4) if k != 0} | {
+        "half = q.shape[0] // 3", "half = q.shape[0] // 1"}
+    line = _line("outs.append(s.softmax(-1) @ v[:, :, lo:i + 1] if same else x1)", NUMBERS)
+    edits = repair.number_edits(NUMBERS, line, frozenset())
+    assert edits and not any(name == "same" for _, name, _, _ in edits)  # `same` picks a branch: a test, not an extent
+    assert not repair.number_edits("def f(:\n", 1, frozenset())

@@ -34,3 +34,4 @@ def flash_attention(q, k, v, is_causal=False, block_size=64):
             lse = lse_new
         O[:, i0:i0 + bq] = oi
     return O.view(B, H, L, D)
+# bug-line: 22
