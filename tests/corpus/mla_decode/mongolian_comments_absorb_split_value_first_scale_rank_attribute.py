@@ -1,6 +1,6 @@
 # attnprep: mla_decode
 # expect: wrong_output
-# diagnosis: mla_absorb_rows + mla_scale_kv_rank
+# diagnosis: mla_split_order + mla_scale_kv_rank
 """Mongolian comments; the absorbed weights split out of wkv_b viewed (H, nope + v, c) in the
 order (value rows, key rows), and the softmax scale kept as a class-level rule that names the
 latent rank as the width a score is summed over."""
