@@ -130,6 +130,25 @@ def _handing_call(node) -> bool:
                                                       and isinstance(node.func.value, ast.Name))))
 
 
+def _abstract(method: ast.FunctionDef) -> bool:
+    """A method whose body (past a docstring) only raises ``NotImplementedError``: a hook (the template-
+    method pattern) that a subclass fills in."""
+    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def _derives(cls: ast.ClassDef, base: ast.ClassDef, classes: dict, hops: int = 4) -> bool:
+    """``cls`` is a class of the file derived from ``base`` (through the file's own classes), not ``base`` itself."""
+    for b in cls.bases:
+        if isinstance(b, ast.Name) and b.id in classes and hops > 0:
+            if classes[b.id] is base or _derives(classes[b.id], base, classes, hops - 1):
+                return True
+    return False
+
+
 def _method_of(cls: ast.ClassDef, name: str, classes: dict):
     """The method ``name`` of ``cls`` or of its one base in the file."""
     for item in cls.body:
@@ -439,6 +458,10 @@ class _File:
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and cls is not None:
             if f.value.id in ("self", "cls", cls.name):
                 method = _method_of(cls, f.attr, self.classes)
+                if method is not None and _abstract(method):  # a hook the one subclass of the file fills in
+                    overrides = [m for c in self.classes.values() if _derives(c, cls, self.classes)
+                                 for m in c.body if isinstance(m, ast.FunctionDef) and m.name == f.attr]
+                    method = overrides[0] if len(overrides) == 1 else None
         elif isinstance(f, ast.Name):
             method = top_function(self.tree, f.id)
         if method is None:
@@ -452,7 +475,9 @@ class _File:
                 or any(k.arg != k.value.id for k in call.keywords) or set(given) != set(params):
             return None
         returns = [n for n in ast.walk(method) if isinstance(n, ast.Return) and n.value is not None]
-        if len(returns) != 1 or not _numeric(returns[0].value) or _numeric(returns[0].value, True):
+        # a number made of the parameters, or of sizes read from a tensor parameter (1 / sqrt(q.size(-1)))
+        if len(returns) != 1 or not (_numeric(returns[0].value) or _arithmetic_of_sizes(returns[0].value)) \
+                or _numeric(returns[0].value, True):
             return None
         value = returns[0].value
         used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}

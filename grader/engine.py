@@ -538,10 +538,12 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
     """``found``, or the line of the setting whose branch, taken the other way, makes the case right
     (reason ``flag_runs``), or of the read of a module whose twin, built alike and never read, makes it
     right there (``twin_read``), or of two enum members whose numbers, swapped, make it right
-    (``enum_order``), or of two stages whose order, swapped, makes it right (``stage_order``), or of a
+    (``enum_order``), or of two stages whose order, swapped, makes it right (``stage_order``), or of two
+    values of a table read by a variable key that, swapped, make it right (``values_swapped``), or of a
     default other than the reference's that, written as the reference's, makes it right
-    (``default_differs``), or of a plain Python number that, one off or read from another axis, makes it
-    right (``number_off``; see :mod:`.repair`)."""
+    (``default_differs``), or of an integer setting the line reads that, one more or one less, makes it
+    right (``setting_off_by_one``), or of a plain Python number that, one off or read from another axis,
+    makes it right (``number_off``; see :mod:`.repair`)."""
     from attnprep.grader import repair
 
     setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
@@ -559,6 +561,8 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         if chosen is not None:
             line, table, key = chosen
             return replace(found, line=line, code=_line_code(path, line), name=table, named=repr(key), reason="key_chosen")
+    if setting is None:  # two values of a table read by a variable key, each given to the other's key
+        setting, reason = repair.values_swapped(found, t, path, kind, ci, ni, timeout, protect, source), "values_swapped"
     if setting is None:  # a helper's one call handing it a literal: left to its default, or a flag turned
         given = repair.call_argument(found, t, path, kind, ci, ni, timeout, protect, source)
         if given is not None:
@@ -566,6 +570,8 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
             return replace(found, line=line, code=_line_code(path, line), name=name, reason=reason, ref_name=function)
     if setting is None:  # a default the grader leaves alone, other than the reference's
         setting, reason = repair.default_differs(found, t, path, kind, ci, ni, timeout, protect, source, ref_source), "default_differs"
+    if setting is None:  # an integer setting the line reads (an offset, an axis, a count), typed one off
+        setting, reason = repair.setting_off_by_one(found, t, path, kind, ci, ni, timeout, protect, source), "setting_off_by_one"
     if setting is None:  # a plain Python number one off, or a size read from another axis
         number = repair.number_off(found, t, path, kind, ci, ni, timeout, protect, source)
         if number is not None:

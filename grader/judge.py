@@ -169,6 +169,9 @@ class Judge:
         self.grad_outputs_wrong = False  # grad_problem is about the outputs (a wrong output, not a gradient)
         self.grads_explained: str | None = None  # the gradients' case, whose outputs are already wrong without them
         self._completed_differ = False  # the attempt raised at some sizes; where it ran, its outputs differ
+        # the configs that ran to the end where the outputs differ, while an attempt that raised at some
+        # sizes is diagnosed (None otherwise): a variant that cannot run at one of them is judged at the rest
+        self._completed_differing: set[int] | None = None
         self.random_configs: set[int] = set()  # configs whose second call in eval mode gave other outputs
         self._kept = kept_outputs.Outputs(exercise, kind)  # the reference's and variants' outputs, shared across grades
 
@@ -673,39 +676,60 @@ class Judge:
         # nothing, for every kind whose variants take no fill at all)
         finite_fail: set[tuple] = set()
 
+        differing = self._completed_differing  # a variant raising at a size is judged at the others
+
+        def config_reproduces(data, zero_bias, order, knob, fill, key, all_positions, names, only):
+            """True or False for one config's cases, or None when the variant raised there or made outputs
+            of another shape than the attempt's."""
+            call = self.kind.variant(data.index, zero_bias, knob, fill)
+            for case, got_all in order:
+                if only is not None and (data.index, case.name) not in only:
+                    continue
+                if names is not None:
+                    got_all = {n: g for n, g in got_all.items() if n in names}
+                if not got_all:
+                    continue
+                if any(g is None for g in got_all.values()):
+                    return False
+                try:
+                    with torch.no_grad():  # outputs in order: a variant may make them as they are read
+                        wanted = self._kept.variant(data.index, zero_bias, knob, fill, case, lambda: call(case))
+                        for name, got in got_all.items():
+                            want = wanted[name]
+                            if isinstance(want, torch.Tensor) and want.shape != got.shape:
+                                if differing is None and isinstance(fill, float) and fill == -math.inf \
+                                        and bool(torch.isfinite(want).all()):
+                                    finite_fail.add(key)  # a failure as before: the -1e9 fill fails alike
+                                return None  # the variant cannot make this size's outputs (a broadcast gone wide)
+                            if not same(case, got, want, name, all_positions):
+                                if (data.index, case.name) not in failing_now and not all_positions \
+                                        and masking(knob) and _rows_left_empty(case, got, want, name):
+                                    continue  # a passed case where the mistake would leave a row no key
+                                if isinstance(fill, float) and fill == -math.inf and isinstance(want, torch.Tensor) \
+                                        and bool(torch.isfinite(want).all()):
+                                    finite_fail.add(key)
+                                return False
+                except Exception as exc:  # noqa: BLE001 — a variant that cannot run here names nothing
+                    if os.environ.get("ATTNPREP_DEBUG") and not _the_mistakes_own(exc, knob):
+                        raise
+                    return None
+            return True
+
         def reproduces(knob, fill, all_positions=False, names=None, only=None) -> bool:
             key = (knob, all_positions, None if names is None else frozenset(names), None if only is None else frozenset(only))
             if isinstance(fill, float) and -math.inf < fill <= -1e4 and key in finite_fail:
                 return False
+            ran, raised = set(), set()
             for data, zero_bias, order in ordered:
-                call = self.kind.variant(data.index, zero_bias, knob, fill)
-                for case, got_all in order:
-                    if only is not None and (data.index, case.name) not in only:
-                        continue
-                    if names is not None:
-                        got_all = {n: g for n, g in got_all.items() if n in names}
-                    if not got_all:
-                        continue
-                    if any(g is None for g in got_all.values()):
-                        return False
-                    try:
-                        with torch.no_grad():  # outputs in order: a variant may make them as they are read
-                            wanted = self._kept.variant(data.index, zero_bias, knob, fill, case, lambda: call(case))
-                            for name, got in got_all.items():
-                                want = wanted[name]
-                                if not same(case, got, want, name, all_positions):
-                                    if (data.index, case.name) not in failing_now and not all_positions \
-                                            and masking(knob) and _rows_left_empty(case, got, want, name):
-                                        continue  # a passed case where the mistake would leave a row no key
-                                    if isinstance(fill, float) and fill == -math.inf and isinstance(want, torch.Tensor) \
-                                            and bool(torch.isfinite(want).all()):
-                                        finite_fail.add(key)
-                                    return False
-                    except Exception as exc:  # noqa: BLE001 — a variant that cannot run here names nothing
-                        if os.environ.get("ATTNPREP_DEBUG") and not _the_mistakes_own(exc, knob):
-                            raise
-                        return False
-            return True
+                done = config_reproduces(data, zero_bias, order, knob, fill, key, all_positions, names, only)
+                if done is None and differing is not None:
+                    raised.add(data.index)
+                elif not done:
+                    return False
+                else:
+                    ran.add(data.index)
+            # judged where the variant runs: the attempt's outputs differ wherever it raised, and at one size where it runs
+            return not raised or (raised <= differing and bool(ran & differing))
 
         # (the attempt's output, case, name, all positions) -> (where, its values there, where they are not finite)
         graded: dict[tuple, tuple] = {}
@@ -990,7 +1014,7 @@ class Judge:
         ran to the end (keys projected from x compute while d_context == d_model and raise after):
         name it from those configs, when their outputs differ from the reference."""
         done = [c for c in configs if c.index != failed]
-        differs = False
+        differing: set[int] = set()
         for data in done:
             reference = self.kind.reference(data.index, frozenset(data.zero_bias))
             for case in self.cases(data.index):
@@ -1002,11 +1026,22 @@ class Judge:
                 for name, got in got_all.items():
                     want = wanted[name].double()
                     if got.shape != want.shape or not close(got, want, case.mask(name, tuple(got.shape))):
-                        differs = True
-        if not differs:
+                        differing.add(data.index)
+        if not differing:
             return ()
         self._completed_differ = True  # the pair search runs on these configs' outputs (no failed case was compared)
-        return tuple(self._diagnose(done))
+        named = self._diagnose(done)
+        if not named:
+            # a mistake whose variant cannot run at some of these sizes (a padding mask put on the query rows
+            # of a cross-attention raises when T != S): the attempt made its shapes fit there (a slice) and
+            # computed something else. Judged at the sizes where the variant runs, when the attempt's outputs
+            # differ at every size where it raises and at one where it runs
+            self._completed_differing = differing
+            try:
+                named = self._diagnose(done)
+            finally:
+                self._completed_differing = None
+        return tuple(named)
 
     def _diagnose_raised(self, configs: list[ConfigReply], failed: int | None) -> tuple[Diagnosis, ...]:
         """An attempt that raised on a case where the reference runs: the one mistake whose variant

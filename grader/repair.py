@@ -250,6 +250,12 @@ def _right(steps, made: dict[str, int], t, tol) -> bool:
     return True
 
 
+def _already_right(t, kind, ci: int, ni: int) -> bool:
+    """The attempt's own outputs on the case are the reference's (:func:`_right`): what fails is not their
+    values (a dtype), so any edit "mends" the case and none says where it goes wrong."""
+    return _right(t.attempt, t.made, t, kind.cases(ci)[ni].tolerance)
+
+
 def _run(path: Path, text: str, kind, ci: int, ni: int, seconds: float, protect):
     """(steps, outputs) of the case traced on ``text`` written as a file of ``path``'s name, or None."""
     runs = _runs(path, [text], kind, ci, ni, seconds, protect)
@@ -816,6 +822,166 @@ def default_differs(found: Found | None, t, path: Path, kind, ci: int, ni: int, 
     right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][1]) if len(right) == 1 else None
 
+# -- an integer setting one off ---------------------------------------------------------------------
+
+MAX_NUDGES = 8  # edits tried (one child): two per setting
+
+
+def _int_literal(node: ast.expr) -> int | None:
+    """The integer a literal spells (``3``, ``-2``), never a bool; else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _passed(tree: ast.Module, function, param: ast.arg) -> bool:
+    """Some call of the file names ``function`` and hands it ``param`` (by keyword, positionally, or
+    through ``*args`` / ``**kwargs``)."""
+    positional = [*function.args.posonlyargs, *function.args.args]
+    index = positional.index(param) if param in positional else None
+    if index is not None and positional and positional[0].arg in ("self", "cls"):
+        index -= 1
+    for node in walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if name != function.name:
+            continue
+        if any(k.arg in (param.arg, None) for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            return True
+        if index is not None and len(node.args) > index:
+            return True
+    return False
+
+
+def setting_nudges(source: str, line: int, given: frozenset[str] = frozenset()) -> list[tuple[int, str, str]]:
+    """(line, setting, the source with its integer one more or one less) for each integer setting the
+    statement on ``line`` reads, typed on another line: a parameter of its function whose literal default no
+    call of the file passes (nor the grader: ``given``), a class attribute read as ``self.X`` / ``Cls.X`` and
+    set to a literal in its class body, a module constant ``X = <int>`` read by name, or a module ``X =
+    <call>(..., default=<int>)`` read as ``X.get()`` (a ``contextvars.ContextVar``)."""
+    tree = parsed(source)
+    files = _File(tree)
+    stmt, func, cls = files.statement_at(line)
+    if stmt is None:
+        return []
+    module: dict[str, ast.expr] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                module[target.id] = node.value
+    found: dict[tuple[int, int], tuple[str, ast.expr]] = {}
+
+    def take(name: str, literal: ast.expr | None):
+        if literal is not None and _int_literal(literal) is not None and literal.lineno == literal.end_lineno \
+                and abs(literal.lineno - line) > 1:
+            found.setdefault((literal.lineno, literal.col_offset), (name, literal))
+
+    params = {p.arg: (p, d) for p, d in defaults(func)} if func is not None else {}
+    own = {}
+    if cls is not None:
+        for node in cls.body:
+            if isinstance(node, ast.Assign):
+                own.update((t.id, node.value) for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                own[node.target.id] = node.value
+    for node in walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in params and node.id not in given and not _passed(tree, func, params[node.id][0]):
+                take(node.id, params[node.id][1])
+            elif node.id not in params and node.id in module:
+                take(node.id, module[node.id])
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and cls is not None \
+                and node.value.id in ("self", "cls", cls.name) and node.attr in own:
+            take(node.attr, own[node.attr])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and not node.args and isinstance(node.func.value, ast.Name) and isinstance(module.get(node.func.value.id), ast.Call):
+            made = module[node.func.value.id]
+            take(node.func.value.id, next((k.value for k in made.keywords if k.arg == "default"), None))
+    edits = []
+    for (lineno, _), (name, literal) in sorted(found.items()):
+        value = _int_literal(literal)
+        for nudged in (value + 1, value - 1):
+            text = _spliced(source, lineno, literal.col_offset, literal.end_col_offset, lambda was, n=nudged: str(n))
+            edits.append((lineno, name, text))
+    return edits[:MAX_NUDGES]
+
+
+@_ours_none
+def setting_off_by_one(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                       source: str) -> tuple[int, str] | None:
+    """(line, setting) of the integer setting the finder's line reads (see :func:`setting_nudges`) that,
+    written one more or one less, makes the case's outputs right: the only such setting; else None. A
+    diagonal offset, an axis, a count or an index chosen one off is typed where the setting is set, and the
+    trail sees only the step that reads it. Any exception of ours is None."""
+    if found is None or found.reason not in REASONS or not t.reference or not t.ref_made or _already_right(t, kind, ci, ni):
+        return None
+    edits = setting_nudges(source, found.line, frozenset(kind.config_params(ci)))
+    if not edits:
+        return None
+    right = {(e[0], e[1]) for e in _mending(edits, t, path, kind, ci, ni, timeout, protect)}
+    return next(iter(right)) if len(right) == 1 else None
+
+
+# -- two values of a table given to each other's keys ---------------------------------------------
+
+MAX_VALUE_SWAPS = 12  # copies traced in one child at most
+
+
+def value_swaps(source: str) -> list[tuple[int, str, str]]:
+    """(line, the table's name, the copy of ``source``) for each pair of values of a dict literal assigned to one
+    name and read by a variable key (``RESOLVERS[field]``, ``SLOTS[name]``), whose keys are all strings and
+    whose values are all literals (strings or numbers) written each on one line, swapped; said at the first of
+    the two values' lines."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    looked_up = {n.value.id for n in walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+                 and isinstance(n.slice, ast.Name)}
+    swaps = []
+    for node in walk(tree):
+        if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name) or targets[0].id not in looked_up:
+            continue
+        keys, values = node.value.keys, node.value.values
+        if len(values) < 2 or not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys) \
+                or not all(isinstance(v, ast.Constant) and type(v.value) in (str, int, float) and v.lineno == v.end_lineno
+                           for v in values):
+            continue
+        for i, a in enumerate(values):
+            for b in values[i + 1:]:
+                if a.value == b.value:
+                    continue
+                first, second = sorted((a, b), key=lambda v: (v.lineno, v.col_offset))
+                text = _spliced(source, second.lineno, second.col_offset, second.end_col_offset, lambda was, v=first: repr(v.value))
+                text = _spliced(text, first.lineno, first.col_offset, first.end_col_offset, lambda was, v=second: repr(v.value))
+                swaps.append((first.lineno, targets[0].id, text))
+    return swaps
+
+
+@_ours_none
+def values_swapped(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                   source: str) -> tuple[int, str] | None:
+    """(line, table) of the one pair of values of :func:`value_swaps` whose swap makes the case's outputs right,
+    when exactly one swap does; else None. A table that gives the gate's layer to the up branch and the up
+    branch's to the gate is right entry by entry as a reviewer reads it, wrong as a pair: the trail sees the
+    steps that read it. Any exception of ours is None."""
+    if found is None or found.reason not in TWIN_REASONS | {"table_entry", "table_key"} or not t.reference \
+            or not t.ref_made:
+        return None
+    swaps = [s for s in value_swaps(source) if abs(s[0] - found.line) > 1]
+    if not swaps or len(swaps) > MAX_VALUE_SWAPS:
+        return None
+    right = _mending(swaps, t, path, kind, ci, ni, timeout, protect)
+    return (right[0][0], right[0][1]) if len(right) == 1 else None
+
 
 # -- a plain Python number computed one off, or a size read from another axis -------------------------
 
@@ -864,11 +1030,8 @@ def _number_changes(source: str, value: ast.expr) -> list[tuple[str, str]]:
     negated = {id(n.operand) for n in ast.walk(value) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
     changes = []
     for node in ast.walk(value):
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _integer(node.operand):
-            number = -node.operand.value
-        elif _integer(node) and id(node) not in negated:  # the literal of ``-1`` is changed as ``-1``
-            number = node.value
-        else:
+        number = _int_literal(node)
+        if number is None or id(node) in negated:  # the literal of ``-1`` is changed as ``-1``
             continue
         tried = [k for k in AXES if k != number] if id(node) in axes else [number + 1, number - 1]
         for k in tried:
@@ -889,10 +1052,6 @@ def _extents(node: ast.AST) -> set[str]:
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range":
             found |= {m for a in n.args for m in _loaded(a)}
     return found
-
-
-def _integer(node) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def number_edits(source: str, line: int, traced: frozenset[int], name: str = "") -> list[tuple[int, str, str, str]]:
@@ -954,8 +1113,8 @@ def number_off(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeo
     its tensors are used. Any exception of ours is None."""
     if found is None or found.reason not in REASONS or not t.reference or not t.ref_made:
         return None
-    if _right(t.attempt, t.made, t, kind.cases(ci)[ni].tolerance):  # the values are right (a dtype is not):
-        return None  # nothing for a number to mend
+    if _already_right(t, kind, ci, ni):
+        return None
     traced = frozenset(s.line for s in t.attempt) | frozenset(n for s in t.attempt for n in s.stack)
     edits = [e for e in number_edits(source, found.line, traced, found.name) if abs(e[0] - found.line) > 1]
     if not edits:
