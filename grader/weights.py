@@ -270,7 +270,8 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: fro
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
     ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``; the older
-    ``torch.nn.utils.spectral_norm`` hook's ``weight_orig / σ`` likewise). The layer's forward is a
+    ``torch.nn.utils.spectral_norm`` hook's ``weight_orig / σ`` likewise, and ``torch.nn.utils.prune``'s
+    ``weight_orig · weight_mask``, its mask a buffer). The layer's forward is a
     function of ``w`` alone, so the grader's weight goes into ``w`` (as the parametrization's own
     ``right_inverse`` would put it) and the gradient graded is that of ``w``. So is a
     parametrization of one stored tensor that computes from that tensor alone (spectral_norm's
@@ -280,10 +281,14 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: fro
     ``shapes``: the contract's weight shapes ``(out, in)``, which say how a matrix kept in three dims
     reads (:func:`_matrix_shape`); ``counts``: how many times a repeated role repeats (the number of
     experts), which says when a stack of matrices is one matrix per index (:func:`_per_index`)."""
+    from torch.nn.utils import prune
     from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
 
     for sub in list(module.modules()):
+        hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, prune.BasePruningMethod)]
+        for hook in hooks:  # torch.nn.utils.prune: weight_orig · weight_mask (a buffer), made one weight
+            prune.remove(sub, hook._tensor_name)
         hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, WeightNorm)]
         for hook in hooks:
             remove_weight_norm(sub, hook.name)

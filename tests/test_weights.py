@@ -675,3 +675,34 @@ def _two(nope, dv, c):
     module.w_uk = nn.Linear(c, nope, bias=False)
     module.w_uv = nn.Linear(c, dv, bias=False)
     return module
+
+
+def test_a_pruned_layer_is_one_plain_weight_the_grader_loads():
+    """``torch.nn.utils.prune`` keeps ``weight_orig`` (the parameter) and ``weight_mask`` (a buffer),
+    and a forward pre-hook writes ``weight = weight_orig · weight_mask`` before each call (okfit19: an
+    MHA with ``prune.identity`` on its projections was wrong_output, 48 of 48, the grader's weight
+    loaded as a bare matrix the layer never reads as it is). ``settle`` makes the weight it computes a
+    plain parameter, with a mask of ones (identity) or a real pruning mask alike; the grader's weight
+    then goes in as it is and its gradient is the layer's."""
+    from torch.nn.utils import prune
+
+    module = nn.Module()
+    module.q_proj = nn.Linear(D, D)
+    module.k_proj = nn.Linear(D, D)
+    prune.identity(module.q_proj, "weight")
+    prune.l1_unstructured(module.k_proj, "weight", amount=0.5)
+    x = torch.randn(3, D)
+    with torch.no_grad():
+        before = (module.q_proj(x), module.k_proj(x))
+    assert "q_proj.weight_orig" in dict(module.named_parameters())
+    W.settle(module)
+    assert {n for n, _ in module.named_parameters()} == {"q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias"}
+    assert not dict(module.named_buffers())  # the masks are gone with their hooks
+    with torch.no_grad():
+        assert torch.allclose(module.q_proj(x), before[0]) and torch.allclose(module.k_proj(x), before[1])
+    assert {("q_proj", (D, D), (D,)), ("k_proj", (D, D), (D,))} <= {(l.name, l.weight, l.bias) for l in _layers(module)}
+    W.load(module, W.Mapping(layers={"q_proj": "q_proj", "k_proj": "k_proj"}, by_name=True),
+           {r: {"weight": torch.eye(D), "bias": torch.zeros(D)} for r in ("q_proj", "k_proj")})
+    assert torch.allclose(module.q_proj(x), x) and torch.allclose(module.k_proj(x), x)  # no mask left on k
+    module.k_proj(x).sum().backward()
+    assert module.k_proj.weight.grad is not None
