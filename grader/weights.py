@@ -360,7 +360,8 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
     out)`` none) the same rows read with its last two dims swapped. A vector kept broadcast-ready (a norm's gain as ``(1, 1, dim)``, or ``(1, dim)`` where
     that is no contract matrix) is the ``(dim,)`` vector. A 4-d kernel is read where one reading gives a
     contract matrix: Gemma's JAX ``qkv_einsum`` ``(3, H, d_model, D)`` is ``(3·H·D, d_model)``, its
-    last two dims swapped (a ``(3, H, D)`` bias paired by name is its vector); else, when its third dim
+    last two dims swapped (a ``(3, H, D)`` bias paired by name is its vector), Praxis' combined qkv
+    ``(3, d_model, H, D)`` the same with d_model moved last; else, when its third dim
     is a contract matrix's in-features, it is the rows of a fused layer the same way (Gemma's
     ``kv_einsum`` ``(2, KV, d_model, D)`` is ``(2·KV·D, d_model)``, k's rows then v's), or when its first
     dim is (a Flax ``(d_context, 2, H, D)`` kernel is the ``(in, out)`` matrix ``(d_context, 2·H·D)``).
@@ -374,7 +375,8 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
         return (p.shape[0], p.shape[1]), None
     if p.dim() == 4 and not name.isdigit():  # Gemma's JAX qkv kernel (3, H, d_model, D): (3·H·D, d_model)
         a, b, c, d = p.shape
-        for flat, perm in (((a * b * c, d), None), ((a * b * d, c), (0, 1, 3, 2)), ((a, b * c * d), None)):
+        for flat, perm in (((a * b * c, d), None), ((a * b * d, c), (0, 1, 3, 2)), ((a, b * c * d), None),
+                           ((a * c * d, b), (0, 2, 3, 1))):  # Praxis' combined qkv (3, d_model, H, D)
             if flat in shapes or flat[::-1] in shapes:
                 return flat, perm
         # a stack of k kernels (k, heads, in, D) whose in-features a contract matrix has (Gemma's
@@ -491,7 +493,7 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
         for path, name, shape, perm in flattened:
             sub = mod.get_submodule(path)
             view = sub._parameters[name].view(shape)
-            sub.__dict__[name] = view if perm is None else view.permute(perm)  # each perm is its own inverse
+            sub.__dict__[name] = view if perm is None else view.permute(_inverse(perm))
         for path, name, dims in stacks:  # a 2-d one: its matrices one under the other again
             sub = mod.get_submodule(path)
             sub.__dict__[name] = (torch.stack if dims == 3 else torch.cat)(list(sub._modules[name]))
@@ -524,6 +526,11 @@ def _around_own_call(module: torch.nn.Module, before, after) -> None:
 
     module.__class__ = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__,
                                                    "__qualname__": cls.__qualname__})
+
+
+def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+    """The permutation that undoes ``perm``: (0, 2, 3, 1) -> (0, 3, 1, 2); an involution is its own."""
+    return tuple(sorted(range(len(perm)), key=perm.__getitem__))
 
 
 def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...], perm: tuple[int, ...] | None = None
@@ -960,8 +967,9 @@ def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_
     the rest mapped as usual; the names that agree best first, at most MAX_FUSED."""
     pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads) + _parted(roles, layers, heads),
                     key=lambda p: -p.score)
-    combos: list[tuple[int, int, tuple[_Piece, ...]]] = []
+    combos: list[tuple[int, int, int, tuple[_Piece, ...]]] = []
     visits = 0
+    named = {r.name: {l.name for l in layers if _key(l.name) == _key(r.name) or _leaf(l.name) in r.aliases} for r in roles}
 
     def extend(start: int, chosen: tuple[_Piece, ...], used_roles: set, used_layers: set) -> None:
         nonlocal visits
@@ -974,7 +982,7 @@ def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_
             if visits > MAX_FUSED_VISITS:
                 return
             combo = chosen + (p,)
-            combos.append((-sum(c.score for c in combo), -_rest_named(roles, layers, combo), len(combos), combo))
+            combos.append((-sum(c.score for c in combo), -_rest_named(named, combo), len(combos), combo))
             extend(i + 1, combo, used_roles | set(p.roles), used_layers | names)
 
     extend(0, (), set(), set())
@@ -993,16 +1001,15 @@ def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_
     return mappings
 
 
-def _rest_named(roles: list[Role], layers: list[Layer], combo: tuple[_Piece, ...]) -> int:
+def _rest_named(named: dict[str, set[str]], combo: tuple[_Piece, ...]) -> int:
     """How many of the roles a combination of pieces leaves have a layer it leaves named like them
     (GPT-2's cross-attention: ``c_attn`` stacks k and v, which leaves ``q_attn`` to q; taking q and k
     there leaves ``q_attn`` to no role of its name). Among combinations whose pieces' names agree as
-    well, the one whose rest maps by name comes first: the candidates are cut at MAX_FUSED."""
+    well, the one whose rest maps by name comes first: the candidates are cut at MAX_FUSED.
+    ``named``: each role's layers named like it."""
     taken_roles = {r for p in combo for r in p.roles}
     taken_layers = {l.name for p in combo for l in p.layers}
-    free = [l for l in layers if l.name not in taken_layers]
-    return sum(any(_key(l.name) == _key(r.name) or _leaf(l.name) in r.aliases for l in free)
-               for r in roles if r.name not in taken_roles)
+    return sum(bool(layers - taken_layers) for role, layers in named.items() if role not in taken_roles)
 
 
 def _combine(roles: list[Role], by_name: dict[str, Role], combo, plain: Mapping) -> Mapping:

@@ -903,3 +903,32 @@ def test_a_stack_of_in_out_matrices_of_a_shape_two_roles_have_is_read_transposed
     other.gating_einsum = nn.Parameter(torch.randn(2, Dm, F_))
     W.settle(other, frozenset({(F_, Dm), (Dm, F_)}))
     assert other.gating_einsum.shape == (2 * Dm, F_)
+
+
+def test_praxis_combined_qkv_is_read_with_d_model_moved_last_and_read_back_in_its_own_shape():
+    """Praxis' CombinedQKVProjectionLayer keeps ``w (3, d_model, H, D)`` and ``b (3, H, D)`` (okfit19: a
+    correct fused MHA so written was a contract failure). With d_model moved last (a permutation that
+    is not its own inverse) it is the ``(3·H·D, d_model)`` matrix; while the module runs it reads its
+    own shape back, the same numbers."""
+    H, Dh = 2, D // 2
+
+    class Combined(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(3, D, H, Dh))
+            self.b = nn.Parameter(torch.randn(3, H, Dh))
+
+        def forward(self, x):
+            return torch.einsum("btd,kdnh->kbtnh", x, self.w) + self.b[:, None, None]
+
+    module = Combined()
+    x = torch.randn(2, 3, D)
+    with torch.no_grad():
+        before = module(x)
+        w = module.w.detach().clone()
+    W.settle(module, frozenset({(3 * D, D), (D, D)}))
+    assert module.w.shape == (3 * D, D) and module.b.shape == (3 * D,)
+    assert torch.equal(module.w.detach(), w.permute(0, 2, 3, 1).reshape(3 * D, D))  # rows: [q heads; k; v]
+    with torch.no_grad():
+        assert torch.allclose(module(x), before, atol=1e-6)
+    assert "w" not in module.__dict__
