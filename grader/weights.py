@@ -266,7 +266,7 @@ def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
 
 
 def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset(),
-           twice: frozenset = frozenset()) -> None:
+           twice: frozenset = frozenset(), heads: frozenset = frozenset()) -> None:
     """Make each weight that ``module`` computes from several stored tensors a plain parameter
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
@@ -282,7 +282,8 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: fro
     ``shapes``: the contract's weight shapes ``(out, in)``, which say how a matrix kept in three dims
     reads (:func:`_matrix_shape`); ``counts``: how many times a repeated role repeats (the number of
     experts), which says when a stack of matrices is one matrix per index (:func:`_per_index`);
-    ``twice``: the contract shapes that at least two roles have, which a stack of matrices may hold."""
+    ``twice``: the contract shapes that at least two roles have, which a stack of matrices may hold;
+    ``heads``: the config's head counts, which say how a 3-d kernel two readings fit groups its dims."""
     from torch.nn.utils import prune
     from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
@@ -302,7 +303,7 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: fro
                 original = getattr(stored, "original", None)
                 if not isinstance(original, torch.nn.Parameter) or not _reads_others(module, sub, name, original):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
-    _flatten_matrices(module, shapes, counts, twice)
+    _flatten_matrices(module, shapes, counts, twice, heads)
 
 
 def upcast(module: torch.nn.Module) -> None:
@@ -347,8 +348,8 @@ def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, orig
     return False
 
 
-def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), twice: frozenset = frozenset()
-                  ) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
+def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), twice: frozenset = frozenset(),
+                  heads: frozenset = frozenset()) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
     """The matrix a parameter of more than two dims is, and the permutation of its dims read before
     flattening (None: none). A kernel-1 convolution's ``(out, in, 1)`` weight is ``(out, in)``. A
     3-d parameter is read as the matrix of a contract weight's shape (``shapes``, ``(out, in)``, in
@@ -357,16 +358,18 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
     with its last two dims swapped; an ``(H, D, d_model)`` output kernel is ``(H·D, d_model)``.
     Otherwise a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)`` rows of a
     fused layer, and ``(k, in, out)`` (with ``(out, in)`` a shape of two roles, ``twice``, and ``(in,
-    out)`` none) the same rows read with its last two dims swapped. A vector kept broadcast-ready (a norm's gain as ``(1, 1, dim)``, or ``(1, dim)`` where
-    that is no contract matrix) is the ``(dim,)`` vector. A 4-d kernel is read where one reading gives a
+    out)`` none) the same rows read with its last two dims swapped. Where two readings fit, the one
+    that merges a head count (``heads``) with the dim after it. A vector kept broadcast-ready (a
+    norm's gain as ``(1, 1, dim)``, or ``(1, dim)`` where that is no contract matrix) is the ``(dim,)``
+    vector. A 4-d kernel is read where one reading gives a
     contract matrix: Gemma's JAX ``qkv_einsum`` ``(3, H, d_model, D)`` is ``(3·H·D, d_model)``, its
     last two dims swapped (a ``(3, H, D)`` bias paired by name is its vector), Praxis' combined qkv
     ``(3, d_model, H, D)`` the same with d_model moved last; else, when its third dim
     is a contract matrix's in-features, it is the rows of a fused layer the same way (Gemma's
     ``kv_einsum`` ``(2, KV, d_model, D)`` is ``(2·KV·D, d_model)``, k's rows then v's), or when its first
     dim is (a Flax ``(d_context, 2, H, D)`` kernel is the ``(in, out)`` matrix ``(d_context, 2·H·D)``).
-    None for anything else
-    (a ParameterList entry, five or more dims, a 4-d one no reading makes a contract matrix)."""
+    None for anything else (a ParameterList entry, five or more dims, a 4-d one no reading makes a
+    contract matrix)."""
     vector = tuple(n for n in p.shape if n != 1)
     if len(vector) == 1 and (p.dim() >= 3 or (p.dim() == 2 and tuple(p.shape) not in shapes
                                                and tuple(p.shape)[::-1] not in shapes)):
@@ -392,9 +395,14 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
         return None
     a, b, c = p.shape
     readings = [((a * b, c), None), ((a, b * c), None), ((a * c, b), (0, 2, 1)), ((b, a * c), (1, 0, 2))]
-    for flat, perm in readings:
-        if flat in shapes or flat[::-1] in shapes:
-            return flat, perm
+    fits = [(flat, perm) for flat, perm in readings if flat in shapes or flat[::-1] in shapes]
+    # where two readings fit (MaxText's wq_b (q_lora_rank, H, nope + rope) with q_lora_rank = nope +
+    # rope reads as (q_lora_rank·H, nope + rope) too), the one that groups a head count with the dim
+    # after it (H·D) is the kernel's: the first of the two dims each reading merges
+    grouped = [a, b, a, a]
+    by_heads = [fit for fit, first in zip(readings, grouped) if fit in fits and first in heads]
+    if fits:
+        return (by_heads or fits)[0]
     if (b, c) not in twice and (c, b) in twice:  # a stack of (in, out) matrices (Gemma's gating_einsum
         return readings[2]  # (2, d_model, d_ff), gate and up): the (out, in) rows of a fused layer
     return readings[0]
@@ -431,7 +439,7 @@ def _row_stack(p: torch.Tensor, shapes: frozenset, counts: frozenset) -> int | N
 
 
 def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset(),
-                      twice: frozenset = frozenset()) -> None:
+                      twice: frozenset = frozenset(), heads: frozenset = frozenset()) -> None:
     """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
     as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name, a
     Flax kernel ``(d_model, H, D)`` and its ``(H, D)`` bias) as the 2-d parameter it is, so that it
@@ -456,7 +464,7 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
                     [torch.nn.Parameter(m.detach().clone(), requires_grad=p.requires_grad) for m in parts])
                 stacks.append((path, name, p.dim()))
                 continue
-            read = _matrix_shape(name, p, shapes, twice) if isinstance(p, torch.nn.Parameter) else None
+            read = _matrix_shape(name, p, shapes, twice, heads) if isinstance(p, torch.nn.Parameter) else None
             if read is None or parametrize.is_parametrized(sub, name):
                 continue
             flat, perm = read

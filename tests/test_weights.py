@@ -932,3 +932,24 @@ def test_praxis_combined_qkv_is_read_with_d_model_moved_last_and_read_back_in_it
     with torch.no_grad():
         assert torch.allclose(module(x), before, atol=1e-6)
     assert "w" not in module.__dict__
+
+
+def test_a_three_dim_kernel_two_readings_fit_groups_its_head_count_with_the_dim_after():
+    """MaxText keeps MLA's ``wq_b`` as ``(q_lora_rank, H, nope + rope)``, an ``(in, H, D)`` kernel. With
+    q_lora_rank = nope + rope (8, 2, 8) both ``(8·2, 8)`` (rows from its first two dims) and ``(8, 2·8)``
+    (the ``(in, out)`` reading) are contract shapes (okfit19: wrong_output 30 of 48, read as the first).
+    The reading that merges a head count with the dim after it is the kernel's; without head counts,
+    or where only one reading fits, nothing changes."""
+    module = nn.Module()
+    module.wq_b = nn.Parameter(torch.randn(8, 2, 8))
+    kernel = module.wq_b.detach().clone()
+    W.settle(module, frozenset({(16, 8)}), heads=frozenset({2}))
+    assert module.wq_b.shape == (8, 16) and torch.equal(module.wq_b.detach(), kernel.reshape(8, 16))
+    other = nn.Module()
+    other.wq_b = nn.Parameter(torch.randn(8, 2, 8))
+    W.settle(other, frozenset({(16, 8)}))
+    assert other.wq_b.shape == (16, 8)  # no head counts: the first reading, as before
+    stack = nn.Module()
+    stack.W = nn.Parameter(torch.randn(3, D, D))
+    W.settle(stack, frozenset({(3 * D, D), (D, D)}), heads=frozenset({3}))
+    assert stack.W.shape == (3 * D, D)  # a qkv stack whose count is a head count reads as before
