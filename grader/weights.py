@@ -265,12 +265,14 @@ def list_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     return f"{parent}.{partner}.{leaf}".lstrip(".")
 
 
-def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset()) -> None:
+def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset(),
+           twice: frozenset = frozenset(), heads: frozenset = frozenset()) -> None:
     """Make each weight that ``module`` computes from several stored tensors a plain parameter
     holding what it computes now: weight normalisation, ``w = g · v / ‖v‖`` (``torch.nn.utils.
     parametrizations.weight_norm``, whose ``original0`` / ``original1`` are g and v, and the older
     ``torch.nn.utils.weight_norm`` hook with ``weight_g`` / ``weight_v``; the older
-    ``torch.nn.utils.spectral_norm`` hook's ``weight_orig / σ`` likewise). The layer's forward is a
+    ``torch.nn.utils.spectral_norm`` hook's ``weight_orig / σ`` likewise, and ``torch.nn.utils.prune``'s
+    ``weight_orig · weight_mask``, its mask a buffer). The layer's forward is a
     function of ``w`` alone, so the grader's weight goes into ``w`` (as the parametrization's own
     ``right_inverse`` would put it) and the gradient graded is that of ``w``. So is a
     parametrization of one stored tensor that computes from that tensor alone (spectral_norm's
@@ -279,11 +281,17 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: fro
     the grader's weight is its original, the parametrization on top (:func:`originals`).
     ``shapes``: the contract's weight shapes ``(out, in)``, which say how a matrix kept in three dims
     reads (:func:`_matrix_shape`); ``counts``: how many times a repeated role repeats (the number of
-    experts), which says when a stack of matrices is one matrix per index (:func:`_per_index`)."""
+    experts), which says when a stack of matrices is one matrix per index (:func:`_per_index`);
+    ``twice``: the contract shapes that at least two roles have, which a stack of matrices may hold;
+    ``heads``: the config's head counts, which say how a 3-d kernel two readings fit groups its dims."""
+    from torch.nn.utils import prune
     from torch.nn.utils.spectral_norm import SpectralNorm, remove_spectral_norm
     from torch.nn.utils.weight_norm import WeightNorm, remove_weight_norm
 
     for sub in list(module.modules()):
+        hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, prune.BasePruningMethod)]
+        for hook in hooks:  # torch.nn.utils.prune: weight_orig · weight_mask (a buffer), made one weight
+            prune.remove(sub, hook._tensor_name)
         hooks = [h for h in sub._forward_pre_hooks.values() if isinstance(h, WeightNorm)]
         for hook in hooks:
             remove_weight_norm(sub, hook.name)
@@ -295,7 +303,7 @@ def settle(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: fro
                 original = getattr(stored, "original", None)
                 if not isinstance(original, torch.nn.Parameter) or not _reads_others(module, sub, name, original):
                     parametrize.remove_parametrizations(sub, name, leave_parametrized=True)
-    _flatten_matrices(module, shapes, counts)
+    _flatten_matrices(module, shapes, counts, twice, heads)
 
 
 def upcast(module: torch.nn.Module) -> None:
@@ -340,8 +348,8 @@ def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, orig
     return False
 
 
-def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
-                  ) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
+def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), twice: frozenset = frozenset(),
+                  heads: frozenset = frozenset()) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
     """The matrix a parameter of more than two dims is, and the permutation of its dims read before
     flattening (None: none). A kernel-1 convolution's ``(out, in, 1)`` weight is ``(out, in)``. A
     3-d parameter is read as the matrix of a contract weight's shape (``shapes``, ``(out, in)``, in
@@ -349,22 +357,54 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset()
     is ``(d_model, H·D)``, an ``(in, out)`` matrix; Gemma's JAX ``(H, d_model, D)`` is ``(H·D, d_model)``
     with its last two dims swapped; an ``(H, D, d_model)`` output kernel is ``(H·D, d_model)``.
     Otherwise a stack of k same-shaped matrices ``(k, out, in)`` is the ``(k·out, in)`` rows of a
-    fused layer. A vector kept broadcast-ready (a norm's gain as ``(1, 1, dim)``, or ``(1, dim)`` where
-    that is no contract matrix) is the ``(dim,)`` vector. None for anything else (a ParameterList
-    entry, four or more dims)."""
+    fused layer, and ``(k, in, out)`` (with ``(out, in)`` a shape of two roles, ``twice``, and ``(in,
+    out)`` none) the same rows read with its last two dims swapped. Where two readings fit, the one
+    that merges a head count (``heads``) with the dim after it. A vector kept broadcast-ready (a
+    norm's gain as ``(1, 1, dim)``, or ``(1, dim)`` where that is no contract matrix) is the ``(dim,)``
+    vector. A 4-d kernel is read where one reading gives a
+    contract matrix: Gemma's JAX ``qkv_einsum`` ``(3, H, d_model, D)`` is ``(3·H·D, d_model)``, its
+    last two dims swapped (a ``(3, H, D)`` bias paired by name is its vector), Praxis' combined qkv
+    ``(3, d_model, H, D)`` the same with d_model moved last; else, when its third dim
+    is a contract matrix's in-features, it is the rows of a fused layer the same way (Gemma's
+    ``kv_einsum`` ``(2, KV, d_model, D)`` is ``(2·KV·D, d_model)``, k's rows then v's), or when its first
+    dim is (a Flax ``(d_context, 2, H, D)`` kernel is the ``(in, out)`` matrix ``(d_context, 2·H·D)``).
+    None for anything else (a ParameterList entry, five or more dims, a 4-d one no reading makes a
+    contract matrix)."""
     vector = tuple(n for n in p.shape if n != 1)
     if len(vector) == 1 and (p.dim() >= 3 or (p.dim() == 2 and tuple(p.shape) not in shapes
                                                and tuple(p.shape)[::-1] not in shapes)):
         return vector, None
     if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
         return (p.shape[0], p.shape[1]), None
+    if p.dim() == 4 and not name.isdigit():  # Gemma's JAX qkv kernel (3, H, d_model, D): (3·H·D, d_model)
+        a, b, c, d = p.shape
+        for flat, perm in (((a * b * c, d), None), ((a * b * d, c), (0, 1, 3, 2)), ((a, b * c * d), None),
+                           ((a * c * d, b), (0, 2, 3, 1))):  # Praxis' combined qkv (3, d_model, H, D)
+            if flat in shapes or flat[::-1] in shapes:
+                return flat, perm
+        # a stack of k kernels (k, heads, in, D) whose in-features a contract matrix has (Gemma's
+        # kv_einsum (2, KV, d_model, D)): the rows of a fused layer, (k·heads·D, in); a Flax kernel
+        # (in, k, heads, D) (DenseGeneral(features=(2, H, D)) over the context): (in, k·heads·D)
+        ins = {shape[1] for shape in shapes if len(shape) == 2}
+        if c in ins:
+            return (a * b * d, c), (0, 1, 3, 2)
+        if a in ins:
+            return (a, b * c * d), None
+        return None
     if p.dim() != 3 or name.isdigit():
         return None
     a, b, c = p.shape
     readings = [((a * b, c), None), ((a, b * c), None), ((a * c, b), (0, 2, 1)), ((b, a * c), (1, 0, 2))]
-    for flat, perm in readings:
-        if flat in shapes or flat[::-1] in shapes:
-            return flat, perm
+    fits = [(flat, perm) for flat, perm in readings if flat in shapes or flat[::-1] in shapes]
+    # where two readings fit (MaxText's wq_b (q_lora_rank, H, nope + rope) with q_lora_rank = nope +
+    # rope reads as (q_lora_rank·H, nope + rope) too), the one that groups a head count with the dim
+    # after it (H·D) is the kernel's: the first of the two dims each reading merges
+    grouped = [a, b, a, a]
+    by_heads = [fit for fit, first in zip(readings, grouped) if fit in fits and first in heads]
+    if fits:
+        return (by_heads or fits)[0]
+    if (b, c) not in twice and (c, b) in twice:  # a stack of (in, out) matrices (Gemma's gating_einsum
+        return readings[2]  # (2, d_model, d_ff), gate and up): the (out, in) rows of a fused layer
     return readings[0]
 
 
@@ -373,14 +413,33 @@ def _per_index(p: torch.Tensor, path: str, shapes: frozenset, counts: frozenset)
     (Hugging Face transformers v5's experts: ``gate_up_proj = (E, 2 * d_ff, d_model)``, ``down_proj =
     (E, d_model, d_ff)``, read as ``self.gate_up_proj[e]``)? Its first dim is a repeat count, and no
     reading of it as one matrix gives a contract shape (a Flax kernel's does). A stack in a module
-    that is already one of an index (``path`` ``experts.0``: its gate and up as ``w13``) is not."""
-    if p.dim() != 3 or p.shape[0] not in counts or any(part.isdigit() for part in path.split(".")):
+    that is already one of an index (``path`` ``experts.0``: its gate and up as ``w13``) is not. A 2-d
+    parameter is such a stack along its rows (:func:`_row_stack`)."""
+    if any(part.isdigit() for part in path.split(".")):
+        return False
+    if p.dim() == 2:
+        return _row_stack(p, shapes, counts) is not None
+    if p.dim() != 3 or p.shape[0] not in counts:
         return False
     read = _matrix_shape("", p, shapes)
     return read is None or (read[0] not in shapes and read[0][::-1] not in shapes)
 
 
-def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset()) -> None:
+def _row_stack(p: torch.Tensor, shapes: frozenset, counts: frozenset) -> int | None:
+    """The repeat count k when the 2-d parameter ``p`` holds k matrices one under the other, ``(k·r,
+    c)`` with ``(r, c)`` a contract shape in either orientation and ``(k·r, c)`` none (DBRX's experts:
+    ``w1 = (num_experts · d_ff, d_model)``, read as ``self.w1.view(E, d_ff, d_model)[e]``); else None."""
+    n, c = p.shape
+    if (n, c) in shapes or (c, n) in shapes:
+        return None
+    for k in sorted(counts):
+        if k > 1 and n % k == 0 and ((n // k, c) in shapes or (c, n // k) in shapes):
+            return k
+    return None
+
+
+def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), counts: frozenset = frozenset(),
+                      twice: frozenset = frozenset(), heads: frozenset = frozenset()) -> None:
     """Register each matrix kept in more than two dims (:func:`_matrix_shape`: ``nn.Conv1d(d, d, 1)``
     as a projection, ``W_qkv = nn.Parameter(torch.randn(3, d, d))`` and its ``(3, d)`` bias by name, a
     Flax kernel ``(d_model, H, D)`` and its ``(H, D)`` bias) as the 2-d parameter it is, so that it
@@ -391,7 +450,8 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
     flattened, stacks = [], []
     for path, sub in list(module.named_modules()):
         own = dict(sub._parameters.items())
-        for name, p in own.items():
+        # the kernels of more dims first: a 4-d kernel's 3-d bias is its vector, not a stack
+        for name, p in sorted(own.items(), key=lambda item: -item[1].dim() if item[1] is not None else 0):
             if sub._parameters.get(name) is not p:
                 continue  # registered again already: a kernel's bias, read with its kernel below
             if isinstance(p, torch.nn.Parameter) and _per_index(p, path, shapes, counts) \
@@ -399,11 +459,12 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
                 # one matrix per index: a ParameterList under the same name, so that its entries map
                 # index by index (experts.gate_up_proj.0 ...); read as their stack while the module runs
                 del sub._parameters[name]
+                parts = p.unbind(0) if p.dim() == 3 else p.view(_row_stack(p, shapes, counts), -1, p.shape[1]).unbind(0)
                 sub._modules[name] = torch.nn.ParameterList(
-                    [torch.nn.Parameter(m.detach().clone(), requires_grad=p.requires_grad) for m in p.unbind(0)])
-                stacks.append((path, name))
+                    [torch.nn.Parameter(m.detach().clone(), requires_grad=p.requires_grad) for m in parts])
+                stacks.append((path, name, p.dim()))
                 continue
-            read = _matrix_shape(name, p, shapes) if isinstance(p, torch.nn.Parameter) else None
+            read = _matrix_shape(name, p, shapes, twice, heads) if isinstance(p, torch.nn.Parameter) else None
             if read is None or parametrize.is_parametrized(sub, name):
                 continue
             flat, perm = read
@@ -411,6 +472,10 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
             # the matrix's side made of two dims (the rows of a stack, a kernel's H·D side): a bias of
             # those two dims, paired by name, is that side's vector
             sides = set()
+            if len(dims) == 4 and flat == (dims[0] * dims[1] * dims[2], dims[3]):
+                sides.add(dims[:3])
+            if len(dims) == 4 and flat == (dims[0], dims[1] * dims[2] * dims[3]):  # Flax's (d_model, 3, H, D)
+                sides.add(dims[1:])
             if len(dims) == 3 and dims[2] != 1:
                 if flat == (dims[0] * dims[1], dims[2]):
                     sides.add(dims[:2])
@@ -420,7 +485,7 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
                 vectors = {n: q for n, q in own.items() if q is not None and q.dim() == 1}
                 vectors.update({n: q.flatten() for n, q in own.items() if q is not None and tuple(q.shape) in sides})
                 b = _named_partner(name, {**vectors, name: p})
-                if b is not None and own[b].dim() == 2 and sub._parameters[b] is own[b]:
+                if b is not None and own[b].dim() in (2, 3) and sub._parameters[b] is own[b]:
                     flattened.append((path, b, _flat_param(sub, b, (own[b].numel(),)), None))
             flattened.append((path, name, _flat_param(sub, name, flat, perm), perm))
     if isinstance(module, torch.jit.ScriptModule):
@@ -436,17 +501,44 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
         for path, name, shape, perm in flattened:
             sub = mod.get_submodule(path)
             view = sub._parameters[name].view(shape)
-            sub.__dict__[name] = view if perm is None else view.permute(perm)  # each perm is its own inverse
-        for path, name in stacks:
+            sub.__dict__[name] = view if perm is None else view.permute(_inverse(perm))
+        for path, name, dims in stacks:  # a 2-d one: its matrices one under the other again
             sub = mod.get_submodule(path)
-            sub.__dict__[name] = torch.stack(list(sub._modules[name]))
+            sub.__dict__[name] = (torch.stack if dims == 3 else torch.cat)(list(sub._modules[name]))
 
     def drop(mod, args, out):
-        for path, name in [(p, n) for p, n, _, _ in flattened] + stacks:
+        for path, name in [(p, n) for p, n, _, _ in flattened] + [(p, n) for p, n, _ in stacks]:
             mod.get_submodule(path).__dict__.pop(name, None)
 
     module.register_forward_pre_hook(views)
     module.register_forward_hook(drop, always_call=True)
+    _around_own_call(module, views, drop)
+
+
+def _around_own_call(module: torch.nn.Module, before, after) -> None:
+    """A module whose class overrides ``__call__`` (MLX's habit, which has no ``forward``; JAX's) never
+    runs ``nn.Module``'s hooks, so the views :func:`_flatten_matrices` makes for the call would never
+    be made: its class becomes a subclass of the same name whose ``__call__`` runs ``before``, the
+    attempt's own ``__call__``, then ``after``."""
+    cls = type(module)
+    own = cls.__call__
+    if own is torch.nn.Module.__call__:
+        return
+
+    def __call__(self, *args, **kwargs):
+        before(self, args)
+        try:
+            return own(self, *args, **kwargs)
+        finally:
+            after(self, args, None)
+
+    module.__class__ = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__,
+                                                   "__qualname__": cls.__qualname__})
+
+
+def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+    """The permutation that undoes ``perm``: (0, 2, 3, 1) -> (0, 3, 1, 2); an involution is its own."""
+    return tuple(sorted(range(len(perm)), key=perm.__getitem__))
 
 
 def _flat_param(sub: torch.nn.Module, name: str, flat: tuple[int, ...], perm: tuple[int, ...] | None = None
@@ -599,9 +691,19 @@ def _oriented(layers: list[Layer]) -> set[str]:
     return {name for (name, _), n in seen.items() if n > 1}
 
 
+def _named_part(name: str) -> str:
+    """The part of a layer's dotted name that names it: its last, or the module's before a bare
+    kernel's generic name (a Flax port's 'key_value.kernel' -> 'key_value')."""
+    parts = name.split(".")
+    return parts[-2] if len(parts) > 1 and parts[-1].lower() in _GENERIC else parts[-1]
+
+
+_GENERIC = frozenset({"kernel"})
+
+
 def _key(name: str) -> str:
     """A role-ish key of a layer name: 'self.wq' -> 'q', 'query' -> 'q', 'out_proj' -> 'o'."""
-    last = name.split(".")[-1].lower()
+    last = _named_part(name).lower()
     for pattern, key in ((r"qkv", "qkv"), (r"(^|_)(o|out|wo|proj_out|c_proj|output|dense)($|_)", "o"),
                          (r"(^|_|w)q($|_|uery)|query", "q"), (r"(^|_|w)k($|_|ey)|key", "k"),
                          (r"(^|_|w)v($|_|alue)|value", "v"), (r"^wo$|^o", "o")):
@@ -760,7 +862,7 @@ class _Piece:
 def _letters(name: str) -> set[str]:
     """The roles a fused layer's name spells: 'to_kv' -> {k, v}, 'query_key_value' -> {q, k, v}."""
     found = set()
-    for token in re.split(r"[_\W\d]+", name.split(".")[-1].lower()):
+    for token in re.split(r"[_\W\d]+", _named_part(name).lower()):
         token = {"query": "q", "key": "k", "value": "v", "attn": ""}.get(token, token)
         token = token[1:] if token.startswith("w") and len(token) > 1 else token
         if token and set(token) <= set("qkv"):
@@ -873,8 +975,9 @@ def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_
     the rest mapped as usual; the names that agree best first, at most MAX_FUSED."""
     pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads) + _parted(roles, layers, heads),
                     key=lambda p: -p.score)
-    combos: list[tuple[int, int, tuple[_Piece, ...]]] = []
+    combos: list[tuple[int, int, int, tuple[_Piece, ...]]] = []
     visits = 0
+    named = {r.name: {l.name for l in layers if _key(l.name) == _key(r.name) or _leaf(l.name) in r.aliases} for r in roles}
 
     def extend(start: int, chosen: tuple[_Piece, ...], used_roles: set, used_layers: set) -> None:
         nonlocal visits
@@ -887,14 +990,14 @@ def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_
             if visits > MAX_FUSED_VISITS:
                 return
             combo = chosen + (p,)
-            combos.append((-sum(c.score for c in combo), len(combos), combo))
+            combos.append((-sum(c.score for c in combo), -_rest_named(named, combo), len(combos), combo))
             extend(i + 1, combo, used_roles | set(p.roles), used_layers | names)
 
     extend(0, (), set(), set())
-    combos.sort(key=lambda c: (c[0], c[1]))
+    combos.sort(key=lambda c: c[:3])
     by_name = {r.name: r for r in roles}
     mappings: list[Mapping] = []
-    for _, _, combo in combos:
+    for *_, combo in combos:
         taken_roles = {r for p in combo for r in p.roles}
         taken_layers = {l.name for p in combo for l in p.layers}
         rest, why = _plain([r for r in roles if r.name not in taken_roles], [l for l in layers if l.name not in taken_layers],
@@ -904,6 +1007,17 @@ def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_
             if len(mappings) >= MAX_FUSED:
                 return mappings
     return mappings
+
+
+def _rest_named(named: dict[str, set[str]], combo: tuple[_Piece, ...]) -> int:
+    """How many of the roles a combination of pieces leaves have a layer it leaves named like them
+    (GPT-2's cross-attention: ``c_attn`` stacks k and v, which leaves ``q_attn`` to q; taking q and k
+    there leaves ``q_attn`` to no role of its name). Among combinations whose pieces' names agree as
+    well, the one whose rest maps by name comes first: the candidates are cut at MAX_FUSED.
+    ``named``: each role's layers named like it."""
+    taken_roles = {r for p in combo for r in p.roles}
+    taken_layers = {l.name for p in combo for l in p.layers}
+    return sum(bool(layers - taken_layers) for role, layers in named.items() if role not in taken_roles)
 
 
 def _combine(roles: list[Role], by_name: dict[str, Role], combo, plain: Mapping) -> Mapping:

@@ -228,8 +228,9 @@ class AttentionModule(Kind):
                 self.call(module, self.cases(ci)[0])
         roles = self.roles(ci)
         # weight_norm's g and v: one plain weight, the grader's; a 3-d kernel read as a contract matrix
-        W.settle(module, frozenset(r.weight for r in roles if len(r.weight) == 2),
-                 frozenset(Counter(r.pattern for r in roles if r.pattern).values()))
+        matrices = Counter(r.weight for r in roles if len(r.weight) == 2)
+        W.settle(module, frozenset(matrices), frozenset(Counter(r.pattern for r in roles if r.pattern).values()),
+                 frozenset(shape for shape, n in matrices.items() if n > 1), frozenset(self.head_counts(ci)))
         W.upcast(module)  # graded in float32: a bfloat16 parameter would round the grader's weights
         observe.built(module)  # its empty dicts: memos the device watch may empty
         layers, stray = W.layers_of(module)
