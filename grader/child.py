@@ -67,6 +67,19 @@ def _repository(folder: str) -> list[str]:
     return found
 
 
+def _only_open(hook):
+    """``hook`` as an audit hook called for "open" events only, through a plain function. Every
+    audit event of the child calls every hook (``id()``, ``sys._getframe``, reading ``frame.f_code``:
+    tens of thousands in a child, most of them the modes' own), and CPython looks each hook's
+    ``__cantrace__`` up first: on a bound method that lookup raises and clears an AttributeError at
+    every event, about four times what the call of a plain function costs."""
+    def audit(event, args):
+        if event == "open":
+            hook(event, args)
+
+    return audit
+
+
 class Guard:
     """An audit hook that notices the attempt opening attnprep's reference solutions, by the
     file's identity (its inode, or its real path), not by the string it is named with: a
@@ -77,7 +90,7 @@ class Guard:
         self.opened: list[str] = []
         self.folder = os.path.realpath(SOLUTIONS_DIR)
         self.files = _identities(self.folder)
-        sys.addaudithook(self._hook)
+        sys.addaudithook(_only_open(self._hook))
         # and below Python: the solutions cannot be read or rewritten, nor the folders the caller
         # protects written (the user's history: ``protect``), by this process or any program it forks
         # or runs (`python -m attnprep solution`, `cat`)
