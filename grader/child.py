@@ -15,6 +15,7 @@ import importlib.util
 import os
 import sys
 import traceback
+import types
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -182,7 +183,21 @@ def reference_modules() -> list[str]:
         stamp = os.stat(SOLUTIONS_DIR).st_mtime_ns  # a file added or removed changes the folder's
     except OSError:
         stamp = None
-    return [n for n in _solution_names(stamp) if n in sys.modules]
+    names = dict.fromkeys(_solution_names(stamp))
+    # and what was imported from a file removed since (a module stays imported): the import system
+    # hangs each submodule it imports on its package
+    names.update(dict.fromkeys(_imported_below(sys.modules.get("attnprep.solutions"), "attnprep.solutions")))
+    return [n for n in names if n in sys.modules]
+
+
+def _imported_below(package, prefix: str) -> list[str]:
+    """The names of the submodules the import system attached to ``package`` (named ``prefix``), and
+    theirs, below it."""
+    found = []
+    for key, value in list(vars(package).items()) if package is not None else ():
+        if isinstance(value, types.ModuleType) and getattr(value, "__name__", None) == f"{prefix}.{key}":
+            found += [value.__name__, *_imported_below(value, value.__name__)]
+    return found
 
 
 @functools.lru_cache(maxsize=1)

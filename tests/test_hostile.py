@@ -96,3 +96,30 @@ def test_reference_modules_the_grading_process_imported_are_gone_in_the_child():
     assert result.verdict.value == "error"
     assert "reference modules here: []" in texts.render(result.error.message)
     assert "attnprep.solutions.mha" in sys.modules  # the grading process keeps its own
+
+
+def test_a_reference_module_whose_file_was_removed_is_still_named(monkeypatch):
+    """reference_modules reads the solutions folder's names (kept per the folder's mtime), and what
+    was imported from a file removed since stays imported: it is named too, so the child drops it
+    (a test that adds a solution beside the others and removes it, then a hostile attempt, in one
+    worker: the attempt found the module)."""
+    import importlib
+
+    from attnprep import exercises
+    from attnprep.grader import child
+
+    name = "zz_removed_reference"
+    path = exercises.SOLUTIONS_DIR / f"{name}.py"
+    try:
+        path.write_text("X = 1\n", encoding="utf-8")
+        importlib.invalidate_caches()
+        importlib.import_module(f"attnprep.solutions.{name}")
+        assert f"attnprep.solutions.{name}" in child.reference_modules()
+        path.unlink()
+        assert f"attnprep.solutions.{name}" in child.reference_modules()
+    finally:
+        path.unlink(missing_ok=True)
+        sys.modules.pop(f"attnprep.solutions.{name}", None)
+        package = sys.modules.get("attnprep.solutions")
+        if package is not None and hasattr(package, name):
+            delattr(package, name)
