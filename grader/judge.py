@@ -678,6 +678,12 @@ class Judge:
 
         differing = self._completed_differing  # a variant raising at a size is judged at the others
 
+        def fails_alike(fill, want) -> bool:
+            """A failure under the -inf fill of a variant whose output is finite everywhere: the -1e9 fill,
+            which changes nothing there, fails alike (``finite_fail``)."""
+            return isinstance(fill, float) and fill == -math.inf and isinstance(want, torch.Tensor) \
+                and bool(torch.isfinite(want).all())
+
         def config_reproduces(data, zero_bias, order, knob, fill, key, all_positions, names, only):
             """True or False for one config's cases, or None when the variant raised there or made outputs
             of another shape than the attempt's."""
@@ -697,16 +703,14 @@ class Judge:
                         for name, got in got_all.items():
                             want = wanted[name]
                             if isinstance(want, torch.Tensor) and want.shape != got.shape:
-                                if differing is None and isinstance(fill, float) and fill == -math.inf \
-                                        and bool(torch.isfinite(want).all()):
+                                if differing is None and fails_alike(fill, want):
                                     finite_fail.add(key)  # a failure as before: the -1e9 fill fails alike
                                 return None  # the variant cannot make this size's outputs (a broadcast gone wide)
                             if not same(case, got, want, name, all_positions):
                                 if (data.index, case.name) not in failing_now and not all_positions \
                                         and masking(knob) and _rows_left_empty(case, got, want, name):
                                     continue  # a passed case where the mistake would leave a row no key
-                                if isinstance(fill, float) and fill == -math.inf and isinstance(want, torch.Tensor) \
-                                        and bool(torch.isfinite(want).all()):
+                                if fails_alike(fill, want):
                                     finite_fail.add(key)
                                 return False
                 except Exception as exc:  # noqa: BLE001 — a variant that cannot run here names nothing

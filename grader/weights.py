@@ -348,6 +348,11 @@ def _reads_others(module: torch.nn.Module, sub: torch.nn.Module, name: str, orig
     return False
 
 
+def _contract(shape: tuple[int, ...], shapes: frozenset) -> bool:
+    """``shape`` is a contract weight's ``(out, in)`` (``shapes``), or its transpose ``(in, out)``."""
+    return shape in shapes or shape[::-1] in shapes
+
+
 def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), twice: frozenset = frozenset(),
                   heads: frozenset = frozenset()) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
     """The matrix a parameter of more than two dims is, and the permutation of its dims read before
@@ -371,8 +376,7 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
     None for anything else (a ParameterList entry, five or more dims, a 4-d one no reading makes a
     contract matrix)."""
     vector = tuple(n for n in p.shape if n != 1)
-    if len(vector) == 1 and (p.dim() >= 3 or (p.dim() == 2 and tuple(p.shape) not in shapes
-                                               and tuple(p.shape)[::-1] not in shapes)):
+    if len(vector) == 1 and (p.dim() >= 3 or (p.dim() == 2 and not _contract(tuple(p.shape), shapes))):
         return vector, None
     if p.dim() >= 3 and all(d == 1 for d in p.shape[2:]):
         return (p.shape[0], p.shape[1]), None
@@ -380,7 +384,7 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
         a, b, c, d = p.shape
         for flat, perm in (((a * b * c, d), None), ((a * b * d, c), (0, 1, 3, 2)), ((a, b * c * d), None),
                            ((a * c * d, b), (0, 2, 3, 1))):  # Praxis' combined qkv (3, d_model, H, D)
-            if flat in shapes or flat[::-1] in shapes:
+            if _contract(flat, shapes):
                 return flat, perm
         # a stack of k kernels (k, heads, in, D) whose in-features a contract matrix has (Gemma's
         # kv_einsum (2, KV, d_model, D)): the rows of a fused layer, (k·heads·D, in); a Flax kernel
@@ -395,7 +399,7 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
         return None
     a, b, c = p.shape
     readings = [((a * b, c), None), ((a, b * c), None), ((a * c, b), (0, 2, 1)), ((b, a * c), (1, 0, 2))]
-    fits = [(flat, perm) for flat, perm in readings if flat in shapes or flat[::-1] in shapes]
+    fits = [(flat, perm) for flat, perm in readings if _contract(flat, shapes)]
     # where two readings fit (MaxText's wq_b (q_lora_rank, H, nope + rope) with q_lora_rank = nope +
     # rope reads as (q_lora_rank·H, nope + rope) too), the one that groups a head count with the dim
     # after it (H·D) is the kernel's: the first of the two dims each reading merges
@@ -422,7 +426,7 @@ def _per_index(p: torch.Tensor, path: str, shapes: frozenset, counts: frozenset)
     if p.dim() != 3 or p.shape[0] not in counts:
         return False
     read = _matrix_shape("", p, shapes)
-    return read is None or (read[0] not in shapes and read[0][::-1] not in shapes)
+    return read is None or not _contract(read[0], shapes)
 
 
 def _row_stack(p: torch.Tensor, shapes: frozenset, counts: frozenset) -> int | None:
@@ -430,10 +434,10 @@ def _row_stack(p: torch.Tensor, shapes: frozenset, counts: frozenset) -> int | N
     c)`` with ``(r, c)`` a contract shape in either orientation and ``(k·r, c)`` none (DBRX's experts:
     ``w1 = (num_experts · d_ff, d_model)``, read as ``self.w1.view(E, d_ff, d_model)[e]``); else None."""
     n, c = p.shape
-    if (n, c) in shapes or (c, n) in shapes:
+    if _contract((n, c), shapes):
         return None
     for k in sorted(counts):
-        if k > 1 and n % k == 0 and ((n // k, c) in shapes or (c, n // k) in shapes):
+        if k > 1 and n % k == 0 and _contract((n // k, c), shapes):
             return k
     return None
 
