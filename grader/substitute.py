@@ -360,6 +360,7 @@ def _reproduces(outputs, cand: int | None, ref, matcher, below, sources) -> bool
     if not floats:
         return False
     own = None if cand is None else tensor_of(ref[cand]) if cand >= 0 else sources[-cand - 1].detach().to(torch.float64)
+    finished = _finished(ref, cand) if cand is not None and cand >= 0 else set()  # one walk of the trail, not one per output
     for t, dtype in floats:
         same = set(matcher.same_values(t, dtype))
         if not same:
@@ -367,7 +368,7 @@ def _reproduces(outputs, cand: int | None, ref, matcher, below, sources) -> bool
         held = {r for r, _ in matcher.matches(t, dtype) if r in same}
         if cand is not None and cand >= 0:
             held &= below[cand]
-            held -= _finished(ref, cand)
+            held -= finished
         if own is not None and own.numel() == t.numel() and close(t.flatten(), own.flatten()):
             return False  # its input passed through
         if not held:
