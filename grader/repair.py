@@ -164,15 +164,8 @@ def _constant_parameter(tree: ast.Module, func, test: ast.expr, given: frozenset
         | {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
     if len(assigned) != 1 or names - {name} - module:
         return None
-    positional = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
-    for call in walk(tree):
-        if not isinstance(call, ast.Call) or last_name(call.func) != func.name:
-            continue
-        if any(k.arg in (name, None) for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
-            return None
-        bound = 1 if isinstance(call.func, ast.Attribute) and positional[:1] in (["self"], ["cls"]) else 0
-        if name in positional and len(call.args) > positional.index(name) - bound:
-            return None
+    if _passed(tree, func, next(a for a in params if a.arg == name)):
+        return None
     return assigned[0].lineno, default.id
 
 
@@ -838,21 +831,18 @@ def _int_literal(node: ast.expr) -> int | None:
 
 
 def _passed(tree: ast.Module, function, param: ast.arg) -> bool:
-    """Some call of the file names ``function`` and hands it ``param`` (by keyword, positionally, or
-    through ``*args`` / ``**kwargs``)."""
+    """Some call of the file names ``function`` and hands it ``param``: by keyword, positionally, or
+    through ``*args`` / ``**kwargs``. A call through an attribute (``self.f(...)``, ``obj.f(...)``) binds
+    a first parameter named ``self`` / ``cls`` itself; a call by bare name passes every positional."""
     positional = [*function.args.posonlyargs, *function.args.args]
     index = positional.index(param) if param in positional else None
-    if index is not None and positional and positional[0].arg in ("self", "cls"):
-        index -= 1
-    for node in walk(tree):
-        if not isinstance(node, ast.Call):
+    for call in walk(tree):
+        if not isinstance(call, ast.Call) or last_name(call.func) != function.name:
             continue
-        name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else None
-        if name != function.name:
-            continue
-        if any(k.arg in (param.arg, None) for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+        if any(k.arg in (param.arg, None) for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
             return True
-        if index is not None and len(node.args) > index:
+        bound = 1 if isinstance(call.func, ast.Attribute) and positional and positional[0].arg in ("self", "cls") else 0
+        if index is not None and len(call.args) > index - bound:
             return True
     return False
 
