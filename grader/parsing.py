@@ -48,6 +48,28 @@ def top_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
     return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
+def named_functions(tree: ast.AST, nested: bool = False) -> list[tuple[str, ast.FunctionDef]]:
+    """(name, def) of the file's functions in source order, a method named ``Class.method``: the
+    top-level functions and the top-level classes' methods; with ``nested``, every function anywhere
+    (one defined inside a function is named by itself)."""
+    found = []
+
+    def visit(node, owner: str, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((f"{owner}.{child.name}" if owner else child.name, child))
+                if nested:
+                    visit(child, "", False)
+            elif isinstance(child, ast.ClassDef):
+                if nested or top:
+                    visit(child, child.name, False)
+            elif nested:
+                visit(child, owner, False)
+
+    visit(tree, "", True)
+    return found
+
+
 def last_name(node) -> str | None:
     """The name a ``Name`` or an ``Attribute`` ends with (``sigmoid`` of ``torch.sigmoid``, ``act``
     of ``self.act``), the name a call calls when given its ``func``; None for any other node."""

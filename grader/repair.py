@@ -39,7 +39,7 @@ import torch
 
 from attnprep.grader.found import Found, tensor_of
 from attnprep.grader.defined import _File
-from attnprep.grader.parsing import defaults, kept_for, last_name, parsed, walk
+from attnprep.grader.parsing import defaults, kept_for, last_name, named_functions, parsed, walk
 
 
 def _ours_none(repair):
@@ -754,17 +754,6 @@ def entry_order(found: Found | None, t, path: Path, kind, ci: int, ni: int, time
 MAX_DEFAULTS = 4  # differing defaults tried (one child)
 
 
-def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    """The file's top-level functions and its top-level classes' methods, by ``name`` / ``Class.name``."""
-    found = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found[node.name] = node
-        elif isinstance(node, ast.ClassDef):
-            found.update((f"{node.name}.{f.name}", f) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    return found
-
-
 def _literal(node: ast.expr):
     try:
         return ast.literal_eval(node)
@@ -777,7 +766,7 @@ def default_swaps(source: str, ref_source: str, given: frozenset[str] = frozense
     both files define by the same name (``f`` or ``Class.method``) whose default is a literal (a number, a
     bool, a string, None) other than the reference's literal default of that parameter, written on one line;
     parameters the grader passes (``given``) left out: their default is never used."""
-    mine, theirs = _functions(parsed(source)), _functions(parsed(ref_source))
+    mine, theirs = dict(named_functions(parsed(source))), dict(named_functions(parsed(ref_source)))
     swaps = []
     for name, function in mine.items():
         if name not in theirs:

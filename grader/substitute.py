@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from attnprep.grader.found import Found, assigned, close, tensor_of
-from attnprep.grader.parsing import parsed
+from attnprep.grader.parsing import named_functions, parsed
 
 MAX_CALLS = 4  # calls asked about: the divergence's, then the calls that made its wrong arguments
 MAX_CANDIDATES = 16  # reference values tried in place of one argument
@@ -77,22 +77,8 @@ def _functions(source: str) -> list[tuple[int, int, int, str]]:
         tree = parsed(source)
     except (SyntaxError, ValueError):
         return []
-    found = []
-
-    def visit(node, owner: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                found.append((first, child.lineno, child.end_lineno or child.lineno,
-                              f"{owner}.{child.name}" if owner else child.name))
-                visit(child, "")
-            elif isinstance(child, ast.ClassDef):
-                visit(child, child.name)
-            else:
-                visit(child, owner)
-
-    visit(tree, "")
-    return found
+    return [(min([f.lineno, *(d.lineno for d in f.decorator_list)]), f.lineno, f.end_lineno or f.lineno, name)
+            for name, f in named_functions(tree, nested=True)]
 
 
 def _made_inside(ref, solution: Path, name: str) -> set[int]:
