@@ -1100,3 +1100,171 @@ def number_off(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeo
         return None
     right = _mending(edits, t, path, kind, ci, ni, timeout, protect)
     return (right[0][0], right[0][1], right[0][3]) if len({e[0] for e in right}) == 1 else None
+
+
+# -- a mask read the other way round ---------------------------------------------------------------
+
+MAX_NEGATIONS = 12  # copies traced in one child at most
+MASK_VIEWS = frozenset({"bool", "to", "unsqueeze", "view", "reshape", "expand", "expand_as", "contiguous", "squeeze"})
+MASK_USES = frozenset({"masked_fill", "masked_fill_", "where"})  # a mask's first argument: what it is used for
+MASK_CALLS = MASK_USES | frozenset({"logical_and", "logical_or", "logical_not", "logical_xor"})
+
+
+def _masking(node: ast.AST) -> bool:
+    """``node`` combines, negates or applies a boolean mask: ``|``, ``&``, ``~``, ``masked_fill``, ``where``,
+    ``logical_*``."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.BitOr, ast.BitAnd)) \
+                or isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Invert) \
+                or isinstance(n, ast.Call) and last_name(n.func) in MASK_CALLS:
+            return True
+    return False
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name an expression selects, views or converts (``attention_mask`` of
+    ``attention_mask[:, None, None, :].bool()``, of ``(m == 0)``'s left side), or None."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MASK_VIEWS:
+            node = node.func.value
+        elif isinstance(node, ast.Compare):
+            node = node.left
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            node = node.operand
+        else:
+            return None
+
+
+def _negation_sites(value: ast.expr, given: set[str]) -> list[tuple[ast.expr, str]]:
+    """(node, how) for each place ``value`` reads one of the masks ``given`` (its function's parameters),
+    as it is or selected, viewed or compared, in a way that could be the other way round: a ``~m`` read as
+    ``m`` ("drop"), ``m`` as an operand of ``|`` / ``&`` or as the value itself read as ``~(m)`` ("wrap"),
+    ``m == 0`` read as ``m != 0`` and back ("flip"), ``m`` given to ``masked_fill`` / ``where`` read as
+    ``~(m)`` ("use"). A conditional value's branches are each such a value, a ``None`` branch none. A
+    mask the file derives itself (a causal band, an accumulator) is not its convention's entry: only
+    the parameters are tried."""
+    parts = [b for b in (value.body, value.orelse) if not (isinstance(b, ast.Constant) and b.value is None)] \
+        if isinstance(value, ast.IfExp) else [value]
+    sites = []
+    given_here = lambda node: _root(node) in given  # noqa: E731
+    for part in parts:
+        if isinstance(part, (ast.Name, ast.Subscript)) or (
+                isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.func.attr in MASK_VIEWS):
+            if given_here(part):
+                sites.append((part, "wrap"))
+        for node in ast.walk(part):
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+                if given_here(node.operand):
+                    sites.append((node, "drop"))
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitOr, ast.BitAnd)):
+                sites.extend((o, "wrap") for o in (node.left, node.right)
+                             if not (isinstance(o, ast.UnaryOp) and isinstance(o.op, ast.Invert)) and given_here(o))
+            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+                if given_here(node):
+                    sites.append((node, "flip"))
+            elif isinstance(node, ast.Call) and last_name(node.func) in MASK_USES and node.args \
+                    and not (isinstance(node.args[0], ast.UnaryOp) and isinstance(node.args[0].op, ast.Invert)) \
+                    and given_here(node.args[0]):
+                sites.append((node.args[0], "use"))
+    return sites
+
+
+def _negation_changes(source: str, value: ast.expr, given: set[str]) -> list[tuple[str, str, str]]:
+    """(the copy of ``source``, the line as changed, how) for each site of :func:`_negation_sites` on one
+    line."""
+    changes = []
+    for node, how in _negation_sites(value, given):
+        if node.lineno != node.end_lineno:
+            continue
+        if how == "drop":
+            inner = ast.get_source_segment(source, node.operand)
+            if inner is None:
+                continue
+            text = lambda was, inner=inner: "(" + inner + ")"  # noqa: E731
+        elif how == "flip":
+            flipped = ast.Compare(left=node.left, ops=[ast.NotEq() if isinstance(node.ops[0], ast.Eq) else ast.Eq()],
+                                  comparators=node.comparators)
+            text = lambda was, flipped=flipped: "(" + ast.unparse(flipped) + ")"  # noqa: E731
+        else:
+            text = lambda was: "~(" + was.decode("utf-8") + ")"  # noqa: E731
+        copy = _spliced(source, node.lineno, node.col_offset, node.end_col_offset, text)
+        changes.append((copy, copy.splitlines()[node.lineno - 1].strip(), how))
+    return changes
+
+
+def negation_edits(source: str, line: int, name: str = "") -> list[tuple[int, str, str, str, str]]:
+    """(line, the name it binds, the copy of ``source``, the line as changed, how) for each change of
+    :func:`_negation_changes` (of the masks its function is given) on the statement at ``line`` when it
+    combines, negates or applies a mask
+    (:func:`_masking`; its name ``""``), then on the statements that bind the values it reads (and
+    ``name``), in its function and before it, followed back :data:`NUMBER_HOPS` times through the names
+    each reads, each written on one line and binding one name; at most :data:`MAX_NEGATIONS`, the
+    nearest hops first. None when the statement does nothing with a mask."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    from attnprep.grader.engine import _holding
+
+    func = _holding(tree, line)
+    if func is None:
+        return []
+    around = [n for n in walk(func) if isinstance(n, ast.stmt) and n is not func
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return []
+    statement = min(around, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.lineno))
+    read = getattr(statement, "test", None) if hasattr(statement, "body") else _number_part(statement)
+    if read is None or not _masking(read):
+        return []
+    bound = _assigned(func)
+    given = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)} - {"self", "cls"}
+    edits = [(read.lineno, "", *change) for change in _negation_changes(source, read, given)] \
+        if read.lineno == read.end_lineno else []
+    names = _loaded(read) | ({name} if name.isidentifier() else set())
+    seen = {id(statement)}
+    for _ in range(NUMBER_HOPS):
+        further: set[str] = set()
+        for one in sorted(names):
+            for stmt in bound.get(one, ()):
+                part = _number_part(stmt)
+                if id(stmt) in seen or part is None or stmt.lineno >= line:
+                    continue
+                seen.add(id(stmt))
+                further |= _loaded(part)
+                single = isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(
+                    isinstance(t, ast.Name) for t in getattr(stmt, "targets", [getattr(stmt, "target", None)]))
+                if single and part.lineno == part.end_lineno:
+                    edits.extend((part.lineno, one, *change) for change in _negation_changes(source, part, given))
+        names = further
+    return edits[:MAX_NEGATIONS]
+
+
+@_ours_none
+def mask_negated(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                 source: str) -> tuple[int, str, str] | None:
+    """(line, name, the line as changed) of the earliest statement, more than a line before the finder's,
+    where a boolean read the other way round (see :func:`negation_edits`) makes the case's outputs right,
+    when one change there does and no change of the mask the finder's own statement applies does; else
+    None. A mask written in the other convention (True = keep where True = masked is meant) has, where
+    it is made, the values of the reference's mask in its own convention: the trail sees nothing wrong
+    until it is combined with another or applied. Where the mask applied, read the other way round, mends
+    the case, the finder's line is where the convention went wrong (or as good a place as any). Any
+    exception of ours is None."""
+    if found is None or found.reason not in REASONS or not t.reference or not t.ref_made:
+        return None
+    edits = negation_edits(source, found.line, found.name)
+    if not any(abs(e[0] - found.line) > 1 for e in edits) or _already_right(t, kind, ci, ni):
+        return None
+    right = _mending(edits, t, path, kind, ci, ni, timeout, protect)
+    if not right or any(e[4] == "use" and abs(e[0] - found.line) <= 1 for e in right):
+        return None
+    first = min(e[0] for e in right)
+    at_first = [e for e in right if e[0] == first]
+    if abs(first - found.line) <= 1 or len(at_first) != 1:
+        return None
+    return first, at_first[0][1], at_first[0][3]

@@ -12,7 +12,10 @@ grader leaves alone: said at the default when the case, traced again with the re
 there, comes out right (benchmarks/mutation.py's defaults changed in a signature: 7 of 7 at their line). And
 (``number_off``, nineteenth session) a plain Python number one off, or a size read from another axis, that
 a slice, an index or a loop's range reads: said where it is computed when one change of one of its
-integers makes the case right."""
+integers makes the case right. And (``mask_negated``, twentieth session) a mask made in one convention (True = keep, or
+True = masked) and combined or applied as if in the other: its values match the reference's own mask where it
+is made, so it is said there when one negation there makes the case right and no negation of the mask the
+finder's statement applies does."""
 
 from __future__ import annotations
 
@@ -52,6 +55,9 @@ SAID = [
     ("flash/mlx_axis_helpers_causal_end_plus_one.py", "number_off"),  # a loop's bound one block too far
     ("rope/neox_rotary_half_from_heads_axis.py", "number_off"),  # rotate_half's half read from the heads' axis
     ("sliding_window/per_query_loop_lower_bound_one_late.py", "number_off"),  # a per-query slice's start one late
+    ("mha/graykode_tutorial_pad_mask_or_not_negated.py", "mask_negated"),  # a True = real mask OR-ed into a True = masked one
+    ("mha/megatron_layer_scaling_coeff_padding_not_inverted.py", "mask_negated"),  # round 18: Megatron's True = masked
+    ("mha/fairseq_mask_not_negated.py", "mask_negated"),  # fairseq's key_padding_mask taken as the contract's mask
 ]
 
 
@@ -61,7 +67,8 @@ def test_the_setting_is_said(name, reason, graded):
     assert_pointed(path, graded(path), reason)
 
 
-@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order", "default_differs", "number_off"])
+@pytest.mark.parametrize("reason", ["flag_runs", "twin_read", "enum_order", "stage_order", "default_differs", "number_off",
+                                    "mask_negated"])
 def test_the_reasons_read_in_both_languages(reason):
     d = Divergence(12, "use_mean = True", "self.use_mean", (3, 4), "(B, T)", reason, "f")
     for lang in texts.LANGUAGES:
@@ -435,3 +442,55 @@ def test_a_size_read_as_an_extent_is_tried_on_every_other_axis_and_a_test_s_oper
     edits = repair.number_edits(NUMBERS, line, frozenset())
     assert edits and not any(name == "same" for _, name, _, _ in edits)  # `same` picks a branch: a test, not an extent
     assert not repair.number_edits("def f(:\n", 1, frozenset())
+
+
+MASKS = '''
+import torch
+
+
+def attend(scores, attention_mask, T, is_causal):
+    B = scores.shape[0]
+    hidden = torch.zeros(B, 1, T, T, dtype=torch.bool)
+    pad = None if attention_mask is None else attention_mask[:, None, None, :]
+    hidden = hidden | pad
+    if is_causal:
+        hidden = hidden | torch.ones(T, T, dtype=torch.bool).triu(1)
+    scale = scores.new_tensor(0.5)
+    return scores.masked_fill(hidden, float("-inf")) * scale
+
+
+def attend_here(scores, attention_mask):
+    return scores.masked_fill(attention_mask[:, None, None, :] == 0, float("-inf"))
+'''
+
+
+def test_the_mask_given_is_read_the_other_way_round_where_it_enters():
+    line = _line("return scores.masked_fill(hidden, float(\"-inf\")) * scale", MASKS)
+    pad = _line("pad = None if attention_mask is None else attention_mask[:, None, None, :]", MASKS)
+    edits = repair.negation_edits(MASKS, line)
+    # the parameter where it enters; never a mask the file derives (the accumulator, the causal band), a size or a number
+    assert [(n, name, text, how) for n, name, _, text, how in edits] == [
+        (pad, "pad", "pad = None if attention_mask is None else ~(attention_mask[:, None, None, :])", "wrap")]
+    n, _, copy, text, _ = edits[0]  # that line changed, every other as written
+    assert [i for i, (a, b) in enumerate(zip(copy.splitlines(), MASKS.splitlines()), 1) if a != b] == [n]
+    here = _line("return scores.masked_fill(attention_mask[:, None, None, :] == 0, float(\"-inf\"))", MASKS)
+    assert {(text, how) for _, _, _, text, how in repair.negation_edits(MASKS, here)} == {
+        ('return scores.masked_fill(~(attention_mask[:, None, None, :] == 0), float("-inf"))', "use"),
+        ('return scores.masked_fill((attention_mask[:, None, None, :] != 0), float("-inf"))', "flip")}
+    # a statement that neither combines, negates nor applies a mask asks nothing
+    assert not repair.negation_edits(MASKS, _line("scale = scores.new_tensor(0.5)", MASKS))
+    assert not repair.negation_edits("def f(:\n", 1)
+
+
+def test_a_mask_applied_the_wrong_way_round_keeps_the_finder_s_line(graded):
+    # the combined mask's parts, negated where the padding mask enters, do not mend the case: the finder's
+    # line (the masked_fill) stays
+    path = CORPUS / "causal" / "causal_inverted_combined.py"
+    assert_pointed(path, graded(path))
+
+
+def test_a_mask_combined_the_wrong_way_keeps_the_finder_s_line(graded):
+    # `allowed | pad` for `allowed & pad`: the accumulator negated before it would mend the traced case (no
+    # causal band there), but a mask the file derives is never tried, only the one it is given
+    path = CORPUS / "mqa" / "masks_combined_or.py"
+    assert_pointed(path, graded(path))

@@ -138,7 +138,7 @@ OPEN = {
     18: {"uzbek_comments_slopes_one_geometric_series.py", "diffusers_attn_processor_scale_from_cross_dim.py",
          "protobuf_message_defaults_ignore_index_fresh.py", "aquila_norm_table_ffn_reads_attn_norm.py",
          "faroese_comments_running_max_starts_at_zero.py", "sql_join_positions_queries_from_zero.py",
-         "maori_comments_scaling_from_rank_only.py", "megatron_layer_scaling_coeff_padding_not_inverted.py",
+         "maori_comments_scaling_from_rank_only.py",
          "spreadsheet_cells_scale_cell_nope_width.py", "mojo_fn_value_struct_rotations_from_zero.py",
          "skywork_combine_mode_config_mean.py", "bytecode_stack_program_negates_wrong_slot.py",
          "tcl_set_expr_procs_window_plus_one.py"},

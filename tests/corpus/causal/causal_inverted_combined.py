@@ -22,3 +22,4 @@ def causal_attention(q, k, v, attention_mask=None):
     scores = scores.masked_fill(allowed, float("-inf"))
     probs = scores.softmax(dim=-1)
     return torch.einsum("bhij,bhjd->bhid", probs, v)
+# bug-line: 22

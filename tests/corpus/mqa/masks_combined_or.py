@@ -40,3 +40,4 @@ class MultiQueryAttention(nn.Module):
         out = torch.matmul(attn, v)  # (B, H, T, D)
         out = out.transpose(1, 2).reshape(B, T, C)
         return self.o_proj(out)
+# bug-line: 36
