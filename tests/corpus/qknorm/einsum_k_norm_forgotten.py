@@ -1,0 +1,36 @@
+# attnprep: qknorm
+# expect: wrong_output
+# diagnosis: qk_norm_skipped
+"""The key norm declared but never applied: only the queries are normalised."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class QKNormAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.h = num_heads
+        self.d = d_model // num_heads
+        self.wq = nn.Linear(d_model, d_model, bias=False)
+        self.wk = nn.Linear(d_model, d_model, bias=False)
+        self.wv = nn.Linear(d_model, d_model, bias=False)
+        self.wo = nn.Linear(d_model, d_model, bias=False)
+        self.q_norm = nn.RMSNorm(self.d, eps=1e-6)
+        self.k_norm = nn.RMSNorm(self.d, eps=1e-6)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, attention_mask=None, is_causal=False):
+        B, T, _ = x.shape
+        q = self.q_norm(self.wq(x).reshape(B, T, self.h, self.d))
+        k = self.wk(x).reshape(B, T, self.h, self.d)
+        v = self.wv(x).reshape(B, T, self.h, self.d)
+        s = torch.einsum("bihd,bjhd->bhij", q, k) / self.d ** 0.5
+        if attention_mask is not None:
+            s = s.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
+        if is_causal:
+            s = s.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+        p = self.drop(F.softmax(s, dim=-1))
+        o = torch.einsum("bhij,bjhd->bihd", p, v).reshape(B, T, -1)
+        return self.wo(o)
+# bug-line: 26

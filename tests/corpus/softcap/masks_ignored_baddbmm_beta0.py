@@ -1,0 +1,31 @@
+# attnprep: softcap
+# expect: mask_leak
+# diagnosis: masks_ignored
+"""The masks as an additive bias given to baddbmm with beta=0, which drops it."""
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def softcap_causal_mask(seq_len: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Bool (seq_len, seq_len): True where attention is allowed, i.e. key j <= query i."""
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool, device=device))  # (T, T)
+
+
+def softcap_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """softmax(softcap · tanh(q·kᵀ / sqrt(D) / softcap) + causal and padding masks)·v, (B, H, T, D).
+
+    attention_mask: optional bool (B, T), True = real token; padded keys get zero attention.
+    """
+    B, H, T, D = q.shape
+    allowed = softcap_causal_mask(T, device=q.device)  # (T, T)
+    if attention_mask is not None:
+        allowed = allowed & attention_mask[:, None, None, :]  # (T, T) & (B, 1, 1, T) -> (B, 1, T, T)
+    bias = torch.zeros(B, 1, T, T, device=q.device).masked_fill(~allowed, float("-inf")).expand(B, H, T, T).reshape(B * H, T, T)
+    scores = torch.baddbmm(bias, q.reshape(B * H, T, D), k.reshape(B * H, T, D).transpose(1, 2), beta=0.0, alpha=D ** -0.5)
+    scores = softcap * torch.tanh(scores.view(B, H, T, T) / softcap)
+    attn = F.softmax(scores, dim=-1)  # (B, H, T, T), each row sums to 1 over the keys
+    return attn @ v  # (B, H, T, T) @ (B, H, T, D) -> (B, H, T, D)
