@@ -132,6 +132,29 @@ def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
     return _ok("solution", "devcheck.solution_words_ok", lang=lang)
 
 
+def _said(message) -> str:
+    """A check's message in the current language's words, for a finding's param."""
+    from attnprep import texts
+
+    try:
+        return texts.render(message)
+    except Exception:  # a detail the texts cannot render is left out, not guessed
+        return ""
+
+
+def _listing_finding(exercise: exercises.Exercise) -> Finding:
+    """The shared mistakes the exercise's kind and contract call for are listed, and none that cannot
+    happen in it (tests/test_registry.py's rule, from attnprep/exercises/applies.py): a copied
+    ``mistakes`` list keeps the other exercise's kind's, and a new kind's traits add some."""
+    from attnprep.exercises.applies import listing_problems
+
+    missing, cannot = listing_problems(exercise)
+    if missing or cannot:
+        return _bad("mistakes", "devcheck.mistakes_listing", path=_shown(exercise.folder / "exercise.toml"),
+                    missing=", ".join(missing) or "-", cannot=", ".join(cannot) or "-")
+    return _ok("mistakes", "devcheck.mistakes_listing_ok", count=len(exercise.mistakes))
+
+
 def _edits_finding(exercise: exercises.Exercise) -> Finding:
     """The mistakes as edits of the reference (``[grading] knobs`` and ``edits``): one edit list per
     knob and no other, each ``old`` in the reference exactly once (tests/test_edits.py's rule). A
@@ -222,12 +245,16 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         said = {"kind": exercise.contract.kind, "unknown": ", ".join(exc.unknown) or "-", "missing": ", ".join(exc.missing) or "-"}
         if exc.where.startswith(("configs", "probe_configs")):  # one entry of its configs
             yield _bad("folder", "devcheck.config_keys", where=exc.where, wrong=", ".join(exc.wrong) or "-", **said)
-        elif exc.where:  # its case data (a case, one of its inputs, the outputs)
+        elif exc.where.startswith(("cases", "outputs")):  # its case data (a case, one of its inputs, the outputs)
             yield _bad("folder", "devcheck.case_keys", where=exc.where, wrong=", ".join(exc.wrong) or "-", **said)
+        elif exc.where:  # another key of its [grading] table whose value the kind cannot use
+            yield _bad("folder", "devcheck.grading_value", where=exc.where, kind=exercise.contract.kind,
+                       wrong=", ".join(exc.wrong) or "-")
         else:
             yield _bad("folder", "devcheck.grading_keys", **said)
         return
 
+    yield _listing_finding(exercise)
     yield _edits_finding(exercise)
 
     with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:
@@ -244,8 +271,13 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         if result.passed:
             yield _ok("reference", "devcheck.reference_ok")
         else:
-            failed = ", ".join(c.id for c in result.checks if c.passed is False) or result.verdict.value
-            yield _bad("reference", "devcheck.reference_fails", verdict=result.verdict.value, checks=failed)
+            failing = [c for c in result.checks if c.passed is False]
+            failed = ", ".join(c.id for c in failing) or result.verdict.value
+            # the first failed check's own words: which case, which probe ("row 1 alone" is the batch
+            # probe: an input or output without a batch axis), so the data key at fault can be found
+            detail = _said(failing[0].message) if failing else ""
+            yield _bad("reference", "devcheck.reference_fails", verdict=result.verdict.value, checks=failed,
+                       detail=detail or "-")
 
     yield _plants_finding(exercise)
 
