@@ -356,7 +356,7 @@ fix = "对保留的 logit 再做一次 softmax"
 }
 RECIPE_ZH = '''title = "Min-p 采样"
 summary = "min-p 采样器抽样用的分布。"
-hints = ["softmax(logits / temperature)", "threshold = min_p * 每行的最大值", "保留，置 -inf，再做一次 softmax"]
+hints = ["先算 softmax(logits / temperature)", "threshold = min_p * 每行的最大值", "保留，置 -inf，再做一次 softmax"]
 
 [contract]
 details = "softmax(logits / temperature)，低于 min_p 乘以最大概率的 token 置 0，重新归一化。"
@@ -547,15 +547,17 @@ def test_a_broken_mistakes_or_language_file_is_named_with_its_field(recipe, name
 
 
 def test_a_reference_that_fails_says_its_first_failed_check_in_words(recipe):
-    """The finding names the check and says its detail (which case, which probe: a batch probe's
-    "row 1 alone" on an input without a batch axis was a bare "wrong_shape (shapes)")."""
+    """The finding names the check and says its detail (which case, which probe: the batch probe's
+    "row 1 alone", met by an exercise whose weight input has no batch axis, was a bare
+    "wrong_shape (shapes)"). Here the reference scales by the whole batch's max: its rows alone differ."""
     solution = exercises.SOLUTIONS_DIR / f"{recipe.name}.py"
     text = solution.read_text(encoding="utf-8")
-    solution.write_text(text.replace("keep = probs >= threshold  # (B, V)", "keep = probs > threshold + 0.5  # (B, V)"),
-                        encoding="utf-8")
+    old = "logits = logits / temperature  # (B, V)"
+    assert text.count(old) == 1
+    solution.write_text(text.replace(old, "logits = logits / temperature / logits.abs().max()  # (B, V)"), encoding="utf-8")
     exercises.cache_clear()
     (bad,) = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule == "reference"]
-    assert not bad.ok and bad.params["checks"].startswith("output") and "min_p=" in bad.params["detail"], bad
+    assert not bad.ok and bad.params["checks"] == "batch" and "alone" in bad.params["detail"], bad
     for lang in ("en", "zh"):
         said = texts.t(bad.key, lang, **bad.params)
         assert bad.params["detail"].split()[0] in said or lang == "zh", said
@@ -612,6 +614,14 @@ fill = 'float("-inf")'
 [grading.edits]
 zz_cap_ignored = [{ old = "scores = softcap * torch.tanh(scores / softcap)", new = "scores = scores" }]
 '''
+CAPPED_SOLUTION_ZH = '''[comments]
+"(B, H, T, T), in (-softcap, softcap)" = "(B, H, T, T)，都在 (-softcap, softcap) 之间"
+
+[docstrings]
+module = "带 soft-cap 的因果注意力：softcap · tanh(scores / softcap)。"
+zz_cap_mask = "bool (seq_len, seq_len)：key j <= query i 的位置为 True。"
+zz_cap_attention = "softmax(截断后的 q·kᵀ / sqrt(D) + 因果掩码和 padding 掩码)·v，形状 (B, H, T, D)。"
+'''
 CAPPED_MISTAKES = {
     "en": '''[[mistake]]
 id = "zz_cap_ignored"
@@ -658,6 +668,9 @@ def capped(bank):
     (folder / "zh.toml").write_text(zh, encoding="utf-8")
     (folder / "mistakes.toml").write_text(CAPPED_MISTAKES["en"], encoding="utf-8")
     (folder / "mistakes.zh.toml").write_text(CAPPED_MISTAKES["zh"], encoding="utf-8")
+    (folder / "solution.zh.toml").write_text(CAPPED_SOLUTION_ZH, encoding="utf-8")
+    # the kind shares no stub (its exercises' objects differ): the folder has its own, causal's
+    shutil.copy(bank / "causal" / "stub.py.j2", folder / "stub.py.j2")
     solution = exercises.SOLUTIONS_DIR / f"{folder.name}.py"
     solution.write_text(CAPPED_SOLUTION, encoding="utf-8")
     exercises.cache_clear()
@@ -686,6 +699,29 @@ def test_an_attention_function_with_an_argument_of_its_own_is_data(capped, tmp_p
     assert result.verdict is Verdict.WRONG_OUTPUT and [d.id for d in result.diagnoses] == ["zz_cap_ignored"]
     mask_check = next(c for c in result.checks if c.id == "mask_function")
     assert mask_check.passed and mask_check.message.key == "mask.ok"  # not "i - window < j <= i"
+
+
+def test_a_kind_without_a_shared_stub_needs_the_folders_own_and_says_so(capped, monkeypatch, capsys):
+    """attention_functions has no exercises/stubs/ template: a folder without stub.py.j2 was a
+    FileNotFoundError (an internal error in dev check and in every command)."""
+    import sys
+
+    from attnprep import cli
+
+    (capped / "stub.py.j2").unlink()
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings(capped.name, grade_corpus=False) if not f.ok]
+    assert bad.key == "devcheck.data_no_stub" and bad.params["path"] == f"exercises/{capped.name}/stub.py.j2"
+    assert "attention_functions" in texts.t(bad.key, "zh", **bad.params)
+    attempt = capped.parent.parent / f"{capped.name}.py"
+    attempt.write_text(CAPPED_ATTEMPT.format(id=capped.name), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["attnprep", "check", str(attempt)])
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        cli._run(app)
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert ended.value.code == 3 and len(lines) == 1 and f"exercises/{capped.name}/stub.py.j2" in lines[0], out + err
 
 
 @pytest.mark.parametrize("old, new, key, words", [
