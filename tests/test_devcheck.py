@@ -751,3 +751,42 @@ def test_an_argument_the_data_gets_wrong_is_one_line(capped, old, new, key, word
     lines = [line for line in (out + err).splitlines() if line.strip()]
     assert ended.value.code == 3 and len(lines) == 1, out + err
     assert f"exercises/{capped.name}/exercise.toml" in lines[0] and all(w in lines[0] for w in words), lines
+
+
+def test_a_chinese_text_that_loses_the_englishs_code_is_said(recipe):
+    """The tests' Chinese rules (attnprep/zhrules.py) are dev check's: contrib20's zh.toml dropped
+    "(q_norm, k_norm)" and used an ASCII comma beside Chinese, and dev check said all rules hold."""
+    zh = recipe / "zh.toml"
+    text = zh.read_text(encoding="utf-8")
+    old = '"threshold = min_p * 每行的最大值"'
+    assert text.count(old) == 1
+    zh.write_text(text.replace(old, '"阈值是每行最大值的若干倍, 再比较"'), encoding="utf-8")
+    exercises.cache_clear()
+    bad = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus")]
+    assert [f.key for f in bad] == ["devcheck.zh_rules"], bad
+    assert bad[0].params["count"] == 2 and "identifier min_p" in bad[0].params["first"]
+    said = texts.t(bad[0].key, **bad[0].params)
+    assert "hints[1]" in said and "ASCII punctuation" in said and "{" not in said
+
+
+def test_a_solution_word_that_is_never_shown_and_one_borrowed_from_another_reference_are_said(recipe):
+    """A key of the exercise's own solution.zh.toml that no docstring or comment has ("RMSNorm.__doc__"
+    for a class RMSNorm) was ignored; a docstring that takes the shared file's words written for
+    another reference's differently-worded docstring of that name (mla's RMSNorm: float32, DeepSeek)
+    showed them."""
+    own = recipe / "solution.zh.toml"
+    own.write_text(own.read_text(encoding="utf-8") + '"min_p_probs.__doc__" = "多余的一条。"\n', encoding="utf-8")
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule == "solution" and not f.ok]
+    assert bad.key == "devcheck.solution_words_stale" and bad.params["keys"] == "min_p_probs.__doc__"
+    assert "min_p_probs" in bad.params["names"].split(", ")
+    own.write_text(RECIPE_SOLUTION_ZH, encoding="utf-8")
+    solution = exercises.SOLUTIONS_DIR / f"{recipe.name}.py"
+    solution.write_text(solution.read_text(encoding="utf-8") + \
+        '\n\nclass RMSNorm(torch.nn.Module):\n    """x / rms(x) * weight, in the input\'s dtype."""\n', encoding="utf-8")
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule == "solution" and not f.ok]
+    assert bad.key == "devcheck.solution_words_borrowed" and bad.params["name"] == "RMSNorm"
+    assert bad.params["other"] in ("mla", "mla_decode")
+    for lang in ("en", "zh"):
+        assert "RMSNorm" in texts.t(bad.key, lang, **bad.params)
