@@ -113,6 +113,62 @@ def _text_findings(exercise: exercises.Exercise) -> Iterator[Finding]:
         else:
             yield _ok("mistakes", "devcheck.mistakes_translated", lang=lang, count=len(exercise.mistakes))
         yield _solution_words_finding(exercise, lang)
+        if lang == "zh":
+            yield _zh_rules_finding(exercise, english)
+
+
+def _zh_rules_finding(exercise: exercises.Exercise, english: dict) -> Finding:
+    """The Chinese texts of the folder held to their English as tests/test_zh_texts.py,
+    test_zh_solutions.py and test_zh.py hold them (attnprep/zhrules.py): Chinese, the English's
+    shapes, identifiers, code spans and numbers kept, no English sentence left, Chinese
+    punctuation; in zh.toml, the exercise's own mistakes.zh.toml and the reference's words."""
+    from attnprep import wording, zhrules
+
+    found: list[str] = []
+    folder = exercise.folder
+    zh_path = folder / "zh.toml"
+    if zh_path.is_file():
+        zh = exercises._read_toml(zh_path)
+        en = dict(zhrules.flat(zhrules.english_texts(english)))
+        said = dict(zhrules.flat(zh))
+        found += [f"zh.toml {p}" for path in en if path in said for p in zhrules.problems(path, en[path], said[path])]
+        found += [f"zh.toml: ASCII punctuation in {line!r}" for text in zhrules.zh_strings(zh)
+                  for line in zhrules.ascii_punctuation_by_chinese(text)]
+    own, own_zh = folder / "mistakes.toml", folder / "mistakes.zh.toml"
+    if own.is_file() and own_zh.is_file():
+        en_mistakes = {m.get("id"): m for m in exercises._read_toml(own).get("mistake", [])}
+        for m in exercises._read_toml(own_zh).get("mistake", []):
+            for key in ("title", "why", "fix"):
+                if m.get("id") in en_mistakes and key in m and key in en_mistakes[m["id"]]:
+                    found += [f"mistakes.zh.toml {p}" for p in
+                              zhrules.problems(f"{m['id']}.{key}", en_mistakes[m["id"]][key], m[key])]
+            found += [f"mistakes.zh.toml: ASCII punctuation in {line!r}" for text in zhrules.zh_strings(m)
+                      for line in zhrules.ascii_punctuation_by_chinese(text)]
+    try:
+        source = exercise.solution_path.read_text(encoding="utf-8")
+        words = wording.solution_words(exercise.id, "zh")
+        comments = [t.string[1:].strip() for t in wording._comments(source)]
+        found += [f"solution.zh.toml {p}" for c in comments if c in words["comments"]
+                  for p in zhrules.problems(f"comment {c!r}", c, words["comments"][c])]
+        import ast
+
+        for name, node in wording._docstrings(source):
+            if name in words["docstrings"]:
+                found += [f"solution.zh.toml {p}" for p in
+                          zhrules.problems(f"docstring of {name}", ast.get_docstring(_holder(node)) or node.value,
+                                           words["docstrings"][name])]
+    except (SyntaxError, tomllib.TOMLDecodeError):
+        pass  # said by the solution rule
+    if found:
+        return _bad("texts", "devcheck.zh_rules", id=exercise.id, count=len(found), first="; ".join(found[:3]))
+    return _ok("texts", "devcheck.zh_rules_ok")
+
+
+def _holder(node):
+    """A docstring's string node as the body of a bare module, for ast.get_docstring's cleaning."""
+    import ast
+
+    return ast.Module(body=[ast.Expr(value=node)], type_ignores=[])
 
 
 def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
@@ -129,7 +185,61 @@ def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
         key = "devcheck.solution_words_missing" if comments else "devcheck.solution_docstring_missing"
         return _bad("solution", key, lang=lang, path=_shown(path), count=len(comments) + len(docstrings),
                     first=comments[0] if comments else docstrings[0])
+    source = exercise.solution_path.read_text(encoding="utf-8")
+    own = exercises._read_toml(path) if path.is_file() else {}
+    mine = {name: _docstring_text(node) for name, node in wording._docstrings(source)}
+    # an entry of its own file that no comment or docstring of the reference has is never shown
+    # (a docstring is keyed by its function's or class's name: "RMSNorm", not "RMSNorm.__doc__")
+    stale = sorted(set(own.get("comments", {})) - {t.string[1:].strip() for t in wording._comments(source)})
+    stale += sorted(set(own.get("docstrings", {})) - set(mine))
+    if stale:
+        return _bad("solution", "devcheck.solution_words_stale", path=_shown(path), keys=", ".join(stale),
+                    names=", ".join(mine))
+    # a docstring that takes the shared file's words, written for another reference's docstring of
+    # that name whose English differs, would be shown in another solution's words
+    shared = exercises._read_toml(exercises.HERE / f"solution.{lang}.toml").get("docstrings", {}) \
+        if (exercises.HERE / f"solution.{lang}.toml").is_file() else {}
+    borrowed = [n for n in mine if n in shared and n not in own.get("docstrings", {})]
+    for other_id, other in exercises.registry().items():
+        if other_id == exercise.id or not borrowed or not other.solution_path.is_file():
+            continue
+        other_own = other.folder / f"solution.{lang}.toml"
+        overridden = exercises._read_toml(other_own).get("docstrings", {}) if other_own.is_file() else {}
+        theirs = {name: _docstring_text(node) for name, node in wording._docstrings(other.solution_path.read_text(encoding="utf-8"))}
+        for name in borrowed:
+            if name in theirs and name not in overridden and theirs[name] != mine[name]:
+                return _bad("solution", "devcheck.solution_words_borrowed", lang=lang, path=_shown(path), name=name,
+                            other=other_id)
     return _ok("solution", "devcheck.solution_words_ok", lang=lang)
+
+
+def _docstring_text(node) -> str:
+    import inspect
+
+    return inspect.cleandoc(node.value) if isinstance(node.value, str) else ""
+
+
+def _said(message) -> str:
+    """A check's message in the current language's words, for a finding's param."""
+    from attnprep import texts
+
+    try:
+        return texts.render(message)
+    except Exception:  # a detail the texts cannot render is left out, not guessed
+        return ""
+
+
+def _listing_finding(exercise: exercises.Exercise) -> Finding:
+    """The shared mistakes the exercise's kind and contract call for are listed, and none that cannot
+    happen in it (tests/test_registry.py's rule, from attnprep/exercises/applies.py): a copied
+    ``mistakes`` list keeps the other exercise's kind's, and a new kind's traits add some."""
+    from attnprep.exercises.applies import listing_problems
+
+    missing, cannot = listing_problems(exercise)
+    if missing or cannot:
+        return _bad("mistakes", "devcheck.mistakes_listing", path=_shown(exercise.folder / "exercise.toml"),
+                    missing=", ".join(missing) or "-", cannot=", ".join(cannot) or "-")
+    return _ok("mistakes", "devcheck.mistakes_listing_ok", count=len(exercise.mistakes))
 
 
 def _edits_finding(exercise: exercises.Exercise) -> Finding:
@@ -222,12 +332,16 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         said = {"kind": exercise.contract.kind, "unknown": ", ".join(exc.unknown) or "-", "missing": ", ".join(exc.missing) or "-"}
         if exc.where.startswith(("configs", "probe_configs")):  # one entry of its configs
             yield _bad("folder", "devcheck.config_keys", where=exc.where, wrong=", ".join(exc.wrong) or "-", **said)
-        elif exc.where:  # its case data (a case, one of its inputs, the outputs)
+        elif exc.where.startswith(("cases", "outputs")):  # its case data (a case, one of its inputs, the outputs)
             yield _bad("folder", "devcheck.case_keys", where=exc.where, wrong=", ".join(exc.wrong) or "-", **said)
+        elif exc.where:  # another key of its [grading] table whose value the kind cannot use
+            yield _bad("folder", "devcheck.grading_value", where=exc.where, kind=exercise.contract.kind,
+                       wrong=", ".join(exc.wrong) or "-")
         else:
             yield _bad("folder", "devcheck.grading_keys", **said)
         return
 
+    yield _listing_finding(exercise)
     yield _edits_finding(exercise)
 
     with tempfile.TemporaryDirectory(prefix="attnprep-dev-") as tmp:
@@ -244,8 +358,13 @@ def findings(exercise_id: str, *, grade_corpus: bool = True) -> Iterator[Finding
         if result.passed:
             yield _ok("reference", "devcheck.reference_ok")
         else:
-            failed = ", ".join(c.id for c in result.checks if c.passed is False) or result.verdict.value
-            yield _bad("reference", "devcheck.reference_fails", verdict=result.verdict.value, checks=failed)
+            failing = [c for c in result.checks if c.passed is False]
+            failed = ", ".join(c.id for c in failing) or result.verdict.value
+            # the first failed check's own words: which case, which probe ("row 1 alone" is the batch
+            # probe: an input or output without a batch axis), so the data key at fault can be found
+            detail = _said(failing[0].message) if failing else ""
+            yield _bad("reference", "devcheck.reference_fails", verdict=result.verdict.value, checks=failed,
+                       detail=detail or "-")
 
     yield _plants_finding(exercise)
 

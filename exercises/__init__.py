@@ -416,6 +416,11 @@ def _load(folder: Path, lang: str = "en") -> Exercise:
         ),
         details=c.get("details", "").strip(),
     )
+    kind = c.get("kind", "")
+    if not (folder / "stub.py.j2").is_file() and not (HERE / "stubs" / f"{kind}.py.j2").is_file():
+        # the blank file `new` writes: the kind's shared stub, else the folder's own (a kind whose
+        # exercises differ in their objects, attention_functions, shares none)
+        raise ExerciseDataError(_shown(folder / "stub.py.j2"), "no_stub", kind=kind)
     catalogue = mistake_catalogue(lang)
     stray = sorted(set(data.get("fixes", {})) - set(data.get("mistakes", [])))
     if stray:  # a fix for a mistake the exercise does not list would never be shown

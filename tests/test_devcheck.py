@@ -271,7 +271,7 @@ minutes = 5
 order = 99
 summary = "The distribution a min-p sampler draws from."
 hints = ["softmax(logits / temperature)", "threshold = min_p * the row's max", "keep, -inf, softmax again"]
-mistakes = ["zz_min_p_absolute", "zz_min_p_not_renormalised", "used_builtin"]
+mistakes = ["zz_min_p_absolute", "zz_min_p_not_renormalised", "tensor_without_device", "used_builtin"]
 
 [contract]
 kind = "tensor_functions"
@@ -356,7 +356,7 @@ fix = "对保留的 logit 再做一次 softmax"
 }
 RECIPE_ZH = '''title = "Min-p 采样"
 summary = "min-p 采样器抽样用的分布。"
-hints = ["softmax(logits / temperature)", "threshold = min_p * 每行的最大值", "保留，置 -inf，再做一次 softmax"]
+hints = ["先算 softmax(logits / temperature)", "threshold = min_p * 每行的最大值", "保留，置 -inf，再做一次 softmax"]
 
 [contract]
 details = "softmax(logits / temperature)，低于 min_p 乘以最大概率的 token 置 0，重新归一化。"
@@ -450,8 +450,14 @@ BAD_DATA = [
     ("minutes as text", ("minutes = 5", 'minutes = "5"'), "devcheck.data_type", ["minutes"]),
     ("contract typo", ('returns = "(B, V) probabilities"', 'return = "(B, V) probabilities"'), "devcheck.data_missing",
      ["[contract] returns"]),
-    ("unknown mistake", ('"zz_min_p_absolute", "zz_min_p_not_renormalised", "used', '"zz_min_p_absolut", "zz_min_p_not_renormalised", "used'),
+    ("unknown mistake", ('"zz_min_p_absolute", "zz_min_p_not_renormalised", "tensor', '"zz_min_p_absolut", "zz_min_p_not_renormalised", "tensor'),
      "devcheck.data_unknown_mistake", ["zz_min_p_absolut"]),
+    # contrib15's min-p and contrib20's RMSNorm backward both left it out: dev check said all rules hold,
+    # tests/test_registry.py failed (every tensor_functions exercise lists it, README step 3)
+    ("shared mistake not listed", ('"tensor_without_device", "used_builtin"', '"used_builtin"'), "devcheck.mistakes_listing",
+     ["exercise.toml", "tensor_without_device"]),
+    ("shared mistake that cannot happen", ('"tensor_without_device", "used_builtin"', '"tensor_without_device", "used_builtin", "causal_ignored"'),
+     "devcheck.mistakes_listing", ["exercise.toml", "causal_ignored"]),
     ("case key typo", ("stable = { min_p = 1e-4 }\nalone", "stabel = { min_p = 1e-4 }\nalone"), "devcheck.case_keys",
      ["cases[1]", "stabel"]),
     ("inputs typo", ('observe = true\nargs = { min_p = 0.1 }\nstable = { min_p = 1e-4 }\ninputs.logits',
@@ -489,7 +495,7 @@ def test_each_kind_of_bad_exercise_data_is_one_line_naming_the_file_and_the_fiel
     for lang in ("en", "zh"):
         said = texts.t(key, lang, **bad[0].params)
         assert "{" not in said.replace("{ ", "") and all(w in said for w in words if lang == "en" or w.isidentifier()), said
-    if key.startswith("devcheck.edits"):
+    if key.startswith(("devcheck.edits", "devcheck.mistakes")):
         return  # the grader runs; the mistake is what goes unnamed (the rule above says it)
     attempt = recipe.parent.parent / f"{recipe.name}.py"
     attempt.write_text(RECIPE_ABSOLUTE.format(id=recipe.name), encoding="utf-8")
@@ -538,3 +544,249 @@ def test_a_broken_mistakes_or_language_file_is_named_with_its_field(recipe, name
     out, err = capsys.readouterr()
     lines = [line for line in (out + err).splitlines() if line.strip()]
     assert ended.value.code == 3 and len(lines) == 1 and f"exercises/{recipe.name}/{name}" in lines[0], out + err
+
+
+def test_a_reference_that_fails_says_its_first_failed_check_in_words(recipe):
+    """The finding names the check and says its detail (which case, which probe: the batch probe's
+    "row 1 alone", met by an exercise whose weight input has no batch axis, was a bare
+    "wrong_shape (shapes)"). Here the reference scales by the whole batch's max: its rows alone differ."""
+    solution = exercises.SOLUTIONS_DIR / f"{recipe.name}.py"
+    text = solution.read_text(encoding="utf-8")
+    old = "logits = logits / temperature  # (B, V)"
+    assert text.count(old) == 1
+    solution.write_text(text.replace(old, "logits = logits / temperature / logits.abs().max()  # (B, V)"), encoding="utf-8")
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule == "reference"]
+    assert not bad.ok and bad.params["checks"] == "batch" and "alone" in bad.params["detail"], bad
+    for lang in ("en", "zh"):
+        said = texts.t(bad.key, lang, **bad.params)
+        assert bad.params["detail"].split()[0] in said or lang == "zh", said
+        assert "{" not in said
+
+
+# --- an attention_functions exercise whose attention takes an argument other than a window ---------
+# contrib20 wrote a soft-capped causal attention (Gemma-2) from the README: `args = ["softcap"]` was
+# refused (the kind's configs knew `window` only), and the mask function was called with every
+# argument. Now each name of `args` is a config key typed by the contract's forward, and `mask_args`
+# says which the mask function takes.
+
+CAPPED_SOLUTION = '''"""Causal attention with the scores soft-capped: softcap · tanh(scores / softcap)."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def zz_cap_mask(seq_len: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Bool (seq_len, seq_len): True where key j <= query i."""
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool, device=device))  # (T, T)
+
+
+def zz_cap_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float,
+                     attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """softmax(capped q·kᵀ / sqrt(D) + causal and padding masks)·v, (B, H, T, D)."""
+    B, H, T, D = q.shape
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, T)
+    scores = softcap * torch.tanh(scores / softcap)  # (B, H, T, T), in (-softcap, softcap)
+    allowed = zz_cap_mask(T, device=q.device)  # (T, T)
+    if attention_mask is not None:
+        allowed = allowed & attention_mask[:, None, None, :]  # (B, 1, T, T)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return F.softmax(scores, dim=-1) @ v  # (B, H, T, D)
+'''
+CAPPED_TOML = RECIPE_TOML[:RECIPE_TOML.index("mistakes = [")] + '''mistakes = ["zz_cap_ignored", "used_builtin"]
+
+[contract]
+kind = "attention_functions"
+objects = ["zz_cap_mask", "zz_cap_attention"]
+constructor = ""
+forward = "q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float, attention_mask: torch.Tensor | None = None"
+returns = "(B, H, T, D)"
+details = "The scaled scores capped as softcap * tanh(scores / softcap), then the causal and padding masks."
+''' + RECIPE_TOML[RECIPE_TOML.index("[notes]"):RECIPE_TOML.index("[grading]")] + '''[grading]
+configs = [{ heads = 2, dim = 4, softcap = 0.75 }, { heads = 1, dim = 8, softcap = 3.0 }]
+args = ["softcap"]
+mask_args = []
+knobs = ["zz_cap_ignored"]
+fill = 'float("-inf")'
+
+[grading.edits]
+zz_cap_ignored = [{ old = "scores = softcap * torch.tanh(scores / softcap)", new = "scores = scores" }]
+'''
+CAPPED_SOLUTION_ZH = '''[comments]
+"(B, H, T, T), in (-softcap, softcap)" = "(B, H, T, T)，都在 (-softcap, softcap) 之间"
+
+[docstrings]
+module = "带 soft-cap 的因果注意力：softcap · tanh(scores / softcap)。"
+zz_cap_mask = "bool (seq_len, seq_len)：key j <= query i 的位置为 True。"
+zz_cap_attention = "softmax(截断后的 q·kᵀ / sqrt(D) + 因果掩码和 padding 掩码)·v，形状 (B, H, T, D)。"
+'''
+CAPPED_MISTAKES = {
+    "en": '''[[mistake]]
+id = "zz_cap_ignored"
+title = "soft-cap not applied"
+why = "The scores reach the softmax uncapped."
+fix = "scores = softcap * torch.tanh(scores / softcap)"
+''',
+    "zh": '''[[mistake]]
+id = "zz_cap_ignored"
+title = "没做 soft-cap"
+why = "注意力分数没截断就进了 softmax。"
+fix = "scores = softcap * torch.tanh(scores / softcap)"
+''',
+}
+CAPPED_ATTEMPT = '''# attnprep: {id}
+import math
+
+import torch
+
+
+def zz_cap_mask(seq_len, device=None):
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+
+
+def zz_cap_attention(q, k, v, softcap, attention_mask=None):
+    T = q.shape[-2]
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    keep = zz_cap_mask(T, q.device)
+    if attention_mask is not None:
+        keep = keep & attention_mask[:, None, None, :]
+    return s.masked_fill(~keep, float("-inf")).softmax(-1) @ v
+'''
+
+
+@pytest.fixture
+def capped(bank):
+    import uuid
+
+    folder = bank / f"zz_capped_{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    (folder / "exercise.toml").write_text(CAPPED_TOML, encoding="utf-8")
+    zh = RECIPE_ZH.replace('details = "softmax(logits / temperature)，低于 min_p 乘以最大概率的 token 置 0，重新归一化。"',
+                           'details = "缩放后的注意力分数先截断成 softcap * tanh(scores / softcap)，再加因果掩码和 padding 掩码。"')
+    (folder / "zh.toml").write_text(zh, encoding="utf-8")
+    (folder / "mistakes.toml").write_text(CAPPED_MISTAKES["en"], encoding="utf-8")
+    (folder / "mistakes.zh.toml").write_text(CAPPED_MISTAKES["zh"], encoding="utf-8")
+    (folder / "solution.zh.toml").write_text(CAPPED_SOLUTION_ZH, encoding="utf-8")
+    # the kind shares no stub (its exercises' objects differ): the folder has its own, causal's
+    shutil.copy(bank / "causal" / "stub.py.j2", folder / "stub.py.j2")
+    solution = exercises.SOLUTIONS_DIR / f"{folder.name}.py"
+    solution.write_text(CAPPED_SOLUTION, encoding="utf-8")
+    exercises.cache_clear()
+    try:
+        yield folder
+    finally:
+        solution.unlink(missing_ok=True)
+        exercises.cache_clear()
+
+
+def test_an_attention_function_with_an_argument_of_its_own_is_data(capped, tmp_path):
+    """`args = ["softcap"]`, `mask_args = []`: the configs give softcap, the attention is called with it,
+    the mask function without it (and its messages are the plain causal mask's, not a window's)."""
+    from attnprep.grader import grade
+    from attnprep.grader.kinds import kind_for
+    from attnprep.grader.result import Verdict
+
+    kind = kind_for(exercises.get(capped.name))
+    assert [c["softcap"] for c in kind.configs] == [0.75, 3.0] and kind.mask_arg_names == []
+    found = {f.rule: f for f in devcheck.findings(capped.name, grade_corpus=False)
+             if f.rule in ("folder", "reference", "edits", "stub")}
+    assert all(f.ok for f in found.values()), found
+    attempt = tmp_path / "uncapped.py"
+    attempt.write_text(CAPPED_ATTEMPT.format(id=capped.name), encoding="utf-8")
+    result = grade(attempt, capped.name)
+    assert result.verdict is Verdict.WRONG_OUTPUT and [d.id for d in result.diagnoses] == ["zz_cap_ignored"]
+    mask_check = next(c for c in result.checks if c.id == "mask_function")
+    assert mask_check.passed and mask_check.message.key == "mask.ok"  # not "i - window < j <= i"
+
+
+def test_a_kind_without_a_shared_stub_needs_the_folders_own_and_says_so(capped, monkeypatch, capsys):
+    """attention_functions has no exercises/stubs/ template: a folder without stub.py.j2 was a
+    FileNotFoundError (an internal error in dev check and in every command)."""
+    import sys
+
+    from attnprep import cli
+
+    (capped / "stub.py.j2").unlink()
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings(capped.name, grade_corpus=False) if not f.ok]
+    assert bad.key == "devcheck.data_no_stub" and bad.params["path"] == f"exercises/{capped.name}/stub.py.j2"
+    assert "attention_functions" in texts.t(bad.key, "zh", **bad.params)
+    attempt = capped.parent.parent / f"{capped.name}.py"
+    attempt.write_text(CAPPED_ATTEMPT.format(id=capped.name), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["attnprep", "check", str(attempt)])
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        cli._run(app)
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert ended.value.code == 3 and len(lines) == 1 and f"exercises/{capped.name}/stub.py.j2" in lines[0], out + err
+
+
+@pytest.mark.parametrize("old, new, key, words", [
+    ("mask_args = []", 'mask_args = ["window"]', "devcheck.grading_value", ["mask_args", "window"]),
+    ("{ heads = 1, dim = 8, softcap = 3.0 }", "{ heads = 1, dim = 8 }", "devcheck.config_keys", ["configs[1]", "softcap"]),
+    ("{ heads = 1, dim = 8, softcap = 3.0 }", '{ heads = 1, dim = 8, softcap = "3" }', "devcheck.config_keys",
+     ["configs[1]", "softcap"]),
+])
+def test_an_argument_the_data_gets_wrong_is_one_line(capped, old, new, key, words, monkeypatch, capsys):
+    import sys
+
+    from attnprep import cli
+
+    _broken(capped, old, new)
+    bad = [f for f in devcheck.findings(capped.name, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus", "mistakes")]
+    assert [f.key for f in bad] == [key], bad
+    for lang in ("en", "zh"):
+        said = texts.t(key, lang, **bad[0].params)
+        assert "{" not in said and all(w in said for w in words), said
+    attempt = capped.parent.parent / f"{capped.name}.py"
+    attempt.write_text(CAPPED_ATTEMPT.format(id=capped.name), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["attnprep", "check", str(attempt)])
+    monkeypatch.delenv("ATTNPREP_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        cli._run(app)
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert ended.value.code == 3 and len(lines) == 1, out + err
+    assert f"exercises/{capped.name}/exercise.toml" in lines[0] and all(w in lines[0] for w in words), lines
+
+
+def test_a_chinese_text_that_loses_the_englishs_code_is_said(recipe):
+    """The tests' Chinese rules (attnprep/zhrules.py) are dev check's: contrib20's zh.toml dropped
+    "(q_norm, k_norm)" and used an ASCII comma beside Chinese, and dev check said all rules hold."""
+    zh = recipe / "zh.toml"
+    text = zh.read_text(encoding="utf-8")
+    old = '"threshold = min_p * 每行的最大值"'
+    assert text.count(old) == 1
+    zh.write_text(text.replace(old, '"阈值是每行最大值的若干倍, 再比较"'), encoding="utf-8")
+    exercises.cache_clear()
+    bad = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if not f.ok and f.rule not in ("plants", "corpus")]
+    assert [f.key for f in bad] == ["devcheck.zh_rules"], bad
+    assert bad[0].params["count"] == 2 and "identifier min_p" in bad[0].params["first"]
+    said = texts.t(bad[0].key, **bad[0].params)
+    assert "hints[1]" in said and "ASCII punctuation" in said and "{" not in said
+
+
+def test_a_solution_word_that_is_never_shown_and_one_borrowed_from_another_reference_are_said(recipe):
+    """A key of the exercise's own solution.zh.toml that no docstring or comment has ("RMSNorm.__doc__"
+    for a class RMSNorm) was ignored; a docstring that takes the shared file's words written for
+    another reference's differently-worded docstring of that name (mla's RMSNorm: float32, DeepSeek)
+    showed them."""
+    own = recipe / "solution.zh.toml"
+    own.write_text(own.read_text(encoding="utf-8") + '"min_p_probs.__doc__" = "多余的一条。"\n', encoding="utf-8")
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule == "solution" and not f.ok]
+    assert bad.key == "devcheck.solution_words_stale" and bad.params["keys"] == "min_p_probs.__doc__"
+    assert "min_p_probs" in bad.params["names"].split(", ")
+    own.write_text(RECIPE_SOLUTION_ZH, encoding="utf-8")
+    solution = exercises.SOLUTIONS_DIR / f"{recipe.name}.py"
+    solution.write_text(solution.read_text(encoding="utf-8") + \
+        '\n\nclass RMSNorm(torch.nn.Module):\n    """x / rms(x) * weight, in the input\'s dtype."""\n', encoding="utf-8")
+    exercises.cache_clear()
+    (bad,) = [f for f in devcheck.findings(recipe.name, grade_corpus=False) if f.rule == "solution" and not f.ok]
+    assert bad.key == "devcheck.solution_words_borrowed" and bad.params["name"] == "RMSNorm"
+    assert bad.params["other"] in ("mla", "mla_decode")
+    for lang in ("en", "zh"):
+        assert "RMSNorm" in texts.t(bad.key, lang, **bad.params)

@@ -335,24 +335,7 @@ def test_zh_help_at_80_columns_is_whole(command, tmp_path):
 
 # --- Chinese punctuation inside Chinese sentences (issue 30 point 5) -------------------------------
 
-HAN = "\u3400-\u4dbf\u4e00-\u9fff"
-ASCII_PUNCT_BY_HAN = re.compile(rf"(?<=[{HAN}])[,:;]|[,:;](?= ?[{HAN}])")
-NOT_PROSE = re.compile(r"`[^`]*`|\[[^\]\n]*\]")  # code spans; [a; b] is the notation of a concatenation
-
-
-def ascii_punctuation_by_chinese(text: str) -> list[str]:
-    return [line for line in text.splitlines() if ASCII_PUNCT_BY_HAN.search(NOT_PROSE.sub(" ", line))]
-
-
-def zh_strings(value):
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from zh_strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from zh_strings(item)
-    elif isinstance(value, str):
-        yield value
+from attnprep.zhrules import ASCII_PUNCT_BY_HAN, NOT_PROSE, ascii_punctuation_by_chinese, zh_strings  # noqa: E402,F401
 
 
 ZH_TOMLS = [ROOT / "attnprep" / "texts" / "zh.toml",

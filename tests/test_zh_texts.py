@@ -9,7 +9,6 @@ spans, numbers) unchanged in the Chinese; no English sentence left over.
 
 from __future__ import annotations
 
-import re
 import tomllib
 import unicodedata
 
@@ -20,44 +19,17 @@ from attnprep import exercises
 HERE = exercises.HERE
 EXERCISE_IDS = sorted(p.parent.name for p in HERE.glob("*/exercise.toml"))
 
-HAN = re.compile(r"[\u4e00-\u9fff]")
-# Three or more plain words in a row: prose. Code has dots, brackets and operators between its words.
-PROSE = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){2,}(?![\w(])(?!\.\w)")
-# Four or more: an English sentence (or most of one) left untranslated.
-ENGLISH_RUN = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){3,}(?![\w(])(?!\.\w)")
-# Quoted text may stay English: an error message, a paper title, a string in code.
-QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|“[^”]*”|《[^》]*》|`[^`]*`")
-_ITEM = r"[A-Za-z0-9_]+(?:\s*(?://|\*\*|[·*+/-])\s*[A-Za-z0-9_]+)*"
-SHAPE = re.compile(rf"\({_ITEM}(?:,\s*{_ITEM})+\)")
-IDENTIFIER = re.compile(r"(?<!\w)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?!\w)")
-BACKTICKS = re.compile(r"`[^`]+`")
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+from attnprep.zhrules import (  # noqa: E402  (the rules live in the package: dev check says them too)
+    BACKTICKS, ENGLISH_RUN, HAN, IDENTIFIER, NUMBER, PROSE, QUOTED, SHAPE, problems,
+)
+from attnprep.zhrules import english_texts as _english_texts  # noqa: E402
+from attnprep.zhrules import flat as _flat  # noqa: E402
+from attnprep.zhrules import is_code as _is_code  # noqa: E402,F401
+from attnprep.zhrules import shapes as _shapes  # noqa: E402,F401
 
 
 def _load(path):
     return tomllib.loads(path.read_text(encoding="utf-8"))
-
-
-def _english_texts(data: dict) -> dict:
-    """The user-facing texts of an exercise.toml, in its nesting (no difficulty, contract kind,
-    params, grading, mistake ids...)."""
-    out = {key: data[key] for key in ("title", "summary", "hints")}
-    if "details" in data.get("contract", {}):
-        out["contract"] = {"details": data["contract"]["details"]}
-    if not data.get("contract", {}).get("returns", "(").startswith("("):  # said in words, not a shape
-        out.setdefault("contract", {})["returns"] = data["contract"]["returns"]
-    if "stub" in data:  # the prose of the exercise's own stub template
-        out["stub"] = data["stub"]
-    if "fixes" in data:  # shared mistakes' fixes in the exercise's own names
-        out["fixes"] = data["fixes"]
-    notes = data.get("notes", {})
-    if notes:
-        out["notes"] = {}
-        if "key_points" in notes:
-            out["notes"]["key_points"] = notes["key_points"]
-        if "qa" in notes:
-            out["notes"]["qa"] = [{"q": qa["q"], "a": qa["a"]} for qa in notes["qa"]]
-    return out
 
 
 def _skeleton(value):
@@ -69,62 +41,8 @@ def _skeleton(value):
     return type(value).__name__
 
 
-def _flat(value, path: str = ""):
-    """(path, text) for every string, e.g. ("notes.qa[2].a", "...")."""
-    if isinstance(value, dict):
-        for key, v in value.items():
-            yield from _flat(v, f"{path}.{key}" if path else key)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _flat(v, f"{path}[{i}]")
-    else:
-        yield path, value
-
-
-def _is_code(text: str) -> bool:
-    """Pure code: an assignment or a matmul with no run of plain words (a title like "used a
-    built-in" has no run of three words either, but it is not code)."""
-    return bool(re.search(r"[=@]", text)) and not PROSE.search(text)
-
-
-def _shapes(text: str) -> set[str]:
-    """Shape literals such as (B, H, T, D), (seq_len, seq_len), (768, 2304): a parenthesised list
-    of at least two names or numbers, one of them with a capital, a digit or an underscore, none a
-    capitalised word (so that prose in brackets, "(syntax, position, coreference)" or a citation
-    "(GQA, 2023)", is not a shape)."""
-    found = set()
-    for m in SHAPE.finditer(text):
-        items = [item.strip() for item in m.group()[1:-1].split(",")]
-        if any(re.search(r"[A-Z0-9_]", item) for item in items) and not any(
-            re.fullmatch(r"[A-Z][A-Za-z]+", item) for item in items
-        ):
-            found.add(m.group())
-    return found
-
-
 def _width(line: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
-
-
-def problems(path: str, en: str, zh: str) -> list[str]:
-    """What is wrong with the Chinese ``zh`` of the English text ``en`` (empty if nothing)."""
-    found = []
-    if not isinstance(zh, str) or not zh.strip():
-        return [f"{path}: empty"]
-    if not HAN.search(zh) and not (_is_code(en) and zh == en):
-        found.append(f"{path}: no Chinese in {zh!r}")
-    for kind, pattern in (("shape", _shapes), ("identifier", IDENTIFIER.findall), ("code span", BACKTICKS.findall)):
-        for token in sorted(set(pattern(en))):
-            if token not in zh:
-                found.append(f"{path}: {kind} {token} of the English is missing")
-    if not path.endswith("title"):  # a title may say "忘了除以 √d" for "missing 1/sqrt(d) scale"
-        for number in sorted(set(NUMBER.findall(en))):
-            if number not in zh:
-                found.append(f"{path}: number {number} of the English is missing")
-    left = ENGLISH_RUN.search(QUOTED.sub("", zh))
-    if left:
-        found.append(f"{path}: English left untranslated: {left.group()!r}")
-    return found
 
 
 # --- exercises/<id>/zh.toml ---------------------------------------------------------------------

@@ -8,8 +8,10 @@ take a ``window``; the attention is always masked that
 way, so only the masked cases of the sequence set are graded.
 
 Exercise data (``[grading]``): ``configs`` (``heads``, ``dim`` and the extra arguments' values);
-``args``, the extra arguments both functions take after ``seq_len`` / ``v`` (``["window"]``; none
-by default); ``mask_checks``, the extra arguments the mask function is checked with on its own
+``args``, the extra arguments the attention function takes after ``v``, each a key of every config
+typed by the contract's ``forward`` (``["window"]``; none by default); ``mask_args``, those of them the
+mask function takes after ``seq_len`` (all of ``args`` by default; ``[]`` for a plain causal mask
+beside an attention with an argument of its own, a soft-cap); ``mask_checks``, the extra arguments the mask function is checked with on its own
 (``[{ window = 1 }, …]``); ``mask_inverted``, the mistake named when the mask function returns the
 blocked positions; ``mask_named``, mask knobs named when the mask function returns their mask (what the reference's
 mask function returns with the knob's edits);
@@ -29,7 +31,7 @@ import torch
 
 from attnprep.grader.cases import Case, rows, sequence_cases, to_case
 from attnprep.grader.edits import FillReference, knobs_of
-from attnprep.grader.kinds.base import Config, Grading, Kind, first
+from attnprep.grader.kinds.base import Config, Grading, GradingError, Kind, _constructor_args, first
 from attnprep.grader.result import Check, Diagnosis, msg
 
 MASK_SIZES = (1, 4, 7)
@@ -42,6 +44,9 @@ def _key(T: int, args: dict) -> str:
 @dataclass(frozen=True, kw_only=True)
 class FunctionsGrading(Grading):
     args: tuple[str, ...] = ()  # the extra arguments both functions take, from each config
+    # the extra arguments the mask function takes, of ``args`` (None: all of them); a mask that takes
+    # none (a plain causal mask beside an attention with its own argument, e.g. a soft-cap) is ``[]``
+    mask_args: tuple[str, ...] | None = None
     mask_checks: tuple[dict, ...] = ({},)  # the extra arguments the mask function is checked with alone
     mask_inverted: str = ""  # the mistake named when the mask function returns the blocked positions
     mask_named: tuple[str, ...] = ()  # mask knobs named when the mask function returns their mask
@@ -55,6 +60,15 @@ class FunctionsConfig(Config):
     dim: int  # the head size D of q, k, v (B, H, T, D)
     heads: int
     window: int | None = None  # the window a windowed mask function takes (sliding_window)
+
+    @classmethod
+    def call_args(cls, exercise) -> dict[str, tuple[str, bool]]:
+        """Every name of ``[grading] args`` is a key of each config, typed by the attention
+        function's annotation in the contract's ``forward`` (required: the calls pass it)."""
+        names = exercise.grading.get("args", ())
+        names = set(names) if isinstance(names, (list, tuple)) else set()
+        forward = dict(_constructor_args(exercise.contract.forward))
+        return {n: (forward.get(n, ("", False))[0], False) for n in names}
 
 
 ADDITIVE_BLOCK = -1e4  # an additive float mask blocks with -inf or a large negative number
@@ -83,6 +97,11 @@ class AttentionFunctions(Kind):
         self.mask_name, self.attention_name = exercise.contract.objects
         grading = self.grading
         self.arg_names: list[str] = list(grading.args)
+        # the extra arguments the mask function takes: a window narrows the causal mask (none: plain causal)
+        self.mask_arg_names: list[str] = list(grading.args if grading.mask_args is None else grading.mask_args)
+        if not set(self.mask_arg_names) <= set(self.arg_names):  # a mask argument the calls never pass
+            raise GradingError(exercise.id, exercise.contract.kind, [], [], "mask_args",
+                               sorted(set(self.mask_arg_names) - set(self.arg_names)))
         self.mask_checks: list[dict] = [dict(a) for a in grading.mask_checks]
         self.mask_inverted: str = grading.mask_inverted
         self.mask_named: list[str] = list(grading.mask_named)
@@ -147,7 +166,7 @@ class AttentionFunctions(Kind):
         out: dict[str, Any] = {}
         for args in self.mask_checks:
             for T in MASK_SIZES:
-                m = mask_fn(T, *(args[n] for n in self.arg_names))
+                m = mask_fn(T, *(args[n] for n in self.mask_arg_names))
                 is_tensor = isinstance(m, torch.Tensor)
                 out[_key(T, args)] = {"type": type(m).__name__, "shape": list(m.shape) if is_tensor else [],
                                       "dtype": str(m.dtype) if is_tensor else "",
@@ -156,7 +175,7 @@ class AttentionFunctions(Kind):
         device = torch.device("cpu")
         tracker = DeviceTracker([], "", devices=[device])
         with tracker.scripted_opaque(), tracker:  # (the function scripted itself: its ops are not seen either)
-            m = tracker.seen(mask_fn)(5, *(self.mask_checks[0][n] for n in self.arg_names), device=device)
+            m = tracker.seen(mask_fn)(5, *(self.mask_checks[0][n] for n in self.mask_arg_names), device=device)
         out["device_ok"] = isinstance(m, torch.Tensor) and id(m) in tracker.on_device
         return out
 
@@ -176,7 +195,7 @@ class AttentionFunctions(Kind):
     def mask_made(self, T: int, args: dict, knob: str = "") -> torch.Tensor:
         """What the reference's mask function returns for ``T`` and ``args``, or with ``knob``'s edits."""
         function = self.edited.namespace(knobs_of(knob))[self.mask_name]
-        return function(T, *(args[n] for n in self.arg_names))
+        return function(T, *(args[n] for n in self.mask_arg_names))
 
     def _mask_values(self, T: int, args: dict, knob: str = "") -> list[list[int]]:
         return self.mask_made(T, args, knob).long().tolist()
@@ -190,11 +209,11 @@ class AttentionFunctions(Kind):
         return allowed
 
     def _call_text(self, T: int, args: dict) -> str:
-        return f"{self.mask_name}({', '.join(str(v) for v in [T, *(args[n] for n in self.arg_names)])})"
+        return f"{self.mask_name}({', '.join(str(v) for v in [T, *(args[n] for n in self.mask_arg_names)])})"
 
     def extra_checks(self, extra: dict) -> list[Check]:
         name = self.mask_name
-        windowed = bool(self.arg_names)  # the messages of a plain causal mask name it by T alone
+        windowed = bool(self.mask_arg_names)  # the messages of a plain causal mask name it by T alone
         problem = None
         for args in self.mask_checks:
             for T in MASK_SIZES:
@@ -240,7 +259,7 @@ class AttentionFunctions(Kind):
         call = self._call_text(T, args)
         found = []
         if self.mask_inverted and T > 1 and self._mask_is(extra, "", inverted=True):
-            evidence = (msg("attention_functions.evidence_inverted", call=call) if self.arg_names else
+            evidence = (msg("attention_functions.evidence_inverted", call=call) if self.mask_arg_names else
                         msg("evidence.mask_inverted", name=self.mask_name, T=T))
             found.append(Diagnosis(self.mask_inverted, (evidence,)))
         elif got.get("type") == "Tensor" and got.get("dtype") != "torch.bool" and got.get("values") == self._mask_values(T, args):

@@ -137,9 +137,16 @@ class Config(Mapping):
     given: Mapping[str, Any] = field(default_factory=dict)  # every key as written, in order
 
     @classmethod
+    def call_args(cls, exercise) -> dict[str, tuple[str, bool]]:
+        """Keys a kind takes besides its fields and the constructor's arguments: name -> (annotation
+        as text, has a default), e.g. the call arguments an exercise's ``[grading]`` names as data."""
+        return {}
+
+    @classmethod
     def parse(cls, exercise, entry: Mapping[str, Any], where: str) -> "Config":
         hints = {f.name: f for f in dataclasses.fields(cls) if f.name != "given"}
         annotations = dict(_constructor_args(exercise.contract.constructor)) if cls.constructor else {}
+        annotations.update({n: a for n, a in cls.call_args(exercise).items() if n not in hints})
         required = [n for n, f in hints.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         required += [n for n, (_, has_default) in annotations.items() if not has_default and n not in hints]
         unknown, wrong = [], []
