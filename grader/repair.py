@@ -1033,6 +1033,25 @@ def _extents(node: ast.AST) -> set[str]:
     return found
 
 
+def _innermost(source: str, line: int) -> tuple[ast.FunctionDef | None, ast.stmt | None]:
+    """(the innermost function whose body holds ``line``, the innermost statement of it there), or
+    (…, None) when the file does not parse or no function's statement holds the line."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return None, None
+    from attnprep.grader.engine import _holding
+
+    func = _holding(tree, line)
+    if func is None:
+        return None, None
+    around = [n for n in walk(func) if isinstance(n, ast.stmt) and n is not func
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return func, None
+    return func, min(around, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.lineno))
+
+
 def number_edits(source: str, line: int, traced: frozenset[int], name: str = "") -> list[tuple[int, str, str, str]]:
     """(line, the name it binds, the copy of ``source``, the line as changed) for each change of
     :func:`_number_changes` on the statements that compute plain Python numbers the statement at ``line``
@@ -1043,21 +1062,10 @@ def number_edits(source: str, line: int, traced: frozenset[int], name: str = "")
     operand, where a changed number would pick another branch or compensate another mistake), the
     statement is written on one line and no traced step ran on it (``half = x.shape[0] // 2``, ``kv_end = min(S, i + bq + 1)``, a
     loop's ``range(...)``); at most :data:`MAX_NUMBER_EDITS`, the nearest hops first."""
-    try:
-        tree = parsed(source)
-    except (SyntaxError, ValueError):
-        return []
-    from attnprep.grader.engine import _holding
-
-    func = _holding(tree, line)
-    if func is None:
+    func, statement = _innermost(source, line)
+    if statement is None:
         return []
     bound = _assigned(func)
-    around = [n for n in walk(func) if isinstance(n, ast.stmt) and n is not func
-              and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    if not around:
-        return []
-    statement = min(around, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.lineno))  # the innermost
     if hasattr(statement, "body"):  # a compound statement's header: what its test, iterable or items read
         statement = ast.Tuple(elts=[n for n in (getattr(statement, "test", None), getattr(statement, "iter", None),
                                                 *(i.context_expr for i in getattr(statement, "items", ()))) if n],
@@ -1204,20 +1212,9 @@ def negation_edits(source: str, line: int, name: str = "") -> list[tuple[int, st
     ``name``), in its function and before it, followed back :data:`NUMBER_HOPS` times through the names
     each reads, each written on one line and binding one name; at most :data:`MAX_NEGATIONS`, the
     nearest hops first. None when the statement does nothing with a mask."""
-    try:
-        tree = parsed(source)
-    except (SyntaxError, ValueError):
+    func, statement = _innermost(source, line)
+    if statement is None:
         return []
-    from attnprep.grader.engine import _holding
-
-    func = _holding(tree, line)
-    if func is None:
-        return []
-    around = [n for n in walk(func) if isinstance(n, ast.stmt) and n is not func
-              and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    if not around:
-        return []
-    statement = min(around, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.lineno))
     read = getattr(statement, "test", None) if hasattr(statement, "body") else _number_part(statement)
     if read is None or not _masking(read):
         return []
