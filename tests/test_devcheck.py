@@ -400,17 +400,25 @@ def recipe(bank):
     """The README's recipe followed in a copy of the bank: the folder, and the solution beside the
     others (where the grader knows reference code; removed after). Its id is the test's own: the
     solutions folder is shared by the workers that run tests at once."""
+    yield from _exercise_in(bank, "zz_recipe", {
+        "exercise.toml": RECIPE_TOML, "zh.toml": RECIPE_ZH, "mistakes.toml": RECIPE_MISTAKES["en"],
+        "mistakes.zh.toml": RECIPE_MISTAKES["zh"], "solution.zh.toml": RECIPE_SOLUTION_ZH}, RECIPE_SOLUTION)
+
+
+def _exercise_in(bank, prefix: str, files: dict[str, str], solution_text: str, stub_from: str = ""):
+    """An exercise folder of a uuid'd id in the bank's copy, its files written, the stub of ``stub_from``
+    copied when given, and its solution beside the others (where the grader knows reference code; removed
+    after): the solutions folder is shared by the workers that run tests at once."""
     import uuid
 
-    folder = bank / f"zz_recipe_{uuid.uuid4().hex[:8]}"
+    folder = bank / f"{prefix}_{uuid.uuid4().hex[:8]}"
     folder.mkdir()
-    (folder / "exercise.toml").write_text(RECIPE_TOML, encoding="utf-8")
-    (folder / "zh.toml").write_text(RECIPE_ZH, encoding="utf-8")
-    (folder / "mistakes.toml").write_text(RECIPE_MISTAKES["en"], encoding="utf-8")
-    (folder / "mistakes.zh.toml").write_text(RECIPE_MISTAKES["zh"], encoding="utf-8")
-    (folder / "solution.zh.toml").write_text(RECIPE_SOLUTION_ZH, encoding="utf-8")
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    if stub_from:
+        shutil.copy(bank / stub_from / "stub.py.j2", folder / "stub.py.j2")
     solution = exercises.SOLUTIONS_DIR / f"{folder.name}.py"
-    solution.write_text(RECIPE_SOLUTION, encoding="utf-8")
+    solution.write_text(solution_text, encoding="utf-8")
     exercises.cache_clear()
     try:
         yield folder
@@ -658,27 +666,12 @@ def zz_cap_attention(q, k, v, softcap, attention_mask=None):
 
 @pytest.fixture
 def capped(bank):
-    import uuid
-
-    folder = bank / f"zz_capped_{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
-    (folder / "exercise.toml").write_text(CAPPED_TOML, encoding="utf-8")
     zh = RECIPE_ZH.replace('details = "softmax(logits / temperature)，低于 min_p 乘以最大概率的 token 置 0，重新归一化。"',
                            'details = "缩放后的注意力分数先截断成 softcap * tanh(scores / softcap)，再加因果掩码和 padding 掩码。"')
-    (folder / "zh.toml").write_text(zh, encoding="utf-8")
-    (folder / "mistakes.toml").write_text(CAPPED_MISTAKES["en"], encoding="utf-8")
-    (folder / "mistakes.zh.toml").write_text(CAPPED_MISTAKES["zh"], encoding="utf-8")
-    (folder / "solution.zh.toml").write_text(CAPPED_SOLUTION_ZH, encoding="utf-8")
     # the kind shares no stub (its exercises' objects differ): the folder has its own, causal's
-    shutil.copy(bank / "causal" / "stub.py.j2", folder / "stub.py.j2")
-    solution = exercises.SOLUTIONS_DIR / f"{folder.name}.py"
-    solution.write_text(CAPPED_SOLUTION, encoding="utf-8")
-    exercises.cache_clear()
-    try:
-        yield folder
-    finally:
-        solution.unlink(missing_ok=True)
-        exercises.cache_clear()
+    yield from _exercise_in(bank, "zz_capped", {
+        "exercise.toml": CAPPED_TOML, "zh.toml": zh, "mistakes.toml": CAPPED_MISTAKES["en"],
+        "mistakes.zh.toml": CAPPED_MISTAKES["zh"], "solution.zh.toml": CAPPED_SOLUTION_ZH}, CAPPED_SOLUTION, stub_from="causal")
 
 
 def test_an_attention_function_with_an_argument_of_its_own_is_data(capped, tmp_path):
