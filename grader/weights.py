@@ -187,7 +187,7 @@ def layers_of(module: torch.nn.Module) -> tuple[list[Layer], list[str]]:
     return layers, stray
 
 
-_STEM = re.compile(r"_?(proj|projection|linear|layer|fc|dense)$")
+_STEM = re.compile(r"_?(proj|projection|linear|layer|fc|dense|heads|shards)$")
 
 
 def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
@@ -205,6 +205,10 @@ def outside_bias(index: tuple[dict, dict], layer_name: str) -> str | None:
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
         return None
     owner, _, leaf = layer_name.rpartition(".")
+    if leaf.isdigit() and owner and len(subs[owner]._modules) == 1:
+        # the one entry of a list (a list of per-rank or per-head parts built for one part): the
+        # bias kept beside the list is named for the list (o_heads -> o_bias)
+        owner, _, leaf = owner.rpartition(".")
     own = dict(subs[owner].named_parameters(recurse=False))
     partners = _pairable(own)[1]  # the vectors a bare matrix's name already pairs
     for name in _outside_names(leaf):
@@ -497,7 +501,8 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
     for path, name in _head_biases(module):
         sub = module.get_submodule(path)
         flattened.append((path, name, _flat_param(sub, name, (sub._parameters[name].numel(),)), None))
-    if not flattened and not stacks:
+    merged = _merge_input_parts(module, shapes, heads)
+    if not flattened and not stacks and not merged:
         return
 
     # by their paths from the module called (a deep copy of it, the dtype cases', runs its own)
@@ -509,14 +514,71 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
         for path, name, dims in stacks:  # a 2-d one: its matrices one under the other again
             sub = mod.get_submodule(path)
             sub.__dict__[name] = (torch.stack if dims == 3 else torch.cat)(list(sub._modules[name]))
+        for holder, parts, width in merged:  # each part its block of the merged matrix's columns
+            whole = mod.get_submodule(holder)._parameters["weight"]
+            for i, part in enumerate(parts):
+                mod.get_submodule(part).__dict__["weight"] = whole[:, i * width:(i + 1) * width]
 
     def drop(mod, args, out):
         for path, name in [(p, n) for p, n, _, _ in flattened] + [(p, n) for p, n, _ in stacks]:
             mod.get_submodule(path).__dict__.pop(name, None)
+        for _, parts, _ in merged:
+            for part in parts:
+                mod.get_submodule(part).__dict__.pop("weight", None)
 
     module.register_forward_pre_hook(views)
     module.register_forward_hook(drop, always_call=True)
     _around_own_call(module, views, drop)
+
+
+def _merge_input_parts(module: torch.nn.Module, shapes: frozenset, heads: frozenset) -> list[tuple[str, list[str], int]]:
+    """Register as one matrix the bias-free layers of one list whose outputs the attempt sums, each
+    over its own block of the input features: Megatron's row-parallel linear simulated on one device
+    (``o_proj.shards[r]: Linear(d / tp, d)``, the ranks' partial outputs summed), or an output
+    projection per head (``o_heads[h]: Linear(head_dim, d)``). Such a list is the matrix ``(out,
+    k·in)``, its entries its blocks of columns in list order, where that is a contract shape and
+    neither the entries' shape nor (k a head count) their rows one under the other is (a list of
+    per-head rows is :func:`_split`'s). The matrix is registered as ``weight`` on the list, or on
+    the module holding the list when the list is its only child and it has a ``bias`` of that size
+    and no weight (a RowParallelLinear with its one bias); each entry reads its block as a view
+    while the module runs. Returns ``(holder, entries, block width)``."""
+    groups: dict[tuple, list[tuple[str, torch.nn.Module]]] = {}
+    for path, sub in module.named_modules():
+        own = sub._parameters
+        weight = own.get("weight")
+        if not path or not isinstance(weight, torch.nn.Parameter) or weight.dim() != 2 or own.get("bias") is not None:
+            continue
+        if set(own) - {"weight", "bias"} or sub._modules or parametrize.is_parametrized(sub):
+            continue
+        holder, _, last = path.rpartition(".")
+        if not holder or not last.isdigit():
+            continue  # the entries of one list
+        groups.setdefault((holder, tuple(weight.shape)), []).append((path, sub))
+    merged = []
+    for (holder, (out, width)), entries in groups.items():
+        k = len(entries)
+        parent, _, leaf = holder.rpartition(".")
+        container = module.get_submodule(holder)
+        if len(container._modules) != k or (out, k * width) not in shapes:
+            continue  # the list holds more than these layers, or they make no contract matrix
+        owner = module.get_submodule(parent)
+        bias = owner._parameters.get("bias")
+        lifted = (parent and set(owner._modules) == {leaf} and "weight" not in owner._parameters
+                  and isinstance(bias, torch.Tensor) and tuple(bias.shape) == (out,))
+        if lifted:
+            container, holder = owner, parent  # a RowParallelLinear: its shards (one, at tp = 1) and its one bias
+        elif k < 2 or (out, width) in shapes or ((k * out, width) in shapes and any(h % k == 0 for h in heads)):
+            continue
+        if "weight" in container._parameters or hasattr(type(container), "weight"):
+            continue
+        entries.sort(key=lambda e: int(e[0].rpartition(".")[2]))
+        first = entries[0][1]._parameters["weight"]
+        whole = torch.cat([sub._parameters["weight"].detach() for _, sub in entries], dim=1)
+        container._parameters["weight"] = torch.nn.Parameter(whole.clone(), requires_grad=first.requires_grad)
+        for _, sub in entries:
+            del sub._parameters["weight"]
+        merged.append((holder, [path for path, _ in entries], width))
+    return merged
 
 
 def _around_own_call(module: torch.nn.Module, before, after) -> None:
@@ -855,12 +917,13 @@ MAX_FUSED_VISITS = 4000  # combinations of such pieces looked at
 class _Piece:
     """Roles held by one layer stacked along its rows, or one role spread over per-head layers."""
 
-    kind: str  # "stacked", "stacked_heads", "split" or "parted": the MappingNote kind
+    kind: str  # "stacked", "stacked_heads", "stacked_rows", "split" or "parted": the MappingNote kind
     roles: tuple[str, ...]
     layers: tuple[Layer, ...]
     rows: dict  # role -> [(layer name, row indices)]
     shown: str  # the layer name the report shows for these roles
     score: int  # how much the names agree
+    late: bool = False  # a rarer reading, tried only after every combination of the others
 
 
 def _letters(name: str) -> set[str]:
@@ -876,7 +939,8 @@ def _letters(name: str) -> set[str]:
 
 def _stacked(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[_Piece]:
     """One layer whose out-features are several roles' out-features summed (same in-features):
-    its rows are those roles' weights in some order, as blocks or interleaved per head."""
+    its rows are those roles' weights in some order, as blocks, interleaved per head, or (roles of
+    one width) interleaved row by row."""
     pieces = []
     for layer in layers:
         if len(layer.weight) != 2:
@@ -896,9 +960,14 @@ def _stacked(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> 
                         rows[r.name] = [(layer.name, tuple(range(start, start + r.weight[0])))]
                         start += r.weight[0]
                     pieces.append(_Piece("stacked", tuple(r.name for r in order), (layer,), rows, layer.name, score))
-                for groups in sorted({h for h in heads if h > 1}):
+                widths = {r.weight[0] for r in subset}
+                # one row of each role in turn (gpt-oss's gate / up: h[..., ::2], h[..., 1::2]) where
+                # the roles are of one width: a group per row
+                rowwise = widths.pop() if len(widths) == 1 else 0
+                for groups in sorted({h for h in heads if h > 1} | ({rowwise} if rowwise > 1 else set())):
                     if any(r.weight[0] % groups for r in subset):
                         continue
+                    kind = "stacked_rows" if groups == rowwise and groups not in heads else "stacked_heads"
                     for order in orders:
                         # group g's rows: [role 0's share; role 1's; …], groups one after another. One
                         # group per head for roles of one width ([q_h; k_h; v_h], GPT-NeoX), one per
@@ -908,7 +977,8 @@ def _stacked(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> 
                         rows = {r.name: [(layer.name, tuple(g * size + sum(share[:j]) + i for g in range(groups)
                                                             for i in range(share[j])))]
                                 for j, r in enumerate(order)}
-                        pieces.append(_Piece("stacked_heads", tuple(r.name for r in order), (layer,), rows, layer.name, score))
+                        pieces.append(_Piece(kind, tuple(r.name for r in order), (layer,), rows, layer.name, score,
+                                             late=kind == "stacked_rows"))
     return pieces
 
 
@@ -918,25 +988,57 @@ def _index_pattern(name: str) -> tuple[str, tuple[int, ...]]:
     return ".".join("*" if p.isdigit() else p for p in parts), tuple(int(p) for p in parts if p.isdigit())
 
 
+_KEYED_ENTRY = re.compile(r"([A-Za-z]+_?)(\d+)")
+
+
+def _entry_pattern(name: str) -> tuple[str, tuple[int, ...]]:
+    """:func:`_index_pattern`, where a module above the layer may also be an entry of an
+    ``nn.ModuleDict`` keyed by a word and a number ('heads.head_2.q' -> ('heads.head_*.q', (2,))):
+    entries ordered by that number, as they are inserted. The layer's own name is an entry only as a
+    bare number (``w1``, ``w3`` are two roles, not two entries), and so is a list's name (``w2.0``)."""
+    parts, index = [], []
+    above = name.split(".")
+    for at, part in enumerate(above):
+        # a word and a number above a named module is a dict's entry ("head0.q"); above a list's
+        # index it is the list's own name ("w2.0", "fc1.0")
+        keyed = _KEYED_ENTRY.fullmatch(part) if at < len(above) - 1 and not above[at + 1].isdigit() else None
+        if part.isdigit():
+            parts.append("*")
+            index.append(int(part))
+        elif keyed:
+            parts.append(keyed.group(1) + "*")
+            index.append(int(keyed.group(2)))
+        else:
+            parts.append(part)
+    return ".".join(parts), tuple(index)
+
+
 def _split(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> list[_Piece]:
-    """One role whose out-features are k same-shaped layers' summed (k a head count): the
-    layers of one ModuleList, in its order, their outputs concatenated."""
+    """One role whose out-features are k same-shaped layers' summed (k a head count or a divisor of
+    one): the layers of one ModuleList (or ModuleDict keyed ``head_0``, ``head_1`` …), in its order,
+    their outputs concatenated."""
     groups: dict[tuple, list[Layer]] = {}
     for layer in layers:
-        pattern, index = _index_pattern(layer.name)
+        pattern, index = _entry_pattern(layer.name)
         if index and len(layer.weight) == 2:
             groups.setdefault((pattern, layer.weight, layer.bias, layer.transposed), []).append(layer)
     pieces = []
     for (pattern, shape, bias, _), members in groups.items():
-        if len(members) not in heads:
+        # one layer per head, or per group of whole heads (Megatron's column-parallel shards, each
+        # rank's heads); with no head count (a feed-forward's rows) any number of parts, but not the
+        # parts of a role repeated per index (one expert's shards): those stay unmapped
+        k = len(members)
+        nested = len(_entry_pattern(members[0].name)[1]) > 1  # a list in each entry of a list (an expert's parts)
+        if k not in heads and (nested or k < 2 or (heads and not any(h % k == 0 for h in heads))):
             continue
-        members.sort(key=lambda l: _index_pattern(l.name)[1])
+        members.sort(key=lambda l: _entry_pattern(l.name)[1])
         named = next((p for p in reversed(pattern.split(".")) if p != "*"), pattern)
         for r in roles:
             if r.kind != "linear" or r.weight != (shape[0] * len(members), shape[1]) or (bias is not None and r.bias is None):
                 continue
             rows = {r.name: [(l.name, tuple(range(shape[0]))) for l in members]}
-            pieces.append(_Piece("split", (r.name,), tuple(members), rows, pattern, int(_key(named) == _key(r.name))))
+            pieces.append(_Piece("split", (r.name,), tuple(members), rows, pattern, int(_key(named) == _key(r.name)),
+                                 late=k not in heads))
     return pieces
 
 
@@ -977,28 +1079,38 @@ def _parted(roles: list[Role], layers: list[Layer], heads: tuple[int, ...]) -> l
 def _fused(roles: list[Role], layers: list[Layer], heads: tuple[int, ...], leaf_names: bool = False) -> list[Mapping]:
     """Mappings where some layers stack several roles or some roles spread over per-head layers,
     the rest mapped as usual; the names that agree best first, at most MAX_FUSED."""
-    pieces = sorted(_stacked(roles, layers, heads) + _split(roles, layers, heads) + _parted(roles, layers, heads),
-                    key=lambda p: -p.score)
-    combos: list[tuple[int, int, int, tuple[_Piece, ...]]] = []
-    visits = 0
+    found = _stacked(roles, layers, heads) + _split(roles, layers, heads) + _parted(roles, layers, heads)
+    # the rarer readings (gate and up one row each in turn, a list of ranks of whole heads) come after
+    # every combination of the usual ones, which keep their order and their share of the visits
+    early = sorted((p for p in found if not p.late), key=lambda p: -p.score)
+    every = early + sorted((p for p in found if p.late), key=lambda p: -p.score)
     named = {r.name: {l.name for l in layers if _key(l.name) == _key(r.name) or _leaf(l.name) in r.aliases} for r in roles}
 
-    def extend(start: int, chosen: tuple[_Piece, ...], used_roles: set, used_layers: set) -> None:
-        nonlocal visits
-        for i in range(start, len(pieces)):
-            p = pieces[i]
-            names = {l.name for l in p.layers}
-            if used_roles & set(p.roles) or used_layers & names:
-                continue
-            visits += 1
-            if visits > MAX_FUSED_VISITS:
-                return
-            combo = chosen + (p,)
-            combos.append((-sum(c.score for c in combo), -_rest_named(named, combo), len(combos), combo))
-            extend(i + 1, combo, used_roles | set(p.roles), used_layers | names)
+    def combinations(pieces: list[_Piece], keep) -> list[tuple[int, int, int, tuple[_Piece, ...]]]:
+        combos: list[tuple[int, int, int, tuple[_Piece, ...]]] = []
+        visits = 0
 
-    extend(0, (), set(), set())
-    combos.sort(key=lambda c: c[:3])
+        def extend(start: int, chosen: tuple[_Piece, ...], used_roles: set, used_layers: set) -> None:
+            nonlocal visits
+            for i in range(start, len(pieces)):
+                p = pieces[i]
+                names = {l.name for l in p.layers}
+                if used_roles & set(p.roles) or used_layers & names:
+                    continue
+                visits += 1
+                if visits > MAX_FUSED_VISITS:
+                    return
+                combo = chosen + (p,)
+                if keep(combo):
+                    combos.append((-sum(c.score for c in combo), -_rest_named(named, combo), len(combos), combo))
+                extend(i + 1, combo, used_roles | set(p.roles), used_layers | names)
+
+        extend(0, (), set(), set())
+        return sorted(combos, key=lambda c: c[:3])
+
+    combos = combinations(early, lambda combo: True)
+    if len(every) > len(early):
+        combos += combinations(every, lambda combo: any(p.late for p in combo))
     by_name = {r.name: r for r in roles}
     mappings: list[Mapping] = []
     for *_, combo in combos:

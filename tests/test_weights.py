@@ -86,9 +86,11 @@ def test_split_role_over_per_head_layers_in_list_order():
     first = options[0]
     assert first.rows["q_proj"] == [("q_heads.0", tuple(range(D // 2))), ("q_heads.1", tuple(range(D // 2)))]
     assert first.layers["k_proj"] == "k_heads.*" and first.layers["o_proj"] == "out"
-    # the number of per-head layers must be a head count
-    none, why = W.candidates(ROLES, _layers(PerHead()), heads=(4,))
+    # the number of per-head layers must be a head count or divide one (ranks holding whole heads)
+    none, why = W.candidates(ROLES, _layers(PerHead()), heads=(3,))
     assert none == [] and why.key == "contract.no_layer"
+    ranks, why = W.candidates(ROLES, _layers(PerHead()), heads=(4,))
+    assert why is None and ranks[0].rows["q_proj"] == first.rows["q_proj"]
 
 
 def test_no_fused_fit_still_names_the_missing_layer():
@@ -953,3 +955,141 @@ def test_a_three_dim_kernel_two_readings_fit_groups_its_head_count_with_the_dim_
     stack.W = nn.Parameter(torch.randn(3, D, D))
     W.settle(stack, frozenset({(3 * D, D), (D, D)}), heads=frozenset({3}))
     assert stack.W.shape == (3 * D, D)  # a qkv stack whose count is a head count reads as before
+
+
+class KeyedHeads(nn.Module):
+    """Per-head modules in an nn.ModuleDict keyed "head_0", "head_1", … (12 heads: "head_10" after "head_9")."""
+
+    def __init__(self, heads=12):
+        super().__init__()
+        width = 12
+        self.heads = nn.ModuleDict({f"head_{i}": nn.ModuleDict({r: nn.Linear(width, 1) for r in "qkv"})
+                                    for i in range(heads)})
+        self.out = nn.Linear(width, width)
+
+
+def test_per_head_modules_of_a_module_dict_keyed_by_number_split_a_role_in_key_order():
+    roles = [W.Role(n, "linear", (12, 12), (12,)) for n in ("q_proj", "k_proj", "v_proj", "o_proj")]
+    options, why = W.candidates(roles, _layers(KeyedHeads()), heads=(12,))
+    assert why is None and options
+    first = options[0]
+    assert [name for name, _ in first.rows["q_proj"]] == [f"heads.head_{i}.q" for i in range(12)]
+    assert first.layers["o_proj"] == "out"
+    assert ("split", "q_proj", "heads.head_*.q") in [(n.kind, n.role, n.layer) for n in first.notes]
+    # the layer's own name is no entry: w1 and w3 stay two layers, not a list of two
+    assert W._entry_pattern("experts.expert_3.w1") == ("experts.expert_*.w1", (3,))
+    assert W._entry_pattern("w1") == ("w1", ())
+    assert W._entry_pattern("heads.head0.q") == ("heads.head*.q", (0,))
+    assert W._entry_pattern("w2.0") == ("w2.*", (0,))  # a list's own name is no entry of a dict
+
+
+def test_roles_of_one_width_interleaved_row_by_row_are_tried():
+    d, f = 6, 10
+    roles = [W.Role("w1", "linear", (f, d), None), W.Role("w2", "linear", (d, f), None),
+             W.Role("w3", "linear", (f, d), None)]
+    module = nn.Module()
+    module.mlp1, module.mlp2 = nn.Linear(d, 2 * f, bias=False), nn.Linear(f, d, bias=False)
+    options, why = W.candidates(roles, _layers(module), heads=())
+    assert why is None
+    rows = [m for m in options if any(n.kind == "stacked_rows" for n in m.notes)]
+    gate_first = next(m for m in rows if m.rows["w1"][0][1][0] == 0)
+    assert gate_first.rows["w1"] == [("mlp1", tuple(range(0, 2 * f, 2)))]  # gate = h[..., ::2]
+    assert gate_first.rows["w3"] == [("mlp1", tuple(range(1, 2 * f, 2)))]  # up = h[..., 1::2]
+    assert options[0].notes[0].kind == "stacked"  # the two blocks one after the other come first
+    kinds = [any(n.kind == "stacked_rows" for n in m.notes) for m in options]
+    assert kinds == sorted(kinds)  # every row-by-row reading after every other candidate
+    # a fused qkv of one width keeps its usual candidates first (blocks, per head), rows after them all
+    qkv, _ = W.candidates(ROLES, _layers(NanoGPT()), heads=(2,))
+    late = [any(n.kind == "stacked_rows" for n in m.notes) for m in qkv]
+    assert late == sorted(late) and not late[0]
+
+
+def test_an_interleaved_gate_and_up_grade_as_swiglu(tmp_path):
+    path = tmp_path / "swiglu.py"
+    path.write_text(
+        "# attnprep: swiglu\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+        "class SwiGLU(nn.Module):\n"
+        "    def __init__(self, d_model, d_ff):\n"
+        "        super().__init__()\n"
+        "        self.mlp1 = nn.Linear(d_model, 2 * d_ff, bias=False)\n"
+        "        self.mlp2 = nn.Linear(d_ff, d_model, bias=False)\n\n"
+        "    def forward(self, x):\n"
+        "        h = self.mlp1(x)\n"
+        "        return self.mlp2(F.silu(h[..., ::2]) * h[..., 1::2])\n")
+    assert grade(path, seed=0, protect=()).passed
+    path.write_text(path.read_text().replace("F.silu(h[..., ::2]) * h[..., 1::2]", "F.silu(h[..., ::2]) * h[..., ::2]"))
+    assert not grade(path, seed=0, protect=()).passed
+
+
+class RowParallel(nn.Module):
+    """Megatron's row-parallel linear simulated on one device: shards over the input features, summed."""
+
+    def __init__(self, d_in, d_out, tp):
+        super().__init__()
+        self.shards = nn.ModuleList(nn.Linear(d_in // tp, d_out, bias=False) for _ in range(tp))
+        self.bias = nn.Parameter(torch.zeros(d_out))
+
+    def forward(self, parts):
+        return sum(s(p) for s, p in zip(self.shards, parts)) + self.bias
+
+
+class WithRowParallel(nn.Module):
+    def __init__(self, tp):
+        super().__init__()
+        self.tp = tp
+        self.o_proj = RowParallel(D, D, tp)
+
+    def forward(self, x):
+        return self.o_proj(list(x.split(D // self.tp, -1)))
+
+
+def test_row_parallel_shards_are_one_matrix_their_blocks_of_columns_read_as_views():
+    torch.manual_seed(0)
+    module = WithRowParallel(2)
+    x = torch.randn(3, D)
+    before = module(x)
+    W.settle(module, shapes=frozenset({(D, D)}), heads=frozenset({4}))
+    layers = {l.name: l for l in _layers(module)}
+    assert set(layers) == {"o_proj"} and layers["o_proj"].weight == (D, D) and layers["o_proj"].bias == (D,)
+    assert torch.allclose(module(x), before)  # the same function of the input
+    with torch.no_grad():  # the grader's weight goes into the one matrix: each shard reads its columns
+        module.o_proj.weight.copy_(torch.randn(D, D))
+    assert torch.allclose(module(x), x @ module.o_proj.weight.T + module.o_proj.bias, atol=1e-6)
+    module(x).sum().backward()
+    assert module.o_proj.weight.grad is not None and "weight" not in module.o_proj.shards[0].__dict__
+    # one shard (tp = 1) is lifted onto the module holding its bias as well
+    single = WithRowParallel(1)
+    W.settle(single, shapes=frozenset({(D, D)}))
+    assert {l.name for l in _layers(single)} == {"o_proj"}
+    # a list whose blocks make no contract matrix stays as it is
+    other = WithRowParallel(2)
+    W.settle(other, shapes=frozenset({(D, 2 * D)}))
+    assert {l.name for l in _layers(other)} == {"o_proj.shards.0", "o_proj.shards.1", "o_proj.bias"}
+
+
+def test_an_output_projection_per_head_summed_grades_as_the_contracts_o_proj(tmp_path):
+    path = tmp_path / "mha.py"
+    path.write_text(
+        "# attnprep: mha\nimport math\nimport torch\nimport torch.nn as nn\n\n"
+        "class MultiHeadAttention(nn.Module):\n"
+        "    def __init__(self, d_model, num_heads, dropout=0.0):\n"
+        "        super().__init__()\n"
+        "        self.H, self.D = num_heads, d_model // num_heads\n"
+        "        self.q_proj, self.k_proj, self.v_proj = (nn.Linear(d_model, d_model) for _ in range(3))\n"
+        "        self.o_heads = nn.ModuleList(nn.Linear(self.D, d_model, bias=False) for _ in range(num_heads))\n"
+        "        self.o_bias = nn.Parameter(torch.zeros(d_model))\n\n"
+        "    def forward(self, x, attention_mask=None, is_causal=False):\n"
+        "        B, T, C = x.shape\n"
+        "        q, k, v = (p(x).view(B, T, self.H, self.D).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))\n"
+        "        s = q @ k.transpose(-1, -2) / math.sqrt(self.D)\n"
+        "        if attention_mask is not None:\n"
+        "            s = s.masked_fill(~attention_mask[:, None, None, :], float('-inf'))\n"
+        "        if is_causal:\n"
+        "            s = s.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float('-inf'))\n"
+        "        o = s.softmax(-1) @ v\n"
+        "        return sum(self.o_heads[h](o[:, h]) for h in range(self.H)) + self.o_bias\n")
+    result = grade(path, seed=0, protect=())
+    assert result.passed, (result.checks, result.error)
+    assert result.mapping["o_proj"] == "o_heads"
+    path.write_text(path.read_text().replace("self.o_heads[h](o[:, h])", "self.o_heads[0](o[:, h])"))
+    assert not grade(path, seed=0, protect=()).passed  # every head through the first head's block
