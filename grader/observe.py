@@ -61,6 +61,8 @@ ATTENTION_OPS = {
 }
 _DROPOUT = {F.dropout, torch.dropout, torch.nn.functional.dropout}
 _MASKED_FILL = {torch.masked_fill, torch.Tensor.masked_fill}
+# the calls Observer._record looks at (any other call leaves the observation as it is)
+_RECORDED = frozenset(_SOFTMAX | _MATMUL | _DROPOUT | _MASKED_FILL)
 
 
 @dataclass
@@ -191,8 +193,10 @@ class Observer(TorchFunctionMode):
         return isinstance(t, torch.Tensor) and t.dim() >= 2 and t.shape[-2:] == (self.seq_q, self.seq_k)
 
     def _record(self, func, args, kwargs, out) -> None:
-        if func not in _RECORDED or isinstance(out, torch.Tensor) and torch._C._functorch.is_functorch_wrapped_tensor(out):
-            return  # not a call read here; or inside torch.func.vmap / grad: a per-sample view that must not leave the transform
+        if func not in _RECORDED:
+            return
+        if isinstance(out, torch.Tensor) and torch._C._functorch.is_functorch_wrapped_tensor(out):
+            return  # inside torch.func.vmap / grad: a per-sample view that must not leave the transform
         obs = self.obs
         if func in _SOFTMAX:
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -206,11 +210,13 @@ class Observer(TorchFunctionMode):
             if training and not self.training and p:
                 obs.dropout_in_eval = True
         elif func in _MATMUL:
+            if "scores" in obs.shapes and obs.probs is not None:
+                return  # both recorded: nothing a later product could add
             operands = list(args[1:]) if func is torch.einsum else list(args[:2])
             if func is torch.einsum and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
                 operands = list(operands[0])
-            if len(operands) != 2 or "scores" in obs.shapes and obs.probs is not None or not all(isinstance(o, torch.Tensor) for o in operands):
-                return  # (scores and probs both recorded: nothing a later product adds)
+            if len(operands) != 2 or not all(isinstance(o, torch.Tensor) for o in operands):
+                return
             a, b = operands
             if self._square(out) and "scores" not in obs.shapes:  # q @ k^T
                 obs.shapes["q"] = tuple(a.shape)
@@ -582,10 +588,6 @@ class DeviceTracker(TorchFunctionMode):
             frame = frame.f_back
         return None
 
-    def holds(self, t) -> bool:
-        """Whether ``t`` is a tensor seen on the device."""
-        return identity(t) in self.on_device
-
 
 # --- what ran, as the autograd graph records it ----------------------------------------------------
 
@@ -606,7 +608,3 @@ def graph_nodes(outputs) -> list[str]:
         names.add(type(node).__name__)
         todo.extend(f for f, _ in node.next_functions)
     return sorted(names)
-
-
-# the calls Observer._record looks at (any other call leaves the observation as it is)
-_RECORDED = frozenset(_SOFTMAX | _MATMUL | _DROPOUT | _MASKED_FILL)
