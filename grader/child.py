@@ -28,7 +28,7 @@ from attnprep.grader.forbidden import ForbiddenOps
 from attnprep.grader.observe import (ATTEMPT_MODULE, ATTENTION_OPS, SOLUTIONS_DIR, DeviceTracker, Observer, forbidden_functions,
                                      graph_nodes, loaded)
 from attnprep.grader.result import REFERENCE_SOLUTION
-from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor, identity
+from attnprep.grader.tensors import _isinstance, _tolist, encode_tensor
 from attnprep.grader.wire import ConfigReply, Observed, Probe, Problem, Reply, to_data
 
 EVAL_SEED = 999
@@ -444,7 +444,7 @@ def _device(kind, attempt, cases, guard, attempt_file: str) -> Probe:
         problem = dict(tracker.problem)
         return Probe(False, "device.mixed" if problem["origin_line"] else "device.mixed_no_origin", problem)
     for out in outputs.values():  # an output never seen made (out of a torch.func transform) is not judged
-        if isinstance(out, torch.Tensor) and identity(out) not in tracker.on_device and identity(out) in tracker.origin:
+        if isinstance(out, torch.Tensor) and id(out) not in tracker.on_device and id(out) in tracker.origin:
             return Probe(False, "device.output_on_cpu", {})
     return Probe(True)
 

@@ -26,7 +26,7 @@ import torch
 
 from attnprep import exercises
 from attnprep.grader.result import REFERENCE_SOLUTION
-from attnprep.grader.tensors import identity, tensors_in
+from attnprep.grader.tensors import tensors_in
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
@@ -61,8 +61,6 @@ ATTENTION_OPS = {
 }
 _DROPOUT = {F.dropout, torch.dropout, torch.nn.functional.dropout}
 _MASKED_FILL = {torch.masked_fill, torch.Tensor.masked_fill}
-# the calls Observer._record looks at (any other call leaves the observation as it is)
-_RECORDED = frozenset(_SOFTMAX | _MATMUL | _DROPOUT | _MASKED_FILL)
 
 
 @dataclass
@@ -149,7 +147,7 @@ class Observer(TorchFunctionMode):
     def _watch_fill(self, out) -> None:
         """Count ``out`` (a masked_fill result) as discarded if it is freed before any torch function
         takes it as an argument (see :meth:`_used`)."""
-        key = identity(out)
+        key = id(out)
         fills, obs = self._fills, self.obs
 
         def freed(ref, key=key):
@@ -162,9 +160,9 @@ class Observer(TorchFunctionMode):
     def _used(self, args, kwargs) -> None:
         for a in (*args, *kwargs.values()):
             if isinstance(a, torch.Tensor):
-                ref = self._fills.get(identity(a))
+                ref = self._fills.get(id(a))
                 if ref is not None and ref() is a:
-                    del self._fills[identity(a)]
+                    del self._fills[id(a)]
             elif isinstance(a, (list, tuple)):
                 self._used(a, {})
 
@@ -177,8 +175,8 @@ class Observer(TorchFunctionMode):
         if self._from_solutions(sys._getframe(1)):
             self.obs.builtins.add(str(REFERENCE_SOLUTION))
         out = func(*args, **kwargs)
-        if not self.record or (func not in _RECORDED and not self._fills):
-            return out  # (most calls: nothing below reads them)
+        if not self.record:
+            return out
         try:
             if self._fills:
                 self._used(args, kwargs)
@@ -190,11 +188,9 @@ class Observer(TorchFunctionMode):
         return out
 
     def _square(self, t) -> bool:
-        return isinstance(t, torch.Tensor) and t.dim() >= 2 and t.shape[-2:] == (self.seq_q, self.seq_k)
+        return isinstance(t, torch.Tensor) and t.dim() >= 2 and tuple(t.shape[-2:]) == (self.seq_q, self.seq_k)
 
     def _record(self, func, args, kwargs, out) -> None:
-        if func not in _RECORDED:
-            return
         if isinstance(out, torch.Tensor) and torch._C._functorch.is_functorch_wrapped_tensor(out):
             return  # inside torch.func.vmap / grad: a per-sample view that must not leave the transform
         obs = self.obs
@@ -210,8 +206,6 @@ class Observer(TorchFunctionMode):
             if training and not self.training and p:
                 obs.dropout_in_eval = True
         elif func in _MATMUL:
-            if "scores" in obs.shapes and obs.probs is not None:
-                return  # both recorded: nothing a later product could add
             operands = list(args[1:]) if func is torch.einsum else list(args[:2])
             if func is torch.einsum and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
                 operands = list(operands[0])
@@ -362,8 +356,8 @@ class DeviceTracker(TorchFunctionMode):
     def __init__(self, device_tensors, attempt_file: str, devices=()):
         super().__init__()
         self.keep = list(device_tensors) + list(devices)
-        self.on_device = {identity(t) for t in device_tensors}
-        self.devices = {identity(d) for d in devices}  # torch.device objects read from "the device"
+        self.on_device = {id(t) for t in device_tensors}
+        self.devices = {id(d) for d in devices}  # torch.device objects read from "the device"
         self.attempt_file = attempt_file
         self.origin: dict[int, tuple[int, str] | None] = {}  # CPU-only tensor -> where the attempt made it
         self.problem: dict | None = None  # the first mix: func, where_line/code, origin_line/code
@@ -378,7 +372,7 @@ class DeviceTracker(TorchFunctionMode):
         # what x.device reads for a tensor on the device, as on a GPU machine: cuda:0 (so that
         # `if t.device != x.device: t = t.to(x.device)` moves a CPU tensor here as it does there)
         self.cuda = torch.device("cuda", 0)
-        self.devices.update((identity(self.gpu), identity(self.cuda)))
+        self.devices.update((id(self.gpu), id(self.cuda)))
         self.keep += [self.gpu, self.cuda]
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -394,7 +388,7 @@ class DeviceTracker(TorchFunctionMode):
             made = func(*args, **kwargs)
             given = [*args, *kwargs.values()]
             if given and self._is_device(given[0]):
-                self.devices.add(identity(made))
+                self.devices.add(id(made))
                 self.keep.append(made)
             return made
         args, kwargs = self._gpu_named(args, kwargs)
@@ -408,7 +402,7 @@ class DeviceTracker(TorchFunctionMode):
             elif t.dim() > 0:
                 stray.append(t)
         if on_device and stray and name not in _NO_MIX and self.problem is None:
-            origin = next((self.origin[identity(t)] for t in stray if self.origin.get(identity(t))), None)
+            origin = next((self.origin[id(t)] for t in stray if self.origin.get(id(t))), None)
             where = self._where()
             self.problem = {"func": name, "where_line": where[0] if where else 0, "where_code": where[1] if where else "",
                             "origin_line": origin[0] if origin else 0, "origin_code": origin[1] if origin else ""}
@@ -426,7 +420,7 @@ class DeviceTracker(TorchFunctionMode):
         moved = name in _MOVES and (explicit or target or len(on_device) > 0)
         if on_device and name not in ("to", "cpu") or explicit or moved:
             for t in tensors_in(out):
-                self.on_device.add(identity(t))
+                self.on_device.add(id(t))
                 self.keep.append(t)
                 if _wrapped(t):
                     value = _unwrapped(t)
@@ -435,7 +429,7 @@ class DeviceTracker(TorchFunctionMode):
         else:
             where = self._where()
             for t in tensors_in(out):
-                self.origin.setdefault(identity(t), self.origin.get(identity(stray[0]), where) if stray else where)
+                self.origin.setdefault(id(t), self.origin.get(id(stray[0]), where) if stray else where)
                 self.keep.append(t)
         return out
 
@@ -449,7 +443,7 @@ class DeviceTracker(TorchFunctionMode):
         return super().__enter__()
 
     def _on_device(self, t) -> bool:
-        return isinstance(t, torch.Tensor) and (identity(t) in self.on_device or _wrapped(t))
+        return isinstance(t, torch.Tensor) and (id(t) in self.on_device or _wrapped(t))
 
     def _gpu_named(self, args, kwargs, first: int = 1):
         """``args, kwargs`` with a device that names the GPU (``"cuda"``, ``"cuda:0"``,
@@ -470,7 +464,7 @@ class DeviceTracker(TorchFunctionMode):
         which a string written in the file is not: its "cpu" is the interned constant of the code,
         a string made at run time never is. (Names of the GPU, which ``x.device`` now reads, are
         :meth:`_gpu_named`'s.)"""
-        if identity(value) in self.devices:
+        if id(value) in self.devices:
             return True
         return type(value) is str and value == "cpu" and value is not _CPU
 
@@ -483,9 +477,9 @@ class DeviceTracker(TorchFunctionMode):
             args, kwargs = self._gpu_named(args, kwargs, first=0)
             out = fn(*args, **kwargs)
             given = tensors_in((args, kwargs))
-            if not given or any(identity(t) in self.on_device for t in given):
+            if not given or any(id(t) in self.on_device for t in given):
                 for t in tensors_in(out):
-                    self.on_device.add(identity(t))
+                    self.on_device.add(id(t))
                     self.keep.append(t)
             return out
 
@@ -552,13 +546,13 @@ class DeviceTracker(TorchFunctionMode):
         """A tensor never seen made that views the value of a transform's tensor on the device is
         the transform's result (vmap unwraps it where this mode does not see): on the device too."""
         for t in tensors:
-            if identity(t) not in self.on_device and identity(t) not in self.origin and not _wrapped(t):
+            if id(t) not in self.on_device and id(t) not in self.origin and not _wrapped(t):
                 try:
                     shared = t.untyped_storage().data_ptr() in self.transform_storages
                 except (RuntimeError, NotImplementedError):  # a tensor without storage
                     shared = False
                 if shared:
-                    self.on_device.add(identity(t))
+                    self.on_device.add(id(t))
                     self.keep.append(t)
 
     def _aten(self, func, args, kwargs):
@@ -571,9 +565,9 @@ class DeviceTracker(TorchFunctionMode):
         if self.depth:
             return out
         tensors = tensors_in((args, kwargs))
-        if not tensors or any(identity(t) in self.on_device for t in tensors):
+        if not tensors or any(id(t) in self.on_device for t in tensors):
             for t in tensors_in(out):
-                self.on_device.add(identity(t))
+                self.on_device.add(id(t))
                 self.keep.append(t)
         return out
 

@@ -38,7 +38,6 @@ import torch
 
 from attnprep.grader.found import Found, assigned, close, tensor_of
 from attnprep.grader.parsing import parsed
-from attnprep.grader.tensors import identity
 
 MAX_CALLS = 4  # calls asked about: the divergence's, then the calls that made its wrong arguments
 MAX_CANDIDATES = 16  # reference values tried in place of one argument
@@ -537,8 +536,8 @@ def _child(path: Path, kind, ci: int, ni: int, asks: list[Ask], values: dict, ch
                 call = {"first": code.co_firstlineno, "entry": len(tracer.steps), "exit": None, "frame_code": code,
                         "args": _arguments(frame), "caller": back.f_lineno if back is not None else None}
                 if call["args"] is not None:
-                    call["slots"] = [tracer.index.get(identity(x)) for x in call["args"][0]]
-                    call["kw_slots"] = {k: tracer.index.get(identity(x)) for k, x in call["args"][1].items()}
+                    call["slots"] = [tracer.index.get(id(x)) for x in call["args"][0]]
+                    call["kw_slots"] = {k: tracer.index.get(id(x)) for k, x in call["args"][1].items()}
                 open_calls[id(frame)] = call
                 calls.append(call)
         elif event == "return" and open_calls:

@@ -22,11 +22,6 @@ _b64encode = base64.b64encode
 _allclose = torch.allclose
 _isinstance = isinstance
 _Tensor = torch.Tensor
-# A live object's identity, for the recorders' tables of tensors they have seen: the object's address,
-# as ``id()`` is (unique among live objects), without the "builtins.id" audit event each ``id()``
-# raises. The run child's audit hook is called for every event, and the modes ask the identity of
-# every tensor of every torch call (tens of thousands of events in a kv_cache or mla_decode child).
-identity = object.__hash__
 
 
 def tensors_in(obj: Any, out: list | None = None) -> list[torch.Tensor]:

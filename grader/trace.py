@@ -26,7 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from attnprep.grader.parsing import defaults, parsed, walk
-from attnprep.grader.tensors import identity, pack, tensors_in, unpack
+from attnprep.grader.tensors import pack, tensors_in, unpack
 
 MAX_STEPS = 400  # a trail longer than this is cut (a loop over tokens)
 MAX_VALUES = 20_000  # values kept per step; bigger tensors keep their shape only
@@ -297,7 +297,7 @@ class Tracer(TorchFunctionMode):
         self.filename = filename
         self.keep = list(sources)  # keep the tensors alive: their ids must not be reused
         # tensor id -> step; the k-th source is -(k + 1)
-        self.index: dict[int, int] = {identity(t): -(k + 1) for k, t in enumerate(sources)}
+        self.index: dict[int, int] = {id(t): -(k + 1) for k, t in enumerate(sources)}
         self.derive_all = not self.keep  # nothing to derive from: every tensor the file makes is a step
         self.steps: list[Step] = []
         self.raised_at: int | None = None  # the line of the file where an exception left
@@ -326,9 +326,9 @@ class Tracer(TorchFunctionMode):
 
     def _derive(self, args, out: torch.Tensor, again: bool = False) -> None:
         try:
-            parents = [self.index[identity(t)] for t in tensors_in(args) if identity(t) in self.index]
-            if parents and (again or identity(out) not in self.index):
-                self.index[identity(out)] = max(parents)
+            parents = [self.index[id(t)] for t in tensors_in(args) if id(t) in self.index]
+            if parents and (again or id(out) not in self.index):
+                self.index[id(out)] = max(parents)
                 self.keep.append(out)
         except Exception:  # recording must never change what the code computes
             pass
@@ -344,7 +344,7 @@ class Tracer(TorchFunctionMode):
 
     def _record(self, name, args, kwargs, out) -> None:
         inputs = tensors_in((args, kwargs))
-        parents = [self.index[identity(t)] for t in inputs if identity(t) in self.index]
+        parents = [self.index[id(t)] for t in inputs if id(t) in self.index]
         results = tensors_in(out)
         if not results:
             return
@@ -359,12 +359,12 @@ class Tracer(TorchFunctionMode):
         free = bool(parents) and all(p >= 0 and self.steps[p].free for p in parents)
         if not frames:  # made outside the file (the grader's clone of an input): derived, not a step
             for result in results:
-                if identity(result) not in self.index and parents:
-                    self.index[identity(result)] = max(parents)
+                if id(result) not in self.index and parents:
+                    self.index[id(result)] = max(parents)
                     self.keep.append(result)
             return
         for result in results[:1] if not isinstance(out, (list, tuple)) else results:
-            if identity(result) in self.index and self.index[identity(result)] < 0:
+            if id(result) in self.index and self.index[id(result)] < 0:
                 continue  # an in-place op on a source
             self._step(frames, name, result, parents, free, args, kwargs)
 
@@ -387,7 +387,7 @@ class Tracer(TorchFunctionMode):
                                str(data.dtype).replace("torch.", ""), sorted({p for p in parents if p >= 0}), values,
                                free, [f.f_lineno for f in reversed(frames)], scalars,
                                sorted({-p - 1 for p in parents if p < 0})))
-        self.index[identity(result)] = len(self.steps) - 1
+        self.index[id(result)] = len(self.steps) - 1
         self.keep.append(result)
 
     # --- where a number of a line got its value ---------------------------------------------------
@@ -498,7 +498,7 @@ class Tracer(TorchFunctionMode):
         """``self.attr``: the line of the class that sets it; when that line stores a parameter of
         ``__init__``, the file's construction that passes the value, or the parameter's default
         (worked out once per function, attribute and value: the file does not change)."""
-        key = (identity(fn), head, attr, value)
+        key = (id(fn), head, attr, value)
         if key not in self._attributes:
             self._attributes[key] = self._find_attribute_origin(fn, head, attr, value)
         return self._attributes[key]
@@ -547,8 +547,8 @@ class Tracer(TorchFunctionMode):
         if isinstance(outputs, dict):
             for key, value in outputs.items():
                 tensors = tensors_in(value)
-                if tensors and identity(tensors[0]) in self.index and self.index[identity(tensors[0])] >= 0:
-                    found[str(key)[:80]] = self.index[identity(tensors[0])]
+                if tensors and id(tensors[0]) in self.index and self.index[id(tensors[0])] >= 0:
+                    found[str(key)[:80]] = self.index[id(tensors[0])]
         return found
 
     def note_exception(self, exc: BaseException) -> None:
@@ -574,8 +574,8 @@ def add_sources(tensors) -> None:
         if isinstance(mode, Tracer):
             mode.derive_all = False
             for t in tensors:
-                if identity(t) not in mode.index:
-                    mode.index[identity(t)] = -(sum(1 for v in mode.index.values() if v < 0) + 1)
+                if id(t) not in mode.index:
+                    mode.index[id(t)] = -(sum(1 for v in mode.index.values() if v < 0) + 1)
                     mode.keep.append(t)
 
 

@@ -13,7 +13,6 @@ import torch
 from torch.func import vmap
 
 from attnprep.grader.observe import DeviceTracker
-from attnprep.grader.tensors import identity
 
 
 def _rotate(x, c, s):
@@ -28,7 +27,7 @@ def test_a_vmap_result_cast_afterwards_stays_on_the_device():
         out = vmap(vmap(_rotate, in_dims=(0, None, None)), in_dims=(0, None, None))(x, c, s)
         cast = out.to(torch.float32).contiguous() * 2.0
     assert tracker.problem is None
-    assert identity(cast) in tracker.on_device
+    assert id(cast) in tracker.on_device
 
 
 def test_a_cpu_tensor_mixed_with_a_vmap_result_is_still_a_mix():
@@ -180,7 +179,7 @@ def test_the_files_scripted_helpers_are_opaque_while_a_mask_function_is_watched(
         tracker = DeviceTracker([], "", devices=[device])
         with tracker.scripted_opaque(), tracker:
             m = module.band(4, device)
-        assert identity(m) in tracker.on_device
+        assert id(m) in tracker.on_device
     finally:
         sys.modules.pop(observe.ATTEMPT_MODULE, None)
     assert module.band is scripted
@@ -211,7 +210,7 @@ def test_a_scripted_submodule_is_opaque_while_the_module_is_watched(tmp_path):
     tracker = DeviceTracker([x], "")
     with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
         y = outer(x)
-    assert tracker.problem is None and identity(y) in tracker.on_device
+    assert tracker.problem is None and id(y) in tracker.on_device
     tracker = DeviceTracker([x], "")
     with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
         _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
@@ -244,7 +243,7 @@ def test_a_traced_function_kept_on_the_module_is_opaque_while_the_module_is_watc
     tracker = DeviceTracker([x], "")
     with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
         y = outer(x)
-    assert tracker.problem is None and identity(y) in tracker.on_device
+    assert tracker.problem is None and id(y) in tracker.on_device
     tracker = DeviceTracker([x], "")
     with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
         _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU
@@ -281,7 +280,7 @@ def test_a_scripted_function_kept_on_a_class_of_the_file_is_opaque_while_the_mod
             tracker = DeviceTracker([x], "")
             with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
                 y = outer(x)
-            assert tracker.problem is None and identity(y) in tracker.on_device
+            assert tracker.problem is None and id(y) in tracker.on_device
             tracker = DeviceTracker([x], "")
             with torch.no_grad(), tracker.scripted_opaque(outer), tracker:
                 _ = outer(x) + torch.ones(2, 3)  # made without device=: on the CPU

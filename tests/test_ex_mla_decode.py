@@ -15,7 +15,6 @@ from attnprep import costs, exercises, texts
 from attnprep.grader.kinds import kind_for
 from attnprep.grader.kinds.cached_module import MAIN, SCRIPTS, Call, StepRecorder
 from attnprep.grader.result import Verdict
-from attnprep.grader.tensors import identity
 from attnprep.solutions import mla as naive_module
 from attnprep.solutions import mla_decode as decode_module
 from attnprep.solutions.mla import MultiHeadLatentAttention
@@ -266,7 +265,7 @@ def test_products_with_the_decompression_weight_are_summed_over_the_step():
     H, c, nope, v = config["num_heads"], config["kv_lora_rank"], config["qk_nope_head_dim"], config["v_head_dim"]
     rec, (c_kv, _) = recorder(config)  # 8 cached tokens, 1 new, B = 2
     w = torch.zeros(H * (nope + v), c)
-    rec.derived[identity(w)] = frozenset({"wkv_b"})
+    rec.derived[id(w)] = frozenset({"wkv_b"})
     rec.keep.append(w)
     rec.product_of = "wkv_b"
     with rec:
@@ -275,7 +274,7 @@ def test_products_with_the_decompression_weight_are_summed_over_the_step():
     elements, _, _, allowed, _ = rec.record()["decompressed"]
     assert elements == 8 * 2 * H * (nope + v) and allowed == 2 * 1 * H * (nope + v) and rec.prefix_hit is None
     rec, _ = recorder(config)
-    rec.derived[identity(w)] = frozenset({"wkv_b"})
+    rec.derived[id(w)] = frozenset({"wkv_b"})
     rec.keep.append(w)
     rec.product_of = "wkv_b"
     with rec:  # the absorbed output: (B, T_new, H, kv_lora_rank) of attention over the cache, times W_UV

@@ -31,7 +31,6 @@ from attnprep.grader.cases import Case, rows, sequence_cases, to_case
 from attnprep.grader.edits import FillReference, knobs_of
 from attnprep.grader.kinds.base import Config, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, msg
-from attnprep.grader.tensors import identity
 
 MASK_SIZES = (1, 4, 7)
 
@@ -158,7 +157,7 @@ class AttentionFunctions(Kind):
         tracker = DeviceTracker([], "", devices=[device])
         with tracker.scripted_opaque(), tracker:  # (the function scripted itself: its ops are not seen either)
             m = tracker.seen(mask_fn)(5, *(self.mask_checks[0][n] for n in self.arg_names), device=device)
-        out["device_ok"] = isinstance(m, torch.Tensor) and identity(m) in tracker.on_device
+        out["device_ok"] = isinstance(m, torch.Tensor) and id(m) in tracker.on_device
         return out
 
     # --- parent -------------------------------------------------------------------------------

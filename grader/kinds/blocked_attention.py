@@ -45,7 +45,6 @@ from attnprep.grader.cases import changed as changed_
 from attnprep.grader.edits import FillReference, knobs_of
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, first
 from attnprep.grader.result import Check, Diagnosis, Name, msg
-from attnprep.grader.tensors import identity
 
 # aten ops that compute the whole attention: torch's SDPA kernels called through torch.ops, which
 # the observer (a torch function mode) does not see
@@ -74,7 +73,7 @@ class Allocations(TorchDispatchMode):
     def __init__(self, existing, source: str):
         super().__init__()
         self.keep = [t.untyped_storage() for t in existing]  # alive throughout: their ids stay theirs
-        self.known = {identity(s) for s in self.keep}
+        self.known = {id(s) for s in self.keep}
         self.alive: dict[int, tuple[int, Any]] = {}  # id(storage) -> (elements, weak reference)
         self.source = source
         self.elements = 0
@@ -115,7 +114,7 @@ class Allocations(TorchDispatchMode):
 
     def _see(self, t: torch.Tensor) -> None:
         storage = t.untyped_storage()  # one Python object per storage while it lives
-        key = identity(storage)
+        key = id(storage)
         if key in self.known:
             return
         self.known.add(key)

@@ -64,7 +64,7 @@ from attnprep.grader.edits import knobs_of
 from attnprep.grader.kinds.attention_module import AttentionGrading, AttentionModule
 from attnprep.grader.kinds.base import Built, first, name_mistakes
 from attnprep.grader.result import Check, Diagnosis, Name, msg
-from attnprep.grader.tensors import identity, tensors_in
+from attnprep.grader.tensors import tensors_in
 
 # The mistakes this kind names from what it observes (the exercise lists those that apply).
 REPEATED = "cache_after_repeat_kv"
@@ -809,15 +809,15 @@ class StepRecorder(TorchFunctionMode):
         # watched roles they come from; they hold no tokens, so the prefix check skips them
         params = [p for p in meta["module"].parameters()] if isinstance(meta["module"], torch.nn.Module) else []
         self.keep = params + list(meta["weights"].values())  # hold every tracked tensor: ids stay unique
-        self.derived: dict[int, frozenset[str]] = {identity(p): frozenset() for p in params}
-        self.derived.update({identity(w): frozenset({role}) for role, w in meta["weights"].items()})
+        self.derived: dict[int, frozenset[str]] = {id(p): frozenset() for p in params}
+        self.derived.update({id(w): frozenset({role}) for role, w in meta["weights"].items()})
         self.in_features = {role: meta.get("in_features", {}).get(role, w.shape[-1]) for role, w in meta["weights"].items()}
         self.counted = set(meta["rows_of"])
         self.product_mistake = meta["product_mistake"]
         self.cache_ids = {}
         for spec, entry in zip(specs, _entries(cache, len(specs))):
             if isinstance(entry, torch.Tensor):
-                self.cache_ids[identity(entry)] = (spec.name, spec.token_axis)
+                self.cache_ids[id(entry)] = (spec.name, spec.token_axis)
                 self.keep.append(entry)
         self.tainted = set(self.cache_ids)  # computed from the cache: where the prefix's keys can be
         self.prefix = meta["prefix"] if call.start > 0 else None
@@ -876,8 +876,8 @@ class StepRecorder(TorchFunctionMode):
             tracked = inputs = list(args[1:3])
         else:
             tracked = inputs = list(args[:2])
-        tracked = [t for t in tracked if isinstance(t, torch.Tensor) and identity(t) in self.derived]
-        others = [t for t in inputs if isinstance(t, torch.Tensor) and identity(t) not in self.derived]
+        tracked = [t for t in tracked if isinstance(t, torch.Tensor) and id(t) in self.derived]
+        others = [t for t in inputs if isinstance(t, torch.Tensor) and id(t) not in self.derived]
         return tracked, others
 
     def _record(self, func, args, kwargs, out) -> None:
@@ -888,7 +888,7 @@ class StepRecorder(TorchFunctionMode):
             self._reprojected(inputs)
         if func in _MATMULS:
             tracked, others = self._operands(func, args, kwargs)
-            roles = frozenset().union(*(self.derived[identity(t)] for t in tracked)) if tracked else frozenset()
+            roles = frozenset().union(*(self.derived[id(t)] for t in tracked)) if tracked else frozenset()
             for role in roles & self.counted:
                 if not others:
                     continue
@@ -899,10 +899,10 @@ class StepRecorder(TorchFunctionMode):
                 if entry is None or rows > entry[0]:
                     self.rows[role] = [rows, *self._where()]
         else:
-            if inputs and all(map(self.derived.__contains__, map(identity, inputs))):  # parameters only
-                roles = frozenset().union(*(self.derived[identity(t)] for t in inputs))
+            if inputs and all(map(self.derived.__contains__, map(id, inputs))):  # parameters only
+                roles = frozenset().union(*(self.derived[id(t)] for t in inputs))
                 for t in tensors_in(out):
-                    self.derived[identity(t)] = roles
+                    self.derived[id(t)] = roles
                     self.keep.append(t)
             if func in _CATS:
                 self._cat(args, kwargs)
@@ -913,12 +913,12 @@ class StepRecorder(TorchFunctionMode):
         the prefix goes through that projection again. Counted as the rows of the prefix."""
         roles = frozenset()
         for t in inputs:
-            roles |= self.derived.get(identity(t), frozenset())
+            roles |= self.derived.get(id(t), frozenset())
         roles &= self.counted
         if not roles:
             return
         for t in inputs:
-            if identity(t) in self.derived:
+            if id(t) in self.derived:
                 continue
             sizes = [d for d in t.shape if d in self.prefix_sizes]
             if not sizes:
@@ -937,16 +937,16 @@ class StepRecorder(TorchFunctionMode):
         such tensor that holds per-head keys or values of every token so far, and count the
         elements of every product of such a tensor with the weight ``product_of`` (per-head keys
         or values, a token or a head at a time as well as all at once)."""
-        if self.tainted.isdisjoint(map(identity, inputs)):  # (asked of every call: the loop in C)
+        if self.tainted.isdisjoint(map(id, inputs)):  # (asked of every call: the loop in C)
             return
-        if self.product_of and any(self.product_of in self.derived.get(identity(t), ()) for t in inputs):
+        if self.product_of and any(self.product_of in self.derived.get(id(t), ()) for t in inputs):
             made = sum(t.numel() for t in tensors_in(out))
             if self.decompressed is None:
                 self.decompressed = [made, *self._where()]
             else:
                 self.decompressed[0] += made
         for t in tensors_in(out):
-            self.tainted.add(identity(t))
+            self.tainted.add(id(t))
             self.keep.append(t)
             if self.prefix_hit is None:
                 width = self._per_head_prefix(tuple(t.shape))
@@ -960,9 +960,9 @@ class StepRecorder(TorchFunctionMode):
         if not isinstance(seq, (list, tuple)) or not isinstance(dim, int):
             return
         for t in seq:
-            if isinstance(t, torch.Tensor) and identity(t) in self.cache_ids:
+            if isinstance(t, torch.Tensor) and id(t) in self.cache_ids:
                 self.cache_cat = True
-                name, token_axis = self.cache_ids[identity(t)]
+                name, token_axis = self.cache_ids[id(t)]
                 axis = dim % t.dim() if t.dim() else dim
                 # the wrong axis: not the contract's token axis, nor the axis that holds the cached
                 # tokens in the attempt's own layout (a (B, T, G, D) cache is a layout slip)
@@ -1000,7 +1000,7 @@ class StepRecorder(TorchFunctionMode):
             if tracked:
                 line, code = self._where()
                 shapes = [tuple(t.shape) for t in tensors_in((args, kwargs))[:3]]
-                roles = sorted(frozenset().union(*(self.derived[identity(t)] for t in tracked)))
+                roles = sorted(frozenset().union(*(self.derived[id(t)] for t in tracked)))
                 return {"kind": "product", "line": line, "code": code, "shapes": ", ".join(map(str, shapes)),
                         "role": " / ".join(roles) or "a"}
         return None

@@ -32,7 +32,6 @@ import torch
 from attnprep.grader.cases import Case, generator
 from attnprep.grader.edits import EditedReference, knobs_of
 from attnprep.grader.kinds.base import Built, Config, ContractError, Grading, Kind, built_functions, first
-from attnprep.grader.tensors import identity
 from attnprep.grader.result import Check, Diagnosis, Name, msg
 
 RELATIVE_LEN = 12  # positions of the relative-position check
@@ -210,7 +209,7 @@ class RopeFunctions(Kind):
         try:
             with tracker.scripted_opaque(), tracker:  # (the function scripted itself: its ops are not seen either)
                 got = tracker.seen(attempt[self.cache_name])(5, D, device=device)
-            out["device_ok"] = isinstance(got, (tuple, list)) and all(identity(t) in tracker.on_device for t in got)
+            out["device_ok"] = isinstance(got, (tuple, list)) and all(id(t) in tracker.on_device for t in got)
         except TypeError:
             out["device_ok"] = False
         return out
