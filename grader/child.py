@@ -470,11 +470,14 @@ def prepare(path: Path, kind, ci: int, channel, protect: tuple[str, ...] = (), f
 
 
 def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: tuple[str, ...] = (),
-                  forget: list[str] | None = None, cover: tuple[tuple[int, int], ...] = ()) -> dict:
+                  forget: list[str] | None = None, cover: tuple[tuple[int, int], ...] = (),
+                  finals: bool = False) -> dict:
     """The trail of the attempt on one case (see :mod:`.trace`): which line made which tensor,
     for the divergence finder. Run only for a failing attempt. ``forget``: as for :func:`run_attempt`;
     ``cover``: (config, case) pairs run again after it, the lines of the file each runs sent back
-    (``lines``, see :mod:`.groups`)."""
+    (``lines``, see :mod:`.groups`); ``finals``: the steps that made the outputs carry the outputs'
+    values as the call returned them (an output made empty and filled by slice writes), for a repair
+    that asks whether the outputs came out right."""
     from attnprep.grader.trace import Tracer
 
     prepared = prepare(path, kind, ci, channel, protect, forget)
@@ -493,8 +496,11 @@ def trace_attempt(path: Path, kind, ci: int, case_index: int, channel, protect: 
     lines = lines_run(path, kind, namespace, cover, channel, guard) if cover else []
     if guard.opened:
         return {"steps": [], "raised_at": None}
+    marked = tracer.mark_outputs(outputs)
+    if finals:
+        tracer.finalise(outputs, marked)
     return {"steps": [s.to_data() for s in tracer.steps], "raised_at": tracer.raised_at,
-            "outputs": tracer.mark_outputs(outputs), "marks": [list(m) for m in tracer.marks], "lines": lines}
+            "outputs": marked, "marks": [list(m) for m in tracer.marks], "lines": lines}
 
 
 def lines_run(path: Path, kind, namespace: dict, runs, channel, guard: Guard) -> list:

@@ -543,8 +543,9 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
     default other than the reference's that, written as the reference's, makes it right
     (``default_differs``), or of an integer setting the line reads that, one more or one less, makes it
     right (``setting_off_by_one``), or of a plain Python number that, one off or read from another axis,
-    makes it right (``number_off``), or of a mask that, read the other way round where it is made, makes it
-    right (``mask_negated``; see :mod:`.repair`)."""
+    makes it right (``number_off``), or of a mask that, read the other way round where it is taken in, makes
+    it right (``mask_negated``), or of a value chosen in a literal (a document's entry, a table's value, a
+    keyword's setting) that, written otherwise, makes it right (``literal_setting``; see :mod:`.repair`)."""
     from attnprep.grader import repair
 
     setting = repair.setting_runs(found, t, path, kind, ci, ni, timeout, protect, source)
@@ -583,6 +584,11 @@ def _setting_runs(found, t: Trails, path: Path, kind, ci: int, ni: int, timeout:
         if negated is not None:
             line, name, changed = negated
             return replace(found, line=line, code=_line_code(path, line), name=name, named=changed, reason="mask_negated")
+    if setting is None:  # a value chosen in a literal: a document's entry, a table's value, a keyword's setting
+        chosen = repair.literal_setting(found, t, path, kind, ci, ni, timeout, protect, source)
+        if chosen is not None:
+            line, name, changed = chosen
+            return replace(found, line=line, code=_line_code(path, line), name=name, named=changed, reason="literal_setting")
     if setting is None:
         return found
     return replace(found, line=setting[0], code=_line_code(path, setting[0]), name=setting[1], reason=reason)

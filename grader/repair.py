@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def _ours_none(repair):
     return guarded
 
 
+FINALS = True  # the outputs compared as the call returned them (see child.trace_attempt)
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again), at most the grade's timeout
 MAX_TESTS = 2  # tests asked about (the innermost first); one child runs the first that qualifies
 # what the finder says of a value the branch made (a step's values), not of a line said for another reason
@@ -305,7 +307,7 @@ def _traced(copies: list[Path], kind, ci: int, ni: int, channel, protect, forget
 
     runs = []
     for copy in copies:
-        data = child.trace_attempt(copy, kind, ci, ni, channel, protect, forget)
+        data = child.trace_attempt(copy, kind, ci, ni, channel, protect, forget, finals=FINALS)
         made = data.get("outputs") or {}
         steps = data.get("steps") or []
         kept = {name: i for i, name in enumerate(made)}
@@ -1265,3 +1267,203 @@ def mask_negated(found: Found | None, t, path: Path, kind, ci: int, ni: int, tim
     if abs(first - found.line) <= 1 or len(at_first) != 1:
         return None
     return first, at_first[0][1], at_first[0][3]
+
+
+# -- a value chosen in a literal: a document's entry, a table's value, a keyword's setting ---------------
+
+MAX_LITERAL_EDITS = 24  # copies traced in one child at most
+_TOKEN = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[A-Za-z_][A-Za-z0-9_]*")
+_FLIPS = {"True": "False", "False": "True", "true": "false", "false": "true", "yes": "no", "no": "yes", "on": "off",
+          "off": "on"}
+_INT = re.compile(r"-?\d+")
+
+
+def _compared(tree: ast.Module) -> set[str]:
+    """The string constants (names) the code compares a value with (``==``, ``!=``, ``in``)."""
+    out: set[str] = set()
+    for node in walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(o, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for o in node.ops):
+            for side in (node.left, *node.comparators):
+                elts = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                out.update(e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return {s for s in out if s.isidentifier()}
+
+
+def _keyed(tree: ast.Module) -> list[set[str]]:
+    """The keys of each dict literal the file assigns to a name and reads by a key it computes
+    (``ACTIVATIONS[opts["act"]]``, ``widths[k]``)."""
+    looked = {n.value.id for n in walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+              and not isinstance(n.slice, ast.Constant)}
+    tables = []
+    for node in walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in looked for t in targets):
+                keys = {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                if len(keys) >= 2:
+                    tables.append(keys)
+    return tables
+
+
+def _instead(word: str, compared: set[str], keyed: list[set[str]], valued: bool) -> list[str]:
+    """The words tried in place of ``word``: the other keys of a table it is a key of, else the other
+    strings the code compares with (and one none of them matches) when ``word`` is one of them, else, at a
+    value's place in a document (``key = word``), the strings the code compares with."""
+    for keys in keyed:
+        if word in keys:
+            return sorted(keys - {word})
+    if word in compared:
+        return sorted(compared - {word}) + ["not_" + word]
+    return sorted(compared - {word}) if valued else []
+
+
+def _value_sites(tree: ast.Module) -> list[tuple[ast.expr, str, bool, bool]]:
+    """(literal, the name it sets, whether it is outside every function, whether it is a call's argument) of
+    the values the file chooses: an assignment's value, a dict's value, a keyword argument's value (a
+    decorator's, a field's, a ``super().__init__(...)``'s); a document (a string of several entries) also as
+    a call's argument."""
+    inside: set[int] = set()
+    for node in walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inside.update(id(n) for n in walk(node) if n is not node)
+    sites: list[tuple[ast.expr, str, bool, bool]] = []
+
+    def named(target) -> str:
+        try:
+            return ast.unparse(target)[:60]
+        except Exception:  # noqa: BLE001
+            return "?"
+
+    for node in walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            sites.append((node.value, named(targets[0]), id(node) not in inside, False))
+            if isinstance(node.value, ast.Dict):
+                for k, v in zip(node.value.keys, node.value.values):
+                    key = repr(k.value) if isinstance(k, ast.Constant) else "?"
+                    sites.append((v, f"{named(targets[0])}[{key}]", id(node) not in inside, False))
+        elif isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg:
+                    sites.append((kw.value, kw.arg, id(node) not in inside, True))
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _document(arg.value):
+                    sites.append((arg, named(node.func), id(node) not in inside, True))
+    return sorted(sites, key=lambda s: (not s[2], s[0].lineno))  # outside functions first
+
+
+def _document(text: str) -> bool:
+    """A string of several entries (a CSV, an INI or TOML document, a spec or an options line)."""
+    return "\n" in text.strip() or any(sep in text for sep in ("=", ":", ",", "--")) and len(_TOKEN.findall(text.encode())) >= 2
+
+
+def _number(node: ast.expr):
+    """An int or float literal, signed (``-1``, ``+1``), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _number(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def literal_edits(source: str) -> list[tuple[int, str, str, str]]:
+    """(line, setting, the copy of ``source``, what changed) for each value the file chooses in a literal
+    (see :func:`_value_sites`), written otherwise: a bool turned (not a call's switch inside a function); a
+    string given another the code compares with or another key of the table it is a key of; outside
+    functions, an int one more, one less or of the other sign, a float of 0.0 (a fill, a start) as -inf; in
+    a document, each entry the same way (an int, a yes / no, a word at a value's place, never a key: a word
+    before ``=`` or ``:``) and two ints of different lines swapped. At most :data:`MAX_LITERAL_EDITS`, the
+    values outside functions first."""
+    try:
+        tree = parsed(source)
+    except (SyntaxError, ValueError):
+        return []
+    compared, keyed = _compared(tree), _keyed(tree)
+    starts = [0]
+    for raw in source.encode("utf-8").splitlines(keepends=True):
+        starts.append(starts[-1] + len(raw))
+    blob = source.encode("utf-8")
+    edits: list[tuple[int, str, str, str]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def put(lineno: int, name: str, a: int, b: int, new: str, was: str) -> None:
+        text = (blob[:a] + new.encode("utf-8") + blob[b:]).decode("utf-8")
+        edits.append((lineno, name, text, f"{was} -> {new}"))
+
+    for node, name, outside, argument in _value_sites(tree):
+        if (node.lineno, node.col_offset) in seen:
+            continue
+        seen.add((node.lineno, node.col_offset))
+        a = starts[node.lineno - 1] + node.col_offset
+        b = starts[node.end_lineno - 1] + node.end_col_offset
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            if argument and not outside:  # a call's switch inside a function (keepdim=True, bias=False)
+                continue
+            put(node.lineno, name, a, b, str(not node.value), str(node.value))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _document(node.value):
+            edits.extend(_document_edits(blob, a, b, node.lineno, name, compared, keyed))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            for word in _instead(node.value, compared, keyed, True):
+                put(node.lineno, name, a, b, repr(word), repr(node.value))
+        elif outside and node.lineno == node.end_lineno and _number(node) is not None:
+            value = _number(node)
+            if isinstance(value, int) and not isinstance(value, bool):
+                for new in sorted({value + 1, value - 1, -value} - {value}):
+                    put(node.lineno, name, a, b, str(new), str(value))
+            elif value == 0.0:
+                put(node.lineno, name, a, b, 'float("-inf")', "0.0")
+    return edits[:MAX_LITERAL_EDITS]
+
+
+def _document_edits(blob: bytes, a: int, b: int, lineno: int, name: str, compared, keyed) -> list[tuple[int, str, str, str]]:
+    """The edits of :func:`literal_edits` inside one document, the bytes ``a:b`` of the file."""
+    def splice(start: int, end: int, new: str) -> str:
+        return (blob[:start] + new.encode("utf-8") + blob[end:]).decode("utf-8")
+
+    edits, ints = [], []
+    for m in _TOKEN.finditer(blob, a, b):
+        word = m.group().decode("utf-8")
+        before = blob[a:m.start()].rstrip(b" \t\"'")
+        line = lineno + blob[a:m.start()].count(b"\n")
+        last = before.split()[-1] if before.split() else b""
+        after = blob[m.end():b].lstrip(b" \t\"'")[:1]
+        valued = (before[-1:] in (b"=", b":", b",", b"[") or last.startswith(b"--")) and after not in (b"=", b":")
+        if _INT.fullmatch(word):
+            ints.append((line, m.start(), m.end(), word))
+            edits.extend((line, name, splice(m.start(), m.end(), str(new)), f"{word} -> {new}")
+                         for new in (int(word) + 1, int(word) - 1))
+        elif word in _FLIPS and valued:
+            edits.append((line, name, splice(m.start(), m.end(), _FLIPS[word]), f"{word} -> {_FLIPS[word]}"))
+        elif word[0].isalpha() or word[0] == "_":
+            edits.extend((line, name, splice(m.start(), m.end(), other), f"{word} -> {other}")
+                         for other in _instead(word, compared, keyed, valued))
+    for i, (l1, s1, e1, w1) in enumerate(ints):  # two entries of different lines given each other's number
+        for l2, s2, e2, w2 in ints[i + 1:]:
+            if l1 != l2 and w1 != w2:
+                text = (blob[:s1] + w2.encode() + blob[e1:s2] + w1.encode() + blob[e2:]).decode("utf-8")
+                edits.append((l1, name, text, f"{w1} <-> {w2}"))
+    return edits
+
+
+@_ours_none
+def literal_setting(found: Found | None, t, path: Path, kind, ci: int, ni: int, timeout: float, protect,
+                    source: str) -> tuple[int, str, str] | None:
+    """(line, setting, what changed) of the value the file chooses in a literal (see :func:`literal_edits`)
+    that, written otherwise, makes the case's outputs right, when the edits that do are all on one line more
+    than a line from the finder's; else None. A value typed in a document the code parses (an INI, a CSV, an
+    options line), in a table, a field's default or a decorator's keyword is read far from where it is
+    chosen, and the trail sees only the step that reads it. Any exception of ours is None."""
+    if found is None or found.reason not in LITERAL_REASONS or not t.reference or not t.ref_made:
+        return None
+    if _already_right(t, kind, ci, ni):
+        return None
+    given = frozenset(kind.config_params(ci))
+    edits = [e for e in literal_edits(source) if abs(e[0] - found.line) > 1 and e[1] not in given]
+    if not edits:
+        return None
+    right = _mending(edits, t, path, kind, ci, ni, timeout, protect)
+    return (right[0][0], right[0][1], right[0][3]) if len({e[0] for e in right}) == 1 else None
+
+
+LITERAL_REASONS = TWIN_REASONS | frozenset({"raised", "table_entry", "table_key", "made_python", "scaled_defined"})
