@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -222,13 +223,23 @@ def _forget_references(names: list[str] | None = None) -> None:
         sys.modules.pop(name, None)
 
 
+class _FromSource(importlib.machinery.SourceFileLoader):
+    """The attempt compiled from its source on every load: no ``__pycache__`` read (a file saved again
+    within the same second at the same size, ``j > i`` fixed to ``j < i``, would run as it was before:
+    the cache checks the source's whole-second mtime and its size) and none written into the
+    learner's folder."""
+
+    def get_code(self, fullname):
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+
 def load(path: Path) -> dict:
     """The attempt's namespace, imported. A default dtype its file sets for itself
     (``torch.set_default_dtype(torch.float64)`` at the top, a gradient-checking habit) is put back:
     the grader's inputs and weights are float32 whatever the attempt's file prefers, and its module
     is built and run as a float32 program would build and run it."""
     sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(ATTEMPT_MODULE, path)
+    spec = importlib.util.spec_from_file_location(ATTEMPT_MODULE, path, loader=_FromSource(ATTEMPT_MODULE, str(path)))
     module = importlib.util.module_from_spec(spec)
     sys.modules[ATTEMPT_MODULE] = module
     default = torch.get_default_dtype()

@@ -544,6 +544,8 @@ def _merge_input_parts(module: torch.nn.Module, shapes: frozenset, heads: frozen
     while the module runs. Returns ``(holder, entries, block width)``."""
     groups: dict[tuple, list[tuple[str, torch.nn.Module]]] = {}
     for path, sub in module.named_modules():
+        if isinstance(sub, torch.jit.ScriptModule):  # its parameters are TorchScript's (no dict to re-register in)
+            continue
         own = sub._parameters
         weight = own.get("weight")
         if not path or not isinstance(weight, torch.nn.Parameter) or weight.dim() != 2 or own.get("bias") is not None:

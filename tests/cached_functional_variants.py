@@ -161,11 +161,14 @@ def mla_step(config, weights, x, cache, mistake="", fill=float("-inf")):
         c_new, k_pe = _linear(weights, "wkv_a", x).split([c, r], dim=-1)
     k_pe = _rope_at(k_pe.unsqueeze(2), theta, k_start, mistake).squeeze(2)  # (B, T, r)
     normed = _rms(weights, "kv_norm", c_new, skip_kv, eps)
-    stored = c_new if mistake == "mla_cache_before_norm" else normed  # what goes into the cache
+    # the raw latent cached, the new tokens' normalised for this step only: the prefix is read back raw
+    read_raw = mistake == "mla_cache_before_norm:read_raw"
+    stored = c_new if mistake == "mla_cache_before_norm" or read_raw else normed  # what goes into the cache
     past_c, past_pe = (None, None) if cache is None else cache
     c_all, pe_all = _concat(past_c, stored, 1, mistake, "c_kv"), _concat(past_pe, k_pe, 1, mistake, "k_pe")  # (B, S, ·)
     returned = (stored, k_pe) if mistake == "cache_not_returned:new_only" else (c_all, pe_all)
-    latent = _rms(weights, "kv_norm", c_all, False, eps) if mistake == "mla_cache_before_norm" else c_all
+    latent = _rms(weights, "kv_norm", c_all, False, eps) if mistake == "mla_cache_before_norm" else \
+        _concat(past_c, normed, 1, mistake, "c_kv") if read_raw else c_all
 
     w = weights["wkv_b"]["weight"]  # (H·(nope+dv), c)
     if mistake == "mla_absorb_rows":  # [the key rows of every head; the value rows of every head]

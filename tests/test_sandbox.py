@@ -821,3 +821,23 @@ def test_the_child_is_forked_with_the_heap_frozen_and_the_grading_process_gets_i
         assert gc.get_freeze_count() > frozen // 2  # not taken back (0); a few may have been freed since
     finally:
         gc.unfreeze()
+
+
+def test_a_file_saved_again_in_the_same_second_at_the_same_size_is_graded_as_it_is_now(tmp_path):
+    """The attempt is compiled from its source on every grade: a one-character fix saved within the
+    second of the last grade (`drill` re-checks on every save) is not run from a stale `__pycache__`,
+    and nothing is written into the learner's folder."""
+    from attnprep.grader import grade
+
+    root = Path(__file__).resolve().parent.parent
+    right = (root / "solutions" / "causal.py").read_text(encoding="utf-8")
+    assert "torch.tril(" in right
+    wrong = right.replace("torch.tril(", "torch.triu(", 1)  # the same size: the future visible, the past masked
+    path = tmp_path / "causal.py"
+    path.write_text("# attnprep: causal\n" + right, encoding="utf-8")
+    stamp = path.stat().st_mtime_ns
+    assert grade(path, seed=0, protect=()).passed
+    path.write_text("# attnprep: causal\n" + wrong, encoding="utf-8")
+    os.utime(path, ns=(stamp, stamp))  # the same mtime as the graded file: what a stale cache checks
+    assert not grade(path, seed=0, protect=()).passed
+    assert not (tmp_path / "__pycache__").exists()
