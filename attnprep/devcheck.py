@@ -150,25 +150,16 @@ def _zh_rules_finding(exercise: exercises.Exercise, english: dict) -> Finding:
         comments = [t.string[1:].strip() for t in wording._comments(source)]
         found += [f"solution.zh.toml {p}" for c in comments if c in words["comments"]
                   for p in zhrules.problems(f"comment {c!r}", c, words["comments"][c])]
-        import ast
-
         for name, node in wording._docstrings(source):
             if name in words["docstrings"]:
                 found += [f"solution.zh.toml {p}" for p in
-                          zhrules.problems(f"docstring of {name}", ast.get_docstring(_holder(node)) or node.value,
+                          zhrules.problems(f"docstring of {name}", _docstring_text(node) or node.value,
                                            words["docstrings"][name])]
     except (SyntaxError, tomllib.TOMLDecodeError):
         pass  # said by the solution rule
     if found:
         return _bad("texts", "devcheck.zh_rules", id=exercise.id, count=len(found), first="; ".join(found[:3]))
     return _ok("texts", "devcheck.zh_rules_ok")
-
-
-def _holder(node):
-    """A docstring's string node as the body of a bare module, for ast.get_docstring's cleaning."""
-    import ast
-
-    return ast.Module(body=[ast.Expr(value=node)], type_ignores=[])
 
 
 def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
@@ -214,6 +205,7 @@ def _solution_words_finding(exercise: exercises.Exercise, lang: str) -> Finding:
 
 
 def _docstring_text(node) -> str:
+    """A docstring's text as ``ast.get_docstring`` cleans it (its indentation removed)."""
     import inspect
 
     return inspect.cleandoc(node.value) if isinstance(node.value, str) else ""

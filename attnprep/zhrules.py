@@ -110,12 +110,5 @@ def ascii_punctuation_by_chinese(text: str) -> list[str]:
 
 
 def zh_strings(value):
-    """Every string of parsed TOML."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from zh_strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from zh_strings(item)
-    elif isinstance(value, str):
-        yield value
+    """Every string of parsed TOML (:func:`flat`'s texts)."""
+    return (text for _, text in flat(value) if isinstance(text, str))

@@ -58,7 +58,6 @@ def _ours_none(repair):
     return guarded
 
 
-FINALS = True  # the outputs compared as the call returned them (see child.trace_attempt)
 CHILD_SECONDS = 3.0  # the child's time (tracing the case again), at most the grade's timeout
 MAX_TESTS = 2  # tests asked about (the innermost first); one child runs the first that qualifies
 # what the finder says of a value the branch made (a step's values), not of a line said for another reason
@@ -307,7 +306,8 @@ def _traced(copies: list[Path], kind, ci: int, ni: int, channel, protect, forget
 
     runs = []
     for copy in copies:
-        data = child.trace_attempt(copy, kind, ci, ni, channel, protect, forget, finals=FINALS)
+        # the outputs' steps carry the outputs as the call returned them (one made empty and filled by slices)
+        data = child.trace_attempt(copy, kind, ci, ni, channel, protect, forget, finals=True)
         made = data.get("outputs") or {}
         steps = data.get("steps") or []
         kept = {name: i for i, name in enumerate(made)}

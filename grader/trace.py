@@ -289,6 +289,16 @@ def _default(fn, name: str):
     return next((d for a, d in defaults(fn) if a.arg == name), None)
 
 
+def _kept_values(data: torch.Tensor) -> torch.Tensor | None:
+    """What a step keeps of a tensor's values: a flat float64 copy (the attempt may change the tensor in
+    place), a complex tensor as its real view (…, 2), so that a complex rotation is compared like any
+    tensor; None for a tensor of more than :data:`MAX_VALUES` or on the meta device."""
+    if data.numel() > MAX_VALUES or data.device.type == "meta":
+        return None
+    real = torch.view_as_real(data.resolve_conj()) if data.is_complex() else data
+    return real.to("cpu", torch.float64, copy=True).reshape(-1)
+
+
 class Tracer(TorchFunctionMode):
     """Record the steps derived from ``sources`` that a file's lines make (see the module doc)."""
 
@@ -370,13 +380,9 @@ class Tracer(TorchFunctionMode):
 
     def _step(self, frames, name, result, parents, free: bool, args, kwargs) -> None:
         data = result.detach()
-        values = None
-        if name in _UNINITIALISED and data.numel() <= MAX_VALUES and data.device.type != "meta":
-            values = torch.zeros(data.numel() * (2 if data.is_complex() else 1), dtype=torch.float64)
-        elif data.numel() <= MAX_VALUES and data.device.type != "meta":
-            # a complex tensor is kept as its real view (…, 2): a complex rotation is compared like any tensor
-            real = torch.view_as_real(data.resolve_conj()) if data.is_complex() else data
-            values = real.to("cpu", torch.float64, copy=True).reshape(-1)  # a copy: the attempt may change data in place
+        values = _kept_values(data)
+        if name in _UNINITIALISED and values is not None:
+            values = torch.zeros_like(values)
         line = frames[0].f_lineno
         scalars = []
         try:
@@ -562,11 +568,9 @@ class Tracer(TorchFunctionMode):
             if at is None or not tensors:
                 continue
             data = tensors[0].detach()
-            step = self.steps[at]
-            if list(data.shape) != list(step.shape) or data.numel() > MAX_VALUES or data.device.type == "meta":
-                continue
-            real = torch.view_as_real(data.resolve_conj()) if data.is_complex() else data
-            step.values = real.to("cpu", torch.float64, copy=True).reshape(-1)
+            step, values = self.steps[at], _kept_values(data)
+            if list(data.shape) == list(step.shape) and values is not None:
+                step.values = values
 
     def note_exception(self, exc: BaseException) -> None:
         tb = exc.__traceback__

@@ -416,21 +416,21 @@ def _matrix_shape(name: str, p: torch.Tensor, shapes: frozenset = frozenset(), t
     return readings[0]
 
 
-def _per_index(p: torch.Tensor, path: str, shapes: frozenset, counts: frozenset) -> bool:
-    """Is the 3-d parameter ``p`` one matrix per index of a repeated role, stacked on its first dim
-    (Hugging Face transformers v5's experts: ``gate_up_proj = (E, 2 * d_ff, d_model)``, ``down_proj =
-    (E, d_model, d_ff)``, read as ``self.gate_up_proj[e]``)? Its first dim is a repeat count, and no
-    reading of it as one matrix gives a contract shape (a Flax kernel's does). A stack in a module
-    that is already one of an index (``path`` ``experts.0``: its gate and up as ``w13``) is not. A 2-d
-    parameter is such a stack along its rows (:func:`_row_stack`)."""
+def _per_index(p: torch.Tensor, path: str, shapes: frozenset, counts: frozenset) -> int | None:
+    """How many matrices the 3-d parameter ``p`` holds when it is one matrix per index of a repeated
+    role, stacked on its first dim (Hugging Face transformers v5's experts: ``gate_up_proj = (E, 2 *
+    d_ff, d_model)``, ``down_proj = (E, d_model, d_ff)``, read as ``self.gate_up_proj[e]``): its first
+    dim is a repeat count, and no reading of it as one matrix gives a contract shape (a Flax kernel's
+    does); else None. A stack in a module that is already one of an index (``path`` ``experts.0``: its
+    gate and up as ``w13``) is none. A 2-d parameter is such a stack along its rows (:func:`_row_stack`)."""
     if any(part.isdigit() for part in path.split(".")):
-        return False
+        return None
     if p.dim() == 2:
-        return _row_stack(p, shapes, counts) is not None
+        return _row_stack(p, shapes, counts)
     if p.dim() != 3 or p.shape[0] not in counts:
-        return False
+        return None
     read = _matrix_shape("", p, shapes)
-    return read is None or not _contract(read[0], shapes)
+    return p.shape[0] if read is None or not _contract(read[0], shapes) else None
 
 
 def _row_stack(p: torch.Tensor, shapes: frozenset, counts: frozenset) -> int | None:
@@ -462,12 +462,12 @@ def _flatten_matrices(module: torch.nn.Module, shapes: frozenset = frozenset(), 
         for name, p in sorted(own.items(), key=lambda item: -item[1].dim() if item[1] is not None else 0):
             if sub._parameters.get(name) is not p:
                 continue  # registered again already: a kernel's bias, read with its kernel below
-            if isinstance(p, torch.nn.Parameter) and _per_index(p, path, shapes, counts) \
-                    and not parametrize.is_parametrized(sub, name) and name not in sub._modules:
+            k = _per_index(p, path, shapes, counts) if isinstance(p, torch.nn.Parameter) else None
+            if k is not None and not parametrize.is_parametrized(sub, name) and name not in sub._modules:
                 # one matrix per index: a ParameterList under the same name, so that its entries map
                 # index by index (experts.gate_up_proj.0 ...); read as their stack while the module runs
                 del sub._parameters[name]
-                parts = p.unbind(0) if p.dim() == 3 else p.view(_row_stack(p, shapes, counts), -1, p.shape[1]).unbind(0)
+                parts = p.unbind(0) if p.dim() == 3 else p.view(k, -1, p.shape[1]).unbind(0)
                 sub._modules[name] = torch.nn.ParameterList(
                     [torch.nn.Parameter(m.detach().clone(), requires_grad=p.requires_grad) for m in parts])
                 stacks.append((path, name, p.dim()))
